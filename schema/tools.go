@@ -1,0 +1,5 @@
+//go:build tools
+
+package schema
+
+import _ "github.com/ovn-kubernetes/libovsdb/cmd/modelgen"
