@@ -1,0 +1,183 @@
+package db
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+)
+
+// Condition is one clause of a "where" or a monitor_cond condition.
+type Condition struct {
+	col   *Column
+	fn    condFunc
+	arg   Datum
+	konst int8 // 1 for the literal true, -1 for false, 0 otherwise
+}
+
+type condFunc uint8
+
+const (
+	condEq condFunc = iota
+	condNe
+	condLt
+	condLe
+	condGt
+	condGe
+	condIncludes
+	condExcludes
+)
+
+var condFuncs = map[string]condFunc{
+	"==": condEq, "!=": condNe, "<": condLt, "<=": condLe, ">": condGt, ">=": condGe,
+	"includes": condIncludes, "excludes": condExcludes,
+}
+
+// ParseConditions parses a list of conditions on table t. Besides
+// [column, function, value] triples it accepts the booleans true and false
+// (monitor_cond). Named-uuids resolve through syms, which may be nil.
+func ParseConditions(t *Table, raw json.RawMessage, syms *Symbols) ([]Condition, *Error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil || bytes.TrimSpace(raw)[0] != '[' {
+		return nil, syntaxError(raw, "Parse error in condition.")
+	}
+	conds := make([]Condition, 0, len(list))
+	for _, c := range list {
+		cond, err := parseCondition(t, c, syms)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, cond)
+	}
+	return conds, nil
+}
+
+func parseCondition(t *Table, raw json.RawMessage, syms *Symbols) (Condition, *Error) {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return Condition{konst: 1}, nil
+	case "false":
+		return Condition{konst: -1}, nil
+	}
+	var triple []json.RawMessage
+	if json.Unmarshal(raw, &triple) != nil || len(triple) != 3 {
+		return Condition{}, syntaxError(raw, "Parse error in condition.")
+	}
+	var cname, fname string
+	if json.Unmarshal(triple[0], &cname) != nil || json.Unmarshal(triple[1], &fname) != nil {
+		return Condition{}, syntaxError(raw, "Parse error in condition.")
+	}
+	c := t.ByName[cname]
+	if c == nil {
+		return Condition{}, errorf("unknown column", raw, "No column %s in table %s.", cname, t.Name)
+	}
+	fn, ok := condFuncs[fname]
+	if !ok {
+		return Condition{}, errorf("unknown function", raw, "No function named %s.", fname)
+	}
+	argType := c.Type
+	switch fn {
+	case condLt, condLe, condGt, condGe:
+		kt := c.Type.Key.Type
+		if c.Type.Value != nil || c.Type.Max != 1 || (kt != TypeInteger && kt != TypeReal) {
+			return Condition{}, syntaxError(raw, "Type mismatch: \"%s\" operator may not be applied to column %s of type %s.", fname, cname, typeString(&c.Type))
+		}
+	case condIncludes, condExcludes:
+		argType.Min, argType.Max = 0, Unlimited
+	}
+	argType.Key = unconstrained(argType.Key)
+	if argType.Value != nil {
+		v := unconstrained(*argType.Value)
+		argType.Value = &v
+	}
+	arg, err := ParseDatum(&argType, triple[2], syms)
+	if err != nil {
+		return Condition{}, err
+	}
+	return Condition{col: c, fn: fn, arg: arg}, nil
+}
+
+func unconstrained(bt BaseType) BaseType {
+	return BaseType{Type: bt.Type, MinInteger: math.MinInt64, MaxInteger: math.MaxInt64,
+		MinReal: -math.MaxFloat64, MaxReal: math.MaxFloat64, MaxLength: math.MaxInt64, RefTable: bt.RefTable, RefWeak: bt.RefWeak}
+}
+
+func typeString(t *ColumnType) string {
+	switch {
+	case t.Value != nil:
+		return "map of " + t.Key.Type.String() + " to " + t.Value.Type.String()
+	case t.IsScalar():
+		return t.Key.Type.String()
+	}
+	return "set of " + t.Key.Type.String()
+}
+
+// Match reports whether row r satisfies every condition.
+func Match(conds []Condition, r *Row) bool {
+	for i := range conds {
+		if !conds[i].eval(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Condition) eval(r *Row) bool {
+	if c.konst != 0 {
+		return c.konst > 0
+	}
+	v := r.Get(c.col)
+	switch c.fn {
+	case condEq:
+		return v.Equal(c.arg)
+	case condNe:
+		return !v.Equal(c.arg)
+	case condIncludes:
+		return includes(v, c.arg)
+	case condExcludes:
+		return excludes(v, c.arg)
+	}
+	if len(v.Keys) != 1 || len(c.arg.Keys) != 1 {
+		return false
+	}
+	cmp := compareAtoms(v.Keys[0], c.arg.Keys[0])
+	switch c.fn {
+	case condLt:
+		return cmp < 0
+	case condLe:
+		return cmp <= 0
+	case condGt:
+		return cmp > 0
+	}
+	return cmp >= 0
+}
+
+// includes reports whether every element (pair, for maps) of b is in a.
+func includes(a, b Datum) bool {
+	for i, k := range b.Keys {
+		j := a.find(k)
+		if j < 0 || (b.Vals != nil && compareAtoms(a.Vals[j], b.Vals[i]) != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// excludes reports whether no element (pair, for maps) of b is in a.
+func excludes(a, b Datum) bool {
+	for i, k := range b.Keys {
+		j := a.find(k)
+		if j >= 0 && (b.Vals == nil || compareAtoms(a.Vals[j], b.Vals[i]) == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// uuidEquality returns the uuid if conds is exactly [["_uuid","==",U]], the
+// form clients use to address one row, so it can be looked up directly.
+func uuidEquality(conds []Condition) (UUID, bool) {
+	if len(conds) != 1 || conds[0].konst != 0 || conds[0].fn != condEq || conds[0].col.Index != colUUID || len(conds[0].arg.Keys) != 1 {
+		return UUID{}, false
+	}
+	return conds[0].arg.Keys[0].(UUID), true
+}

@@ -1,0 +1,310 @@
+package db
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// RowChange is one row's change in a commit: Old is nil for an insert, New
+// is nil for a delete.
+type RowChange struct {
+	Old, New *Row
+}
+
+// Commit is what one transaction changed, handed to commit hooks and
+// subscribers in commit order.
+type Commit struct {
+	TxnID   UUID
+	Tables  map[string]map[UUID]*RowChange
+	Comment string
+	Durable bool
+	Date    time.Time
+}
+
+type tableData struct {
+	schema *Table
+	rows   map[UUID]*Row
+	// refs counts the strong references to each row from other rows,
+	// for referential integrity and garbage collection.
+	refs map[UUID]int
+	// indexes maps each index's encoded key to the row holding it.
+	indexes []map[string]UUID
+}
+
+// Database is one database: its schema, its committed rows, and the hooks
+// that see each commit. It is safe for concurrent use; transactions are
+// serialized.
+type Database struct {
+	schema *Schema
+
+	mu       sync.Mutex // guards everything below
+	tables   map[string]*tableData
+	hooks    []func(*Commit) error
+	subs     []func(*Commit)
+	lastTxn  UUID
+	nCommits uint64
+}
+
+// New returns an empty database with schema s.
+func New(s *Schema) *Database {
+	d := &Database{schema: s, tables: map[string]*tableData{}}
+	for name, t := range s.Tables {
+		td := &tableData{schema: t, rows: map[UUID]*Row{}, refs: map[UUID]int{}}
+		for range t.Indexes {
+			td.indexes = append(td.indexes, map[string]UUID{})
+		}
+		d.tables[name] = td
+	}
+	return d
+}
+
+// Schema returns the database's schema.
+func (d *Database) Schema() *Schema { return d.schema }
+
+// Name returns the database's name.
+func (d *Database) Name() string { return d.schema.Name }
+
+// OnCommit registers a hook called with each commit, in commit order, while
+// the database is locked and before the commit is applied; an error aborts
+// the transaction (with an "I/O error"). Storage uses it.
+func (d *Database) OnCommit(fn func(*Commit) error) {
+	d.mu.Lock()
+	d.hooks = append(d.hooks, fn)
+	d.mu.Unlock()
+}
+
+// Subscribe registers fn to be called with each applied commit, in commit
+// order, while the database is locked: fn must not block or call back into
+// the database. Monitors use it.
+func (d *Database) Subscribe(fn func(*Commit)) {
+	d.mu.Lock()
+	d.subs = append(d.subs, fn)
+	d.mu.Unlock()
+}
+
+// Snapshot gives read access to committed rows inside Read.
+type Snapshot struct{ d *Database }
+
+// Rows returns the committed rows of a table. The map and rows must not be
+// modified or retained after Read returns (rows themselves are immutable and
+// may be retained).
+func (s Snapshot) Rows(table string) map[UUID]*Row {
+	if t := s.d.tables[table]; t != nil {
+		return t.rows
+	}
+	return nil
+}
+
+// LastTxnID returns the id of the latest commit (zero before any).
+func (s Snapshot) LastTxnID() UUID { return s.d.lastTxn }
+
+// Read calls fn with a consistent view of the database, under its lock:
+// no commit happens while fn runs, so a monitor can send initial contents
+// and subscribe without missing or repeating a change.
+func (d *Database) Read(fn func(Snapshot)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fn(Snapshot{d})
+}
+
+func (d *Database) apply(c *Commit) {
+	for tname, rows := range c.Tables {
+		td := d.tables[tname]
+		for u, ch := range rows {
+			if ch.Old != nil {
+				td.unindex(ch.Old)
+				td.forEachStrongRef(ch.Old, func(rt string, ru UUID) { d.tables[rt].refs[ru]-- })
+			}
+			if ch.New != nil {
+				td.rows[u] = ch.New
+				td.index(ch.New)
+				td.forEachStrongRef(ch.New, func(rt string, ru UUID) { d.tables[rt].refs[ru]++ })
+			} else {
+				delete(td.rows, u)
+			}
+		}
+	}
+	for tname, rows := range c.Tables {
+		td := d.tables[tname]
+		for u, ch := range rows {
+			if ch.New == nil && td.refs[u] == 0 {
+				delete(td.refs, u)
+			}
+		}
+	}
+	d.lastTxn = c.TxnID
+	d.nCommits++
+}
+
+func (td *tableData) forEachStrongRef(r *Row, fn func(table string, u UUID)) {
+	for _, c := range td.schema.refs {
+		v := r.Cols[c.Index]
+		if c.Type.Key.RefTable != "" && !c.Type.Key.RefWeak {
+			for _, k := range v.Keys {
+				fn(c.Type.Key.RefTable, k.(UUID))
+			}
+		}
+		if vt := c.Type.Value; vt != nil && vt.RefTable != "" && !vt.RefWeak {
+			for _, k := range v.Vals {
+				fn(vt.RefTable, k.(UUID))
+			}
+		}
+	}
+}
+
+func indexKey(cols []*Column, r *Row) string {
+	var b []byte
+	for _, c := range cols {
+		b = AppendDatumJSON(b, r.Cols[c.Index], c.Type.IsMap())
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+func (td *tableData) index(r *Row) {
+	for i, cols := range td.schema.Indexes {
+		td.indexes[i][indexKey(cols, r)] = r.UUID
+	}
+}
+
+func (td *tableData) unindex(r *Row) {
+	for i, cols := range td.schema.Indexes {
+		k := indexKey(cols, r)
+		if td.indexes[i][k] == r.UUID {
+			delete(td.indexes[i], k)
+		}
+	}
+}
+
+// Record encodes a commit the way the OVSDB log stores it: whole values of
+// the columns a new row does not have at their defaults, the changed
+// columns of a modified row, null for a deleted row. Ephemeral columns are
+// not stored.
+func (c *Commit) Record(s *Schema) map[string]map[string]json.RawMessage {
+	out := make(map[string]map[string]json.RawMessage, len(c.Tables))
+	for tname, rows := range c.Tables {
+		t := s.Tables[tname]
+		m := make(map[string]json.RawMessage, len(rows))
+		for u, ch := range rows {
+			if ch.New == nil {
+				m[u.String()] = json.RawMessage("null")
+				continue
+			}
+			var cols []*Column
+			for _, col := range t.Columns {
+				if col.Ephemeral {
+					continue
+				}
+				v := ch.New.Cols[col.Index]
+				if ch.Old == nil && !IsDefault(&col.Type, v) || ch.Old != nil && !ch.Old.Cols[col.Index].Equal(v) {
+					cols = append(cols, col)
+				}
+			}
+			if ch.Old != nil && len(cols) == 0 {
+				continue
+			}
+			m[u.String()] = AppendRowJSON(nil, t, ch.New, cols)
+		}
+		if len(m) > 0 {
+			out[tname] = m
+		}
+	}
+	return out
+}
+
+// SnapshotRecord encodes the whole database as one log record's tables, for
+// compaction.
+func (d *Database) SnapshotRecord() map[string]map[string]json.RawMessage {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := &Commit{Tables: map[string]map[UUID]*RowChange{}}
+	for tname, td := range d.tables {
+		if len(td.rows) == 0 {
+			continue
+		}
+		m := make(map[UUID]*RowChange, len(td.rows))
+		for u, r := range td.rows {
+			m[u] = &RowChange{New: r}
+		}
+		c.Tables[tname] = m
+	}
+	return c.Record(d.schema)
+}
+
+// Replay applies one stored log record, as read from a database file. With
+// isDiff, a modified row's columns are update2-style diffs. References and
+// constraints are not re-checked, as OVS does not on reading its own log.
+func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := &Commit{TxnID: NewUUID(), Tables: map[string]map[UUID]*RowChange{}}
+	tnames := make([]string, 0, len(tables))
+	for n := range tables {
+		tnames = append(tnames, n)
+	}
+	sort.Strings(tnames)
+	for _, tname := range tnames {
+		td := d.tables[tname]
+		if td == nil {
+			return fmt.Errorf("record names unknown table %s", tname)
+		}
+		m := map[UUID]*RowChange{}
+		for us, raw := range tables[tname] {
+			u, err := ParseUUID(us)
+			if err != nil {
+				return fmt.Errorf("table %s: %w", tname, err)
+			}
+			old := td.rows[u]
+			if string(raw) == "null" {
+				if old != nil {
+					m[u] = &RowChange{Old: old}
+				}
+				continue
+			}
+			var cols map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &cols); err != nil {
+				return fmt.Errorf("table %s row %s: %w", tname, us, err)
+			}
+			var nr *Row
+			if old != nil {
+				nr = old.clone()
+			} else {
+				nr = newRow(td.schema, u)
+			}
+			nr.Version = NewUUID()
+			for cname, v := range cols {
+				col := td.schema.ByName[cname]
+				if col == nil || col.Index < 0 {
+					// OVS ignores columns a newer schema dropped.
+					continue
+				}
+				vt := col.Type
+				if isDiff && old != nil {
+					vt.Min, vt.Max = 0, Unlimited
+				}
+				datum, perr := parseDatumNoSize(&vt, v, nil)
+				if perr != nil {
+					return fmt.Errorf("table %s row %s column %s: %v", tname, us, cname, perr)
+				}
+				if isDiff && old != nil {
+					datum = ApplyDiff(&col.Type, old.Cols[col.Index], datum)
+				}
+				nr.Cols[col.Index] = datum
+			}
+			m[u] = &RowChange{Old: old, New: nr}
+		}
+		c.Tables[tname] = m
+	}
+	d.apply(c)
+	return nil
+}
+
+// SetTxnID sets the id of the latest commit, e.g. after replaying a log.
+func (d *Database) SetTxnID(u UUID) {
+	d.mu.Lock()
+	d.lastTxn = u
+	d.mu.Unlock()
+}

@@ -1,0 +1,226 @@
+package db
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/govs/govs/schema"
+)
+
+func newTestDB(t testing.TB) *Database {
+	t.Helper()
+	s, err := ParseSchema(schema.VSwitch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(s)
+}
+
+// tx runs a transaction given as a JSON array of operations and returns the
+// decoded result array.
+func tx(t testing.TB, d *Database, ops string) []map[string]any {
+	t.Helper()
+	var raw []json.RawMessage
+	if err := json.Unmarshal([]byte(ops), &raw); err != nil {
+		t.Fatalf("bad test ops: %v", err)
+	}
+	res := d.Transact(raw, nil, time.Time{})
+	var out []map[string]any
+	if err := json.Unmarshal(res.JSON, &out); err != nil {
+		t.Fatalf("result %s: %v", res.JSON, err)
+	}
+	return out
+}
+
+func lastError(res []map[string]any) string {
+	for _, r := range res {
+		if r != nil && r["error"] != nil {
+			return r["error"].(string) + ": " + str(r["details"])
+		}
+	}
+	return ""
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+const initOVS = `[{"op":"insert","table":"Open_vSwitch","row":{},"uuid-name":"ovs"}]`
+
+func TestTransactions(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   []string
+		ops     string
+		wantErr string // prefix of "error: details"; "" for success
+	}{
+		{"insert root", nil, initOVS, ""},
+		{"maxRows", []string{initOVS}, initOVS, "constraint violation: transaction causes \"Open_vSwitch\" table to contain 2 rows"},
+		{"dangling strong ref", []string{initOVS}, `[{"op":"insert","table":"Bridge","row":{"name":"br0","ports":["named-uuid","nope"]}}]`, "referential integrity violation: Table Bridge column ports row"},
+		{"bridge and port in one txn", []string{initOVS}, `[
+			{"op":"insert","table":"Interface","row":{"name":"br0","type":"internal"},"uuid-name":"i"},
+			{"op":"insert","table":"Port","row":{"name":"br0","interfaces":["named-uuid","i"]},"uuid-name":"p"},
+			{"op":"insert","table":"Bridge","row":{"name":"br0","ports":["named-uuid","p"]},"uuid-name":"b"},
+			{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["set",[["named-uuid","b"]]]]]}]`, ""},
+		{"unknown table", nil, `[{"op":"insert","table":"Nope","row":{}}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: No table named Nope."},
+		{"unknown column", nil, `[{"op":"insert","table":"Bridge","row":{"nope":1}}]`, "unknown column: No column nope in table Bridge."},
+		{"type mismatch", nil, `[{"op":"insert","table":"Bridge","row":{"name":1}}]`, "syntax error: expected string"},
+		{"enum", []string{initOVS}, `[{"op":"insert","table":"Bridge","row":{"name":"b","fail_mode":"bogus"}}]`, "constraint violation: \"bogus\" is not one of the allowed values"},
+		{"range", nil, `[{"op":"insert","table":"Interface","row":{"name":"i","ofport_request":70000}}]`, "constraint violation: 70000 is not in the valid range 1 to 65279 (inclusive)"},
+		{"division by zero", []string{initOVS}, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["next_cfg","/=",0]]}]`, "domain error: Division by zero."},
+		{"overflow", []string{initOVS, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"next_cfg":9223372036854775807}}]`}, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["next_cfg","+=",1]]}]`, "range error: Result of \"+=\" operation is out of range."},
+		{"immutable", nil, `[{"op":"update","table":"Bridge","where":[],"row":{"_uuid":["uuid","550e8400-e29b-41d4-a716-446655440000"]}}]`, "constraint violation: Cannot update immutable column _uuid in table Bridge."},
+		{"abort", nil, `[{"op":"abort"}]`, "aborted: aborted by request"},
+		{"wait fails", nil, `[{"op":"wait","table":"Bridge","where":[],"until":"==","rows":[{"name":"q"}],"timeout":0}]`, "timed out: \"where\" clause test failed"},
+		{"wait holds", nil, `[{"op":"wait","table":"Bridge","where":[],"until":"==","rows":[],"timeout":0}]`, ""},
+		{"assert without lock", nil, `[{"op":"assert","lock":"x"}]`, "not owner: Asserted lock x not held."},
+		{"bad op", nil, `[{"op":"bogus"}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: No operation \"bogus\""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newTestDB(t)
+			for _, s := range tc.setup {
+				if e := lastError(tx(t, d, s)); e != "" {
+					t.Fatalf("setup: %s", e)
+				}
+			}
+			got := lastError(tx(t, d, tc.ops))
+			if tc.wantErr == "" && got != "" || tc.wantErr != "" && !strings.HasPrefix(got, tc.wantErr) {
+				t.Errorf("got %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+func countRows(d *Database, table string) int {
+	n := 0
+	d.Read(func(s Snapshot) { n = len(s.Rows(table)) })
+	return n
+}
+
+func TestGarbageCollectionAndIndexes(t *testing.T) {
+	d := newTestDB(t)
+	addBr := `[
+		{"op":"insert","table":"Interface","row":{"name":"NAME"},"uuid-name":"i"},
+		{"op":"insert","table":"Port","row":{"name":"NAME","interfaces":["named-uuid","i"]},"uuid-name":"p"},
+		{"op":"insert","table":"Bridge","row":{"name":"NAME","ports":["named-uuid","p"]},"uuid-name":"b"},
+		{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]]]}]`
+	tx(t, d, initOVS)
+	if e := lastError(tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0"))); e != "" {
+		t.Fatal(e)
+	}
+	// An unreferenced non-root row is collected at once.
+	tx(t, d, `[{"op":"insert","table":"Bridge","row":{"name":"orphan"}}]`)
+	if n := countRows(d, "Bridge"); n != 1 {
+		t.Fatalf("%d bridges, want 1", n)
+	}
+	// A second bridge with the same name violates the index.
+	e := lastError(tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0")))
+	if !strings.HasPrefix(e, "constraint violation: Transaction causes multiple rows in \"Bridge\" table to have identical values (br0)") {
+		t.Fatalf("got %q", e)
+	}
+	// Removing the bridge from Open_vSwitch collects bridge, port and interface.
+	e = lastError(tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","delete",["set",[]]]]},
+		{"op":"update","table":"Open_vSwitch","where":[],"row":{"bridges":["set",[]]}}]`))
+	if e != "" {
+		t.Fatal(e)
+	}
+	for _, tbl := range []string{"Bridge", "Port", "Interface"} {
+		if n := countRows(d, tbl); n != 0 {
+			t.Errorf("%s has %d rows after del-br, want 0", tbl, n)
+		}
+	}
+	// Deleting a root row that another row references strongly fails.
+	tx(t, d, `[{"op":"insert","table":"Queue","row":{},"uuid-name":"q"},
+		{"op":"insert","table":"QoS","row":{"type":"linux-htb","queues":["map",[[0,["named-uuid","q"]]]]}}]`)
+	e = lastError(tx(t, d, `[{"op":"delete","table":"Queue","where":[]}]`))
+	if !strings.HasPrefix(e, "referential integrity violation: cannot delete Queue row") {
+		t.Fatalf("got %q", e)
+	}
+}
+
+func TestMutateMapsAndSets(t *testing.T) {
+	d := newTestDB(t)
+	tx(t, d, initOVS)
+	tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["a","1"],["b","2"]]]]]}]`)
+	tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["a","9"],["c","3"]]]],["external_ids","delete",["set",["b"]]]]}]`)
+	res := tx(t, d, `[{"op":"select","table":"Open_vSwitch","where":[["external_ids","includes",["map",[["a","1"]]]]],"columns":["external_ids"]}]`)
+	rows := res[0]["rows"].([]any)
+	if len(rows) != 1 {
+		t.Fatalf("rows %v", rows)
+	}
+	got, _ := json.Marshal(rows[0])
+	if string(got) != `{"external_ids":["map",[["a","1"],["c","3"]]]}` {
+		t.Errorf("got %s", got)
+	}
+	tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","delete",["map",[["a","2"],["c","3"]]]]]}]`)
+	res = tx(t, d, `[{"op":"select","table":"Open_vSwitch","where":[],"columns":["external_ids"]}]`)
+	got, _ = json.Marshal(res[0]["rows"])
+	if string(got) != `[{"external_ids":["map",[["a","1"]]]}]` {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestDiffRoundTrip(t *testing.T) {
+	mt := &ColumnType{Key: BaseType{Type: TypeString}, Value: &BaseType{Type: TypeString}, Min: 0, Max: Unlimited}
+	st := &ColumnType{Key: BaseType{Type: TypeInteger}, Min: 0, Max: Unlimited}
+	m := func(kv ...string) Datum {
+		d := Datum{Keys: []Atom{}, Vals: []Atom{}}
+		for i := 0; i < len(kv); i += 2 {
+			d.Keys = append(d.Keys, kv[i])
+			d.Vals = append(d.Vals, kv[i+1])
+		}
+		return d
+	}
+	s := func(v ...int64) Datum {
+		d := Datum{Keys: []Atom{}}
+		for _, x := range v {
+			d.Keys = append(d.Keys, x)
+		}
+		return d
+	}
+	for _, c := range []struct {
+		t        *ColumnType
+		old, new Datum
+	}{
+		{mt, m("a", "1", "b", "2"), m("a", "1", "b", "3", "c", "4")},
+		{mt, m("a", "1"), m()},
+		{st, s(1, 2, 3), s(2, 4)},
+		{st, s(), s(5)},
+	} {
+		got := ApplyDiff(c.t, c.old, Diff(c.t, c.old, c.new))
+		if !got.Equal(c.new) {
+			t.Errorf("ApplyDiff(%v, Diff(..., %v)) = %v", c.old, c.new, got)
+		}
+	}
+}
+
+func TestRecordReplay(t *testing.T) {
+	d := newTestDB(t)
+	var records []map[string]map[string]json.RawMessage
+	d.OnCommit(func(c *Commit) error {
+		records = append(records, c.Record(d.Schema()))
+		return nil
+	})
+	tx(t, d, initOVS)
+	tx(t, d, `[{"op":"insert","table":"Bridge","row":{"name":"br0"},"uuid-name":"b"},
+		{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]],["next_cfg","+=",1]]}]`)
+	tx(t, d, `[{"op":"update","table":"Bridge","where":[],"row":{"other_config":["map",[["k","v"]]]}}]`)
+
+	d2 := newTestDB(t)
+	for _, r := range records {
+		if err := d2.Replay(r, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := tx(t, d, `[{"op":"select","table":"Bridge","where":[],"columns":["_uuid","name","other_config"]}]`)
+	b := tx(t, d2, `[{"op":"select","table":"Bridge","where":[],"columns":["_uuid","name","other_config"]}]`)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("replayed %s, want %s", jb, ja)
+	}
+}

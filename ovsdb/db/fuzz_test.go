@@ -1,0 +1,52 @@
+package db
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// FuzzTransact runs arbitrary operation lists against a populated database:
+// the executor must never panic and must always produce a JSON array.
+func FuzzTransact(f *testing.F) {
+	for _, seed := range []string{
+		initOVS,
+		`[{"op":"insert","table":"Bridge","row":{"name":"b","ports":["set",[["named-uuid","p"]]]}},{"op":"insert","table":"Port","row":{"name":"p"},"uuid-name":"p"}]`,
+		`[{"op":"mutate","table":"Open_vSwitch","where":[["_uuid","!=",["uuid","00000000-0000-0000-0000-000000000000"]]],"mutations":[["next_cfg","*=",3],["external_ids","delete",["set",["x"]]]]}]`,
+		`[{"op":"select","table":"Interface","where":[["ofport",">=",1],["name","includes","x"]],"columns":["name","_version"]}]`,
+		`[{"op":"wait","table":"Open_vSwitch","where":[],"columns":["next_cfg"],"until":"!=","rows":[{"next_cfg":0}],"timeout":0},{"op":"commit","durable":false},{"op":"comment","comment":"c"}]`,
+		`[{"op":"delete","table":"Open_vSwitch","where":[true]},{"op":"abort"}]`,
+		`[{"op":"update","table":"Open_vSwitch","where":[],"row":{"other_config":["map",[["a","b"],["a","c"]]]}}]`,
+		`[1,"x",null,{"op":null},{"op":"insert"}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ops []json.RawMessage
+		if json.Unmarshal(data, &ops) != nil {
+			return
+		}
+		d := newTestDB(t)
+		tx(t, d, `[{"op":"insert","table":"Open_vSwitch","row":{"bridges":["named-uuid","b"]}},
+			{"op":"insert","table":"Bridge","row":{"name":"br0","ports":["named-uuid","p"]},"uuid-name":"b"},
+			{"op":"insert","table":"Port","row":{"name":"br0","interfaces":["named-uuid","i"]},"uuid-name":"p"},
+			{"op":"insert","table":"Interface","row":{"name":"br0","ofport":1},"uuid-name":"i"}]`)
+		res := d.Transact(ops, nil, time.Time{})
+		if res.WaitUntil.IsZero() && !json.Valid(res.JSON) {
+			t.Fatalf("invalid result %q", res.JSON)
+		}
+	})
+}
+
+func BenchmarkTransactMutate(b *testing.B) {
+	d := newTestDB(b)
+	tx(b, d, initOVS)
+	ops := []json.RawMessage{
+		json.RawMessage(`{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["k","v"]]]],["next_cfg","+=",1]]}`),
+		json.RawMessage(`{"op":"comment","comment":"ovs-vsctl set"}`),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Transact(ops, nil, time.Time{})
+	}
+}

@@ -1,0 +1,223 @@
+package db
+
+import (
+	"encoding/json"
+	"math"
+)
+
+type mutator uint8
+
+const (
+	mutAdd mutator = iota
+	mutSub
+	mutMul
+	mutDiv
+	mutMod
+	mutInsert
+	mutDelete
+)
+
+var mutators = map[string]mutator{
+	"+=": mutAdd, "-=": mutSub, "*=": mutMul, "/=": mutDiv, "%=": mutMod,
+	"insert": mutInsert, "delete": mutDelete,
+}
+
+type mutation struct {
+	col  *Column
+	name string
+	op   mutator
+	arg  Datum // for insert/delete
+	atom Atom  // for arithmetic
+}
+
+func parseMutations(t *Table, raw json.RawMessage, syms *Symbols) ([]mutation, *Error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, syntaxError(raw, "Parse error in mutation.")
+	}
+	muts := make([]mutation, 0, len(list))
+	for _, m := range list {
+		var triple []json.RawMessage
+		var cname, mname string
+		if json.Unmarshal(m, &triple) != nil || len(triple) != 3 ||
+			json.Unmarshal(triple[0], &cname) != nil || json.Unmarshal(triple[1], &mname) != nil {
+			return nil, syntaxError(m, "Parse error in mutation.")
+		}
+		c := t.ByName[cname]
+		if c == nil {
+			return nil, errorf("unknown column", m, "No column %s in table %s.", cname, t.Name)
+		}
+		if !c.Mutable || c.Index < 0 {
+			return nil, errorf("constraint violation", m, "Cannot mutate immutable column %s in table %s.", cname, t.Name)
+		}
+		op, ok := mutators[mname]
+		if !ok {
+			return nil, syntaxError(m, "Unknown mutator \"%s\".", mname)
+		}
+		mu := mutation{col: c, name: mname, op: op}
+		switch op {
+		case mutInsert, mutDelete:
+			at := c.Type
+			at.Min, at.Max = 0, Unlimited
+			if op == mutDelete {
+				at.Key = unconstrained(at.Key)
+				if at.Value != nil {
+					v := unconstrained(*at.Value)
+					at.Value = &v
+				}
+			}
+			d, err := ParseDatum(&at, triple[2], syms)
+			if err != nil && op == mutDelete && c.Type.Value != nil {
+				// Deleting from a map also takes a set of keys.
+				kt := ColumnType{Key: at.Key, Min: 0, Max: Unlimited}
+				d, err = ParseDatum(&kt, triple[2], syms)
+			}
+			if err != nil {
+				return nil, err
+			}
+			mu.arg = d
+		default:
+			kt := c.Type.Key.Type
+			if c.Type.Value != nil || (kt != TypeInteger && kt != TypeReal) || (op == mutMod && kt != TypeInteger) {
+				return nil, syntaxError(m, "Type mismatch: \"%s\" operator may not be applied to column %s of type %s.", mname, cname, typeString(&c.Type))
+			}
+			a, err := parseAtomNoCheck(kt, triple[2], nil)
+			if err != nil {
+				return nil, err
+			}
+			if op == mutDiv || op == mutMod {
+				if (kt == TypeInteger && a.(int64) == 0) || (kt == TypeReal && a.(float64) == 0) {
+					return nil, &Error{Name: "domain error", Details: "Division by zero."}
+				}
+			}
+			mu.atom = a
+		}
+		muts = append(muts, mu)
+	}
+	return muts, nil
+}
+
+// apply returns the column value after the mutation.
+func (m *mutation) apply(t *Table, v Datum) (Datum, *Error) {
+	ct := &m.col.Type
+	var n Datum
+	switch m.op {
+	case mutInsert:
+		n = Datum{Keys: append([]Atom{}, v.Keys...)}
+		if ct.Value != nil {
+			n.Vals = append([]Atom{}, v.Vals...)
+		}
+		for i, k := range m.arg.Keys {
+			if v.Contains(k) {
+				continue
+			}
+			n.Keys = append(n.Keys, k)
+			if ct.Value != nil {
+				n.Vals = append(n.Vals, m.arg.Vals[i])
+			}
+		}
+		n.sortUnique()
+	case mutDelete:
+		n = Datum{Keys: []Atom{}}
+		if ct.Value != nil {
+			n.Vals = []Atom{}
+		}
+		for i, k := range v.Keys {
+			j := m.arg.find(k)
+			if j >= 0 && (m.arg.Vals == nil || compareAtoms(m.arg.Vals[j], v.Vals[i]) == 0) {
+				continue
+			}
+			n.Keys = append(n.Keys, k)
+			if ct.Value != nil {
+				n.Vals = append(n.Vals, v.Vals[i])
+			}
+		}
+	default:
+		n = Datum{Keys: make([]Atom, len(v.Keys))}
+		for i, k := range v.Keys {
+			r, err := m.arith(k)
+			if err != nil {
+				return n, err
+			}
+			if err := checkAtom(&ct.Key, r); err != nil {
+				return n, err
+			}
+			n.Keys[i] = r
+		}
+		if n.sortUnique() {
+			return n, &Error{Name: "constraint violation", Details: "Result of \"" + m.name + "\" operation contains duplicate values."}
+		}
+	}
+	if n.Len() < ct.Min || n.Len() > ct.Max {
+		return n, errorf("constraint violation", nil, "Attempted to store %d elements in %s with %s.", n.Len(), typeString(ct), boundsString(ct))
+	}
+	return n, nil
+}
+
+func boundsString(ct *ColumnType) string {
+	if ct.Max == Unlimited {
+		return "a minimum of " + itoa(ct.Min)
+	}
+	return "a minimum of " + itoa(ct.Min) + " and a maximum of " + itoa(ct.Max)
+}
+
+func itoa(i int) string { return string(AppendAtomJSON(nil, int64(i))) }
+
+func (m *mutation) arith(a Atom) (Atom, *Error) {
+	rangeErr := &Error{Name: "range error", Details: "Result of \"" + m.name + "\" operation is out of range."}
+	switch x := a.(type) {
+	case int64:
+		y := m.atom.(int64)
+		switch m.op {
+		case mutAdd:
+			r := x + y
+			if (y > 0 && r < x) || (y < 0 && r > x) {
+				return nil, rangeErr
+			}
+			return r, nil
+		case mutSub:
+			r := x - y
+			if (y < 0 && r < x) || (y > 0 && r > x) {
+				return nil, rangeErr
+			}
+			return r, nil
+		case mutMul:
+			if x != 0 && y != 0 {
+				r := x * y
+				if r/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
+					return nil, rangeErr
+				}
+				return r, nil
+			}
+			return int64(0), nil
+		case mutDiv:
+			if x == math.MinInt64 && y == -1 {
+				return nil, rangeErr
+			}
+			return x / y, nil
+		case mutMod:
+			if y == -1 {
+				return int64(0), nil
+			}
+			return x % y, nil
+		}
+	case float64:
+		y := m.atom.(float64)
+		var r float64
+		switch m.op {
+		case mutAdd:
+			r = x + y
+		case mutSub:
+			r = x - y
+		case mutMul:
+			r = x * y
+		case mutDiv:
+			r = x / y
+		}
+		if math.IsInf(r, 0) || math.IsNaN(r) {
+			return nil, rangeErr
+		}
+		return r, nil
+	}
+	return nil, rangeErr
+}

@@ -1,0 +1,896 @@
+package db
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// LockChecker tells the "assert" operation whether the session running a
+// transaction holds a lock. A nil LockChecker holds no locks.
+type LockChecker interface {
+	HasLock(name string) bool
+}
+
+// Result is the outcome of a transaction.
+type Result struct {
+	// JSON is the "result" array of the transact reply.
+	JSON json.RawMessage
+	// Commit is what was committed, nil if nothing was (an error, an
+	// abort, or a transaction that changed nothing).
+	Commit *Commit
+	// Durable is set when a commit operation asked for durability: the
+	// reply must wait until the commit is on stable storage.
+	Durable bool
+	// WaitUntil, if not zero, means a "wait" operation's condition did not
+	// hold yet and its timeout has not expired: nothing was done; run the
+	// transaction again after the next commit, or at WaitUntil, when a
+	// wait that still fails reports "timed out".
+	WaitUntil time.Time
+}
+
+type txn struct {
+	d       *Database
+	changes map[string]map[UUID]*RowChange
+	syms    Symbols
+	comment []string
+	durable bool
+	locks   LockChecker
+	now     time.Time
+	started time.Time // for wait timeouts: when the transaction first ran
+	waitAt  time.Time
+}
+
+// Transact runs one transact request's operations (the params after the
+// database name) atomically. started is when the request first arrived
+// (for "wait" timeouts); pass the zero time for now.
+func (d *Database) Transact(ops []json.RawMessage, locks LockChecker, started time.Time) Result {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if started.IsZero() {
+		started = now
+	}
+	tx := &txn{d: d, changes: map[string]map[UUID]*RowChange{}, locks: locks, now: now, started: started}
+	results := make([][]byte, len(ops))
+	failed := false
+	tx.predeclare(ops)
+	for i, raw := range ops {
+		res, err := tx.execute(i, len(ops), raw)
+		if !tx.waitAt.IsZero() {
+			return Result{WaitUntil: tx.waitAt}
+		}
+		if err != nil {
+			results[i], _ = json.Marshal(err)
+			failed = true
+			break
+		}
+		results[i] = res
+	}
+	var commitErr *Error
+	var c *Commit
+	if !failed {
+		c, commitErr = tx.commit()
+	}
+	var b []byte
+	b = append(b, '[')
+	for i, r := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if r == nil {
+			r = []byte("null")
+		}
+		b = append(b, r...)
+	}
+	if commitErr != nil {
+		ej, _ := json.Marshal(commitErr)
+		if len(results) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, ej...)
+	}
+	b = append(b, ']')
+	if failed || commitErr != nil {
+		return Result{JSON: b}
+	}
+	return Result{JSON: b, Commit: c, Durable: tx.durable && c != nil}
+}
+
+// predeclare gives every uuid-name its uuid before any operation runs, so an
+// operation may refer to a row that a later insert creates.
+func (tx *txn) predeclare(ops []json.RawMessage) {
+	for _, raw := range ops {
+		var op struct {
+			Op       string `json:"op"`
+			UUIDName string `json:"uuid-name"`
+			UUID     string `json:"uuid"`
+		}
+		if json.Unmarshal(raw, &op) != nil || op.Op != "insert" || op.UUIDName == "" {
+			continue
+		}
+		if tx.syms.m == nil {
+			tx.syms.m = map[string]*symbol{}
+		}
+		if _, dup := tx.syms.m[op.UUIDName]; dup {
+			continue
+		}
+		sym := &symbol{uuid: NewUUID()}
+		if op.UUID != "" {
+			if u, err := ParseUUID(op.UUID); err == nil {
+				sym.uuid = u
+			}
+		}
+		tx.syms.m[op.UUIDName] = sym
+	}
+}
+
+type opRequest struct {
+	Op        string          `json:"op"`
+	Table     *string         `json:"table"`
+	Row       json.RawMessage `json:"row"`
+	Rows      json.RawMessage `json:"rows"`
+	Where     json.RawMessage `json:"where"`
+	Columns   json.RawMessage `json:"columns"`
+	Mutations json.RawMessage `json:"mutations"`
+	UUIDName  *string         `json:"uuid-name"`
+	UUID      *string         `json:"uuid"`
+	Timeout   *float64        `json:"timeout"`
+	Until     *string         `json:"until"`
+	Durable   *bool           `json:"durable"`
+	Comment   *string         `json:"comment"`
+	Lock      *string         `json:"lock"`
+}
+
+func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
+	var op opRequest
+	if err := json.Unmarshal(raw, &op); err != nil || bytes.TrimSpace(raw)[0] != '{' {
+		return nil, syntaxError(raw, "Parsing ovsdb operation %d of %d failed: Operation must be JSON object.", i+1, n)
+	}
+	wrap := func(format string, args ...any) *Error {
+		return syntaxError(raw, "Parsing ovsdb operation %d of %d failed: %s", i+1, n, fmt.Sprintf(format, args...))
+	}
+	var t *Table
+	switch op.Op {
+	case "insert", "select", "update", "mutate", "delete", "wait":
+		if op.Table == nil {
+			return nil, wrap("Required 'table' member is missing.")
+		}
+		t = tx.d.schema.Tables[*op.Table]
+		if t == nil {
+			return nil, wrap("No table named %s.", *op.Table)
+		}
+	}
+	need := func(v json.RawMessage, name string) *Error {
+		if v == nil {
+			return wrap("Required '%s' member is missing.", name)
+		}
+		return nil
+	}
+	switch op.Op {
+	case "insert":
+		if err := need(op.Row, "row"); err != nil {
+			return nil, err
+		}
+		return tx.insert(t, &op, raw)
+	case "select":
+		if err := need(op.Where, "where"); err != nil {
+			return nil, err
+		}
+		return tx.selectOp(t, &op)
+	case "update":
+		if err := need(op.Where, "where"); err != nil {
+			return nil, err
+		}
+		if err := need(op.Row, "row"); err != nil {
+			return nil, err
+		}
+		return tx.update(t, &op, raw)
+	case "mutate":
+		if err := need(op.Where, "where"); err != nil {
+			return nil, err
+		}
+		if err := need(op.Mutations, "mutations"); err != nil {
+			return nil, err
+		}
+		return tx.mutate(t, &op)
+	case "delete":
+		if err := need(op.Where, "where"); err != nil {
+			return nil, err
+		}
+		return tx.deleteOp(t, &op)
+	case "wait":
+		if err := need(op.Where, "where"); err != nil {
+			return nil, err
+		}
+		if err := need(op.Rows, "rows"); err != nil {
+			return nil, err
+		}
+		if op.Until == nil {
+			return nil, wrap("Required 'until' member is missing.")
+		}
+		return tx.wait(t, &op, raw)
+	case "commit":
+		if op.Durable == nil {
+			return nil, wrap("Required 'durable' member is missing.")
+		}
+		tx.durable = tx.durable || *op.Durable
+		return []byte("{}"), nil
+	case "abort":
+		return nil, &Error{Name: "aborted", Details: "aborted by request"}
+	case "comment":
+		if op.Comment == nil {
+			return nil, wrap("Required 'comment' member is missing.")
+		}
+		if *op.Comment != "" {
+			tx.comment = append(tx.comment, *op.Comment)
+		}
+		return []byte("{}"), nil
+	case "assert":
+		if op.Lock == nil {
+			return nil, wrap("Required 'lock' member is missing.")
+		}
+		if tx.locks == nil || !tx.locks.HasLock(*op.Lock) {
+			return nil, &Error{Name: "not owner", Details: fmt.Sprintf("Asserted lock %s not held.", *op.Lock)}
+		}
+		return []byte("{}"), nil
+	case "":
+		return nil, wrap("Required 'op' member is missing.")
+	}
+	return nil, wrap("No operation \"%s\"", op.Op)
+}
+
+// current returns the row as the transaction sees it, nil if it does not
+// exist.
+func (tx *txn) current(table string, u UUID) *Row {
+	if ch, ok := tx.changes[table][u]; ok {
+		return ch.New
+	}
+	return tx.d.tables[table].rows[u]
+}
+
+// forEach calls fn for each row of t matching conds, as the transaction
+// sees it. fn may change the row through tx.set.
+func (tx *txn) forEach(t *Table, conds []Condition, fn func(r *Row) *Error) *Error {
+	if u, ok := uuidEquality(conds); ok {
+		if r := tx.current(t.Name, u); r != nil {
+			return fn(r)
+		}
+		return nil
+	}
+	var rows []*Row
+	changes := tx.changes[t.Name]
+	for u, r := range tx.d.tables[t.Name].rows {
+		if ch, ok := changes[u]; ok {
+			r = ch.New
+		}
+		if r != nil && Match(conds, r) {
+			rows = append(rows, r)
+		}
+	}
+	for _, ch := range changes {
+		if ch.Old == nil && ch.New != nil && Match(conds, ch.New) {
+			rows = append(rows, ch.New)
+		}
+	}
+	for _, r := range rows {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set records the transaction's new version of a row (nil to delete).
+func (tx *txn) set(table string, u UUID, r *Row) {
+	m := tx.changes[table]
+	if m == nil {
+		m = map[UUID]*RowChange{}
+		tx.changes[table] = m
+	}
+	if ch, ok := m[u]; ok {
+		ch.New = r
+		if ch.Old == nil && r == nil {
+			delete(m, u)
+		}
+		return
+	}
+	m[u] = &RowChange{Old: tx.d.tables[table].rows[u], New: r}
+}
+
+// writable returns a copy of r that the transaction may modify in place.
+func (tx *txn) writable(table string, r *Row) *Row {
+	if ch, ok := tx.changes[table][r.UUID]; ok && ch.New == r && ch.New != ch.Old {
+		return r
+	}
+	n := r.clone()
+	tx.set(table, r.UUID, n)
+	return n
+}
+
+func (tx *txn) insert(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Error) {
+	var u UUID
+	if op.UUID != nil {
+		pu, err := ParseUUID(*op.UUID)
+		if err != nil {
+			return nil, syntaxError(raw, "bad uuid %q", *op.UUID)
+		}
+		u = pu
+	}
+	if op.UUIDName != nil {
+		sym := tx.syms.m[*op.UUIDName]
+		if sym.created {
+			return nil, errorf("duplicate uuid-name", raw, "This \"uuid-name\" appeared on an earlier \"insert\" operation.")
+		}
+		sym.created = true
+		u = sym.uuid
+	} else if op.UUID == nil {
+		u = NewUUID()
+	}
+	if tx.current(t.Name, u) != nil || tx.d.tables[t.Name].rows[u] != nil {
+		return nil, errorf("duplicate uuid", raw, "This UUID would duplicate a UUID already present within the table or deleted within the same transaction.")
+	}
+	vals, err := parseRow(t, op.Row, &tx.syms, false)
+	if err != nil {
+		return nil, err
+	}
+	r := newRow(t, u)
+	for c, v := range vals {
+		r.Cols[c.Index] = v
+	}
+	tx.set(t.Name, u, r)
+	return []byte(`{"uuid":["uuid","` + u.String() + `"]}`), nil
+}
+
+func (tx *txn) parseColumns(t *Table, raw json.RawMessage) ([]*Column, *Error) {
+	if raw == nil {
+		cols := []*Column{t.ByName["_uuid"], t.ByName["_version"]}
+		return append(cols, t.Columns...), nil
+	}
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return nil, syntaxError(raw, "array of column names expected")
+	}
+	cols := make([]*Column, 0, len(names))
+	for _, n := range names {
+		c := t.ByName[n]
+		if c == nil {
+			return nil, errorf("unknown column", raw, "No column %s in table %s.", n, t.Name)
+		}
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+func (tx *txn) selectOp(t *Table, op *opRequest) ([]byte, *Error) {
+	conds, err := ParseConditions(t, op.Where, &tx.syms)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := tx.parseColumns(t, op.Columns)
+	if err != nil {
+		return nil, err
+	}
+	b := []byte(`{"rows":[`)
+	first := true
+	err = tx.forEach(t, conds, func(r *Row) *Error {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = AppendRowJSON(b, t, r, cols)
+		return nil
+	})
+	return append(b, "]}"...), err
+}
+
+func countJSON(n int) []byte { return []byte(`{"count":` + itoa(n) + `}`) }
+
+func (tx *txn) update(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Error) {
+	conds, err := ParseConditions(t, op.Where, &tx.syms)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := parseRow(t, op.Row, &tx.syms, true)
+	if err != nil {
+		if err.Syntax == nil {
+			err.Syntax = raw
+		}
+		return nil, err
+	}
+	n := 0
+	err = tx.forEach(t, conds, func(r *Row) *Error {
+		w := tx.writable(t.Name, r)
+		for c, v := range vals {
+			w.Cols[c.Index] = v
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return countJSON(n), nil
+}
+
+func (tx *txn) mutate(t *Table, op *opRequest) ([]byte, *Error) {
+	conds, err := ParseConditions(t, op.Where, &tx.syms)
+	if err != nil {
+		return nil, err
+	}
+	muts, err := parseMutations(t, op.Mutations, &tx.syms)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	err = tx.forEach(t, conds, func(r *Row) *Error {
+		w := tx.writable(t.Name, r)
+		for i := range muts {
+			m := &muts[i]
+			v, err := m.apply(t, w.Cols[m.col.Index])
+			if err != nil {
+				return err
+			}
+			w.Cols[m.col.Index] = v
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return countJSON(n), nil
+}
+
+func (tx *txn) deleteOp(t *Table, op *opRequest) ([]byte, *Error) {
+	conds, err := ParseConditions(t, op.Where, &tx.syms)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	err = tx.forEach(t, conds, func(r *Row) *Error {
+		tx.set(t.Name, r.UUID, nil)
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return countJSON(n), nil
+}
+
+func (tx *txn) wait(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Error) {
+	conds, err := ParseConditions(t, op.Where, &tx.syms)
+	if err != nil {
+		return nil, err
+	}
+	var cols []*Column
+	if op.Columns != nil {
+		if cols, err = tx.parseColumns(t, op.Columns); err != nil {
+			return nil, err
+		}
+	} else {
+		cols = append(cols, t.Columns...)
+	}
+	var until bool
+	switch *op.Until {
+	case "==":
+		until = true
+	case "!=":
+	default:
+		return nil, syntaxError(raw, "\"until\" must be \"==\" or \"!=\"")
+	}
+	var expected []json.RawMessage
+	if json.Unmarshal(op.Rows, &expected) != nil {
+		return nil, syntaxError(op.Rows, "array of rows expected")
+	}
+	want := map[string]int{}
+	for _, er := range expected {
+		vals, err := parseRow(t, er, &tx.syms, false)
+		if err != nil {
+			return nil, err
+		}
+		r := newRow(t, UUID{})
+		for c, v := range vals {
+			r.Cols[c.Index] = v
+		}
+		want[string(AppendRowJSON(nil, t, r, cols))]++
+	}
+	got := map[string]int{}
+	tx.forEach(t, conds, func(r *Row) *Error {
+		got[string(AppendRowJSON(nil, t, r, cols))]++
+		return nil
+	})
+	equal := len(got) == len(want)
+	if equal {
+		for k, v := range got {
+			if want[k] != v {
+				equal = false
+				break
+			}
+		}
+	}
+	if equal == until {
+		return []byte("{}"), nil
+	}
+	timeout := time.Duration(0)
+	if op.Timeout != nil {
+		timeout = time.Duration(*op.Timeout * float64(time.Millisecond))
+	}
+	if deadline := tx.started.Add(timeout); timeout > 0 && tx.now.Before(deadline) {
+		tx.waitAt = deadline
+		return nil, nil
+	}
+	return nil, &Error{Name: "timed out", Details: "\"where\" clause test failed"}
+}
+
+// commit checks the transaction's changes against the schema's integrity
+// rules, collects garbage, and applies them.
+func (tx *txn) commit() (*Commit, *Error) {
+	// Drop changes that change nothing.
+	for tname, rows := range tx.changes {
+		for u, ch := range rows {
+			if ch.Old != nil && ch.New != nil && rowsEqual(ch.Old, ch.New) {
+				delete(rows, u)
+			}
+		}
+		if len(rows) == 0 {
+			delete(tx.changes, tname)
+		}
+	}
+	if err := tx.checkUncreatedSymbols(); err != nil {
+		return nil, err
+	}
+	// The order is OVS's (ovsdb/transaction.c): references, garbage
+	// collection, row limits, weak references, indexes.
+	if err := tx.checkRefs(); err != nil {
+		return nil, err
+	}
+	if err := tx.collectGarbage(); err != nil {
+		return nil, err
+	}
+	if err := tx.checkMaxRows(); err != nil {
+		return nil, err
+	}
+	if err := tx.updateWeakRefs(); err != nil {
+		return nil, err
+	}
+	if err := tx.checkIndexes(); err != nil {
+		return nil, err
+	}
+	if len(tx.changes) == 0 {
+		return nil, nil
+	}
+	for _, rows := range tx.changes {
+		for _, ch := range rows {
+			if ch.New != nil {
+				ch.New.Version = NewUUID()
+			}
+		}
+	}
+	c := &Commit{TxnID: NewUUID(), Tables: tx.changes, Comment: strings.Join(tx.comment, "\n"), Durable: tx.durable, Date: tx.now}
+	for _, h := range tx.d.hooks {
+		if err := h(c); err != nil {
+			return nil, &Error{Name: "I/O error", Details: err.Error()}
+		}
+	}
+	tx.d.apply(c)
+	for _, s := range tx.d.subs {
+		s(c)
+	}
+	return c, nil
+}
+
+func rowsEqual(a, b *Row) bool {
+	for i := range a.Cols {
+		if !a.Cols[i].Equal(b.Cols[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkUncreatedSymbols is a no-op on purpose: a named-uuid that no insert
+// creates keeps the fresh uuid it was given, and the reference check then
+// reports it as a reference to a nonexistent row, as OVS does.
+func (tx *txn) checkUncreatedSymbols() *Error { return nil }
+
+// refDelta counts, per target row, strong references added minus removed by
+// the transaction.
+func (tx *txn) refDelta() map[string]map[UUID]int {
+	delta := map[string]map[UUID]int{}
+	add := func(n int) func(string, UUID) {
+		return func(t string, u UUID) {
+			m := delta[t]
+			if m == nil {
+				m = map[UUID]int{}
+				delta[t] = m
+			}
+			m[u] += n
+		}
+	}
+	for tname, rows := range tx.changes {
+		td := tx.d.tables[tname]
+		if len(td.schema.refs) == 0 {
+			continue
+		}
+		for _, ch := range rows {
+			if ch.Old != nil {
+				td.forEachStrongRef(ch.Old, add(-1))
+			}
+			if ch.New != nil {
+				td.forEachStrongRef(ch.New, add(1))
+			}
+		}
+	}
+	return delta
+}
+
+// collectGarbage deletes rows of non-root tables that no row references
+// strongly any more, repeating as deletions drop further references.
+func (tx *txn) collectGarbage() *Error {
+	for {
+		delta := tx.refDelta()
+		var victims []struct {
+			table string
+			u     UUID
+		}
+		consider := func(tname string, u UUID) {
+			td := tx.d.tables[tname]
+			if td.schema.IsRoot || tx.current(tname, u) == nil {
+				return
+			}
+			if td.refs[u]+delta[tname][u] <= 0 {
+				victims = append(victims, struct {
+					table string
+					u     UUID
+				}{tname, u})
+			}
+		}
+		for tname, m := range delta {
+			for u, n := range m {
+				if n < 0 {
+					consider(tname, u)
+				}
+			}
+		}
+		for tname, rows := range tx.changes {
+			for u, ch := range rows {
+				if ch.Old == nil && ch.New != nil {
+					consider(tname, u)
+				}
+			}
+		}
+		if len(victims) == 0 {
+			return nil
+		}
+		for _, v := range victims {
+			tx.set(v.table, v.u, nil)
+		}
+	}
+}
+
+// updateWeakRefs removes weak references to rows that do not exist after the
+// transaction, from changed rows and from rows referring to deleted ones.
+func (tx *txn) updateWeakRefs() *Error {
+	deleted := map[string]bool{}
+	for tname, rows := range tx.changes {
+		for _, ch := range rows {
+			if ch.New == nil {
+				deleted[tname] = true
+				break
+			}
+		}
+	}
+	for tname, td := range tx.d.tables {
+		var weak []*Column
+		for _, c := range td.schema.refs {
+			if (c.Type.Key.RefWeak && c.Type.Key.RefTable != "") || (c.Type.Value != nil && c.Type.Value.RefWeak && c.Type.Value.RefTable != "") {
+				weak = append(weak, c)
+			}
+		}
+		if len(weak) == 0 {
+			continue
+		}
+		check := func(r *Row) *Error {
+			for _, c := range weak {
+				v := r.Cols[c.Index]
+				nv, n := tx.dropDangling(&c.Type, v)
+				if n == 0 {
+					continue
+				}
+				w := tx.writable(tname, r)
+				w.Cols[c.Index] = nv
+				r = w
+				if nv.Len() < c.Type.Min {
+					return &Error{Name: "constraint violation", Details: fmt.Sprintf("Deletion of %d weak reference(s) to deleted (or never-existing) rows from column \"%s\" in \"%s\" row %s caused this column to become empty, but constraints on this column disallow an empty column.", n, c.Name, tname, r.UUID)}
+				}
+			}
+			return nil
+		}
+		targetsDeleted := false
+		for _, c := range weak {
+			if deleted[c.Type.Key.RefTable] || (c.Type.Value != nil && deleted[c.Type.Value.RefTable]) {
+				targetsDeleted = true
+			}
+		}
+		if targetsDeleted {
+			if err := tx.forEach(td.schema, nil, check); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, ch := range tx.changes[tname] {
+			if ch.New != nil {
+				if err := check(ch.New); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (tx *txn) dropDangling(t *ColumnType, v Datum) (Datum, int) {
+	dangling := func(bt *BaseType, a Atom) bool {
+		return bt != nil && bt.RefWeak && bt.RefTable != "" && tx.current(bt.RefTable, a.(UUID)) == nil
+	}
+	n := 0
+	for i := range v.Keys {
+		if dangling(&t.Key, v.Keys[i]) || (v.Vals != nil && dangling(t.Value, v.Vals[i])) {
+			n++
+		}
+	}
+	if n == 0 {
+		return v, 0
+	}
+	var nv Datum
+	nv.Keys = []Atom{}
+	if v.Vals != nil {
+		nv.Vals = []Atom{}
+	}
+	for i := range v.Keys {
+		if dangling(&t.Key, v.Keys[i]) || (v.Vals != nil && dangling(t.Value, v.Vals[i])) {
+			continue
+		}
+		nv.Keys = append(nv.Keys, v.Keys[i])
+		if v.Vals != nil {
+			nv.Vals = append(nv.Vals, v.Vals[i])
+		}
+	}
+	return nv, n
+}
+
+// checkRefs checks that every strong reference a changed row makes resolves
+// and that no deleted row is still referenced.
+func (tx *txn) checkRefs() *Error {
+	for _, tname := range sortedKeys(tx.changes) {
+		td := tx.d.tables[tname]
+		for _, ch := range tx.changes[tname] {
+			if ch.New == nil {
+				continue
+			}
+			for _, c := range td.schema.refs {
+				v := ch.New.Cols[c.Index]
+				for _, p := range []struct {
+					bt    *BaseType
+					atoms []Atom
+				}{{&c.Type.Key, v.Keys}, {c.Type.Value, v.Vals}} {
+					if p.bt == nil || p.bt.RefTable == "" || p.bt.RefWeak {
+						continue
+					}
+					for _, a := range p.atoms {
+						if tx.current(p.bt.RefTable, a.(UUID)) == nil {
+							return &Error{Name: "referential integrity violation", Details: fmt.Sprintf("Table %s column %s row %s references nonexistent row %s in table %s.", tname, c.Name, ch.New.UUID, a.(UUID), p.bt.RefTable)}
+						}
+					}
+				}
+			}
+		}
+	}
+	delta := tx.refDelta()
+	for _, tname := range sortedKeys(tx.changes) {
+		td := tx.d.tables[tname]
+		for u, ch := range tx.changes[tname] {
+			if ch.New == nil && ch.Old != nil {
+				if n := td.refs[u] + delta[tname][u]; n > 0 {
+					return &Error{Name: "referential integrity violation", Details: fmt.Sprintf("cannot delete %s row %s because of %d remaining reference(s)", tname, u, n)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (tx *txn) checkMaxRows() *Error {
+	for _, tname := range sortedKeys(tx.changes) {
+		td := tx.d.tables[tname]
+		if td.schema.MaxRows == 0 {
+			continue
+		}
+		n := len(td.rows)
+		for _, ch := range tx.changes[tname] {
+			switch {
+			case ch.Old == nil && ch.New != nil:
+				n++
+			case ch.Old != nil && ch.New == nil:
+				n--
+			}
+		}
+		if n > td.schema.MaxRows {
+			return &Error{Name: "constraint violation", Details: fmt.Sprintf("transaction causes \"%s\" table to contain %d rows, greater than the schema-defined limit of %d row(s)", tname, n, td.schema.MaxRows)}
+		}
+	}
+	return nil
+}
+
+func (tx *txn) checkIndexes() *Error {
+	for _, tname := range sortedKeys(tx.changes) {
+		td := tx.d.tables[tname]
+		for i, cols := range td.schema.Indexes {
+			seen := map[string]UUID{}
+			for u, ch := range tx.changes[tname] {
+				if ch.New == nil {
+					continue
+				}
+				k := indexKey(cols, ch.New)
+				if other, ok := seen[k]; ok {
+					return indexError(td.schema, cols, ch.New, other, u, true)
+				}
+				seen[k] = u
+				if owner, ok := td.indexes[i][k]; ok && owner != u {
+					// The committed owner keeps the key unless the
+					// transaction deleted it or changed its key.
+					if cur := tx.current(tname, owner); cur != nil && indexKey(cols, cur) == k {
+						return indexError(td.schema, cols, ch.New, owner, u, false)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func indexError(t *Table, cols []*Column, r *Row, first, second UUID, bothNew bool) *Error {
+	names := make([]string, len(cols))
+	vals := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+		vals[i] = datumString(r.Cols[c.Index])
+	}
+	firstDesc := "existed in the database before this transaction and was not modified by the transaction"
+	if bothNew {
+		firstDesc = "was inserted by this transaction"
+	}
+	return &Error{Name: "constraint violation", Details: fmt.Sprintf("Transaction causes multiple rows in \"%s\" table to have identical values (%s) for index on column%s \"%s\".  First row, with UUID %s, %s.  Second row, with UUID %s, was inserted by this transaction.",
+		t.Name, strings.Join(vals, ", "), plural(len(cols)), strings.Join(names, "\", \""), first, firstDesc, second)}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func datumString(d Datum) string {
+	if len(d.Keys) == 1 && d.Vals == nil {
+		if s, ok := d.Keys[0].(string); ok {
+			return s
+		}
+		return atomString(d.Keys[0])
+	}
+	return string(AppendDatumJSON(nil, d, d.Vals != nil))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

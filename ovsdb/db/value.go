@@ -1,0 +1,582 @@
+package db
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// UUID is an OVSDB uuid atom.
+type UUID [16]byte
+
+// NewUUID returns a random (version 4) UUID.
+func NewUUID() UUID {
+	var u UUID
+	if _, err := rand.Read(u[:]); err != nil {
+		panic(err)
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+// ParseUUID parses the canonical 8-4-4-4-12 hex form.
+func ParseUUID(s string) (UUID, error) {
+	var u UUID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, fmt.Errorf("%q is not a valid UUID", s)
+	}
+	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
+	if _, err := hex.Decode(u[:], []byte(h)); err != nil {
+		return u, fmt.Errorf("%q is not a valid UUID", s)
+	}
+	return u, nil
+}
+
+func (u UUID) String() string {
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:36], u[10:16])
+	return string(b[:])
+}
+
+// MarshalJSON encodes the uuid as OVSDB's ["uuid", "..."].
+func (u UUID) MarshalJSON() ([]byte, error) {
+	return []byte(`["uuid","` + u.String() + `"]`), nil
+}
+
+// Atom is one atomic value: int64, float64, bool, string or UUID.
+type Atom = any
+
+// Datum is a column value: a sorted set of keys, and for maps the values
+// paired with them. Datums are immutable once built: operations make new ones.
+type Datum struct {
+	Keys []Atom
+	Vals []Atom // nil for sets
+}
+
+// Len is the number of elements.
+func (d Datum) Len() int { return len(d.Keys) }
+
+// Error is an OVSDB error as transactions report it: {"error": Name,
+// "details": Details, "syntax": Syntax}.
+type Error struct {
+	Name    string
+	Details string
+	Syntax  json.RawMessage
+}
+
+func (e *Error) Error() string {
+	if e.Details == "" {
+		return e.Name
+	}
+	return e.Name + ": " + e.Details
+}
+
+// MarshalJSON encodes the error object.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"error": e.Name}
+	if e.Details != "" {
+		m["details"] = e.Details
+	}
+	if e.Syntax != nil {
+		m["syntax"] = compactString(e.Syntax)
+	}
+	return json.Marshal(m)
+}
+
+func compactString(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func errorf(name string, syntax json.RawMessage, format string, args ...any) *Error {
+	return &Error{Name: name, Details: fmt.Sprintf(format, args...), Syntax: syntax}
+}
+
+func syntaxError(syntax json.RawMessage, format string, args ...any) *Error {
+	return errorf("syntax error", syntax, format, args...)
+}
+
+// Symbols resolves named-uuids within one transaction.
+type Symbols struct {
+	m map[string]*symbol
+}
+
+type symbol struct {
+	uuid    UUID
+	created bool // an insert with this uuid-name exists
+}
+
+func (s *Symbols) lookup(name string) UUID {
+	if s.m == nil {
+		s.m = map[string]*symbol{}
+	}
+	sym := s.m[name]
+	if sym == nil {
+		sym = &symbol{uuid: NewUUID()}
+		s.m[name] = sym
+	}
+	return sym.uuid
+}
+
+func compareAtoms(a, b Atom) int {
+	switch x := a.(type) {
+	case int64:
+		y := b.(int64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case float64:
+		y := b.(float64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case bool:
+		y := b.(bool)
+		if x == y {
+			return 0
+		}
+		if !x {
+			return -1
+		}
+		return 1
+	case string:
+		return strings.Compare(x, b.(string))
+	case UUID:
+		y := b.(UUID)
+		return bytes.Compare(x[:], y[:])
+	}
+	panic(fmt.Sprintf("db: bad atom %T", a))
+}
+
+// Equal reports whether two datums hold the same elements.
+func (d Datum) Equal(o Datum) bool {
+	if len(d.Keys) != len(o.Keys) || (d.Vals == nil) != (o.Vals == nil) && len(d.Keys) > 0 {
+		return false
+	}
+	for i := range d.Keys {
+		if compareAtoms(d.Keys[i], o.Keys[i]) != 0 {
+			return false
+		}
+		if d.Vals != nil && compareAtoms(d.Vals[i], o.Vals[i]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// find returns the index of key k, or -1.
+func (d Datum) find(k Atom) int {
+	i := sort.Search(len(d.Keys), func(i int) bool { return compareAtoms(d.Keys[i], k) >= 0 })
+	if i < len(d.Keys) && compareAtoms(d.Keys[i], k) == 0 {
+		return i
+	}
+	return -1
+}
+
+// Contains reports whether key k is in the datum.
+func (d Datum) Contains(k Atom) bool { return d.find(k) >= 0 }
+
+type datumSorter struct{ d *Datum }
+
+func (s datumSorter) Len() int           { return len(s.d.Keys) }
+func (s datumSorter) Less(i, j int) bool { return compareAtoms(s.d.Keys[i], s.d.Keys[j]) < 0 }
+func (s datumSorter) Swap(i, j int) {
+	s.d.Keys[i], s.d.Keys[j] = s.d.Keys[j], s.d.Keys[i]
+	if s.d.Vals != nil {
+		s.d.Vals[i], s.d.Vals[j] = s.d.Vals[j], s.d.Vals[i]
+	}
+}
+
+// sortUnique sorts d and reports whether it had duplicate keys.
+func (d *Datum) sortUnique() (dup bool) {
+	sort.Stable(datumSorter{d})
+	for i := 1; i < len(d.Keys); i++ {
+		if compareAtoms(d.Keys[i-1], d.Keys[i]) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultAtom is the default value of an atomic type.
+func DefaultAtom(t AtomicType) Atom {
+	switch t {
+	case TypeInteger:
+		return int64(0)
+	case TypeReal:
+		return float64(0)
+	case TypeBoolean:
+		return false
+	case TypeString:
+		return ""
+	default:
+		return UUID{}
+	}
+}
+
+// DefaultDatum is a column's default: empty if the column may be empty,
+// otherwise the key type's default (and value's, for maps).
+func DefaultDatum(t *ColumnType) Datum {
+	if t.Min == 0 {
+		if t.Value != nil {
+			return Datum{Keys: []Atom{}, Vals: []Atom{}}
+		}
+		return Datum{Keys: []Atom{}}
+	}
+	d := Datum{Keys: []Atom{DefaultAtom(t.Key.Type)}}
+	if t.Value != nil {
+		d.Vals = []Atom{DefaultAtom(t.Value.Type)}
+	}
+	return d
+}
+
+// IsDefault reports whether d equals the column's default.
+func IsDefault(t *ColumnType, d Datum) bool {
+	if t.Min == 0 {
+		return len(d.Keys) == 0
+	}
+	return d.Equal(DefaultDatum(t))
+}
+
+// ParseAtom parses one atom of base type bt; named-uuids resolve through
+// syms (nil: not allowed).
+func ParseAtom(bt *BaseType, raw json.RawMessage, syms *Symbols) (Atom, *Error) {
+	a, err := parseAtomNoCheck(bt.Type, raw, syms)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAtom(bt, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func parseAtomNoCheck(t AtomicType, raw json.RawMessage, syms *Symbols) (Atom, *Error) {
+	raw = bytes.TrimSpace(raw)
+	switch t {
+	case TypeInteger:
+		if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+			if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+				return i, nil
+			}
+			// OVS accepts an integer written as a real with no fraction.
+			if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f == math.Trunc(f) && f >= math.MinInt64 && f <= math.MaxInt64 {
+				return int64(f), nil
+			}
+		}
+		return nil, syntaxError(raw, "expected integer")
+	case TypeReal:
+		if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+				return f, nil
+			}
+		}
+		return nil, syntaxError(raw, "expected real")
+	case TypeBoolean:
+		switch string(raw) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return nil, syntaxError(raw, "expected boolean")
+	case TypeString:
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return nil, syntaxError(raw, "expected string")
+		}
+		return s, nil
+	case TypeUUID:
+		var pair []json.RawMessage
+		if json.Unmarshal(raw, &pair) != nil || len(pair) != 2 {
+			return nil, syntaxError(raw, "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]")
+		}
+		var kind, s string
+		if json.Unmarshal(pair[0], &kind) != nil || json.Unmarshal(pair[1], &s) != nil {
+			return nil, syntaxError(raw, "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]")
+		}
+		switch kind {
+		case "uuid":
+			u, err := ParseUUID(s)
+			if err != nil {
+				return nil, syntaxError(raw, "\"%s\" is not a valid UUID", s)
+			}
+			return u, nil
+		case "named-uuid":
+			if syms == nil {
+				return nil, syntaxError(raw, "named-uuid \"%s\" is not allowed here", s)
+			}
+			return syms.lookup(s), nil
+		}
+		return nil, syntaxError(raw, "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]")
+	}
+	return nil, syntaxError(raw, "bad type")
+}
+
+// checkAtom checks enum, range and length constraints.
+func checkAtom(bt *BaseType, a Atom) *Error {
+	if bt.Enum != nil {
+		if !bt.Enum.Contains(a) {
+			return errorf("constraint violation", nil, "%s is not one of the allowed values (%s)", atomString(a), enumString(bt.Enum))
+		}
+		return nil
+	}
+	switch x := a.(type) {
+	case int64:
+		if x < bt.MinInteger || x > bt.MaxInteger {
+			return errorf("constraint violation", nil, "%d is not in the valid range %s", x, intRange(bt))
+		}
+	case float64:
+		if x < bt.MinReal || x > bt.MaxReal {
+			return errorf("constraint violation", nil, "%g is not in the valid range", x)
+		}
+	case string:
+		n := int64(utf8.RuneCountInString(x))
+		if n < bt.MinLength {
+			return errorf("constraint violation", nil, "\"%s\" length %d is less than minimum allowed length %d", x, n, bt.MinLength)
+		}
+		if n > bt.MaxLength {
+			return errorf("constraint violation", nil, "\"%s\" length %d is greater than maximum allowed length %d", x, n, bt.MaxLength)
+		}
+	}
+	return nil
+}
+
+func intRange(bt *BaseType) string {
+	switch {
+	case bt.MinInteger != math.MinInt64 && bt.MaxInteger != math.MaxInt64:
+		return fmt.Sprintf("%d to %d (inclusive)", bt.MinInteger, bt.MaxInteger)
+	case bt.MinInteger != math.MinInt64:
+		return fmt.Sprintf("%d or greater", bt.MinInteger)
+	default:
+		return fmt.Sprintf("%d or less", bt.MaxInteger)
+	}
+}
+
+func enumString(d *Datum) string {
+	parts := make([]string, len(d.Keys))
+	for i, k := range d.Keys {
+		parts[i] = atomString(k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func atomString(a Atom) string {
+	switch x := a.(type) {
+	case string:
+		return strconv.Quote(x)
+	case UUID:
+		return x.String()
+	}
+	return fmt.Sprint(a)
+}
+
+// ParseDatum parses a column value: an atom, ["set", [...]] or
+// ["map", [[k, v], ...]], checking atom constraints and the size bounds of t.
+func ParseDatum(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum, *Error) {
+	d, err := parseDatumNoSize(t, raw, syms)
+	if err != nil {
+		return d, err
+	}
+	if n := len(d.Keys); n < t.Min || n > t.Max {
+		return d, syntaxError(raw, "%s must have %d to %d members but %d are present", kindName(t), t.Min, t.Max, n)
+	}
+	return d, nil
+}
+
+func kindName(t *ColumnType) string {
+	if t.Value != nil {
+		return "Map"
+	}
+	return "Set"
+}
+
+func parseDatumNoSize(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum, *Error) {
+	raw = bytes.TrimSpace(raw)
+	var d Datum
+	var arr []json.RawMessage
+	isArr := len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &arr) == nil
+	var tag string
+	if isArr && len(arr) == 2 {
+		json.Unmarshal(arr[0], &tag)
+	}
+	if t.Value != nil {
+		if tag != "map" {
+			return d, syntaxError(raw, "expected [\"map\", [...]]")
+		}
+		var pairs []json.RawMessage
+		if json.Unmarshal(arr[1], &pairs) != nil {
+			return d, syntaxError(raw, "expected array of pairs")
+		}
+		d.Keys = make([]Atom, 0, len(pairs))
+		d.Vals = make([]Atom, 0, len(pairs))
+		for _, p := range pairs {
+			var kv []json.RawMessage
+			if json.Unmarshal(p, &kv) != nil || len(kv) != 2 {
+				return d, syntaxError(p, "expected [key, value] pair")
+			}
+			k, err := ParseAtom(&t.Key, kv[0], syms)
+			if err != nil {
+				return d, err
+			}
+			v, err := ParseAtom(t.Value, kv[1], syms)
+			if err != nil {
+				return d, err
+			}
+			d.Keys = append(d.Keys, k)
+			d.Vals = append(d.Vals, v)
+		}
+		if d.sortUnique() {
+			return d, syntaxError(raw, "map contains duplicate key")
+		}
+		return d, nil
+	}
+	if tag == "set" {
+		var elems []json.RawMessage
+		if json.Unmarshal(arr[1], &elems) != nil {
+			return d, syntaxError(raw, "expected array of set elements")
+		}
+		d.Keys = make([]Atom, 0, len(elems))
+		for _, e := range elems {
+			k, err := ParseAtom(&t.Key, e, syms)
+			if err != nil {
+				return d, err
+			}
+			d.Keys = append(d.Keys, k)
+		}
+		if d.sortUnique() {
+			return d, syntaxError(raw, "set contains duplicate value")
+		}
+		return d, nil
+	}
+	k, err := ParseAtom(&t.Key, raw, syms)
+	if err != nil {
+		return d, err
+	}
+	d.Keys = []Atom{k}
+	return d, nil
+}
+
+// AppendAtomJSON appends the JSON encoding of an atom.
+func AppendAtomJSON(b []byte, a Atom) []byte {
+	switch x := a.(type) {
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			// Keep reals recognisable as reals, as OVS does ("%.17g" of
+			// 1.0 prints "1" too, so plain integers are what OVS sends).
+			return strconv.AppendFloat(b, x, 'f', -1, 64)
+		}
+		return strconv.AppendFloat(b, x, 'g', 17, 64)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case string:
+		return appendJSONString(b, x)
+	case UUID:
+		b = append(b, `["uuid","`...)
+		b = append(b, x.String()...)
+		return append(b, `"]`...)
+	}
+	panic(fmt.Sprintf("db: bad atom %T", a))
+}
+
+// AppendDatumJSON appends the JSON encoding of a datum: maps as
+// ["map",[...]], a single-element set as the bare atom, other sets as
+// ["set",[...]] (ovsdb_datum_to_json).
+func AppendDatumJSON(b []byte, d Datum, isMap bool) []byte {
+	if isMap {
+		b = append(b, `["map",[`...)
+		for i := range d.Keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = AppendAtomJSON(b, d.Keys[i])
+			b = append(b, ',')
+			b = AppendAtomJSON(b, d.Vals[i])
+			b = append(b, ']')
+		}
+		return append(b, "]]"...)
+	}
+	if len(d.Keys) == 1 {
+		return AppendAtomJSON(b, d.Keys[0])
+	}
+	b = append(b, `["set",[`...)
+	for i, k := range d.Keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendAtomJSON(b, k)
+	}
+	return append(b, "]]"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
