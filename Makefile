@@ -1,0 +1,48 @@
+# govs: an Open vSwitch–compatible switch in Go.
+GO ?= go
+BIN := bin
+OVS_RUNDIR ?= /var/run/openvswitch
+OVS_DBDIR ?= /etc/openvswitch
+FUZZTIME ?= 30s
+
+.PHONY: all build test run bench fuzz generate check-generate vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ovsdb-server ./ovsdb
+	$(GO) build -o $(BIN)/ovs-vswitchd ./vswitchd
+
+# The whole suite, end-to-end tests in network namespaces included: run as root.
+test: build check-generate vet
+	$(GO) test -count=1 -timeout 14m ./...
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+
+# Runs the switch with its embedded database, in the foreground.
+run: build
+	mkdir -p $(OVS_RUNDIR) $(OVS_DBDIR)
+	OVS_RUNDIR=$(OVS_RUNDIR) OVS_DBDIR=$(OVS_DBDIR) $(BIN)/ovs-vswitchd --embedded-db --pidfile
+
+bench: build
+	./tests/bench/run.sh
+
+# Runs every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+generate:
+	$(GO) generate ./schema/
+
+# Regenerating the models must not change them.
+check-generate:
+	@$(GO) generate ./schema/ && git diff --quiet --exit-code -- schema/ || { echo "schema: generated models are stale; run make generate"; git diff --stat -- schema/; exit 1; }
+
+clean:
+	rm -rf $(BIN)
