@@ -68,7 +68,7 @@ func TestTransactions(t *testing.T) {
 		{"unknown table", nil, `[{"op":"insert","table":"Nope","row":{}}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: No table named Nope."},
 		{"unknown column", nil, `[{"op":"insert","table":"Bridge","row":{"nope":1}}]`, "unknown column: No column nope in table Bridge."},
 		{"type mismatch", nil, `[{"op":"insert","table":"Bridge","row":{"name":1}}]`, "syntax error: expected string"},
-		{"enum", []string{initOVS}, `[{"op":"insert","table":"Bridge","row":{"name":"b","fail_mode":"bogus"}}]`, "constraint violation: \"bogus\" is not one of the allowed values"},
+		{"enum", []string{initOVS}, `[{"op":"insert","table":"Bridge","row":{"name":"b","fail_mode":"bogus"}}]`, "constraint violation: bogus is not one of the allowed values ([secure, standalone])"},
 		{"range", nil, `[{"op":"insert","table":"Interface","row":{"name":"i","ofport_request":70000}}]`, "constraint violation: 70000 is not in the valid range 1 to 65279 (inclusive)"},
 		{"division by zero", []string{initOVS}, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["next_cfg","/=",0]]}]`, "domain error: Division by zero."},
 		{"overflow", []string{initOVS, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"next_cfg":9223372036854775807}}]`}, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["next_cfg","+=",1]]}]`, "range error: Result of \"+=\" operation is out of range."},

@@ -58,8 +58,10 @@ func parseMutations(t *Table, raw json.RawMessage, syms *Symbols) ([]mutation, *
 		switch op {
 		case mutInsert, mutDelete:
 			at := c.Type
-			at.Min, at.Max = 0, Unlimited
+			// As OVS: an insert's value obeys the column's maximum size.
+			at.Min = 0
 			if op == mutDelete {
+				at.Max = Unlimited
 				at.Key = unconstrained(at.Key)
 				if at.Value != nil {
 					v := unconstrained(*at.Value)

@@ -128,6 +128,20 @@ func (tx *txn) predeclare(ops []json.RawMessage) {
 	}
 }
 
+// opMembers lists the members each operation may have besides "op".
+var opMembers = map[string]string{
+	"insert":  " table row uuid-name uuid ",
+	"select":  " table where columns ",
+	"update":  " table where row ",
+	"mutate":  " table where mutations ",
+	"delete":  " table where ",
+	"wait":    " table where columns until rows timeout ",
+	"commit":  " durable ",
+	"abort":   " ",
+	"comment": " comment ",
+	"assert":  " lock ",
+}
+
 type opRequest struct {
 	Op        string          `json:"op"`
 	Table     *string         `json:"table"`
@@ -152,6 +166,15 @@ func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
 	}
 	wrap := func(format string, args ...any) *Error {
 		return syntaxError(raw, "Parsing ovsdb operation %d of %d failed: %s", i+1, n, fmt.Sprintf(format, args...))
+	}
+	if allowed, ok := opMembers[op.Op]; ok {
+		var members map[string]json.RawMessage
+		json.Unmarshal(raw, &members)
+		for name := range members {
+			if name != "op" && !strings.Contains(allowed, " "+name+" ") {
+				return nil, wrap("Member '%s' is present but not allowed here.", name)
+			}
+		}
 	}
 	var t *Table
 	switch op.Op {
@@ -316,14 +339,16 @@ func (tx *txn) insert(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Er
 	if op.UUID != nil {
 		pu, err := ParseUUID(*op.UUID)
 		if err != nil {
-			return nil, syntaxError(raw, "bad uuid %q", *op.UUID)
+			js, _ := json.Marshal(*op.UUID)
+			return nil, syntaxError(js, "bad uuid")
 		}
 		u = pu
 	}
 	if op.UUIDName != nil {
 		sym := tx.syms.m[*op.UUIDName]
 		if sym.created {
-			return nil, errorf("duplicate uuid-name", raw, "This \"uuid-name\" appeared on an earlier \"insert\" operation.")
+			js, _ := json.Marshal(*op.UUIDName)
+			return nil, errorf("duplicate uuid-name", js, "This \"uuid-name\" appeared on an earlier \"insert\" operation.")
 		}
 		sym.created = true
 		u = sym.uuid

@@ -344,7 +344,7 @@ func parseAtomNoCheck(t AtomicType, raw json.RawMessage, syms *Symbols) (Atom, *
 func checkAtom(bt *BaseType, a Atom) *Error {
 	if bt.Enum != nil {
 		if !bt.Enum.Contains(a) {
-			return errorf("constraint violation", nil, "%s is not one of the allowed values (%s)", atomString(a), enumString(bt.Enum))
+			return errorf("constraint violation", nil, "%s is not one of the allowed values ([%s])", atomString(a), enumString(bt.Enum))
 		}
 		return nil
 	}
@@ -388,10 +388,15 @@ func enumString(d *Datum) string {
 	return strings.Join(parts, ", ")
 }
 
+// atomString formats an atom as OVS's ovsdb_atom_to_string does in error
+// messages: strings bare unless they need quoting.
 func atomString(a Atom) string {
 	switch x := a.(type) {
 	case string:
-		return strconv.Quote(x)
+		if needsQuotes(x) {
+			return strconv.Quote(x)
+		}
+		return x
 	case UUID:
 		return x.String()
 	}
@@ -406,16 +411,24 @@ func ParseDatum(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum, *Erro
 		return d, err
 	}
 	if n := len(d.Keys); n < t.Min || n > t.Max {
-		return d, syntaxError(raw, "%s must have %d to %d members but %d are present", kindName(t), t.Min, t.Max, n)
+		return d, syntaxError(raw, "%s must have %d to %d members but %d are present", kindName(t), t.Min, uint32Max(t.Max), n)
 	}
 	return d, nil
 }
 
 func kindName(t *ColumnType) string {
 	if t.Value != nil {
-		return "Map"
+		return "map"
 	}
-	return "Set"
+	return "set"
+}
+
+// uint32Max prints an unlimited size as OVS does (UINT_MAX).
+func uint32Max(n int) int64 {
+	if n == Unlimited {
+		return math.MaxUint32
+	}
+	return int64(n)
 }
 
 func parseDatumNoSize(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum, *Error) {
@@ -579,4 +592,19 @@ func appendJSONString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, '"')
+}
+
+func needsQuotes(s string) bool {
+	if s == "" || s == "true" || s == "false" {
+		return true
+	}
+	if c := s[0]; c == '-' || c >= '0' && c <= '9' {
+		return true
+	}
+	for _, c := range s {
+		if !(c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return true
+		}
+	}
+	return false
 }
