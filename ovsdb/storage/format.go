@@ -1,0 +1,276 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A record is a header line "OVSDB <magic> <length> <sha1>\n" followed by
+// <length> bytes of body whose SHA-1 is <sha1> (40 hex digits). OVS writes
+// the body as one line of JSON plus "\n"; the newline is part of the length
+// and the hash (ovsdb/log.c, ovsdb_log_compose_record). Standalone databases
+// use the magic "JSON"; clustered ones use "CLUSTER".
+const (
+	headerLead    = "OVSDB "
+	magicJSON     = "JSON"
+	magicCluster  = "CLUSTER"
+	maxHeaderLine = 127 // OVS reads the header with fgets into a 128-byte buffer.
+)
+
+// frame returns the header line for body followed by body.
+func frame(body []byte) []byte {
+	sum := sha1.Sum(body)
+	out := make([]byte, 0, len(body)+80)
+	out = fmt.Appendf(out, "%s%s %d %x\n", headerLead, magicJSON, len(body), sum)
+	return append(out, body...)
+}
+
+// marshalSchema returns the record body for a schema: compact JSON object
+// plus newline.
+func marshalSchema(schema json.RawMessage) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, schema); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if b.Len() == 0 || b.Bytes()[0] != '{' {
+		return nil, errors.New("schema is not a JSON object")
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// marshalRecord returns the record body for r. Tables come first (sorted),
+// then "_date", "_comment" and "_is_diff". OVS itself emits the members in
+// hash order, so no reader depends on the order. A zero Date is stamped with
+// the current time: OVS always writes "_date".
+func marshalRecord(r *Record) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, table := range slices.Sorted(maps.Keys(r.Tables)) {
+		if table == "" || table[0] == '_' {
+			return nil, fmt.Errorf("invalid table name %q", table)
+		}
+		appendString(&b, table)
+		b.WriteString(":{")
+		rows := r.Tables[table]
+		for i, id := range slices.Sorted(maps.Keys(rows)) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			appendString(&b, id)
+			b.WriteByte(':')
+			if err := appendRow(&b, rows[id]); err != nil {
+				return nil, fmt.Errorf("table %s row %s: %w", table, id, err)
+			}
+		}
+		b.WriteString("},")
+	}
+	date := r.Date
+	if date == 0 {
+		date = time.Now().UnixMilli()
+	}
+	b.WriteString(`"_date":`)
+	b.WriteString(strconv.FormatInt(date, 10))
+	if r.Comment != "" {
+		b.WriteString(`,"_comment":`)
+		appendString(&b, r.Comment)
+	}
+	if r.IsDiff {
+		b.WriteString(`,"_is_diff":true`)
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// appendRow appends a row value (object, or null for a deleted row; an empty
+// RawMessage counts as null) with insignificant whitespace removed, so the
+// body stays on one line.
+func appendRow(b *bytes.Buffer, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		b.WriteString("null")
+		return nil
+	}
+	start := b.Len()
+	if err := json.Compact(b, raw); err != nil {
+		return err
+	}
+	if v := b.Bytes()[start:]; v[0] != '{' && string(v) != "null" {
+		return errors.New("row is neither a JSON object nor null")
+	}
+	return nil
+}
+
+// appendString appends s as a JSON string. Unlike json.Marshal it leaves
+// '<', '>' and '&' alone, as OVS does.
+func appendString(b *bytes.Buffer, s string) {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\'
+	}
+	if plain {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // cannot fail for a string
+	b.Truncate(b.Len() - 1)
+}
+
+// corruptError describes a record that cannot be read.
+type corruptError struct {
+	off int64 // offset of the record's header line
+	msg string
+}
+
+func (e *corruptError) Error() string { return fmt.Sprintf("offset %d: %s", e.off, e.msg) }
+
+// recordReader reads framed records from the first size bytes of r.
+type recordReader struct {
+	r    *bufio.Reader
+	off  int64 // offset of the next record
+	size int64
+}
+
+// next returns the magic and body of the next record, io.EOF at a clean end
+// of file, a *corruptError for a torn or damaged record, or an I/O error.
+func (rd *recordReader) next() (magic string, body []byte, err error) {
+	corrupt := func(format string, args ...any) (string, []byte, error) {
+		return "", nil, &corruptError{rd.off, fmt.Sprintf(format, args...)}
+	}
+	line, err := rd.r.ReadSlice('\n')
+	switch {
+	case err == io.EOF && len(line) == 0:
+		return "", nil, io.EOF
+	case err == io.EOF:
+		return corrupt("incomplete header line (%d bytes)", len(line))
+	case errors.Is(err, bufio.ErrBufferFull) || err == nil && len(line) > maxHeaderLine:
+		return corrupt("header line longer than %d bytes", maxHeaderLine)
+	case err != nil:
+		return "", nil, err
+	}
+	magic, length, sum, ok := parseHeader(line)
+	if !ok {
+		return corrupt("parse error in header line %q", bytes.TrimSuffix(line, []byte("\n")))
+	}
+	start := rd.off + int64(len(line))
+	if length > rd.size-start {
+		return corrupt("record claims %d bytes but only %d remain", length, rd.size-start)
+	}
+	body = make([]byte, length)
+	if _, err := io.ReadFull(rd.r, body); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return corrupt("file ends inside record")
+		}
+		return "", nil, err
+	}
+	if got := sha1.Sum(body); got != sum {
+		return corrupt("%d bytes starting at offset %d have SHA-1 hash %x but should have hash %x",
+			length, start, got, sum)
+	}
+	rd.off = start + length
+	return magic, body, nil
+}
+
+// parseHeader parses "OVSDB <magic> <length> <sha1>\n" with a nonzero length,
+// as OVS's parse_header does.
+func parseHeader(line []byte) (magic string, length int64, sum [sha1.Size]byte, ok bool) {
+	s, found := strings.CutPrefix(string(line), headerLead)
+	if !found {
+		return
+	}
+	magic, s, found = strings.Cut(s, " ")
+	if !found || magic == "" {
+		return
+	}
+	num, s, found := strings.Cut(s, " ")
+	if !found || num == "" || num[0] < '0' || num[0] > '9' {
+		return
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n == 0 {
+		return
+	}
+	if len(s) != 2*sha1.Size+1 || s[len(s)-1] != '\n' {
+		return
+	}
+	if _, err := hex.Decode(sum[:], []byte(s[:2*sha1.Size])); err != nil {
+		return
+	}
+	return magic, n, sum, true
+}
+
+// parseRecord decodes a transaction record body. Besides tables, OVS knows
+// "_date" (an integer), "_comment" (anything; only strings are kept here) and
+// "_is_diff" (a boolean); ovsdb/file.c, ovsdb_file_txn_from_json.
+func parseRecord(body []byte) (Record, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return Record{}, fmt.Errorf("not a JSON object: %v", err)
+	}
+	if obj == nil {
+		return Record{}, errors.New("not a JSON object")
+	}
+	r := Record{Tables: make(map[string]map[string]json.RawMessage)}
+	for key, raw := range obj {
+		switch key {
+		case "_date":
+			n, err := strconv.ParseInt(string(raw), 10, 64)
+			if err != nil {
+				return Record{}, fmt.Errorf("_date %s is not an integer", raw)
+			}
+			r.Date = n
+		case "_comment":
+			if raw[0] == '"' {
+				if err := json.Unmarshal(raw, &r.Comment); err != nil {
+					return Record{}, fmt.Errorf("_comment: %v", err)
+				}
+			}
+		case "_is_diff":
+			switch string(raw) {
+			case "true":
+				r.IsDiff = true
+			case "false":
+			default:
+				return Record{}, fmt.Errorf("_is_diff %s is not a boolean", raw)
+			}
+		default:
+			if key == "" || key[0] == '_' {
+				return Record{}, fmt.Errorf("invalid table name %q", key)
+			}
+			if raw[0] != '{' {
+				return Record{}, fmt.Errorf("table %s: not a JSON object", key)
+			}
+			var rows map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &rows); err != nil {
+				return Record{}, fmt.Errorf("table %s: %v", key, err)
+			}
+			for id, row := range rows {
+				if row[0] != '{' && string(row) != "null" {
+					return Record{}, fmt.Errorf("table %s row %s: neither a JSON object nor null", key, id)
+				}
+			}
+			r.Tables[key] = rows
+		}
+	}
+	return r, nil
+}
+
+// isObject reports whether body is one JSON object (with optional whitespace).
+func isObject(body []byte) bool {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(body)
+}

@@ -1,0 +1,459 @@
+// Package storage owns the on-disk format of OVSDB standalone database files,
+// the format of Open vSwitch's ovsdb/log.c (see ovsdb(5)), so that files are
+// interchangeable with OVS's ovsdb-tool and ovsdb-server: record framing and
+// checksums, recovery from a torn tail, the OVS-compatible lock file, appends
+// with group-committed fsync, atomic compaction and OVS's compaction schedule.
+//
+// It stores JSON only. The first record of a file is the schema; every later
+// record is a transaction (see Record). Interpreting schemas, rows and diffs is
+// the database engine's job.
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Record is one transaction record:
+//
+//	{"<table>":{"<row uuid>":<row>,...},...,"_date":<ms>,"_comment":"...","_is_diff":true}
+//
+// A row that is JSON null deletes the row. A row object for a row that does not
+// exist yet holds the new row's columns that differ from their defaults. For an
+// existing row it holds the modified columns: whole new values if IsDiff is
+// false, otherwise diffs as applied by OVS's ovsdb_datum_apply_diff. OVS 3.1's
+// ovsdb-server and ovsdb-tool write "_is_diff":true on every transaction.
+type Record struct {
+	Tables  map[string]map[string]json.RawMessage // table -> row UUID -> row object or null
+	Date    int64                                 // "_date", ms since the epoch; 0 if absent (written: now)
+	Comment string                                // "_comment"
+	IsDiff  bool                                  // "_is_diff"
+}
+
+// ErrBadRecord may be wrapped by the error an Open callback returns for a record
+// that cannot be applied. Open then treats the record as corrupt: it and
+// everything after it are dropped, as ovsdb-server does.
+var ErrBadRecord = errors.New("bad record")
+
+// Log is an open, locked database file positioned for appends. Its methods are
+// safe for concurrent use.
+type Log struct {
+	path string
+	lock *lockFile
+
+	mu      sync.Mutex
+	synced  sync.Cond // signalled (with L = &mu) when an fsync ends
+	f       *os.File
+	err     error // sticky: the log is closed or unusable
+	schema  json.RawMessage
+	size    int64
+	base    int64  // size after the last compaction, see ShouldCompact
+	records int    // records read by Open plus records written since
+	seq     uint64 // number of records written through this Log
+	durable uint64 // records known to be on disk
+	syncing bool   // an fsync runs without mu held
+	nextMin time.Time
+	nextMax time.Time
+
+	syncFile func(*os.File) error // (*os.File).Sync; replaced by tests
+}
+
+func newLog(path string, lk *lockFile, f *os.File) *Log {
+	l := &Log{path: path, lock: lk, f: f, syncFile: (*os.File).Sync}
+	l.synced.L = &l.mu
+	l.schedule(time.Now(), false)
+	return l
+}
+
+// Open opens and locks the existing database file at path. It returns the
+// schema and calls fn with each transaction record in order. A record that is
+// torn or damaged, and everything after it, is truncated away with a warning
+// through logf, as ovsdb-server does (it drops everything from the first bad
+// record, in the middle of the file too). A bad schema record is an error, and
+// so is an error from fn unless it wraps ErrBadRecord. logf and fn may be nil.
+func Open(path string, logf func(format string, args ...any), fn func(Record) error) (*Log, json.RawMessage, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if fn == nil {
+		fn = func(Record) error { return nil }
+	}
+	lk, err := lock(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		lk.unlock()
+		return nil, nil, err
+	}
+	l := newLog(path, lk, f)
+	if err := l.load(logf, fn); err != nil {
+		f.Close()
+		lk.unlock()
+		return nil, nil, err
+	}
+	return l, l.schema, nil
+}
+
+func (l *Log) load(logf func(string, ...any), fn func(Record) error) error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return err
+	}
+	rd := &recordReader{
+		r:    bufio.NewReaderSize(io.NewSectionReader(l.f, 0, fi.Size()), 64<<10),
+		size: fi.Size(),
+	}
+	magic, body, err := rd.next()
+	if err == io.EOF {
+		return fmt.Errorf("%s: empty file, no schema record", l.path)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: reading schema record: %w", l.path, err)
+	}
+	if magic == magicCluster {
+		return fmt.Errorf("%s: clustered databases are not supported", l.path)
+	}
+	if magic != magicJSON || !isObject(body) {
+		return fmt.Errorf("%s: unexpected file format: first record is not a JSON schema", l.path)
+	}
+	l.schema = json.RawMessage(bytes.TrimSpace(body))
+	l.records = 1
+
+	for {
+		off := rd.off
+		magic, body, err := rd.next()
+		if err == io.EOF {
+			break
+		}
+		var ce *corruptError
+		if errors.As(err, &ce) {
+			return l.truncate(logf, off, ce.msg)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.path, err)
+		}
+		if magic != magicJSON {
+			return l.truncate(logf, off, fmt.Sprintf("record has magic %q", magic))
+		}
+		r, err := parseRecord(body)
+		if err != nil {
+			return l.truncate(logf, off, err.Error())
+		}
+		if err := fn(r); errors.Is(err, ErrBadRecord) {
+			return l.truncate(logf, off, err.Error())
+		} else if err != nil {
+			return fmt.Errorf("%s: record at offset %d: %w", l.path, off, err)
+		}
+		l.records++
+		if l.records == 2 {
+			// OVS marks the compaction base after the first transaction
+			// (ovsdb/storage.c, ovsdb_storage_read).
+			l.base = rd.off
+		}
+	}
+	l.size = rd.off
+	return nil
+}
+
+// truncate cuts the file at off, where a bad record starts.
+func (l *Log) truncate(logf func(string, ...any), off int64, why string) error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return err
+	}
+	dropped := fi.Size() - off
+	tail, err := io.ReadAll(io.NewSectionReader(l.f, off, dropped))
+	if err != nil {
+		return err
+	}
+	more := ""
+	if n := bytes.Count(tail, []byte("\n"+headerLead)); n > 0 {
+		more = fmt.Sprintf(" (including what look like %d more records)", n)
+	}
+	logf("%s: dropping %d bytes at offset %d to end of file%s: %s", l.path, dropped, off, more, why)
+	if err := l.f.Truncate(off); err != nil {
+		return fmt.Errorf("%s: cannot truncate: %w", l.path, err)
+	}
+	if err := l.syncFile(l.f); err != nil {
+		return fmt.Errorf("%s: fsync after truncation: %w", l.path, err)
+	}
+	l.size = off
+	return nil
+}
+
+// Create creates a database file at path holding only the schema record,
+// fsyncs it and returns it locked and ready for appends. It fails if the file
+// exists.
+func Create(path string, schema json.RawMessage) (*Log, error) {
+	body, err := marshalSchema(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	lk, err := lock(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640) // OVS's mode
+	if err != nil {
+		lk.unlock()
+		return nil, err
+	}
+	rec := frame(body)
+	if _, err = f.WriteAt(rec, 0); err == nil {
+		if err = f.Sync(); err == nil {
+			err = syncDir(path)
+		}
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		lk.unlock()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l := newLog(path, lk, f)
+	l.schema = json.RawMessage(bytes.TrimSpace(body))
+	l.size = int64(len(rec))
+	l.records = 1
+	return l, nil
+}
+
+// Append writes r to the file with one write(2) before returning, without
+// fsync: the record survives a crash of the process but not of the machine.
+func (l *Log) Append(r Record) error { return l.Commit(r, false) }
+
+// Commit appends r and, if durable, returns only once it is on disk. Concurrent
+// durable commits share fsyncs: one caller syncs for every record written
+// before its fsync started, the others wait for it.
+func (l *Log) Commit(r Record, durable bool) error {
+	body, err := marshalRecord(&r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.path, err)
+	}
+	rec := frame(body)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	if _, err := l.f.WriteAt(rec, l.size); err != nil {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			l.err = fmt.Errorf("%s: write failed and cannot remove partial record: %w", l.path, terr)
+		}
+		return fmt.Errorf("%s: write failed: %w", l.path, err)
+	}
+	l.size += int64(len(rec))
+	l.records++
+	l.seq++
+	if !durable {
+		return nil
+	}
+	return l.syncLocked(l.seq)
+}
+
+// Sync returns once every record written so far is on disk.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	return l.syncLocked(l.seq)
+}
+
+// syncLocked waits until record number seq is durable, running an fsync
+// itself if none is running. Called and returns with l.mu held.
+func (l *Log) syncLocked(seq uint64) error {
+	for l.durable < seq {
+		if l.err != nil {
+			return l.err
+		}
+		if l.syncing {
+			l.synced.Wait()
+			continue
+		}
+		l.syncing = true
+		f, upTo := l.f, l.seq
+		l.mu.Unlock()
+		err := l.syncFile(f)
+		l.mu.Lock()
+		l.syncing = false
+		l.synced.Broadcast()
+		if err != nil {
+			// After a failed fsync the kernel may have dropped the dirty
+			// pages, so a later fsync proves nothing: give up on the log.
+			l.err = fmt.Errorf("%s: fsync failed: %w", l.path, err)
+			return l.err
+		}
+		l.durable = max(l.durable, upTo)
+	}
+	return nil
+}
+
+// Size returns the file's size in bytes.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
+}
+
+// Records returns the number of records read by Open (the schema included)
+// plus those written since. Like OVS's n_read + n_written, Replace does not
+// reset it.
+func (l *Log) Records() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.records
+}
+
+// Replace atomically compacts the file to schema (nil: keep the current one)
+// and snapshot, which must hold every row with whole values. It writes them to
+// "<path>.tmp", fsyncs it and renames it over the file, as OVS does; the lock
+// is on the separate lock file and stays held. Like ovsdb-server, it writes the
+// snapshot with "_is_diff":true and, if Comment is empty, "_comment":
+// "compacting database online". The caller must not commit between taking
+// the snapshot and Replace returning.
+func (l *Log) Replace(schema json.RawMessage, snapshot Record) error {
+	if snapshot.Comment == "" {
+		snapshot.Comment = "compacting database online"
+	}
+	snapshot.IsDiff = true
+	rbody, err := marshalRecord(&snapshot)
+	if err != nil {
+		return fmt.Errorf("%s: snapshot: %w", l.path, err)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.syncing {
+		l.synced.Wait()
+	}
+	if l.err != nil {
+		return l.err
+	}
+	if schema == nil {
+		schema = l.schema
+	}
+	sbody, err := marshalSchema(schema)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.path, err)
+	}
+	data := append(frame(sbody), frame(rbody)...)
+
+	target := followSymlinks(l.path) // replace a symlink's referent, as OVS does
+	f, err := writeTemp(target+".tmp", data)
+	if err == nil {
+		if err = os.Rename(f.Name(), target); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		l.schedule(time.Now(), true)
+		return fmt.Errorf("%s: compaction failed: %w", l.path, err)
+	}
+	syncDir(target) // as OVS, ignore errors: the rename has happened
+	l.f.Close()
+	l.f = f
+	l.schema = json.RawMessage(bytes.TrimSpace(sbody))
+	l.size = int64(len(data))
+	l.base = l.size
+	l.durable = l.seq
+	l.schedule(time.Now(), false)
+	return nil
+}
+
+func writeTemp(name string, data []byte) (*os.File, error) {
+	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	if _, err = f.WriteAt(data, 0); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(name)
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close closes the file and releases the lock. It does not fsync.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.syncing {
+		l.synced.Wait()
+	}
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	l.err = fmt.Errorf("%s: %w", l.path, os.ErrClosed)
+	l.lock.unlock()
+	return err
+}
+
+// OVS's compaction rule for standalone databases (ovsdb/storage.c,
+// schedule_next_snapshot and ovsdb_storage_should_snapshot; ovsdb/log.c,
+// ovsdb_log_grew_lots): after opening or compacting, wait 10 minutes plus a
+// random 0-10 minutes (1 plus 0-1 minutes to retry a failed compaction). Then
+// compact if there are at least 100 records and the file is over 10 MiB and
+// over twice its size after the last compaction; once 24 hours have passed,
+// compact regardless.
+const (
+	compactDelay     = 10 * time.Minute
+	compactMaxDelay  = 24 * time.Hour
+	compactMinSize   = 10 << 20
+	compactMinRecord = 100
+)
+
+func (l *Log) schedule(now time.Time, quick bool) {
+	d := compactDelay
+	if quick {
+		d /= 10
+	}
+	l.nextMin = now.Add(d + rand.N(d))
+	l.nextMax = now.Add(compactMaxDelay)
+}
+
+// ShouldCompact reports whether, by OVS's rule, it is time to Replace the log.
+func (l *Log) ShouldCompact(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case now.Before(l.nextMin):
+		return false
+	case now.Before(l.nextMax):
+		return l.records >= compactMinRecord && l.size > compactMinSize && l.size/2 > l.base
+	default:
+		return l.records > 0
+	}
+}
+
+// syncDir fsyncs the directory holding path, making a new directory entry
+// durable.
+func syncDir(path string) error {
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
