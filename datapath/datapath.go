@@ -1,0 +1,362 @@
+// Package datapath owns the userspace packet path shared by all bridges
+// (OVS's "netdev@ovs-netdev", lib/dpif-netdev.c): one rx goroutine per
+// port reads batches, extracts flow keys, finds each flow's actions in a
+// per-goroutine exact-match cache or asks the Upcaller (ofproto) for them,
+// executes them and writes every output port's share of the batch with one
+// Write. Packets flow through without allocation, locks or logs; the port
+// table and the upcaller are read through atomic pointers.
+//
+// Cached flows are invalidated by generation: FlushFlows and
+// InvalidateFlows bump a counter that every cached flow is stamped with.
+// FlushFlows and DelPort also wait until no rx goroutine is still in a
+// batch begun before the bump, so once they return no packet is forwarded
+// by a stale translation or to a removed port.
+package datapath
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/netdev"
+)
+
+// Logger is where the datapath reports port trouble, never per packet.
+type Logger interface {
+	Debugf(format string, args ...any)
+	Infof(format string, args ...any)
+	Warnf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+type discard struct{}
+
+func (discard) Debugf(string, ...any) {}
+func (discard) Infof(string, ...any)  {}
+func (discard) Warnf(string, ...any)  {}
+func (discard) Errorf(string, ...any) {}
+
+// Errors of AddPort and DelPort.
+var (
+	ErrPortReserved = errors.New("datapath: port number 0 is reserved")
+	ErrPortExists   = errors.New("datapath: port number in use")
+	ErrPortAttached = errors.New("datapath: netdev already attached")
+	ErrNoSuchPort   = errors.New("datapath: no such port")
+	ErrClosed       = errors.New("datapath: closed")
+)
+
+// Datapath is the one userspace datapath shared by all bridges.
+type Datapath struct {
+	log   Logger
+	epoch time.Time
+	// clock returns nanoseconds since epoch; tests replace it.
+	clock func() int64
+
+	upcaller atomic.Pointer[upcallerBox]
+	ports    atomic.Pointer[portTable]
+	// gen is the flow generation: a cached flow is valid only while it
+	// equals the generation it was translated in. Starts at 1; workers
+	// use 0 to mean "not in a batch".
+	gen atomic.Uint64
+
+	hit, missed, lost atomic.Uint64
+
+	mu sync.Mutex // guards the fields below and serializes port table updates
+	// workers holds every rx goroutine still running, attached or not.
+	workers map[*worker]struct{}
+	// freeSlots are tx-queue slots of deleted ports, for reuse.
+	freeSlots []int
+	nextSlot  int
+	closed    bool
+
+	pool packet.Pool // packets for copies of flooded frames
+}
+
+type upcallerBox struct{ u Upcaller }
+
+// portTable is an immutable snapshot of the attached ports.
+type portTable struct {
+	byNo map[uint32]*dpPort
+}
+
+// dpPort is one attached port.
+type dpPort struct {
+	no   uint32
+	name string
+	dev  netdev.Port
+	// slot indexes the per-worker tx queues; unique among attached ports.
+	slot int
+	w    *worker
+
+	// txMu serializes dev.Write: a netdev takes one writer at a time and
+	// every rx goroutine may output to any port. Held once per batch.
+	txMu sync.Mutex
+
+	rxPackets, rxBytes, rxErrors         atomic.Uint64
+	txPackets, txBytes, txDropped, txErr atomic.Uint64
+	errLog                               rateLimit
+}
+
+// New returns a datapath with no ports. log may be nil.
+func New(log Logger) *Datapath {
+	if log == nil {
+		log = discard{}
+	}
+	dp := &Datapath{log: log, epoch: time.Now(), workers: map[*worker]struct{}{}}
+	dp.clock = func() int64 { return int64(time.Since(dp.epoch)) }
+	dp.gen.Store(1)
+	dp.ports.Store(&portTable{byNo: map[uint32]*dpPort{}})
+	return dp
+}
+
+// SetUpcall sets the translation layer that misses go to. Until it is set
+// (or after it is set to nil) missed packets are dropped and counted as
+// lost.
+func (dp *Datapath) SetUpcall(u Upcaller) {
+	if u == nil {
+		dp.upcaller.Store(nil)
+	} else {
+		dp.upcaller.Store(&upcallerBox{u})
+	}
+	dp.InvalidateFlows()
+}
+
+// AddPort attaches p as datapath port no and starts its rx goroutine.
+// Port number 0 is reserved, as OVS reserves it for the datapath's own
+// port.
+func (dp *Datapath) AddPort(no uint32, p netdev.Port) error {
+	if no == 0 {
+		return ErrPortReserved
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if dp.closed {
+		return ErrClosed
+	}
+	old := dp.ports.Load()
+	if _, ok := old.byNo[no]; ok {
+		return fmt.Errorf("%w: %d", ErrPortExists, no)
+	}
+	for _, q := range old.byNo {
+		if q.dev == p {
+			return fmt.Errorf("%w: %s is port %d", ErrPortAttached, p.Name(), q.no)
+		}
+	}
+	// A detached worker still blocked in this netdev's Read would share
+	// it with the new one, which the netdev contract forbids.
+	for w := range dp.workers {
+		if w.port.dev == p {
+			return fmt.Errorf("%w: %s was detached but is still open", ErrPortAttached, p.Name())
+		}
+	}
+	port := &dpPort{no: no, name: p.Name(), dev: p, slot: dp.allocSlot()}
+	w := newWorker(dp, port)
+	port.w = w
+	dp.workers[w] = struct{}{}
+	dp.ports.Store(old.with(port))
+	// Flows translated while the port was missing dropped its outputs.
+	dp.gen.Add(1)
+	go w.run()
+	dp.log.Debugf("added port %s as datapath port %d", port.name, no)
+	return nil
+}
+
+// DelPort detaches port no. When it returns, the datapath forwards nothing
+// more from or to the port and will not call its Write again. It closes
+// nothing: the caller closes the netdev, which ends the port's rx goroutine
+// (blocked in Read until then).
+func (dp *Datapath) DelPort(no uint32) error {
+	dp.mu.Lock()
+	old := dp.ports.Load()
+	port, ok := old.byNo[no]
+	if !ok {
+		dp.mu.Unlock()
+		return fmt.Errorf("%w: %d", ErrNoSuchPort, no)
+	}
+	port.w.detached.Store(true)
+	dp.ports.Store(old.without(no))
+	g := dp.gen.Add(1)
+	dp.mu.Unlock()
+
+	dp.synchronize(g)
+
+	dp.mu.Lock()
+	dp.freeSlots = append(dp.freeSlots, port.slot)
+	dp.mu.Unlock()
+	dp.log.Debugf("deleted port %s (datapath port %d)", port.name, no)
+	return nil
+}
+
+// PortInfo describes one attached port.
+type PortInfo struct {
+	No   uint32
+	Name string
+	// Stats are what the datapath counted: frames it received from the
+	// port (RxErrors: runts it dropped) and frames it handed to the
+	// port's Write (TxDropped: frames Write did not send; TxErrors: Write
+	// calls that failed). The netdev's own Stats are the kernel's view.
+	Stats netdev.Stats
+}
+
+// Ports returns the attached ports in port number order.
+func (dp *Datapath) Ports() []PortInfo {
+	t := dp.ports.Load()
+	out := make([]PortInfo, 0, len(t.byNo))
+	for _, p := range t.byNo {
+		out = append(out, PortInfo{No: p.no, Name: p.name, Stats: netdev.Stats{
+			RxPackets: p.rxPackets.Load(), RxBytes: p.rxBytes.Load(), RxErrors: p.rxErrors.Load(),
+			TxPackets: p.txPackets.Load(), TxBytes: p.txBytes.Load(),
+			TxDropped: p.txDropped.Load(), TxErrors: p.txErr.Load(),
+		}})
+	}
+	slices.SortFunc(out, func(a, b PortInfo) int { return cmp.Compare(a.No, b.No) })
+	return out
+}
+
+// Stats are the datapath's lookup counters, as dpif/show prints them.
+type Stats struct {
+	// Hit counts packets whose flow was cached.
+	Hit uint64
+	// Missed counts packets that went to the upcaller.
+	Missed uint64
+	// Lost counts missed packets dropped without translation (no
+	// upcaller set).
+	Lost uint64
+	// Flows is the number of cached flows of the current generation.
+	Flows uint64
+}
+
+// Stats returns the lookup counters.
+func (dp *Datapath) Stats() Stats {
+	s := Stats{Hit: dp.hit.Load(), Missed: dp.missed.Load(), Lost: dp.lost.Load()}
+	g := dp.gen.Load()
+	dp.mu.Lock()
+	for w := range dp.workers {
+		if w.flowGen.Load() == g {
+			s.Flows += uint64(w.nflows.Load())
+		}
+	}
+	dp.mu.Unlock()
+	return s
+}
+
+// FlushFlows drops every cached flow and waits until no rx goroutine is
+// still processing a batch with the old flows: after it returns, every
+// packet is translated anew by the upcaller's current configuration. It
+// must not be called from an Upcall.
+func (dp *Datapath) FlushFlows() {
+	dp.synchronize(dp.gen.Add(1))
+}
+
+// InvalidateFlows drops every cached flow without waiting: packets
+// already in flight may still use the old ones. It is what an Upcaller
+// calls when its state changes.
+func (dp *Datapath) InvalidateFlows() {
+	dp.gen.Add(1)
+}
+
+// Close detaches every port, as DelPort does for each. The caller closes
+// the netdevs.
+func (dp *Datapath) Close() {
+	dp.mu.Lock()
+	if dp.closed {
+		dp.mu.Unlock()
+		return
+	}
+	dp.closed = true
+	for _, p := range dp.ports.Load().byNo {
+		p.w.detached.Store(true)
+	}
+	dp.ports.Store(&portTable{byNo: map[uint32]*dpPort{}})
+	g := dp.gen.Add(1)
+	dp.mu.Unlock()
+	dp.synchronize(g)
+}
+
+// synchronize waits until every rx goroutine is idle or in a batch of
+// generation g or later, like an RCU grace period. Workers publish the
+// generation of their batch before they look at any shared state (see
+// worker.enter), so a batch that began before the bump that produced g
+// is waited for, and one that begins after sees the new state.
+func (dp *Datapath) synchronize(g uint64) {
+	dp.mu.Lock()
+	ws := make([]*worker, 0, len(dp.workers))
+	for w := range dp.workers {
+		ws = append(ws, w)
+	}
+	dp.mu.Unlock()
+	for _, w := range ws {
+		for spin := 0; !w.quiescent(g); spin++ {
+			if spin < 100 {
+				runtime.Gosched() // batches take microseconds
+			} else {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+	}
+}
+
+func (dp *Datapath) allocSlot() int {
+	if n := len(dp.freeSlots); n > 0 {
+		s := dp.freeSlots[n-1]
+		dp.freeSlots = dp.freeSlots[:n-1]
+		return s
+	}
+	dp.nextSlot++
+	return dp.nextSlot - 1
+}
+
+func (dp *Datapath) workerExited(w *worker) {
+	dp.mu.Lock()
+	delete(dp.workers, w)
+	dp.mu.Unlock()
+}
+
+func (t *portTable) with(p *dpPort) *portTable {
+	m := make(map[uint32]*dpPort, len(t.byNo)+1)
+	for k, v := range t.byNo {
+		m[k] = v
+	}
+	m[p.no] = p
+	return &portTable{byNo: m}
+}
+
+func (t *portTable) without(no uint32) *portTable {
+	m := make(map[uint32]*dpPort, len(t.byNo))
+	for k, v := range t.byNo {
+		if k != no {
+			m[k] = v
+		}
+	}
+	return &portTable{byNo: m}
+}
+
+// rateLimit lets one message through per interval and counts the rest.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+const logInterval = 5 * time.Second
+
+// allow reports whether to log now, and how many messages were suppressed
+// since the last one that was.
+func (r *rateLimit) allow() (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < logInterval {
+		r.suppressed++
+		return false, 0
+	}
+	n := r.suppressed
+	r.last, r.suppressed = now, 0
+	return true, n
+}

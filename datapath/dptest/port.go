@@ -1,0 +1,179 @@
+package dptest
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/netdev"
+)
+
+// Port is an in-memory netdev.Port. Frames a test Injects are returned by
+// Read in order, in batches; frames the datapath Writes are recorded. It
+// checks the netdev contract it can see: Read and Write each from one
+// goroutine at a time.
+type Port struct {
+	name string
+
+	mu     sync.Mutex // guards rxq, sent, closed, stats
+	rxq    [][]byte
+	sent   [][]byte
+	closed bool
+	stats  netdev.Stats
+
+	wake chan struct{} // a token when rxq becomes non-empty or the port closes
+	done chan struct{} // closed by Close
+
+	reading, writing atomic.Int32
+	violations       atomic.Int32
+}
+
+var _ netdev.Port = (*Port)(nil)
+
+// NewPort returns an open port.
+func NewPort(name string) *Port {
+	return &Port{name: name, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Name implements netdev.Port.
+func (p *Port) Name() string { return p.name }
+
+// Inject queues frames for Read, as if they arrived on the wire.
+func (p *Port) Inject(frames ...[]byte) {
+	p.mu.Lock()
+	for _, f := range frames {
+		p.rxq = append(p.rxq, append([]byte(nil), f...))
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Read implements netdev.Port.
+func (p *Port) Read(pkts []*packet.Packet) (int, error) {
+	if p.reading.Add(1) != 1 {
+		p.violations.Add(1)
+	}
+	defer p.reading.Add(-1)
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return 0, netdev.ErrClosed
+		}
+		n := 0
+		for n < len(pkts) && len(p.rxq) > 0 {
+			f := p.rxq[0]
+			p.rxq[0] = nil
+			p.rxq = p.rxq[1:]
+			pk := pkts[n]
+			pk.Reset()
+			pk.SetLen(copy(pk.Tail(), f))
+			p.stats.RxPackets++
+			p.stats.RxBytes += uint64(len(f))
+			n++
+		}
+		more := len(p.rxq) > 0
+		p.mu.Unlock()
+		if more {
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		}
+		if n > 0 {
+			return n, nil
+		}
+		select {
+		case <-p.wake:
+		case <-p.done:
+		}
+	}
+}
+
+// Write implements netdev.Port: it records a copy of every frame.
+func (p *Port) Write(pkts []*packet.Packet) (int, error) {
+	if p.writing.Add(1) != 1 {
+		p.violations.Add(1)
+	}
+	defer p.writing.Add(-1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		p.stats.TxDropped += uint64(len(pkts))
+		return 0, netdev.ErrClosed
+	}
+	for _, pk := range pkts {
+		p.sent = append(p.sent, append([]byte(nil), pk.Data()...))
+		p.stats.TxPackets++
+		p.stats.TxBytes += uint64(pk.Len())
+	}
+	return len(pkts), nil
+}
+
+// Offloads implements netdev.Port: the port takes no offload.
+func (p *Port) Offloads() netdev.Offloads { return netdev.Offloads{} }
+
+// Stats implements netdev.Port.
+func (p *Port) Stats() netdev.Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// Close implements netdev.Port; a blocked Read returns ErrClosed.
+func (p *Port) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
+	return nil
+}
+
+// Sent returns copies of the frames written so far, oldest first.
+func (p *Port) Sent() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([][]byte, len(p.sent))
+	copy(out, p.sent)
+	return out
+}
+
+// NumSent returns how many frames were written so far.
+func (p *Port) NumSent() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sent)
+}
+
+// Pending returns how many injected frames Read has not returned yet.
+func (p *Port) Pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.rxq)
+}
+
+// Violations counts the times Read or Write was entered while another
+// call of the same method was running.
+func (p *Port) Violations() int { return int(p.violations.Load()) }
+
+// Timeout bounds every wait in tests that use this package.
+const Timeout = 10 * time.Second
+
+// Eventually fails t unless cond becomes true within Timeout, polling it.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for d := 10 * time.Microsecond; !cond(); d = min(2*d, 5*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(d)
+	}
+}

@@ -1,0 +1,228 @@
+package flow
+
+import "encoding/binary"
+
+// Header lengths.
+const (
+	ethHeaderLen  = 14
+	vlanHeaderLen = 4
+	arpEthLen     = 28 // ARP for Ethernet and IPv4
+	ipv4HeaderLen = 20
+	ipv6HeaderLen = 40
+	tcpHeaderLen  = 20
+	udpHeaderLen  = 8
+	sctpHeaderLen = 12
+	icmpHeaderLen = 8
+	icmp6HdrLen   = 4
+	igmpHeaderLen = 8
+)
+
+// Extract fills k with the flow key of the Ethernet frame data received on
+// inPort. It reports false, leaving only InPort set, when data is shorter
+// than an Ethernet header: such a runt carries no key and the datapath
+// drops it, as OVS's does.
+//
+// Extract never reads outside data and never fails on a malformed frame:
+// it fills the fields it could parse, as OVS's miniflow_extract does. Only
+// the outer VLAN tag is parsed (OVS's default vlan-limit of 1). An IPv4
+// header that fails its sanity checks (version, IHL, total length) leaves
+// every L3 and L4 field zero, like an IPv6 header whose payload length
+// overruns the frame; the link-layer padding after an IP packet's length
+// is never parsed.
+func Extract(data []byte, inPort uint32, k *Key) bool {
+	*k = Key{InPort: inPort}
+	if len(data) < ethHeaderLen {
+		return false
+	}
+	copy(k.EthDst[:], data[0:6])
+	copy(k.EthSrc[:], data[6:12])
+	off := 12
+
+	// Outer VLAN tag: needs the tag and the type after it, else the type
+	// stays a TPID with no tag ("partial VLAN tag", dropped by NORMAL).
+	if t := be16(data[off:]); IsVLANType(t) && len(data)-off >= vlanHeaderLen+2 {
+		k.VLANTPID = t
+		k.VLANTCI = be16(data[off+2:]) | VLANPresent
+		off += vlanHeaderLen
+	}
+	typ := be16(data[off:])
+	off += 2
+	if typ < EthTypeMin {
+		// 802.3: only LLC/SNAP with a zero OUI carries an Ethernet type.
+		typ = EthTypeNone
+		if s := data[off:]; len(s) >= 8 && s[0] == 0xaa && s[1] == 0xaa && s[2] == 0x03 &&
+			s[3] == 0 && s[4] == 0 && s[5] == 0 {
+			if t := be16(s[6:]); t >= EthTypeMin {
+				typ = t
+				off += 8
+			}
+		}
+	}
+	k.EthType = typ
+	l3 := data[off:]
+
+	switch typ {
+	case EthTypeIPv4:
+		extractIPv4(l3, k)
+	case EthTypeIPv6:
+		extractIPv6(l3, k)
+	case EthTypeARP, EthTypeRARP:
+		extractARP(l3, k)
+	}
+	return true
+}
+
+func extractARP(b []byte, k *Key) {
+	if len(b) < arpEthLen {
+		return
+	}
+	// Ethernet hardware, IPv4 protocol, 6- and 4-byte addresses.
+	if be16(b[0:]) != 1 || be16(b[2:]) != EthTypeIPv4 || b[4] != 6 || b[5] != 4 {
+		return
+	}
+	if op := be16(b[6:]); op <= 0xff {
+		k.NwProto = uint8(op)
+	}
+	copy(k.ArpSHA[:], b[8:14])
+	copy(k.IPv4Src[:], b[14:18])
+	copy(k.ArpTHA[:], b[18:24])
+	copy(k.IPv4Dst[:], b[24:28])
+}
+
+func extractIPv4(b []byte, k *Key) {
+	if len(b) < ipv4HeaderLen || b[0]>>4 != 4 {
+		return
+	}
+	ihl := int(b[0]&0x0f) * 4
+	tot := int(be16(b[2:]))
+	if ihl < ipv4HeaderLen || ihl > tot || tot > len(b) {
+		return
+	}
+	b = b[:tot] // never parse link-layer padding
+	copy(k.IPv4Src[:], b[12:16])
+	copy(k.IPv4Dst[:], b[16:20])
+	k.NwTOS = b[1]
+	k.NwTTL = b[8]
+	k.NwProto = b[9]
+	// More-fragments flag or a fragment offset makes a fragment.
+	if fragOff := be16(b[6:]); fragOff&0x3fff != 0 {
+		k.NwFrag = FragAny
+		if fragOff&0x1fff != 0 {
+			k.NwFrag |= FragLater
+		}
+	}
+	if k.NwFrag&FragLater != 0 {
+		return
+	}
+	extractL4(b[ihl:], k, false)
+}
+
+func extractIPv6(b []byte, k *Key) {
+	if len(b) < ipv6HeaderLen {
+		return
+	}
+	plen := int(be16(b[4:]))
+	if ipv6HeaderLen+plen > len(b) {
+		return
+	}
+	vtcfl := binary.BigEndian.Uint32(b[0:])
+	copy(k.IPv6Src[:], b[8:24])
+	copy(k.IPv6Dst[:], b[24:40])
+	k.IPv6Label = vtcfl & 0xfffff
+	proto, hlim := b[6], b[7]
+	b = b[ipv6HeaderLen : ipv6HeaderLen+plen]
+
+	// Walk the extension headers. Each step consumes at least 8 bytes, so
+	// the loop ends. On a truncated header the L3 fields other than the
+	// addresses and label stay zero, as in OVS.
+	var frag uint8
+	for {
+		switch proto {
+		case IPProtoHopOpts, IPProtoRouting, IPProtoDstOpts, IPProtoAH, IPProtoFragment:
+		default:
+			goto done
+		}
+		if len(b) < 8 {
+			return
+		}
+		switch proto {
+		case IPProtoHopOpts, IPProtoRouting, IPProtoDstOpts:
+			n := (int(b[1]) + 1) * 8
+			if n > len(b) {
+				return
+			}
+			proto = b[0]
+			b = b[n:]
+		case IPProtoAH:
+			n := (int(b[1]) + 2) * 4
+			if n > len(b) {
+				return
+			}
+			proto = b[0]
+			b = b[n:]
+		case IPProtoFragment:
+			proto = b[0]
+			offlg := be16(b[2:])
+			b = b[8:]
+			if offlg != 0 {
+				frag = FragAny
+				if offlg&0xfff8 != 0 {
+					// Only the first fragment has the L4 header.
+					frag |= FragLater
+					proto = IPProtoFragment
+					goto done
+				}
+			}
+		}
+	}
+done:
+	k.NwTOS = uint8(vtcfl >> 20)
+	k.NwTTL = hlim
+	k.NwProto = proto
+	k.NwFrag = frag
+	if frag&FragLater != 0 {
+		return
+	}
+	extractL4(b, k, true)
+}
+
+func extractL4(b []byte, k *Key, v6 bool) {
+	switch k.NwProto {
+	case IPProtoTCP:
+		if len(b) >= tcpHeaderLen {
+			hl := int(b[12]>>4) * 4
+			if hl >= tcpHeaderLen && hl <= len(b) {
+				k.TpSrc = be16(b[0:])
+				k.TpDst = be16(b[2:])
+				k.TCPFlags = be16(b[12:]) & 0x0fff
+			}
+		}
+	case IPProtoUDP:
+		if len(b) >= udpHeaderLen {
+			k.TpSrc = be16(b[0:])
+			k.TpDst = be16(b[2:])
+		}
+	case IPProtoSCTP:
+		if len(b) >= sctpHeaderLen {
+			k.TpSrc = be16(b[0:])
+			k.TpDst = be16(b[2:])
+		}
+	case IPProtoICMP:
+		if !v6 && len(b) >= icmpHeaderLen {
+			k.TpSrc = uint16(b[0])
+			k.TpDst = uint16(b[1])
+		}
+	case IPProtoIGMP:
+		if !v6 && len(b) >= igmpHeaderLen {
+			k.TpSrc = uint16(b[0])
+			k.TpDst = uint16(b[1])
+		}
+	case IPProtoICMPv6:
+		if v6 && len(b) >= icmp6HdrLen {
+			k.TpSrc = uint16(b[0])
+			k.TpDst = uint16(b[1])
+		}
+	}
+}
+
+func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

@@ -1,0 +1,175 @@
+// Package flow owns the flow key: the fixed-size summary of a frame's
+// headers that the datapath's caches and classifier match on and that the
+// translation layer reads, with a mask of the same shape saying which bits
+// of a key a translation consulted. It follows OVS's struct flow
+// (lib/flow.h) for the fields a switch without tunnels or conntrack needs.
+package flow
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Key is the flow key of one frame. It is a comparable value of fixed size
+// (KeySize bytes) laid out without padding, so that == compiles to one
+// memory comparison and the key hashes as a run of words (see Hash).
+//
+// Fields that a frame does not carry are zero. The field layout is part of
+// no wire format and may grow; code outside this package must use field
+// names, never positions.
+type Key struct {
+	// InPort is the datapath port the frame arrived on.
+	InPort uint32
+	// IPv6Label is the IPv6 flow label (20 bits).
+	IPv6Label uint32
+
+	// EthDst and EthSrc are the Ethernet addresses.
+	EthDst, EthSrc [6]byte
+	// EthType is the Ethernet type after the outer VLAN tag, if any: for a
+	// frame with two tags it is the inner tag's TPID. 802.3 frames with
+	// a SNAP header carry the SNAP type; other 802.3 frames carry
+	// EthTypeNone.
+	EthType uint16
+	// VLANTCI is the outer 802.1Q tag's TCI with VLANPresent set, or 0 if
+	// the frame is untagged. As in OVS the DEI bit of the frame is not
+	// kept: its position means "tag present".
+	VLANTCI uint16
+	// VLANTPID is the outer tag's TPID (0x8100 or 0x88a8), 0 if untagged.
+	VLANTPID uint16
+
+	// TpSrc and TpDst are the TCP, UDP or SCTP ports. For ICMP and ICMPv6
+	// they hold the type and code, as in OVS (see ICMPType, ICMPCode).
+	// They are zero in later fragments.
+	TpSrc, TpDst uint16
+	// TCPFlags are the 12 flag bits of the TCP header.
+	TCPFlags uint16
+
+	// NwProto is the IP protocol (the last next-header for IPv6), or for
+	// ARP the low 8 bits of the opcode (0 if the opcode is larger).
+	NwProto uint8
+	// NwTOS is the IPv4 TOS byte or the IPv6 traffic class (DSCP and ECN).
+	NwTOS uint8
+	// NwTTL is the IPv4 TTL or IPv6 hop limit.
+	NwTTL uint8
+	// NwFrag is a set of Frag bits.
+	NwFrag uint8
+
+	// IPv4Src and IPv4Dst are the IPv4 addresses, or ARP's sender and
+	// target protocol addresses.
+	IPv4Src, IPv4Dst [4]byte
+	// IPv6Src and IPv6Dst are the IPv6 addresses.
+	IPv6Src, IPv6Dst [16]byte
+
+	// ArpSHA and ArpTHA are ARP's sender and target hardware addresses.
+	ArpSHA, ArpTHA [6]byte
+}
+
+// Mask has the shape of a Key: a one bit means the bit of the key was
+// consulted and must match.
+type Mask Key
+
+// VLANPresent is the bit of Key.VLANTCI that says a tag is present (the
+// position of the 802.1Q CFI/DEI bit, as OVS's VLAN_CFI).
+const VLANPresent = 0x1000
+
+// VLAN TCI fields.
+const (
+	VLANVIDMask = 0x0fff
+	VLANPCPMask = 0xe000
+)
+
+// Frag bits of Key.NwFrag (OVS's FLOW_NW_FRAG_*).
+const (
+	// FragAny: the packet is a fragment.
+	FragAny = 1 << 0
+	// FragLater: the packet is a fragment other than the first.
+	FragLater = 1 << 1
+)
+
+// Ethernet types the extractor knows.
+const (
+	EthTypeIPv4 = 0x0800
+	EthTypeARP  = 0x0806
+	EthTypeRARP = 0x8035
+	EthTypeVLAN = 0x8100 // 802.1Q
+	EthTypeQinQ = 0x88a8 // 802.1ad
+	EthTypeIPv6 = 0x86dd
+	EthTypeMin  = 0x0600 // smaller values are 802.3 lengths
+	// EthTypeNone is the type given to 802.3 frames without SNAP (OVS's
+	// FLOW_DL_TYPE_NONE).
+	EthTypeNone = 0x05ff
+)
+
+// IP protocol numbers the extractor knows.
+const (
+	IPProtoHopOpts  = 0
+	IPProtoICMP     = 1
+	IPProtoIGMP     = 2
+	IPProtoTCP      = 6
+	IPProtoUDP      = 17
+	IPProtoRouting  = 43
+	IPProtoFragment = 44
+	IPProtoAH       = 51
+	IPProtoICMPv6   = 58
+	IPProtoDstOpts  = 60
+	IPProtoSCTP     = 132
+)
+
+// IsVLANType reports whether t is a VLAN TPID (802.1Q or 802.1ad).
+func IsVLANType(t uint16) bool { return t == EthTypeVLAN || t == EthTypeQinQ }
+
+// HasVLAN reports whether the frame had an outer VLAN tag.
+func (k *Key) HasVLAN() bool { return k.VLANTCI&VLANPresent != 0 }
+
+// VID returns the outer tag's VLAN ID, 0 if untagged.
+func (k *Key) VID() uint16 { return k.VLANTCI & VLANVIDMask }
+
+// ICMPType returns the ICMP or ICMPv6 type.
+func (k *Key) ICMPType() uint8 { return uint8(k.TpSrc) }
+
+// ICMPCode returns the ICMP or ICMPv6 code.
+func (k *Key) ICMPCode() uint8 { return uint8(k.TpDst) }
+
+// Masked returns k with every bit that m does not have cleared.
+func (k *Key) Masked(m *Mask) Key {
+	r := *k
+	rb, mb := r.bytes(), (*Key)(m).bytes()
+	for i := 0; i < KeySize; i += 8 {
+		binary.NativeEndian.PutUint64(rb[i:], binary.NativeEndian.Uint64(rb[i:])&binary.NativeEndian.Uint64(mb[i:]))
+	}
+	return r
+}
+
+// Hash returns a hash of k for cache indexing. It is not keyed: use it
+// only where collisions cost time, not correctness. The words of the key
+// are mixed in independent pairs (wyhash's multiply-fold), so that the
+// multiplications overlap instead of forming one long dependency chain.
+func (k *Key) Hash() uint64 {
+	const (
+		s0 = 0xa0761d6478bd642f
+		s1 = 0xe7037ed1a0b428db
+		s2 = 0x8ebc6af09c88c6e3
+		s3 = 0x589965cc75374cc3
+	)
+	b := k.bytes()
+	w := func(i int) uint64 { return binary.NativeEndian.Uint64(b[i*8:]) }
+	h := mix(w(0)^s0, w(1)^s1) ^ mix(w(2)^s2, w(3)^s3) ^ mix(w(4)^s1, w(5)^s0) ^
+		mix(w(6)^s3, w(7)^s2) ^ mix(w(8)^s0, w(9)^s2) ^ mix(w(10)^s1, KeySize^s3)
+	return mix(h^s0, h^s1)
+}
+
+// mix is the 128-bit product of a and b folded to 64 bits.
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// Exact is the mask that consults every bit.
+func Exact() Mask {
+	var m Mask
+	b := (*Key)(&m).bytes()
+	for i := range b {
+		b[i] = 0xff
+	}
+	return m
+}

@@ -1,0 +1,146 @@
+// Package ofproto is the OpenFlow side of each bridge (OVS's ofproto/ and
+// ofproto-dpif): a bridge's ports and their VLAN configuration, its MAC
+// learning table, and the translation of a datapath miss into datapath
+// actions plus the mask of key fields consulted. The pipeline is the fixed
+// NORMAL action for now (ofproto-dpif-xlate.c xlate_normal); OpenFlow
+// tables will call the same translation as one of their actions.
+//
+// A Backer (OVS's dpif_backer) is the one Upcaller of the shared datapath:
+// it finds the bridge owning a miss's input port and follows patch ports
+// from bridge to bridge. Configuration is published as immutable snapshots
+// through atomic pointers; translations take no lock but the MAC table's.
+package ofproto
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/govs/govs/datapath"
+)
+
+// Backer dispatches the datapath's upcalls to the bridge owning the input
+// port and resolves patch ports between bridges; it implements
+// datapath.Upcaller.
+type Backer struct {
+	dp  *datapath.Datapath
+	log datapath.Logger
+
+	idx atomic.Pointer[index]
+
+	mu      sync.Mutex // guards bridges; serializes reconfiguration and publish
+	bridges map[string]*Bridge
+}
+
+// index is the immutable view translations start from: every bridge's
+// current snapshot reached through its ports.
+type index struct {
+	// byDPPort maps datapath ports to the bridge port they belong to.
+	byDPPort map[uint32]*port
+	// peer maps each patch port whose peer exists (and names it back) to
+	// that peer.
+	peer map[*port]*port
+}
+
+var _ datapath.Upcaller = (*Backer)(nil)
+
+// NewBacker returns a Backer with no bridges and makes it dp's upcaller.
+// log may be nil.
+func NewBacker(dp *datapath.Datapath, log datapath.Logger) *Backer {
+	if log == nil {
+		log = nopLogger{}
+	}
+	b := &Backer{dp: dp, log: log, bridges: map[string]*Bridge{}}
+	b.idx.Store(&index{byDPPort: map[uint32]*port{}, peer: map[*port]*port{}})
+	dp.SetUpcall(b)
+	return b
+}
+
+// AddBridge returns the bridge called name, creating it with no ports.
+func (b *Backer) AddBridge(name string) *Bridge {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if br := b.bridges[name]; br != nil {
+		return br
+	}
+	br := newBridge(b, name)
+	b.bridges[name] = br
+	return br
+}
+
+// Bridge returns the bridge called name, or nil.
+func (b *Backer) Bridge(name string) *Bridge {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bridges[name]
+}
+
+// DelBridge removes the bridge called name; when it returns no packet is
+// forwarded by it.
+func (b *Backer) DelBridge(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	br := b.bridges[name]
+	if br == nil {
+		return
+	}
+	delete(b.bridges, name)
+	b.publish()
+	b.dp.FlushFlows()
+	br.ml.mu.Lock()
+	br.ml.flush()
+	br.ml.mu.Unlock()
+}
+
+// publish rebuilds the index from every bridge's current snapshot.
+// Interface names are global, so patch peers are found by name across
+// bridges. b.mu must be held.
+func (b *Backer) publish() {
+	idx := &index{byDPPort: map[uint32]*port{}, peer: map[*port]*port{}}
+	byName := map[string]*port{}
+	for _, br := range b.bridges {
+		for _, p := range br.snap.Load().ports {
+			if q := byName[p.name]; q != nil {
+				b.log.Warnf("interface %s is in bridges %s and %s", p.name, q.br.br.name, br.name)
+			}
+			byName[p.name] = p
+			if p.dpPort == 0 {
+				continue
+			}
+			if q := idx.byDPPort[p.dpPort]; q != nil {
+				b.log.Warnf("datapath port %d is both %s and %s", p.dpPort, q.name, p.name)
+			}
+			idx.byDPPort[p.dpPort] = p
+		}
+	}
+	for _, p := range byName {
+		if p.patchPeer == "" {
+			continue
+		}
+		if q := byName[p.patchPeer]; q != nil && q.patchPeer == p.name {
+			idx.peer[p] = q
+		}
+	}
+	b.idx.Store(idx)
+}
+
+// Upcall implements datapath.Upcaller: it translates each miss through the
+// NORMAL pipeline of the bridge owning its input port.
+func (b *Backer) Upcall(batch []datapath.Upcall) {
+	idx := b.idx.Load()
+	invalidate := false
+	for i := range batch {
+		if b.translate(idx, &batch[i]) {
+			invalidate = true
+		}
+	}
+	if invalidate {
+		b.dp.InvalidateFlows()
+	}
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debugf(string, ...any) {}
+func (nopLogger) Infof(string, ...any)  {}
+func (nopLogger) Warnf(string, ...any)  {}
+func (nopLogger) Errorf(string, ...any) {}

@@ -1,0 +1,357 @@
+package ofproto
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// LocalOFPort is OFPP_LOCAL, the OpenFlow number of a bridge's own port.
+const LocalOFPort = 65534
+
+// BridgeConfig is one bridge's configuration, as the daemon derives it
+// from the database.
+type BridgeConfig struct {
+	// MACAgingTime is other_config:mac-aging-time; 0 means the default
+	// (300 s). OVS keeps it within 15 s..3600 s, in whole seconds.
+	MACAgingTime time.Duration
+	// MACTableSize is other_config:mac-table-size; 0 means the default
+	// (8192, as OVS 3.1). OVS keeps it within 10..1000000.
+	MACTableSize int
+	// ForwardBPDU is other_config:forward-bpdu: NORMAL forwards frames
+	// to reserved multicast addresses (01:80:c2:00:00:0x, ...) instead
+	// of dropping them.
+	ForwardBPDU bool
+	// Ports are the bridge's ports, local port included; NORMAL floods
+	// in this order.
+	Ports []PortConfig
+}
+
+// PortConfig is one port of a bridge (one interface: bonds are not
+// supported).
+type PortConfig struct {
+	// Name is the interface name.
+	Name string
+	// OFPort is the OpenFlow port number; LocalOFPort for the local port.
+	OFPort int
+	// DPPort is the datapath port number; 0 for a patch port.
+	DPPort uint32
+	// PatchPeer is, for type=patch, the peer interface (options:peer).
+	PatchPeer string
+	// Tag is the access or native VLAN, -1 if none.
+	Tag int
+	// Trunks are the trunked VLANs; empty means all.
+	Trunks []int
+	// VLANMode is "", "access", "trunk", "native-tagged" or
+	// "native-untagged", with ovs-vswitchd.conf.db(5)'s meaning: "" is
+	// access if Tag is set, trunk otherwise.
+	VLANMode string
+}
+
+// vlanMode is a port's VLAN mode (OVS's enum port_vlan_mode).
+type vlanMode uint8
+
+const (
+	modeTrunk vlanMode = iota
+	modeAccess
+	modeNativeTagged
+	modeNativeUntagged
+)
+
+func (m vlanMode) String() string {
+	switch m {
+	case modeTrunk:
+		return "trunk"
+	case modeAccess:
+		return "access"
+	case modeNativeTagged:
+		return "native-tagged"
+	case modeNativeUntagged:
+		return "native-untagged"
+	}
+	return "vlan-mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// vlanSet is a set of VLAN IDs.
+type vlanSet [4096 / 64]uint64
+
+func (s *vlanSet) has(vid uint16) bool { return s[vid/64]&(1<<(vid%64)) != 0 }
+func (s *vlanSet) set(vid uint16)      { s[vid/64] |= 1 << (vid % 64) }
+func (s *vlanSet) clear(vid uint16)    { s[vid/64] &^= 1 << (vid % 64) }
+
+// port is one port of a bridge snapshot, with its VLAN configuration
+// resolved as OVS's bridge.c port_configure and ofproto-dpif.c bundle_set
+// do. Immutable.
+type port struct {
+	br        *snapshot
+	name      string
+	ofport    int
+	dpPort    uint32
+	patchPeer string
+
+	mode vlanMode
+	// vlan is the access or native VLAN (0 if none); unused in trunk mode.
+	vlan uint16
+	// trunks are the VLANs a non-access port carries; nil means all.
+	trunks *vlanSet
+}
+
+// snapshot is an immutable configuration of one bridge, swapped in whole
+// by Reconfigure and read by translations without locks.
+type snapshot struct {
+	br     *Bridge
+	ports  []*port
+	byName map[string]*port
+	idle   int64 // MAC aging, seconds
+	max    int   // MAC table size
+
+	forwardBPDU bool
+}
+
+// Bridge is one bridge's switch: its ports, MAC learning table and
+// pipeline (NORMAL).
+type Bridge struct {
+	name   string
+	backer *Backer
+	snap   atomic.Pointer[snapshot]
+	ml     *macTable
+	// clock returns the time since the bridge was made; tests replace
+	// it before traffic starts.
+	clock func() time.Duration
+}
+
+func newBridge(b *Backer, name string) *Bridge {
+	br := &Bridge{name: name, backer: b, ml: newMACTable()}
+	start := time.Now()
+	br.clock = func() time.Duration { return time.Since(start) }
+	br.snap.Store(br.newSnapshot(BridgeConfig{}))
+	return br
+}
+
+// Name returns the bridge's name.
+func (br *Bridge) Name() string { return br.name }
+
+// now returns the bridge clock in whole seconds.
+func (br *Bridge) now() int64 { return int64(br.clock() / time.Second) }
+
+// Reconfigure swaps in cfg. It is safe while packets flow: translations
+// read the old or the new configuration, never a mix, and when it returns
+// no packet is forwarded by the old one (cached flows are flushed). MAC
+// entries of ports that went away or changed VLAN configuration are
+// forgotten.
+func (br *Bridge) Reconfigure(cfg BridgeConfig) {
+	b := br.backer
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bridges[br.name] != br {
+		return // deleted
+	}
+	old := br.snap.Load()
+	s := br.newSnapshot(cfg)
+	br.snap.Store(s)
+	b.publish()
+	// Wait for translations of the old configuration, so that none
+	// learns on a removed port after the clean-up below.
+	b.dp.FlushFlows()
+
+	br.ml.mu.Lock()
+	br.ml.idle, br.ml.max = s.idle, s.max
+	for name := range br.ml.ports {
+		if np, op := s.byName[name], old.byName[name]; np == nil || op == nil || !sameVLANConfig(np, op) {
+			br.ml.flushPort(name)
+		}
+	}
+	br.ml.run(br.now())
+	br.ml.mu.Unlock()
+	b.dp.InvalidateFlows()
+}
+
+func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
+	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU}
+	idle := int64(cfg.MACAgingTime / time.Second)
+	if cfg.MACAgingTime <= 0 {
+		idle = DefaultMACAgingTime
+	}
+	s.idle = min(max(idle, minMACAgingTime), maxMACAgingTime)
+	s.max = cfg.MACTableSize
+	if s.max <= 0 {
+		s.max = DefaultMACTableSize
+	}
+	s.max = min(max(s.max, minMACTableSize), maxMACTableSize)
+	for _, pc := range cfg.Ports {
+		if _, dup := s.byName[pc.Name]; dup {
+			br.backer.log.Warnf("bridge %s: port %s configured twice; ignoring the second", br.name, pc.Name)
+			continue
+		}
+		p := br.newPort(s, pc)
+		s.ports = append(s.ports, p)
+		s.byName[p.name] = p
+	}
+	return s
+}
+
+func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
+	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer}
+	tag := -1
+	if pc.Tag >= 0 && pc.Tag <= 4095 {
+		tag = pc.Tag
+	}
+	switch pc.VLANMode {
+	case "access":
+		p.mode = modeAccess
+	case "trunk":
+		p.mode = modeTrunk
+	case "native-tagged":
+		p.mode = modeNativeTagged
+	case "native-untagged":
+		p.mode = modeNativeUntagged
+	case "":
+		if tag >= 0 {
+			p.mode = modeAccess
+		} else {
+			p.mode = modeTrunk
+		}
+	default:
+		br.backer.log.Warnf("port %s: unknown VLAN mode %s, falling back to trunk mode", pc.Name, pc.VLANMode)
+		p.mode = modeTrunk
+	}
+	if p.mode != modeTrunk && tag > 0 {
+		p.vlan = uint16(tag)
+	}
+	var trunks *vlanSet
+	if len(pc.Trunks) > 0 {
+		trunks = new(vlanSet)
+		for _, v := range pc.Trunks {
+			if v >= 0 && v <= 4095 {
+				trunks.set(uint16(v))
+			}
+		}
+	}
+	switch p.mode {
+	case modeTrunk:
+		p.trunks = trunks
+	case modeNativeTagged, modeNativeUntagged:
+		// A native port always trunks its native VLAN and never VLAN 0.
+		p.trunks = trunks
+		if p.vlan != 0 && (trunks == nil || !trunks.has(p.vlan) || trunks.has(0)) {
+			t := new(vlanSet)
+			if trunks != nil {
+				*t = *trunks
+			} else {
+				for i := range t {
+					t[i] = ^uint64(0)
+				}
+			}
+			t.set(p.vlan)
+			t.clear(0)
+			p.trunks = t
+		}
+	}
+	return p
+}
+
+func sameVLANConfig(a, b *port) bool {
+	if a.mode != b.mode || a.vlan != b.vlan || (a.trunks == nil) != (b.trunks == nil) {
+		return false
+	}
+	return a.trunks == nil || *a.trunks == *b.trunks
+}
+
+// trunksVLAN reports whether a non-access port carries vid tagged.
+func (p *port) trunksVLAN(vid uint16) bool {
+	return p.mode != modeAccess && (p.trunks == nil || p.trunks.has(vid))
+}
+
+// includesVLAN reports whether the port is a member of VLAN vid.
+func (p *port) includesVLAN(vid uint16) bool {
+	if p.mode == modeAccess {
+		return vid == p.vlan
+	}
+	return p.trunksVLAN(vid)
+}
+
+// inputVIDValid reports whether a frame with outer VID vid (0 if untagged
+// or priority-tagged) may enter on p.
+func (p *port) inputVIDValid(vid uint16) bool {
+	switch p.mode {
+	case modeAccess:
+		return vid == 0
+	case modeNativeTagged, modeNativeUntagged:
+		if vid == 0 {
+			return true
+		}
+	}
+	return p.trunksVLAN(vid)
+}
+
+// FDBShow returns the MAC table as `ovs-appctl fdb/show` prints it, least
+// recently learned first.
+func (br *Bridge) FDBShow() string {
+	s := br.snap.Load()
+	var b strings.Builder
+	b.WriteString(" port  VLAN  MAC                Age\n")
+	br.ml.mu.Lock()
+	now := br.now()
+	expired := br.ml.run(now)
+	for e := br.ml.head; e != nil; e = e.next {
+		p := s.byName[e.port.name]
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%5s  %4d  %s  %3d\n", ofportString(p.ofport), e.key.vlan, e.key.mac, now-e.used)
+	}
+	br.ml.mu.Unlock()
+	if expired {
+		br.backer.dp.InvalidateFlows()
+	}
+	return b.String()
+}
+
+// FDBFlush forgets every learned MAC (`ovs-appctl fdb/flush`).
+func (br *Bridge) FDBFlush() {
+	br.ml.mu.Lock()
+	changed := br.ml.flush()
+	br.ml.mu.Unlock()
+	if changed {
+		br.backer.dp.InvalidateFlows()
+	}
+}
+
+// FDBStatsShow returns the MAC table counters as `ovs-appctl
+// fdb/stats-show` prints them.
+func (br *Bridge) FDBStatsShow() string {
+	br.ml.mu.Lock()
+	if br.ml.run(br.now()) {
+		defer br.backer.dp.InvalidateFlows()
+	}
+	t := br.ml
+	s := fmt.Sprintf("Statistics for bridge \"%s\":\n"+
+		"  Current/maximum MAC entries in the table: %d/%d\n"+
+		"  Current static MAC entries in the table : %d\n"+
+		"  Total number of learned MAC entries     : %d\n"+
+		"  Total number of expired MAC entries     : %d\n"+
+		"  Total number of evicted MAC entries     : %d\n"+
+		"  Total number of port moved MAC entries  : %d\n",
+		br.name, len(t.entries), t.max, 0, t.learned, t.expired, t.evicted, t.moved)
+	br.ml.mu.Unlock()
+	return s
+}
+
+// FDBStatsClear zeroes the MAC table counters (`ovs-appctl
+// fdb/stats-clear`).
+func (br *Bridge) FDBStatsClear() {
+	br.ml.mu.Lock()
+	br.ml.learned, br.ml.expired, br.ml.evicted, br.ml.moved = 0, 0, 0, 0
+	br.ml.mu.Unlock()
+}
+
+// ofportString formats an OpenFlow port number as OVS's
+// ofputil_port_to_string does for the numbers a bridge port can have.
+func ofportString(n int) string {
+	if n == LocalOFPort {
+		return "LOCAL"
+	}
+	return strconv.Itoa(n)
+}

@@ -1,0 +1,265 @@
+package ofproto
+
+import (
+	"sync"
+
+	"github.com/govs/govs/datapath/flow"
+)
+
+// MAC table limits, as OVS 3.1 (lib/mac-learning.[ch]) has them.
+const (
+	// DefaultMACAgingTime is other_config:mac-aging-time's default, in
+	// seconds (MAC_ENTRY_DEFAULT_IDLE_TIME).
+	DefaultMACAgingTime = 300
+	// DefaultMACTableSize is other_config:mac-table-size's default
+	// (MAC_DEFAULT_MAX; 8192 in OVS 3.1, as fdb/stats-show prints).
+	DefaultMACTableSize = 8192
+
+	minMACAgingTime, maxMACAgingTime = 15, 3600
+	minMACTableSize, maxMACTableSize = 10, 1000 * 1000
+)
+
+// macKey is what a MAC table entry is found by.
+type macKey struct {
+	mac  flow.MAC
+	vlan uint16
+}
+
+// macEntry is one learned address. Times are in whole seconds of the
+// bridge's clock, as OVS's time_now().
+type macEntry struct {
+	key  macKey
+	port *mlPort
+	used int64 // when last learned
+
+	prev, next   *macEntry // table-wide LRU list
+	pprev, pnext *macEntry // port's LRU list
+}
+
+// mlPort is a port that has learned entries, by port name: it keeps the
+// port's entries in LRU order for fair eviction.
+type mlPort struct {
+	name       string
+	n          int
+	head, tail *macEntry
+}
+
+// macTable is a bridge's MAC learning table (OVS's struct mac_learning):
+// entries age out after idle seconds without being learned again, and
+// when the table is full a new entry evicts the least recently used entry
+// of the port that has the most, so that one port flooding addresses
+// cannot push out the others'.
+type macTable struct {
+	mu sync.Mutex // guards everything below
+
+	entries    map[macKey]*macEntry
+	head, tail *macEntry // least recently used first
+	ports      map[string]*mlPort
+
+	idle int64 // seconds
+	max  int
+
+	learned, expired, evicted, moved uint64
+}
+
+func newMACTable() *macTable {
+	return &macTable{
+		entries: map[macKey]*macEntry{},
+		ports:   map[string]*mlPort{},
+		idle:    DefaultMACAgingTime,
+		max:     DefaultMACTableSize,
+	}
+}
+
+// learn records that src was seen on port in vlan at now. It reports
+// whether forwarding changed (a new or moved entry), after which cached
+// flows must be invalidated. As OVS does, an entry already on the port is
+// refreshed at most once a second.
+func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64) bool {
+	if src.IsMulticast() {
+		return false
+	}
+	k := macKey{src, vlan}
+	e := t.entries[k]
+	if e != nil && e.used == now && e.port.name == port {
+		return false
+	}
+	if e == nil {
+		if len(t.entries) >= t.max {
+			t.evictFairly()
+		}
+		e = &macEntry{key: k}
+		t.entries[k] = e
+		t.learned++
+	} else {
+		t.unlink(e)
+	}
+	t.pushBack(e)
+	e.used = now
+	if e.port != nil && e.port.name == port {
+		e.port.unlink(e)
+		e.port.pushBack(e)
+		return false
+	}
+	if e.port != nil {
+		t.moved++
+		t.detachPort(e)
+	}
+	mp := t.ports[port]
+	if mp == nil {
+		mp = &mlPort{name: port}
+		t.ports[port] = mp
+	}
+	e.port = mp
+	mp.pushBack(e)
+	mp.n++
+	return true
+}
+
+// lookup returns the port dst was learned on in vlan.
+func (t *macTable) lookup(dst flow.MAC, vlan uint16) (string, bool) {
+	if dst.IsMulticast() {
+		return "", false
+	}
+	e := t.entries[macKey{dst, vlan}]
+	if e == nil {
+		return "", false
+	}
+	return e.port.name, true
+}
+
+// run expires entries idle for too long, and the oldest beyond the size
+// limit, counting both as expired (OVS's mac_learning_run). It reports
+// whether any went.
+func (t *macTable) run(now int64) bool {
+	changed := false
+	for e := t.head; e != nil && (len(t.entries) > t.max || now >= e.used+t.idle); e = t.head {
+		t.remove(e)
+		t.expired++
+		changed = true
+	}
+	return changed
+}
+
+// evictFairly removes the least recently used entry of the port with the
+// most entries; among ports with as many, the one whose entry is oldest.
+func (t *macTable) evictFairly() {
+	var victim *mlPort
+	for _, mp := range t.ports {
+		if victim == nil || mp.n > victim.n || (mp.n == victim.n && mp.head.used < victim.head.used) {
+			victim = mp
+		}
+	}
+	if victim != nil {
+		t.remove(victim.head)
+		t.evicted++
+	}
+}
+
+// flushPort removes every entry learned on port.
+func (t *macTable) flushPort(port string) bool {
+	mp := t.ports[port]
+	if mp == nil {
+		return false
+	}
+	for mp.head != nil {
+		t.remove(mp.head)
+	}
+	return true
+}
+
+// flush removes every entry.
+func (t *macTable) flush() bool {
+	changed := t.head != nil
+	for t.head != nil {
+		t.remove(t.head)
+	}
+	return changed
+}
+
+func (t *macTable) remove(e *macEntry) {
+	t.unlink(e)
+	t.detachPort(e)
+	delete(t.entries, e.key)
+}
+
+func (t *macTable) detachPort(e *macEntry) {
+	mp := e.port
+	mp.unlink(e)
+	mp.n--
+	if mp.n == 0 {
+		delete(t.ports, mp.name)
+	}
+	e.port = nil
+}
+
+func (t *macTable) pushBack(e *macEntry) {
+	e.prev, e.next = t.tail, nil
+	if t.tail != nil {
+		t.tail.next = e
+	} else {
+		t.head = e
+	}
+	t.tail = e
+}
+
+func (t *macTable) unlink(e *macEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		t.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		t.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (mp *mlPort) pushBack(e *macEntry) {
+	e.pprev, e.pnext = mp.tail, nil
+	if mp.tail != nil {
+		mp.tail.pnext = e
+	} else {
+		mp.head = e
+	}
+	mp.tail = e
+}
+
+func (mp *mlPort) unlink(e *macEntry) {
+	if e.pprev != nil {
+		e.pprev.pnext = e.pnext
+	} else {
+		mp.head = e.pnext
+	}
+	if e.pnext != nil {
+		e.pnext.pprev = e.pprev
+	} else {
+		mp.tail = e.pprev
+	}
+	e.pprev, e.pnext = nil, nil
+}
+
+// isReservedMAC reports whether a is one of the addresses that NORMAL never
+// forwards (OVS's eth_addr_is_reserved): IEEE 802.1D/802.1Q reserved
+// 01:80:c2:00:00:00-0f (STP, pause, LACP, LLDP, ...), and some Extreme and
+// Cisco protocol addresses.
+func isReservedMAC(a flow.MAC) bool {
+	switch {
+	case a[0] == 0x01 && a[1] == 0x80 && a[2] == 0xc2 && a[3] == 0 && a[4] == 0 && a[5] <= 0x0f:
+		return true
+	case a[0] == 0x00 && a[1] == 0xe0 && a[2] == 0x2b && a[3] == 0 && a[4] == 0:
+		return a[5] == 0x00 || a[5] == 0x04 || a[5] == 0x06 // EDP, EAPS
+	case a[0] == 0x01 && a[1] == 0x00 && a[2] == 0x0c:
+		switch [3]byte{a[3], a[4], a[5]} {
+		case [3]byte{0, 0, 0}, // ISL
+			[3]byte{0xcc, 0xcc, 0xcc}, // PAgP, UDLD, CDP, DTP, VTP
+			[3]byte{0xcc, 0xcc, 0xcd}, // PVST+
+			[3]byte{0xcd, 0xcd, 0xcd}: // STP UplinkFast, FlexLink
+			return true
+		}
+		return a[3] == 0xcc && a[4] == 0xcc && a[5] >= 0xc0 && a[5] <= 0xc7 // Cisco CFM
+	}
+	return false
+}
