@@ -1,0 +1,152 @@
+// Package packet owns the packet buffer and its offload metadata: the one
+// representation that every netdev produces and consumes and that the
+// datapath forwards. It is the lowest layer of the packet path and imports
+// nothing of govs.
+package packet
+
+// Headroom is the space reserved in front of every frame so that VLAN tags,
+// tunnel headers and virtio-net headers can be prepended in place without a
+// copy. 128 bytes covers a virtio_net_hdr_mrg_rxbuf (12), two VLAN tags (8)
+// and a Geneve/VXLAN encapsulation over IPv6 (~70).
+const Headroom = 128
+
+// MaxFrame is the largest frame a buffer holds: a 64 KiB GSO super-frame plus
+// its Ethernet and VLAN headers.
+const MaxFrame = 65536 + 14 + 8
+
+// Offload describes what is still to be done to a frame that a netdev handed
+// over with work deferred (checksum, segmentation), in the terms of the
+// kernel's virtio_net_hdr (include/uapi/linux/virtio_net.h) but in host
+// byte order and independent of any port kind.
+type Offload struct {
+	// Flags is a set of Flag bits.
+	Flags Flag
+	// GSO is the kind of segmentation still to be done, GSONone if none.
+	GSO GSOType
+	// HdrLen is the length of all headers up to the transport payload.
+	HdrLen uint16
+	// GSOSize is the maximum payload of one segment.
+	GSOSize uint16
+	// CsumStart is the offset from the start of the frame where
+	// checksumming starts; CsumOffset is where, counted from CsumStart,
+	// the checksum is stored. Valid when Flags has NeedsCsum.
+	CsumStart, CsumOffset uint16
+}
+
+// Flag is a bit of Offload.Flags.
+type Flag uint8
+
+const (
+	// NeedsCsum: the L4 checksum is partial (pseudo-header only) and must
+	// be completed at CsumStart/CsumOffset before the frame leaves on a
+	// port that does not take partial checksums.
+	NeedsCsum Flag = 1 << iota
+	// CsumValid: the L4 checksum has been verified (or the frame came from
+	// a local stack that does not need it verified).
+	CsumValid
+	// ECN: a TCP super-frame whose first segment carries CWR, which
+	// segmentation must clear in the others (VIRTIO_NET_HDR_GSO_ECN,
+	// SKB_GSO_TCP_ECN).
+	ECN
+)
+
+// GSOType is the segmentation a super-frame still needs.
+type GSOType uint8
+
+const (
+	GSONone GSOType = iota
+	GSOTCPv4
+	GSOTCPv6
+	GSOUDPL4
+)
+
+// Packet is one frame in a buffer with headroom. The zero value is not
+// usable; get packets from a Pool or New.
+type Packet struct {
+	buf   []byte // backing array, len(buf) == Headroom+MaxFrame
+	start int    // offset of the frame in buf
+	end   int    // end of the frame in buf
+
+	// Offload is the deferred work for this frame.
+	Offload Offload
+	// InPort is the datapath port number the frame arrived on.
+	InPort uint32
+}
+
+// New allocates a packet with an empty frame at the standard headroom.
+func New() *Packet {
+	return &Packet{buf: make([]byte, Headroom+MaxFrame), start: Headroom, end: Headroom}
+}
+
+// Data returns the frame.
+func (p *Packet) Data() []byte { return p.buf[p.start:p.end] }
+
+// Len returns the frame's length.
+func (p *Packet) Len() int { return p.end - p.start }
+
+// Tail returns the whole space from the frame's start to the end of the
+// buffer, for a netdev to receive into; follow with SetLen.
+func (p *Packet) Tail() []byte { return p.buf[p.start:] }
+
+// SetLen sets the frame's length after a receive into Tail.
+func (p *Packet) SetLen(n int) { p.end = p.start + n }
+
+// Headroom returns how many bytes can be pushed in front of the frame.
+func (p *Packet) Headroom() int { return p.start }
+
+// Push grows the frame by n bytes at the front and returns them. It panics
+// if there is less than n bytes of headroom.
+func (p *Packet) Push(n int) []byte {
+	p.start -= n
+	return p.buf[p.start : p.start+n]
+}
+
+// Pull removes n bytes from the front of the frame.
+func (p *Packet) Pull(n int) { p.start += n }
+
+// SetData sets the frame to a copy of b at the standard headroom, keeping
+// the metadata. It panics if b is longer than MaxFrame.
+func (p *Packet) SetData(b []byte) {
+	if len(b) > MaxFrame {
+		panic("packet: SetData of a frame longer than MaxFrame")
+	}
+	p.start = Headroom
+	p.end = Headroom + copy(p.buf[Headroom:], b)
+}
+
+// CopyFrom makes p a copy of q: frame, at q's offset, and metadata.
+func (p *Packet) CopyFrom(q *Packet) {
+	p.start, p.end = q.start, q.end
+	copy(p.buf[p.start:p.end], q.buf[q.start:q.end])
+	p.Offload = q.Offload
+	p.InPort = q.InPort
+}
+
+// InsertVLAN inserts an 802.1Q/802.1ad tag with the given TPID and TCI
+// after the frame's MAC addresses, in the headroom, and moves the offsets in
+// Offload along. It reports false, leaving the packet as it was, if the
+// frame is shorter than two MAC addresses or the headroom is exhausted.
+func (p *Packet) InsertVLAN(tpid, tci uint16) bool {
+	if p.Len() < 12 || p.start < 4 {
+		return false
+	}
+	p.start -= 4
+	b := p.buf[p.start:]
+	copy(b[:12], b[4:16])
+	b[12], b[13] = byte(tpid>>8), byte(tpid)
+	b[14], b[15] = byte(tci>>8), byte(tci)
+	if p.Offload.Flags&NeedsCsum != 0 {
+		p.Offload.CsumStart += 4
+	}
+	if p.Offload.HdrLen != 0 {
+		p.Offload.HdrLen += 4
+	}
+	return true
+}
+
+// Reset empties the packet and clears its metadata for reuse.
+func (p *Packet) Reset() {
+	p.start, p.end = Headroom, Headroom
+	p.Offload = Offload{}
+	p.InPort = 0
+}

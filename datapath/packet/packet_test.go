@@ -1,0 +1,130 @@
+package packet
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestPacketFrame(t *testing.T) {
+	p := New()
+	if p.Len() != 0 || p.Headroom() != Headroom || len(p.Tail()) != MaxFrame {
+		t.Fatalf("new packet: len %d headroom %d tail %d", p.Len(), p.Headroom(), len(p.Tail()))
+	}
+	copy(p.Tail(), "abcdef")
+	p.SetLen(6)
+	copy(p.Push(2), "xy")
+	if got := string(p.Data()); got != "xyabcdef" {
+		t.Fatalf("after Push: %q", got)
+	}
+	p.Pull(3)
+	if got := string(p.Data()); got != "bcdef" {
+		t.Fatalf("after Pull: %q", got)
+	}
+}
+
+func TestSetDataCopyFrom(t *testing.T) {
+	p := New()
+	p.Offload = Offload{Flags: NeedsCsum, CsumStart: 34, CsumOffset: 16}
+	p.InPort = 3
+	p.Push(5)
+	src := []byte("hello, frame")
+	p.SetData(src)
+	src[0] = 'X'
+	if string(p.Data()) != "hello, frame" || p.Headroom() != Headroom || p.InPort != 3 || p.Offload.CsumStart != 34 {
+		t.Fatalf("SetData: %q headroom %d in_port %d", p.Data(), p.Headroom(), p.InPort)
+	}
+	q := New()
+	q.CopyFrom(p)
+	if !bytes.Equal(q.Data(), p.Data()) || q.Offload != p.Offload || q.InPort != p.InPort {
+		t.Fatal("CopyFrom: not a copy")
+	}
+	q.Data()[0] = 'J'
+	if p.Data()[0] != 'h' {
+		t.Fatal("CopyFrom shares the buffer")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetData of an oversize frame did not panic")
+		}
+	}()
+	p.SetData(make([]byte, MaxFrame+1))
+}
+
+func TestInsertVLAN(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		o, want Offload
+	}{
+		{"plain", Offload{}, Offload{}},
+		{"partial", Offload{Flags: NeedsCsum, HdrLen: 54, CsumStart: 34, CsumOffset: 16},
+			Offload{Flags: NeedsCsum, HdrLen: 58, CsumStart: 38, CsumOffset: 16}},
+		{"gso", Offload{Flags: NeedsCsum, GSO: GSOTCPv4, GSOSize: 1448, HdrLen: 54, CsumStart: 34, CsumOffset: 16},
+			Offload{Flags: NeedsCsum, GSO: GSOTCPv4, GSOSize: 1448, HdrLen: 58, CsumStart: 38, CsumOffset: 16}},
+		{"valid", Offload{Flags: CsumValid}, Offload{Flags: CsumValid}},
+	} {
+		p := New()
+		frame := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00, 0x45}
+		p.SetData(frame)
+		p.Offload = tc.o
+		if !p.InsertVLAN(0x88a8, 0x1234) {
+			t.Fatalf("%s: InsertVLAN failed", tc.name)
+		}
+		want := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x88, 0xa8, 0x12, 0x34, 0x08, 0x00, 0x45}
+		if !bytes.Equal(p.Data(), want) {
+			t.Errorf("%s: % x", tc.name, p.Data())
+		}
+		if p.Offload != tc.want {
+			t.Errorf("%s: offload %+v, want %+v", tc.name, p.Offload, tc.want)
+		}
+	}
+	p := New()
+	p.SetData(make([]byte, 11))
+	if p.InsertVLAN(0x8100, 1) || p.Len() != 11 {
+		t.Error("InsertVLAN on a runt frame")
+	}
+	p.SetData(make([]byte, 20))
+	p.Pull(0)
+	p.Push(Headroom - 2)
+	if p.InsertVLAN(0x8100, 1) {
+		t.Error("InsertVLAN without headroom")
+	}
+}
+
+func TestPool(t *testing.T) {
+	var pl Pool
+	p := pl.Get()
+	p.SetData([]byte("dirty"))
+	p.Push(4)
+	p.Offload.GSO = GSOTCPv6
+	p.InPort = 9
+	pl.Put(p)
+	for range 100 {
+		q := pl.Get()
+		if q.Len() != 0 || q.Headroom() != Headroom || q.Offload != (Offload{}) || q.InPort != 0 {
+			t.Fatalf("Get returned a packet not reset: len %d headroom %d %+v", q.Len(), q.Headroom(), q.Offload)
+		}
+		defer pl.Put(q)
+	}
+	batch := make([]*Packet, 8)
+	pl.GetBatch(batch)
+	for _, b := range batch {
+		if b == nil {
+			t.Fatal("GetBatch left a hole")
+		}
+	}
+	pl.PutBatch(batch)
+	for _, b := range batch {
+		if b != nil {
+			t.Fatal("PutBatch did not clear the slice")
+		}
+	}
+}
+
+func BenchmarkPool(b *testing.B) {
+	var pl Pool
+	pl.Put(New())
+	b.ReportAllocs()
+	for b.Loop() {
+		pl.Put(pl.Get())
+	}
+}

@@ -1,0 +1,482 @@
+//go:build linux
+
+package netdev
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/netdev/offload"
+)
+
+// A system port is an AF_PACKET socket on an existing kernel device, read
+// with recvmmsg and written with sendmmsg, BatchSize frames per syscall.
+//
+// recvmmsg was chosen over a TPACKET_V3 ring: with PACKET_VNET_HDR it hands
+// over GSO super-frames of up to 64 KiB whole, each into a packet's own
+// buffer, where a ring would need 64 KiB frames (or copying out of
+// variable-size blocks) and still a copy into the packet; the measured
+// minimal forwarder (REFERENCE.md §7) showed copies at ~16% of samples, so
+// the syscall count per batch is what matters, and recvmmsg already pays one
+// per BatchSize frames. Not measured against TPACKET_V3 here.
+
+const (
+	// tpacketAuxdataLen is sizeof(struct tpacket_auxdata).
+	tpacketAuxdataLen = 20
+	// auxdataSpace is CMSG_SPACE(sizeof(struct tpacket_auxdata)).
+	auxdataSpace = unix.SizeofCmsghdr + (tpacketAuxdataLen+7)&^7
+	// maxRxErrors is how many failed recvmmsg calls in a row Read
+	// tolerates: sendmmsg leaves a failure after the first message in
+	// sk_err, which the next recvmmsg reports once.
+	maxRxErrors = 16
+)
+
+type systemPort struct {
+	name           string
+	ifindex        int
+	mtu            int  // at open; bounds the segment size Recover assumes
+	vnet           bool // PACKET_VNET_HDR took
+	ignoreOutgoing bool // PACKET_IGNORE_OUTGOING took; else filtered by sll_pkttype
+	offloads       Offloads
+
+	f      *os.File
+	rc     syscall.RawConn
+	closed atomic.Bool
+
+	rx  sysRx // used by the one reader
+	tx  sysTx // used by the one writer
+	ctr portCounters
+	rxo offload.Counters // checksums completed and frames dropped by Recover
+
+	kmu    sync.Mutex
+	kdrops uint64 // guarded by kmu: tp_drops summed, PACKET_STATISTICS resets on read
+}
+
+type sysRx struct {
+	msgs  [BatchSize]unix.Mmsghdr
+	iovs  [BatchSize][2]unix.Iovec // virtio_net_hdr, frame
+	hdrs  [BatchSize][VirtioNetHdrLen]byte
+	cmsgs [BatchSize][auxdataSpace]byte
+	names [BatchSize][unix.SizeofSockaddrLinklayer]byte
+	k     int // messages offered to recvmmsg
+	n     int // messages received
+	err   error
+	fn    func(fd uintptr) bool
+}
+
+type sysTx struct {
+	msgs [BatchSize]unix.Mmsghdr
+	iovs [BatchSize][2]unix.Iovec
+	hdrs [BatchSize][VirtioNetHdrLen]byte
+	lens [BatchSize]int // frame lengths, for TxBytes
+	segs [BatchSize]*packet.Packet
+	fin  txFinisher
+
+	k, next int    // messages to send; next one to send
+	failed  uint64 // bit i: message i was refused
+	fatal   error
+	fn      func(fd uintptr) bool
+}
+
+// OpenSystem opens an AF_PACKET socket on the existing kernel device name:
+// promiscuous, with PACKET_VNET_HDR unless cfg.DisableOffload (or the kernel
+// refuses it), PACKET_AUXDATA for the VLAN tags the kernel strips and
+// PACKET_IGNORE_OUTGOING where the kernel has it (Linux 4.20).
+func OpenSystem(name string, cfg Config) (Port, error) {
+	ifindex, err := ifIndex(name)
+	if err != nil {
+		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+	}
+	mtu, err := MTU(name)
+	if err != nil {
+		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+	}
+	// Protocol 0: nothing is queued until bind names the device.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+	}
+	s := &systemPort{name: name, ifindex: ifindex, mtu: mtu}
+	if err := s.setup(fd, cfg); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+	}
+	s.f = os.NewFile(uintptr(fd), name)
+	if s.rc, err = s.f.SyscallConn(); err != nil {
+		s.f.Close()
+		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+	}
+	s.init()
+	return s, nil
+}
+
+func (s *systemPort) setup(fd int, cfg Config) error {
+	if !cfg.DisableOffload {
+		s.vnet = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1) == nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+		return fmt.Errorf("PACKET_AUXDATA: %w", err)
+	}
+	s.ignoreOutgoing = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1) == nil
+	if err := setSockBuf(fd, cfg.SockBufSize); err != nil {
+		return err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: s.ifindex}); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	mreq := unix.PacketMreq{Ifindex: int32(s.ifindex), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		return fmt.Errorf("PACKET_MR_PROMISC: %w", err)
+	}
+	if s.vnet {
+		// The kernel segments and checksums in software whatever the
+		// device lacks (validate_xmit_skb). UDP_L4 in virtio_net_hdr
+		// came with Linux 6.2; older kernels refuse it with EINVAL.
+		s.offloads = Offloads{Csum: true, TSO4: true, TSO6: true, USO: kernelAtLeast(6, 2)}
+	}
+	return nil
+}
+
+func (s *systemPort) init() {
+	r, t := &s.rx, &s.tx
+	for i := range BatchSize {
+		r.iovs[i][0] = unix.Iovec{Base: &r.hdrs[i][0], Len: VirtioNetHdrLen}
+		t.iovs[i][0] = unix.Iovec{Base: &t.hdrs[i][0], Len: VirtioNetHdrLen}
+		r.msgs[i].Hdr.Name = &r.names[i][0]
+		r.msgs[i].Hdr.Control = &r.cmsgs[i][0]
+		m := &t.msgs[i].Hdr
+		if s.vnet {
+			m.Iov, m.Iovlen = &t.iovs[i][0], 2
+		} else {
+			m.Iov, m.Iovlen = &t.iovs[i][1], 1
+		}
+	}
+	r.fn = func(fd uintptr) bool {
+		for {
+			r.n, r.err = recvmmsg(int(fd), r.msgs[:r.k])
+			if r.err != unix.EINTR {
+				return r.err != unix.EAGAIN
+			}
+		}
+	}
+	t.fin = newTxFinisher(s.vnet, s.offloads)
+	t.fn = s.sendFn
+}
+
+func (s *systemPort) Name() string       { return s.name }
+func (s *systemPort) Offloads() Offloads { return s.offloads }
+
+func (s *systemPort) Read(pkts []*packet.Packet) (int, error) {
+	if len(pkts) > BatchSize {
+		pkts = pkts[:BatchSize]
+	}
+	if len(pkts) == 0 {
+		return 0, nil
+	}
+	r := &s.rx
+	for errs := 0; ; {
+		for i, p := range pkts {
+			p.Reset()
+			tail := p.Tail()
+			r.iovs[i][1] = unix.Iovec{Base: &tail[0]}
+			r.iovs[i][1].SetLen(len(tail))
+			m := &r.msgs[i].Hdr
+			if s.vnet {
+				m.Iov, m.Iovlen = &r.iovs[i][0], 2
+			} else {
+				m.Iov, m.Iovlen = &r.iovs[i][1], 1
+			}
+			m.Namelen = 0
+			if !s.ignoreOutgoing {
+				m.Namelen = unix.SizeofSockaddrLinklayer
+			}
+			m.SetControllen(auxdataSpace)
+			m.Flags = 0
+		}
+		r.k = len(pkts)
+		if err := s.rc.Read(r.fn); err != nil {
+			return 0, s.portErr(err)
+		}
+		if r.err != nil {
+			if errs++; errs == maxRxErrors {
+				return 0, fmt.Errorf("netdev: %s: recvmmsg: %w", s.name, r.err)
+			}
+			continue
+		}
+		errs = 0
+		if n := s.finishRx(pkts, r.n); n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// finishRx turns the k messages received into frames, moving those kept to
+// the front of pkts, and returns how many it kept.
+func (s *systemPort) finishRx(pkts []*packet.Packet, k int) int {
+	r := &s.rx
+	n, bytes, errs := 0, 0, 0
+	for i := range k {
+		m := &r.msgs[i]
+		p := pkts[i]
+		if !s.ignoreOutgoing && r.names[i][10] == unix.PACKET_OUTGOING { // sll_pkttype
+			continue
+		}
+		l := int(m.Len)
+		if m.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			errs++
+			continue
+		}
+		if s.vnet {
+			if l < VirtioNetHdrLen || DecodeVirtioNetHdr(r.hdrs[i][:], &p.Offload) != nil {
+				errs++
+				continue
+			}
+			l -= VirtioNetHdrLen
+		}
+		p.SetLen(l)
+		status, tci, tpid := auxdata(r.cmsgs[i][:m.Hdr.Controllen])
+		// A VLAN tag the device or __netif_receive_skb_core
+		// (skb_vlan_untag) moved into skb metadata is not in the data
+		// AF_PACKET copies out, with or without PACKET_VNET_HDR: put
+		// it back.
+		if status&unix.TP_STATUS_VLAN_VALID != 0 {
+			if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
+				tpid = 0x8100
+			}
+			if !p.InsertVLAN(tpid, tci) {
+				errs++
+				continue
+			}
+		}
+		if !s.vnet {
+			o, summed, err := offload.Recover(p.Data(), status&unix.TP_STATUS_CSUMNOTREADY != 0, s.mtu)
+			if err != nil {
+				s.rxo.AddErrors(1)
+				errs++
+				continue
+			}
+			if summed {
+				s.rxo.AddChecksummed(1)
+			}
+			if status&unix.TP_STATUS_CSUM_VALID != 0 {
+				o.Flags |= packet.CsumValid
+			}
+			p.Offload = o
+		}
+		bytes += p.Len()
+		pkts[n], pkts[i] = pkts[i], pkts[n]
+		n++
+	}
+	s.ctr.addRx(n, bytes, errs)
+	return n
+}
+
+// auxdata returns the tp_status, tp_vlan_tci and tp_vlan_tpid of the struct
+// tpacket_auxdata (include/uapi/linux/if_packet.h) in the control message
+// b, or zeros if there is none.
+func auxdata(b []byte) (status uint32, tci, tpid uint16) {
+	if len(b) < unix.SizeofCmsghdr+tpacketAuxdataLen {
+		return 0, 0, 0
+	}
+	level := int32(binary.NativeEndian.Uint32(b[8:]))
+	typ := int32(binary.NativeEndian.Uint32(b[12:]))
+	if level != unix.SOL_PACKET || typ != unix.PACKET_AUXDATA {
+		return 0, 0, 0
+	}
+	a := b[unix.SizeofCmsghdr:]
+	return binary.NativeEndian.Uint32(a[0:]), binary.NativeEndian.Uint16(a[16:]), binary.NativeEndian.Uint16(a[18:])
+}
+
+func (s *systemPort) Write(pkts []*packet.Packet) (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	t := &s.tx
+	sent, bytes, k := 0, 0, 0
+	var err error
+	flush := func() {
+		if k == 0 || err != nil {
+			k = 0
+			return
+		}
+		var failed uint64
+		failed, err = s.flush(k)
+		sent += k - bits.OnesCount64(failed)
+		for i := range k {
+			if failed&(1<<i) == 0 {
+				bytes += t.lens[i]
+			}
+		}
+		k = 0
+	}
+	for _, p := range pkts {
+		switch t.fin.prepare(p, t.hdrs[k][:]) {
+		case txSend:
+			t.setFrame(k, p.Data())
+			if k++; k == BatchSize {
+				flush()
+			}
+		case txSegment:
+			flush()
+			if err == nil && s.sendSegments() {
+				sent++
+				bytes += p.Len()
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	flush()
+	s.ctr.addTx(sent, bytes, len(pkts)-sent)
+	return sent, err
+}
+
+func (t *sysTx) setFrame(i int, b []byte) {
+	t.iovs[i][1] = unix.Iovec{Base: &b[0]}
+	t.iovs[i][1].SetLen(len(b))
+	t.lens[i] = len(b)
+}
+
+// sendSegments sends the frame t.fin.seg was reset for, BatchSize segments
+// per sendmmsg, and reports whether every segment went.
+func (s *systemPort) sendSegments() bool {
+	t := &s.tx
+	seg := &t.fin.seg
+	total, ok := seg.Segments(), true
+	for done := 0; done < total; {
+		k := 0
+		for ; k < BatchSize && done+k < total; k++ {
+			q := t.segs[k]
+			if q == nil {
+				q = segPool.Get()
+				t.segs[k] = q
+			}
+			q.SetLen(seg.Next(q.Tail()))
+			t.hdrs[k] = [VirtioNetHdrLen]byte{}
+			t.setFrame(k, q.Data())
+		}
+		failed, err := s.flush(k)
+		if failed != 0 || err != nil {
+			ok = false
+		}
+		if err != nil {
+			break
+		}
+		done += k
+	}
+	segPool.PutBatch(t.segs[:])
+	t.fin.ctr.AddSegmented(total)
+	return ok
+}
+
+// flush sends messages 0..k-1 and returns which the kernel refused; err is
+// set when the port is unusable, and then the unsent ones count as refused.
+func (s *systemPort) flush(k int) (failed uint64, err error) {
+	t := &s.tx
+	t.k, t.next, t.failed, t.fatal = k, 0, 0, nil
+	if err := s.rc.Write(t.fn); err != nil {
+		t.fatal = s.portErr(err)
+	}
+	if t.fatal != nil {
+		for i := t.next; i < k; i++ {
+			t.failed |= 1 << i
+		}
+	}
+	return t.failed, t.fatal
+}
+
+func (s *systemPort) sendFn(fd uintptr) bool {
+	t := &s.tx
+	for t.next < t.k {
+		n, err := sendmmsg(int(fd), t.msgs[t.next:t.k])
+		switch err {
+		case nil:
+			t.next += n
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return false
+		case unix.ENETDOWN: // the device is down: every frame would fail alike
+			for ; t.next < t.k; t.next++ {
+				t.failed |= 1 << t.next
+			}
+		case unix.ENXIO, unix.ENODEV:
+			t.fatal = ErrNoDevice
+			return true
+		default: // EMSGSIZE, EINVAL, ENOBUFS: this frame only
+			t.failed |= 1 << t.next
+			t.next++
+		}
+	}
+	return true
+}
+
+func (s *systemPort) portErr(err error) error {
+	if s.closed.Load() || errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("netdev: %s: %w", s.name, err)
+}
+
+func (s *systemPort) Stats() Stats {
+	st := s.ctr.snapshot()
+	s.kmu.Lock()
+	if !s.closed.Load() {
+		s.rc.Control(func(fd uintptr) {
+			if ts, err := unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+				s.kdrops += uint64(ts.Drops)
+			}
+		})
+	}
+	st.RxDropped += s.kdrops
+	s.kmu.Unlock()
+	st.Offload = s.tx.fin.ctr.Snapshot()
+	rx := s.rxo.Snapshot()
+	st.Offload.Checksummed += rx.Checksummed
+	st.Offload.Errors += rx.Errors
+	return st
+}
+
+// SetSockBuf applies a new Config.SockBufSize to the open port.
+func (s *systemPort) SetSockBuf(n int) error {
+	var err error
+	if cerr := s.rc.Control(func(fd uintptr) { err = setSockBuf(int(fd), n) }); cerr != nil {
+		return s.portErr(cerr)
+	}
+	return err
+}
+
+func (s *systemPort) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	return s.f.Close()
+}
+
+// setSockBuf sets both socket buffers to n bytes (the kernel doubles it for
+// its bookkeeping, socket(7)); 0 leaves them alone. The FORCE variants need
+// CAP_NET_ADMIN and ignore net.core.[rw]mem_max.
+func setSockBuf(fd, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], n); err != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], n); err != nil {
+				return fmt.Errorf("netdev: socket buffer size %d: %w", n, err)
+			}
+		}
+	}
+	return nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -1,0 +1,326 @@
+//go:build linux
+
+package netdev
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/govs/govs/datapath/packet"
+)
+
+// A tap port is a tap device's /dev/net/tun file: what the kernel transmits
+// on the device is read here, what is written here the device receives. A
+// character device has no recvmmsg, so frames cost a read(2) or writev(2)
+// each, but all the frames ready at one wake-up are read in one pass.
+type tapPort struct {
+	name     string
+	vnet     bool // IFF_VNET_HDR
+	created  bool // govs created the device, so Close removes it
+	offloads Offloads
+
+	f      *os.File
+	rc     syscall.RawConn
+	closed atomic.Bool
+
+	rx  tapRx // used by the one reader
+	tx  tapTx // used by the one writer
+	ctr portCounters
+}
+
+type tapRx struct {
+	iov   [2]unix.Iovec // virtio_net_hdr, frame
+	hdr   [VirtioNetHdrLen]byte
+	pkts  []*packet.Packet
+	n     int // frames kept in pkts[:n]
+	bytes int
+	errs  int
+	err   error
+	fn    func(fd uintptr) bool
+}
+
+type tapTx struct {
+	iov   [2]unix.Iovec
+	hdr   [VirtioNetHdrLen]byte
+	seg   *packet.Packet
+	fin   txFinisher
+	fatal error
+	ok    bool // the last frame was written
+	fn    func(fd uintptr) bool
+}
+
+// OpenTap creates the tap device name, or attaches to it if it exists as a
+// persistent tap, with IFF_VNET_HDR unless cfg.DisableOffload, and brings it
+// up. The offloads the kernel may hand over (TUNSETOFFLOAD) are probed:
+// checksum, TSO4/6 and, from Linux 6.2, USO.
+func OpenTap(name string, cfg Config) (Port, error) {
+	t, err := openTap(name, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("netdev: open tap %s: %w", name, err)
+	}
+	return t, nil
+}
+
+func openTap(name string, cfg Config) (*tapPort, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	t := &tapPort{name: name, vnet: !cfg.DisableOffload}
+	if err := t.setup(fd); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	t.f = os.NewFile(uintptr(fd), "/dev/net/tun")
+	if t.rc, err = t.f.SyscallConn(); err != nil {
+		t.f.Close()
+		return nil, err
+	}
+	if err := setUp(name); err != nil {
+		t.f.Close()
+		return nil, fmt.Errorf("set up: %w", err)
+	}
+	t.init()
+	return t, nil
+}
+
+func (t *tapPort) setup(fd int) error {
+	flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	if t.vnet {
+		flags |= unix.IFF_VNET_HDR
+	}
+	ifr, err := unix.NewIfreq(t.name)
+	if err != nil {
+		return err
+	}
+	// IFF_TUN_EXCL makes creation atomic: EBUSY means the device exists.
+	ifr.SetUint16(flags | unix.IFF_TUN_EXCL)
+	err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+	t.created = err == nil
+	if err == unix.EBUSY {
+		ifr.SetUint16(flags)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+		if err == unix.EINVAL {
+			return errors.New("exists and is not a tap device")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("TUNSETIFF: %w", err)
+	}
+	if !t.vnet {
+		// An existing tap may have offloads on from an earlier user.
+		if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, 0); err != nil {
+			return fmt.Errorf("TUNSETOFFLOAD: %w", err)
+		}
+		return unix.SetNonblock(fd, true)
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.TUNSETVNETHDRSZ, VirtioNetHdrLen); err != nil {
+		return fmt.Errorf("TUNSETVNETHDRSZ: %w", err)
+	}
+	// set_offload (drivers/net/tun.c) refuses flags it does not know with
+	// EINVAL, and takes USO only as USO4 and USO6 together.
+	const tso = unix.TUN_F_CSUM | unix.TUN_F_TSO4 | unix.TUN_F_TSO6
+	t.offloads = Offloads{Csum: true, TSO4: true, TSO6: true, USO: true}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tso|unix.TUN_F_USO4|unix.TUN_F_USO6); err != nil {
+		t.offloads.USO = false
+		if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tso); err != nil {
+			return fmt.Errorf("TUNSETOFFLOAD: %w", err)
+		}
+	}
+	return unix.SetNonblock(fd, true)
+}
+
+func (t *tapPort) init() {
+	r, w := &t.rx, &t.tx
+	r.iov[0] = unix.Iovec{Base: &r.hdr[0], Len: VirtioNetHdrLen}
+	w.iov[0] = unix.Iovec{Base: &w.hdr[0], Len: VirtioNetHdrLen}
+	r.fn = t.readFn
+	w.fin = newTxFinisher(t.vnet, t.offloads)
+	w.fn = t.writeFn
+}
+
+func (t *tapPort) Name() string       { return t.name }
+func (t *tapPort) Offloads() Offloads { return t.offloads }
+
+func (t *tapPort) Read(pkts []*packet.Packet) (int, error) {
+	if len(pkts) > BatchSize {
+		pkts = pkts[:BatchSize]
+	}
+	if len(pkts) == 0 {
+		return 0, nil
+	}
+	r := &t.rx
+	for _, p := range pkts {
+		p.Reset()
+	}
+	r.pkts, r.n, r.bytes, r.errs, r.err = pkts, 0, 0, 0, nil
+	err := t.rc.Read(r.fn)
+	r.pkts = nil
+	t.ctr.addRx(r.n, r.bytes, r.errs)
+	if err != nil {
+		return 0, t.portErr(err)
+	}
+	if r.n == 0 && r.err != nil {
+		return 0, r.err
+	}
+	return r.n, nil
+}
+
+// readFn reads frames until the batch is full or the device has no more,
+// waiting (by returning false) only while it has none.
+func (t *tapPort) readFn(fd uintptr) bool {
+	r := &t.rx
+	iovs := r.iov[:]
+	if !t.vnet {
+		iovs = r.iov[1:]
+	}
+	for r.n < len(r.pkts) {
+		p := r.pkts[r.n]
+		tail := p.Tail()
+		r.iov[1] = unix.Iovec{Base: &tail[0]}
+		r.iov[1].SetLen(len(tail))
+		l, err := readv(int(fd), iovs)
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return r.n > 0
+		case unix.EBADFD: // tun_chr_read_iter: the device was deleted
+			r.err = ErrNoDevice
+			return true
+		default:
+			r.err = t.portErr(err)
+			return true
+		}
+		if t.vnet {
+			if l < VirtioNetHdrLen || DecodeVirtioNetHdr(r.hdr[:], &p.Offload) != nil {
+				r.errs++
+				continue
+			}
+			l -= VirtioNetHdrLen
+		}
+		p.SetLen(l)
+		r.bytes += l
+		r.n++
+	}
+	return true
+}
+
+func (t *tapPort) Write(pkts []*packet.Packet) (int, error) {
+	if t.closed.Load() {
+		return 0, ErrClosed
+	}
+	w := &t.tx
+	sent, bytes := 0, 0
+	var err error
+	for _, p := range pkts {
+		ok := false
+		switch w.fin.prepare(p, w.hdr[:]) {
+		case txSend:
+			ok, err = t.writeFrame(p.Data())
+		case txSegment:
+			ok, err = t.writeSegments()
+		}
+		if ok {
+			sent++
+			bytes += p.Len()
+		}
+		if err != nil {
+			break
+		}
+	}
+	t.ctr.addTx(sent, bytes, len(pkts)-sent)
+	return sent, err
+}
+
+func (t *tapPort) writeSegments() (ok bool, err error) {
+	w := &t.tx
+	if w.seg == nil {
+		w.seg = segPool.Get()
+	}
+	seg, q := &w.fin.seg, w.seg
+	total := seg.Segments()
+	ok = true
+	w.hdr = [VirtioNetHdrLen]byte{}
+	for range total {
+		q.SetLen(seg.Next(q.Tail()))
+		var segOK bool
+		if segOK, err = t.writeFrame(q.Data()); err != nil {
+			ok = false
+			break
+		}
+		ok = ok && segOK
+	}
+	segPool.Put(q)
+	w.seg = nil
+	w.fin.ctr.AddSegmented(total)
+	return ok, err
+}
+
+// writeFrame writes one frame, with w.hdr in front if the port uses a
+// virtio_net_hdr; err is set only when the port is unusable.
+func (t *tapPort) writeFrame(b []byte) (ok bool, err error) {
+	w := &t.tx
+	w.iov[1] = unix.Iovec{Base: &b[0]}
+	w.iov[1].SetLen(len(b))
+	w.ok, w.fatal = false, nil
+	if err := t.rc.Write(w.fn); err != nil {
+		return false, t.portErr(err)
+	}
+	return w.ok, w.fatal
+}
+
+func (t *tapPort) writeFn(fd uintptr) bool {
+	w := &t.tx
+	iovs := w.iov[:]
+	if !t.vnet {
+		iovs = w.iov[1:]
+	}
+	for {
+		_, err := writev(int(fd), iovs)
+		switch err {
+		case nil:
+			w.ok = true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		case unix.EBADFD:
+			w.fatal = ErrNoDevice
+		}
+		// Anything else (EIO while the device is down, EINVAL for a
+		// header the kernel refuses) drops this frame only.
+		return true
+	}
+}
+
+func (t *tapPort) Stats() Stats {
+	st := t.ctr.snapshot()
+	st.Offload = t.tx.fin.ctr.Snapshot()
+	return st
+}
+
+func (t *tapPort) portErr(err error) error {
+	if t.closed.Load() || errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("netdev: %s: %w", t.name, err)
+}
+
+// Close detaches from the device; one govs created goes away with its last
+// file (TUNSETPERSIST 0 undoes a persistence set by anyone since).
+func (t *tapPort) Close() error {
+	if !t.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	if t.created {
+		t.rc.Control(func(fd uintptr) { unix.IoctlSetInt(int(fd), unix.TUNSETPERSIST, 0) })
+	}
+	return t.f.Close()
+}
