@@ -1,0 +1,266 @@
+package bridge
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/schema/vswitchd"
+	"github.com/govs/govs/vswitchd/ofproto"
+)
+
+// Interface types govs runs. The database's "" means "system".
+const (
+	TypeSystem   = "system"
+	TypeInternal = "internal"
+	TypeTap      = "tap"
+	TypePatch    = "patch"
+)
+
+// Defaults of the MAC learning table (Documentation/ref/ovs-actions.7.rst).
+const (
+	DefaultMACAgingTime = 300
+	DefaultMACTableSize = 8192
+)
+
+// LocalOFPort is OFPP_LOCAL, the OpenFlow port of a bridge's own interface.
+const LocalOFPort = ofproto.LocalOFPort
+
+// Desired is an immutable snapshot of what the database asks the switch to
+// run. Build makes one; nothing modifies it afterwards, so it can be shared
+// between the reconciler and the write-back.
+type Desired struct {
+	// OVSUUID is the Open_vSwitch row, "" before the database has one.
+	OVSUUID string
+	NextCfg int
+	// Bridges are sorted by name; names are unique.
+	Bridges []BridgeSpec
+	// Problems are configuration errors that have no Interface row to be
+	// reported in; the caller logs them.
+	Problems []string
+}
+
+// BridgeSpec is one Bridge row with its ports resolved.
+type BridgeSpec struct {
+	UUID, Name   string
+	DatapathType string
+	// HWAddr is other_config:hwaddr, nil if absent or invalid.
+	HWAddr net.HardwareAddr
+	// DatapathID is other_config:datapath-id (16 hex digits), 0 if absent
+	// or invalid.
+	DatapathID   uint64
+	MACAgingTime int
+	MACTableSize int
+	// Ports are sorted by name.
+	Ports []PortSpec
+}
+
+// PortSpec is one Port row.
+type PortSpec struct {
+	UUID, Name string
+	// Tag is the access VLAN, -1 for none.
+	Tag      int
+	Trunks   []int
+	VLANMode string
+	// Ifaces are sorted by name. A port with more than one is a bond.
+	Ifaces []IfaceSpec
+}
+
+// IfaceSpec is one Interface row.
+type IfaceSpec struct {
+	UUID, Name string
+	// Type is normalised: "" becomes TypeSystem.
+	Type    string
+	Options map[string]string
+	// OFPortRequest is ofport_request, 0 if unset.
+	OFPortRequest int
+	// StoredOFPort is the ofport the database holds, so that a restarted
+	// switch gives each interface the number it had; 0 if none.
+	StoredOFPort int
+	// MTURequest is mtu_request, 0 if unset.
+	MTURequest int
+}
+
+// identity is what, when it changes, requires the interface to be
+// re-created rather than reconfigured in place.
+func (s IfaceSpec) identity() string {
+	keys := make([]string, 0, len(s.Options))
+	for k := range s.Options {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d", s.Type, s.OFPortRequest)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "|%s=%s", k, s.Options[k])
+	}
+	return b.String()
+}
+
+// Rows is the part of the database that Build reads.
+type Rows struct {
+	OpenVSwitch []vswitchd.OpenvSwitch
+	Bridges     []vswitchd.Bridge
+	Ports       []vswitchd.Port
+	Interfaces  []vswitchd.Interface
+}
+
+// Build resolves the rows into a Desired. Dangling references are skipped;
+// a port or interface claimed twice goes to the first claimant in name
+// order and the rest is reported in Problems.
+func Build(rows Rows) *Desired {
+	d := &Desired{}
+	if len(rows.OpenVSwitch) == 0 {
+		return d
+	}
+	ovs := rows.OpenVSwitch[0]
+	d.OVSUUID = ovs.UUID
+	d.NextCfg = ovs.NextCfg
+
+	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
+	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
+	ifaces := index(rows.Interfaces, func(i vswitchd.Interface) string { return i.UUID })
+
+	var brs []vswitchd.Bridge
+	for _, u := range ovs.Bridges {
+		if b, ok := bridges[u]; ok {
+			brs = append(brs, b)
+		}
+	}
+	slices.SortFunc(brs, func(a, b vswitchd.Bridge) int { return strings.Compare(a.Name, b.Name) })
+
+	claimedPort := map[string]string{}  // port UUID -> bridge name
+	claimedIface := map[string]string{} // interface name -> bridge name
+	for i, br := range brs {
+		if i > 0 && brs[i-1].Name == br.Name {
+			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s specified twice", br.Name))
+			continue
+		}
+		spec := BridgeSpec{
+			UUID:         br.UUID,
+			Name:         br.Name,
+			DatapathType: br.DatapathType,
+			MACAgingTime: DefaultMACAgingTime,
+			MACTableSize: DefaultMACTableSize,
+		}
+		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
+
+		var prs []vswitchd.Port
+		for _, u := range br.Ports {
+			if p, ok := ports[u]; ok {
+				prs = append(prs, p)
+			}
+		}
+		slices.SortFunc(prs, func(a, b vswitchd.Port) int { return strings.Compare(a.Name, b.Name) })
+		for j, p := range prs {
+			if j > 0 && prs[j-1].Name == p.Name {
+				d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: %s specified twice as bridge port", br.Name, p.Name))
+				continue
+			}
+			if owner, dup := claimedPort[p.UUID]; dup {
+				d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: port %s is already in bridge %s", br.Name, p.Name, owner))
+				continue
+			}
+			claimedPort[p.UUID] = br.Name
+			ps := PortSpec{UUID: p.UUID, Name: p.Name, Tag: -1, Trunks: slices.Sorted(slices.Values(p.Trunks))}
+			if p.Tag != nil {
+				ps.Tag = *p.Tag
+			}
+			if p.VLANMode != nil {
+				ps.VLANMode = *p.VLANMode
+			}
+			for _, u := range p.Interfaces {
+				row, ok := ifaces[u]
+				if !ok {
+					continue
+				}
+				if owner, dup := claimedIface[row.Name]; dup {
+					d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: interface %s is already in bridge %s", br.Name, row.Name, owner))
+					continue
+				}
+				claimedIface[row.Name] = br.Name
+				ps.Ifaces = append(ps.Ifaces, ifaceSpec(row))
+			}
+			if len(ps.Ifaces) == 0 {
+				continue
+			}
+			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })
+			spec.Ports = append(spec.Ports, ps)
+		}
+		d.Bridges = append(d.Bridges, spec)
+	}
+	return d
+}
+
+func ifaceSpec(row vswitchd.Interface) IfaceSpec {
+	s := IfaceSpec{UUID: row.UUID, Name: row.Name, Type: row.Type, Options: row.Options}
+	if s.Type == "" {
+		s.Type = TypeSystem
+	}
+	if row.OfportRequest != nil {
+		s.OFPortRequest = *row.OfportRequest
+	}
+	if row.Ofport != nil && *row.Ofport > 0 {
+		s.StoredOFPort = *row.Ofport
+	}
+	if row.MTURequest != nil {
+		s.MTURequest = *row.MTURequest
+	}
+	return s
+}
+
+func (s *BridgeSpec) parseOtherConfig(oc map[string]string, problems *[]string) {
+	bad := func(key, val string) {
+		*problems = append(*problems, fmt.Sprintf("bridge %s: ignoring invalid other_config:%s=%q", s.Name, key, val))
+	}
+	if v, ok := oc["hwaddr"]; ok {
+		mac, err := net.ParseMAC(v)
+		if err != nil || len(mac) != 6 || mac[0]&1 != 0 || isZero(mac) {
+			bad("hwaddr", v)
+		} else {
+			s.HWAddr = mac
+		}
+	}
+	if v, ok := oc["datapath-id"]; ok {
+		// Exactly 16 hex digits, nonzero (lib/dpif.c dpid_from_string).
+		id, err := strconv.ParseUint(v, 16, 64)
+		if err != nil || len(v) != 16 || id == 0 {
+			bad("datapath-id", v)
+		} else {
+			s.DatapathID = id
+		}
+	}
+	if v, ok := oc["mac-aging-time"]; ok {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			bad("mac-aging-time", v)
+		} else {
+			s.MACAgingTime = n
+		}
+	}
+	if v, ok := oc["mac-table-size"]; ok {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			bad("mac-table-size", v)
+		} else {
+			s.MACTableSize = n
+		}
+	}
+}
+
+func index[T any](rows []T, key func(T) string) map[string]T {
+	m := make(map[string]T, len(rows))
+	for _, r := range rows {
+		m[key(r)] = r
+	}
+	return m
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

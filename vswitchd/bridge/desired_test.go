@@ -1,0 +1,58 @@
+package bridge
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/govs/govs/schema/vswitchd"
+)
+
+func TestBuild(t *testing.T) {
+	var d db
+	br := d.bridge("br0", "p1", "p2")
+	tag := 10
+	mode := "trunk"
+	d.port("p1").Tag = &tag
+	d.port("p2").Trunks = []int{20, 10}
+	d.port("p2").VLANMode = &mode
+	d.iface("p2").Type = ""
+	br.OtherConfig = map[string]string{"mac-aging-time": "60", "mac-table-size": "-1", "hwaddr": "01:00:00:00:00:01"}
+	// A second bridge claiming p1's port row, and a dangling reference.
+	other := d.bridge("br1")
+	other.Ports = append(other.Ports, d.port("p1").UUID, "00000000-dead-4000-8000-000000000000")
+
+	got := Build(d.rows)
+	if got.NextCfg != 2 || len(got.Bridges) != 2 {
+		t.Fatalf("Build: %+v", got)
+	}
+	b0 := got.Bridges[0]
+	if b0.MACAgingTime != 60 || b0.MACTableSize != DefaultMACTableSize || b0.HWAddr != nil {
+		t.Errorf("other_config parsed as %+v", b0)
+	}
+	names := []string{}
+	for _, p := range b0.Ports {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"br0", "p1", "p2"}) {
+		t.Errorf("ports %v", names)
+	}
+	if p1 := b0.Ports[1]; p1.Tag != 10 || p1.Ifaces[0].Type != TypeSystem {
+		t.Errorf("p1 %+v", p1)
+	}
+	if p2 := b0.Ports[2]; !slices.Equal(p2.Trunks, []int{10, 20}) || p2.VLANMode != "trunk" || p2.Tag != -1 {
+		t.Errorf("p2 %+v", p2)
+	}
+	if len(got.Bridges[1].Ports) != 1 {
+		t.Errorf("br1 ports %+v", got.Bridges[1].Ports)
+	}
+	joined := strings.Join(got.Problems, "\n")
+	for _, want := range []string{"mac-table-size", "hwaddr", "port p1 is already in bridge br0"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems lack %q:\n%s", want, joined)
+		}
+	}
+	if empty := Build(Rows{Bridges: []vswitchd.Bridge{{Name: "x"}}}); len(empty.Bridges) != 0 || empty.OVSUUID != "" {
+		t.Errorf("no Open_vSwitch row: %+v", empty)
+	}
+}

@@ -1,0 +1,57 @@
+package bridge
+
+import (
+	"net"
+
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/vswitchd/ofproto"
+)
+
+// Datapath is the one datapath every bridge's ports are attached to (OVS's
+// netdev@ovs-netdev). Port numbers are chosen by the caller.
+type Datapath interface {
+	AddPort(no uint32, port netdev.Port) error
+	// DelPort detaches the port; once it returns no cached flow refers to
+	// it any more, so its number can be reused at once.
+	DelPort(no uint32) error
+	// Stats returns the lookup counters dpif/show prints.
+	Stats() datapath.Stats
+}
+
+// Backer creates the OpenFlow side of each bridge.
+type Backer interface {
+	AddBridge(name string) OFBridge
+	DelBridge(name string)
+}
+
+// OFBridge is one bridge's OpenFlow switch (ofproto).
+type OFBridge interface {
+	// Reconfigure replaces the bridge's port table and settings. The
+	// switch calls it only when the configuration changed.
+	Reconfigure(ofproto.BridgeConfig)
+	FDBShow() string
+	FDBFlush()
+	FDBStatsShow() string
+}
+
+// Devices opens the kernel side of ports and reads their state.
+type Devices interface {
+	// Open attaches to the existing interface name (TypeSystem) or creates
+	// a tap device (TypeInternal, TypeTap). A missing system interface
+	// fails with an error wrapping syscall.ENODEV.
+	Open(name, typ string) (netdev.Port, error)
+	// Link reports the interface's kernel state; a missing interface fails
+	// with an error wrapping syscall.ENODEV.
+	Link(name string) (netdev.LinkInfo, error)
+	SetMTU(name string, mtu int) error
+	SetMAC(name string, mac net.HardwareAddr) error
+}
+
+// Logger is the vlog module logger the switch writes to.
+type Logger interface {
+	Errorf(format string, args ...any)
+	Warnf(format string, args ...any)
+	Infof(format string, args ...any)
+	Debugf(format string, args ...any)
+}

@@ -1,0 +1,158 @@
+package bridge
+
+import (
+	"fmt"
+	"slices"
+	"syscall"
+
+	"github.com/govs/govs/netdev"
+)
+
+// DatapathTypes and IfaceTypes are what Open_vSwitch.datapath_types and
+// iface_types advertise: every bridge runs on govs' userspace datapath
+// whatever its datapath_type.
+var (
+	DatapathTypes = []string{"netdev", "system"}
+	IfaceTypes    = []string{TypeInternal, TypePatch, TypeSystem, TypeTap}
+)
+
+// Report is what the database should show about the running switch for
+// one snapshot: the write-back's input.
+type Report struct {
+	OVSUUID string
+	// CurCfg is the next_cfg of the snapshot that is now live.
+	CurCfg  int
+	Bridges []BridgeStatus
+	Ifaces  []IfaceStatus
+}
+
+// BridgeStatus is the Bridge columns the switch writes.
+type BridgeStatus struct {
+	UUID       string
+	DatapathID string // 16 hex digits
+}
+
+// IfaceStatus is the Interface columns the switch writes.
+type IfaceStatus struct {
+	UUID   string
+	OFPort int    // -1 when the interface does not run
+	Error  string // "" when fine
+	// Link is nil when the status columns are to be cleared.
+	Link *LinkStatus
+	// Stats is nil when the statistics column is to be cleared.
+	Stats map[string]int
+}
+
+// LinkStatus is the Interface status columns; zero values of MTU, Ifindex,
+// Speed and an empty Duplex or MAC mean "unknown", written as empty.
+type LinkStatus struct {
+	AdminUp, LinkUp bool
+	Speed           int // bit/s
+	Duplex          string
+	MTU             int
+	MAC             string
+	Ifindex         int
+	HasIfindex      bool
+	LinkResets      int
+}
+
+// Report renders what the database should hold once d is applied.
+func (s *Switch) Report(d *Desired) Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := Report{OVSUUID: d.OVSUUID, CurCfg: d.NextCfg}
+	for _, br := range d.Bridges {
+		if rb := s.bridges[br.Name]; rb != nil {
+			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid)})
+		}
+		for _, p := range br.Ports {
+			for _, spec := range p.Ifaces {
+				if spec.UUID == "" {
+					continue
+				}
+				ifc := s.ifaces[spec.Name]
+				switch {
+				case ifc == nil:
+				case ifc.bridge != br.Name:
+					// The name is taken by another bridge's port.
+					r.Ifaces = append(r.Ifaces, IfaceStatus{UUID: spec.UUID, OFPort: -1,
+						Error: fmt.Sprintf("could not add network device %s to ofproto (%s)", spec.Name, Strerror(syscall.EEXIST))})
+				default:
+					r.Ifaces = append(r.Ifaces, ifc.status(spec.UUID))
+				}
+			}
+		}
+	}
+	return r
+}
+
+func (ifc *iface) status(uuid string) IfaceStatus {
+	st := IfaceStatus{UUID: uuid, OFPort: -1, Error: ifc.err}
+	switch ifc.state {
+	case StateAttached:
+		st.OFPort = ifc.ofport
+		if ifc.spec.Type == TypePatch && !ifc.local {
+			st.Link = &LinkStatus{AdminUp: true, LinkUp: true, HasIfindex: true}
+			return st
+		}
+		st.Stats = statsColumn(ifc.stats)
+		if l := ifc.link; l != nil {
+			st.Link = &LinkStatus{
+				AdminUp: l.AdminUp, LinkUp: l.OperUp, Speed: int(l.Speed) * 1000000, Duplex: l.Duplex,
+				MTU: l.MTU, MAC: l.MAC.String(), Ifindex: l.Index, HasIfindex: true,
+				LinkResets: ifc.linkResets,
+			}
+		}
+	case StateMissing:
+		if ifc.ofport > 0 {
+			// An interface that ran and vanished keeps its number and
+			// shows as down until it is back.
+			st.OFPort = ifc.ofport
+			st.Link = &LinkStatus{}
+		}
+	}
+	return st
+}
+
+// statsColumn renders counters under the keys OVS uses in
+// Interface.statistics.
+func statsColumn(st netdev.Stats) map[string]int {
+	return map[string]int{
+		"rx_packets": int(st.RxPackets), "rx_bytes": int(st.RxBytes),
+		"rx_dropped": int(st.RxDropped), "rx_errors": int(st.RxErrors),
+		"tx_packets": int(st.TxPackets), "tx_bytes": int(st.TxBytes),
+		"tx_dropped": int(st.TxDropped), "tx_errors": int(st.TxErrors),
+	}
+}
+
+// Refresh reads the kernel state and counters of every running interface,
+// for the periodic status write-back.
+func (s *Switch) Refresh() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ifc := range s.ifaces {
+		if ifc.state != StateAttached || ifc.dev == nil {
+			continue
+		}
+		s.count("netdev_get_stats")
+		ifc.stats = ifc.dev.Stats()
+		l, err := s.devs.Link(ifc.spec.Name)
+		if err != nil {
+			continue
+		}
+		if ifc.link != nil && ifc.link.OperUp && !l.OperUp {
+			ifc.linkResets++
+		}
+		ifc.link = &l
+	}
+}
+
+// bridgeNames returns the running bridges' names, sorted. Caller holds mu.
+func (s *Switch) bridgeNames() []string {
+	names := make([]string, 0, len(s.bridges))
+	for n := range s.bridges {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,112 @@
+// Command ovs-vswitchd is govs' switch daemon: it reads its configuration
+// from the Open_vSwitch database, runs every bridge on govs' userspace
+// datapath, and writes the switch's state back, compatibly with Open
+// vSwitch's tools (ovs-vsctl, ovs-appctl).
+//
+//	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--no-chdir]
+//	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET]
+//
+// DATABASE is unix:PATH or tcp:IP:PORT, by default unix:$OVS_RUNDIR/db.sock.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/vswitchd/bridge"
+	"github.com/govs/govs/vswitchd/dbclient"
+)
+
+const (
+	program = "ovs-vswitchd"
+	version = "3.1.0"
+)
+
+// EmbeddedDB starts a database server inside this process and returns the
+// remote to connect to; stop shuts it down. It is the seam for
+// --embedded-db[=FILE] (FILE "" meaning the default database file): a build
+// that links govs' own server sets it. While it is nil the option is
+// refused.
+var EmbeddedDB func(ctx context.Context, file string, log *daemon.Logger) (remote string, stop func(), err error)
+
+// logModules are this program's vlog modules, registered before the
+// command line's -v specs are applied.
+var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev"}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var embedded *string
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], daemon.Flag{
+		Long: "embedded-db", Arg: daemon.OptionalArg,
+		Set: func(v string) error { embedded = &v; return nil },
+	})
+	if err != nil {
+		return err
+	}
+	if opts.Help {
+		fmt.Printf("%s: Open vSwitch daemon\nusage: %s [OPTIONS] [DATABASE]\nwhere DATABASE is a socket on which ovsdb-server is listening\n      (default: \"unix:%s\").\n%s",
+			program, program, filepath.Join(opts.Rundir, "db.sock"), daemon.Usage(program))
+		return nil
+	}
+	if opts.Version {
+		fmt.Println(daemon.VersionString(program, version))
+		return nil
+	}
+	if embedded != nil && EmbeddedDB == nil {
+		return errors.New("--embedded-db is not available in this build")
+	}
+	if len(args) > 1 {
+		return errors.New("at most one non-option argument accepted; use --help for usage")
+	}
+	remote := "unix:" + filepath.Join(opts.Rundir, "db.sock")
+	if len(args) == 1 {
+		remote = args[0]
+	}
+	remote, err = dbclient.NormalizeRemote(remote)
+	if err != nil {
+		return err
+	}
+
+	log := daemon.NewLogger(os.Stderr)
+	for _, m := range logModules {
+		log.Module(m)
+	}
+	d, err := daemon.Start(program, version, opts, log)
+	if err != nil {
+		return err
+	}
+	d.HandleSignals(nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopDB := func() {}
+	if embedded != nil {
+		// After Start, so that a --detach child, not its parent, serves.
+		r, stop, err := EmbeddedDB(ctx, *embedded, log)
+		if err != nil {
+			cancel()
+			d.Close()
+			return fmt.Errorf("starting embedded database: %w", err)
+		}
+		remote, stopDB = r, stop
+	}
+
+	plane := newDataplane(log)
+	v := newSwitchd(remote, log, plane, bridge.KernelDevices{})
+	v.registerCommands(d.Unixctl)
+	code := v.run(ctx, d.Ready)
+	plane.close()
+	stopDB()
+	cancel()
+	d.Exit(code)
+	return nil
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/vswitchd/bridge"
+	"github.com/govs/govs/vswitchd/coverage"
+	"github.com/govs/govs/vswitchd/dbclient"
+	"github.com/govs/govs/vswitchd/linkwatch"
+)
+
+// statsInterval is how often interface status and statistics are written
+// back, as OVS's stats-update-interval default.
+const statsInterval = coverage.TickSeconds * time.Second
+
+// dbTimeout bounds one read or write-back of the database, so that a
+// session that dies mid-transaction cannot stall the main loop.
+const dbTimeout = 5 * time.Second
+
+// switchd is the daemon's main loop: it turns database changes, link
+// events and timer ticks into reconfigurations and write-backs. Everything
+// that changes the switch runs on the loop's goroutine.
+type switchd struct {
+	remote string
+	log    *daemon.Logger
+	brLog  *daemon.ModuleLogger
+	sw     *bridge.Switch
+	cov    *coverage.Counters
+	lock   *dbclient.Lock
+
+	conn    atomic.Pointer[dbclient.Conn] // nil until the first connection
+	links   chan linkwatch.Event
+	lost    atomic.Bool   // link events were dropped: rescan
+	exitc   chan struct{} // closed by exit
+	exited  chan struct{} // closed by run once it has cleaned up
+	exiting sync.Once
+	cleanup atomic.Bool // exit --cleanup
+
+	// last is the snapshot last applied; nil when nothing runs.
+	last *bridge.Desired
+}
+
+func newSwitchd(remote string, log *daemon.Logger, plane *dataplane, devs bridge.Devices) *switchd {
+	cov := coverage.New("bridge_reconfigure", "ofproto_update_port", "dpif_port_add", "dpif_port_del",
+		"netdev_get_stats", "txn_unchanged", "txn_success", "txn_error", "nln_changed")
+	return &switchd{
+		remote: remote,
+		log:    log,
+		brLog:  log.Module("bridge"),
+		sw:     bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), cov.Inc),
+		cov:    cov,
+		lock:   dbclient.NewLock(remote, "ovs_vswitchd", log.Module("reconnect")),
+		links:  make(chan linkwatch.Event, 256),
+		exitc:  make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+}
+
+// run serves until exit or ctx ends and returns the exit status. ready is
+// called once the first configuration is live and acknowledged in the
+// database, the moment OVS completes --detach.
+func (v *switchd) run(ctx context.Context, ready func()) int {
+	defer close(v.exited)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go v.lock.Run(ctx)
+	linkwatch.Run(ctx, v.log.Module("netdev_linux"), func(ev linkwatch.Event) {
+		select {
+		case v.links <- ev:
+		default:
+			v.lost.Store(true)
+		}
+	})
+	connected := make(chan *dbclient.Conn, 1)
+	go func() {
+		c, err := dbclient.Dial(ctx, v.remote, v.log.Module("ovsdb_idl"))
+		if err == nil {
+			connected <- c
+		}
+	}()
+
+	ticker := time.NewTicker(statsInterval)
+	defer ticker.Stop()
+	var (
+		dirty, force bool
+		retry        <-chan time.Time
+		changed      <-chan struct{}
+		isReady      bool
+		errLimit     = daemon.NewRateLimit(12, 2)
+	)
+	for {
+		conn := v.conn.Load()
+		if dirty && retry == nil && conn != nil && conn.Connected() && v.lock.State() == dbclient.LockHeld {
+			if err := v.reconfigure(ctx, conn, force); err != nil {
+				v.brLog.WarnRL(errLimit, "database write-back failed: %v", err)
+				retry = time.After(time.Second)
+			} else {
+				dirty, force = false, false
+				if !isReady {
+					isReady = true
+					ready()
+					v.brLog.Infof("%s", daemon.VersionString(program, version))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-v.exitc:
+			if v.cleanup.Load() {
+				v.sw.Close()
+			}
+			if conn != nil {
+				conn.Close()
+			}
+			return 0
+		case c := <-connected:
+			v.conn.Store(c)
+			changed = c.Changed()
+			dirty = true
+		case <-changed:
+			dirty = true
+		case <-v.lock.Changed():
+			switch v.lock.State() {
+			case dbclient.LockContended:
+				v.brLog.Errorf("another ovs-vswitchd process is running, disabling this process (pid %d) until it goes away", os.Getpid())
+				v.sw.Close()
+				v.last = nil
+			case dbclient.LockHeld:
+				dirty, force = true, true
+			}
+		case ev := <-v.links:
+			v.cov.Inc("nln_changed")
+			changed := false
+			if ev.Name == "" || v.lost.Swap(false) {
+				changed = v.sw.Rescan()
+			}
+			if ev.Name != "" && v.sw.LinkChanged(ev.Name, ev.Index, ev.Present) {
+				changed = true
+			}
+			if changed {
+				dirty, force = true, true
+			}
+		case <-ticker.C:
+			v.cov.Tick()
+			v.sw.Refresh()
+			dirty = true
+			// Link notifications can be missed (a device gone before
+			// the subscription started): retry waiting interfaces.
+			force = force || v.sw.Missing()
+		case <-retry:
+			retry = nil
+		}
+	}
+}
+
+// reconfigure applies the database's current configuration if it changed
+// (or force) and writes the switch's state back.
+func (v *switchd) reconfigure(ctx context.Context, conn *dbclient.Conn, force bool) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	rows, err := conn.Rows(ctx)
+	if err != nil {
+		return err
+	}
+	d := bridge.Build(rows)
+	if force || v.last == nil || !reflect.DeepEqual(d, v.last) {
+		if v.last == nil || !slices.Equal(d.Problems, v.last.Problems) {
+			for _, p := range d.Problems {
+				v.brLog.Warnf("%s", p)
+			}
+		}
+		v.sw.Apply(d)
+		v.last = d
+	}
+	n, err := conn.Write(ctx, v.sw.Report(d))
+	switch {
+	case err != nil:
+		v.cov.Inc("txn_error")
+		return err
+	case n == 0:
+		v.cov.Inc("txn_unchanged")
+	default:
+		v.cov.Inc("txn_success")
+	}
+	return nil
+}
+
+// exit stops the main loop and returns once it has stopped; with cleanup
+// the bridges and their devices are removed first. As in OVS, "exit"
+// answers only then, so that ovs-appctl returns to a cleaned-up system.
+func (v *switchd) exit(cleanup bool) {
+	v.exiting.Do(func() {
+		v.cleanup.Store(cleanup)
+		close(v.exitc)
+	})
+	<-v.exited
+}
