@@ -167,6 +167,7 @@ func TestMutateMapsAndSets(t *testing.T) {
 func TestDiffRoundTrip(t *testing.T) {
 	mt := &ColumnType{Key: BaseType{Type: TypeString}, Value: &BaseType{Type: TypeString}, Min: 0, Max: Unlimited}
 	st := &ColumnType{Key: BaseType{Type: TypeInteger}, Min: 0, Max: Unlimited}
+	ot := &ColumnType{Key: BaseType{Type: TypeInteger}, Min: 0, Max: 1}
 	m := func(kv ...string) Datum {
 		d := Datum{Keys: []Atom{}, Vals: []Atom{}}
 		for i := 0; i < len(kv); i += 2 {
@@ -190,6 +191,9 @@ func TestDiffRoundTrip(t *testing.T) {
 		{mt, m("a", "1"), m()},
 		{st, s(1, 2, 3), s(2, 4)},
 		{st, s(), s(5)},
+		{ot, s(5), s(7)},
+		{ot, s(5), s()},
+		{ot, s(), s(7)},
 	} {
 		got := ApplyDiff(c.t, c.old, Diff(c.t, c.old, c.new))
 		if !got.Equal(c.new) {
@@ -222,5 +226,16 @@ func TestRecordReplay(t *testing.T) {
 	jb, _ := json.Marshal(b)
 	if string(ja) != string(jb) {
 		t.Errorf("replayed %s, want %s", jb, ja)
+	}
+}
+
+// TestOptionalDiffIsNewValue checks the update2 encoding of a change to an
+// optional column: Debian's ovsdb-server sends {"modify":{"ofport":7}} when
+// ofport goes from 5 to 7.
+func TestOptionalDiffIsNewValue(t *testing.T) {
+	ct := &ColumnType{Key: BaseType{Type: TypeInteger}, Min: 0, Max: 1}
+	d := Diff(ct, Datum{Keys: []Atom{int64(5)}}, Datum{Keys: []Atom{int64(7)}})
+	if got := string(AppendDatumJSON(nil, d, false)); got != "7" {
+		t.Errorf("diff encodes as %s, want 7", got)
 	}
 }

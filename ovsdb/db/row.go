@@ -61,9 +61,19 @@ func AppendRowJSON(b []byte, t *Table, r *Row, cols []*Column) []byte {
 // type t: the new value for scalars; for sets the symmetric difference; for
 // maps the pairs added or changed (with their new values) and the pairs
 // removed (with their old values). ApplyDiff(old, Diff(old, new)) == new.
+//
+// A set of at most one element is diffed as ovsdb-server does: the new
+// value when there is one, else the old one (to remove it). Clients such as
+// libovsdb cannot take a two-element diff for such a column.
 func Diff(t *ColumnType, old, new Datum) Datum {
 	if t.IsScalar() {
 		return new
+	}
+	if t.Max == 1 && t.Value == nil {
+		if new.Len() == 1 {
+			return new
+		}
+		return old
 	}
 	var d Datum
 	if t.IsMap() {
@@ -109,6 +119,9 @@ func Diff(t *ColumnType, old, new Datum) Datum {
 // ApplyDiff applies a Diff to old.
 func ApplyDiff(t *ColumnType, old, diff Datum) Datum {
 	if t.IsScalar() {
+		return diff
+	}
+	if t.Max == 1 && t.Value == nil && diff.Len() == 1 && !(old.Len() == 1 && old.Equal(diff)) {
 		return diff
 	}
 	var n Datum
