@@ -97,6 +97,26 @@ type SockBufSetter interface {
 	SetSockBuf(n int) error
 }
 
+// SockBufSizer is implemented by ports with socket buffers, to set them
+// separately and read them back.
+type SockBufSizer interface {
+	// SetSockBufs sets the receive and send buffers separately (bytes,
+	// as SetSockBuf: the kernel doubles them); 0 leaves one alone.
+	SetSockBufs(rcv, snd int) error
+	// SockBufs reports the buffers' sizes as getsockopt gives them:
+	// twice what was set, the kernel's accounting (socket(7)).
+	SockBufs() (rcv, snd int, err error)
+}
+
+// Reopener is implemented by ports that can be opened again with another
+// Config while keeping their kernel device: a tap govs created would
+// otherwise vanish with its addresses on Close. On success the receiver is
+// closed and the new port replaces it; on failure the caller closes the
+// receiver (a second Close is harmless).
+type Reopener interface {
+	Reopen(cfg Config) (Port, error)
+}
+
 // LinkInfo is what the Interface table shows about a kernel device.
 type LinkInfo struct {
 	Index   int

@@ -447,12 +447,28 @@ func (s *systemPort) Stats() Stats {
 }
 
 // SetSockBuf applies a new Config.SockBufSize to the open port.
-func (s *systemPort) SetSockBuf(n int) error {
+func (s *systemPort) SetSockBuf(n int) error { return s.SetSockBufs(n, n) }
+
+// SetSockBufs implements SockBufSizer.
+func (s *systemPort) SetSockBufs(rcv, snd int) error {
 	var err error
-	if cerr := s.rc.Control(func(fd uintptr) { err = setSockBuf(int(fd), n) }); cerr != nil {
+	if cerr := s.rc.Control(func(fd uintptr) { err = setSockBufs(int(fd), rcv, snd) }); cerr != nil {
 		return s.portErr(cerr)
 	}
 	return err
+}
+
+// SockBufs implements SockBufSizer.
+func (s *systemPort) SockBufs() (rcv, snd int, err error) {
+	cerr := s.rc.Control(func(fd uintptr) {
+		if rcv, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil {
+			snd, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
+		}
+	})
+	if cerr != nil {
+		return 0, 0, s.portErr(cerr)
+	}
+	return rcv, snd, err
 }
 
 func (s *systemPort) Close() error {
@@ -465,11 +481,14 @@ func (s *systemPort) Close() error {
 // setSockBuf sets both socket buffers to n bytes (the kernel doubles it for
 // its bookkeeping, socket(7)); 0 leaves them alone. The FORCE variants need
 // CAP_NET_ADMIN and ignore net.core.[rw]mem_max.
-func setSockBuf(fd, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+func setSockBuf(fd, n int) error { return setSockBufs(fd, n, n) }
+
+func setSockBufs(fd, rcv, snd int) error {
+	for _, o := range [][3]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, rcv}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, snd}} {
+		n := o[2]
+		if n <= 0 {
+			continue
+		}
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], n); err != nil {
 			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], n); err != nil {
 				return fmt.Errorf("netdev: socket buffer size %d: %w", n, err)

@@ -313,6 +313,33 @@ func (t *tapPort) portErr(err error) error {
 	return fmt.Errorf("netdev: %s: %w", t.name, err)
 }
 
+// Reopen implements Reopener. A device govs created is made persistent
+// while no file is attached, and not persistent again once the new port
+// holds it, so that it still goes away with the new port's Close.
+func (t *tapPort) Reopen(cfg Config) (Port, error) {
+	if t.closed.Load() {
+		return nil, ErrClosed
+	}
+	var err error
+	if t.created {
+		t.rc.Control(func(fd uintptr) { err = unix.IoctlSetInt(int(fd), unix.TUNSETPERSIST, 1) })
+		if err != nil {
+			return nil, fmt.Errorf("netdev: reopen tap %s: TUNSETPERSIST: %w", t.name, err)
+		}
+	}
+	t.closed.Store(true)
+	t.f.Close()
+	n, err := openTap(t.name, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("netdev: reopen tap %s: %w", t.name, err)
+	}
+	if t.created {
+		n.created = true
+		n.rc.Control(func(fd uintptr) { unix.IoctlSetInt(int(fd), unix.TUNSETPERSIST, 0) })
+	}
+	return n, nil
+}
+
 // Close detaches from the device; one govs created goes away with its last
 // file (TUNSETPERSIST 0 undoes a persistence set by anyone since).
 func (t *tapPort) Close() error {

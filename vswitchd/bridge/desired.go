@@ -35,6 +35,11 @@ type Desired struct {
 	// OVSUUID is the Open_vSwitch row, "" before the database has one.
 	OVSUUID string
 	NextCfg int
+	// SockBufSize is other_config:userspace-sock-buf-size in bytes, 0 for
+	// the kernel default.
+	SockBufSize Option[int]
+	// TSO is other_config:userspace-tso-enable, true unless "false".
+	TSO Option[bool]
 	// Bridges are sorted by name; names are unique.
 	Bridges []BridgeSpec
 	// Problems are configuration errors that have no Interface row to be
@@ -81,6 +86,9 @@ type IfaceSpec struct {
 	StoredOFPort int
 	// MTURequest is mtu_request, 0 if unset.
 	MTURequest int
+	// SockBufSize is other_config:userspace-sock-buf-size, 0 if unset:
+	// the Open_vSwitch setting applies.
+	SockBufSize Option[int]
 }
 
 // identity is what, when it changes, requires the interface to be
@@ -118,6 +126,8 @@ func Build(rows Rows) *Desired {
 	ovs := rows.OpenVSwitch[0]
 	d.OVSUUID = ovs.UUID
 	d.NextCfg = ovs.NextCfg
+	d.SockBufSize = parseOption(ovs.OtherConfig, KeySockBufSize, "Open_vSwitch", 0, ParseSockBufSize, &d.Problems)
+	d.TSO = parseOption(ovs.OtherConfig, KeyTSOEnable, "Open_vSwitch", true, ParseTSOEnable, &d.Problems)
 
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
@@ -181,7 +191,7 @@ func Build(rows Rows) *Desired {
 					continue
 				}
 				claimedIface[row.Name] = br.Name
-				ps.Ifaces = append(ps.Ifaces, ifaceSpec(row))
+				ps.Ifaces = append(ps.Ifaces, ifaceSpec(row, &d.Problems))
 			}
 			if len(ps.Ifaces) == 0 {
 				continue
@@ -194,8 +204,9 @@ func Build(rows Rows) *Desired {
 	return d
 }
 
-func ifaceSpec(row vswitchd.Interface) IfaceSpec {
-	s := IfaceSpec{UUID: row.UUID, Name: row.Name, Type: row.Type, Options: row.Options}
+func ifaceSpec(row vswitchd.Interface, problems *[]string) IfaceSpec {
+	s := IfaceSpec{UUID: row.UUID, Name: row.Name, Type: row.Type, Options: row.Options,
+		SockBufSize: parseOption(row.OtherConfig, KeySockBufSize, "interface "+row.Name, 0, ParseSockBufSize, problems)}
 	if s.Type == "" {
 		s.Type = TypeSystem
 	}

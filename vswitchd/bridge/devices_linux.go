@@ -1,7 +1,11 @@
 package bridge
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 
@@ -9,17 +13,33 @@ import (
 )
 
 // KernelDevices is Devices on the running kernel, through netdev.
-type KernelDevices struct {
-	// Config is how ports are opened.
-	Config netdev.Config
-}
+type KernelDevices struct{}
 
 // Open implements Devices.
-func (k KernelDevices) Open(name, typ string) (netdev.Port, error) {
+func (KernelDevices) Open(name, typ string, cfg netdev.Config) (netdev.Port, error) {
 	if typ == TypeSystem {
-		return netdev.OpenSystem(name, k.Config)
+		return netdev.OpenSystem(name, cfg)
 	}
-	return netdev.OpenTap(name, k.Config)
+	return netdev.OpenTap(name, cfg)
+}
+
+// SockBufDefaults implements Devices.
+func (KernelDevices) SockBufDefaults() (rcv, snd int, err error) {
+	read := func(key string) (int, error) {
+		b, err := os.ReadFile("/proc/sys/net/core/" + key)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return 0, fmt.Errorf("net.core.%s: %w", key, err)
+		}
+		return n, nil
+	}
+	if rcv, err = read("rmem_default"); err == nil {
+		snd, err = read("wmem_default")
+	}
+	return rcv, snd, err
 }
 
 // Link implements Devices.

@@ -38,9 +38,12 @@ type OFBridge interface {
 // Devices opens the kernel side of ports and reads their state.
 type Devices interface {
 	// Open attaches to the existing interface name (TypeSystem) or creates
-	// a tap device (TypeInternal, TypeTap). A missing system interface
-	// fails with an error wrapping syscall.ENODEV.
-	Open(name, typ string) (netdev.Port, error)
+	// a tap device (TypeInternal, TypeTap), as cfg says. A missing system
+	// interface fails with an error wrapping syscall.ENODEV.
+	Open(name, typ string, cfg netdev.Config) (netdev.Port, error)
+	// SockBufDefaults returns net.core.rmem_default and wmem_default, the
+	// buffer sizes of a fresh socket.
+	SockBufDefaults() (rcv, snd int, err error)
 	// Link reports the interface's kernel state; a missing interface fails
 	// with an error wrapping syscall.ENODEV.
 	Link(name string) (netdev.LinkInfo, error)

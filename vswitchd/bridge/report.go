@@ -41,6 +41,8 @@ type IfaceStatus struct {
 	Link *LinkStatus
 	// Stats is nil when the statistics column is to be cleared.
 	Stats map[string]int
+	// Status is the status column's map (the Status* keys); nil clears it.
+	Status map[string]string
 }
 
 // LinkStatus is the Interface status columns; zero values of MTU, Ifindex,
@@ -96,6 +98,9 @@ func (ifc *iface) status(uuid string) IfaceStatus {
 			return st
 		}
 		st.Stats = statsColumn(ifc.stats)
+		if ifc.dev != nil {
+			st.Status = ifc.statusColumn()
+		}
 		if l := ifc.link; l != nil {
 			st.Link = &LinkStatus{
 				AdminUp: l.AdminUp, LinkUp: l.OperUp, Speed: int(l.Speed) * 1000000, Duplex: l.Duplex,

@@ -38,6 +38,11 @@ type Switch struct {
 	dpPorts map[uint32]bool
 	// last is the snapshot most recently applied; nil before the first.
 	last *Desired
+	// sockBuf and tso are the global userspace-sock-buf-size (0: the
+	// kernel default) and userspace-tso-enable that run: the last valid
+	// values the database held.
+	sockBuf int
+	tso     bool
 }
 
 type runBridge struct {
@@ -65,6 +70,16 @@ type iface struct {
 	link       *netdev.LinkInfo
 	linkResets int
 	stats      netdev.Stats
+
+	// sockBufReq is the interface's own userspace-sock-buf-size that
+	// runs (the last valid one), 0 to follow the global setting.
+	sockBufReq int
+	// The settings dev was opened or last configured with, and what it
+	// negotiated; meaningless while dev is nil.
+	tso            bool
+	sockBuf        int // 0: the kernel default
+	offloads       netdev.Offloads
+	rcvBuf, sndBuf int // getsockopt's sizes; 0 when it has no socket
 }
 
 // NewSwitch returns an empty switch over the given datapath. counter, if
@@ -75,6 +90,7 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		bridges: map[string]*runBridge{},
 		ifaces:  map[string]*iface{},
 		dpPorts: map[uint32]bool{},
+		tso:     true,
 	}
 }
 
@@ -101,6 +117,12 @@ func (s *Switch) Apply(d *Desired) {
 	defer s.mu.Unlock()
 	s.count("bridge_reconfigure")
 	s.last = d
+	if !d.SockBufSize.Bad {
+		s.sockBuf = d.SockBufSize.Value
+	}
+	if !d.TSO.Bad {
+		s.tso = d.TSO.Value
+	}
 
 	wants, order := collect(d)
 
@@ -141,15 +163,21 @@ func (s *Switch) Apply(d *Desired) {
 		}
 		oldMTU := ifc.spec.MTURequest
 		ifc.spec, ifc.port = w.spec, w.port
+		if !w.spec.SockBufSize.Bad {
+			ifc.sockBufReq = w.spec.SockBufSize.Value
+		}
 		if w.err != "" {
 			s.fail(ifc, StateFailed, w.err)
 			continue
 		}
 		if ifc.state != StateAttached {
 			s.attach(ifc, reserved)
-		} else if ifc.spec.MTURequest != oldMTU {
+			continue
+		}
+		if ifc.spec.MTURequest != oldMTU {
 			s.applyMTU(ifc)
 		}
+		s.applyPortSettings(ifc)
 	}
 
 	for i := range d.Bridges {
@@ -178,6 +206,7 @@ func collect(d *Desired) (map[string]want, []string) {
 					// it, whatever its type.
 					local := wants[br.Name]
 					local.port, local.spec.UUID, local.spec.MTURequest = port, spec.UUID, spec.MTURequest
+					local.spec.SockBufSize = spec.SockBufSize
 					wants[br.Name] = local
 					continue
 				}
@@ -235,7 +264,7 @@ func (s *Switch) attach(ifc *iface, reserved map[string]map[int]string) {
 			return
 		}
 	case TypeSystem, TypeInternal, TypeTap:
-		dev, err := s.devs.Open(name, typ)
+		dev, err := s.devs.Open(name, typ, s.portConfig(ifc))
 		if err != nil {
 			state := StateFailed
 			// EBUSY: a tap of that name is still being torn down, e.g.
@@ -255,6 +284,7 @@ func (s *Switch) attach(ifc *iface, reserved map[string]map[int]string) {
 		s.count("dpif_port_add")
 		s.dpPorts[no] = true
 		ifc.dev, ifc.dpPort = dev, no
+		s.opened(ifc)
 		s.applyMTU(ifc)
 	default:
 		s.fail(ifc, StateFailed, fmt.Sprintf("could not open network device %s (%s)", name, Strerror(syscall.EAFNOSUPPORT)))

@@ -17,14 +17,29 @@ import (
 type fakePort struct {
 	name   string
 	closed bool
+	cfg    netdev.Config
+	// rcv, snd are the socket buffer sizes as getsockopt would give
+	// them; system ports only.
+	rcv, snd int
 }
+
+// fakeSysPort is a fakePort with socket buffers, as a system port.
+type fakeSysPort struct{ *fakePort }
+
+func (p fakeSysPort) SetSockBufs(rcv, snd int) error {
+	p.rcv, p.snd = 2*rcv, 2*snd
+	return nil
+}
+func (p fakeSysPort) SockBufs() (int, int, error) { return p.rcv, p.snd, nil }
 
 func (p *fakePort) Name() string                          { return p.name }
 func (p *fakePort) Read([]*packet.Packet) (int, error)    { return 0, netdev.ErrClosed }
 func (p *fakePort) Write(b []*packet.Packet) (int, error) { return len(b), nil }
-func (p *fakePort) Offloads() netdev.Offloads             { return netdev.Offloads{} }
 func (p *fakePort) Stats() netdev.Stats                   { return netdev.Stats{RxPackets: 7} }
 func (p *fakePort) Close() error                          { p.closed = true; return nil }
+func (p *fakePort) Offloads() netdev.Offloads {
+	return netdev.Offloads{Csum: !p.cfg.DisableOffload, TSO4: !p.cfg.DisableOffload}
+}
 
 type fakeDP struct {
 	ports map[uint32]string
@@ -72,7 +87,9 @@ type fakeDevs struct {
 	mtus  map[string]int
 }
 
-func (f *fakeDevs) Open(name, typ string) (netdev.Port, error) {
+func (f *fakeDevs) SockBufDefaults() (int, int, error) { return 212992, 212992, nil }
+
+func (f *fakeDevs) Open(name, typ string, cfg netdev.Config) (netdev.Port, error) {
 	if typ == TypeSystem {
 		if _, ok := f.exist[name]; !ok {
 			return nil, fmt.Errorf("open %s: %w", name, syscall.ENODEV)
@@ -81,8 +98,15 @@ func (f *fakeDevs) Open(name, typ string) (netdev.Port, error) {
 	if p, ok := f.open[name]; ok && !p.closed {
 		return nil, syscall.EBUSY
 	}
-	p := &fakePort{name: name}
+	p := &fakePort{name: name, cfg: cfg}
 	f.open[name] = p
+	if typ == TypeSystem {
+		p.rcv, p.snd = 212992, 212992
+		if cfg.SockBufSize > 0 {
+			p.rcv, p.snd = 2*cfg.SockBufSize, 2*cfg.SockBufSize
+		}
+		return fakeSysPort{p}, nil
+	}
 	return p, nil
 }
 

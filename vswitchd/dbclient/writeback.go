@@ -91,7 +91,7 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 
 // ifaceColumns renders st as Interface column values.
 func ifaceColumns(st bridge.IfaceStatus) *vswitchd.Interface {
-	m := &vswitchd.Interface{UUID: st.UUID, Ofport: ptr(st.OFPort), Statistics: st.Stats}
+	m := &vswitchd.Interface{UUID: st.UUID, Ofport: ptr(st.OFPort), Statistics: st.Stats, Status: st.Status}
 	if st.Error != "" {
 		m.Error = ptr(st.Error)
 	}
@@ -138,6 +138,7 @@ func changedIfaceFields(cur, want *vswitchd.Interface) []any {
 	check(!samePtr(cur.Ifindex, want.Ifindex), &want.Ifindex)
 	check(!samePtr(cur.LinkResets, want.LinkResets), &want.LinkResets)
 	check(!maps.Equal(cur.Statistics, want.Statistics), &want.Statistics)
+	check(!maps.Equal(cur.Status, want.Status), &want.Status)
 	return f
 }
 
