@@ -1,0 +1,591 @@
+#!/usr/bin/env python3
+"""govs' network benchmark (make bench): govs, Debian's OVS 3.1 userspace datapath (tx offload off in the
+namespaces), OVS with userspace-tso-enable=true and the Linux bridge, each on the two-namespace veth
+topology of net/topo.sh, interleaved round by round, each torn down before the next comes up.
+
+Everything runs inside a network namespace of its own (gvbench-PID) so that the switches' host-side
+devices (ovs-netdev, br0, the veths' host ends, the internal ports' addresses) cannot collide with anything
+else on the machine. Results: tests/bench/results/latest.json, latest.svg, latest.png (gnuplot), and a
+table on stdout. Standard library only.
+"""
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+NET = os.path.join(HERE, "net")
+RESULTS = os.path.join(HERE, "results")
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+SECS = int(os.environ.get("BENCH_SECS", "4"))
+ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
+COMPARE = ["ovs", "ovs-tso", "bridge"]  # govs' ratio is printed against each of these
+SOCKBUF = 1073741823
+
+# name -> (label, unit, higher_is_better)
+METRICS = {
+    "tcp1_gbps": ("TCP 1 stream", "Gbit/s", True),
+    "tcp4_gbps": ("TCP 4 streams (-P 4)", "Gbit/s", True),
+    "tcp1_retrans": ("TCP 1 stream retransmits", "segments", False),
+    "udp8k_rx_gbps": ("UDP 8 KiB @4G received", "Gbit/s", True),
+    "udp8k_loss_pct": ("UDP 8 KiB @4G loss", "%", False),
+    "pps64_rx_kpps": ("64 B testpmd received", "kpps", True),
+    "pps64_tx_kpps": ("64 B testpmd offered", "kpps", None),
+    "tap_tcp_gbps": ("TCP internal port -> veth", "Gbit/s", True),
+    "crr_cps": ("conn/s ab -c 1 (no keep-alive)", "conn/s", True),
+    "crr64_cps": ("conn/s ab -c 64 (no keep-alive)", "conn/s", True),
+    "cpu_s_per_gbit": ("switch CPU per Gbit (TCP 1 stream)", "CPU s/Gbit", False),
+}
+# what each peer runs (govs-sockbuf: only UDP, it exists to show the socket-buffer key's effect)
+PEER_TESTS = {
+    "govs-sockbuf": ["udp"],
+}
+DEFAULT_TESTS = ["tcp1", "tcp4", "udp", "tap", "crr", "pps"]
+
+# prefixes are kept short: "gbgv-a0" etc. must fit in 15 characters
+PID = os.getpid()
+
+
+def peer_setup(name, workdir):
+    """Returns (prefix, env, up argv, down argv, bridge local port or None, switch pidfile or None)."""
+    env = dict(os.environ)
+    if name.startswith("govs"):
+        env.update(GOVS_PREFIX="bgv", GOVS_DIR=os.path.join(workdir, "govs"))
+        up = [os.path.join(NET, "peer-govs.sh"), "up"] + (["sockbuf"] if name == "govs-sockbuf" else [])
+        return ("bgv", env, up, [os.path.join(NET, "peer-govs.sh"), "down"], "gbr0",
+                os.path.join(workdir, "govs", "ovs-vswitchd.pid"))
+    if name.startswith("ovs"):
+        env.update(OVS_PREFIX="bref", OVS_DIR=os.path.join(workdir, "ovs"))
+        up = [os.path.join(NET, "peer-ovs.sh"), "up"] + (["tso"] if name == "ovs-tso" else [])
+        return ("bref", env, up, [os.path.join(NET, "peer-ovs.sh"), "down"], "br0",
+                os.path.join(workdir, "ovs", "ovs-vswitchd.pid"))
+    env.update(LB_PREFIX="blb")
+    return ("blb", env, [os.path.join(NET, "peer-bridge.sh"), "up"],
+            [os.path.join(NET, "peer-bridge.sh"), "down"], "lbr0", None)
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def sh(argv, env=None, timeout=120, check=True):
+    # Like subprocess.run, but an interrupted child gets SIGTERM first (so the scripts' traps clean up).
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        so, se = p.communicate(timeout=timeout)
+    except BaseException:
+        p.terminate()
+        try:
+            p.communicate(timeout=15)
+        except BaseException:
+            p.kill()
+            p.wait()
+        raise
+    r = subprocess.CompletedProcess(argv, p.returncode, so, se)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: rc %d: %s %s" % (" ".join(argv), r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    return r
+
+
+def out(argv):
+    try:
+        return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30).stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        return "unavailable: %s" % e
+
+
+# ---------------------------------------------------------------- setup (root namespace)
+
+PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iperf3", "nginx": "/usr/sbin/nginx",
+        "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
+        "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
+
+
+def install():
+    missing = [p for p in PKGS if subprocess.run(["dpkg", "-s", p], stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL).returncode != 0]
+    if missing and os.environ.get("BENCH_NO_INSTALL") != "1":
+        log("installing", " ".join(missing))
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        if subprocess.run(["apt-get", "install", "-y", "--no-install-recommends"] + missing, env=env).returncode != 0:
+            subprocess.run(["apt-get", "update"], env=env)
+            subprocess.run(["apt-get", "install", "-y", "--no-install-recommends"] + missing, env=env, check=True)
+    for p, path in PKGS.items():
+        if not os.path.exists(path) and p != "gnuplot-nox":
+            sys.exit("run.sh: %s (%s) is missing" % (path, p))
+
+
+def outer():
+    if os.geteuid() != 0:
+        sys.exit("run.sh: needs root (network namespaces, hugepages)")
+    install()
+    log("building: make build")
+    subprocess.run(["make", "-C", TOP, "build"], check=True)
+    ns = "gvbench-%d" % PID
+    hp = open("/proc/sys/vm/nr_hugepages").read().strip()
+    sh(["ip", "netns", "add", ns])
+    child = None
+
+    def fwd(sig, _frame):
+        if child and child.poll() is None:
+            child.send_signal(sig)
+    try:
+        sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        signal.signal(signal.SIGTERM, fwd)
+        signal.signal(signal.SIGINT, fwd)  # the child, in our process group, gets Ctrl-C itself too
+        child = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, os.path.abspath(__file__), "--inner", ns])
+        rc = child.wait()
+    finally:
+        if child and child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        subprocess.run(["ip", "netns", "del", ns])
+        try:
+            if open("/proc/sys/vm/nr_hugepages").read().strip() != hp:
+                open("/proc/sys/vm/nr_hugepages", "w").write(hp)
+        except OSError:
+            pass
+    sys.exit(rc)
+
+
+# ---------------------------------------------------------------- measurements (inside gvbench-PID)
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(_sig, _frame):
+    raise Interrupted()
+
+
+def proc_ticks(pidfile):
+    try:
+        pid = int(open(pidfile).read().strip())
+        f = open("/proc/%d/stat" % pid).read()
+        rest = f[f.rindex(")") + 2:].split()
+        return int(rest[11]) + int(rest[12])  # utime, stime (fields 14, 15)
+    except (OSError, ValueError):
+        return None
+
+
+class Runner:
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.port = 5300 + PID % 500
+        self.iperf_pid = os.path.join(workdir, "iperf3.pid")
+
+    def iperf_server(self, prefix):
+        if os.path.exists(self.iperf_pid):
+            os.unlink(self.iperf_pid)
+        sh(["ip", "netns", "exec", prefix + "-b", "iperf3", "-s", "-1", "-D", "-p", str(self.port), "-I", self.iperf_pid])
+        time.sleep(0.3)
+
+    def kill_iperf_server(self):
+        try:
+            os.kill(int(open(self.iperf_pid).read().strip()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
+    def iperf(self, prefix, args, from_ns=True):
+        self.iperf_server(prefix)
+        argv = (["ip", "netns", "exec", prefix + "-a"] if from_ns else []) + \
+            ["iperf3", "-J", "-c", "10.77.0.2", "-p", str(self.port), "-t", str(SECS)] + args
+        try:
+            r = sh(argv, timeout=SECS + 30, check=False)
+            return json.loads(r.stdout)
+        except (subprocess.TimeoutExpired, ValueError):
+            return None
+        finally:
+            self.kill_iperf_server()
+
+    def tcp(self, prefix, streams, pidfile=None, from_ns=True):
+        t0 = proc_ticks(pidfile) if pidfile else None
+        j = self.iperf(prefix, ["-P", str(streams)], from_ns)
+        t1 = proc_ticks(pidfile) if pidfile else None
+        try:
+            e = j["end"]
+            gbps = e["sum_received"]["bits_per_second"] / 1e9
+            gbits = e["sum_received"]["bytes"] * 8 / 1e9
+            res = {"gbps": gbps, "retrans": e["sum_sent"].get("retransmits")}
+        except (KeyError, TypeError):
+            return {"gbps": 0.0, "error": (j or {}).get("error", "no result")}
+        if t0 is not None and t1 is not None and gbits > 0:
+            res["cpu_s"] = (t1 - t0) / os.sysconf("SC_CLK_TCK")
+            res["cpu_s_per_gbit"] = res["cpu_s"] / gbits
+        return res
+
+    def udp(self, prefix):
+        j = self.iperf(prefix, ["-u", "-b", "4G", "-l", "8K"])
+        try:
+            s = j["end"]["sum"]
+            return {"gbps": s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e9, "loss": s["lost_percent"],
+                    "offered_gbps": s["bits_per_second"] / 1e9}
+        except (KeyError, TypeError):
+            return {"gbps": 0.0, "loss": 100.0, "error": (j or {}).get("error", "no result")}
+
+    def crr(self, prefix, n, c):
+        r = sh([os.path.join(NET, "crr.sh"), prefix, str(n), str(c)], timeout=150, check=False)
+        m = re.search(r"Requests per second:\s+([\d.]+)", r.stdout)
+        f = re.search(r"Failed requests:\s+(\d+)", r.stdout)
+        return {"cps": float(m.group(1)) if m else 0.0, "failed": int(f.group(1)) if f else None}
+
+    def pps(self, prefix):
+        r = sh([os.path.join(NET, "pps.sh"), prefix], timeout=60, check=False)
+        m = re.search(r"tx_kpps (\d+) rx_kpps (\d+)", r.stdout)
+        return {"tx": int(m.group(1)), "rx": int(m.group(2))} if m else {"tx": 0, "rx": 0, "error": r.stdout + r.stderr}
+
+
+def sockbuf_of(port):
+    """SO_RCVBUF of the packet socket bound to PORT, from ss (shows whether the sock-buf key took effect)."""
+    r = sh(["ss", "-0", "-m", "-p"], check=False)
+    lines = r.stdout.splitlines()
+    for i, l in enumerate(lines):
+        if ("*:%s " % port) in l or l.rstrip().endswith("*:" + port):
+            m = re.search(r"rb(\d+)", l + " " + (lines[i + 1] if i + 1 < len(lines) else ""))
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def run_peer(name, rn, samples):
+    workdir = rn.workdir
+    prefix, env, up, down, local, pidfile = peer_setup(name, workdir)
+    tests = PEER_TESTS.get(name, DEFAULT_TESTS)
+    s = {"loadavg_before": open("/proc/loadavg").read().split()[:3]}
+    sh(down, env=env, check=False)
+    t = time.time()
+    try:
+        sh(up, env=env, timeout=60)
+        # wait for the first packets to pass
+        for _ in range(50):
+            if sh(["ip", "netns", "exec", prefix + "-a", "ping", "-c", "1", "-W", "1", "10.77.0.2"], check=False).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("%s: no ping through the switch" % name)
+        if name.startswith("govs"):
+            s["sock_rcvbuf"] = sockbuf_of(prefix + "-a0")
+        if "tcp1" in tests:
+            r = rn.tcp(prefix, 1, pidfile)
+            s["tcp1_gbps"], s["tcp1_retrans"] = r["gbps"], r.get("retrans")
+            if "cpu_s_per_gbit" in r:
+                s["cpu_s_per_gbit"] = r["cpu_s_per_gbit"]
+        if "tcp4" in tests:
+            s["tcp4_gbps"] = rn.tcp(prefix, 4)["gbps"]
+        if "udp" in tests:
+            r = rn.udp(prefix)
+            s["udp8k_rx_gbps"], s["udp8k_loss_pct"] = r["gbps"], r["loss"]
+        if "tap" in tests:
+            sh(["ip", "addr", "add", "10.77.0.3/24", "dev", local])
+            sh(["ip", "link", "set", local, "up"])
+            time.sleep(0.5)
+            sh(["ping", "-c", "1", "-W", "2", "10.77.0.2"], check=False)
+            s["tap_tcp_gbps"] = rn.tcp(prefix, 1, from_ns=False)["gbps"]
+            sh(["ip", "addr", "del", "10.77.0.3/24", "dev", local], check=False)
+        if "crr" in tests:
+            r = rn.crr(prefix, 3000, 1)
+            s["crr_cps"], s["crr_failed"] = r["cps"], r["failed"]
+            r = rn.crr(prefix, 10000, 64)
+            s["crr64_cps"], s["crr64_failed"] = r["cps"], r["failed"]
+        if "pps" in tests:
+            r = rn.pps(prefix)
+            s["pps64_tx_kpps"], s["pps64_rx_kpps"] = r["tx"], r["rx"]
+    except RuntimeError as e:
+        s["error"] = str(e)
+        log("  error:", e)
+    finally:
+        if name.startswith("govs") and pidfile:
+            gl = os.path.join(os.path.dirname(pidfile), "ovs-vswitchd.log")
+            if os.path.exists(gl):
+                shutil.copy(gl, os.path.join(RESULTS, "govs-last.log"))
+        sh(down, env=env, check=False)
+    s["seconds"] = round(time.time() - t, 1)
+    s["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    samples.setdefault(name, []).append(s)
+    log("  %s: %s" % (name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()}))
+
+
+def ovsdb_bench():
+    src = os.path.join(HERE, "ovsdbbench")
+    if not os.path.exists(os.path.join(src, "main.go")) or os.environ.get("BENCH_NO_OVSDB") == "1":
+        return None
+    exe = os.path.join(tempfile.mkdtemp(prefix="ovsdbbench-bin-"), "ovsdbbench")
+    try:
+        b = subprocess.run(["go", "build", "-o", exe, "./tests/bench/ovsdbbench"], cwd=TOP,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if b.returncode != 0:
+            return {"error": "build: " + b.stdout[-1000:]}
+        r = subprocess.run([exe, "-govs", os.path.join(TOP, "bin", "ovsdb-server"), "-secs", "2"], cwd=TOP,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    finally:
+        shutil.rmtree(os.path.dirname(exe), ignore_errors=True)
+    rows = []
+    for l in r.stdout.splitlines():
+        m = re.match(r"^(.*?)\s+(\S+)\s+(\S+)\s+([\d.]+|NaN|\+Inf)\s*$", l)
+        if m and not l.startswith("measurement"):
+            rows.append({"measurement": m.group(1).strip(), "debian": m.group(2), "govs": m.group(3),
+                         "ratio": m.group(4)})
+    return {"rc": r.returncode, "output": r.stdout, "rows": rows}
+
+
+def med(vals):
+    v = [x for x in vals if isinstance(x, (int, float))]
+    return statistics.median(v) if v else None
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "n/a"
+    if unit in ("kpps", "conn/s", "segments"):
+        return "%.0f" % v
+    if unit == "%":
+        return "%.1f" % v
+    return "%.2f" % v if v < 100 else "%.0f" % v
+
+
+def ratio(g, p, hib):
+    if g is None or p is None or hib is None:
+        return None
+    if p == 0 or g == 0:
+        return None
+    return g / p if hib else p / g  # > 1 means govs is better
+
+
+def inner(ns):
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    os.makedirs(RESULTS, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="gvbench-")
+    rn = Runner(workdir)
+    samples = {}
+    started = datetime.datetime.now(datetime.timezone.utc)
+    ovsdb = None
+    try:
+        for rd in range(ROUNDS):
+            for name in PEERS:
+                log("round %d/%d: %s" % (rd + 1, ROUNDS, name))
+                run_peer(name, rn, samples)
+        log("ovsdbbench")
+        ovsdb = ovsdb_bench()
+    except Interrupted:
+        log("interrupted: cleaning up")
+        cleanup(rn)
+        sys.exit(130)
+    finally:
+        cleanup(rn)
+    report(samples, ovsdb, started, ns)
+
+
+def cleanup(rn):
+    rn.kill_iperf_server()
+    for name in ("govs", "ovs", "bridge"):
+        _, env, _, down, _, _ = peer_setup(name, rn.workdir)
+        subprocess.run(down, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(rn.workdir, ignore_errors=True)
+
+
+def machine():
+    cpu = ""
+    for l in open("/proc/cpuinfo"):
+        if l.startswith("model name"):
+            cpu = l.split(":", 1)[1].strip()
+            break
+    mem = open("/proc/meminfo").readline().split()[1]
+    osr = ""
+    if os.path.exists("/etc/os-release"):
+        m = re.search(r'PRETTY_NAME="([^"]*)"', open("/etc/os-release").read())
+        osr = m.group(1) if m else ""
+    return {"cpu": cpu, "cpus": os.cpu_count(), "mem_kib": int(mem), "kernel": os.uname().release, "os": osr,
+            "go": out(["go", "version"]), "ovs": out(["/usr/sbin/ovs-vswitchd", "--version"]).splitlines()[0],
+            "iperf3": out(["iperf3", "--version"]).splitlines()[0],
+            "git": out(["git", "-C", TOP, "rev-parse", "HEAD"]),
+            "git_dirty": bool(out(["git", "-C", TOP, "status", "--porcelain"]))}
+
+
+def report(samples, ovsdb, started, ns):
+    peers = [p for p in ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"] if p in samples]
+    values = {p: {m: med([s.get(m) for s in samples[p]]) for m in METRICS} for p in peers}
+    ratios = {}
+    for peer in COMPARE:
+        if peer not in values or "govs" not in values:
+            continue
+        ratios[peer] = {m: ratio(values["govs"][m], values[peer][m], METRICS[m][2]) for m in METRICS}
+    if "govs-sockbuf" in values and "govs" in values:
+        for m in ("udp8k_rx_gbps", "udp8k_loss_pct"):
+            values["govs-sockbuf"].setdefault(m, None)
+    doc = {"date": started.isoformat(timespec="seconds"), "finished": datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec="seconds"), "machine": machine(), "rounds": ROUNDS,
+        "iperf3_seconds": SECS, "netns": ns, "metrics": {m: {"label": l, "unit": u, "higher_is_better": h}
+                                                         for m, (l, u, h) in METRICS.items()},
+        "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
+        "> 1 means govs is better", "ratios": ratios, "samples": samples, "ovsdb": ovsdb}
+    with open(os.path.join(RESULTS, "latest.json"), "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+    table = render_table(doc)
+    with open(os.path.join(RESULTS, "latest.txt"), "w") as f:
+        f.write(table)
+    print(table)
+    svg(doc, os.path.join(RESULTS, "latest.svg"))
+    png(doc, os.path.join(RESULTS, "latest.png"))
+    print("results: %s/latest.{json,txt,svg,png}" % os.path.relpath(RESULTS, TOP))
+
+
+def render_table(doc):
+    v, r = doc["values"], doc["ratios"]
+    cols = [p for p in ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"] if p in v]
+    rcols = [p for p in COMPARE if p in r]
+    head = ["metric", "unit"] + cols + ["govs:" + p for p in rcols]
+    rows = []
+    for m, (label, unit, hib) in METRICS.items():
+        if all(v[p].get(m) is None for p in cols):
+            continue
+        if m == "cpu_s_per_gbit":
+            row = [label, unit] + [fmt(v[p].get(m)) if v[p].get(m) is not None else "n/a" for p in cols]
+        else:
+            row = [label, unit] + [fmt(v[p].get(m), unit) for p in cols]
+        row += [("%.2fx" % r[p][m]) if r[p].get(m) is not None else "n/a" for p in rcols]
+        rows.append(row)
+    w = [max(len(x[i]) for x in [head] + rows) for i in range(len(head))]
+    lines = ["govs network benchmark %s, %s, %d CPUs, kernel %s, %d round(s) interleaved, iperf3 %d s; medians" % (
+        doc["date"], doc["machine"]["cpu"], doc["machine"]["cpus"], doc["machine"]["kernel"], doc["rounds"],
+        doc["iperf3_seconds"]),
+        "ratios: govs/peer (peer/govs for loss, retransmits, CPU): > 1 means govs is better; govs-sockbuf is govs "
+        "with other_config:userspace-sock-buf-size=%d" % SOCKBUF, ""]
+    fmtrow = lambda x: "| " + " | ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(x)) + " |"
+    lines.append(fmtrow(head))
+    lines.append("|" + "|".join("-" * (n + 2) for n in w) + "|")
+    lines += [fmtrow(x) for x in rows]
+    sb = [s.get("sock_rcvbuf") for s in doc["samples"].get("govs-sockbuf", [])]
+    sd = [s.get("sock_rcvbuf") for s in doc["samples"].get("govs", [])]
+    if sb:
+        lines.append("")
+        lines.append("govs packet-socket SO_RCVBUF (ss -0 -m): default %s, with userspace-sock-buf-size %s%s" % (
+            sd, sb, " -> the key had NO effect" if sb == sd else ""))
+    o = doc.get("ovsdb")
+    if o and o.get("rows"):
+        lines += ["", "OVSDB (tests/bench/ovsdbbench -secs 2; ratio govs/debian, latency debian/govs):", ""]
+        lines.append("| measurement | debian ovsdb-server | govs ovsdb-server | ratio |")
+        lines.append("|---|---|---|---|")
+        lines += ["| %s | %s | %s | %sx |" % (x["measurement"], x["debian"], x["govs"], x["ratio"]) for x in o["rows"]]
+    elif o:
+        lines += ["", "OVSDB bench failed: %s" % (o.get("error") or o.get("output", "")[-500:])]
+    errs = ["%s round %d: %s" % (p, i + 1, s["error"]) for p, ss in doc["samples"].items()
+            for i, s in enumerate(ss) if s.get("error")]
+    if errs:
+        lines += [""] + ["error: " + e for e in errs]
+    return "\n".join(lines) + "\n"
+
+
+COLORS = {"govs": "#1b7837", "govs-sockbuf": "#7fbf7b", "ovs": "#b2182b", "ovs-tso": "#ef8a62", "bridge": "#2166ac"}
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def svg(doc, path):
+    """Small multiples by hand: one panel per metric, one bar per switch."""
+    v = doc["values"]
+    peers = [p for p in COLORS if p in v]
+    ms = [m for m in METRICS if METRICS[m][2] is not None and m != "tcp1_retrans"
+          and any(v[p].get(m) is not None for p in peers)]
+    pw, ph, cols = 250, 190, 3
+    rows_n = (len(ms) + cols - 1) // cols
+    W, H = cols * pw + 20, rows_n * ph + 90
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % esc(
+             "govs vs OVS 3.1 netdev vs Linux bridge, veth between namespaces (%s, %d CPUs)" % (
+                 doc["date"][:10], doc["machine"]["cpus"]))]
+    x = 10
+    for p in peers:
+        o.append('<rect x="%d" y="30" width="12" height="12" fill="%s"/><text x="%d" y="40">%s</text>' % (x, COLORS[p], x + 16, p))
+        x += 30 + 7 * len(p)
+    for i, m in enumerate(ms):
+        label, unit, hib = METRICS[m]
+        ox, oy = 10 + (i % cols) * pw, 60 + (i // cols) * ph
+        vals = [(p, v[p].get(m)) for p in peers if v[p].get(m) is not None]
+        top = max([val for _, val in vals] + [1e-9])
+        o.append('<text x="%d" y="%d" font-weight="bold">%s</text>' % (ox, oy + 12, esc(label)))
+        o.append('<text x="%d" y="%d" fill="#555">%s%s</text>' % (ox, oy + 25, esc(unit), "" if hib else " (lower is better)"))
+        bh, bw, base = ph - 70, (pw - 30) // max(len(peers), 1), oy + ph - 30
+        o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (ox, base, ox + pw - 20, base))
+        for j, p in enumerate(peers):
+            val = v[p].get(m)
+            if val is None:
+                continue
+            h = bh * val / top
+            bx = ox + j * bw + 3
+            o.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"/>' % (bx, base - h, bw - 6, h, COLORS[p]))
+            o.append('<text x="%d" y="%.1f" font-size="9" text-anchor="middle">%s</text>' % (
+                bx + (bw - 6) / 2, base - h - 2, fmt(val, unit)))
+    o.append('<text x="10" y="%d" fill="#555">%s</text>' % (H - 10, esc(
+        "medians of %d interleaved rounds; tests/bench/run.sh; git %s" % (doc["rounds"], doc["machine"]["git"][:12]))))
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+def png(doc, path):
+    """govs' ratio to each peer per metric, log scale, with gnuplot if it is installed."""
+    if not shutil.which("gnuplot"):
+        return
+    r = doc["ratios"]
+    peers = [p for p in COMPARE if p in r]
+    ms = [m for m in METRICS if METRICS[m][2] is not None and any(r[p].get(m) for p in peers)]
+    if not ms or not peers:
+        return
+    d = tempfile.mkdtemp(prefix="gvbench-plot-")
+    try:
+        with open(os.path.join(d, "data"), "w") as f:
+            f.write('metric ' + " ".join('"govs:%s"' % p for p in peers) + "\n")
+            for m in ms:
+                f.write('"%s" ' % METRICS[m][0].replace('"', "") + " ".join(
+                    ("%.4f" % r[p][m]) if r[p].get(m) else "NaN" for p in peers) + "\n")
+        term = "pngcairo size 1100,520" if "cairo" in out(["gnuplot", "-e", "set terminal"]) else "png size 1100,520"
+        script = """set terminal %s
+set output '%s'
+set title "govs' ratio to each switch (>1: govs better; lower-is-better metrics inverted), %s"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.9 border -1
+set logscale y 2
+set termoption noenhanced
+set grid ytics
+set key top right autotitle columnhead
+set xtics rotate by -30 scale 0 font ",9"
+set arrow from graph 0, first 1 to graph 1, first 1 nohead lc rgb "black" lw 2
+plot %s
+""" % (term, path, doc["date"][:10], ", ".join(
+            "'%s/data' using %d:xtic(1) lc rgb '%s'" % (d, i + 2, COLORS[p]) for i, p in enumerate(peers)))
+        with open(os.path.join(d, "plot.gp"), "w") as f:
+            f.write(script)
+        g = subprocess.run(["gnuplot", os.path.join(d, "plot.gp")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if g.returncode != 0:
+            log("gnuplot:", g.stdout[-500:])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--inner":
+        inner(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--report":  # redraw from a saved json
+        doc = json.load(open(sys.argv[2]))
+        print(render_table(doc))
+        svg(doc, os.path.join(RESULTS, "latest.svg"))
+        png(doc, os.path.join(RESULTS, "latest.png"))
+    else:
+        outer()
