@@ -239,3 +239,17 @@ func TestOptionalDiffIsNewValue(t *testing.T) {
 		t.Errorf("diff encodes as %s, want 7", got)
 	}
 }
+
+func TestBadOperationShapes(t *testing.T) {
+	d := newTestDB(t)
+	for _, c := range []struct{ ops, want string }{
+		{`[5]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Object expected."},
+		{`[{"op":"insert","table":"Bridge","row":{},"uuid-name":""}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Type mismatch for member 'uuid-name'."},
+		{`[{"op":"insert","table":"Bridge","row":{},"uuid-name":"1a"}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Type mismatch for member 'uuid-name'."},
+		{`[{"op":"insert","table":"Bridge","row":{},"uuid-name":"a","uuid":5}]`, "syntax error"},
+	} {
+		if got := lastError(tx(t, d, c.ops)); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.ops, got, c.want)
+		}
+	}
+}

@@ -62,18 +62,15 @@ func AppendRowJSON(b []byte, t *Table, r *Row, cols []*Column) []byte {
 // maps the pairs added or changed (with their new values) and the pairs
 // removed (with their old values). ApplyDiff(old, Diff(old, new)) == new.
 //
-// A set of at most one element is diffed as ovsdb-server does: the new
-// value when there is one, else the old one (to remove it). Clients such as
+// A set of at most one element is diffed as ovsdb-server does, in monitors
+// and in its log alike: the new value, empty or not. Clients such as
 // libovsdb cannot take a two-element diff for such a column.
 func Diff(t *ColumnType, old, new Datum) Datum {
 	if t.IsScalar() {
 		return new
 	}
 	if t.Max == 1 && t.Value == nil {
-		if new.Len() == 1 {
-			return new
-		}
-		return old
+		return new
 	}
 	var d Datum
 	if t.IsMap() {
@@ -121,7 +118,7 @@ func ApplyDiff(t *ColumnType, old, diff Datum) Datum {
 	if t.IsScalar() {
 		return diff
 	}
-	if t.Max == 1 && t.Value == nil && diff.Len() == 1 && !(old.Len() == 1 && old.Equal(diff)) {
+	if t.Max == 1 && t.Value == nil {
 		return diff
 	}
 	var n Datum
@@ -169,7 +166,9 @@ func ApplyDiff(t *ColumnType, old, diff Datum) Datum {
 
 // parseRow parses a row object for insert/update/wait into column values.
 // Columns not named keep their values in base.
-func parseRow(t *Table, raw json.RawMessage, syms *Symbols, forUpdate bool) (map[*Column]Datum, *Error) {
+// opRaw, for an update, is the whole operation, which OVS quotes in the
+// error for an immutable column.
+func parseRow(t *Table, raw json.RawMessage, syms *Symbols, forUpdate bool, opRaw json.RawMessage) (map[*Column]Datum, *Error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, syntaxError(raw, "Row must be JSON object.")
@@ -186,7 +185,7 @@ func parseRow(t *Table, raw json.RawMessage, syms *Symbols, forUpdate bool) (map
 			return nil, errorf("unknown column", raw, "No column %s in table %s.", n, t.Name)
 		}
 		if forUpdate && (!c.Mutable || c.Index < 0) {
-			return nil, &Error{Name: "constraint violation", Details: fmt.Sprintf("Cannot update immutable column %s in table %s.", n, t.Name)}
+			return nil, &Error{Name: "constraint violation", Details: fmt.Sprintf("Cannot update immutable column %s in table %s.", n, t.Name), Syntax: opRaw}
 		}
 		if c.Index < 0 {
 			return nil, errorf("syntax error", raw, "Cannot set column %s in table %s.", n, t.Name)

@@ -161,8 +161,11 @@ type opRequest struct {
 
 func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
 	var op opRequest
-	if err := json.Unmarshal(raw, &op); err != nil || bytes.TrimSpace(raw)[0] != '{' {
-		return nil, syntaxError(raw, "Parsing ovsdb operation %d of %d failed: Operation must be JSON object.", i+1, n)
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, &Error{Name: "syntax error", Details: fmt.Sprintf("Parsing ovsdb operation %d of %d failed: Object expected.", i+1, n)}
+	}
+	if err := json.Unmarshal(raw, &op); err != nil {
+		return nil, syntaxError(raw, "Parsing ovsdb operation %d of %d failed: Type mismatch in operation.", i+1, n)
 	}
 	wrap := func(format string, args ...any) *Error {
 		return syntaxError(raw, "Parsing ovsdb operation %d of %d failed: %s", i+1, n, fmt.Sprintf(format, args...))
@@ -197,6 +200,9 @@ func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
 	case "insert":
 		if err := need(op.Row, "row"); err != nil {
 			return nil, err
+		}
+		if op.UUIDName != nil && !isID(*op.UUIDName) {
+			return nil, wrap("Type mismatch for member 'uuid-name'.")
 		}
 		return tx.insert(t, &op, raw)
 	case "select":
@@ -345,6 +351,7 @@ func (tx *txn) insert(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Er
 		u = pu
 	}
 	if op.UUIDName != nil {
+		tx.syms.lookup(*op.UUIDName)
 		sym := tx.syms.m[*op.UUIDName]
 		if sym.created {
 			js, _ := json.Marshal(*op.UUIDName)
@@ -358,7 +365,7 @@ func (tx *txn) insert(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Er
 	if tx.current(t.Name, u) != nil || tx.d.tables[t.Name].rows[u] != nil {
 		return nil, errorf("duplicate uuid", raw, "This UUID would duplicate a UUID already present within the table or deleted within the same transaction.")
 	}
-	vals, err := parseRow(t, op.Row, &tx.syms, false)
+	vals, err := parseRow(t, op.Row, &tx.syms, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -419,11 +426,8 @@ func (tx *txn) update(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Er
 	if err != nil {
 		return nil, err
 	}
-	vals, err := parseRow(t, op.Row, &tx.syms, true)
+	vals, err := parseRow(t, op.Row, &tx.syms, true, raw)
 	if err != nil {
-		if err.Syntax == nil {
-			err.Syntax = raw
-		}
 		return nil, err
 	}
 	n := 0
@@ -514,7 +518,7 @@ func (tx *txn) wait(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Erro
 	}
 	want := map[string]int{}
 	for _, er := range expected {
-		vals, err := parseRow(t, er, &tx.syms, false)
+		vals, err := parseRow(t, er, &tx.syms, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -918,4 +922,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// isID reports whether s is an RFC 7047 <id>: a letter or underscore, then
+// letters, digits and underscores.
+func isID(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }

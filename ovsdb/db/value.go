@@ -99,12 +99,20 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// compactString renders raw compactly with object keys sorted, as OVS
+// prints the "syntax" member of errors.
 func compactString(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
 		return string(raw)
 	}
-	return b.String()
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
 }
 
 func errorf(name string, syntax json.RawMessage, format string, args ...any) *Error {

@@ -1,0 +1,380 @@
+package jsonrpc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// MaxNesting is the deepest nesting of arrays and objects accepted, as in
+// OVS's JSON parser ("input exceeds maximum nesting depth 1000").
+const MaxNesting = 1000
+
+// DefaultMaxMessageSize bounds one message. OVS has no limit; 256 MiB is far
+// above the largest transaction a real client sends (a full OVN northbound
+// database) and keeps a hostile peer from exhausting memory.
+const DefaultMaxMessageSize = 256 << 20
+
+// ErrTooLarge is returned when a message exceeds the decoder's size limit.
+var ErrTooLarge = errors.New("message too large")
+
+// scanner finds where one JSON value ends in a byte stream, checking its
+// syntax incrementally so that malformed input is reported as soon as the
+// offending byte arrives (like OVS's json_parser_feed), not when a closing
+// brace that may never come arrives.
+type scanner struct {
+	state   scanState
+	stack   []byte // '{' or '['
+	lit     string // remaining bytes of true/false/null
+	hex     int    // remaining hex digits of a \u escape
+	started bool
+}
+
+type scanState uint8
+
+const (
+	sTop        scanState = iota // before the message: whitespace, then '{'
+	sValue                       // a value is expected
+	sValueOrEnd                  // after '[': a value or ']'
+	sKeyOrEnd                    // after '{': a key or '}'
+	sKey                         // after ',' in an object: a key
+	sColon                       // after a key
+	sAfterValue                  // after a value in a container: ',' or close
+	sString                      // inside a string
+	sStringEsc                   // after a backslash
+	sStringHex                   // inside \uXXXX
+	sLiteral                     // inside true/false/null
+	sNumNeg                      // after '-'
+	sNumZero                     // after a leading 0
+	sNumInt                      // in integer digits
+	sNumDot                      // after '.'
+	sNumFrac                     // in fraction digits
+	sNumE                        // after 'e'
+	sNumESign                    // after 'e+' or 'e-'
+	sNumExp                      // in exponent digits
+)
+
+// keyString marks a string that is an object key, so that sColon follows it.
+// It is kept on the stack as a pseudo container.
+const keyString = 'k'
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *scanner) reset() { *s = scanner{stack: s.stack[:0]} }
+
+// endValue moves past a completed value. It reports whether the whole
+// message is complete.
+func (s *scanner) endValue() bool {
+	if len(s.stack) == 0 {
+		return true
+	}
+	if s.stack[len(s.stack)-1] == keyString {
+		s.stack = s.stack[:len(s.stack)-1]
+		s.state = sColon
+		return false
+	}
+	s.state = sAfterValue
+	return false
+}
+
+// feed scans data. It returns the number of bytes consumed and whether a
+// complete value ends at data[n-1].
+func (s *scanner) feed(data []byte) (n int, done bool, err error) {
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+	again:
+		switch s.state {
+		case sTop:
+			if isSpace(c) {
+				continue
+			}
+			if c != '{' {
+				return i, false, protocolError("message is not a JSON object")
+			}
+			s.started = true
+			s.stack = append(s.stack, '{')
+			s.state = sKeyOrEnd
+		case sValue, sValueOrEnd:
+			if isSpace(c) {
+				continue
+			}
+			if c == ']' && s.state == sValueOrEnd {
+				s.stack = s.stack[:len(s.stack)-1]
+				if s.endValue() {
+					return i + 1, true, nil
+				}
+				continue
+			}
+			switch {
+			case c == '{' || c == '[':
+				if len(s.stack) >= MaxNesting {
+					return i, false, protocolError(fmt.Sprintf("input exceeds maximum nesting depth %d", MaxNesting))
+				}
+				s.stack = append(s.stack, c)
+				if c == '{' {
+					s.state = sKeyOrEnd
+				} else {
+					s.state = sValueOrEnd
+				}
+			case c == '"':
+				s.state = sString
+			case c == 't':
+				s.lit, s.state = "rue", sLiteral
+			case c == 'f':
+				s.lit, s.state = "alse", sLiteral
+			case c == 'n':
+				s.lit, s.state = "ull", sLiteral
+			case c == '-':
+				s.state = sNumNeg
+			case c == '0':
+				s.state = sNumZero
+			case c >= '1' && c <= '9':
+				s.state = sNumInt
+			default:
+				return i, false, syntaxError(c)
+			}
+		case sKeyOrEnd, sKey:
+			if isSpace(c) {
+				continue
+			}
+			if c == '}' && s.state == sKeyOrEnd {
+				s.stack = s.stack[:len(s.stack)-1]
+				if s.endValue() {
+					return i + 1, true, nil
+				}
+				continue
+			}
+			if c != '"' {
+				return i, false, protocolError("syntax error parsing object expecting string")
+			}
+			s.stack = append(s.stack, keyString)
+			s.state = sString
+		case sColon:
+			if isSpace(c) {
+				continue
+			}
+			if c != ':' {
+				return i, false, protocolError("syntax error parsing object expecting ':'")
+			}
+			s.state = sValue
+		case sAfterValue:
+			if isSpace(c) {
+				continue
+			}
+			top := s.stack[len(s.stack)-1]
+			switch {
+			case c == ',' && top == '{':
+				s.state = sKey
+			case c == ',' && top == '[':
+				s.state = sValue
+			case c == '}' && top == '{', c == ']' && top == '[':
+				s.stack = s.stack[:len(s.stack)-1]
+				if s.endValue() {
+					return i + 1, true, nil
+				}
+			default:
+				return i, false, syntaxError(c)
+			}
+		case sString:
+			switch {
+			case c == '"':
+				if s.endValue() {
+					return i + 1, true, nil
+				}
+			case c == '\\':
+				s.state = sStringEsc
+			case c < 0x20:
+				return i, false, protocolError("U+0000 through U+001F must be escaped")
+			}
+		case sStringEsc:
+			switch c {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.state = sString
+			case 'u':
+				s.hex, s.state = 4, sStringHex
+			default:
+				return i, false, protocolError(fmt.Sprintf("bad escape \\%c", c))
+			}
+		case sStringHex:
+			if !isHex(c) {
+				return i, false, protocolError("malformed \\u escape")
+			}
+			if s.hex--; s.hex == 0 {
+				s.state = sString
+			}
+		case sLiteral:
+			if c != s.lit[0] {
+				return i, false, protocolError("invalid keyword")
+			}
+			if s.lit = s.lit[1:]; s.lit == "" {
+				if s.endValue() {
+					return i + 1, true, nil
+				}
+			}
+		case sNumNeg:
+			switch {
+			case c == '0':
+				s.state = sNumZero
+			case c >= '1' && c <= '9':
+				s.state = sNumInt
+			default:
+				return i, false, protocolError("'-' must be followed by digit")
+			}
+		case sNumZero, sNumInt:
+			switch {
+			case c >= '0' && c <= '9' && s.state == sNumInt:
+			case c >= '0' && c <= '9':
+				return i, false, protocolError("leading zeros not allowed")
+			case c == '.':
+				s.state = sNumDot
+			case c == 'e' || c == 'E':
+				s.state = sNumE
+			default:
+				s.endValue()
+				goto again
+			}
+		case sNumDot:
+			if c < '0' || c > '9' {
+				return i, false, protocolError("decimal point must be followed by digit")
+			}
+			s.state = sNumFrac
+		case sNumFrac:
+			switch {
+			case c >= '0' && c <= '9':
+			case c == 'e' || c == 'E':
+				s.state = sNumE
+			default:
+				s.endValue()
+				goto again
+			}
+		case sNumE:
+			switch {
+			case c == '+' || c == '-':
+				s.state = sNumESign
+			case c >= '0' && c <= '9':
+				s.state = sNumExp
+			default:
+				return i, false, protocolError("exponent must contain at least one digit")
+			}
+		case sNumESign:
+			if c < '0' || c > '9' {
+				return i, false, protocolError("exponent must contain at least one digit")
+			}
+			s.state = sNumExp
+		case sNumExp:
+			if c < '0' || c > '9' {
+				s.endValue()
+				goto again
+			}
+		}
+	}
+	return len(data), false, nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func syntaxError(c byte) error {
+	if c >= 0x20 && c < 0x7f {
+		return protocolError(fmt.Sprintf("syntax error at '%c'", c))
+	}
+	return protocolError(fmt.Sprintf("syntax error at byte 0x%02x", c))
+}
+
+// Decoder reads JSON-RPC messages from a stream. Messages may arrive split
+// across reads or many per read.
+type Decoder struct {
+	r       io.Reader
+	max     int
+	buf     []byte
+	start   int // first byte of the current message
+	scanned int // bytes of buf already fed to sc
+	end     int // valid bytes in buf
+	sc      scanner
+	// Received counts bytes read, for activity tracking.
+	Received uint64
+}
+
+// NewDecoder returns a decoder reading from r that rejects messages larger
+// than maxSize bytes (DefaultMaxMessageSize if maxSize <= 0).
+func NewDecoder(r io.Reader, maxSize int) *Decoder {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxMessageSize
+	}
+	return &Decoder{r: r, max: maxSize, buf: make([]byte, 4096)}
+}
+
+// Next returns the raw bytes of the next complete message, valid until the
+// following call. Errors wrapping ErrProtocol or ErrTooLarge are fatal to
+// the stream; io.EOF means the peer closed it between messages.
+func (d *Decoder) Next() ([]byte, error) {
+	for {
+		if d.scanned < d.end {
+			n, done, err := d.sc.feed(d.buf[d.scanned:d.end])
+			d.scanned += n
+			if err != nil {
+				return nil, err
+			}
+			if d.sc.started && d.scanned-d.start > d.max {
+				return nil, ErrTooLarge
+			}
+			if done {
+				msg := d.buf[d.start:d.scanned]
+				d.start = d.scanned
+				d.sc.reset()
+				// Skip whitespace-only content before the message start.
+				for len(msg) > 0 && isSpace(msg[0]) {
+					msg = msg[1:]
+				}
+				if !utf8.Valid(msg) {
+					return nil, protocolError("invalid UTF-8 in message")
+				}
+				return msg, nil
+			}
+			if !d.sc.started {
+				// Only whitespace so far: drop it.
+				d.start = d.scanned
+			}
+		}
+		if d.start == d.end {
+			d.start, d.scanned, d.end = 0, 0, 0
+		}
+		if d.end == len(d.buf) {
+			if d.start > 0 {
+				copy(d.buf, d.buf[d.start:d.end])
+				d.end -= d.start
+				d.scanned -= d.start
+				d.start = 0
+			}
+			if d.end == len(d.buf) {
+				nb := make([]byte, 2*len(d.buf))
+				copy(nb, d.buf[:d.end])
+				d.buf = nb
+			}
+		}
+		n, err := d.r.Read(d.buf[d.end:])
+		d.end += n
+		d.Received += uint64(n)
+		if n > 0 {
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if err == io.EOF && d.sc.started {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+}
+
+// Decode returns the next message, parsed and validated.
+func (d *Decoder) Decode() (*Message, error) {
+	raw, err := d.Next()
+	if err != nil {
+		return nil, err
+	}
+	return parseValid(raw)
+}

@@ -1,0 +1,298 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+)
+
+func TestParseMessage(t *testing.T) {
+	tests := []struct {
+		in      string
+		typ     Type
+		wantErr string
+	}{
+		{`{"method":"list_dbs","params":[],"id":1}`, Request, ""},
+		{`{"method":"update","params":[1],"id":null}`, Notification, ""},
+		{`{"method":"echo","params":[]}`, Notification, ""},
+		{`{"result":{},"error":null,"id":1}`, Reply, ""},
+		{`{"error":"x","id":1}`, Error, ""},
+		{`{"result":null,"error":"x","id":"a"}`, Error, ""},
+		{`[1,2]`, 0, "message is not a JSON object"},
+		{`{"method":"x","params":{},"id":1}`, 0, `"params" must be JSON array`},
+		{`{"method":"x","id":1}`, 0, `request must have "params"`},
+		{`{"method":"x","params":[],"id":1,"x":2}`, 0, `message has unexpected member "x"`},
+		{`{"method":5,"params":[],"id":1}`, 0, "method is not a JSON string"},
+		{`{"method":null,"params":[],"id":1}`, 0, "method is not a JSON string"},
+		{`{"result":[],"method":"m","id":1}`, 0, `reply must not have "method"`},
+		{`{"result":1,"error":2,"id":1}`, 0, `reply must not have "error"`},
+		{`{"result":1}`, 0, `reply must have "id"`},
+		{`{}`, 0, `notification must have "method"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			m, err := ParseMessage([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr || !errors.Is(err, ErrProtocol) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Type() != tc.typ {
+				t.Fatalf("type %v, want %v", m.Type(), tc.typ)
+			}
+		})
+	}
+}
+
+func TestMessageEncoding(t *testing.T) {
+	tests := []struct {
+		m    *Message
+		want string
+	}{
+		{NewReply(json.RawMessage("1"), []string{"a"}), `{"id":1,"result":["a"],"error":null}`},
+		{NewError(json.RawMessage("2"), "unknown method"), `{"id":2,"error":"unknown method"}`},
+		{NewNotification("update2", []any{"m", map[string]any{}}), `{"id":null,"method":"update2","params":["m",{}]}`},
+		{NewRequest("echo", []any{}, "echo"), `{"id":"echo","method":"echo","params":[]}`},
+	}
+	for _, tc := range tests {
+		if got := string(tc.m.Append(nil)); got != tc.want {
+			t.Errorf("got %s, want %s", got, tc.want)
+		}
+		if _, err := ParseMessage(tc.m.Append(nil)); err != nil {
+			t.Errorf("%s does not parse back: %v", tc.want, err)
+		}
+	}
+}
+
+func TestDecoderStream(t *testing.T) {
+	stream := `  {"method":"a","params":[1.5e3,-0,true,false,null,"x\"}\u00e9"],"id":1}{"method":"b","params":[{"k":[[]]}],"id":"s"}` +
+		"\n" + `{"result":{"a":{}},"error":null,"id":[1]}`
+	for _, name := range []string{"whole", "onebyte", "half"} {
+		t.Run(name, func(t *testing.T) {
+			var r io.Reader = strings.NewReader(stream)
+			switch name {
+			case "onebyte":
+				r = iotest.OneByteReader(r)
+			case "half":
+				r = iotest.HalfReader(r)
+			}
+			d := NewDecoder(r, 0)
+			var methods []string
+			for {
+				m, err := d.Decode()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				methods = append(methods, m.Type().String()+":"+m.Method)
+			}
+			if got := strings.Join(methods, ","); got != "request:a,request:b,reply:" {
+				t.Fatalf("got %s", got)
+			}
+		})
+	}
+}
+
+func TestDecoderErrors(t *testing.T) {
+	tests := []struct {
+		in  string
+		err error
+	}{
+		{`{bad`, ErrProtocol},
+		{`"str"`, ErrProtocol},
+		{`5 `, ErrProtocol},
+		{`{"a":tru}`, ErrProtocol},
+		{`{"a":01}`, ErrProtocol},
+		{`{"a":"\x"}`, ErrProtocol},
+		{"{\"a\":\"\x01\"}", ErrProtocol},
+		{`{"a":1,}`, ErrProtocol},
+		{`{"a" 1}`, ErrProtocol},
+		{`{"a":[1 2]}`, ErrProtocol},
+		{"{\"a\":\"\xff\"}", ErrProtocol},
+		{strings.Repeat("[", 10), ErrProtocol},
+		{`{"a":` + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + `}`, ErrProtocol},
+		{`{"a":"` + strings.Repeat("x", 200) + `"}`, ErrTooLarge},
+		{`{"a":1`, io.ErrUnexpectedEOF},
+	}
+	for _, tc := range tests {
+		name := tc.in
+		if len(name) > 20 {
+			name = name[:20]
+		}
+		t.Run(name, func(t *testing.T) {
+			d := NewDecoder(strings.NewReader(tc.in), 100)
+			_, err := d.Next()
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+		})
+	}
+}
+
+// pair returns a Conn served on one end of a socket pair and the raw peer.
+func pair(t *testing.T, opts Options, handle func(*Conn, *Message)) (*Conn, net.Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	c := NewConn(a, opts)
+	go c.Serve(func(m *Message) { handle(c, m) })
+	t.Cleanup(func() { c.Close(); b.Close() })
+	return c, b
+}
+
+func readMsg(t *testing.T, d *Decoder) *Message {
+	t.Helper()
+	m, err := d.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestConnEchoAndHandler(t *testing.T) {
+	_, peer := pair(t, Options{Name: "test"}, func(c *Conn, m *Message) {
+		if m.Type() == Request {
+			c.Send(NewError(m.ID, "unknown method"))
+		}
+	})
+	go peer.Write([]byte(`{"method":"echo","params":["x"],"id":7}{"method":"foo","params":[],"id":8}`))
+	d := NewDecoder(peer, 0)
+	if m := readMsg(t, d); string(m.Result) != `["x"]` || string(m.ID) != "7" {
+		t.Fatalf("echo reply %s", m)
+	}
+	if m := readMsg(t, d); string(m.Error) != `"unknown method"` || string(m.ID) != "8" {
+		t.Fatalf("error reply %s", m)
+	}
+}
+
+func TestConnClosesOnBadMessage(t *testing.T) {
+	c, peer := pair(t, Options{}, func(*Conn, *Message) {})
+	go peer.Write([]byte(`{"method":"x","params":{},"id":1}`))
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("connection not closed")
+	}
+	if !errors.Is(c.Err(), ErrProtocol) {
+		t.Fatalf("err %v", c.Err())
+	}
+}
+
+func TestConnProbe(t *testing.T) {
+	c, peer := pair(t, Options{ProbeInterval: 50 * time.Millisecond}, func(*Conn, *Message) {})
+	d := NewDecoder(peer, 0)
+	m := readMsg(t, d)
+	if m.Method != "echo" || string(m.ID) != `"echo"` {
+		t.Fatalf("probe %s", m)
+	}
+	// Answering keeps the connection up through another probe.
+	go peer.Write([]byte(`{"id":"echo","result":[],"error":null}`))
+	if m := readMsg(t, d); m.Method != "echo" {
+		t.Fatalf("second probe %s", m)
+	}
+	// Not answering closes it.
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("connection not closed after unanswered probe")
+	}
+}
+
+func TestConnBacklogLimit(t *testing.T) {
+	// Nobody reads the peer, so everything stays queued.
+	c, _ := pair(t, Options{MaxBacklog: 1000}, func(*Conn, *Message) {})
+	big := NewNotification("update", []string{strings.Repeat("x", 300)})
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		err = c.Send(big)
+	}
+	if err != ErrClosed {
+		t.Fatalf("Send kept succeeding: %v", err)
+	}
+	<-c.Done()
+}
+
+func TestConnOnIdle(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	var c *Conn
+	n := 0
+	c = NewConn(a, Options{OnIdle: func() {
+		if n < 3 {
+			n++
+			c.Send(NewNotification("tick", []int{n}))
+			c.Kick()
+		}
+	}})
+	go c.Serve(func(*Message) {})
+	defer c.Close()
+	c.Kick()
+	d := NewDecoder(b, 0)
+	for i := 1; i <= 3; i++ {
+		m := readMsg(t, d)
+		if m.Method != "tick" || !bytes.Equal(m.Params, []byte("["+string(rune('0'+i))+"]")) {
+			t.Fatalf("got %s", m)
+		}
+	}
+}
+
+func FuzzDecoder(f *testing.F) {
+	f.Add([]byte(`{"method":"transact","params":["Open_vSwitch",{"op":"select","table":"Bridge","where":[]}],"id":1}`))
+	f.Add([]byte(`{"id":null,"method":"update2","params":[["m"],{"T":{"u":{"modify":{"a":["set",[1,2.5e-3]]}}}}]}{"result":{},"error":null,"id":"echo"}`))
+	f.Add([]byte(`{"a":"\u00e9\\\"","b":[true,false,null,-0.5E+3]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := NewDecoder(iotest.HalfReader(bytes.NewReader(data)), 1<<16)
+		for {
+			raw, err := d.Next()
+			if err != nil {
+				return
+			}
+			// Whatever the scanner accepts must be valid JSON, and
+			// a parsed message must survive re-encoding.
+			if !json.Valid(raw) {
+				t.Fatalf("scanner accepted invalid JSON %q", raw)
+			}
+			m, err := ParseMessage(raw)
+			// The fast member splitter must agree with encoding/json.
+			var ref map[string]json.RawMessage
+			if json.Unmarshal(raw, &ref) == nil && err == nil {
+				for k, v := range map[string]json.RawMessage{"params": m.Params, "result": m.Result, "error": m.Error, "id": m.ID} {
+					if r := nonNull(ref[k]); !bytes.Equal(bytes.TrimSpace(r), v) {
+						t.Fatalf("%s: split %q, encoding/json %q", k, v, r)
+					}
+				}
+				if len(m.Params) > 0 {
+					parts, _ := SplitArray(m.Params)
+					var refParts []json.RawMessage
+					json.Unmarshal(m.Params, &refParts)
+					if len(parts) != len(refParts) {
+						t.Fatalf("SplitArray(%s) = %d elements, want %d", m.Params, len(parts), len(refParts))
+					}
+					for i := range parts {
+						if !bytes.Equal(parts[i], bytes.TrimSpace(refParts[i])) {
+							t.Fatalf("SplitArray element %d: %q vs %q", i, parts[i], refParts[i])
+						}
+					}
+				}
+			}
+			if err != nil {
+				continue
+			}
+			m2, err := ParseMessage(m.Append(nil))
+			if err != nil || m2.Type() != m.Type() || m2.Method != m.Method {
+				t.Fatalf("re-encoding %s: %v", m, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,186 @@
+// Command ovsdb-server is govs' OVSDB server, a drop-in for Open vSwitch's:
+//
+//	ovsdb-server [DATABASE...] --remote=REMOTE... [--pidfile[=FILE]] [--detach]
+//	             [--no-chdir] [--log-file[=FILE]] [--unixctl=SOCKET] [-vSPEC]...
+//
+// Each DATABASE is a database file in OVSDB's standalone format; the
+// default is $OVS_DBDIR/conf.db (/etc/openvswitch/conf.db). Unlike
+// ovsdb-server, a missing database file is created from the built-in
+// Open_vSwitch schema.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/ovsdb/server"
+	"github.com/govs/govs/schema"
+)
+
+const (
+	program = "ovsdb-server"
+	version = "3.1.0"
+)
+
+// logModules are registered before daemon.Start so that -v specs apply.
+var logModules = []string{"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect", "ovsdb_storage"}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		os.Exit(1)
+	}
+}
+
+func dbDir() string {
+	if d := os.Getenv("OVS_DBDIR"); d != "" {
+		return d
+	}
+	return "/etc/openvswitch"
+}
+
+func usage(rundir string) string {
+	return fmt.Sprintf(`%s: Open vSwitch database server
+usage: %s [OPTIONS] [DATABASE...]
+where each DATABASE is a database file in ovsdb format.
+The default DATABASE, if none is given, is
+%s.
+
+JSON-RPC options (may be specified any number of times):
+  --remote=REMOTE         connect or listen to REMOTE
+
+Active JSON-RPC connection methods:
+  tcp:HOST:PORT           PORT at remote HOST
+  unix:FILE               Unix domain socket named FILE
+Passive JSON-RPC connection methods:
+  ptcp:PORT[:IP]          listen to TCP PORT on IP
+  punix:FILE              listen on Unix domain socket FILE
+Remotes from the database:
+  db:DB,TABLE,COLUMN      remotes in COLUMN of TABLE (e.g. Open_vSwitch,Open_vSwitch,manager_options)
+
+`, program, program, filepath.Join(dbDir(), "conf.db")) + daemon.Usage(program)
+}
+
+func run() error {
+	var remotes []string
+	ignored := func(string) error { return nil }
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:],
+		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
+			remotes = append(remotes, v)
+			return nil
+		}},
+		// SSL is not supported; the options ovs-ctl passes
+		// (db:Open_vSwitch,SSL,...) are accepted and ignored.
+		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: ignored},
+	)
+	if err != nil {
+		return err
+	}
+	if opts.Help {
+		fmt.Print(usage(opts.Rundir))
+		return nil
+	}
+	if opts.Version {
+		fmt.Println(daemon.VersionString(program, version))
+		return nil
+	}
+	for _, r := range remotes {
+		if err := server.ValidateRemote(r); err != nil {
+			return err
+		}
+	}
+	if len(args) == 0 {
+		args = []string{filepath.Join(dbDir(), "conf.db")}
+	}
+
+	log := daemon.NewLogger(os.Stderr)
+	for _, m := range logModules {
+		log.Module(m)
+	}
+	d, err := daemon.Start(program, version, opts, log)
+	if err != nil {
+		return err
+	}
+	mod := log.Module("ovsdb_server")
+	mod.Infof("%s", daemon.VersionString(program, version))
+
+	srv := server.New(server.Options{
+		Log:     func(m string) server.Logger { return log.Module(m) },
+		Remotes: remotes,
+	})
+	for _, path := range args {
+		abs, _ := filepath.Abs(path)
+		if _, err := srv.OpenDatabase(abs, schema.VSwitch); err != nil {
+			mod.Errorf("%v", err)
+			d.Close()
+			return err
+		}
+	}
+	if err := srv.Start(); err != nil {
+		// A remote that cannot listen is logged and retried, as in OVS.
+		mod.Warnf("%v", err)
+	}
+
+	exit := make(chan struct{}, 1)
+	if u := d.Unixctl; u != nil {
+		registerCommands(u, srv, exit)
+	}
+	d.HandleSignals(func(os.Signal) {
+		select {
+		case exit <- struct{}{}:
+		default:
+		}
+	})
+	d.Ready()
+	<-exit
+	if err := srv.Close(); err != nil {
+		mod.Errorf("%v", err)
+	}
+	d.Exit(0)
+	return nil
+}
+
+func registerCommands(u *daemon.UnixctlServer, srv *server.Server, exit chan struct{}) {
+	u.Register("exit", "", 0, 0, func([]string) (string, error) {
+		select {
+		case exit <- struct{}{}:
+		default:
+		}
+		return "", nil
+	})
+	u.Register("ovsdb-server/compact", "", 0, 1, func(args []string) (string, error) {
+		if len(args) == 1 && srv.Database(args[0]) == nil {
+			return "", errors.New("no database by that name")
+		}
+		return "", srv.Compact(args...)
+	})
+	u.Register("ovsdb-server/add-remote", "REMOTE", 1, 1, func(args []string) (string, error) {
+		return "", srv.AddRemote(args[0])
+	})
+	u.Register("ovsdb-server/remove-remote", "REMOTE", 1, 1, func(args []string) (string, error) {
+		return "", srv.RemoveRemote(args[0])
+	})
+	u.Register("ovsdb-server/list-remotes", "", 0, 0, func([]string) (string, error) {
+		return joinLines(srv.Remotes()), nil
+	})
+	u.Register("ovsdb-server/list-dbs", "", 0, 0, func([]string) (string, error) {
+		return joinLines(srv.DatabaseNames()), nil
+	})
+}
+
+func joinLines(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,771 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/govs/govs/ovsdb/db"
+	"github.com/govs/govs/ovsdb/jsonrpc"
+)
+
+// Monitor protocol versions: "monitor" sends update, "monitor_cond" update2,
+// "monitor_cond_since" update3.
+const (
+	monitorV1 = 1
+	monitorV2 = 2
+	monitorV3 = 3
+)
+
+var updateMethod = [...]string{monitorV1: "update", monitorV2: "update2", monitorV3: "update3"}
+
+// monitor is one client monitor. Commits add row changes to pending, under
+// the database's lock; the session turns pending into one notification when
+// its connection has drained or before its next reply, so a slow client's
+// updates merge instead of queueing up (ovsdb/monitor.c keeps change sets
+// for the same reason).
+type monitor struct {
+	ss      *session
+	e       *dbEntry
+	id      json.RawMessage // guarded by ss.mu (monitor_cond_change renames)
+	version int
+	tables  map[string]*monTable // guarded by ss.mu; conditions change
+
+	mu      sync.Mutex                     // guards the fields below
+	pending map[string]map[db.UUID]*change // changes not yet sent
+	lastTxn db.UUID                        // the latest commit in pending
+	ready   bool                           // the reply with initial contents is queued
+}
+
+// change is a row's state before the first and after the last of the
+// commits it accumulates; nil for "did not exist".
+type change struct{ old, new *db.Row }
+
+type monTable struct {
+	t       *db.Table
+	cols    []*db.Column
+	initial bool
+	insert  bool
+	delete  bool
+	modify  bool
+	// conds is nil for "every row" (monitor, or no "where"); conditions
+	// are immutable and replaced whole by monitor_cond_change.
+	conds []db.Condition
+}
+
+func (mt *monTable) match(r *db.Row) bool {
+	return r != nil && (mt.conds == nil || db.Match(mt.conds, r))
+}
+
+// addCommit merges a commit into pending. Called under the database lock.
+func (m *monitor) addCommit(c *db.Commit) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	touched := false
+	for tname, rows := range c.Tables {
+		if m.tables[tname] == nil {
+			continue
+		}
+		p := m.pending[tname]
+		if p == nil {
+			p = make(map[db.UUID]*change, len(rows))
+			m.pending[tname] = p
+		}
+		for u, rc := range rows {
+			if ch := p[u]; ch != nil {
+				ch.new = rc.New
+				if ch.old == nil && ch.new == nil {
+					delete(p, u)
+				}
+			} else {
+				p[u] = &change{old: rc.Old, new: rc.New}
+			}
+			touched = true
+		}
+	}
+	m.lastTxn = c.TxnID
+	if touched {
+		m.ss.conn.Kick()
+	}
+}
+
+// takeUpdate returns a notification for the pending changes, or nil.
+// Called with ss.mu held.
+func (m *monitor) takeUpdate() *jsonrpc.Message {
+	m.mu.Lock()
+	if !m.ready || len(m.pending) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	pending, last := m.pending, m.lastTxn
+	m.pending = map[string]map[db.UUID]*change{}
+	m.mu.Unlock()
+	body := m.compose(pending, false)
+	if body == nil {
+		return nil
+	}
+	return m.notification(body, last)
+}
+
+func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
+	var p []byte
+	p = append(p, '[')
+	p = append(p, m.id...)
+	if m.version == monitorV3 {
+		p = append(p, `,"`...)
+		p = append(p, last.String()...)
+		p = append(p, '"')
+	}
+	p = append(p, ',')
+	p = append(p, body...)
+	p = append(p, ']')
+	return &jsonrpc.Message{Method: updateMethod[m.version], Params: p}
+}
+
+// compose encodes changes as table-updates (v1) or table-updates2, or
+// returns nil if no change is visible to the monitor.
+func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) []byte {
+	tnames := make([]string, 0, len(changes))
+	for tn := range changes {
+		tnames = append(tnames, tn)
+	}
+	sort.Strings(tnames)
+	var b []byte
+	nt := 0
+	for _, tn := range tnames {
+		mt := m.tables[tn]
+		if mt == nil {
+			continue
+		}
+		rows := changes[tn]
+		uuids := make([]db.UUID, 0, len(rows))
+		for u := range rows {
+			uuids = append(uuids, u)
+		}
+		sort.Slice(uuids, func(i, j int) bool { return bytes.Compare(uuids[i][:], uuids[j][:]) < 0 })
+		nr := 0
+		for _, u := range uuids {
+			ch := rows[u]
+			mark := len(b)
+			if nr == 0 {
+				if nt == 0 {
+					b = append(b, '{')
+				} else {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, tn)
+				b = append(b, ":{"...)
+			} else {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, u.String()...)
+			b = append(b, `":`...)
+			var ok bool
+			if m.version == monitorV1 {
+				b, ok = mt.rowUpdate1(b, ch.old, ch.new, initial)
+			} else {
+				b, ok = mt.rowUpdate2(b, ch.old, ch.new, initial)
+			}
+			if !ok {
+				b = b[:mark]
+				continue
+			}
+			nr++
+		}
+		if nr > 0 {
+			b = append(b, '}')
+			nt++
+		}
+	}
+	if nt == 0 {
+		return nil
+	}
+	return append(b, '}')
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	j, _ := json.Marshal(s)
+	return append(b, j...)
+}
+
+func appendColumns(b []byte, r *db.Row, cols []*db.Column, keep func(*db.Column) bool) []byte {
+	b = append(b, '{')
+	n := 0
+	for _, c := range cols {
+		if keep != nil && !keep(c) {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendJSONString(b, c.Name)
+		b = append(b, ':')
+		b = db.AppendDatumJSON(b, r.Get(c), c.Type.IsMap())
+	}
+	return append(b, '}')
+}
+
+func changed(c *db.Column, old, new *db.Row) bool {
+	return !old.Get(c).Equal(new.Get(c))
+}
+
+// rowUpdate1 appends a <row-update> of RFC 7047: "new" with every selected
+// column, "old" with all columns for a delete and only the changed ones for
+// a modification.
+func (mt *monTable) rowUpdate1(b []byte, old, new *db.Row, initial bool) ([]byte, bool) {
+	switch {
+	case old == nil && new == nil:
+		return b, false
+	case old == nil:
+		if initial && !mt.initial || !initial && !mt.insert {
+			return b, false
+		}
+		b = append(b, `{"new":`...)
+		b = appendColumns(b, new, mt.cols, nil)
+	case new == nil:
+		if !mt.delete {
+			return b, false
+		}
+		b = append(b, `{"old":`...)
+		b = appendColumns(b, old, mt.cols, nil)
+	default:
+		if !mt.modify {
+			return b, false
+		}
+		any := false
+		for _, c := range mt.cols {
+			if changed(c, old, new) {
+				any = true
+				break
+			}
+		}
+		if !any {
+			return b, false
+		}
+		b = append(b, `{"old":`...)
+		b = appendColumns(b, old, mt.cols, func(c *db.Column) bool { return changed(c, old, new) })
+		b = append(b, `,"new":`...)
+		b = appendColumns(b, new, mt.cols, nil)
+	}
+	return append(b, '}'), true
+}
+
+func isDefault(c *db.Column, r *db.Row) bool {
+	return c.Index >= 0 && db.IsDefault(&c.Type, r.Cols[c.Index])
+}
+
+// diff is a column's update2 "modify" value.
+func diff(c *db.Column, old, new *db.Row) db.Datum {
+	return db.Diff(&c.Type, old.Get(c), new.Get(c))
+}
+
+// rowUpdate2 appends a <row-update2>: "initial"/"insert" with the selected
+// columns that are not at their defaults, "delete": null, or "modify" with
+// the diffs of the changed columns. Conditions turn a row entering the
+// monitored set into an insert and one leaving it into a delete.
+func (mt *monTable) rowUpdate2(b []byte, old, new *db.Row, initial bool) ([]byte, bool) {
+	oldIn, newIn := mt.match(old), mt.match(new)
+	switch {
+	case !oldIn && !newIn:
+		return b, false
+	case !oldIn:
+		if initial && !mt.initial || !initial && !mt.insert {
+			return b, false
+		}
+		if initial {
+			b = append(b, `{"initial":`...)
+		} else {
+			b = append(b, `{"insert":`...)
+		}
+		b = appendColumns(b, new, mt.cols, func(c *db.Column) bool { return !isDefault(c, new) })
+	case !newIn:
+		if !mt.delete {
+			return b, false
+		}
+		b = append(b, `{"delete":null`...)
+	default:
+		if !mt.modify {
+			return b, false
+		}
+		b = append(b, `{"modify":{`...)
+		n := 0
+		for _, c := range mt.cols {
+			if !changed(c, old, new) {
+				continue
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = appendJSONString(b, c.Name)
+			b = append(b, ':')
+			b = db.AppendDatumJSON(b, diff(c, old, new), c.Type.IsMap())
+		}
+		if n == 0 {
+			return b, false
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), true
+}
+
+// parseMonitorRequests parses <monitor-requests>: per table, one request
+// object or (monitor_cond and later, and in practice any version) an array
+// of them, with ovsdb-server's checks and error texts.
+func parseMonitorRequests(e *dbEntry, raw json.RawMessage, version int) (map[string]*monTable, *ovsdbError) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, syntaxErr(raw, "monitor-requests must be object")
+	}
+	var reqs map[string]json.RawMessage
+	json.Unmarshal(raw, &reqs)
+	sch := e.d.Schema()
+	tables := map[string]*monTable{}
+	names := make([]string, 0, len(reqs))
+	for n := range reqs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, tn := range names {
+		t := sch.Tables[tn]
+		if t == nil {
+			return nil, &ovsdbError{Name: "syntax error", Details: "no table named " + tn}
+		}
+		mt := &monTable{t: t}
+		v := reqs[tn]
+		var list []json.RawMessage
+		if len(v) > 0 && v[0] == '[' {
+			json.Unmarshal(v, &list)
+		} else {
+			list = []json.RawMessage{v}
+		}
+		seen := map[*db.Column]bool{}
+		for _, r := range list {
+			if err := mt.parseRequest(r, version, seen); err != nil {
+				return nil, err
+			}
+		}
+		if len(list) == 0 {
+			// An empty array selects nothing at all, as in OVS.
+			mt.initial, mt.insert, mt.delete, mt.modify = false, false, false, false
+		}
+		tables[tn] = mt
+	}
+	return tables, nil
+}
+
+// parseRequest parses one <monitor-request> into mt.
+func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.Column]bool) *ovsdbError {
+	t := mt.t
+	var members map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &members) != nil {
+		return syntaxErr(raw, "Parsing table %s failed: Object expected.", t.Name)
+	}
+	allowed := map[string]byte{"columns": '[', "select": '{'}
+	if version >= monitorV2 {
+		allowed["where"] = '['
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want, ok := allowed[k]
+		if !ok {
+			return syntaxErr(raw, "Parsing table %s failed: Member '%s' is present but not allowed here.", t.Name, k)
+		}
+		if v := members[k]; len(v) == 0 || v[0] != want {
+			return syntaxErr(raw, "Parsing table %s failed: Type mismatch for member '%s'.", t.Name, k)
+		}
+	}
+	initial, insert, del, modify := true, true, true, true
+	if sel, ok := members["select"]; ok {
+		var flags map[string]json.RawMessage
+		json.Unmarshal(sel, &flags)
+		for k, v := range flags {
+			p := map[string]*bool{"initial": &initial, "insert": &insert, "delete": &del, "modify": &modify}[k]
+			if p == nil {
+				return syntaxErr(sel, "Parsing table %s select failed: Member '%s' is present but not allowed here.", t.Name, k)
+			}
+			switch string(v) {
+			case "true":
+				*p = true
+			case "false":
+				*p = false
+			default:
+				return syntaxErr(sel, "Parsing table %s select failed: Type mismatch for member '%s'.", t.Name, k)
+			}
+		}
+	}
+	mt.initial = mt.initial || initial
+	mt.insert = mt.insert || insert
+	mt.delete = mt.delete || del
+	mt.modify = mt.modify || modify
+
+	if cols, ok := members["columns"]; ok {
+		var names []json.RawMessage
+		json.Unmarshal(cols, &names)
+		for _, nr := range names {
+			var n string
+			if len(nr) == 0 || nr[0] != '"' || json.Unmarshal(nr, &n) != nil {
+				return syntaxErr(cols, "array of column names expected")
+			}
+			c := t.Column(n)
+			if c == nil {
+				return syntaxErr(cols, "%s is not a valid column name", n)
+			}
+			if seen[c] {
+				return syntaxErr(cols, "column %s mentioned more than once", n)
+			}
+			seen[c] = true
+			mt.cols = append(mt.cols, c)
+		}
+	} else {
+		for _, c := range t.Columns {
+			if seen[c] {
+				return syntaxErr(nil, "column %s mentioned more than once", c.Name)
+			}
+			seen[c] = true
+			mt.cols = append(mt.cols, c)
+		}
+		if v := t.Column("_version"); v != nil && !seen[v] {
+			seen[v] = true
+			mt.cols = append(mt.cols, v)
+		}
+	}
+	if where, ok := members["where"]; ok {
+		conds, err := parseWhere(t, where)
+		if err != nil {
+			return err
+		}
+		mt.conds = conds
+	}
+	return nil
+}
+
+// parseWhere parses a monitor condition; a condition that is just [true]
+// (or empty... which OVS treats as false) is normalised.
+func parseWhere(t *db.Table, raw json.RawMessage) ([]db.Condition, *ovsdbError) {
+	conds, err := db.ParseConditions(t, raw, nil)
+	if err != nil {
+		return nil, &ovsdbError{Name: err.Name, Details: err.Details, Syntax: err.Syntax}
+	}
+	if len(conds) == 0 {
+		// An empty condition matches no row (RFC 7047 section 4.1.12 as
+		// ovsdb-server implements it: ovsdb_condition_empty_or_match_any
+		// is false for an empty monitor_cond condition).
+		f, _ := db.ParseConditions(t, json.RawMessage("[false]"), nil)
+		return f, nil
+	}
+	return conds, nil
+}
+
+// monitor handles monitor, monitor_cond and monitor_cond_since.
+func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMessage) {
+	version := monitorV1
+	nparams := 3
+	switch m.Method {
+	case "monitor_cond":
+		version = monitorV2
+	case "monitor_cond_since":
+		version, nparams = monitorV3, 4
+	}
+	if len(params) != nparams {
+		ss.replyError(m, syntaxErr(m.Params, "invalid parameters"))
+		return
+	}
+	var since db.UUID
+	if version == monitorV3 {
+		var s string
+		if json.Unmarshal(params[3], &s) != nil {
+			ss.replyError(m, syntaxErr(m.Params, "invalid parameters"))
+			return
+		}
+		if u, err := db.ParseUUID(s); err == nil {
+			since = u
+		}
+	}
+	tables, perr := parseMonitorRequests(e, params[2], version)
+	if perr != nil {
+		ss.replyError(m, perr)
+		return
+	}
+	id := json.RawMessage(compactJSON(params[1]))
+	key := string(id)
+
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.monitors[key] != nil {
+		ss.flushLocked()
+		ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(params[1], "duplicate monitor ID")))
+		return
+	}
+	if ss.closed {
+		return
+	}
+	mon := &monitor{ss: ss, e: e, id: id, version: version, tables: tables,
+		pending: map[string]map[db.UUID]*change{}}
+
+	// Take the initial contents (or what the client missed) and start
+	// receiving commits atomically.
+	var contents map[string]map[db.UUID]*change
+	var last db.UUID
+	found := false
+	e.d.Read(func(snap db.Snapshot) {
+		last = snap.LastTxnID()
+		if version == monitorV3 && since != (db.UUID{}) {
+			contents, found = e.changesSince(since)
+		}
+		if !found {
+			contents = map[string]map[db.UUID]*change{}
+			for tn := range tables {
+				rows := snap.Rows(tn)
+				ch := make(map[db.UUID]*change, len(rows))
+				for u, r := range rows {
+					ch[u] = &change{new: r}
+				}
+				contents[tn] = ch
+			}
+		}
+		e.monitors[mon] = true
+	})
+	ss.monitors[key] = mon
+
+	body := mon.compose(contents, !found)
+	if body == nil {
+		body = []byte("{}")
+	}
+	var result json.RawMessage = body
+	if version == monitorV3 {
+		result = json.RawMessage(fmt.Sprintf(`[%t,"%s",%s]`, found, last, body))
+	}
+	ss.flushLocked()
+	ss.conn.Send(jsonrpc.NewReply(m.ID, result))
+	mon.mu.Lock()
+	mon.ready = true
+	mon.mu.Unlock()
+	ss.conn.Kick()
+}
+
+// changesSince merges the history after txn into one change set. It
+// reports false if txn is not in the history. Called under the db lock.
+func (e *dbEntry) changesSince(txn db.UUID) (map[string]map[db.UUID]*change, bool) {
+	i := len(e.history) - 1
+	for ; i >= 0 && e.history[i].TxnID != txn; i-- {
+	}
+	if i < 0 {
+		return nil, false
+	}
+	out := map[string]map[db.UUID]*change{}
+	for _, c := range e.history[i+1:] {
+		for tn, rows := range c.Tables {
+			p := out[tn]
+			if p == nil {
+				p = map[db.UUID]*change{}
+				out[tn] = p
+			}
+			for u, rc := range rows {
+				if ch := p[u]; ch != nil {
+					ch.new = rc.New
+				} else {
+					p[u] = &change{old: rc.Old, new: rc.New}
+				}
+			}
+		}
+	}
+	return out, true
+}
+
+// unregister stops the monitor from receiving commits.
+func (m *monitor) unregister() {
+	m.e.d.Read(func(db.Snapshot) { delete(m.e.monitors, m) })
+}
+
+func (ss *session) monitorCancel(m *jsonrpc.Message, params []json.RawMessage) {
+	if len(params) != 1 {
+		ss.replyError(m, syntaxErr(m.Params, "invalid parameters"))
+		return
+	}
+	key := compactJSON(params[0])
+	ss.mu.Lock()
+	mon := ss.monitors[key]
+	if mon == nil {
+		ss.mu.Unlock()
+		ss.replyError(m, "unknown monitor")
+		return
+	}
+	// Updates already due are sent first, as OVS flushes before replying.
+	ss.flushLocked()
+	delete(ss.monitors, key)
+	ss.mu.Unlock()
+	mon.unregister()
+	ss.reply(m, struct{}{})
+}
+
+// monitorCondChange handles monitor_cond_change [monitor-id, new-id,
+// {table: [{"columns"?, "where"}]}]: it sends the rows that enter or leave
+// the monitored set as an update, then the reply.
+func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessage) {
+	if len(params) != 3 {
+		ss.replyError(m, syntaxErr(m.Params, "invalid parameters"))
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	key := compactJSON(params[0])
+	mon := ss.monitors[key]
+	if mon == nil {
+		ss.flushLocked()
+		ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(params[0], "unknown monitor session")))
+		return
+	}
+	newKey := compactJSON(params[1])
+	if newKey != key && ss.monitors[newKey] != nil {
+		ss.flushLocked()
+		ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(params[1], "duplicate monitor ID")))
+		return
+	}
+	if mon.version == monitorV1 {
+		ss.flushLocked()
+		ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(m.Params, "monitor_cond_change is not supported for this monitor")))
+		return
+	}
+	raw := params[2]
+	var reqs map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &reqs) != nil {
+		ss.flushLocked()
+		ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(raw, "monitor-cond-change-requests must be object")))
+		return
+	}
+	newConds := map[string][]db.Condition{}
+	for tn, v := range reqs {
+		mt := mon.tables[tn]
+		if mt == nil {
+			ss.flushLocked()
+			ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(nil, "no table named %s", tn)))
+			return
+		}
+		var list []json.RawMessage
+		if len(v) > 0 && v[0] == '[' {
+			json.Unmarshal(v, &list)
+		} else {
+			list = []json.RawMessage{v}
+		}
+		for _, r := range list {
+			var req struct {
+				Where json.RawMessage `json:"where"`
+			}
+			if json.Unmarshal(r, &req) != nil {
+				ss.flushLocked()
+				ss.conn.Send(jsonrpc.NewError(m.ID, syntaxErr(r, "Parsing table %s failed: Object expected.", tn)))
+				return
+			}
+			if req.Where == nil {
+				continue
+			}
+			conds, err := parseWhere(mt.t, req.Where)
+			if err != nil {
+				ss.flushLocked()
+				ss.conn.Send(jsonrpc.NewError(m.ID, err))
+				return
+			}
+			newConds[tn] = conds
+		}
+	}
+
+	// Send what is pending under the old conditions, then the rows whose
+	// membership changes, both computed with no commit in between.
+	ss.flushLocked()
+	var rows map[string]map[db.UUID]*db.Row
+	var pending map[string]map[db.UUID]*change
+	var last db.UUID
+	mon.e.d.Read(func(snap db.Snapshot) {
+		mon.mu.Lock()
+		pending, last = mon.pending, mon.lastTxn
+		mon.pending = map[string]map[db.UUID]*change{}
+		mon.mu.Unlock()
+		rows = map[string]map[db.UUID]*db.Row{}
+		for tn := range newConds {
+			src := snap.Rows(tn)
+			cp := make(map[db.UUID]*db.Row, len(src))
+			for u, r := range src {
+				cp[u] = r
+			}
+			rows[tn] = cp
+		}
+		if last == (db.UUID{}) {
+			last = snap.LastTxnID()
+		}
+	})
+	if body := mon.compose(pending, false); body != nil {
+		ss.conn.Send(mon.notification(body, last))
+	}
+	// Rows leaving the set are deletes, rows entering are inserts.
+	var b []byte
+	tnames := make([]string, 0, len(newConds))
+	for tn := range newConds {
+		tnames = append(tnames, tn)
+	}
+	sort.Strings(tnames)
+	nt := 0
+	for _, tn := range tnames {
+		mt := mon.tables[tn]
+		oldMT := *mt
+		newMT := *mt
+		newMT.conds = newConds[tn]
+		uuids := make([]db.UUID, 0, len(rows[tn]))
+		for u := range rows[tn] {
+			uuids = append(uuids, u)
+		}
+		sort.Slice(uuids, func(i, j int) bool { return bytes.Compare(uuids[i][:], uuids[j][:]) < 0 })
+		nr := 0
+		for _, u := range uuids {
+			r := rows[tn][u]
+			was, is := oldMT.match(r), newMT.match(r)
+			if was == is {
+				continue
+			}
+			if nr == 0 {
+				if nt == 0 {
+					b = append(b, '{')
+				} else {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, tn)
+				b = append(b, ":{"...)
+			} else {
+				b = append(b, ',')
+			}
+			nr++
+			b = append(b, '"')
+			b = append(b, u.String()...)
+			b = append(b, `":`...)
+			if is {
+				b = append(b, `{"insert":`...)
+				b = appendColumns(b, r, mt.cols, func(c *db.Column) bool { return !isDefault(c, r) })
+				b = append(b, '}')
+			} else {
+				b = append(b, `{"delete":null}`...)
+			}
+		}
+		if nr > 0 {
+			b = append(b, '}')
+			nt++
+		}
+		mt.conds = newConds[tn]
+	}
+	if newKey != key {
+		delete(ss.monitors, key)
+		mon.id = json.RawMessage(newKey)
+		ss.monitors[newKey] = mon
+	}
+	if nt > 0 {
+		b = append(b, '}')
+		ss.conn.Send(mon.notification(b, last))
+	}
+	ss.conn.Send(jsonrpc.NewReply(m.ID, struct{}{}))
+}

@@ -1,0 +1,470 @@
+// Package server is the OVSDB server: it serves databases (package db) over
+// JSON-RPC (package jsonrpc) to any number of clients, with the methods of
+// RFC 7047 and ovsdb-server(7) — transactions, monitors of every version
+// (update, update2, update3 with a transaction history), locks — plus the
+// _Server database, storage of commits in database files (package storage),
+// and the listeners and connections configured as remotes, including remotes
+// read live from a database column ("db:Open_vSwitch,Open_vSwitch,manager_options").
+//
+// A Server runs inside ovsdb-server, and in ovs-vswitchd with --embedded-db.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govs/govs/ovsdb/db"
+	"github.com/govs/govs/ovsdb/jsonrpc"
+	"github.com/govs/govs/ovsdb/storage"
+	"github.com/govs/govs/schema"
+)
+
+// Logger is what the server logs through; *daemon.ModuleLogger satisfies it.
+type Logger = jsonrpc.Logger
+
+// Options configure a Server.
+type Options struct {
+	// Log returns the logger of a vlog module: the server uses
+	// "ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc" and "reconnect".
+	// Nil discards all logs.
+	Log func(module string) Logger
+	// Remotes are the initial remotes (see AddRemote).
+	Remotes []string
+	// MaxMessageSize bounds a received JSON-RPC message
+	// (jsonrpc.DefaultMaxMessageSize if 0).
+	MaxMessageSize int
+	// HistoryLength is how many recent commits per database are kept for
+	// monitor_cond_since (DefaultHistoryLength if 0, none if negative).
+	HistoryLength int
+}
+
+// DefaultHistoryLength is the number of commits kept per database so that a
+// reconnecting client gets only what it missed. OVS keeps 100 transactions
+// of history for clustered databases (ovsdb/transaction.c) and none for
+// standalone ones.
+const DefaultHistoryLength = 100
+
+// Server serves databases to JSON-RPC clients.
+type Server struct {
+	opts Options
+	uuid db.UUID
+
+	log, rpcLog, jsonLog, reconnLog Logger
+
+	serverDB *dbEntry // the _Server database
+
+	mu       sync.Mutex
+	dbs      map[string]*dbEntry // guarded by mu
+	remotes  map[string]*remote  // guarded by mu: every open remote
+	static   map[string]bool     // guarded by mu: remotes from Options and AddRemote
+	sessions map[*session]bool   // guarded by mu
+	started  bool                // guarded by mu
+	closed   bool                // guarded by mu
+	nextConn int                 // guarded by mu: for "unix#N" names
+
+	locks lockTable
+
+	reconfig  chan struct{} // kicks the remotes reconfiguration
+	dbRemotes atomic.Bool   // some remote is read from a database
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// dbEntry is one served database with what the server keeps for it.
+type dbEntry struct {
+	name    string
+	d       *db.Database
+	log     *storage.Log // nil for in-memory databases
+	path    string
+	row     db.UUID // its row in _Server.Database
+	schemaS string  // schema as the _Server "schema" string
+
+	// Guarded by the database's lock: changed only inside d.Read or a
+	// commit hook.
+	monitors map[*monitor]bool
+	history  []*db.Commit  // oldest first, at most historyLength
+	commits  chan struct{} // closed and replaced at every commit (wakes triggers)
+}
+
+// New returns a server with no databases; add them with OpenDatabase or
+// AddDatabase, then call Start.
+func New(opts Options) *Server {
+	if opts.Log == nil {
+		opts.Log = func(string) Logger { return jsonrpc.NopLogger }
+	}
+	if opts.HistoryLength == 0 {
+		opts.HistoryLength = DefaultHistoryLength
+	}
+	s := &Server{
+		opts:      opts,
+		uuid:      db.NewUUID(),
+		log:       opts.Log("ovsdb_server"),
+		rpcLog:    opts.Log("ovsdb_jsonrpc_server"),
+		jsonLog:   opts.Log("jsonrpc"),
+		reconnLog: opts.Log("reconnect"),
+		dbs:       map[string]*dbEntry{},
+		remotes:   map[string]*remote{},
+		static:    map[string]bool{},
+		sessions:  map[*session]bool{},
+		reconfig:  make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	ss, err := db.ParseSchema(schema.Server)
+	if err != nil {
+		panic("server: embedded _Server schema: " + err.Error())
+	}
+	s.serverDB = s.newEntry(db.New(ss))
+	s.dbs[ss.Name] = s.serverDB
+	s.addServerRow(s.serverDB)
+	for _, r := range opts.Remotes {
+		s.static[r] = true
+	}
+	return s
+}
+
+// ID returns the server's id, as get_server_id reports it.
+func (s *Server) ID() string { return s.uuid.String() }
+
+func (s *Server) newEntry(d *db.Database) *dbEntry {
+	e := &dbEntry{name: d.Name(), d: d, row: db.NewUUID(), monitors: map[*monitor]bool{}, commits: make(chan struct{})}
+	e.schemaS = canonicalSchema(d.Schema().JSON())
+	d.Subscribe(func(c *db.Commit) { s.committed(e, c) })
+	return e
+}
+
+// canonicalSchema renders a schema with sorted keys, as ovsdb-server fills
+// _Server's "schema" column; clients compare it with get_schema's answer as
+// JSON values.
+func canonicalSchema(raw json.RawMessage) string { return sortedJSON(raw) }
+
+// committed runs for every commit of e, in commit order, under e.d's lock.
+func (s *Server) committed(e *dbEntry, c *db.Commit) {
+	if n := s.opts.HistoryLength; n > 0 {
+		if len(e.history) >= n {
+			copy(e.history, e.history[1:])
+			e.history = e.history[:n-1]
+		}
+		e.history = append(e.history, c)
+	}
+	for m := range e.monitors {
+		m.addCommit(c)
+	}
+	close(e.commits)
+	e.commits = make(chan struct{})
+	if e != s.serverDB && s.dbRemotes.Load() {
+		s.kickReconfig()
+	}
+}
+
+// OpenDatabase opens the database file at path, replaying its records, and
+// serves it with every commit written to the file. If the file does not
+// exist and createSchema is not nil, the file is created with that schema.
+func (s *Server) OpenDatabase(path string, createSchema []byte) (*db.Database, error) {
+	var d *db.Database
+	var l *storage.Log
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && createSchema != nil {
+		sch, err := db.ParseSchema(createSchema)
+		if err != nil {
+			return nil, err
+		}
+		if l, err = storage.Create(path, sch.JSON()); err != nil {
+			return nil, err
+		}
+		s.log.Infof("%s: created database file from the built-in %s schema (ovsdb-server would require \"ovsdb-tool create\")", path, sch.Name)
+		d = db.New(sch)
+	} else {
+		// storage.Open returns the schema after the records, so the
+		// records are kept until the database exists.
+		var records []storage.Record
+		logf := func(format string, args ...any) { s.log.Warnf(format, args...) }
+		l2, schemaJSON, err := storage.Open(path, logf, func(r storage.Record) error {
+			records = append(records, r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		l = l2
+		sch, err := db.ParseSchema(schemaJSON)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		d = db.New(sch)
+		for i, r := range records {
+			if err := d.Replay(r.Tables, r.IsDiff); err != nil {
+				s.log.Errorf("%s: record %d cannot be applied, ignoring it and the %d after it: %v", path, i+1, len(records)-i-1, err)
+				break
+			}
+		}
+	}
+	if err := s.AddDatabase(d, l, path); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// AddDatabase serves d. If l is not nil, every commit is appended to it
+// before the transaction is acknowledged, and durable commits are synced.
+func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error {
+	s.mu.Lock()
+	if _, dup := s.dbs[d.Name()]; dup {
+		s.mu.Unlock()
+		return fmt.Errorf("%s: duplicate database name", d.Name())
+	}
+	e := s.newEntry(d)
+	e.log, e.path = l, path
+	s.dbs[e.name] = e
+	s.mu.Unlock()
+	if l != nil {
+		sch := d.Schema()
+		d.OnCommit(func(c *db.Commit) error {
+			rec := storage.Record{Tables: c.Record(sch), Comment: c.Comment, Date: c.Date.UnixMilli()}
+			if len(rec.Tables) == 0 {
+				return nil
+			}
+			return l.Commit(rec, false)
+		})
+	}
+	s.addServerRow(e)
+	s.kickReconfig()
+	return nil
+}
+
+// addServerRow inserts e's row into _Server.Database.
+func (s *Server) addServerRow(e *dbEntry) {
+	row := map[string]any{
+		"name":      e.name,
+		"model":     "standalone",
+		"connected": true,
+		"leader":    true,
+		"schema":    e.schemaS,
+	}
+	op := map[string]any{"op": "insert", "table": "Database", "uuid": e.row.String(), "row": row}
+	b, _ := json.Marshal(op)
+	res := s.serverDB.d.Transact([]json.RawMessage{b}, nil, time.Time{})
+	if res.Commit == nil {
+		// Fall back to a generated uuid if the engine rejects "uuid".
+		op = map[string]any{"op": "insert", "table": "Database", "row": row}
+		b, _ = json.Marshal(op)
+		res = s.serverDB.d.Transact([]json.RawMessage{b}, nil, time.Time{})
+		if res.Commit == nil {
+			s.log.Errorf("cannot add %s to _Server: %s", e.name, res.JSON)
+		}
+	}
+}
+
+// Database returns the served database with that name, or nil.
+func (s *Server) Database(name string) *db.Database {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.dbs[name]; e != nil {
+		return e.d
+	}
+	return nil
+}
+
+func (s *Server) entry(name string) *dbEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dbs[name]
+}
+
+// DatabaseNames returns the served databases' names, sorted, _Server included.
+func (s *Server) DatabaseNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.dbs))
+	for n := range s.dbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Start opens the configured remotes and starts serving.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("server already started")
+	}
+	s.started = true
+	s.mu.Unlock()
+	err := s.reconfigure()
+	s.wg.Add(2)
+	go s.reconfigLoop()
+	go s.maintenanceLoop()
+	return err
+}
+
+// Close stops listening, closes every session and the database files.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	remotes := s.remotes
+	s.remotes = map[string]*remote{}
+	sessions := make([]*session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	close(s.done)
+	for _, r := range remotes {
+		r.close()
+	}
+	for _, ss := range sessions {
+		ss.conn.Close()
+	}
+	s.wg.Wait()
+	var errs []error
+	s.mu.Lock()
+	for _, e := range s.dbs {
+		if e.log != nil {
+			errs = append(errs, e.log.Sync(), e.log.Close())
+		}
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Compact compacts every database file (the ovsdb-server/compact command),
+// or only the named ones.
+func (s *Server) Compact(names ...string) error {
+	s.mu.Lock()
+	var entries []*dbEntry
+	for _, e := range s.dbs {
+		if e.log == nil {
+			continue
+		}
+		if len(names) > 0 && !contains(names, e.name) {
+			continue
+		}
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, e := range entries {
+		s.log.Infof("compacting %s database by user request", e.name)
+		errs = append(errs, s.compact(e))
+	}
+	return errors.Join(errs...)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// compact replaces e's file by a snapshot. Commits wait meanwhile: the
+// snapshot and the replacement happen under the database lock.
+func (s *Server) compact(e *dbEntry) error {
+	var err error
+	e.d.Read(func(snap db.Snapshot) {
+		sch := e.d.Schema()
+		c := &db.Commit{Tables: map[string]map[db.UUID]*db.RowChange{}}
+		for _, tn := range sch.TableNames() {
+			rows := snap.Rows(tn)
+			if len(rows) == 0 {
+				continue
+			}
+			m := make(map[db.UUID]*db.RowChange, len(rows))
+			for u, r := range rows {
+				m[u] = &db.RowChange{New: r}
+			}
+			c.Tables[tn] = m
+		}
+		err = e.log.Replace(nil, storage.Record{Tables: c.Record(sch)})
+	})
+	if err != nil {
+		s.log.Errorf("%s: compaction failed: %v", e.name, err)
+	}
+	return err
+}
+
+// maintenanceLoop compacts database files as they grow and refreshes the
+// status of remotes configured from the database.
+func (s *Server) maintenanceLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(statusInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			var entries []*dbEntry
+			for _, e := range s.dbs {
+				if e.log != nil {
+					entries = append(entries, e)
+				}
+			}
+			s.mu.Unlock()
+			for _, e := range entries {
+				if e.log.ShouldCompact(now) {
+					s.log.Infof("%s: compacting database online", e.name)
+					s.compact(e)
+				}
+			}
+			s.updateRemoteStatus()
+		}
+	}
+}
+
+func (s *Server) kickReconfig() {
+	select {
+	case s.reconfig <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) reconfigLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.reconfig:
+			s.reconfigure()
+		}
+	}
+}
+
+func (s *Server) addSession(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions[ss] = true
+	return true
+}
+
+func (s *Server) removeSession(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}
+
+// Sessions returns the number of connected clients.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}

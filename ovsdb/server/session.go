@@ -1,0 +1,499 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/govs/govs/ovsdb/db"
+	"github.com/govs/govs/ovsdb/jsonrpc"
+)
+
+// session is one client connection and the state OVS keeps per session:
+// monitors, pending transactions ("triggers") and locks.
+type session struct {
+	srv  *Server
+	conn *jsonrpc.Conn
+
+	// mu serializes everything the session sends, so that monitor updates
+	// are flushed before any reply (a transaction's reply follows the
+	// updates it caused, as in ovsdb_jsonrpc_session_send), and guards:
+	mu          sync.Mutex
+	monitors    map[string]*monitor // by compact JSON of the monitor id
+	triggers    map[string]*trigger // pending transactions by request id
+	changeAware bool                // set_db_change_aware
+	closed      bool
+}
+
+type trigger struct {
+	cancel chan struct{}
+}
+
+func newSession(s *Server, nc net.Conn, name string, probe time.Duration) *session {
+	ss := &session{srv: s, monitors: map[string]*monitor{}, triggers: map[string]*trigger{}}
+	ss.conn = jsonrpc.NewConn(nc, jsonrpc.Options{
+		Name:           name,
+		ProbeInterval:  probe,
+		MaxMessageSize: s.opts.MaxMessageSize,
+		OnIdle:         ss.flush,
+		Log:            s.jsonLog,
+		Reconnect:      s.reconnLog,
+	})
+	return ss
+}
+
+// run serves the session until its connection closes.
+func (ss *session) run() {
+	if !ss.srv.addSession(ss) {
+		ss.conn.Close()
+		return
+	}
+	ss.conn.Serve(ss.handle)
+	ss.close()
+	ss.srv.removeSession(ss)
+}
+
+// close releases the session's monitors, triggers and locks.
+func (ss *session) close() {
+	ss.mu.Lock()
+	ss.closed = true
+	monitors := ss.monitors
+	ss.monitors = map[string]*monitor{}
+	for _, t := range ss.triggers {
+		close(t.cancel)
+	}
+	ss.triggers = map[string]*trigger{}
+	ss.mu.Unlock()
+	for _, m := range monitors {
+		m.unregister()
+	}
+	ss.srv.locks.releaseAll(ss)
+}
+
+// send queues msg after any pending monitor updates.
+func (ss *session) send(msg *jsonrpc.Message) {
+	ss.mu.Lock()
+	ss.flushLocked()
+	ss.conn.Send(msg)
+	ss.mu.Unlock()
+}
+
+// flush sends pending monitor updates; the connection calls it whenever its
+// send queue drains, so a slow client's updates accumulate (merged) in its
+// monitors instead of its queue.
+func (ss *session) flush() {
+	ss.mu.Lock()
+	ss.flushLocked()
+	ss.mu.Unlock()
+}
+
+func (ss *session) flushLocked() {
+	for _, m := range ss.monitors {
+		if msg := m.takeUpdate(); msg != nil {
+			ss.conn.Send(msg)
+		}
+	}
+}
+
+func (ss *session) reply(req *jsonrpc.Message, result any) {
+	ss.send(jsonrpc.NewReply(req.ID, result))
+}
+
+func (ss *session) replyError(req *jsonrpc.Message, err any) {
+	ss.send(jsonrpc.NewError(req.ID, err))
+}
+
+// ovsdbError is the JSON-RPC "error" object of ovsdb_error_to_json.
+type ovsdbError struct {
+	Name    string
+	Details string
+	Syntax  json.RawMessage // the offending JSON, or nil
+}
+
+func (e *ovsdbError) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"error": e.Name}
+	if e.Details != "" {
+		m["details"] = e.Details
+	}
+	if e.Syntax != nil {
+		m["syntax"] = sortedJSON(e.Syntax)
+	}
+	return json.Marshal(m)
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// sortedJSON renders JSON compactly with object keys sorted, as OVS prints
+// the "syntax" of an error (json_to_string with JSSF_SORT).
+func sortedJSON(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return compactJSON(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return compactJSON(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func syntaxErr(syntax json.RawMessage, format string, args ...any) *ovsdbError {
+	return &ovsdbError{Name: "syntax error", Details: fmt.Sprintf(format, args...), Syntax: syntax}
+}
+
+// splitParams splits a request's params, which the decoder validated.
+func splitParams(raw json.RawMessage) []json.RawMessage {
+	ps, _ := jsonrpc.SplitArray(raw)
+	return ps
+}
+
+// handle runs one message from the client, in arrival order. A panic in
+// a request (a bug) is logged and answered with an error instead of taking
+// every other client down with the process; the database stays as it was
+// before the request, since transactions only change it when they commit.
+func (ss *session) handle(m *jsonrpc.Message) {
+	defer func() {
+		if r := recover(); r != nil {
+			ss.srv.log.Errorf("%s: internal error handling %s %s: %v\n%s", ss.conn.Name(), m.Method, m.Params, r, debug.Stack())
+			if m.Type() == jsonrpc.Request {
+				ss.replyError(m, &ovsdbError{Name: "internal error", Details: fmt.Sprint(r)})
+			}
+		}
+	}()
+	switch m.Type() {
+	case jsonrpc.Notification:
+		if m.Method == "cancel" {
+			ss.cancel(m)
+		}
+		return
+	case jsonrpc.Reply, jsonrpc.Error:
+		ss.srv.rpcLog.Warnf("%s: received unexpected %s message", ss.conn.Name(), m.Type())
+		ss.conn.Close()
+		return
+	}
+	params := splitParams(m.Params)
+	switch m.Method {
+	case "transact":
+		if e := ss.lookupDB(m, params); e != nil {
+			ss.transact(m, e, params[1:])
+		}
+	case "monitor", "monitor_cond", "monitor_cond_since":
+		if e := ss.lookupDB(m, params); e != nil {
+			ss.monitor(m, e, params)
+		}
+	case "monitor_cond_change":
+		ss.monitorCondChange(m, params)
+	case "monitor_cancel":
+		ss.monitorCancel(m, params)
+	case "get_schema":
+		if e := ss.lookupDB(m, params); e != nil {
+			ss.reply(m, e.d.Schema().JSON())
+		}
+	case "list_dbs":
+		ss.reply(m, ss.srv.DatabaseNames())
+	case "get_server_id":
+		ss.reply(m, ss.srv.ID())
+	case "lock", "steal":
+		ss.lock(m, params)
+	case "unlock":
+		ss.unlock(m, params)
+	case "echo":
+		ss.reply(m, m.Params)
+	case "set_db_change_aware":
+		ss.mu.Lock()
+		ss.changeAware = len(params) == 1 && string(params[0]) == "true"
+		ss.mu.Unlock()
+		ss.reply(m, struct{}{})
+	default:
+		ss.replyError(m, "unknown method")
+	}
+}
+
+// lookupDB finds the database named by params[0], replying with OVS's
+// errors if there is none.
+func (ss *session) lookupDB(m *jsonrpc.Message, params []json.RawMessage) *dbEntry {
+	var name string
+	if len(params) == 0 || json.Unmarshal(params[0], &name) != nil || params[0][0] != '"' {
+		ss.replyError(m, syntaxErr(m.Params, "%s request params must begin with <db-name>", m.Method))
+		return nil
+	}
+	e := ss.srv.entry(name)
+	if e == nil {
+		ss.replyError(m, &ovsdbError{Name: "unknown database", Syntax: m.Params,
+			Details: fmt.Sprintf("%s request specifies unknown database %s", m.Method, name)})
+		return nil
+	}
+	return e
+}
+
+// HasLock implements db.LockChecker for the "assert" operation.
+func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name) }
+
+func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
+	if e == ss.srv.serverDB {
+		if res, ok := readOnlyCheck(e, ops); !ok {
+			ss.reply(m, res)
+			return
+		}
+	}
+	res := e.d.Transact(ops, ss, time.Time{})
+	if res.WaitUntil.IsZero() {
+		ss.finishTransact(m, e, res)
+		return
+	}
+	// A "wait" operation is not satisfied yet: run the transaction again
+	// after each commit until it is, or until its timeout.
+	key := compactJSON(m.ID)
+	ss.mu.Lock()
+	if _, dup := ss.triggers[key]; dup {
+		ss.mu.Unlock()
+		ss.replyError(m, "duplicate request ID")
+		return
+	}
+	t := &trigger{cancel: make(chan struct{})}
+	ss.triggers[key] = t
+	ss.mu.Unlock()
+	started := time.Now()
+	go func() {
+		for {
+			var commits <-chan struct{}
+			e.d.Read(func(db.Snapshot) { commits = e.commits })
+			res := e.d.Transact(ops, ss, started)
+			if res.WaitUntil.IsZero() {
+				ss.mu.Lock()
+				_, live := ss.triggers[key]
+				delete(ss.triggers, key)
+				ss.mu.Unlock()
+				if live {
+					ss.finishTransact(m, e, res)
+				}
+				return
+			}
+			timer := time.NewTimer(time.Until(res.WaitUntil))
+			select {
+			case <-commits:
+			case <-timer.C:
+			case <-t.cancel:
+				timer.Stop()
+				return
+			case <-ss.srv.done:
+				timer.Stop()
+				return
+			}
+			timer.Stop()
+		}
+	}()
+}
+
+func (ss *session) finishTransact(m *jsonrpc.Message, e *dbEntry, res db.Result) {
+	if res.Durable && e.log != nil {
+		if err := e.log.Sync(); err != nil {
+			ss.srv.log.Errorf("%s: %v", e.name, err)
+			ss.reply(m, json.RawMessage(`[{"error":"I/O error","details":`+jsonString(err.Error())+`}]`))
+			return
+		}
+	}
+	ss.reply(m, res.JSON)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// readOnlyCheck refuses changes to the _Server database as ovsdb-server
+// does ("not allowed"), answering the operations before the first change.
+func readOnlyCheck(e *dbEntry, ops []json.RawMessage) (json.RawMessage, bool) {
+	for i, raw := range ops {
+		var op struct {
+			Op string `json:"op"`
+		}
+		json.Unmarshal(raw, &op)
+		switch op.Op {
+		case "insert", "update", "mutate", "delete":
+		default:
+			continue
+		}
+		res := e.d.Transact(ops[:i], nil, time.Time{})
+		var results []json.RawMessage
+		json.Unmarshal(res.JSON, &results)
+		if len(results) < i {
+			return res.JSON, false
+		}
+		errJSON, _ := json.Marshal(&ovsdbError{Name: "not allowed",
+			Details: fmt.Sprintf("%s operation not allowed on table in reserved database %s", op.Op, e.name)})
+		results = append(results[:i], errJSON)
+		b, _ := json.Marshal(results)
+		return b, false
+	}
+	return nil, true
+}
+
+func (ss *session) cancel(m *jsonrpc.Message) {
+	params := splitParams(m.Params)
+	if len(params) != 1 {
+		return
+	}
+	key := compactJSON(params[0])
+	ss.mu.Lock()
+	t := ss.triggers[key]
+	delete(ss.triggers, key)
+	ss.mu.Unlock()
+	if t != nil {
+		close(t.cancel)
+		ss.send(jsonrpc.NewError(params[0], "canceled"))
+	}
+}
+
+func isID(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (ss *session) lockName(m *jsonrpc.Message, params []json.RawMessage) (string, bool) {
+	var name string
+	if len(params) != 1 || json.Unmarshal(params[0], &name) != nil || params[0][0] != '"' || !isID(name) {
+		ss.replyError(m, syntaxErr(m.Params, "%s request params must be <id>", m.Method))
+		return "", false
+	}
+	return name, true
+}
+
+func (ss *session) lock(m *jsonrpc.Message, params []json.RawMessage) {
+	name, ok := ss.lockName(m, params)
+	if !ok {
+		return
+	}
+	owner, victim, dup := ss.srv.locks.lock(ss, name, m.Method == "steal")
+	if dup {
+		ss.replyError(m, syntaxErr(m.Params, "must issue \"unlock\" before new \"%s\"", m.Method))
+		return
+	}
+	if victim != nil {
+		victim.send(jsonrpc.NewNotification("stolen", []string{name}))
+	}
+	ss.reply(m, map[string]bool{"locked": owner})
+}
+
+func (ss *session) unlock(m *jsonrpc.Message, params []json.RawMessage) {
+	name, ok := ss.lockName(m, params)
+	if !ok {
+		return
+	}
+	next, held := ss.srv.locks.unlock(ss, name)
+	if !held {
+		ss.replyError(m, syntaxErr(m.Params, "unlock: \"unlock\" without \"lock\" or \"steal\""))
+		return
+	}
+	ss.reply(m, struct{}{})
+	if next != nil {
+		next.send(jsonrpc.NewNotification("locked", []string{name}))
+	}
+}
+
+// lockTable is the server's named locks: the first waiter owns a lock.
+type lockTable struct {
+	mu    sync.Mutex
+	locks map[string][]*session // guarded by mu: waiters, owner first
+}
+
+// lock adds ss as a waiter, at the front if it steals. It returns whether
+// ss now owns the lock, the session it stole from, and whether ss already
+// waits for or owns it.
+func (lt *lockTable) lock(ss *session, name string, steal bool) (owner bool, victim *session, dup bool) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if lt.locks == nil {
+		lt.locks = map[string][]*session{}
+	}
+	ws := lt.locks[name]
+	for _, w := range ws {
+		if w == ss {
+			return false, nil, true
+		}
+	}
+	if steal {
+		if len(ws) > 0 {
+			victim = ws[0]
+		}
+		ws = append([]*session{ss}, ws...)
+	} else {
+		ws = append(ws, ss)
+	}
+	lt.locks[name] = ws
+	return ws[0] == ss, victim, false
+}
+
+// unlock removes ss from the lock's waiters, returning the new owner if
+// ownership passed on.
+func (lt *lockTable) unlock(ss *session, name string) (next *session, held bool) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	ws := lt.locks[name]
+	for i, w := range ws {
+		if w != ss {
+			continue
+		}
+		ws = append(ws[:i:i], ws[i+1:]...)
+		if len(ws) == 0 {
+			delete(lt.locks, name)
+		} else {
+			lt.locks[name] = ws
+		}
+		if i == 0 && len(ws) > 0 {
+			next = ws[0]
+		}
+		return next, true
+	}
+	return nil, false
+}
+
+func (lt *lockTable) owns(ss *session, name string) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	ws := lt.locks[name]
+	return len(ws) > 0 && ws[0] == ss
+}
+
+func (lt *lockTable) releaseAll(ss *session) {
+	lt.mu.Lock()
+	var names []string
+	for name, ws := range lt.locks {
+		for _, w := range ws {
+			if w == ss {
+				names = append(names, name)
+			}
+		}
+	}
+	lt.mu.Unlock()
+	for _, name := range names {
+		if next, _ := lt.unlock(ss, name); next != nil {
+			next.send(jsonrpc.NewNotification("locked", []string{name}))
+		}
+	}
+}

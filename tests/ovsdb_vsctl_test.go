@@ -1,0 +1,238 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ovsdbStep is one ovs-vsctl invocation of a differential test. "{PORT}" in
+// an argument is replaced by a free TCP port chosen per server.
+type ovsdbStep struct {
+	args []string
+	// sorted compares list/find output record by record, ignoring order.
+	sorted bool
+}
+
+func vs(args ...string) ovsdbStep     { return ovsdbStep{args: args} }
+func vsList(args ...string) ovsdbStep { return ovsdbStep{args: args, sorted: true} }
+
+// TestOvsdbVsctlDifferential runs the same ovs-vsctl commands against
+// Debian's ovsdb-server and govs' and compares stdout, stderr and exit codes.
+func TestOvsdbVsctlDifferential(t *testing.T) {
+	steps := []ovsdbStep{
+		vs("init"),
+		vs("show"),
+		vs("add-br", "br0"),
+		vs("add-br", "br1"),
+		vs("add-port", "br0", "p1"),
+		vs("add-port", "br0", "p2", "--", "set", "Interface", "p2", "type=internal"),
+		vs("add-bond", "br0", "bond0", "a", "b"),
+		vs("add-bond", "br0", "bond1", "c", "d", "bond_mode=balance-slb", "lacp=active"),
+		vs("list-br"),
+		vs("list-ports", "br0"),
+		vs("list-ifaces", "br0"),
+		vs("port-to-br", "p1"),
+		vs("iface-to-br", "a"),
+		vs("br-exists", "br0"),
+		vs("br-exists", "nope"),
+		vs("add-br", "br0"),
+		vs("--may-exist", "add-br", "br0"),
+		vs("add-port", "br1", "p1"),
+		vs("--may-exist", "add-port", "br0", "p1"),
+		vs("del-port", "nope"),
+		vs("--if-exists", "del-port", "nope"),
+		vs("set", "Bridge", "br0", "other_config:hwaddr=00:11:22:33:44:55", "external_ids:k1=v1", "external_ids:k2=v2"),
+		vs("get", "Bridge", "br0", "other_config"),
+		vs("get", "Bridge", "br0", "other_config:hwaddr"),
+		vs("get", "Bridge", "br0", "other_config:nope"),
+		vs("--if-exists", "get", "Bridge", "br0", "other_config:nope"),
+		vs("remove", "Bridge", "br0", "external_ids", "k1"),
+		vs("get", "Bridge", "br0", "external_ids"),
+		vs("add", "Bridge", "br0", "flood_vlans", "10", "20", "30"),
+		vs("remove", "Bridge", "br0", "flood_vlans", "20"),
+		vs("get", "Bridge", "br0", "flood_vlans"),
+		vs("clear", "Bridge", "br0", "flood_vlans"),
+		vs("get", "Bridge", "br0", "flood_vlans"),
+		vs("set", "Port", "p1", "tag=10"),
+		vs("get", "Port", "p1", "tag"),
+		vs("set", "Port", "p1", "tag=5000"),
+		vs("set", "Bridge", "br0", "fail_mode=bogus"),
+		vs("set", "Bridge", "br0", "fail_mode=secure", "stp_enable=true"),
+		vs("set", "Bridge", "br0", "nosuchcolumn=1"),
+		vs("set", "Nope", "br0", "x=1"),
+		vs("set", "Bridge", "nope", "stp_enable=true"),
+		vs("set", "Interface", "p1", "ofport_request=70000"),
+		vs("set", "Interface", "p1", "ofport_request=7"),
+		vs("add", "Port", "p1", "trunks", "1", "2", "3"),
+		vs("set", "Interface", "p2", "options:remote_ip=1.2.3.4", "options:key=flow"),
+		vsList("find", "Port", "tag=10"),
+		vsList("--columns=name,tag", "find", "Port", "tag!=10"),
+		vsList("--columns=name", "list", "Port"),
+		vsList("--columns=name,type,options", "list", "Interface"),
+		vs("list", "Bridge", "br0"),
+		vs("--columns=name,ports", "list", "Bridge", "br1"),
+		vs("--id=@q", "create", "QoS", "type=linux-htb", "other_config:max-rate=1000000", "--", "set", "Port", "p1", "qos=@q"),
+		vsList("--columns=type,other_config", "list", "QoS"),
+		vs("--id=@m", "create", "Mirror", "name=m0", "select_all=true", "--", "add", "Bridge", "br0", "mirrors", "@m"),
+		vs("get", "Mirror", "m0", "select_all"),
+		vs("--", "--id=@nf", "create", "NetFlow", "targets=\"1.2.3.4:5566\"", "--", "set", "Bridge", "br1", "netflow=@nf"),
+		vs("--dry-run", "add-br", "br9"),
+		vs("list-br"),
+		vs("add-br", "br2", "--", "set", "Bridge", "br2", "datapath_type=netdev", "--", "add-port", "br2", "p20"),
+		vs("br-set-external-id", "br2", "xx", "yy"),
+		vs("br-get-external-id", "br2"),
+		vs("del-br", "br1"),
+		vsList("--columns=name", "list", "Port"),
+		vsList("--columns=targets", "list", "NetFlow"),
+		vs("del-port", "br0", "bond0"),
+		vsList("--columns=name", "list", "Interface"),
+		vs("set-manager", "ptcp:{PORT}:127.0.0.1"),
+		vs("get-manager"),
+		vs("show"),
+		vs("del-manager"),
+		vs("get-manager"),
+		vs("set", "Open_vSwitch", ".", "other_config:a=b", "external_ids:system-id=xyz"),
+		vs("get", "Open_vSwitch", ".", "other_config", "external_ids"),
+		vs("emer-reset"),
+		vs("list-br"),
+		vs("--columns=name,other_config,fail_mode", "list", "Bridge", "br0"),
+		vs("del-br", "br0", "--", "del-br", "br2"),
+		vsList("list", "Port"),
+		vsList("list", "Interface"),
+		vsList("list", "QoS"),
+		vsList("list", "Mirror"),
+		vs("show"),
+	}
+	servers := []*ovsdbProc{ovsdbStart(t, ovsdbOpts{kind: "debian"}), ovsdbStart(t, ovsdbOpts{kind: "govs"})}
+	ports := []int{ovsdbFreePort(t), ovsdbFreePort(t)}
+	for ports[1] == ports[0] {
+		ports[1] = ovsdbFreePort(t)
+	}
+	for i, st := range steps {
+		var res [2]ovsdbResult
+		for j, p := range servers {
+			args := []string{"--no-wait"}
+			for _, a := range st.args {
+				args = append(args, strings.ReplaceAll(a, "{PORT}", strconv.Itoa(ports[j])))
+			}
+			r := p.vsctl(args...)
+			port := strconv.Itoa(ports[j])
+			r.stdout = ovsdbNormalize(strings.ReplaceAll(r.stdout, port, "{PORT}"), st.sorted)
+			if st.args[len(st.args)-1] == "show" {
+				r.stdout = ovsdbSortTree(r.stdout)
+			}
+			r.stderr = ovsdbNormalize(strings.ReplaceAll(r.stderr, port, "{PORT}"), false)
+			res[j] = r
+		}
+		name := fmt.Sprintf("step %d: ovs-vsctl %s", i, strings.Join(st.args, " "))
+		if res[0] != res[1] {
+			t.Errorf("%s differs\ndebian: exit %d\nstdout:\n%s\nstderr:\n%s\ngovs: exit %d\nstdout:\n%s\nstderr:\n%s",
+				name, res[0].code, res[0].stdout, res[0].stderr, res[1].code, res[1].stdout, res[1].stderr)
+		}
+	}
+}
+
+// TestOvsdbManagerRemote checks that set-manager opens a listener and
+// del-manager closes it, live.
+func TestOvsdbManagerRemote(t *testing.T) {
+	p := ovsdbStart(t, ovsdbOpts{})
+	p.mustVsctl("init")
+	port := ovsdbFreePort(t)
+	p.mustVsctl("set-manager", fmt.Sprintf("ptcp:%d:127.0.0.1", port))
+	ovsdbWait(t, 10*time.Second, "manager listener to open", func() bool { return ovsdbPortOpen(port) })
+
+	// A client over TCP sees the same database.
+	r := ovsdbRun(ovsdbVsctl, fmt.Sprintf("--db=tcp:127.0.0.1:%d", port), "--no-wait", "add-br", "brtcp")
+	if r.code != 0 {
+		t.Fatalf("ovs-vsctl over tcp: %s", r.stderr)
+	}
+	if out := p.mustVsctl("list-br"); out != "brtcp\n" {
+		t.Fatalf("list-br: %q", out)
+	}
+	ovsdbWait(t, 10*time.Second, "Manager status", func() bool {
+		out := p.mustVsctl("get", "Manager", ".", "status:bound_port")
+		return strings.TrimSpace(out) == fmt.Sprintf(`"%d"`, port)
+	})
+
+	p.mustVsctl("del-manager")
+	ovsdbWait(t, 10*time.Second, "manager listener to close", func() bool { return !ovsdbPortOpen(port) })
+
+	// Unixctl remotes.
+	if r := p.appctl("ovsdb-server/list-remotes"); r.stdout != "db:Open_vSwitch,Open_vSwitch,manager_options\npunix:"+p.sock+"\n" {
+		t.Fatalf("list-remotes: %q %q", r.stdout, r.stderr)
+	}
+	port2 := ovsdbFreePort(t)
+	if r := p.appctl("ovsdb-server/add-remote", fmt.Sprintf("ptcp:%d:127.0.0.1", port2)); r.code != 0 {
+		t.Fatalf("add-remote: %s", r.stderr)
+	}
+	ovsdbWait(t, 10*time.Second, "added remote to listen", func() bool { return ovsdbPortOpen(port2) })
+	if r := p.appctl("ovsdb-server/remove-remote", fmt.Sprintf("ptcp:%d:127.0.0.1", port2)); r.code != 0 {
+		t.Fatalf("remove-remote: %s", r.stderr)
+	}
+	ovsdbWait(t, 10*time.Second, "removed remote to close", func() bool { return !ovsdbPortOpen(port2) })
+	if r := p.appctl("ovsdb-server/remove-remote", "ptcp:1:127.0.0.1"); r.code == 0 || !strings.Contains(r.stderr, "no such remote") {
+		t.Fatalf("remove-remote of an unknown remote: %+v", r)
+	}
+	if r := p.appctl("ovsdb-server/compact"); r.code != 0 {
+		t.Fatalf("compact: %+v", r)
+	}
+	if r := p.appctl("ovsdb-server/compact", "nope"); r.code == 0 || !strings.Contains(r.stderr, "no database by that name") {
+		t.Fatalf("compact nope: %+v", r)
+	}
+	if out := p.mustVsctl("list-br"); out != "brtcp\n" {
+		t.Fatalf("list-br after compaction: %q", out)
+	}
+}
+
+// TestOvsdbCrashLosesNothing kills the server with SIGKILL right after
+// acknowledged transactions and checks they survive a restart.
+func TestOvsdbCrashLosesNothing(t *testing.T) {
+	p := ovsdbStart(t, ovsdbOpts{})
+	p.mustVsctl("init")
+	for i := 0; i < 20; i++ {
+		p.mustVsctl("add-br", fmt.Sprintf("br%02d", i), "--", "set", "Bridge", fmt.Sprintf("br%02d", i), fmt.Sprintf("external_ids:n=%d", i))
+	}
+	p.kill9()
+	p.start()
+	out := p.mustVsctl("list-br")
+	if got := strings.Count(out, "\n"); got != 20 {
+		t.Fatalf("after kill -9 and restart: %d bridges:\n%s", got, out)
+	}
+	if v := p.mustVsctl("get", "Bridge", "br19", "external_ids:n"); v != "\"19\"\n" {
+		t.Fatalf("external_ids:n = %q", v)
+	}
+	// Debian's tools read the file govs wrote.
+	if r := ovsdbRun(ovsdbTool, "query", p.db, `["Open_vSwitch",{"op":"select","table":"Bridge","where":[],"columns":["name"]}]`); r.code != 0 || strings.Count(r.stdout, `"name"`) != 20 {
+		t.Fatalf("ovsdb-tool query: %+v", r)
+	}
+}
+
+// TestOvsdbAppctl checks the unixctl commands scripts use, on govs' server.
+func TestOvsdbAppctl(t *testing.T) {
+	p := ovsdbStart(t, ovsdbOpts{})
+	if r := p.appctl("version"); r.code != 0 || !strings.HasPrefix(r.stdout, "ovsdb-server (") {
+		t.Fatalf("version: %+v", r)
+	}
+	r := p.appctl("list-commands")
+	for _, c := range []string{"exit", "ovsdb-server/compact", "ovsdb-server/add-remote", "ovsdb-server/remove-remote", "ovsdb-server/list-remotes", "ovsdb-server/list-dbs"} {
+		if !strings.Contains(r.stdout, "  "+c) {
+			t.Errorf("list-commands lacks %s:\n%s", c, r.stdout)
+		}
+	}
+	if r := p.appctl("ovsdb-server/list-dbs"); r.stdout != "Open_vSwitch\n_Server\n" {
+		t.Fatalf("list-dbs: %+v", r)
+	}
+	pid := p.pid()
+	if r := p.appctl("exit"); r.code != 0 {
+		t.Fatalf("exit: %+v", r)
+	}
+	ovsdbWait(t, 10*time.Second, "ovsdb-server to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	if _, err := os.Stat(p.pidf); err == nil {
+		t.Fatal("pidfile left behind after exit")
+	}
+}
