@@ -1,7 +1,7 @@
 package tests
 
-// Harness for the ovs-vswitchd end-to-end tests: Debian's ovsdb-server in a
-// temporary directory, govs' ovs-vswitchd against it, network namespaces
+// Harness for the ovs-vswitchd end-to-end tests: an OVSDB server (govs' own,
+// or Debian's with GOVS_TEST_OVSDB=debian) in a temporary directory, govs' ovs-vswitchd against it, network namespaces
 // joined to bridges through veths, and the real ovs-vsctl / ovs-appctl.
 // Every kernel object a test creates is named gvsw*, as other suites run
 // concurrently on the machine.
@@ -157,9 +157,44 @@ func vswTail(s string, n int) string {
 func (e *vswEnv) sock() string    { return filepath.Join(e.dir, "db.sock") }
 func (e *vswEnv) logPath() string { return filepath.Join(e.dir, "ovs-vswitchd.log") }
 
+// vswOvsdbServer is the OVSDB server the switch tests run against: govs'
+// own by default, Debian's with GOVS_TEST_OVSDB=debian (make test runs the
+// suite both ways).
+func vswOvsdbServer(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("GOVS_TEST_OVSDB") == "debian" {
+		return "/usr/sbin/ovsdb-server"
+	}
+	vswServerOnce.Do(func() {
+		dir, err := filepath.Abs(filepath.Join("out", "ovsdb"))
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			vswServerErr = err
+			return
+		}
+		vswServerBin = filepath.Join(dir, "ovsdb-server")
+		out, err := exec.Command("go", "build", "-o", vswServerBin, "github.com/govs/govs/ovsdb").CombinedOutput()
+		if err != nil {
+			vswServerErr = fmt.Errorf("building ovsdb-server: %v\n%s", err, out)
+		}
+	})
+	if vswServerErr != nil {
+		t.Fatal(vswServerErr)
+	}
+	return vswServerBin
+}
+
+var (
+	vswServerOnce sync.Once
+	vswServerBin  string
+	vswServerErr  error
+)
+
 func (e *vswEnv) startDB() {
 	e.t.Helper()
-	_, err := vswRun("ovsdb-server", filepath.Join(e.dir, "conf.db"), "--remote=punix:"+e.sock(),
+	_, err := vswRun(vswOvsdbServer(e.t), filepath.Join(e.dir, "conf.db"), "--remote=punix:"+e.sock(),
 		"--pidfile="+filepath.Join(e.dir, "ovsdb-server.pid"), "--unixctl="+filepath.Join(e.dir, "ovsdb-server.ctl"),
 		"--log-file="+filepath.Join(e.dir, "ovsdb-server.log"), "--detach")
 	if err != nil {

@@ -7,6 +7,8 @@
 //	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET]
 //
 // DATABASE is unix:PATH or tcp:IP:PORT, by default unix:$OVS_RUNDIR/db.sock.
+// With --embedded-db[=FILE] the switch runs govs' OVSDB server itself,
+// serving FILE (default $OVS_DBDIR/conf.db) on unix:$OVS_RUNDIR/db.sock.
 package main
 
 import (
@@ -26,16 +28,11 @@ const (
 	version = "3.1.0"
 )
 
-// EmbeddedDB starts a database server inside this process and returns the
-// remote to connect to; stop shuts it down. It is the seam for
-// --embedded-db[=FILE] (FILE "" meaning the default database file): a build
-// that links govs' own server sets it. While it is nil the option is
-// refused.
-var EmbeddedDB func(ctx context.Context, file string, log *daemon.Logger) (remote string, stop func(), err error)
-
 // logModules are this program's vlog modules, registered before the
 // command line's -v specs are applied.
-var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev"}
+var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev",
+	// The embedded database server's modules.
+	"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "ovsdb_storage"}
 
 func main() {
 	if err := run(); err != nil {
@@ -61,9 +58,6 @@ func run() error {
 	if opts.Version {
 		fmt.Println(daemon.VersionString(program, version))
 		return nil
-	}
-	if embedded != nil && EmbeddedDB == nil {
-		return errors.New("--embedded-db is not available in this build")
 	}
 	if len(args) > 1 {
 		return errors.New("at most one non-option argument accepted; use --help for usage")
@@ -91,7 +85,7 @@ func run() error {
 	stopDB := func() {}
 	if embedded != nil {
 		// After Start, so that a --detach child, not its parent, serves.
-		r, stop, err := EmbeddedDB(ctx, *embedded, log)
+		r, stop, err := startEmbeddedDB(*embedded, opts.Rundir, log)
 		if err != nil {
 			cancel()
 			d.Close()

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/ovsdb/db"
+	"github.com/govs/govs/ovsdb/server"
+	"github.com/govs/govs/schema"
+)
+
+// dbDir is where the embedded database lives by default: $OVS_DBDIR, or
+// /etc/openvswitch as with Open vSwitch.
+func dbDir() string {
+	if d := os.Getenv("OVS_DBDIR"); d != "" {
+		return d
+	}
+	return "/etc/openvswitch"
+}
+
+// startEmbeddedDB runs govs' OVSDB server inside this process, serving file
+// (default $OVS_DBDIR/conf.db, created if missing) on
+// punix:<rundir>/db.sock for outside clients and on the remotes of the
+// Manager table, exactly as a separate ovsdb-server started by ovs-ctl
+// would. It returns the remote the switch itself connects to.
+func startEmbeddedDB(file, rundir string, log *daemon.Logger) (remote string, stop func(), err error) {
+	if file == "" {
+		file = filepath.Join(dbDir(), "conf.db")
+	}
+	if file, err = filepath.Abs(file); err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", nil, err
+	}
+	sock := filepath.Join(rundir, "db.sock")
+	srv := server.New(server.Options{
+		Log:     func(m string) server.Logger { return log.Module(m) },
+		Remotes: []string{"punix:" + sock, "db:Open_vSwitch,Open_vSwitch,manager_options"},
+	})
+	d, err := srv.OpenDatabase(file, schema.VSwitch)
+	if err != nil {
+		srv.Close()
+		return "", nil, err
+	}
+	if err := initDatabase(d); err != nil {
+		srv.Close()
+		return "", nil, err
+	}
+	if err := srv.Start(); err != nil {
+		srv.Close()
+		return "", nil, err
+	}
+	log.Module("ovsdb_server").Infof("embedded database %s serving unix:%s", file, sock)
+	return "unix:" + sock, func() { srv.Close() }, nil
+}
+
+// initDatabase gives a new database its Open_vSwitch row, as ovs-ctl does
+// with "ovs-vsctl init" and db_version, so that a first "ovs-vsctl add-br"
+// works on a fresh machine.
+func initDatabase(d *db.Database) error {
+	ops := []json.RawMessage{
+		json.RawMessage(`{"op":"wait","table":"Open_vSwitch","where":[],"until":"==","rows":[],"timeout":0}`),
+		json.RawMessage(fmt.Sprintf(`{"op":"insert","table":"Open_vSwitch","row":{"db_version":%q,"ovs_version":%q}}`, d.Schema().Version, version)),
+		json.RawMessage(`{"op":"comment","comment":"govs: initialize database"}`),
+	}
+	res := d.Transact(ops, nil, time.Time{})
+	var results []map[string]any
+	if err := json.Unmarshal(res.JSON, &results); err != nil {
+		return err
+	}
+	for i, r := range results {
+		if e, ok := r["error"]; ok && !(i == 0 && e == "timed out") {
+			return fmt.Errorf("initializing database: %v: %v", e, r["details"])
+		}
+	}
+	return nil
+}
