@@ -15,7 +15,8 @@ build:
 
 # The whole suite, end-to-end tests in network namespaces included: run as root.
 test: build check-generate vet
-	$(GO) test -count=1 -timeout 14m ./...
+	$(GO) test -count=1 -timeout 12m ./...
+	GOVS_TEST_OVSDB=debian $(GO) test -count=1 -timeout 5m -run '^TestVswitchd' ./tests/
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
