@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 )
@@ -36,9 +35,17 @@ var condFuncs = map[string]condFunc{
 // [column, function, value] triples it accepts the booleans true and false
 // (monitor_cond). Named-uuids resolve through syms, which may be nil.
 func ParseConditions(t *Table, raw json.RawMessage, syms *Symbols) ([]Condition, *Error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil || bytes.TrimSpace(raw)[0] != '[' {
+	v, err := decodeJSON(raw)
+	if err != nil {
 		return nil, syntaxError(raw, "Parse error in condition.")
+	}
+	return parseConditions(t, v, syms)
+}
+
+func parseConditions(t *Table, v any, syms *Symbols) ([]Condition, *Error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, syntaxError(v, "Parse error in condition.")
 	}
 	conds := make([]Condition, 0, len(list))
 	for _, c := range list {
@@ -51,35 +58,36 @@ func ParseConditions(t *Table, raw json.RawMessage, syms *Symbols) ([]Condition,
 	return conds, nil
 }
 
-func parseCondition(t *Table, raw json.RawMessage, syms *Symbols) (Condition, *Error) {
-	switch string(bytes.TrimSpace(raw)) {
-	case "true":
-		return Condition{konst: 1}, nil
-	case "false":
+func parseCondition(t *Table, v any, syms *Symbols) (Condition, *Error) {
+	if b, ok := v.(bool); ok {
+		if b {
+			return Condition{konst: 1}, nil
+		}
 		return Condition{konst: -1}, nil
 	}
-	var triple []json.RawMessage
-	if json.Unmarshal(raw, &triple) != nil || len(triple) != 3 {
-		return Condition{}, syntaxError(raw, "Parse error in condition.")
+	triple, ok := v.([]any)
+	if !ok || len(triple) != 3 {
+		return Condition{}, syntaxError(v, "Parse error in condition.")
 	}
-	var cname, fname string
-	if json.Unmarshal(triple[0], &cname) != nil || json.Unmarshal(triple[1], &fname) != nil {
-		return Condition{}, syntaxError(raw, "Parse error in condition.")
+	cname, ok1 := triple[0].(string)
+	fname, ok2 := triple[1].(string)
+	if !ok1 || !ok2 {
+		return Condition{}, syntaxError(v, "Parse error in condition.")
 	}
 	c := t.ByName[cname]
 	if c == nil {
-		return Condition{}, errorf("unknown column", raw, "No column %s in table %s.", cname, t.Name)
+		return Condition{}, errorf("unknown column", v, "No column %s in table %s.", cname, t.Name)
 	}
 	fn, ok := condFuncs[fname]
 	if !ok {
-		return Condition{}, errorf("unknown function", raw, "No function named %s.", fname)
+		return Condition{}, errorf("unknown function", v, "No function named %s.", fname)
 	}
 	argType := c.Type
 	switch fn {
 	case condLt, condLe, condGt, condGe:
 		kt := c.Type.Key.Type
 		if c.Type.Value != nil || c.Type.Max != 1 || (kt != TypeInteger && kt != TypeReal) {
-			return Condition{}, syntaxError(raw, "Type mismatch: \"%s\" operator may not be applied to column %s of type %s.", fname, cname, typeString(&c.Type))
+			return Condition{}, syntaxError(v, "Type mismatch: \"%s\" operator may not be applied to column %s of type %s.", fname, cname, typeString(&c.Type))
 		}
 	case condIncludes, condExcludes:
 		argType.Min, argType.Max = 0, Unlimited
@@ -89,7 +97,7 @@ func parseCondition(t *Table, raw json.RawMessage, syms *Symbols) (Condition, *E
 		v := unconstrained(*argType.Value)
 		argType.Value = &v
 	}
-	arg, err := ParseDatum(&argType, triple[2], syms)
+	arg, err := parseDatum(&argType, triple[2], syms)
 	if err != nil {
 		return Condition{}, err
 	}

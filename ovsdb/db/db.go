@@ -264,9 +264,10 @@ func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff b
 				}
 				continue
 			}
-			var cols map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &cols); err != nil {
-				return fmt.Errorf("table %s row %s: %w", tname, us, err)
+			dv, err := decodeJSON(raw)
+			cols, ok := dv.(map[string]any)
+			if err != nil || !ok {
+				return fmt.Errorf("table %s row %s: row is not a JSON object", tname, us)
 			}
 			var nr *Row
 			if old != nil {

@@ -1,9 +1,6 @@
 package db
 
-import (
-	"encoding/json"
-	"math"
-)
+import "math"
 
 type mutator uint8
 
@@ -30,17 +27,20 @@ type mutation struct {
 	atom Atom  // for arithmetic
 }
 
-func parseMutations(t *Table, raw json.RawMessage, syms *Symbols) ([]mutation, *Error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, syntaxError(raw, "Parse error in mutation.")
+func parseMutations(t *Table, v any, syms *Symbols) ([]mutation, *Error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, syntaxError(v, "Parse error in mutation.")
 	}
 	muts := make([]mutation, 0, len(list))
 	for _, m := range list {
-		var triple []json.RawMessage
-		var cname, mname string
-		if json.Unmarshal(m, &triple) != nil || len(triple) != 3 ||
-			json.Unmarshal(triple[0], &cname) != nil || json.Unmarshal(triple[1], &mname) != nil {
+		triple, ok := m.([]any)
+		if !ok || len(triple) != 3 {
+			return nil, syntaxError(m, "Parse error in mutation.")
+		}
+		cname, ok1 := triple[0].(string)
+		mname, ok2 := triple[1].(string)
+		if !ok1 || !ok2 {
 			return nil, syntaxError(m, "Parse error in mutation.")
 		}
 		c := t.ByName[cname]
@@ -68,11 +68,11 @@ func parseMutations(t *Table, raw json.RawMessage, syms *Symbols) ([]mutation, *
 					at.Value = &v
 				}
 			}
-			d, err := ParseDatum(&at, triple[2], syms)
+			d, err := parseDatum(&at, triple[2], syms)
 			if err != nil && op == mutDelete && c.Type.Value != nil {
 				// Deleting from a map also takes a set of keys.
 				kt := ColumnType{Key: at.Key, Min: 0, Max: Unlimited}
-				d, err = ParseDatum(&kt, triple[2], syms)
+				d, err = parseDatum(&kt, triple[2], syms)
 			}
 			if err != nil {
 				return nil, err

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 )
@@ -165,13 +164,12 @@ func ApplyDiff(t *ColumnType, old, diff Datum) Datum {
 }
 
 // parseRow parses a row object for insert/update/wait into column values.
-// Columns not named keep their values in base.
 // opRaw, for an update, is the whole operation, which OVS quotes in the
 // error for an immutable column.
-func parseRow(t *Table, raw json.RawMessage, syms *Symbols, forUpdate bool, opRaw json.RawMessage) (map[*Column]Datum, *Error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, syntaxError(raw, "Row must be JSON object.")
+func parseRow(t *Table, v any, syms *Symbols, forUpdate bool, opRaw any) (map[*Column]Datum, *Error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, syntaxError(v, "Row must be JSON object.")
 	}
 	names := make([]string, 0, len(m))
 	for n := range m {
@@ -182,15 +180,15 @@ func parseRow(t *Table, raw json.RawMessage, syms *Symbols, forUpdate bool, opRa
 	for _, n := range names {
 		c := t.ByName[n]
 		if c == nil {
-			return nil, errorf("unknown column", raw, "No column %s in table %s.", n, t.Name)
+			return nil, errorf("unknown column", v, "No column %s in table %s.", n, t.Name)
 		}
 		if forUpdate && (!c.Mutable || c.Index < 0) {
 			return nil, &Error{Name: "constraint violation", Details: fmt.Sprintf("Cannot update immutable column %s in table %s.", n, t.Name), Syntax: opRaw}
 		}
 		if c.Index < 0 {
-			return nil, errorf("syntax error", raw, "Cannot set column %s in table %s.", n, t.Name)
+			return nil, errorf("syntax error", v, "Cannot set column %s in table %s.", n, t.Name)
 		}
-		d, err := ParseDatum(&c.Type, m[n], syms)
+		d, err := parseDatum(&c.Type, m[n], syms)
 		if err != nil {
 			return nil, err
 		}

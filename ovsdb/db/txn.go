@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -48,18 +47,30 @@ type txn struct {
 // database name) atomically. started is when the request first arrived
 // (for "wait" timeouts); pass the zero time for now.
 func (d *Database) Transact(ops []json.RawMessage, locks LockChecker, started time.Time) Result {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	now := time.Now()
 	if started.IsZero() {
 		started = now
 	}
 	tx := &txn{d: d, changes: map[string]map[UUID]*RowChange{}, locks: locks, now: now, started: started}
+	// Parsing needs only the schema, so it happens before taking the
+	// database lock: concurrent clients parse in parallel and the lock is
+	// held just to execute and commit.
+	decoded := make([]any, len(ops))
+	for i, raw := range ops {
+		decoded[i], _ = decodeJSON(raw)
+	}
+	tx.predeclare(decoded)
+	runs := make([]opFunc, len(ops))
+	for i, v := range decoded {
+		runs[i] = tx.prepare(i, len(ops), v)
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	results := make([][]byte, len(ops))
 	failed := false
-	tx.predeclare(ops)
-	for i, raw := range ops {
-		res, err := tx.execute(i, len(ops), raw)
+	for i, run := range runs {
+		res, err := run()
 		if !tx.waitAt.IsZero() {
 			return Result{WaitUntil: tx.waitAt}
 		}
@@ -102,29 +113,29 @@ func (d *Database) Transact(ops []json.RawMessage, locks LockChecker, started ti
 
 // predeclare gives every uuid-name its uuid before any operation runs, so an
 // operation may refer to a row that a later insert creates.
-func (tx *txn) predeclare(ops []json.RawMessage) {
-	for _, raw := range ops {
-		var op struct {
-			Op       string `json:"op"`
-			UUIDName string `json:"uuid-name"`
-			UUID     string `json:"uuid"`
+func (tx *txn) predeclare(ops []any) {
+	for _, v := range ops {
+		m, _ := v.(map[string]any)
+		if m["op"] != "insert" {
+			continue
 		}
-		if json.Unmarshal(raw, &op) != nil || op.Op != "insert" || op.UUIDName == "" {
+		name, _ := m["uuid-name"].(string)
+		if name == "" {
 			continue
 		}
 		if tx.syms.m == nil {
 			tx.syms.m = map[string]*symbol{}
 		}
-		if _, dup := tx.syms.m[op.UUIDName]; dup {
+		if _, dup := tx.syms.m[name]; dup {
 			continue
 		}
 		sym := &symbol{uuid: NewUUID()}
-		if op.UUID != "" {
-			if u, err := ParseUUID(op.UUID); err == nil {
+		if us, ok := m["uuid"].(string); ok {
+			if u, err := ParseUUID(us); err == nil {
 				sym.uuid = u
 			}
 		}
-		tx.syms.m[op.UUIDName] = sym
+		tx.syms.m[name] = sym
 	}
 }
 
@@ -142,40 +153,88 @@ var opMembers = map[string]string{
 	"assert":  " lock ",
 }
 
+// opRequest is one operation's members; absent ones are nil.
 type opRequest struct {
-	Op        string          `json:"op"`
-	Table     *string         `json:"table"`
-	Row       json.RawMessage `json:"row"`
-	Rows      json.RawMessage `json:"rows"`
-	Where     json.RawMessage `json:"where"`
-	Columns   json.RawMessage `json:"columns"`
-	Mutations json.RawMessage `json:"mutations"`
-	UUIDName  *string         `json:"uuid-name"`
-	UUID      *string         `json:"uuid"`
-	Timeout   *float64        `json:"timeout"`
-	Until     *string         `json:"until"`
-	Durable   *bool           `json:"durable"`
-	Comment   *string         `json:"comment"`
-	Lock      *string         `json:"lock"`
+	Op                                   string
+	Table                                *string
+	Row, Rows, Where, Columns, Mutations any
+	UUIDName, UUID, Until, Comment, Lock *string
+	Timeout                              *float64
+	Durable                              *bool
 }
 
-func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
-	var op opRequest
-	if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, &Error{Name: "syntax error", Details: fmt.Sprintf("Parsing ovsdb operation %d of %d failed: Object expected.", i+1, n)}
+// decodeOp picks an operation's members out of its decoded object; it
+// returns the name of a member of the wrong JSON type, if any.
+func decodeOp(m map[string]any) (*opRequest, string) {
+	op := &opRequest{}
+	str := func(name string, dst **string) bool {
+		v, ok := m[name]
+		if !ok {
+			return true
+		}
+		s, ok := v.(string)
+		*dst = &s
+		return ok
 	}
-	if err := json.Unmarshal(raw, &op); err != nil {
-		return nil, syntaxError(raw, "Parsing ovsdb operation %d of %d failed: Type mismatch in operation.", i+1, n)
+	if v, ok := m["op"]; ok {
+		s, ok := v.(string)
+		if !ok {
+			return op, "op"
+		}
+		op.Op = s
+	}
+	for _, f := range []struct {
+		name string
+		dst  **string
+	}{{"table", &op.Table}, {"uuid-name", &op.UUIDName}, {"uuid", &op.UUID}, {"until", &op.Until}, {"comment", &op.Comment}, {"lock", &op.Lock}} {
+		if !str(f.name, f.dst) {
+			return op, f.name
+		}
+	}
+	op.Row, op.Rows, op.Where, op.Columns, op.Mutations = m["row"], m["rows"], m["where"], m["columns"], m["mutations"]
+	if v, ok := m["timeout"]; ok {
+		n, ok := v.(json.Number)
+		f, err := n.Float64()
+		if !ok || err != nil {
+			return op, "timeout"
+		}
+		op.Timeout = &f
+	}
+	if v, ok := m["durable"]; ok {
+		b, ok := v.(bool)
+		if !ok {
+			return op, "durable"
+		}
+		op.Durable = &b
+	}
+	return op, ""
+}
+
+// opFunc runs one prepared operation under the database lock and returns its
+// result object or error.
+type opFunc func() ([]byte, *Error)
+
+func fail(err *Error) opFunc { return func() ([]byte, *Error) { return nil, err } }
+
+func done(b []byte) opFunc { return func() ([]byte, *Error) { return b, nil } }
+
+// prepare parses operation i of n and returns what runs it.
+func (tx *txn) prepare(i, n int, raw any) opFunc {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return fail(&Error{Name: "syntax error", Details: fmt.Sprintf("Parsing ovsdb operation %d of %d failed: Object expected.", i+1, n)})
 	}
 	wrap := func(format string, args ...any) *Error {
 		return syntaxError(raw, "Parsing ovsdb operation %d of %d failed: %s", i+1, n, fmt.Sprintf(format, args...))
 	}
+	op, bad := decodeOp(m)
+	if bad != "" {
+		return fail(wrap("Type mismatch for member '%s'.", bad))
+	}
 	if allowed, ok := opMembers[op.Op]; ok {
-		var members map[string]json.RawMessage
-		json.Unmarshal(raw, &members)
-		for name := range members {
+		for name := range m {
 			if name != "op" && !strings.Contains(allowed, " "+name+" ") {
-				return nil, wrap("Member '%s' is present but not allowed here.", name)
+				return fail(wrap("Member '%s' is present but not allowed here.", name))
 			}
 		}
 	}
@@ -183,14 +242,14 @@ func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
 	switch op.Op {
 	case "insert", "select", "update", "mutate", "delete", "wait":
 		if op.Table == nil {
-			return nil, wrap("Required 'table' member is missing.")
+			return fail(wrap("Required 'table' member is missing."))
 		}
 		t = tx.d.schema.Tables[*op.Table]
 		if t == nil {
-			return nil, wrap("No table named %s.", *op.Table)
+			return fail(wrap("No table named %s.", *op.Table))
 		}
 	}
-	need := func(v json.RawMessage, name string) *Error {
+	need := func(v any, name string) *Error {
 		if v == nil {
 			return wrap("Required '%s' member is missing.", name)
 		}
@@ -199,77 +258,86 @@ func (tx *txn) execute(i, n int, raw json.RawMessage) ([]byte, *Error) {
 	switch op.Op {
 	case "insert":
 		if err := need(op.Row, "row"); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if op.UUIDName != nil && !isID(*op.UUIDName) {
-			return nil, wrap("Type mismatch for member 'uuid-name'.")
+			return fail(wrap("Type mismatch for member 'uuid-name'."))
 		}
-		return tx.insert(t, &op, raw)
+		return tx.insert(t, op, raw)
 	case "select":
 		if err := need(op.Where, "where"); err != nil {
-			return nil, err
+			return fail(err)
 		}
-		return tx.selectOp(t, &op)
+		return tx.selectOp(t, op)
 	case "update":
 		if err := need(op.Where, "where"); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := need(op.Row, "row"); err != nil {
-			return nil, err
+			return fail(err)
 		}
-		return tx.update(t, &op, raw)
+		return tx.update(t, op, raw)
 	case "mutate":
 		if err := need(op.Where, "where"); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := need(op.Mutations, "mutations"); err != nil {
-			return nil, err
+			return fail(err)
 		}
-		return tx.mutate(t, &op)
+		return tx.mutate(t, op)
 	case "delete":
 		if err := need(op.Where, "where"); err != nil {
-			return nil, err
+			return fail(err)
 		}
-		return tx.deleteOp(t, &op)
+		return tx.deleteOp(t, op)
 	case "wait":
 		if err := need(op.Where, "where"); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := need(op.Rows, "rows"); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if op.Until == nil {
-			return nil, wrap("Required 'until' member is missing.")
+			return fail(wrap("Required 'until' member is missing."))
 		}
-		return tx.wait(t, &op, raw)
+		return tx.wait(t, op, raw)
 	case "commit":
 		if op.Durable == nil {
-			return nil, wrap("Required 'durable' member is missing.")
+			return fail(wrap("Required 'durable' member is missing."))
 		}
-		tx.durable = tx.durable || *op.Durable
-		return []byte("{}"), nil
+		durable := *op.Durable
+		return func() ([]byte, *Error) {
+			tx.durable = tx.durable || durable
+			return []byte("{}"), nil
+		}
 	case "abort":
-		return nil, &Error{Name: "aborted", Details: "aborted by request"}
+		return fail(&Error{Name: "aborted", Details: "aborted by request"})
 	case "comment":
 		if op.Comment == nil {
-			return nil, wrap("Required 'comment' member is missing.")
+			return fail(wrap("Required 'comment' member is missing."))
 		}
-		if *op.Comment != "" {
-			tx.comment = append(tx.comment, *op.Comment)
+		comment := *op.Comment
+		return func() ([]byte, *Error) {
+			if comment != "" {
+				tx.comment = append(tx.comment, comment)
+			}
+			return []byte("{}"), nil
 		}
-		return []byte("{}"), nil
 	case "assert":
 		if op.Lock == nil {
-			return nil, wrap("Required 'lock' member is missing.")
+			return fail(wrap("Required 'lock' member is missing."))
 		}
-		if tx.locks == nil || !tx.locks.HasLock(*op.Lock) {
-			return nil, &Error{Name: "not owner", Details: fmt.Sprintf("Asserted lock %s not held.", *op.Lock)}
+		lock := *op.Lock
+		return func() ([]byte, *Error) {
+			if tx.locks == nil || !tx.locks.HasLock(lock) {
+				return nil, &Error{Name: "not owner", Details: fmt.Sprintf("Asserted lock %s not held.", lock)}
+			}
+			return []byte("{}"), nil
 		}
-		return []byte("{}"), nil
 	case "":
-		return nil, wrap("Required 'op' member is missing.")
+		return fail(wrap("Required 'op' member is missing."))
 	}
-	return nil, wrap("No operation \"%s\"", op.Op)
+	return fail(wrap("No operation \"%s\"", op.Op))
 }
 
 // current returns the row as the transaction sees it, nil if it does not
@@ -340,54 +408,63 @@ func (tx *txn) writable(table string, r *Row) *Row {
 	return n
 }
 
-func (tx *txn) insert(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Error) {
+func (tx *txn) insert(t *Table, op *opRequest, raw any) opFunc {
 	var u UUID
 	if op.UUID != nil {
 		pu, err := ParseUUID(*op.UUID)
 		if err != nil {
 			js, _ := json.Marshal(*op.UUID)
-			return nil, syntaxError(js, "bad uuid")
+			return fail(syntaxError(json.RawMessage(js), "bad uuid"))
 		}
 		u = pu
 	}
+	var sym *symbol
 	if op.UUIDName != nil {
 		tx.syms.lookup(*op.UUIDName)
-		sym := tx.syms.m[*op.UUIDName]
-		if sym.created {
-			js, _ := json.Marshal(*op.UUIDName)
-			return nil, errorf("duplicate uuid-name", js, "This \"uuid-name\" appeared on an earlier \"insert\" operation.")
-		}
-		sym.created = true
+		sym = tx.syms.m[*op.UUIDName]
 		u = sym.uuid
 	} else if op.UUID == nil {
 		u = NewUUID()
 	}
-	if tx.current(t.Name, u) != nil || tx.d.tables[t.Name].rows[u] != nil {
-		return nil, errorf("duplicate uuid", raw, "This UUID would duplicate a UUID already present within the table or deleted within the same transaction.")
-	}
 	vals, err := parseRow(t, op.Row, &tx.syms, false, nil)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	r := newRow(t, u)
-	for c, v := range vals {
-		r.Cols[c.Index] = v
+	return func() ([]byte, *Error) {
+		if sym != nil {
+			if sym.created {
+				js, _ := json.Marshal(*op.UUIDName)
+				return nil, errorf("duplicate uuid-name", json.RawMessage(js), "This \"uuid-name\" appeared on an earlier \"insert\" operation.")
+			}
+			sym.created = true
+		}
+		if tx.current(t.Name, u) != nil || tx.d.tables[t.Name].rows[u] != nil {
+			return nil, errorf("duplicate uuid", raw, "This UUID would duplicate a UUID already present within the table or deleted within the same transaction.")
+		}
+		r := newRow(t, u)
+		for c, v := range vals {
+			r.Cols[c.Index] = v
+		}
+		tx.set(t.Name, u, r)
+		return []byte(`{"uuid":["uuid","` + u.String() + `"]}`), nil
 	}
-	tx.set(t.Name, u, r)
-	return []byte(`{"uuid":["uuid","` + u.String() + `"]}`), nil
 }
 
-func (tx *txn) parseColumns(t *Table, raw json.RawMessage) ([]*Column, *Error) {
+func (tx *txn) parseColumns(t *Table, raw any) ([]*Column, *Error) {
 	if raw == nil {
 		cols := []*Column{t.ByName["_uuid"], t.ByName["_version"]}
 		return append(cols, t.Columns...), nil
 	}
-	var names []string
-	if err := json.Unmarshal(raw, &names); err != nil {
+	names, ok := raw.([]any)
+	if !ok {
 		return nil, syntaxError(raw, "array of column names expected")
 	}
 	cols := make([]*Column, 0, len(names))
-	for _, n := range names {
+	for _, nv := range names {
+		n, ok := nv.(string)
+		if !ok {
+			return nil, syntaxError(raw, "array of column names expected")
+		}
 		c := t.ByName[n]
 		if c == nil {
 			return nil, errorf("unknown column", raw, "No column %s in table %s.", n, t.Name)
@@ -397,109 +474,114 @@ func (tx *txn) parseColumns(t *Table, raw json.RawMessage) ([]*Column, *Error) {
 	return cols, nil
 }
 
-func (tx *txn) selectOp(t *Table, op *opRequest) ([]byte, *Error) {
-	conds, err := ParseConditions(t, op.Where, &tx.syms)
+func (tx *txn) selectOp(t *Table, op *opRequest) opFunc {
+	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	cols, err := tx.parseColumns(t, op.Columns)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	b := []byte(`{"rows":[`)
-	first := true
-	err = tx.forEach(t, conds, func(r *Row) *Error {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = AppendRowJSON(b, t, r, cols)
-		return nil
-	})
-	return append(b, "]}"...), err
+	return func() ([]byte, *Error) {
+		b := []byte(`{"rows":[`)
+		first := true
+		err := tx.forEach(t, conds, func(r *Row) *Error {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = AppendRowJSON(b, t, r, cols)
+			return nil
+		})
+		return append(b, "]}"...), err
+	}
 }
 
 func countJSON(n int) []byte { return []byte(`{"count":` + itoa(n) + `}`) }
 
-func (tx *txn) update(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Error) {
-	conds, err := ParseConditions(t, op.Where, &tx.syms)
+func (tx *txn) update(t *Table, op *opRequest, raw any) opFunc {
+	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	vals, err := parseRow(t, op.Row, &tx.syms, true, raw)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	n := 0
-	err = tx.forEach(t, conds, func(r *Row) *Error {
-		w := tx.writable(t.Name, r)
-		for c, v := range vals {
-			w.Cols[c.Index] = v
+	return func() ([]byte, *Error) {
+		n := 0
+		err := tx.forEach(t, conds, func(r *Row) *Error {
+			w := tx.writable(t.Name, r)
+			for c, v := range vals {
+				w.Cols[c.Index] = v
+			}
+			n++
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		n++
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		return countJSON(n), nil
 	}
-	return countJSON(n), nil
 }
 
-func (tx *txn) mutate(t *Table, op *opRequest) ([]byte, *Error) {
-	conds, err := ParseConditions(t, op.Where, &tx.syms)
+func (tx *txn) mutate(t *Table, op *opRequest) opFunc {
+	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	muts, err := parseMutations(t, op.Mutations, &tx.syms)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	n := 0
-	err = tx.forEach(t, conds, func(r *Row) *Error {
-		w := tx.writable(t.Name, r)
-		for i := range muts {
-			m := &muts[i]
-			v, err := m.apply(t, w.Cols[m.col.Index])
-			if err != nil {
-				return err
+	return func() ([]byte, *Error) {
+		n := 0
+		err := tx.forEach(t, conds, func(r *Row) *Error {
+			w := tx.writable(t.Name, r)
+			for i := range muts {
+				m := &muts[i]
+				v, err := m.apply(t, w.Cols[m.col.Index])
+				if err != nil {
+					return err
+				}
+				w.Cols[m.col.Index] = v
 			}
-			w.Cols[m.col.Index] = v
+			n++
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		n++
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		return countJSON(n), nil
 	}
-	return countJSON(n), nil
 }
 
-func (tx *txn) deleteOp(t *Table, op *opRequest) ([]byte, *Error) {
-	conds, err := ParseConditions(t, op.Where, &tx.syms)
+func (tx *txn) deleteOp(t *Table, op *opRequest) opFunc {
+	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	n := 0
-	err = tx.forEach(t, conds, func(r *Row) *Error {
-		tx.set(t.Name, r.UUID, nil)
-		n++
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	return func() ([]byte, *Error) {
+		n := 0
+		tx.forEach(t, conds, func(r *Row) *Error {
+			tx.set(t.Name, r.UUID, nil)
+			n++
+			return nil
+		})
+		return countJSON(n), nil
 	}
-	return countJSON(n), nil
 }
 
-func (tx *txn) wait(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Error) {
-	conds, err := ParseConditions(t, op.Where, &tx.syms)
+func (tx *txn) wait(t *Table, op *opRequest, raw any) opFunc {
+	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	var cols []*Column
 	if op.Columns != nil {
 		if cols, err = tx.parseColumns(t, op.Columns); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	} else {
 		cols = append(cols, t.Columns...)
@@ -510,17 +592,17 @@ func (tx *txn) wait(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Erro
 		until = true
 	case "!=":
 	default:
-		return nil, syntaxError(raw, "\"until\" must be \"==\" or \"!=\"")
+		return fail(syntaxError(raw, "\"until\" must be \"==\" or \"!=\""))
 	}
-	var expected []json.RawMessage
-	if json.Unmarshal(op.Rows, &expected) != nil {
-		return nil, syntaxError(op.Rows, "array of rows expected")
+	expected, ok := op.Rows.([]any)
+	if !ok {
+		return fail(syntaxError(op.Rows, "array of rows expected"))
 	}
 	want := map[string]int{}
 	for _, er := range expected {
 		vals, err := parseRow(t, er, &tx.syms, false, nil)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		r := newRow(t, UUID{})
 		for c, v := range vals {
@@ -528,32 +610,34 @@ func (tx *txn) wait(t *Table, op *opRequest, raw json.RawMessage) ([]byte, *Erro
 		}
 		want[string(AppendRowJSON(nil, t, r, cols))]++
 	}
-	got := map[string]int{}
-	tx.forEach(t, conds, func(r *Row) *Error {
-		got[string(AppendRowJSON(nil, t, r, cols))]++
-		return nil
-	})
-	equal := len(got) == len(want)
-	if equal {
-		for k, v := range got {
-			if want[k] != v {
-				equal = false
-				break
-			}
-		}
-	}
-	if equal == until {
-		return []byte("{}"), nil
-	}
 	timeout := time.Duration(0)
 	if op.Timeout != nil {
 		timeout = time.Duration(*op.Timeout * float64(time.Millisecond))
 	}
-	if deadline := tx.started.Add(timeout); timeout > 0 && tx.now.Before(deadline) {
-		tx.waitAt = deadline
-		return nil, nil
+	return func() ([]byte, *Error) {
+		got := map[string]int{}
+		tx.forEach(t, conds, func(r *Row) *Error {
+			got[string(AppendRowJSON(nil, t, r, cols))]++
+			return nil
+		})
+		equal := len(got) == len(want)
+		if equal {
+			for k, v := range got {
+				if want[k] != v {
+					equal = false
+					break
+				}
+			}
+		}
+		if equal == until {
+			return []byte("{}"), nil
+		}
+		if deadline := tx.started.Add(timeout); timeout > 0 && tx.now.Before(deadline) {
+			tx.waitAt = deadline
+			return nil, nil
+		}
+		return nil, &Error{Name: "timed out", Details: "\"where\" clause test failed"}
 	}
-	return nil, &Error{Name: "timed out", Details: "\"where\" clause test failed"}
 }
 
 // commit checks the transaction's changes against the schema's integrity

@@ -77,7 +77,9 @@ func (d Datum) Len() int { return len(d.Keys) }
 type Error struct {
 	Name    string
 	Details string
-	Syntax  json.RawMessage
+	// Syntax is the offending JSON: a json.RawMessage or a value decoded
+	// by decodeJSON; nil for none.
+	Syntax any
 }
 
 func (e *Error) Error() string {
@@ -99,27 +101,40 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// compactString renders raw compactly with object keys sorted, as OVS
+// compactString renders v compactly with object keys sorted, as OVS
 // prints the "syntax" member of errors.
-func compactString(raw json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return string(raw)
+func compactString(v any) string {
+	if raw, ok := v.(json.RawMessage); ok {
+		d, err := decodeJSON(raw)
+		if err != nil {
+			return string(raw)
+		}
+		v = d
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return string(raw)
+		return fmt.Sprint(v)
 	}
 	return string(b)
 }
 
-func errorf(name string, syntax json.RawMessage, format string, args ...any) *Error {
+// decodeJSON parses raw once into a tree of map[string]any, []any, string,
+// json.Number, bool and nil, which the parsers below walk.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func errorf(name string, syntax any, format string, args ...any) *Error {
 	return &Error{Name: name, Details: fmt.Sprintf(format, args...), Syntax: syntax}
 }
 
-func syntaxError(syntax json.RawMessage, format string, args ...any) *Error {
+func syntaxError(syntax any, format string, args ...any) *Error {
 	return errorf("syntax error", syntax, format, args...)
 }
 
@@ -273,10 +288,10 @@ func IsDefault(t *ColumnType, d Datum) bool {
 	return d.Equal(DefaultDatum(t))
 }
 
-// ParseAtom parses one atom of base type bt; named-uuids resolve through
-// syms (nil: not allowed).
-func ParseAtom(bt *BaseType, raw json.RawMessage, syms *Symbols) (Atom, *Error) {
-	a, err := parseAtomNoCheck(bt.Type, raw, syms)
+// ParseAtom parses one atom of base type bt from a decoded JSON value;
+// named-uuids resolve through syms (nil: not allowed).
+func ParseAtom(bt *BaseType, v any, syms *Symbols) (Atom, *Error) {
+	a, err := parseAtomNoCheck(bt.Type, v, syms)
 	if err != nil {
 		return nil, err
 	}
@@ -286,66 +301,63 @@ func ParseAtom(bt *BaseType, raw json.RawMessage, syms *Symbols) (Atom, *Error) 
 	return a, nil
 }
 
-func parseAtomNoCheck(t AtomicType, raw json.RawMessage, syms *Symbols) (Atom, *Error) {
-	raw = bytes.TrimSpace(raw)
+func parseAtomNoCheck(t AtomicType, v any, syms *Symbols) (Atom, *Error) {
 	switch t {
 	case TypeInteger:
-		if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-			if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		if n, ok := v.(json.Number); ok {
+			if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 				return i, nil
 			}
 			// OVS accepts an integer written as a real with no fraction.
-			if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f == math.Trunc(f) && f >= math.MinInt64 && f <= math.MaxInt64 {
+			if f, err := strconv.ParseFloat(string(n), 64); err == nil && f == math.Trunc(f) && f >= math.MinInt64 && f <= math.MaxInt64 {
 				return int64(f), nil
 			}
 		}
-		return nil, syntaxError(raw, "expected integer")
+		return nil, syntaxError(v, "expected integer")
 	case TypeReal:
-		if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		if n, ok := v.(json.Number); ok {
+			if f, err := strconv.ParseFloat(string(n), 64); err == nil {
 				return f, nil
 			}
 		}
-		return nil, syntaxError(raw, "expected real")
+		return nil, syntaxError(v, "expected real")
 	case TypeBoolean:
-		switch string(raw) {
-		case "true":
-			return true, nil
-		case "false":
-			return false, nil
+		if b, ok := v.(bool); ok {
+			return b, nil
 		}
-		return nil, syntaxError(raw, "expected boolean")
+		return nil, syntaxError(v, "expected boolean")
 	case TypeString:
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return nil, syntaxError(raw, "expected string")
+		if s, ok := v.(string); ok {
+			return s, nil
 		}
-		return s, nil
+		return nil, syntaxError(v, "expected string")
 	case TypeUUID:
-		var pair []json.RawMessage
-		if json.Unmarshal(raw, &pair) != nil || len(pair) != 2 {
-			return nil, syntaxError(raw, "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]")
+		const want = "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]"
+		pair, ok := v.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, syntaxError(v, want)
 		}
-		var kind, s string
-		if json.Unmarshal(pair[0], &kind) != nil || json.Unmarshal(pair[1], &s) != nil {
-			return nil, syntaxError(raw, "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]")
+		kind, ok1 := pair[0].(string)
+		s, ok2 := pair[1].(string)
+		if !ok1 || !ok2 {
+			return nil, syntaxError(v, want)
 		}
 		switch kind {
 		case "uuid":
 			u, err := ParseUUID(s)
 			if err != nil {
-				return nil, syntaxError(raw, "\"%s\" is not a valid UUID", s)
+				return nil, syntaxError(v, "\"%s\" is not a valid UUID", s)
 			}
 			return u, nil
 		case "named-uuid":
 			if syms == nil {
-				return nil, syntaxError(raw, "named-uuid \"%s\" is not allowed here", s)
+				return nil, syntaxError(v, "named-uuid \"%s\" is not allowed here", s)
 			}
 			return syms.lookup(s), nil
 		}
-		return nil, syntaxError(raw, "expected [\"uuid\", <string>] or [\"named-uuid\", <string>]")
+		return nil, syntaxError(v, want)
 	}
-	return nil, syntaxError(raw, "bad type")
+	return nil, syntaxError(v, "bad type")
 }
 
 // checkAtom checks enum, range and length constraints.
@@ -414,12 +426,20 @@ func atomString(a Atom) string {
 // ParseDatum parses a column value: an atom, ["set", [...]] or
 // ["map", [[k, v], ...]], checking atom constraints and the size bounds of t.
 func ParseDatum(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum, *Error) {
-	d, err := parseDatumNoSize(t, raw, syms)
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return Datum{}, syntaxError(raw, "%v", err)
+	}
+	return parseDatum(t, v, syms)
+}
+
+func parseDatum(t *ColumnType, v any, syms *Symbols) (Datum, *Error) {
+	d, err := parseDatumNoSize(t, v, syms)
 	if err != nil {
 		return d, err
 	}
 	if n := len(d.Keys); n < t.Min || n > t.Max {
-		return d, syntaxError(raw, "%s must have %d to %d members but %d are present", kindName(t), t.Min, uint32Max(t.Max), n)
+		return d, syntaxError(v, "%s must have %d to %d members but %d are present", kindName(t), t.Min, uint32Max(t.Max), n)
 	}
 	return d, nil
 }
@@ -439,50 +459,48 @@ func uint32Max(n int) int64 {
 	return int64(n)
 }
 
-func parseDatumNoSize(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum, *Error) {
-	raw = bytes.TrimSpace(raw)
+func parseDatumNoSize(t *ColumnType, v any, syms *Symbols) (Datum, *Error) {
 	var d Datum
-	var arr []json.RawMessage
-	isArr := len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &arr) == nil
+	arr, isArr := v.([]any)
 	var tag string
 	if isArr && len(arr) == 2 {
-		json.Unmarshal(arr[0], &tag)
+		tag, _ = arr[0].(string)
 	}
 	if t.Value != nil {
 		if tag != "map" {
-			return d, syntaxError(raw, "expected [\"map\", [...]]")
+			return d, syntaxError(v, "expected [\"map\", [...]]")
 		}
-		var pairs []json.RawMessage
-		if json.Unmarshal(arr[1], &pairs) != nil {
-			return d, syntaxError(raw, "expected array of pairs")
+		pairs, ok := arr[1].([]any)
+		if !ok {
+			return d, syntaxError(v, "expected array of pairs")
 		}
 		d.Keys = make([]Atom, 0, len(pairs))
 		d.Vals = make([]Atom, 0, len(pairs))
 		for _, p := range pairs {
-			var kv []json.RawMessage
-			if json.Unmarshal(p, &kv) != nil || len(kv) != 2 {
+			kv, ok := p.([]any)
+			if !ok || len(kv) != 2 {
 				return d, syntaxError(p, "expected [key, value] pair")
 			}
 			k, err := ParseAtom(&t.Key, kv[0], syms)
 			if err != nil {
 				return d, err
 			}
-			v, err := ParseAtom(t.Value, kv[1], syms)
+			val, err := ParseAtom(t.Value, kv[1], syms)
 			if err != nil {
 				return d, err
 			}
 			d.Keys = append(d.Keys, k)
-			d.Vals = append(d.Vals, v)
+			d.Vals = append(d.Vals, val)
 		}
 		if d.sortUnique() {
-			return d, syntaxError(raw, "map contains duplicate key")
+			return d, syntaxError(v, "map contains duplicate key")
 		}
 		return d, nil
 	}
 	if tag == "set" {
-		var elems []json.RawMessage
-		if json.Unmarshal(arr[1], &elems) != nil {
-			return d, syntaxError(raw, "expected array of set elements")
+		elems, ok := arr[1].([]any)
+		if !ok {
+			return d, syntaxError(v, "expected array of set elements")
 		}
 		d.Keys = make([]Atom, 0, len(elems))
 		for _, e := range elems {
@@ -493,11 +511,11 @@ func parseDatumNoSize(t *ColumnType, raw json.RawMessage, syms *Symbols) (Datum,
 			d.Keys = append(d.Keys, k)
 		}
 		if d.sortUnique() {
-			return d, syntaxError(raw, "set contains duplicate value")
+			return d, syntaxError(v, "set contains duplicate value")
 		}
 		return d, nil
 	}
-	k, err := ParseAtom(&t.Key, raw, syms)
+	k, err := ParseAtom(&t.Key, v, syms)
 	if err != nil {
 		return d, err
 	}
@@ -615,4 +633,12 @@ func needsQuotes(s string) bool {
 		}
 	}
 	return false
+}
+
+// SyntaxJSON returns the offending JSON compactly with sorted keys, or nil.
+func (e *Error) SyntaxJSON() json.RawMessage {
+	if e.Syntax == nil {
+		return nil
+	}
+	return json.RawMessage(compactString(e.Syntax))
 }

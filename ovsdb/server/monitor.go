@@ -452,7 +452,7 @@ func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.
 func parseWhere(t *db.Table, raw json.RawMessage) ([]db.Condition, *ovsdbError) {
 	conds, err := db.ParseConditions(t, raw, nil)
 	if err != nil {
-		return nil, &ovsdbError{Name: err.Name, Details: err.Details, Syntax: err.Syntax}
+		return nil, &ovsdbError{Name: err.Name, Details: err.Details, Syntax: err.SyntaxJSON()}
 	}
 	if len(conds) == 0 {
 		// An empty condition matches no row (RFC 7047 section 4.1.12 as
