@@ -28,6 +28,20 @@ import (
 // minimal forwarder (REFERENCE.md §7) showed copies at ~16% of samples, so
 // the syscall count per batch is what matters, and recvmmsg already pays one
 // per BatchSize frames. Not measured against TPACKET_V3 here.
+//
+// What was measured (2 cores, veths, iperf3; see tests/bench): with the
+// kernel's default SO_RCVBUF (212992 bytes) the socket holds only about three
+// TSO super-frames (truesize ~66 KiB each), so one late wake-up of the reader
+// overflows it: ~6500-7100 tp_drops (Stats.RxDropped) and ~300000 TCP
+// retransmits per 4 s stream at 6.5-6.8 Gbit/s, against 0 drops, <250
+// retransmits and 10.7-11.7 Gbit/s with userspace-sock-buf-size set. A
+// PACKET_RX_RING's capacity is set by its own tpacket_req, not by SO_RCVBUF,
+// so a ring is the way to a deeper queue while the key is unset (where the
+// kernel default must stay); the candidates are TPACKET_V2 (per-frame
+// status, no added latency, but frames sized for 64 KiB super-frames) and
+// TPACKET_V3 (variable-size frames in blocks, but a block reaches user space
+// only when full or after tp_retire_blk_tov, >= 1 ms, which a request/
+// response workload would pay). Still to be implemented and measured.
 
 const (
 	// tpacketAuxdataLen is sizeof(struct tpacket_auxdata).

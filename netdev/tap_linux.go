@@ -49,6 +49,7 @@ type tapTx struct {
 	hdr   [VirtioNetHdrLen]byte
 	seg   *packet.Packet
 	fin   txFinisher
+	filt  rxFilter
 	fatal error
 	ok    bool // the last frame was written
 	fn    func(fd uintptr) bool
@@ -86,6 +87,7 @@ func openTap(name string, cfg Config) (*tapPort, error) {
 		return nil, fmt.Errorf("set up: %w", err)
 	}
 	t.init()
+	t.tx.filt = newRxFilter(name)
 	return t, nil
 }
 
@@ -219,7 +221,14 @@ func (t *tapPort) Write(pkts []*packet.Packet) (int, error) {
 	w := &t.tx
 	sent, bytes := 0, 0
 	var err error
+	w.filt.maybeRefresh()
 	for _, p := range pkts {
+		if !w.filt.pass(p.Data()) {
+			// The device would discard it (see rxFilter): delivered.
+			sent++
+			bytes += p.Len()
+			continue
+		}
 		ok := false
 		switch w.fin.prepare(p, w.hdr[:]) {
 		case txSend:
@@ -329,6 +338,7 @@ func (t *tapPort) Reopen(cfg Config) (Port, error) {
 	}
 	t.closed.Store(true)
 	t.f.Close()
+	t.tx.filt.close()
 	n, err := openTap(t.name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("netdev: reopen tap %s: %w", t.name, err)
@@ -349,5 +359,6 @@ func (t *tapPort) Close() error {
 	if t.created {
 		t.rc.Control(func(fd uintptr) { unix.IoctlSetInt(int(fd), unix.TUNSETPERSIST, 0) })
 	}
+	t.tx.filt.close()
 	return t.f.Close()
 }
