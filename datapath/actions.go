@@ -55,7 +55,11 @@ func PopVLAN() Action { return Action{Kind: ActionPopVLAN} }
 
 // String formats the actions as ovs-dpctl dump-flows does, e.g.
 // "push_vlan(vid=10,pcp=0),1,pop_vlan,2", or "drop" for none.
-func (as Actions) String() string {
+func (as Actions) String() string { return as.Format(nil) }
+
+// Format formats the actions as String does, with output ports named by
+// name if it is not nil (dump-flows -m).
+func (as Actions) Format(name func(uint32) string) string {
 	if len(as) == 0 {
 		return "drop"
 	}
@@ -64,7 +68,11 @@ func (as Actions) String() string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(a.String())
+		if a.Kind == ActionOutput && name != nil {
+			b.WriteString(name(a.Port))
+		} else {
+			b.WriteString(a.String())
+		}
 	}
 	return b.String()
 }

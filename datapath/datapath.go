@@ -1,16 +1,23 @@
 // Package datapath owns the userspace packet path shared by all bridges
 // (OVS's "netdev@ovs-netdev", lib/dpif-netdev.c): one rx goroutine per
-// port reads batches, extracts flow keys, finds each flow's actions in a
-// per-goroutine exact-match cache or asks the Upcaller (ofproto) for them,
-// executes them and writes every output port's share of the batch with one
-// Write. Packets flow through without allocation, locks or logs; the port
+// port reads batches, extracts flow keys, finds each packet's megaflow in
+// a per-goroutine exact-match cache, then in the goroutine's megaflow
+// classifier, else asks the Upcaller (ofproto) to translate the batch's
+// misses and installs one megaflow per distinct key; then it runs each
+// flow's actions on that flow's packets and writes every output port's
+// share of the batch with one Write. Packets flow through without
+// allocation, locks (but one per batch with misses) or logs; the port
 // table and the upcaller are read through atomic pointers.
 //
-// Cached flows are invalidated by generation: FlushFlows and
-// InvalidateFlows bump a counter that every cached flow is stamped with.
-// FlushFlows and DelPort also wait until no rx goroutine is still in a
-// batch begun before the bump, so once they return no packet is forwarded
-// by a stale translation or to a removed port.
+// A revalidator goroutine keeps the installed flows right: it removes
+// flows idle longer than max-idle, and translates again, with the
+// upcaller's current state, every flow installed before the last change
+// that the upcaller reported (RequestRevalidation), changing the actions
+// of those whose actions changed and removing those that now need a finer
+// match. Revalidate does the same synchronously, and like FlushFlows and
+// DelPort waits until no rx goroutine is still in a batch begun before it,
+// so once they return no packet is forwarded by a stale translation or to
+// a removed port.
 package datapath
 
 import (
@@ -55,21 +62,40 @@ var (
 type Datapath struct {
 	log   Logger
 	epoch time.Time
-	// clock returns nanoseconds since epoch; tests replace it.
+	// clock returns nanoseconds since epoch; set once by newDatapath.
 	clock func() int64
 
 	upcaller atomic.Pointer[upcallerBox]
 	ports    atomic.Pointer[portTable]
-	// gen is the flow generation: a cached flow is valid only while it
-	// equals the generation it was translated in. Starts at 1; workers
-	// use 0 to mean "not in a batch".
+	// gen is the epoch that synchronize waits on: workers publish the
+	// epoch of the batch they are in. Starts at 1; workers use 0 to mean
+	// "not in a batch".
 	gen atomic.Uint64
+	// revalSeq counts the upcaller's state changes: a flow translated at
+	// an older value is translated again by the next revalidation pass.
+	revalSeq atomic.Uint64
 
-	hit, missed, lost atomic.Uint64
+	// Configuration (other_config) and the count it limits.
+	flowLimit atomic.Int64
+	maxIdle   atomic.Int64 // nanoseconds
+	megaflows atomic.Bool  // false: every flow matches the whole key
+	nflows    atomic.Int64 // installed flows, all workers
+
+	revalWake chan struct{}
+	stop      chan struct{} // closed by Close
+	revalDone chan struct{} // closed when the revalidator exits
+	// revalMu serializes revalidation passes and guards their scratch.
+	revalMu sync.Mutex
+	reval   revalState
+	// Upcall statistics for upcall/show, written by passes, and the
+	// last pass's duration in nanoseconds.
+	avgFlows, maxFlows, dumpDuration, passTime atomic.Int64
 
 	mu sync.Mutex // guards the fields below and serializes port table updates
 	// workers holds every rx goroutine still running, attached or not.
 	workers map[*worker]struct{}
+	// retired are the counters of workers that exited.
+	retired counters
 	// freeSlots are tx-queue slots of deleted ports, for reuse.
 	freeSlots []int
 	nextSlot  int
@@ -108,12 +134,78 @@ func New(log Logger) *Datapath {
 	if log == nil {
 		log = discard{}
 	}
-	dp := &Datapath{log: log, epoch: time.Now(), workers: map[*worker]struct{}{}}
-	dp.clock = func() int64 { return int64(time.Since(dp.epoch)) }
+	return newDatapath(log, nil)
+}
+
+// newDatapath is New with a clock (nanoseconds, from 0) that tests drive;
+// nil is the real one.
+func newDatapath(log Logger, clock func() int64) *Datapath {
+	if log == nil {
+		log = discard{}
+	}
+	dp := &Datapath{log: log, epoch: time.Now(), clock: clock, workers: map[*worker]struct{}{},
+		revalWake: make(chan struct{}, 1), stop: make(chan struct{}), revalDone: make(chan struct{})}
+	if dp.clock == nil {
+		dp.clock = func() int64 { return int64(time.Since(dp.epoch)) }
+	}
 	dp.gen.Store(1)
+	dp.flowLimit.Store(DefaultFlowLimit)
+	dp.maxIdle.Store(int64(DefaultMaxIdle))
+	dp.megaflows.Store(true)
 	dp.ports.Store(&portTable{byNo: map[uint32]*dpPort{}})
+	go dp.revalidator()
 	return dp
 }
+
+// Defaults of the Open_vSwitch table's other_config keys the datapath
+// takes, as OVS 3.1 has them.
+const (
+	// DefaultFlowLimit is other_config:flow-limit: at most this many
+	// flows are installed; misses beyond it are translated and executed
+	// but not installed.
+	DefaultFlowLimit = 200000
+	// DefaultMaxIdle is other_config:max-idle: a flow unused for this
+	// long is removed.
+	DefaultMaxIdle = 10 * time.Second
+	// MinMaxIdle is the least max-idle OVS accepts (it ignores smaller
+	// values).
+	MinMaxIdle = 100 * time.Millisecond
+)
+
+// SetFlowLimit sets other_config:flow-limit; n <= 0 restores the default.
+// Flows above a lowered limit go as the revalidator expires them faster
+// (idle 100 ms while the table is over the limit, as OVS does).
+func (dp *Datapath) SetFlowLimit(n int) {
+	if n <= 0 {
+		n = DefaultFlowLimit
+	}
+	dp.flowLimit.Store(int64(n))
+}
+
+// FlowLimit returns the flow limit.
+func (dp *Datapath) FlowLimit() int { return int(dp.flowLimit.Load()) }
+
+// SetMaxIdle sets other_config:max-idle; d <= 0 restores the default, and
+// values under MinMaxIdle are raised to it.
+func (dp *Datapath) SetMaxIdle(d time.Duration) {
+	if d <= 0 {
+		d = DefaultMaxIdle
+	}
+	dp.maxIdle.Store(int64(max(d, MinMaxIdle)))
+}
+
+// SetMegaflows turns megaflows on (the default) or off: off, every new
+// flow matches the packet's whole key, as after `ovs-appctl
+// upcall/disable-megaflows`. Installed flows are flushed.
+func (dp *Datapath) SetMegaflows(on bool) {
+	if dp.megaflows.Swap(on) != on {
+		dp.FlushFlows()
+	}
+}
+
+// Now returns the datapath clock: the time since the datapath was made,
+// the base of flow statistics and of Upcall.UsedAt.
+func (dp *Datapath) Now() time.Duration { return time.Duration(dp.clock()) }
 
 // SetUpcall sets the translation layer that misses go to. Until it is set
 // (or after it is set to nil) missed packets are dropped and counted as
@@ -124,7 +216,7 @@ func (dp *Datapath) SetUpcall(u Upcaller) {
 	} else {
 		dp.upcaller.Store(&upcallerBox{u})
 	}
-	dp.InvalidateFlows()
+	dp.FlushFlows()
 }
 
 // AddPort attaches p as datapath port no and starts its rx goroutine.
@@ -159,9 +251,9 @@ func (dp *Datapath) AddPort(no uint32, p netdev.Port) error {
 	w := newWorker(dp, port)
 	port.w = w
 	dp.workers[w] = struct{}{}
+	// Flows translated while the port was missing resolve their outputs
+	// to it anew when they see the new table.
 	dp.ports.Store(old.with(port))
-	// Flows translated while the port was missing dropped its outputs.
-	dp.gen.Add(1)
 	go w.run()
 	dp.log.Debugf("added port %s as datapath port %d", port.name, no)
 	return nil
@@ -184,8 +276,14 @@ func (dp *Datapath) DelPort(no uint32) error {
 	g := dp.gen.Add(1)
 	dp.mu.Unlock()
 
+	// Flows of other ports that output to this one resolve their
+	// actions against the new table in every batch begun after the bump.
 	dp.synchronize(g)
 
+	w := port.w
+	w.flowMu.Lock()
+	dp.nflows.Add(-int64(w.removeAll()))
+	w.flowMu.Unlock()
 	dp.mu.Lock()
 	dp.freeSlots = append(dp.freeSlots, port.slot)
 	dp.mu.Unlock()
@@ -221,44 +319,56 @@ func (dp *Datapath) Ports() []PortInfo {
 
 // Stats are the datapath's lookup counters, as dpif/show prints them.
 type Stats struct {
-	// Hit counts packets whose flow was cached.
+	// Hit counts packets whose flow was found in an exact-match cache or
+	// a megaflow classifier.
 	Hit uint64
 	// Missed counts packets that went to the upcaller.
 	Missed uint64
 	// Lost counts missed packets dropped without translation (no
 	// upcaller set).
 	Lost uint64
-	// Flows is the number of cached flows of the current generation.
+	// Flows is the number of installed flows.
 	Flows uint64
 }
 
-// Stats returns the lookup counters.
+// Stats returns the lookup counters since the datapath was made.
 func (dp *Datapath) Stats() Stats {
-	s := Stats{Hit: dp.hit.Load(), Missed: dp.missed.Load(), Lost: dp.lost.Load()}
-	g := dp.gen.Load()
-	dp.mu.Lock()
-	for w := range dp.workers {
-		if w.flowGen.Load() == g {
-			s.Flows += uint64(w.nflows.Load())
-		}
-	}
-	dp.mu.Unlock()
-	return s
+	c := dp.totals()
+	return Stats{Hit: c.emcHits + c.megaHits, Missed: c.missed, Lost: c.lost, Flows: uint64(max(dp.nflows.Load(), 0))}
 }
 
-// FlushFlows drops every cached flow and waits until no rx goroutine is
-// still processing a batch with the old flows: after it returns, every
+func (dp *Datapath) totals() counters {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	c := dp.retired
+	for w := range dp.workers {
+		wc := w.stats.load()
+		c.add(&wc)
+	}
+	return c
+}
+
+// FlushFlows removes every installed flow and waits until no rx goroutine
+// is still processing a batch with the old flows: after it returns, every
 // packet is translated anew by the upcaller's current configuration. It
 // must not be called from an Upcall.
 func (dp *Datapath) FlushFlows() {
+	// Batches begun before may still install flows they translated
+	// before the call: wait for them first.
 	dp.synchronize(dp.gen.Add(1))
-}
-
-// InvalidateFlows drops every cached flow without waiting: packets
-// already in flight may still use the old ones. It is what an Upcaller
-// calls when its state changes.
-func (dp *Datapath) InvalidateFlows() {
-	dp.gen.Add(1)
+	dp.mu.Lock()
+	ws := make([]*worker, 0, len(dp.workers))
+	for w := range dp.workers {
+		ws = append(ws, w)
+	}
+	dp.mu.Unlock()
+	for _, w := range ws {
+		w.flowMu.Lock()
+		dp.nflows.Add(-int64(w.removeAll()))
+		w.flowMu.Unlock()
+	}
+	// And for those that may still use a flow found before its removal.
+	dp.synchronize(dp.gen.Add(1))
 }
 
 // Close detaches every port, as DelPort does for each. The caller closes
@@ -270,18 +380,26 @@ func (dp *Datapath) Close() {
 		return
 	}
 	dp.closed = true
-	for _, p := range dp.ports.Load().byNo {
+	ports := dp.ports.Load().byNo
+	for _, p := range ports {
 		p.w.detached.Store(true)
 	}
 	dp.ports.Store(&portTable{byNo: map[uint32]*dpPort{}})
 	g := dp.gen.Add(1)
 	dp.mu.Unlock()
+	close(dp.stop)
+	<-dp.revalDone
 	dp.synchronize(g)
+	for _, p := range ports {
+		p.w.flowMu.Lock()
+		dp.nflows.Add(-int64(p.w.removeAll()))
+		p.w.flowMu.Unlock()
+	}
 }
 
 // synchronize waits until every rx goroutine is idle or in a batch of
-// generation g or later, like an RCU grace period. Workers publish the
-// generation of their batch before they look at any shared state (see
+// epoch g or later, like an RCU grace period. Workers publish the
+// epoch of their batch before they look at any shared state (see
 // worker.enter), so a batch that began before the bump that produced g
 // is waited for, and one that begins after sees the new state.
 func (dp *Datapath) synchronize(g uint64) {
@@ -315,6 +433,8 @@ func (dp *Datapath) allocSlot() int {
 func (dp *Datapath) workerExited(w *worker) {
 	dp.mu.Lock()
 	delete(dp.workers, w)
+	c := w.stats.load()
+	dp.retired.add(&c)
 	dp.mu.Unlock()
 }
 

@@ -20,9 +20,12 @@ type rig struct {
 	ports map[uint32]*dptest.Port
 }
 
-func newRig(t *testing.T, n int) *rig {
+func newRig(t *testing.T, n int) *rig { return newRigClock(t, n, nil) }
+
+// newRigClock is newRig with a datapath clock the test drives.
+func newRigClock(t *testing.T, n int, clock func() int64) *rig {
 	t.Helper()
-	r := &rig{dp: New(nil), ports: map[uint32]*dptest.Port{}}
+	r := &rig{dp: newDatapath(nil, clock), ports: map[uint32]*dptest.Port{}}
 	for i := 1; i <= n; i++ {
 		p := dptest.NewPort(fmt.Sprintf("p%d", i))
 		if err := r.dp.AddPort(uint32(i), p); err != nil {
@@ -161,30 +164,6 @@ func TestCache(t *testing.T) {
 	if len(pi) != 2 || pi[0].No != 1 || pi[0].Name != "p1" || pi[0].Stats.RxPackets != 7 ||
 		pi[1].Stats.TxPackets != 7 || pi[1].Stats.TxBytes != 7*uint64(len(frame())) {
 		t.Errorf("ports %+v", pi)
-	}
-}
-
-// A cached translation is redone after flowRefresh, so that the
-// translation sees active flows (MAC learning refresh).
-func TestCacheRefresh(t *testing.T) {
-	r := newRig(t, 2)
-	var now atomic.Int64
-	r.dp.clock = now.Load
-	var calls atomic.Int64
-	r.dp.SetUpcall(static(Actions{Output(2)}, &calls))
-	r.ports[1].Inject(frame())
-	r.rxDone(t, 1, 1)
-	now.Add(flowRefresh - 1)
-	r.ports[1].Inject(frame())
-	r.rxDone(t, 1, 2)
-	if c := calls.Load(); c != 1 {
-		t.Fatalf("%d upcalls before refresh, want 1", c)
-	}
-	now.Add(1)
-	r.ports[1].Inject(frame())
-	r.rxDone(t, 1, 3)
-	if c := calls.Load(); c != 2 {
-		t.Fatalf("%d upcalls after refresh, want 2", c)
 	}
 }
 

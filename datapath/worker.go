@@ -3,21 +3,15 @@ package datapath
 import (
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/govs/govs/datapath/classifier"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
 )
-
-// flowRefresh is how long a cached translation is used before the next
-// packet of its flow is translated again. OVS's revalidators push every
-// datapath flow's statistics into the MAC learning table about once a
-// second so that active senders do not age out; translating each active
-// flow again once a second does the same here, and lets time-based state
-// (MAC aging) reach cached flows.
-const flowRefresh = int64(time.Second)
 
 // emcEntries is the size of each rx goroutine's exact-match cache, OVS's
 // EM_FLOW_HASH_ENTRIES: 8192 entries of a key and a pointer (96 bytes),
@@ -25,22 +19,77 @@ const flowRefresh = int64(time.Second)
 // candidate slots.
 const emcEntries = 8192
 
-// pend indexes upcalls with an int8.
-var _ [127 - netdev.BatchSize]struct{}
+// emcInsertInvProb: once both of a key's slots are taken, a megaflow hit
+// replaces one of them only one time in this many, as OVS's default
+// other_config:emc-insert-inv-prob, so that a churn of short flows does
+// not evict the long ones.
+const emcInsertInvProb = 100
+
+// rankInterval is how often a worker re-sorts its classifier's subtables
+// by hits (OVS's DPCLS_OPTIMIZATION_INTERVAL).
+const rankInterval = int64(time.Second)
+
+// upcall indexes and per-batch flow slots fit in a uint8.
+var _ [255 - netdev.BatchSize]struct{}
 
 // actionsCap is the capacity of the action buffer handed to each Upcall:
 // a flood to 15 ports fits without the translation allocating.
 const actionsCap = 16
 
-// cachedFlow is one translation as the datapath caches it. It is
-// immutable once built and shared by the cache and in-flight batches.
-type cachedFlow struct {
+// megaflow is one installed datapath flow: a masked match in its worker's
+// classifier, the actions for the packets it matches, and statistics.
+// Its match includes the input port, so only its port's worker forwards
+// with it; the revalidator changes its actions or kills it.
+type megaflow struct {
+	// The fields a hit touches come first, to share cache lines.
+
+	acts atomic.Pointer[flowActions]
+	// dead is set once the flow is removed from its classifier: an
+	// exact-match cache entry that still points to it is a miss.
+	dead atomic.Bool
+	// installed: the flow went into the classifier (unlike the flows a
+	// batch executes without installing them, when the table is full).
+	installed bool
+	// bslot and bno place the flow in the batch being processed; owned
+	// by the worker.
+	bslot uint8
+	bno   uint64
+
+	// Statistics, written only by the owning worker (so Load+Store, not
+	// Add), read by dumps and the revalidator. used is the datapath clock
+	// of the last packet plus one, 0 if none.
+	packets, bytes atomic.Uint64
+	used           atomic.Int64
+	tcpFlags       atomic.Uint32
+
+	// seq is the revalidation sequence number the actions were
+	// translated at (see Datapath.RequestRevalidation).
+	seq atomic.Uint64
+	// rule is the flow's classifier entry, nil once removed; guarded by
+	// the worker's flowMu.
+	rule *classifier.Rule[*megaflow]
+	// revalPackets is packets as the last revalidation pass saw it, and
+	// revalActive whether it had grown since the pass before; owned by the
+	// revalidator.
+	revalPackets uint64
+	revalActive  bool
+
+	// key is the key of the packet that created the flow, unmasked, as
+	// the revalidator translates it again.
 	key     flow.Key
 	mask    flow.Mask
-	actions Actions // as translated, for dumps
-	ops     []op    // actions resolved against the port table
-	gen     uint64  // flow generation it was translated in
-	born    int64   // clock when translated
+	ufid    [16]byte
+	created int64 // datapath clock
+}
+
+// flowActions are a flow's actions as translated and as resolved against
+// one port table. Immutable.
+type flowActions struct {
+	table *portTable
+	ops   []op
+	// opsBuf holds ops when they fit, in the same allocation.
+	opsBuf  [4]op
+	actions Actions
 }
 
 // op is an Action resolved for execution: outputs to ports that do not
@@ -51,9 +100,54 @@ type op struct {
 	port      *dpPort
 }
 
+func resolve(acts Actions, table *portTable) *flowActions {
+	fa := &flowActions{actions: acts, table: table}
+	fa.ops = resolveOps(fa.opsBuf[:0], acts, table)
+	return fa
+}
+
+func resolveOps(ops []op, acts Actions, table *portTable) []op {
+	ops = ops[:0]
+	for _, a := range acts {
+		switch a.Kind {
+		case ActionOutput:
+			if p := table.byNo[a.Port]; p != nil {
+				ops = append(ops, op{kind: ActionOutput, port: p})
+			}
+		case ActionPushVLAN, ActionPopVLAN:
+			ops = append(ops, op{kind: a.Kind, tpid: a.TPID, tci: a.TCI})
+		}
+	}
+	for len(ops) > 0 && ops[len(ops)-1].kind != ActionOutput {
+		ops = ops[:len(ops)-1]
+	}
+	return ops
+}
+
+// actionsFor returns f's actions resolved against table, resolving them
+// anew (once per flow per port table change) if they were resolved
+// against another.
+func (f *megaflow) actionsFor(table *portTable) *flowActions {
+	for {
+		fa := f.acts.Load()
+		if fa.table == table {
+			return fa
+		}
+		// The revalidator may store new actions meanwhile: keep those.
+		if f.acts.CompareAndSwap(fa, resolve(fa.actions, table)) {
+			return f.acts.Load()
+		}
+	}
+}
+
+func (f *megaflow) usedAt() (int64, bool) {
+	u := f.used.Load()
+	return u - 1, u != 0
+}
+
 type emcEntry struct {
 	key flow.Key
-	f   *cachedFlow
+	f   *megaflow
 }
 
 type txQueue struct {
@@ -61,41 +155,130 @@ type txQueue struct {
 	pkts []*packet.Packet
 }
 
-// worker is the rx goroutine of one port and everything it owns.
+// counters are one worker's lookup counters, as pmd-stats-show prints
+// them. Written by the worker only.
+type counters struct {
+	rx, emcHits, megaHits, lookups, missed, lost uint64
+	sentPkts, sentBatches                        uint64
+	idle, busy                                   uint64 // nanoseconds
+}
+
+func (c *counters) add(o *counters) {
+	c.rx += o.rx
+	c.emcHits += o.emcHits
+	c.megaHits += o.megaHits
+	c.lookups += o.lookups
+	c.missed += o.missed
+	c.lost += o.lost
+	c.sentPkts += o.sentPkts
+	c.sentBatches += o.sentBatches
+	c.idle += o.idle
+	c.busy += o.busy
+}
+
+func (c *counters) sub(o *counters) {
+	c.rx -= o.rx
+	c.emcHits -= o.emcHits
+	c.megaHits -= o.megaHits
+	c.lookups -= o.lookups
+	c.missed -= o.missed
+	c.lost -= o.lost
+	c.sentPkts -= o.sentPkts
+	c.sentBatches -= o.sentBatches
+	c.idle -= o.idle
+	c.busy -= o.busy
+}
+
+// atomicCounters publishes counters; the worker adds a batch's worth at
+// a time.
+type atomicCounters struct {
+	rx, emcHits, megaHits, lookups, missed, lost atomic.Uint64
+	sentPkts, sentBatches                        atomic.Uint64
+	idle, busy                                   atomic.Uint64
+}
+
+func (a *atomicCounters) load() counters {
+	return counters{
+		rx: a.rx.Load(), emcHits: a.emcHits.Load(), megaHits: a.megaHits.Load(), lookups: a.lookups.Load(),
+		missed: a.missed.Load(), lost: a.lost.Load(), sentPkts: a.sentPkts.Load(), sentBatches: a.sentBatches.Load(),
+		idle: a.idle.Load(), busy: a.busy.Load(),
+	}
+}
+
+// addSingle adds c; only one goroutine may call it, so it needs no
+// read-modify-write instructions.
+func (a *atomicCounters) addSingle(c *counters) {
+	add := func(v *atomic.Uint64, d uint64) {
+		if d != 0 {
+			v.Store(v.Load() + d)
+		}
+	}
+	add(&a.rx, c.rx)
+	add(&a.emcHits, c.emcHits)
+	add(&a.megaHits, c.megaHits)
+	add(&a.lookups, c.lookups)
+	add(&a.missed, c.missed)
+	add(&a.lost, c.lost)
+	add(&a.sentPkts, c.sentPkts)
+	add(&a.sentBatches, c.sentBatches)
+	add(&a.idle, c.idle)
+	add(&a.busy, c.busy)
+}
+
+// worker is the rx goroutine of one port and everything it owns: the
+// port's exact-match cache and megaflow classifier (every megaflow
+// matches the input port, so each port's flows are its own).
 type worker struct {
 	dp   *Datapath
 	port *dpPort
 	// detached is set by DelPort and Close: the worker forwards nothing
 	// more and waits in Read for the netdev to be closed.
 	detached atomic.Bool
-	// busy is the flow generation of the batch being processed, 0 when
-	// the worker is not in a batch (see Datapath.synchronize).
+	// busy is the epoch of the batch being processed, 0 when the worker
+	// is not in a batch (see Datapath.synchronize).
 	busy atomic.Uint64
 	done chan struct{} // closed when the goroutine exits
 
-	// flowGen and nflows count the cache entries of the current
-	// generation, for Stats.
-	flowGen atomic.Uint64
-	nflows  atomic.Int64
+	flowMu sync.Mutex // guards cls and every flow's rule
+	cls    classifier.Classifier[*megaflow]
+
+	stats atomicCounters
+	// base is what pmd-stats-clear subtracts; guarded by dp.mu.
+	base counters
 
 	// The rest is owned by the goroutine.
-	rx      [netdev.BatchSize]*packet.Packet
-	keys    [netdev.BatchSize]flow.Key
-	flows   [netdev.BatchSize]*cachedFlow
-	pend    [netdev.BatchSize]int8 // the upcall of a missed packet, -1 if none (BatchSize <= 127)
-	ups     [netdev.BatchSize]Upcall
-	upHash  [netdev.BatchSize]uint64
-	upActs  [netdev.BatchSize]Actions
-	upFlows [netdev.BatchSize]*cachedFlow
-	emc     *[emcEntries]emcEntry // allocated on the first miss
-	txq     []txQueue             // by port slot
-	active  []int                 // slots of txq with packets in this batch
-	clones  []*packet.Packet
-	logRL   rateLimit
+	c        counters // this batch's
+	rx       [netdev.BatchSize]*packet.Packet
+	keys     [netdev.BatchSize]flow.Key
+	hashes   [netdev.BatchSize]uint64
+	flows    [netdev.BatchSize]*megaflow
+	nocount  [netdev.BatchSize]bool // the packet that was upcalled: OVS leaves it out of flow stats
+	misses   [netdev.BatchSize]uint8
+	pend     [netdev.BatchSize]uint8 // the upcall of a missed packet
+	ups      [netdev.BatchSize]Upcall
+	upFirst  [netdev.BatchSize]uint8
+	upActs   [netdev.BatchSize]Actions
+	upFlows  [netdev.BatchSize]*megaflow
+	upNew    [netdev.BatchSize]bool     // upFlows[j] was installed for ups[j]
+	tmp      [netdev.BatchSize]megaflow // flows executed but not installed
+	tmpActs  [netdev.BatchSize]flowActions
+	bflows   [netdev.BatchSize]*megaflow // the batch's distinct flows
+	start    [netdev.BatchSize + 1]uint8
+	order    [netdev.BatchSize]uint8
+	sub      [netdev.BatchSize]*packet.Packet
+	bno      uint64
+	sink     uint32                // keeps loads made only to start cache misses
+	emc      *[emcEntries]emcEntry // allocated on the first miss
+	rng      uint64
+	lastRank int64
+	txq      []txQueue // by port slot
+	active   []int     // slots of txq with packets in this batch
+	clones   []*packet.Packet
+	logRL    rateLimit
 }
 
 func newWorker(dp *Datapath, p *dpPort) *worker {
-	w := &worker{dp: dp, port: p, done: make(chan struct{})}
+	w := &worker{dp: dp, port: p, done: make(chan struct{}), rng: uint64(p.no)*0x9e3779b97f4a7c15 | 1}
 	for i := range w.upActs {
 		w.upActs[i] = make(Actions, 0, actionsCap)
 	}
@@ -115,7 +298,7 @@ func (w *worker) quiescent(g uint64) bool {
 	}
 }
 
-// enter publishes the generation of the batch about to be processed and
+// enter publishes the epoch of the batch about to be processed and
 // returns it. Publishing before re-checking closes the race with a
 // concurrent bump: either the bump is seen here, or the bumper sees busy.
 func (w *worker) enter() uint64 {
@@ -130,6 +313,9 @@ func (w *worker) enter() uint64 {
 
 func (w *worker) leave() { w.busy.Store(0) }
 
+// run reads and forwards batches until the netdev is closed. A Read that
+// finds frames queued returns at once, so after a wake-up the worker
+// keeps draining batch after batch while traffic is there.
 func (w *worker) run() {
 	defer func() {
 		close(w.done)
@@ -139,10 +325,15 @@ func (w *worker) run() {
 		w.rx[i] = packet.New()
 	}
 	backoff := time.Duration(0)
+	t0 := time.Now()
 	for {
 		n, err := w.port.dev.Read(w.rx[:])
+		t1 := time.Now()
 		if n > 0 {
 			w.batch(n)
+			t2 := time.Now()
+			w.stats.addSingle(&counters{idle: uint64(t1.Sub(t0)), busy: uint64(t2.Sub(t1))})
+			t0 = t2
 			backoff = 0
 		}
 		if err == nil {
@@ -164,9 +355,11 @@ func (w *worker) run() {
 	}
 }
 
-// batch forwards the n packets in w.rx.
+// batch forwards the n packets in w.rx: exact-match cache, then the
+// megaflow classifier, then one upcall for all the batch's misses; then
+// the packets, grouped by flow, through their flow's actions.
 func (w *worker) batch(n int) {
-	gen := w.enter()
+	w.enter()
 	defer w.leave()
 	defer w.resetRx(n)
 	if w.detached.Load() {
@@ -175,97 +368,286 @@ func (w *worker) batch(n int) {
 	dp := w.dp
 	table := dp.ports.Load() // only after enter: see DelPort
 	now := dp.clock()
-	if w.flowGen.Load() != gen {
-		w.flowGen.Store(gen)
-		w.nflows.Store(0)
-	}
+	w.c = counters{rx: uint64(n)}
 
 	var rxBytes, runts uint64
-	nup := 0
+	var valid [netdev.BatchSize]bool
+	var sink uint32
 	for i := 0; i < n; i++ {
 		p := w.rx[i]
 		p.InPort = w.port.no
 		rxBytes += uint64(p.Len())
-		w.flows[i], w.pend[i] = nil, -1
+		w.flows[i], w.nocount[i] = nil, false
 		k := &w.keys[i]
 		if !flow.Extract(p.Data(), w.port.no, k) {
 			runts++
 			continue
 		}
+		valid[i] = true
 		h := k.Hash()
-		if f := w.lookup(k, h, gen, now); f != nil {
-			w.flows[i] = f
-			continue
-		}
-		j := 0
-		for j < nup && w.ups[j].Key != *k {
-			j++
-		}
-		if j == nup {
-			u := &w.ups[j]
-			u.Key, u.Packet, u.Actions, u.Mask = *k, p, w.upActs[j][:0], flow.Mask{}
-			w.upHash[j] = h
-			nup++
-		}
-		w.pend[i] = int8(j)
-	}
-
-	var hit, missed, lost uint64
-	upcalled := false
-	if nup > 0 {
-		if box := dp.upcaller.Load(); box != nil {
-			box.u.Upcall(w.ups[:nup])
-			upcalled = true
-			for j := 0; j < nup; j++ {
-				u := &w.ups[j]
-				f := newCachedFlow(u, gen, now, table)
-				w.upFlows[j] = f
-				w.insert(&u.Key, w.upHash[j], f, gen)
-				u.Packet, u.Actions = nil, nil
-			}
+		w.hashes[i] = h
+		if w.emc != nil {
+			// Start loading the cache slots: the lookups below then
+			// wait for all the batch's misses at once, not in turn.
+			sink += w.emc[h&emcMask].key.InPort + w.emc[h>>32&emcMask].key.InPort
 		}
 	}
-	var seen [netdev.BatchSize]bool // upcalls whose first packet was counted as a miss
+	w.sink = sink
+	nmiss := 0
 	for i := 0; i < n; i++ {
-		f := w.flows[i]
-		if f != nil {
-			hit++
-		} else if j := w.pend[i]; j >= 0 {
-			switch {
-			case !upcalled:
-				lost++
-				continue
-			case !seen[j]:
-				seen[j] = true
-				missed++
-			default:
-				// A later packet of a flow translated in this batch:
-				// OVS finds the just-installed flow and counts a hit.
-				hit++
-			}
-			f = w.upFlows[j]
-		} else {
+		if !valid[i] {
 			continue
 		}
-		w.execute(w.rx[i], f)
+		if f := w.emcLookup(&w.keys[i], w.hashes[i]); f != nil {
+			w.flows[i] = f
+			w.c.emcHits++
+			continue
+		}
+		w.misses[nmiss] = uint8(i)
+		nmiss++
 	}
+	if nmiss > 0 || now-w.lastRank >= rankInterval {
+		nmiss = w.classify(nmiss, now)
+	}
+	if nmiss > 0 {
+		w.upcall(nmiss, table, now)
+	}
+	w.execute(n, table, now)
 	w.flush()
 
-	if hit > 0 {
-		dp.hit.Add(hit)
-	}
-	if missed > 0 {
-		dp.missed.Add(missed)
-	}
-	if lost > 0 {
-		dp.lost.Add(lost)
-	}
+	w.stats.addSingle(&w.c)
 	if runts > 0 {
 		w.port.rxErrors.Add(runts)
 	}
 	// Counted last, so that a test seeing the count sees the effects.
 	w.port.rxBytes.Add(rxBytes)
 	w.port.rxPackets.Add(uint64(n))
+}
+
+// classify looks the cache misses up in the classifier and returns how
+// many are still missing, left first in w.misses.
+func (w *worker) classify(nmiss int, now int64) int {
+	w.flowMu.Lock()
+	defer w.flowMu.Unlock()
+	if now-w.lastRank >= rankInterval {
+		w.cls.Rank()
+		w.lastRank = now
+	}
+	var keys [netdev.BatchSize]*flow.Key
+	var rules [netdev.BatchSize]*classifier.Rule[*megaflow]
+	for j, i := range w.misses[:nmiss] {
+		keys[j] = &w.keys[i]
+	}
+	w.c.lookups += uint64(w.cls.LookupBatch(keys[:nmiss], rules[:nmiss]))
+	m := 0
+	for j, i := range w.misses[:nmiss] {
+		r := rules[j]
+		if r == nil {
+			w.misses[m] = i
+			m++
+			continue
+		}
+		w.flows[i] = r.Value
+		w.c.megaHits++
+		w.emcInsert(keys[j], w.hashes[i], r.Value)
+	}
+	return m
+}
+
+// upcall translates the batch's remaining misses, one upcall per distinct
+// key, and installs a megaflow for each unless the flow table is full.
+func (w *worker) upcall(nmiss int, table *portTable, now int64) {
+	dp := w.dp
+	box := dp.upcaller.Load()
+	if box == nil {
+		w.c.lost += uint64(nmiss)
+		return
+	}
+	seq := dp.revalSeq.Load()
+	nup := 0
+	for _, i := range w.misses[:nmiss] {
+		j := 0
+		for j < nup && w.ups[j].Key != w.keys[i] {
+			j++
+		}
+		if j == nup {
+			u := &w.ups[j]
+			*u = Upcall{Key: w.keys[i], Packet: w.rx[i], Actions: w.upActs[j][:0]}
+			w.upFirst[j] = i
+			nup++
+		}
+		w.pend[i] = uint8(j)
+	}
+	box.u.Upcall(w.ups[:nup])
+
+	exact := !dp.megaflows.Load()
+	w.flowMu.Lock()
+	for j := 0; j < nup; j++ {
+		u := &w.ups[j]
+		if exact {
+			u.Mask = flow.Exact()
+		}
+		u.Mask.InPort = ^uint32(0)
+		h := w.hashes[w.upFirst[j]]
+		w.upNew[j] = false
+		// A flow installed for an earlier key of this batch may cover
+		// this one (the same match, other unconsulted fields): as in
+		// OVS, whose later misses of a batch look the classifier up
+		// again, its packets are megaflow hits.
+		if r, probes := w.cls.Lookup(&u.Key); r != nil {
+			w.c.lookups += uint64(probes)
+			w.upFlows[j] = r.Value
+			w.emcInsert(&u.Key, h, r.Value)
+		} else if dp.nflows.Load() >= dp.flowLimit.Load() {
+			w.upFlows[j] = w.tmpFlow(j, u, table)
+		} else {
+			f := &megaflow{key: u.Key, mask: u.Mask, created: now, installed: true, ufid: ufid(&u.Key, &u.Mask)}
+			f.acts.Store(resolve(slices.Clone(u.Actions), table))
+			f.seq.Store(seq)
+			f.rule, _ = w.cls.Insert(&u.Key, &u.Mask, 0, f)
+			dp.nflows.Add(1)
+			w.emcInsert(&u.Key, h, f)
+			w.upFlows[j] = f
+			w.upNew[j] = true
+		}
+		if cap(u.Actions) > cap(w.upActs[j]) {
+			w.upActs[j] = u.Actions[:0] // the translation grew it: keep it
+		}
+		u.Packet, u.Actions = nil, nil
+	}
+	w.flowMu.Unlock()
+
+	for _, i := range w.misses[:nmiss] {
+		j := w.pend[i]
+		f := w.upFlows[j]
+		w.flows[i] = f
+		switch {
+		case !f.installed:
+			// Not installed: each packet is a miss, as in OVS.
+			w.c.missed++
+		case w.upFirst[j] == i && w.upNew[j]:
+			// The packet whose miss installed the flow: OVS executes it
+			// apart, so the flow's statistics leave it out.
+			w.nocount[i] = true
+			w.c.missed++
+		default:
+			// A later packet of a flow installed in this batch.
+			w.c.megaHits++
+		}
+	}
+}
+
+// tmpFlow is a flow that is executed for this batch but not installed.
+func (w *worker) tmpFlow(j int, u *Upcall, table *portTable) *megaflow {
+	f := &w.tmp[j]
+	fa := &w.tmpActs[j]
+	fa.actions, fa.table = u.Actions, table
+	fa.ops = resolveOps(fa.ops, u.Actions, table)
+	f.acts.Store(fa)
+	return f
+}
+
+// execute runs each flow's actions on its packets, as one sub-batch per
+// flow in the order of the flow's first packet; each flow's packets keep
+// their order.
+func (w *worker) execute(n int, table *portTable, now int64) {
+	w.bno++
+	nf := 0
+	var cnt [netdev.BatchSize]uint8
+	for i := 0; i < n; i++ {
+		f := w.flows[i]
+		if f == nil {
+			continue
+		}
+		if f.bno != w.bno {
+			f.bno, f.bslot = w.bno, uint8(nf)
+			w.bflows[nf] = f
+			nf++
+		}
+		cnt[f.bslot]++
+	}
+	if nf == 0 {
+		return
+	}
+	w.start[0] = 0
+	for j := 0; j < nf; j++ {
+		w.start[j+1] = w.start[j] + cnt[j]
+	}
+	var pos [netdev.BatchSize]uint8
+	copy(pos[:nf], w.start[:nf])
+	for i := 0; i < n; i++ {
+		if f := w.flows[i]; f != nil {
+			w.order[pos[f.bslot]] = uint8(i)
+			pos[f.bslot]++
+		}
+	}
+	var fas [netdev.BatchSize]*flowActions
+	for j := 0; j < nf; j++ {
+		fas[j] = w.bflows[j].actionsFor(table)
+	}
+	for j := 0; j < nf; j++ {
+		f := w.bflows[j]
+		w.bflows[j] = nil
+		idx := w.order[w.start[j]:w.start[j+1]]
+		var pkts, bytes uint64
+		var flags uint16
+		for k, i := range idx {
+			p := w.rx[i]
+			w.sub[k] = p
+			if !w.nocount[i] {
+				pkts++
+				bytes += uint64(p.Len())
+				flags |= w.keys[i].TCPFlags
+			}
+		}
+		if pkts > 0 && f.installed {
+			f.packets.Store(f.packets.Load() + pkts)
+			f.bytes.Store(f.bytes.Load() + bytes)
+			f.used.Store(now + 1)
+			if flags != 0 {
+				f.tcpFlags.Store(f.tcpFlags.Load() | uint32(flags))
+			}
+		}
+		w.apply(fas[j], w.sub[:len(idx)])
+		clear(w.sub[:len(idx)])
+	}
+}
+
+// apply applies one flow's actions to its packets. An output queues the
+// packets as they are; a later change to them is made on copies, so that
+// what was queued stays as it was when output (a Write does not change a
+// frame's bytes other than completing its checksum, which every copy may
+// share).
+func (w *worker) apply(fa *flowActions, pkts []*packet.Packet) {
+	queued := false
+	for i := range fa.ops {
+		o := &fa.ops[i]
+		switch o.kind {
+		case ActionOutput:
+			for _, p := range pkts {
+				if p != nil {
+					w.enqueue(o.port, p)
+				}
+			}
+			queued = true
+		case ActionPushVLAN, ActionPopVLAN:
+			for k, p := range pkts {
+				if p == nil {
+					continue
+				}
+				if queued {
+					p = w.clone(p)
+					pkts[k] = p
+				}
+				if o.kind == ActionPopVLAN {
+					popVLAN(p)
+				} else if !pushVLAN(p, o.tpid, o.tci) {
+					pkts[k] = nil
+				}
+			}
+			queued = false
+		}
+	}
 }
 
 // resetRx readies the receive buffers for the next Read and returns the
@@ -282,102 +664,60 @@ func (w *worker) resetRx(n int) {
 	w.clones = w.clones[:0]
 }
 
-func newCachedFlow(u *Upcall, gen uint64, now int64, table *portTable) *cachedFlow {
-	f := &cachedFlow{key: u.Key, mask: u.Mask, gen: gen, born: now}
-	if len(u.Actions) == 0 {
-		return f
-	}
-	f.actions = slices.Clone(u.Actions)
-	ops := make([]op, 0, len(u.Actions))
-	for _, a := range u.Actions {
-		switch a.Kind {
-		case ActionOutput:
-			if p := table.byNo[a.Port]; p != nil {
-				ops = append(ops, op{kind: ActionOutput, port: p})
-			}
-		case ActionPushVLAN, ActionPopVLAN:
-			ops = append(ops, op{kind: a.Kind, tpid: a.TPID, tci: a.TCI})
-		}
-	}
-	for len(ops) > 0 && ops[len(ops)-1].kind != ActionOutput {
-		ops = ops[:len(ops)-1]
-	}
-	f.ops = ops
-	return f
-}
-
 const emcMask = emcEntries - 1
 
-func (w *worker) lookup(k *flow.Key, h uint64, gen uint64, now int64) *cachedFlow {
+func (w *worker) emcLookup(k *flow.Key, h uint64) *megaflow {
 	if w.emc == nil {
 		return nil
 	}
-	for _, i := range [2]uint64{h & emcMask, h >> 32 & emcMask} {
-		e := &w.emc[i]
-		if e.f != nil && e.key == *k {
-			if e.f.gen == gen && now-e.f.born < flowRefresh {
-				return e.f
-			}
-			return nil
+	if e := &w.emc[h&emcMask]; e.f != nil && e.key == *k {
+		if !e.f.dead.Load() {
+			return e.f
 		}
+		e.f = nil
+		return nil
+	}
+	if e := &w.emc[h>>32&emcMask]; e.f != nil && e.key == *k {
+		if !e.f.dead.Load() {
+			return e.f
+		}
+		e.f = nil
 	}
 	return nil
 }
 
-// insert caches f in one of k's two slots: the one holding k already, else
-// an empty or stale one, else the older.
-func (w *worker) insert(k *flow.Key, h uint64, f *cachedFlow, gen uint64) {
+// emcInsert caches f for k in a free one of k's two slots, or else, one
+// time in emcInsertInvProb, in place of one of their entries.
+func (w *worker) emcInsert(k *flow.Key, h uint64, f *megaflow) {
+	if !f.installed {
+		return
+	}
 	if w.emc == nil {
 		w.emc = new([emcEntries]emcEntry)
 	}
 	a, b := &w.emc[h&emcMask], &w.emc[h>>32&emcMask]
 	var e *emcEntry
+	// Dead flows' entries are not looked for here (that would touch two
+	// more flows on a path where the cache is full): a lookup of their
+	// key frees them, or an insert replaces them.
 	switch {
-	case a.f != nil && a.key == *k:
+	case a.f == nil:
 		e = a
-	case b.f != nil && b.key == *k:
+	case b.f == nil:
 		e = b
-	case a.f == nil || a.f.gen != gen:
-		e = a
-	case b.f == nil || b.f.gen != gen:
-		e = b
-	case a.f.born <= b.f.born:
-		e = a
 	default:
-		e = b
-	}
-	if e.f == nil || e.f.gen != gen {
-		w.nflows.Add(1)
-	}
-	e.key, e.f = *k, f
-}
-
-// execute applies f's actions to p. An output queues p as it is; a later
-// change to the packet is made on a copy, so that what was queued stays
-// as it was when output (a Write does not change a frame's bytes other
-// than completing its checksum, which every copy may share).
-func (w *worker) execute(p *packet.Packet, f *cachedFlow) {
-	queued := false
-	for i := range f.ops {
-		o := &f.ops[i]
-		switch o.kind {
-		case ActionOutput:
-			w.enqueue(o.port, p)
-			queued = true
-		case ActionPushVLAN:
-			if queued {
-				p, queued = w.clone(p), false
-			}
-			if !pushVLAN(p, o.tpid, o.tci) {
-				return
-			}
-		case ActionPopVLAN:
-			if queued {
-				p, queued = w.clone(p), false
-			}
-			popVLAN(p)
+		w.rng ^= w.rng << 13
+		w.rng ^= w.rng >> 7
+		w.rng ^= w.rng << 17
+		if w.rng%emcInsertInvProb != 0 {
+			return
+		}
+		e = a
+		if w.rng&(1<<32) != 0 {
+			e = b
 		}
 	}
+	e.key, e.f = *k, f
 }
 
 func (w *worker) clone(p *packet.Packet) *packet.Packet {
@@ -413,6 +753,8 @@ func (w *worker) flush() {
 		for pkts := q.pkts; len(pkts) > 0; {
 			m := min(len(pkts), netdev.BatchSize)
 			w.write(q.port, pkts[:m])
+			w.c.sentPkts += uint64(m)
+			w.c.sentBatches++
 			pkts = pkts[m:]
 		}
 		clear(q.pkts)
@@ -445,4 +787,18 @@ func (w *worker) write(port *dpPort, pkts []*packet.Packet) {
 			w.dp.log.Warnf("port %s: send failed: %v (%d similar messages suppressed)", port.name, err, sup)
 		}
 	}
+}
+
+// removeAll kills every flow of the worker and returns how many there
+// were. w.flowMu must be held.
+func (w *worker) removeAll() int {
+	n := 0
+	w.cls.All(func(r *classifier.Rule[*megaflow]) bool {
+		r.Value.rule = nil
+		r.Value.dead.Store(true)
+		n++
+		return true
+	})
+	w.cls.Clear()
+	return n
 }

@@ -6,7 +6,6 @@
 package flow
 
 import (
-	"encoding/binary"
 	"math/bits"
 )
 
@@ -18,6 +17,9 @@ import (
 // no wire format and may grow; code outside this package must use field
 // names, never positions.
 type Key struct {
+	// _ aligns keys to 8 bytes, so that they can be read as words.
+	_ [0]uint64
+
 	// InPort is the datapath port the frame arrived on.
 	InPort uint32
 	// IPv6Label is the IPv6 flow label (20 bits).
@@ -133,9 +135,9 @@ func (k *Key) ICMPCode() uint8 { return uint8(k.TpDst) }
 // Masked returns k with every bit that m does not have cleared.
 func (k *Key) Masked(m *Mask) Key {
 	r := *k
-	rb, mb := r.bytes(), (*Key)(m).bytes()
-	for i := 0; i < KeySize; i += 8 {
-		binary.NativeEndian.PutUint64(rb[i:], binary.NativeEndian.Uint64(rb[i:])&binary.NativeEndian.Uint64(mb[i:]))
+	rw, mw := r.words(), (*Key)(m).words()
+	for i := range rw {
+		rw[i] &= mw[i]
 	}
 	return r
 }
@@ -151,10 +153,9 @@ func (k *Key) Hash() uint64 {
 		s2 = 0x8ebc6af09c88c6e3
 		s3 = 0x589965cc75374cc3
 	)
-	b := k.bytes()
-	w := func(i int) uint64 { return binary.NativeEndian.Uint64(b[i*8:]) }
-	h := mix(w(0)^s0, w(1)^s1) ^ mix(w(2)^s2, w(3)^s3) ^ mix(w(4)^s1, w(5)^s0) ^
-		mix(w(6)^s3, w(7)^s2) ^ mix(w(8)^s0, w(9)^s2) ^ mix(w(10)^s1, KeySize^s3)
+	w := k.words()
+	h := mix(w[0]^s0, w[1]^s1) ^ mix(w[2]^s2, w[3]^s3) ^ mix(w[4]^s1, w[5]^s0) ^
+		mix(w[6]^s3, w[7]^s2) ^ mix(w[8]^s0, w[9]^s2) ^ mix(w[10]^s1, KeySize^s3)
 	return mix(h^s0, h^s1)
 }
 
@@ -172,4 +173,47 @@ func Exact() Mask {
 		b[i] = 0xff
 	}
 	return m
+}
+
+// KeyWords is the number of 64-bit words in a Key.
+const KeyWords = KeySize / 8
+
+// Word returns the i'th 64-bit word of k's memory, in native byte order:
+// the unit the classifier hashes and compares masked keys in.
+func (k *Key) Word(i int) uint64 { return k.words()[i] }
+
+// Word returns the i'th 64-bit word of m.
+func (m *Mask) Word(i int) uint64 { return (*Key)(m).Word(i) }
+
+// IsZero reports whether m consults no bit.
+func (m *Mask) IsZero() bool { return *m == Mask{} }
+
+// HasExtra reports whether m consults a bit that o does not.
+func (m *Mask) HasExtra(o *Mask) bool {
+	mw, ow := (*Key)(m).words(), (*Key)(o).words()
+	for i := range mw {
+		if mw[i]&^ow[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Or adds o's bits to m.
+func (m *Mask) Or(o *Mask) {
+	mw, ow := (*Key)(m).words(), (*Key)(o).words()
+	for i := range mw {
+		mw[i] |= ow[i]
+	}
+}
+
+// MatchesMasked reports whether k, masked by m, equals the masked key mk.
+func (k *Key) MatchesMasked(mk *Key, m *Mask) bool {
+	kw, mw, mkw := k.words(), (*Key)(m).words(), mk.words()
+	for i := range kw {
+		if kw[i]&mw[i] != mkw[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,15 @@
 // it finds the bridge owning a miss's input port and follows patch ports
 // from bridge to bridge. Configuration is published as immutable snapshots
 // through atomic pointers; translations take no lock but the MAC table's.
+//
+// A translation's mask holds only what its decisions read, so one
+// datapath megaflow serves all the traffic between two hosts. The Backer
+// is also the datapath's Revalidator: a MAC learned, moved or expired
+// makes the datapath translate its installed flows again soon
+// (RequestRevalidation), and a reconfiguration does so before it returns
+// (Revalidate). Revalidation of a flow that forwarded packets refreshes
+// its source MAC as the packets would have. Trace shows a translation
+// as ofproto/trace does.
 package ofproto
 
 import (
@@ -34,6 +43,8 @@ type Backer struct {
 // index is the immutable view translations start from: every bridge's
 // current snapshot reached through its ports.
 type index struct {
+	// bridges are all the bridges, for Run.
+	bridges []*Bridge
 	// byDPPort maps datapath ports to the bridge port they belong to.
 	byDPPort map[uint32]*port
 	// peer maps each patch port whose peer exists (and names it back) to
@@ -41,7 +52,7 @@ type index struct {
 	peer map[*port]*port
 }
 
-var _ datapath.Upcaller = (*Backer)(nil)
+var _ datapath.Revalidator = (*Backer)(nil)
 
 // NewBacker returns a Backer with no bridges and makes it dp's upcaller.
 // log may be nil.
@@ -75,7 +86,7 @@ func (b *Backer) Bridge(name string) *Bridge {
 }
 
 // DelBridge removes the bridge called name; when it returns no packet is
-// forwarded by it.
+// forwarded by it: installed flows that it translated are revalidated.
 func (b *Backer) DelBridge(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -85,10 +96,10 @@ func (b *Backer) DelBridge(name string) {
 	}
 	delete(b.bridges, name)
 	b.publish()
-	b.dp.FlushFlows()
 	br.ml.mu.Lock()
 	br.ml.flush()
 	br.ml.mu.Unlock()
+	b.dp.Revalidate()
 }
 
 // publish rebuilds the index from every bridge's current snapshot.
@@ -98,6 +109,7 @@ func (b *Backer) publish() {
 	idx := &index{byDPPort: map[uint32]*port{}, peer: map[*port]*port{}}
 	byName := map[string]*port{}
 	for _, br := range b.bridges {
+		idx.bridges = append(idx.bridges, br)
 		for _, p := range br.snap.Load().ports {
 			if q := byName[p.name]; q != nil {
 				b.log.Warnf("interface %s is in bridges %s and %s", p.name, q.br.br.name, br.name)
@@ -124,17 +136,56 @@ func (b *Backer) publish() {
 }
 
 // Upcall implements datapath.Upcaller: it translates each miss through the
-// NORMAL pipeline of the bridge owning its input port.
+// NORMAL pipeline of the bridge owning its input port, learning source
+// MACs.
 func (b *Backer) Upcall(batch []datapath.Upcall) {
 	idx := b.idx.Load()
-	invalidate := false
+	at := b.dp.Now()
+	changed := false
 	for i := range batch {
-		if b.translate(idx, &batch[i]) {
-			invalidate = true
+		if b.translate(idx, &batch[i], modePacket, at) {
+			changed = true
 		}
 	}
-	if invalidate {
-		b.dp.InvalidateFlows()
+	if changed {
+		b.dp.RequestRevalidation()
+	}
+}
+
+// Revalidate implements datapath.Revalidator: it translates installed
+// flows again; those that forwarded packets since the last pass refresh
+// their source MAC's entry, as the packets would have.
+func (b *Backer) Revalidate(batch []datapath.Upcall) {
+	idx := b.idx.Load()
+	changed := false
+	for i := range batch {
+		u := &batch[i]
+		mode := modeCheck
+		if u.Used {
+			mode = modeRefresh
+		}
+		if b.translate(idx, u, mode, u.UsedAt) {
+			changed = true
+		}
+	}
+	if changed {
+		b.dp.RequestRevalidation()
+	}
+}
+
+// Run implements datapath.Revalidator: it ages out MAC entries, so that
+// flows to an expired address flood again within a revalidation.
+func (b *Backer) Run() {
+	changed := false
+	for _, br := range b.idx.Load().bridges {
+		br.ml.mu.Lock()
+		if br.ml.run(br.now()) {
+			changed = true
+		}
+		br.ml.mu.Unlock()
+	}
+	if changed {
+		b.dp.RequestRevalidation()
 	}
 }
 

@@ -138,9 +138,9 @@ func (br *Bridge) now() int64 { return int64(br.clock() / time.Second) }
 
 // Reconfigure swaps in cfg. It is safe while packets flow: translations
 // read the old or the new configuration, never a mix, and when it returns
-// no packet is forwarded by the old one (cached flows are flushed). MAC
-// entries of ports that went away or changed VLAN configuration are
-// forgotten.
+// no packet is forwarded by the old one: every installed flow has been
+// translated again (datapath.Revalidate). MAC entries of ports that went
+// away or changed VLAN configuration are forgotten.
 func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	b := br.backer
 	b.mu.Lock()
@@ -152,10 +152,10 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	s := br.newSnapshot(cfg)
 	br.snap.Store(s)
 	b.publish()
-	// Wait for translations of the old configuration, so that none
-	// learns on a removed port after the clean-up below.
-	b.dp.FlushFlows()
 
+	// A translation of the old configuration still in flight learns
+	// only on ports the new one has unchanged (xlate.learnable), so the
+	// clean-up below is final.
 	br.ml.mu.Lock()
 	br.ml.idle, br.ml.max = s.idle, s.max
 	for name := range br.ml.ports {
@@ -165,7 +165,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	}
 	br.ml.run(br.now())
 	br.ml.mu.Unlock()
-	b.dp.InvalidateFlows()
+	b.dp.Revalidate()
 }
 
 func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
@@ -304,7 +304,7 @@ func (br *Bridge) FDBShow() string {
 	}
 	br.ml.mu.Unlock()
 	if expired {
-		br.backer.dp.InvalidateFlows()
+		br.backer.dp.RequestRevalidation()
 	}
 	return b.String()
 }
@@ -315,7 +315,7 @@ func (br *Bridge) FDBFlush() {
 	changed := br.ml.flush()
 	br.ml.mu.Unlock()
 	if changed {
-		br.backer.dp.InvalidateFlows()
+		br.backer.dp.RequestRevalidation()
 	}
 }
 
@@ -324,7 +324,7 @@ func (br *Bridge) FDBFlush() {
 func (br *Bridge) FDBStatsShow() string {
 	br.ml.mu.Lock()
 	if br.ml.run(br.now()) {
-		defer br.backer.dp.InvalidateFlows()
+		defer br.backer.dp.RequestRevalidation()
 	}
 	t := br.ml
 	s := fmt.Sprintf("Statistics for bridge \"%s\":\n"+

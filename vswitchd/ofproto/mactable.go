@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"sync"
+	"time"
 
 	"github.com/govs/govs/datapath/flow"
 )
@@ -31,6 +32,9 @@ type macEntry struct {
 	key  macKey
 	port *mlPort
 	used int64 // when last learned
+	// learnedAt is the datapath clock when the entry got its port, for
+	// telling a stale flow's packets from news (see learn).
+	learnedAt time.Duration
 
 	prev, next   *macEntry // table-wide LRU list
 	pprev, pnext *macEntry // port's LRU list
@@ -71,17 +75,25 @@ func newMACTable() *macTable {
 	}
 }
 
-// learn records that src was seen on port in vlan at now. It reports
-// whether forwarding changed (a new or moved entry), after which cached
-// flows must be invalidated. As OVS does, an entry already on the port is
-// refreshed at most once a second.
-func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64) bool {
+// learn records that src was seen on port in vlan at now (bridge clock)
+// and at (datapath clock). It reports whether forwarding changed (a new or
+// moved entry), after which installed flows must be revalidated. As OVS
+// does, an entry already on the port is refreshed at most once a second.
+//
+// A refresh comes from the revalidator, for a flow that forwarded packets
+// since its last pass, the last at time at: it does not move an entry that
+// got its port after that, since the flow's packets are older news than
+// the ones that moved the entry.
+func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64, at time.Duration, refresh bool) bool {
 	if src.IsMulticast() {
 		return false
 	}
 	k := macKey{src, vlan}
 	e := t.entries[k]
 	if e != nil && e.used == now && e.port.name == port {
+		return false
+	}
+	if refresh && e != nil && e.port.name != port && at <= e.learnedAt {
 		return false
 	}
 	if e == nil {
@@ -105,6 +117,7 @@ func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64) bool
 		t.moved++
 		t.detachPort(e)
 	}
+	e.learnedAt = at
 	mp := t.ports[port]
 	if mp == nil {
 		mp = &mlPort{name: port}

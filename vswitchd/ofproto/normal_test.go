@@ -145,12 +145,6 @@ func TestNormalLearning(t *testing.T) {
 		t.Errorf("fdb/stats-show:\n%s\nwant:\n%s", got, wantStats)
 	}
 
-	_, m := tb.xlate(1, eth(macA, macB))
-	if m.InPort != ^uint32(0) || m.EthSrc != [6]byte(flow.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) ||
-		m.EthDst != m.EthSrc || m.VLANTCI != 0xffff || m.EthType != 0xffff || m.IPv4Src != [4]byte{} || m.TpDst != 0 {
-		t.Errorf("mask %+v: want in_port, eth and vlan only", m)
-	}
-
 	br.Reconfigure(BridgeConfig{ForwardBPDU: true, Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
 	tb.run(t, []step{{1, eth(macA, "01:80:c2:00:00:00"), "2"}}) // forward-bpdu=true
 

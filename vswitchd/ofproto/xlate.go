@@ -1,6 +1,10 @@
 package ofproto
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
 )
@@ -49,10 +53,32 @@ func (x xvlan) hdr() vlanHdr {
 	return vlanHdr{tpid: tpid, tci: tci | flow.VLANPresent}
 }
 
+// xlateMode says which side effects a translation has.
+type xlateMode uint8
+
+const (
+	// modePacket translates a miss: the packet's source MAC is learned.
+	modePacket xlateMode = iota
+	// modeCheck translates an installed flow again, without side effects.
+	modeCheck
+	// modeRefresh translates an installed flow that forwarded packets
+	// since the last revalidation: their source MAC is learned, except
+	// that an entry that moved to another port after the flow's last
+	// packet stays where it is.
+	modeRefresh
+	// modeTrace is ofproto/trace: no side effects, a report.
+	modeTrace
+)
+
 // xlate is one translation in progress.
 type xlate struct {
-	idx *index
-	key *flow.Key
+	idx  *index
+	key  *flow.Key
+	mask *flow.Mask
+	mode xlateMode
+	// usedAt is, in modeRefresh, the datapath clock of the flow's last
+	// packet; in modePacket, the datapath clock now.
+	usedAt time.Duration
 	// acts are the datapath actions so far.
 	acts datapath.Actions
 	// cur is the flow's VLAN at this point of the translation; pkt is the
@@ -60,66 +86,107 @@ type xlate struct {
 	cur, pkt vlanHdr
 
 	depth, visits int
-	// invalidate: the translation changed a MAC table.
-	invalidate bool
+	// changed: the translation changed a MAC table, so installed flows
+	// must be revalidated.
+	changed bool
+	// trace collects the ofproto/trace report; nil unless tracing.
+	trace *strings.Builder
 }
 
-// translate fills u's actions and mask. It reports whether cached flows
-// must be invalidated.
-func (b *Backer) translate(idx *index, u *datapath.Upcall) bool {
-	k := &u.Key
-	u.Mask.InPort = ^uint32(0)
-	in := idx.byDPPort[k.InPort]
-	if in == nil {
-		return false // not a port of any bridge: drop
+// translate fills u's actions and mask, translating u.Key as received on
+// its datapath port. It reports whether a MAC table changed.
+func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
+	x := b.newXlate(idx, u, mode, at)
+	if in := idx.byDPPort[u.Key.InPort]; in != nil {
+		x.normal(in)
 	}
-	// NORMAL consults the addresses, the tag and the type.
-	u.Mask.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	u.Mask.EthDst = u.Mask.EthSrc
-	u.Mask.EthType = 0xffff
-	u.Mask.VLANTCI = 0xffff
-	u.Mask.VLANTPID = 0xffff
+	u.Actions = x.acts
+	return x.changed
+}
 
-	x := xlate{idx: idx, key: k, acts: u.Actions}
+func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) *xlate {
+	k := &u.Key
+	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions}
+	// What OVS considers always examined (xlate_wc_init): the input port,
+	// the Ethernet type, and whether an IP packet is a fragment.
+	u.Mask.InPort = ^uint32(0)
+	u.Mask.EthType = 0xffff
+	if k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6 {
+		u.Mask.NwFrag = flow.FragAny | flow.FragLater
+	}
 	x.cur = vlanHdr{tpid: k.VLANTPID, tci: k.VLANTCI}
 	x.pkt = x.cur
-	x.normal(in)
-	u.Actions = x.acts
-	return x.invalidate
+	return x
+}
+
+// report adds a line to the trace: kind "->" for details, ">>" for
+// warnings, ">>>>" for errors (OVS's OFT_DETAIL, OFT_WARN, OFT_ERROR).
+func (x *xlate) report(kind, format string, args ...any) {
+	if x.trace == nil {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if kind == ">>>>" {
+		msg += " <<<<"
+	}
+	fmt.Fprintf(x.trace, "     %s %s\n", kind, msg)
 }
 
 // normal is the NORMAL pipeline of the bridge of in, for a packet that
-// entered it on in (xlate_normal).
+// entered it on in (xlate_normal). The mask gets the bits each decision
+// reads, as OVS's does: both addresses and the VLAN's VID and presence
+// always, the rest only where a decision reads them.
 func (x *xlate) normal(in *port) {
 	x.visits++
 	br := in.br.br
+	k, m := x.key, x.mask
+	if x.trace != nil {
+		title := fmt.Sprintf("bridge(\"%s\")", br.name)
+		fmt.Fprintf(x.trace, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
+	}
+	m.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	m.EthDst = m.EthSrc
+	m.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
+
 	// A VLAN type without a tag is a truncated tag.
-	if flow.IsVLANType(x.key.EthType) && !x.cur.present() {
+	if flow.IsVLANType(k.EthType) && !x.cur.present() {
+		x.report(">>", "partial VLAN tag, dropping")
 		return
 	}
 	inVLAN := x.cur.xvlan()
 	if !in.inputVIDValid(inVLAN.vid) {
+		if in.mode == modeAccess {
+			x.report(">>>>", "dropping VLAN %d tagged packet received on port %s configured as VLAN %d access port", inVLAN.vid, in.name, in.vlan)
+		} else {
+			x.report(">>>>", "dropping VLAN %d packet received on port %s not configured for trunking VLAN %d", inVLAN.vid, in.name, inVLAN.vid)
+		}
+		x.report(">>", "disallowed VLAN VID for this input port, dropping")
 		return
 	}
 	v := inputTranslate(in, inVLAN)
-	dst, src := flow.MAC(x.key.EthDst), flow.MAC(x.key.EthSrc)
+	dst, src := flow.MAC(k.EthDst), flow.MAC(k.EthSrc)
 	if !in.br.forwardBPDU && isReservedMAC(dst) {
+		x.report("->", "packet has reserved destination MAC, dropping")
 		return
 	}
+	x.gratuitousARP()
 
 	ml := br.ml
 	now := br.now()
 	ml.mu.Lock()
 	if ml.run(now) {
-		x.invalidate = true
+		x.changed = true
 	}
-	if ml.learn(src, v.vid, in.name, now) {
-		x.invalidate = true
+	if x.mode == modePacket || x.mode == modeRefresh {
+		if x.learnable(in) && ml.learn(src, v.vid, in.name, now, x.usedAt, x.mode == modeRefresh) {
+			x.changed = true
+		}
 	}
 	outName, known := ml.lookup(dst, v.vid)
 	ml.mu.Unlock()
 
 	if !known {
+		x.report("->", "no learned MAC for destination, flooding")
 		for _, p := range in.br.ports {
 			if p != in && p.includesVLAN(v.vid) {
 				x.outputNormal(p, v)
@@ -127,9 +194,42 @@ func (x *xlate) normal(in *port) {
 		}
 		return
 	}
-	// A learned port that is gone or is the input port: drop.
-	if out := in.br.byName[outName]; out != nil && out != in {
+	switch out := in.br.byName[outName]; {
+	case out == nil:
+		x.report(">>", "learned port is unknown, dropping")
+	case out == in:
+		x.report("->", "learned port is input port, dropping")
+	default:
+		x.report("->", "forwarding to learned port")
 		x.outputNormal(out, v)
+	}
+}
+
+// learnable reports whether the source MAC may be learned on in: not if
+// in's bridge was reconfigured since the translation began so that in is
+// gone or carries other VLANs (the reconfiguration forgot in's entries and
+// must not see new ones). ml.mu must be held.
+func (x *xlate) learnable(in *port) bool {
+	cur := in.br.br.snap.Load()
+	if cur == in.br {
+		return true
+	}
+	np := cur.byName[in.name]
+	return np != nil && sameVLANConfig(np, in)
+}
+
+// gratuitousARP consults what OVS's is_gratuitous_arp reads: for ARP, the
+// destination (already consulted), and for a broadcast the opcode, and
+// for a broadcast request the addresses.
+func (x *xlate) gratuitousARP() {
+	k, m := x.key, x.mask
+	if k.EthType != flow.EthTypeARP || !flow.MAC(k.EthDst).IsBroadcast() {
+		return
+	}
+	m.NwProto = 0xff
+	if k.NwProto == 1 {
+		m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
+		m.IPv4Dst = m.IPv4Src
 	}
 }
 
@@ -189,13 +289,17 @@ func (x *xlate) output(out *port) {
 	x.acts = append(x.acts, datapath.Output(out.dpPort))
 }
 
-// commitVLAN adds the actions that make the packet's tag the flow's.
+// commitVLAN adds the actions that make the packet's tag the flow's. A pop
+// consults the whole tag (OVS's commit_vlan_action un-wildcards the popped
+// header), since the packet's tag must be what is popped.
 func (x *xlate) commitVLAN() {
 	if x.pkt == x.cur {
 		return
 	}
 	if x.pkt.present() {
 		x.acts = append(x.acts, datapath.PopVLAN())
+		x.mask.VLANTCI = 0xffff
+		x.mask.VLANTPID = 0xffff
 	}
 	if x.cur.present() {
 		x.acts = append(x.acts, datapath.PushVLAN(x.cur.tpid, x.cur.tci&^flow.VLANPresent))

@@ -1,0 +1,398 @@
+package flow
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// ODPFormat says how FormatODP prints a datapath flow's match.
+type ODPFormat struct {
+	// Verbose prints every attribute and field, wildcarded ones as
+	// value/0, after the metadata OVS's userspace datapath shows
+	// (`ovs-appctl dpctl/dump-flows -m`). Otherwise attributes and fields
+	// the mask wildcards entirely are left out.
+	Verbose bool
+	// PortName, if set, names the in_port; otherwise it is a number.
+	PortName func(uint32) string
+}
+
+// FormatODP formats the match of a datapath flow, key k under mask m, as
+// OVS 3.1's userspace datapath prints it in dpctl/dump-flows
+// (lib/odp-util.c odp_flow_format), e.g.
+//
+//	recirc_id(0),in_port(3),packet_type(ns=0,id=0),eth(src=02:00:00:00:00:01,dst=02:00:00:00:00:02),eth_type(0x0800),ipv4(frag=no)
+//
+// A field whose mask is partial prints as value/mask. Where OVS matches
+// fields that govs's key does not have (ND target and link-layer
+// addresses), nothing is printed.
+func FormatODP(k *Key, m *Mask, f ODPFormat) string {
+	var b strings.Builder
+	b.Grow(256)
+	if f.Verbose {
+		b.WriteString("skb_priority(0/0),skb_mark(0/0),ct_state(0/0),ct_zone(0/0),ct_mark(0/0),ct_label(0/0),recirc_id(0),dp_hash(0/0),")
+	} else {
+		b.WriteString("recirc_id(0),")
+	}
+	b.WriteString("in_port(")
+	if f.PortName != nil {
+		b.WriteString(f.PortName(k.InPort))
+	} else {
+		b.WriteString(strconv.FormatUint(uint64(k.InPort), 10))
+	}
+	b.WriteString("),packet_type(ns=0,id=0)")
+
+	o := odpWriter{b: &b, verbose: f.Verbose}
+	o.attr("eth", func() {
+		o.mac("src", k.EthSrc, m.EthSrc)
+		o.mac("dst", k.EthDst, m.EthDst)
+	}, m.EthSrc != [6]byte{} || m.EthDst != [6]byte{})
+
+	if k.HasVLAN() {
+		b.WriteString(",eth_type(0x")
+		b.WriteString(hex16(k.VLANTPID))
+		b.WriteByte(')')
+		o.attr("vlan", func() { o.vlanTCI(k.VLANTCI, m.VLANTCI) }, m.VLANTCI != 0)
+		b.WriteString(",encap(")
+		o.first = true
+		k.formatODPInner(&o, m)
+		b.WriteByte(')')
+		return b.String()
+	}
+	k.formatODPInner(&o, m)
+	return b.String()
+}
+
+// formatODPInner writes the attributes from eth_type on, the ones inside
+// encap() for a tagged frame.
+func (k *Key) formatODPInner(o *odpWriter, m *Mask) {
+	switch {
+	case k.EthType == EthTypeNone:
+		// OVS leaves the attribute out for 802.3 frames; its mask then
+		// shows as eth_type(0/0xffff), but not inside encap().
+		if !o.first {
+			o.sep()
+			o.b.WriteString("eth_type(0/0x")
+			o.b.WriteString(hex16(m.EthType))
+			o.b.WriteByte(')')
+		}
+		return
+	case m.EthType == 0xffff:
+		o.sep()
+		o.b.WriteString("eth_type(0x")
+		o.b.WriteString(hex16(k.EthType))
+		o.b.WriteByte(')')
+	case m.EthType != 0 || o.verbose:
+		o.sep()
+		o.b.WriteString("eth_type(0x")
+		o.b.WriteString(hex16(k.EthType))
+		o.b.WriteString("/0x")
+		o.b.WriteString(hex16(m.EthType))
+		o.b.WriteByte(')')
+	}
+	switch k.EthType {
+	case EthTypeIPv4:
+		o.attr("ipv4", func() {
+			o.ipv4("src", k.IPv4Src, m.IPv4Src)
+			o.ipv4("dst", k.IPv4Dst, m.IPv4Dst)
+			o.u8("proto", k.NwProto, m.NwProto)
+			o.u8("tos", k.NwTOS, m.NwTOS)
+			o.u8("ttl", k.NwTTL, m.NwTTL)
+			o.frag(k.NwFrag, m.NwFrag)
+		}, m.IPv4Src != [4]byte{} || m.IPv4Dst != [4]byte{} || m.NwProto != 0 || m.NwTOS != 0 || m.NwTTL != 0 || m.NwFrag != 0)
+		k.formatODPL4(o, m, false)
+	case EthTypeIPv6:
+		o.attr("ipv6", func() {
+			o.ipv6("src", k.IPv6Src, m.IPv6Src)
+			o.ipv6("dst", k.IPv6Dst, m.IPv6Dst)
+			o.hex32("label", k.IPv6Label, m.IPv6Label, 0xfffff)
+			o.u8("proto", k.NwProto, m.NwProto)
+			o.u8("tclass", k.NwTOS, m.NwTOS)
+			o.u8("hlimit", k.NwTTL, m.NwTTL)
+			o.frag(k.NwFrag, m.NwFrag)
+		}, m.IPv6Src != [16]byte{} || m.IPv6Dst != [16]byte{} || m.IPv6Label != 0 || m.NwProto != 0 || m.NwTOS != 0 || m.NwTTL != 0 || m.NwFrag != 0)
+		k.formatODPL4(o, m, true)
+	case EthTypeARP, EthTypeRARP:
+		o.attr("arp", func() {
+			o.ipv4("sip", k.IPv4Src, m.IPv4Src)
+			o.ipv4("tip", k.IPv4Dst, m.IPv4Dst)
+			o.u16("op", uint16(k.NwProto), uint16(m.NwProto), 0xff)
+			o.mac("sha", k.ArpSHA, m.ArpSHA)
+			o.mac("tha", k.ArpTHA, m.ArpTHA)
+		}, m.IPv4Src != [4]byte{} || m.IPv4Dst != [4]byte{} || m.NwProto != 0 || m.ArpSHA != [6]byte{} || m.ArpTHA != [6]byte{})
+	}
+}
+
+func (k *Key) formatODPL4(o *odpWriter, m *Mask, v6 bool) {
+	if k.NwFrag&FragLater != 0 {
+		return // later fragments carry no L4 attribute
+	}
+	ports := m.TpSrc != 0 || m.TpDst != 0
+	switch {
+	case k.NwProto == IPProtoTCP:
+		o.attr("tcp", func() { o.u16("src", k.TpSrc, m.TpSrc, 0xffff); o.u16("dst", k.TpDst, m.TpDst, 0xffff) }, ports)
+		if m.TCPFlags != 0 || o.verbose {
+			o.sep()
+			o.b.WriteString("tcp_flags(")
+			o.b.WriteString(tcpFlagsMasked(k.TCPFlags, m.TCPFlags))
+			o.b.WriteByte(')')
+		}
+	case k.NwProto == IPProtoUDP:
+		o.attr("udp", func() { o.u16("src", k.TpSrc, m.TpSrc, 0xffff); o.u16("dst", k.TpDst, m.TpDst, 0xffff) }, ports)
+	case k.NwProto == IPProtoSCTP:
+		o.attr("sctp", func() { o.u16("src", k.TpSrc, m.TpSrc, 0xffff); o.u16("dst", k.TpDst, m.TpDst, 0xffff) }, ports)
+	case k.NwProto == IPProtoICMP && !v6:
+		o.attr("icmp", func() {
+			o.u8("type", uint8(k.TpSrc), uint8(m.TpSrc))
+			o.u8("code", uint8(k.TpDst), uint8(m.TpDst))
+		}, ports)
+	case k.NwProto == IPProtoICMPv6 && v6:
+		o.attr("icmpv6", func() {
+			o.u8("type", uint8(k.TpSrc), uint8(m.TpSrc))
+			o.u8("code", uint8(k.TpDst), uint8(m.TpDst))
+		}, ports)
+	}
+}
+
+// odpWriter writes attributes and their fields with OVS's separators.
+type odpWriter struct {
+	b       *strings.Builder
+	verbose bool
+	// first: no attribute written yet at this nesting level.
+	first bool
+	// firstField: no field written yet in the current attribute.
+	firstField bool
+}
+
+func (o *odpWriter) sep() {
+	if !o.first {
+		o.b.WriteByte(',')
+	}
+	o.first = false
+}
+
+// attr writes name(fields) if the mask consults any of its fields or the
+// format is verbose.
+func (o *odpWriter) attr(name string, fields func(), masked bool) {
+	if !masked && !o.verbose {
+		return
+	}
+	o.sep()
+	o.b.WriteString(name)
+	o.b.WriteByte('(')
+	o.firstField = true
+	fields()
+	o.b.WriteByte(')')
+}
+
+// field starts a field; it reports false if the field is to be left out.
+func (o *odpWriter) field(name string, wildcarded bool) bool {
+	if wildcarded && !o.verbose {
+		return false
+	}
+	if !o.firstField {
+		o.b.WriteByte(',')
+	}
+	o.firstField = false
+	o.b.WriteString(name)
+	o.b.WriteByte('=')
+	return true
+}
+
+func (o *odpWriter) mac(name string, v, m [6]byte) {
+	if !o.field(name, m == [6]byte{}) {
+		return
+	}
+	o.b.WriteString(MAC(v).String())
+	if m != [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
+		o.b.WriteByte('/')
+		o.b.WriteString(MAC(m).String())
+	}
+}
+
+func (o *odpWriter) ipv4(name string, v, m [4]byte) {
+	if !o.field(name, m == [4]byte{}) {
+		return
+	}
+	o.b.WriteString(netip.AddrFrom4(v).String())
+	if m != [4]byte{0xff, 0xff, 0xff, 0xff} {
+		o.b.WriteByte('/')
+		o.b.WriteString(netip.AddrFrom4(m).String())
+	}
+}
+
+func (o *odpWriter) ipv6(name string, v, m [16]byte) {
+	if !o.field(name, m == [16]byte{}) {
+		return
+	}
+	o.b.WriteString(netip.AddrFrom16(v).String())
+	full := true
+	for _, c := range m {
+		full = full && c == 0xff
+	}
+	if !full {
+		o.b.WriteByte('/')
+		o.b.WriteString(netip.AddrFrom16(m).String())
+	}
+}
+
+// u8 is OVS's format_u8u: decimal, a partial mask in hex.
+func (o *odpWriter) u8(name string, v, m uint8) {
+	if !o.field(name, m == 0) {
+		return
+	}
+	o.b.WriteString(strconv.Itoa(int(v)))
+	if m != 0xff {
+		o.b.WriteString("/" + hexAlt(uint64(m)))
+	}
+}
+
+// u16 is OVS's format_be16 with full being the field's exact mask.
+func (o *odpWriter) u16(name string, v, m, full uint16) {
+	if !o.field(name, m == 0) {
+		return
+	}
+	o.b.WriteString(strconv.Itoa(int(v)))
+	if m != full {
+		o.b.WriteString("/" + hexAlt(uint64(m)))
+	}
+}
+
+func (o *odpWriter) hex32(name string, v, m, full uint32) {
+	if !o.field(name, m == 0) {
+		return
+	}
+	o.b.WriteString(hexAlt(uint64(v)))
+	if m != full {
+		o.b.WriteString("/" + hexAlt(uint64(m)))
+	}
+}
+
+// frag is OVS's format_frag: an enumeration, so partial masks are errors;
+// a wildcarded one prints nothing even when verbose.
+func (o *odpWriter) frag(v, m uint8) {
+	m &= FragAny | FragLater
+	if m == 0 {
+		return
+	}
+	if !o.firstField {
+		o.b.WriteByte(',')
+	}
+	o.firstField = false
+	if m != FragAny|FragLater {
+		o.b.WriteString("error: partial mask not supported for frag (" + hexAlt(uint64(m)) + ")")
+		return
+	}
+	o.b.WriteString("frag=")
+	o.b.WriteString(fragString(v))
+}
+
+// vlanTCI is OVS's format_vlan_tci.
+func (o *odpWriter) vlanTCI(tci, m uint16) {
+	var parts []string
+	vid, vidMask := tci&VLANVIDMask, m&VLANVIDMask
+	if o.verbose || vid != 0 || vidMask != 0 {
+		s := "vid=" + strconv.Itoa(int(vid))
+		if vidMask != VLANVIDMask {
+			s += "/0x" + strconv.FormatUint(uint64(vidMask), 16)
+		}
+		parts = append(parts, s)
+	}
+	pcp, pcpMask := tci>>13, m>>13
+	if o.verbose || pcp != 0 || pcpMask != 0 {
+		s := "pcp=" + strconv.Itoa(int(pcp))
+		if pcpMask != 7 {
+			s += "/0x" + strconv.FormatUint(uint64(pcpMask), 16)
+		}
+		parts = append(parts, s)
+	}
+	if tci&VLANPresent == 0 {
+		parts = append(parts, "cfi=0")
+	}
+	o.b.WriteString(strings.Join(parts, ","))
+}
+
+// hexAlt formats v as C's "%#x": 0x-prefixed, except 0 prints as "0".
+func hexAlt(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+func hex16(v uint16) string {
+	return strconv.FormatUint(uint64(v)|0x10000, 16)[1:]
+}
+
+// TCP flag bits, as in the TCP header's low 12 bits.
+const (
+	TCPFin = 1 << iota
+	TCPSyn
+	TCPRst
+	TCPPsh
+	TCPAck
+	TCPUrg
+	TCPEce
+	TCPCwr
+	TCPNs
+)
+
+var tcpFlagNames = [...]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"}
+
+// tcpFlagsMasked formats TCP flags as OVS's format_flags_masked does for
+// the tcp_flags attribute: names joined by | when exact ("0" for none),
+// "0/0" when wildcarded, +name/-name per masked bit otherwise.
+func tcpFlagsMasked(v, m uint16) string {
+	const all = 0x0fff
+	switch m & all {
+	case all:
+		if v == 0 {
+			return "0"
+		}
+		var names []string
+		for i, n := range tcpFlagNames {
+			if v&(1<<i) != 0 {
+				names = append(names, n)
+			}
+		}
+		return strings.Join(names, "|")
+	case 0:
+		return "0/0"
+	}
+	var b strings.Builder
+	for i, n := range tcpFlagNames {
+		if m&(1<<i) == 0 {
+			continue
+		}
+		if v&(1<<i) != 0 {
+			b.WriteByte('+')
+		} else {
+			b.WriteByte('-')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// FormatTCPFlags formats accumulated TCP flags as OVS's
+// packet_format_tcp_flags does for a datapath flow's statistics
+// ("flags:S." in dpctl/dump-flows): one letter per flag in the order
+// SFPRU. then ECN, "none" for none.
+func FormatTCPFlags(f uint16) string {
+	if f == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for _, c := range []struct {
+		bit uint16
+		s   string
+	}{
+		{TCPSyn, "S"}, {TCPFin, "F"}, {TCPPsh, "P"}, {TCPRst, "R"}, {TCPUrg, "U"}, {TCPAck, "."},
+		{TCPEce, "E"}, {TCPCwr, "C"}, {TCPNs, "N"}, {0x200, "[200]"}, {0x400, "[400]"}, {0x800, "[800]"},
+	} {
+		if f&c.bit != 0 {
+			b.WriteString(c.s)
+		}
+	}
+	return b.String()
+}

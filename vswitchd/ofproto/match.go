@@ -1,0 +1,472 @@
+package ofproto
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/datapath/flow"
+)
+
+// formatMatch formats key k under mask m in OpenFlow match syntax, as OVS's
+// match_format does (lib/match.c), with inPort for the input port. A
+// megaflow starts with "recirc_id=0,eth," as ofproto/trace's "Megaflow:"
+// line does. tagged2 adds the empty second VLAN header ("vlan_tci1=0x0000")
+// that OVS's flow_format shows after a tag.
+func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool) string {
+	var b strings.Builder
+	put := func(format string, args ...any) {
+		fmt.Fprintf(&b, format, args...)
+		b.WriteByte(',')
+	}
+	if megaflow {
+		b.WriteString("recirc_id=0,eth,")
+	}
+	skipType, skipProto := false, false
+	typ := k.EthType
+	if m.EthType != 0 {
+		skipType = true
+		switch typ {
+		case flow.EthTypeIPv4, flow.EthTypeIPv6:
+			v6 := typ == flow.EthTypeIPv6
+			name := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoIGMP: "igmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
+			if v6 {
+				name = map[uint8]string{flow.IPProtoICMPv6: "icmp6", flow.IPProtoTCP: "tcp6", flow.IPProtoUDP: "udp6", flow.IPProtoSCTP: "sctp6"}
+			}
+			n := name[k.NwProto]
+			if m.NwProto != 0 && n != "" {
+				skipProto = true
+				put("%s", n)
+			} else if v6 {
+				put("ipv6")
+			} else {
+				put("ip")
+			}
+		case flow.EthTypeARP:
+			put("arp")
+		case flow.EthTypeRARP:
+			put("rarp")
+		default:
+			skipType = false
+		}
+	}
+	if m.InPort != 0 {
+		put("in_port=%s", inPort)
+	}
+	// A megaflow of an untagged packet shows no VLAN: OVS clears the VLAN
+	// bits of packets that had no tag (xlate_wc_finish).
+	if m.VLANTCI != 0 && !(megaflow && !k.HasVLAN()) {
+		vidMask, pcpMask, cfi := m.VLANTCI&flow.VLANVIDMask, m.VLANTCI&flow.VLANPCPMask, m.VLANTCI&flow.VLANPresent
+		switch {
+		case cfi != 0 && k.HasVLAN() && (vidMask == 0 || vidMask == flow.VLANVIDMask) &&
+			(pcpMask == 0 || pcpMask == flow.VLANPCPMask) && (vidMask != 0 || pcpMask != 0):
+			if vidMask != 0 {
+				put("dl_vlan=%d", k.VID())
+			}
+			if pcpMask != 0 {
+				put("dl_vlan_pcp=%d", k.VLANTCI>>13)
+			}
+		case m.VLANTCI == 0xffff:
+			put("vlan_tci=0x%04x", k.VLANTCI)
+		default:
+			put("vlan_tci=0x%04x/0x%04x", k.VLANTCI, m.VLANTCI)
+		}
+		if tagged2 && k.HasVLAN() {
+			put("vlan_tci1=0x0000")
+		}
+	}
+	putMAC := func(name string, v, mk [6]byte) {
+		switch mk {
+		case [6]byte{}:
+		case [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}:
+			put("%s=%s", name, flow.MAC(v))
+		default:
+			put("%s=%s/%s", name, flow.MAC(v), flow.MAC(mk))
+		}
+	}
+	putMAC("dl_src", k.EthSrc, m.EthSrc)
+	putMAC("dl_dst", k.EthDst, m.EthDst)
+	if !skipType && m.EthType != 0 {
+		put("dl_type=0x%04x", typ)
+	}
+	isARP := typ == flow.EthTypeARP || typ == flow.EthTypeRARP
+	switch {
+	case typ == flow.EthTypeIPv6:
+		putIPv6Net(put, "ipv6_src", k.IPv6Src, m.IPv6Src)
+		putIPv6Net(put, "ipv6_dst", k.IPv6Dst, m.IPv6Dst)
+		if m.IPv6Label != 0 {
+			if m.IPv6Label == 0xfffff {
+				put("ipv6_label=0x%05x", k.IPv6Label)
+			} else {
+				put("ipv6_label=0x%05x/0x%05x", k.IPv6Label, m.IPv6Label)
+			}
+		}
+	case isARP:
+		putIPNet(put, "arp_spa", k.IPv4Src, m.IPv4Src)
+		putIPNet(put, "arp_tpa", k.IPv4Dst, m.IPv4Dst)
+	default:
+		putIPNet(put, "nw_src", k.IPv4Src, m.IPv4Src)
+		putIPNet(put, "nw_dst", k.IPv4Dst, m.IPv4Dst)
+	}
+	if !skipProto && m.NwProto != 0 {
+		if isARP {
+			put("arp_op=%d", k.NwProto)
+		} else {
+			put("nw_proto=%d", k.NwProto)
+		}
+	}
+	if isARP {
+		putMAC("arp_sha", k.ArpSHA, m.ArpSHA)
+		putMAC("arp_tha", k.ArpTHA, m.ArpTHA)
+	}
+	if m.NwTOS&0xfc != 0 {
+		put("nw_tos=%d", k.NwTOS&0xfc)
+	}
+	if m.NwTOS&0x03 != 0 {
+		put("nw_ecn=%d", k.NwTOS&0x03)
+	}
+	if m.NwTTL != 0 {
+		put("nw_ttl=%d", k.NwTTL)
+	}
+	switch m.NwFrag & (flow.FragAny | flow.FragLater) {
+	case flow.FragAny | flow.FragLater:
+		s := "no"
+		switch {
+		case k.NwFrag&flow.FragAny != 0 && k.NwFrag&flow.FragLater != 0:
+			s = "later"
+		case k.NwFrag&flow.FragAny != 0:
+			s = "first"
+		case k.NwFrag&flow.FragLater != 0:
+			s = "<error>"
+		}
+		put("nw_frag=%s", s)
+	case flow.FragAny:
+		put("nw_frag=%s", map[bool]string{true: "yes", false: "no"}[k.NwFrag&flow.FragAny != 0])
+	case flow.FragLater:
+		put("nw_frag=%s", map[bool]string{true: "later", false: "not_later"}[k.NwFrag&flow.FragLater != 0])
+	}
+	putU16 := func(name string, v, mk uint16) {
+		switch mk {
+		case 0:
+		case 0xffff:
+			put("%s=%d", name, v)
+		default:
+			put("%s=%d/0x%x", name, v, mk)
+		}
+	}
+	switch {
+	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoICMP:
+		putU16("icmp_type", k.TpSrc, m.TpSrc)
+		putU16("icmp_code", k.TpDst, m.TpDst)
+	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoIGMP:
+		putU16("igmp_type", k.TpSrc, m.TpSrc)
+		putU16("igmp_code", k.TpDst, m.TpDst)
+	case typ == flow.EthTypeIPv6 && k.NwProto == flow.IPProtoICMPv6:
+		putU16("icmp_type", k.TpSrc, m.TpSrc)
+		putU16("icmp_code", k.TpDst, m.TpDst)
+	default:
+		putU16("tp_src", k.TpSrc, m.TpSrc)
+		putU16("tp_dst", k.TpDst, m.TpDst)
+	}
+	if (typ == flow.EthTypeIPv4 || typ == flow.EthTypeIPv6) && k.NwProto == flow.IPProtoTCP && m.TCPFlags&0x0fff != 0 {
+		put("tcp_flags=%s", matchTCPFlags(k.TCPFlags, m.TCPFlags))
+	}
+	return strings.TrimSuffix(b.String(), ",")
+}
+
+// matchTCPFlags is format_flags_masked for tcp_flags in a match.
+func matchTCPFlags(v, m uint16) string {
+	names := []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"}
+	if m&0x0fff == 0x0fff {
+		if v == 0 {
+			return "0"
+		}
+		var out []string
+		for i, n := range names {
+			if v&(1<<i) != 0 {
+				out = append(out, n)
+			}
+		}
+		return strings.Join(out, "|")
+	}
+	var b strings.Builder
+	for i, n := range names {
+		if m&(1<<i) != 0 {
+			if v&(1<<i) != 0 {
+				b.WriteByte('+')
+			} else {
+				b.WriteByte('-')
+			}
+			b.WriteString(n)
+		}
+	}
+	return b.String()
+}
+
+// putIPNet is format_ip_netmask: a CIDR prefix when the mask is one.
+func putIPNet(put func(string, ...any), name string, v, m [4]byte) {
+	mv := binary.BigEndian.Uint32(m[:])
+	switch {
+	case mv == 0:
+	case mv == ^uint32(0):
+		put("%s=%s", name, netip.AddrFrom4(v))
+	case bits.LeadingZeros32(^mv) == bits.OnesCount32(mv) && bits.TrailingZeros32(mv) == 32-bits.OnesCount32(mv):
+		put("%s=%s/%d", name, netip.AddrFrom4(v), bits.OnesCount32(mv))
+	default:
+		put("%s=%s/%s", name, netip.AddrFrom4(v), netip.AddrFrom4(m))
+	}
+}
+
+// putIPv6Net is format_ipv6_netmask.
+func putIPv6Net(put func(string, ...any), name string, v, m [16]byte) {
+	if m == [16]byte{} {
+		return
+	}
+	ones, n := net.IPMask(m[:]).Size()
+	switch {
+	case ones == 128:
+		put("%s=%s", name, netip.AddrFrom16(v))
+	case n == 128:
+		put("%s=%s/%d", name, netip.AddrFrom16(v), ones)
+	default:
+		put("%s=%s/%s", name, netip.AddrFrom16(v), netip.AddrFrom16(m))
+	}
+}
+
+// packetMask is the mask OVS's flow_wildcards_init_for_packet gives a
+// packet's flow: every field the packet has. ofproto/trace's "Flow:" line
+// formats the flow with it.
+func packetMask(k *flow.Key) flow.Mask {
+	m := flow.Mask{InPort: ^uint32(0), VLANTCI: 0xffff, EthType: 0xffff,
+		EthSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	all4 := [4]byte{0xff, 0xff, 0xff, 0xff}
+	switch k.EthType {
+	case flow.EthTypeIPv4, flow.EthTypeIPv6:
+		if k.EthType == flow.EthTypeIPv4 {
+			m.IPv4Src, m.IPv4Dst = all4, all4
+		} else {
+			for i := range m.IPv6Src {
+				m.IPv6Src[i], m.IPv6Dst[i] = 0xff, 0xff
+			}
+			m.IPv6Label = 0xfffff
+		}
+		m.NwProto, m.NwTOS, m.NwTTL, m.NwFrag = 0xff, 0xff, 0xff, flow.FragAny|flow.FragLater
+		if k.NwFrag&flow.FragLater != 0 {
+			break
+		}
+		switch k.NwProto {
+		case flow.IPProtoTCP:
+			m.TCPFlags = 0x0fff
+			fallthrough
+		case flow.IPProtoUDP, flow.IPProtoSCTP, flow.IPProtoICMP, flow.IPProtoIGMP, flow.IPProtoICMPv6:
+			m.TpSrc, m.TpDst = 0xffff, 0xffff
+		}
+	case flow.EthTypeARP, flow.EthTypeRARP:
+		m.IPv4Src, m.IPv4Dst, m.NwProto = all4, all4, 0xff
+		m.ArpSHA, m.ArpTHA = m.EthSrc, m.EthSrc
+	}
+	return m
+}
+
+// errFlowSyntax is ofproto/trace's error for a flow it cannot parse.
+func errFlowSyntax(spec, format string, args ...any) error {
+	return fmt.Errorf("Bad openflow flow syntax: %s: %s", spec, fmt.Sprintf(format, args...))
+}
+
+// parseFlow parses a flow in OpenFlow match syntax, as ofproto/trace takes
+// it: "in_port=1,dl_src=..,dl_dst=..[,dl_vlan=..]" and the other fields
+// and protocol shorthands a NORMAL bridge's flows show (ip, tcp, arp,
+// nw_src, tp_dst, ...). Fields not given are zero. The input port, a
+// number, a name or LOCAL, is returned as port resolves it: the bridge's
+// port (nil for a number that is none) and its OpenFlow number.
+func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, in *port, ofport int, err error) {
+	typeSet, protoSet := false, false
+	setType := func(t uint16) error {
+		if typeSet {
+			return errFlowSyntax(spec, "Ethernet type set multiple times")
+		}
+		k.EthType, typeSet = t, true
+		return nil
+	}
+	setProto := func(p uint8) error {
+		if protoSet && k.NwProto != p {
+			return errFlowSyntax(spec, "nw_proto set multiple times")
+		}
+		k.NwProto, protoSet = p, true
+		return nil
+	}
+	shorthand := map[string]struct {
+		typ   uint16
+		proto uint8
+	}{
+		"ip": {flow.EthTypeIPv4, 0}, "ipv6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
+		"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "igmp": {flow.EthTypeIPv4, flow.IPProtoIGMP},
+		"tcp": {flow.EthTypeIPv4, flow.IPProtoTCP}, "udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
+		"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6}, "tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP},
+		"udp6": {flow.EthTypeIPv6, flow.IPProtoUDP}, "sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
+	}
+	for _, f := range strings.Split(spec, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		name, val, hasVal := strings.Cut(f, "=")
+		if !hasVal {
+			sh, ok := shorthand[name]
+			if !ok {
+				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
+			}
+			if err := setType(sh.typ); err != nil {
+				return k, nil, 0, err
+			}
+			if sh.proto != 0 {
+				if err := setProto(sh.proto); err != nil {
+					return k, nil, 0, err
+				}
+			}
+			continue
+		}
+		bad := func(err error) error {
+			return errFlowSyntax(spec, "bad value for %s (%s: %v)", name, val, err)
+		}
+		if strings.Contains(val, "/") {
+			return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
+		}
+		switch name {
+		case "in_port":
+			in, ofport, err = port(val)
+			if err != nil {
+				return k, nil, 0, errFlowSyntax(spec, "bad value for in_port (%s: invalid or unknown port for in_port)", val)
+			}
+			if in != nil {
+				k.InPort = in.dpPort
+			}
+		case "dl_src", "eth_src", "dl_dst", "eth_dst", "arp_sha", "arp_tha":
+			var hw net.HardwareAddr
+			if hw, err = net.ParseMAC(val); err == nil && len(hw) == 6 {
+				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "eth_src": &k.EthSrc, "dl_dst": &k.EthDst,
+					"eth_dst": &k.EthDst, "arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA}[name]
+				*dst = [6]byte(hw)
+			} else if err == nil {
+				err = fmt.Errorf("invalid Ethernet address")
+			}
+		case "dl_type", "eth_type":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
+				if err = setType(uint16(v)); err != nil {
+					return k, nil, 0, err
+				}
+			}
+		case "dl_vlan":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
+				if v == 0xffff {
+					k.VLANTCI, k.VLANTPID = 0, 0
+				} else if v > flow.VLANVIDMask {
+					err = fmt.Errorf("VLAN ID out of range")
+				} else {
+					k.VLANTCI = k.VLANTCI&^flow.VLANVIDMask | uint16(v) | flow.VLANPresent
+					k.VLANTPID = flow.EthTypeVLAN
+				}
+			}
+		case "dl_vlan_pcp":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 8); err == nil && v <= 7 {
+				k.VLANTCI = k.VLANTCI&^flow.VLANPCPMask | uint16(v)<<13 | flow.VLANPresent
+				k.VLANTPID = flow.EthTypeVLAN
+			} else if err == nil {
+				err = fmt.Errorf("PCP out of range")
+			}
+		case "vlan_tci":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
+				k.VLANTCI = uint16(v)
+				k.VLANTPID = 0
+				if k.HasVLAN() {
+					k.VLANTPID = flow.EthTypeVLAN
+				}
+			}
+		case "nw_src", "nw_dst", "arp_spa", "arp_tpa":
+			var a netip.Addr
+			if a, err = netip.ParseAddr(val); err == nil && a.Is4() {
+				if name == "nw_src" || name == "arp_spa" {
+					k.IPv4Src = a.As4()
+				} else {
+					k.IPv4Dst = a.As4()
+				}
+			} else if err == nil {
+				err = fmt.Errorf("not an IPv4 address")
+			}
+		case "ipv6_src", "ipv6_dst":
+			var a netip.Addr
+			if a, err = netip.ParseAddr(val); err == nil && a.Is6() {
+				if name == "ipv6_src" {
+					k.IPv6Src = a.As16()
+				} else {
+					k.IPv6Dst = a.As16()
+				}
+			} else if err == nil {
+				err = fmt.Errorf("not an IPv6 address")
+			}
+		case "ipv6_label":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 20); err == nil {
+				k.IPv6Label = uint32(v)
+			}
+		case "nw_proto", "ip_proto", "arp_op":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
+				if err = setProto(uint8(v)); err != nil {
+					return k, nil, 0, err
+				}
+			}
+		case "nw_tos", "nw_ecn", "nw_ttl":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
+				switch name {
+				case "nw_tos":
+					k.NwTOS = k.NwTOS&0x03 | uint8(v)&0xfc
+				case "nw_ecn":
+					k.NwTOS = k.NwTOS&0xfc | uint8(v)&0x03
+				default:
+					k.NwTTL = uint8(v)
+				}
+			}
+		case "nw_frag", "ip_frag":
+			switch val {
+			case "no", "not_later":
+				k.NwFrag = 0
+			case "yes", "first":
+				k.NwFrag = flow.FragAny
+			case "later":
+				k.NwFrag = flow.FragAny | flow.FragLater
+			default:
+				err = fmt.Errorf("unknown fragment type")
+			}
+		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
+				if strings.HasSuffix(name, "src") || name == "icmp_type" {
+					k.TpSrc = uint16(v)
+				} else {
+					k.TpDst = uint16(v)
+				}
+			}
+		case "tcp_flags":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
+				k.TCPFlags = uint16(v) & 0x0fff
+			}
+		default:
+			return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
+		}
+		if err != nil {
+			return k, nil, 0, bad(err)
+		}
+	}
+	return k, in, ofport, nil
+}

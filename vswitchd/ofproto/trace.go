@@ -1,0 +1,139 @@
+package ofproto
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/datapath"
+)
+
+// Trace translates a flow given in OpenFlow match syntax as if it arrived
+// on bridge bridgeName, without side effects (nothing is learned), and
+// returns the report `ovs-appctl ofproto/trace BRIDGE FLOW` prints in OVS
+// 3.1 for a bridge whose only flow is "priority=0 actions=NORMAL":
+//
+//	Flow: in_port=1,vlan_tci=0x0000,dl_src=..,dl_dst=..,dl_type=0x0000
+//
+//	bridge("br0")
+//	-------------
+//	 0. priority 0
+//	    NORMAL
+//	     -> forwarding to learned port
+//
+//	Final flow: unchanged
+//	Megaflow: recirc_id=0,eth,in_port=1,dl_src=..,dl_dst=..,dl_type=0x0000
+//	Datapath actions: 2
+//
+// A patch port's peer bridge follows as another bridge("...") section.
+// The megaflow is the one a miss of such a packet installs.
+func (b *Backer) Trace(bridgeName, spec string) (string, error) {
+	br := b.Bridge(bridgeName)
+	if br == nil {
+		return "", fmt.Errorf("%s: unknown bridge", bridgeName)
+	}
+	s := br.snap.Load()
+	idx := b.idx.Load()
+	k, in, ofport, err := parseFlow(spec, func(v string) (*port, int, error) {
+		if v == "LOCAL" {
+			v = strconv.Itoa(LocalOFPort)
+		}
+		if n, err := strconv.ParseUint(v, 0, 16); err == nil {
+			for _, p := range s.ports {
+				if p.ofport == int(n) {
+					return p, p.ofport, nil
+				}
+			}
+			return nil, int(n), nil
+		}
+		if p := s.byName[v]; p != nil {
+			return p, p.ofport, nil
+		}
+		return nil, 0, errors.New("unknown port")
+	})
+	if err != nil {
+		return "", err
+	}
+	inText := ofportString(ofport)
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true))
+	u := datapath.Upcall{Key: k}
+	x := b.newXlate(idx, &u, modeTrace, 0)
+	x.trace = &out
+	if in == nil {
+		title := fmt.Sprintf("bridge(\"%s\")", br.name)
+		fmt.Fprintf(&out, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
+		// OVS's xlate_normal consults the addresses before it finds the
+		// input port missing.
+		u.Mask.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		u.Mask.EthDst = u.Mask.EthSrc
+		x.report(">>>>", "received packet on unknown port %d", ofport)
+		x.report(">>", "no input bundle, dropping")
+	} else {
+		x.normal(in)
+	}
+	fmt.Fprintf(&out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
+		formatMatch(&k, &u.Mask, inText, true, false), x.acts)
+	return out.String(), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TraceCommand is `ovs-appctl ofproto/trace BRIDGE FLOW` (see Trace). The
+// datapath-flow form (a flow without a bridge) and packet options are not
+// supported.
+func (b *Backer) TraceCommand(args []string) (string, error) {
+	switch len(args) {
+	case 0:
+		return "", errors.New(`"ofproto/trace" command requires at least 1 arguments`)
+	case 1:
+		return "", fmt.Errorf("syntax error at %s (or the bridge name was omitted)", args[0])
+	case 2:
+		return b.Trace(args[0], args[1])
+	}
+	return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", args[2])
+}
+
+// DumpFlowsCommand is `ovs-appctl dpif/dump-flows [-m] [--names |
+// --no-names] BRIDGE`: the datapath flows whose input port is one of the
+// bridge's, formatted as OVS 3.1 does (as dpctl/dump-flows, without the
+// per-thread headers, and with -m the UFID followed by a space).
+func (b *Backer) DumpFlowsCommand(args []string) (string, error) {
+	ff := datapath.FlowFormat{DPIF: true}
+	names := -1
+	bridge := ""
+	for _, a := range args {
+		switch a {
+		case "-m", "--more":
+			ff.Verbose = true
+		case "--names":
+			names = 1
+		case "--no-names":
+			names = 0
+		default:
+			bridge = a
+		}
+	}
+	ff.Names = names == 1 || names == -1 && ff.Verbose
+	br := b.Bridge(bridge)
+	if br == nil {
+		return "", errors.New("no such bridge")
+	}
+	mine := map[uint32]bool{}
+	for _, p := range br.snap.Load().ports {
+		if p.dpPort != 0 {
+			mine[p.dpPort] = true
+		}
+	}
+	now := b.dp.Now()
+	var out strings.Builder
+	for _, fi := range b.dp.Flows() {
+		if mine[fi.Key.InPort] {
+			out.WriteString(b.dp.FormatFlow(&fi, ff, now))
+			out.WriteByte('\n')
+		}
+	}
+	return out.String(), nil
+}
