@@ -13,6 +13,9 @@ type dataplane struct {
 	dp     bridge.Datapath
 	backer bridge.Backer
 	close  func()
+	// The concrete types, for the unixctl commands that show flows.
+	datapath *datapath.Datapath
+	ofproto  *ofproto.Backer
 }
 
 // newDataplane builds the shared datapath (netdev@ovs-netdev) and its
@@ -20,10 +23,39 @@ type dataplane struct {
 func newDataplane(log *daemon.Logger) *dataplane {
 	dp := datapath.New(log.Module("dpif_netdev"))
 	backer := ofproto.NewBacker(dp, log.Module("ofproto_dpif"))
-	return &dataplane{dp: dp, backer: backerAdapter{backer}, close: dp.Close}
+	return &dataplane{dp: dp, backer: backerAdapter{backer}, close: dp.Close, datapath: dp, ofproto: backer}
 }
 
 // backerAdapter returns ofproto's bridges as bridge.OFBridge.
 type backerAdapter struct{ *ofproto.Backer }
 
 func (a backerAdapter) AddBridge(name string) bridge.OFBridge { return a.Backer.AddBridge(name) }
+
+// registerFlowCommands registers the unixctl commands that show and manage
+// datapath flows, with OVS 3.1's names and usage texts.
+func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
+	if u == nil {
+		return
+	}
+	dp, b := p.datapath, p.ofproto
+	for _, c := range []struct {
+		name, usage string
+		min, max    int
+		fn          daemon.UnixctlHandler
+	}{
+		{"dpctl/dump-flows", "[-m] [--names] [dp] [filter=..] [type=..] [pmd=..]", 0, 6, dp.DumpFlowsCommand},
+		{"dpctl/del-flows", "[dp] [file]", 0, 2, dp.DelFlowsCommand},
+		{"dpif-netdev/pmd-stats-show", "[-pmd core] [dp]", 0, 3, dp.PMDStatsShowCommand},
+		{"dpif-netdev/pmd-stats-clear", "[-pmd core] [dp]", 0, 3, dp.PMDStatsClearCommand},
+		{"upcall/show", "", 0, 0, dp.UpcallShowCommand},
+		{"upcall/set-flow-limit", "flow-limit-number", 1, 1, dp.SetFlowLimitCommand},
+		{"upcall/disable-megaflows", "", 0, 0, dp.DisableMegaflowsCommand},
+		{"upcall/enable-megaflows", "", 0, 0, dp.EnableMegaflowsCommand},
+		{"revalidator/wait", "", 0, 0, dp.RevalidatorWaitCommand},
+		{"revalidator/purge", "", 0, 0, dp.RevalidatorPurgeCommand},
+		{"ofproto/trace", "{[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet]", 1, 3, b.TraceCommand},
+		{"dpif/dump-flows", "[-m] [--names | --no-names] bridge", 1, 3, b.DumpFlowsCommand},
+	} {
+		u.Register(c.name, c.usage, c.min, c.max, c.fn)
+	}
+}

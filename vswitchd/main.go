@@ -97,6 +97,7 @@ func run() error {
 	plane := newDataplane(log)
 	v := newSwitchd(remote, log, plane, bridge.KernelDevices{})
 	v.registerCommands(d.Unixctl)
+	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)
 	plane.close()
 	stopDB()

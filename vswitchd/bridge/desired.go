@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/ofproto"
@@ -40,6 +41,12 @@ type Desired struct {
 	SockBufSize Option[int]
 	// TSO is other_config:userspace-tso-enable, true unless "false".
 	TSO Option[bool]
+	// FlowLimit is other_config:flow-limit, the most datapath flows
+	// (DefaultFlowLimit when unset).
+	FlowLimit Option[int]
+	// MaxIdle is other_config:max-idle, how long an unused datapath flow
+	// lives (DefaultMaxIdle when unset).
+	MaxIdle Option[time.Duration]
 	// Bridges are sorted by name; names are unique.
 	Bridges []BridgeSpec
 	// Problems are configuration errors that have no Interface row to be
@@ -128,6 +135,8 @@ func Build(rows Rows) *Desired {
 	d.NextCfg = ovs.NextCfg
 	d.SockBufSize = parseOption(ovs.OtherConfig, KeySockBufSize, "Open_vSwitch", 0, ParseSockBufSize, &d.Problems)
 	d.TSO = parseOption(ovs.OtherConfig, KeyTSOEnable, "Open_vSwitch", true, ParseTSOEnable, &d.Problems)
+	d.FlowLimit = parseOption(ovs.OtherConfig, KeyFlowLimit, "Open_vSwitch", DefaultFlowLimit, ParseFlowLimit, &d.Problems)
+	d.MaxIdle = parseOption(ovs.OtherConfig, KeyMaxIdle, "Open_vSwitch", DefaultMaxIdle, ParseMaxIdle, &d.Problems)
 
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })

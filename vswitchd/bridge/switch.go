@@ -123,6 +123,14 @@ func (s *Switch) Apply(d *Desired) {
 	if !d.TSO.Bad {
 		s.tso = d.TSO.Value
 	}
+	if fs, ok := s.dp.(FlowSettings); ok {
+		if !d.FlowLimit.Bad {
+			fs.SetFlowLimit(d.FlowLimit.Value)
+		}
+		if !d.MaxIdle.Bad {
+			fs.SetMaxIdle(d.MaxIdle.Value)
+		}
+	}
 
 	wants, order := collect(d)
 

@@ -3,6 +3,7 @@ package bridge
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/govs/govs/netdev"
 )
@@ -224,4 +225,39 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// Datapath flow settings from Open_vSwitch other_config, with OVS's
+// defaults (vswitchd/vswitch.xml: flow-limit 200000, max-idle 10000 ms).
+const (
+	KeyFlowLimit     = "flow-limit"
+	KeyMaxIdle       = "max-idle"
+	DefaultFlowLimit = 200000
+	DefaultMaxIdle   = 10 * time.Second
+)
+
+// ParseFlowLimit parses other_config:flow-limit, a positive number of flows.
+func ParseFlowLimit(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("must be a positive integer")
+	}
+	return n, nil
+}
+
+// ParseMaxIdle parses other_config:max-idle, in milliseconds; OVS raises
+// values under 100 ms to 100 ms.
+func ParseMaxIdle(v string) (time.Duration, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("must be a positive number of milliseconds")
+	}
+	return max(time.Duration(n)*time.Millisecond, 100*time.Millisecond), nil
+}
+
+// FlowSettings is implemented by a datapath whose flow table limits follow
+// other_config.
+type FlowSettings interface {
+	SetFlowLimit(n int)
+	SetMaxIdle(d time.Duration)
 }
