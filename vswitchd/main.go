@@ -95,7 +95,7 @@ func run() error {
 	}
 
 	plane := newDataplane(log)
-	v := newSwitchd(remote, log, plane, bridge.KernelDevices{})
+	v := newSwitchd(remote, opts.Rundir, log, plane, bridge.KernelDevices{})
 	v.registerCommands(d.Unixctl)
 	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)

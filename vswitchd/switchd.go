@@ -29,6 +29,7 @@ const dbTimeout = 5 * time.Second
 // that changes the switch runs on the loop's goroutine.
 type switchd struct {
 	remote string
+	rundir string // where dpdkvhostuser sockets go (vhost-sock-dir is relative to it)
 	log    *daemon.Logger
 	brLog  *daemon.ModuleLogger
 	sw     *bridge.Switch
@@ -47,11 +48,12 @@ type switchd struct {
 	last *bridge.Desired
 }
 
-func newSwitchd(remote string, log *daemon.Logger, plane *dataplane, devs bridge.Devices) *switchd {
+func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, devs bridge.Devices) *switchd {
 	cov := coverage.New("bridge_reconfigure", "ofproto_update_port", "dpif_port_add", "dpif_port_del",
 		"netdev_get_stats", "txn_unchanged", "txn_success", "txn_error", "nln_changed")
 	return &switchd{
 		remote: remote,
+		rundir: rundir,
 		log:    log,
 		brLog:  log.Module("bridge"),
 		sw:     bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), cov.Inc),
@@ -170,7 +172,7 @@ func (v *switchd) reconfigure(ctx context.Context, conn *dbclient.Conn, force bo
 	if err != nil {
 		return err
 	}
-	d := bridge.Build(rows)
+	d := bridge.BuildIn(rows, v.rundir)
 	if force || v.last == nil || !reflect.DeepEqual(d, v.last) {
 		if v.last == nil || !slices.Equal(d.Problems, v.last.Problems) {
 			for _, p := range d.Problems {

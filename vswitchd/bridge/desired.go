@@ -47,6 +47,9 @@ type Desired struct {
 	// MaxIdle is other_config:max-idle, how long an unused datapath flow
 	// lives (DefaultMaxIdle when unset).
 	MaxIdle Option[time.Duration]
+	// VhostSockDir is where dpdkvhostuser ports serve their sockets:
+	// other_config:vhost-sock-dir under the rundir.
+	VhostSockDir string
 	// Bridges are sorted by name; names are unique.
 	Bridges []BridgeSpec
 	// Problems are configuration errors that have no Interface row to be
@@ -96,18 +99,31 @@ type IfaceSpec struct {
 	// SockBufSize is other_config:userspace-sock-buf-size, 0 if unset:
 	// the Open_vSwitch setting applies.
 	SockBufSize Option[int]
+	// VhostPath is a vhost-user interface's socket: the one it serves
+	// (dpdkvhostuser) or connects to (dpdkvhostuserclient, "" without
+	// options:vhost-server-path).
+	VhostPath string
 }
 
 // identity is what, when it changes, requires the interface to be
 // re-created rather than reconfigured in place.
 func (s IfaceSpec) identity() string {
 	keys := make([]string, 0, len(s.Options))
+	vhost := KindOf(s.Type) == KindVhost
 	for k := range s.Options {
+		if vhost && (k == OptDQZeroCopy || k == OptTxRetriesMax) {
+			// Applied in place (applyVhostOptions).
+			continue
+		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%d", s.Type, s.OFPortRequest)
+	if vhost {
+		// A server port's socket moves with vhost-sock-dir.
+		fmt.Fprintf(&b, "|path=%s", s.VhostPath)
+	}
 	for _, k := range keys {
 		fmt.Fprintf(&b, "|%s=%s", k, s.Options[k])
 	}
@@ -125,7 +141,14 @@ type Rows struct {
 // Build resolves the rows into a Desired. Dangling references are skipped;
 // a port or interface claimed twice goes to the first claimant in name
 // order and the rest is reported in Problems.
-func Build(rows Rows) *Desired {
+func Build(rows Rows) *Desired { return BuildIn(rows, DefaultRundir) }
+
+// DefaultRundir is OVS's rundir when $OVS_RUNDIR is unset.
+const DefaultRundir = "/var/run/openvswitch"
+
+// BuildIn is Build with the rundir (the daemon's, $OVS_RUNDIR) that
+// other_config:vhost-sock-dir is relative to.
+func BuildIn(rows Rows, rundir string) *Desired {
 	d := &Desired{}
 	if len(rows.OpenVSwitch) == 0 {
 		return d
@@ -137,6 +160,7 @@ func Build(rows Rows) *Desired {
 	d.TSO = parseOption(ovs.OtherConfig, KeyTSOEnable, "Open_vSwitch", true, ParseTSOEnable, &d.Problems)
 	d.FlowLimit = parseOption(ovs.OtherConfig, KeyFlowLimit, "Open_vSwitch", DefaultFlowLimit, ParseFlowLimit, &d.Problems)
 	d.MaxIdle = parseOption(ovs.OtherConfig, KeyMaxIdle, "Open_vSwitch", DefaultMaxIdle, ParseMaxIdle, &d.Problems)
+	d.VhostSockDir = vhostSockDir(rundir, ovs.OtherConfig, &d.Problems)
 
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
@@ -200,7 +224,9 @@ func Build(rows Rows) *Desired {
 					continue
 				}
 				claimedIface[row.Name] = br.Name
-				ps.Ifaces = append(ps.Ifaces, ifaceSpec(row, &d.Problems))
+				is := ifaceSpec(row, &d.Problems)
+				is.VhostPath = vhostPath(is.Type, is.Name, d.VhostSockDir, is.Options)
+				ps.Ifaces = append(ps.Ifaces, is)
 			}
 			if len(ps.Ifaces) == 0 {
 				continue

@@ -6,21 +6,36 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/netdev/vhostuser"
 )
 
 // KernelDevices is Devices on the running kernel, through netdev.
 type KernelDevices struct{}
 
 // Open implements Devices.
-func (KernelDevices) Open(name, typ string, cfg netdev.Config) (netdev.Port, error) {
-	if typ == TypeSystem {
-		return netdev.OpenSystem(name, cfg)
+func (KernelDevices) Open(req OpenRequest) (netdev.Port, error) {
+	switch req.Type {
+	case TypeSystem:
+		return netdev.OpenSystem(req.Name, req.Config)
+	case TypeInternal, TypeTap:
+		return netdev.OpenTap(req.Name, req.Config)
+	case TypeVhostUser, TypeVhostUserClient:
+		open := vhostuser.Dial
+		if req.Type == TypeVhostUser {
+			open = vhostuser.Listen
+		}
+		p, err := open(req.Name, req.SocketPath, req.Vhost)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return p, nil
 	}
-	return netdev.OpenTap(name, cfg)
+	return nil, fmt.Errorf("%s: interface type %q: %w", req.Name, req.Type, syscall.EAFNOSUPPORT)
 }
 
 // SockBufDefaults implements Devices.

@@ -35,12 +35,17 @@ type OFBridge interface {
 	FDBStatsShow() string
 }
 
-// Devices opens the kernel side of ports and reads their state.
+// Devices opens the ports' devices and reads the kernel interfaces' state.
+// Link, SetMTU and SetMAC apply to KindKernel interfaces only.
 type Devices interface {
-	// Open attaches to the existing interface name (TypeSystem) or creates
-	// a tap device (TypeInternal, TypeTap), as cfg says. A missing system
-	// interface fails with an error wrapping syscall.ENODEV.
-	Open(name, typ string, cfg netdev.Config) (netdev.Port, error)
+	// Open opens req.Name as its type says: attaches to the existing
+	// kernel interface (TypeSystem) or creates a tap device (TypeInternal,
+	// TypeTap), as req.Config says; or opens a vhost-user port on
+	// req.SocketPath with req.Vhost (TypeVhostUser serves the socket,
+	// TypeVhostUserClient connects to it), which returns a VhostPort. A
+	// missing system interface fails with an error wrapping
+	// syscall.ENODEV.
+	Open(req OpenRequest) (netdev.Port, error)
 	// SockBufDefaults returns net.core.rmem_default and wmem_default, the
 	// buffer sizes of a fresh socket.
 	SockBufDefaults() (rcv, snd int, err error)

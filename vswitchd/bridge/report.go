@@ -13,7 +13,7 @@ import (
 // whatever its datapath_type.
 var (
 	DatapathTypes = []string{"netdev", "system"}
-	IfaceTypes    = []string{TypeInternal, TypePatch, TypeSystem, TypeTap}
+	IfaceTypes    = []string{TypeVhostUser, TypeVhostUserClient, TypeInternal, TypePatch, TypeSystem, TypeTap}
 )
 
 // Report is what the database should show about the running switch for
@@ -93,8 +93,12 @@ func (ifc *iface) status(uuid string) IfaceStatus {
 	switch ifc.state {
 	case StateAttached:
 		st.OFPort = ifc.ofport
-		if ifc.spec.Type == TypePatch && !ifc.local {
+		switch ifc.kind() {
+		case KindPatch:
 			st.Link = &LinkStatus{AdminUp: true, LinkUp: true, HasIfindex: true}
+			return st
+		case KindVhost:
+			ifc.vhostStatus(&st)
 			return st
 		}
 		st.Stats = statsColumn(ifc.stats)
@@ -141,6 +145,10 @@ func (s *Switch) Refresh() {
 		}
 		s.count("netdev_get_stats")
 		ifc.stats = ifc.dev.Stats()
+		if ifc.kind() != KindKernel {
+			ifc.refreshVhost()
+			continue
+		}
 		l, err := s.devs.Link(ifc.spec.Name)
 		if err != nil {
 			continue

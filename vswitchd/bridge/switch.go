@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
 )
 
@@ -80,6 +81,22 @@ type iface struct {
 	sockBuf        int // 0: the kernel default
 	offloads       netdev.Offloads
 	rcvBuf, sndBuf int // getsockopt's sizes; 0 when it has no socket
+
+	// A vhost-user port's live options as they run, its counters as
+	// last read and whether its front-end ran a queue then.
+	zeroCopy  bool
+	txRetries int
+	vhostCtr  vhostuser.Counters
+	vhostUp   bool
+}
+
+// kind is how ifc runs: a bridge's local port is always an internal
+// (kernel) device, whatever type its row names.
+func (ifc *iface) kind() PortKind {
+	if ifc.local {
+		return KindKernel
+	}
+	return KindOf(ifc.spec.Type)
 }
 
 // NewSwitch returns an empty switch over the given datapath. counter, if
@@ -265,14 +282,18 @@ func (s *Switch) attach(ifc *iface, reserved map[string]map[int]string) {
 	if ifc.local {
 		typ = TypeInternal
 	}
-	switch typ {
-	case TypePatch:
+	switch ifc.kind() {
+	case KindPatch:
 		if err := checkPatch(name, ifc.spec.Options); err != "" {
 			s.fail(ifc, StateFailed, err)
 			return
 		}
-	case TypeSystem, TypeInternal, TypeTap:
-		dev, err := s.devs.Open(name, typ, s.portConfig(ifc))
+	case KindVhost:
+		if !s.attachVhost(ifc) {
+			return
+		}
+	case KindKernel:
+		dev, err := s.devs.Open(OpenRequest{Name: name, Type: typ, Config: s.portConfig(ifc)})
 		if err != nil {
 			state := StateFailed
 			// EBUSY: a tap of that name is still being torn down, e.g.
@@ -388,8 +409,12 @@ func (s *Switch) allocOFPort(rb *runBridge, ifc *iface, reserved map[int]string)
 	}
 }
 
-// applyMTU applies mtu_request, if any, and rereads the link state.
+// applyMTU applies mtu_request, if any, and rereads the link state, for
+// kernel interfaces; other kinds have no kernel link.
 func (s *Switch) applyMTU(ifc *iface) {
+	if ifc.kind() != KindKernel {
+		return
+	}
 	if ifc.spec.MTURequest > 0 && ifc.dev != nil {
 		if err := s.devs.SetMTU(ifc.spec.Name, ifc.spec.MTURequest); err != nil {
 			s.log.Warnf("%s: setting MTU to %d failed: %s", ifc.spec.Name, ifc.spec.MTURequest, Strerror(err))
@@ -514,7 +539,9 @@ func (s *Switch) LinkChanged(name string, ifindex int, present bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ifc, ok := s.ifaces[name]
-	if !ok || ifc.spec.Type == TypePatch && !ifc.local {
+	if !ok || ifc.kind() != KindKernel {
+		// Only kernel interfaces have links; a vhost-user port named
+		// like a kernel interface is not that interface.
 		return false
 	}
 	switch ifc.state {
@@ -544,7 +571,7 @@ func (s *Switch) Rescan() bool {
 	s.mu.Lock()
 	var names []string
 	for name, ifc := range s.ifaces {
-		if ifc.state == StateAttached || ifc.state == StateMissing {
+		if (ifc.state == StateAttached || ifc.state == StateMissing) && ifc.kind() == KindKernel {
 			names = append(names, name)
 		}
 	}

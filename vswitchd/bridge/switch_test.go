@@ -85,11 +85,16 @@ type fakeDevs struct {
 	open  map[string]*fakePort
 	macs  map[string]net.HardwareAddr
 	mtus  map[string]int
+	vhost map[string]*fakeVhost
 }
 
 func (f *fakeDevs) SockBufDefaults() (int, int, error) { return 212992, 212992, nil }
 
-func (f *fakeDevs) Open(name, typ string, cfg netdev.Config) (netdev.Port, error) {
+func (f *fakeDevs) Open(req OpenRequest) (netdev.Port, error) {
+	name, typ, cfg := req.Name, req.Type, req.Config
+	if KindOf(typ) == KindVhost {
+		return f.openVhost(req)
+	}
 	if typ == TypeSystem {
 		if _, ok := f.exist[name]; !ok {
 			return nil, fmt.Errorf("open %s: %w", name, syscall.ENODEV)

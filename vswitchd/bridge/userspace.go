@@ -106,6 +106,10 @@ func (s *Switch) applyPortSettings(ifc *iface) {
 		s.reopen(ifc)
 		return
 	}
+	if ifc.kind() == KindVhost {
+		s.applyVhostOptions(ifc)
+		return
+	}
 	n := s.effSockBuf(ifc)
 	if n == ifc.sockBuf {
 		return
@@ -144,6 +148,10 @@ func (s *Switch) reopen(ifc *iface) {
 		typ = TypeInternal
 	}
 	cfg := s.portConfig(ifc)
+	req := OpenRequest{Name: name, Type: typ, Config: cfg}
+	if ifc.kind() == KindVhost {
+		req = s.vhostRequest(ifc)
+	}
 	if err := s.dp.DelPort(ifc.dpPort); err != nil {
 		s.log.Warnf("%s: deleting datapath port %d: %v", name, ifc.dpPort, err)
 	}
@@ -154,7 +162,7 @@ func (s *Switch) reopen(ifc *iface) {
 		dev, err = r.Reopen(cfg)
 	} else {
 		ifc.dev.Close()
-		dev, err = s.devs.Open(name, typ, cfg)
+		dev, err = s.devs.Open(req)
 	}
 	if err == nil {
 		if err = s.dp.AddPort(ifc.dpPort, dev); err != nil {
@@ -172,6 +180,9 @@ func (s *Switch) reopen(ifc *iface) {
 	s.count("dpif_port_add")
 	ifc.dev = dev
 	s.opened(ifc)
+	if ifc.kind() == KindVhost {
+		ifc.zeroCopy, ifc.txRetries = req.Vhost.ZeroCopy, req.Vhost.TxRetriesMax
+	}
 	s.log.Infof("%s: reopened with offloads %s", name, onOff(s.tso))
 }
 

@@ -1,0 +1,324 @@
+package tests
+
+// End-to-end tests of the vhost-user interface types (dpdkvhostuser,
+// dpdkvhostuserclient): a namespace pings DPDK testpmd, in icmpecho mode
+// (it answers ARP requests and ICMP echo requests for any address), through
+// a veth and a vhost-user port on a govs bridge. Everything these tests
+// create is named gvvh*. netdev/vhostuser/testdata/setup.sh installs
+// testpmd and reserves the hugepages.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var gvvhSeq int
+
+// gvvhNeedTestpmd fails the test unless testpmd and free hugepages are
+// there.
+func gvvhNeedTestpmd(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
+		t.Fatal("dpdk-testpmd not found: run netdev/vhostuser/testdata/setup.sh (apt-get install dpdk-dev)")
+	}
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`HugePages_Free:\s+(\d+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("no HugePages_Free in /proc/meminfo")
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n < 128 {
+		t.Fatalf("%s free hugepages, testpmd needs 64: run netdev/vhostuser/testdata/setup.sh", m[1])
+	}
+	if err := exec.Command("mountpoint", "-q", "/dev/hugepages").Run(); err != nil {
+		t.Fatal("/dev/hugepages is not mounted: run netdev/vhostuser/testdata/setup.sh")
+	}
+}
+
+// gvvhTestpmd is one dpdk-testpmd process with a virtio-user port.
+type gvvhTestpmd struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	prefix string
+	mu     sync.Mutex
+	out    bytes.Buffer
+	done   chan struct{}
+}
+
+func (tp *gvvhTestpmd) Write(b []byte) (int, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.out.Write(b)
+}
+
+func (tp *gvvhTestpmd) output() string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.out.String()
+}
+
+// gvvhStartTestpmd runs testpmd in icmpecho mode with one virtio-user
+// port on sock, serving the socket if server.
+func gvvhStartTestpmd(t *testing.T, sock string, server bool) *gvvhTestpmd {
+	t.Helper()
+	gvvhSeq++
+	prefix := fmt.Sprintf("gvvh%d_%d", os.Getpid(), gvvhSeq)
+	vdev := "net_virtio_user0,path=" + sock + ",queues=1,queue_size=256,mac=02:00:00:77:00:02"
+	if server {
+		vdev += ",server=1"
+	}
+	tp := &gvvhTestpmd{t: t, prefix: prefix, done: make(chan struct{})}
+	tp.cmd = exec.Command("dpdk-testpmd",
+		"--lcores", "0@0,1@0", "--file-prefix="+prefix, "--socket-mem", "128", "--single-file-segments",
+		"--no-pci", "--vdev", vdev, "--log-level=lib.eal:error",
+		"--", "--total-num-mbufs=4096", "--rxd=256", "--txd=256", "--forward-mode=icmpecho", "--stats-period", "1")
+	tp.cmd.Stdout, tp.cmd.Stderr = tp, tp
+	tp.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := tp.cmd.Start(); err != nil {
+		t.Fatalf("start testpmd: %v", err)
+	}
+	go func() {
+		tp.cmd.Wait()
+		close(tp.done)
+	}()
+	t.Cleanup(func() {
+		tp.stop()
+		if t.Failed() {
+			t.Logf("testpmd %s output:\n%s", prefix, vswTail(tp.output(), 30))
+		}
+	})
+	return tp
+}
+
+// stop interrupts testpmd, by its pid, waits for it and removes its
+// hugepage files.
+func (tp *gvvhTestpmd) stop() {
+	select {
+	case <-tp.done:
+	default:
+		tp.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-tp.done:
+		case <-time.After(10 * time.Second):
+			tp.cmd.Process.Kill()
+			<-tp.done
+		}
+	}
+	files, _ := filepath.Glob("/dev/hugepages/" + tp.prefix + "*")
+	for _, f := range files {
+		os.Remove(f)
+	}
+	os.RemoveAll("/var/run/dpdk/" + tp.prefix)
+}
+
+// gvvhAddNS is vswAddNS with gvvh names: namespace gvvh-<tag> whose eth0
+// holds addr, host side gvvh<tag>.
+func gvvhAddNS(t *testing.T, tag, addr string) *vswNS {
+	t.Helper()
+	ns := &vswNS{t: t, Name: "gvvh-" + tag, Host: "gvvh" + tag}
+	vswRun("ip", "netns", "del", ns.Name)
+	vswRun("ip", "link", "del", ns.Host)
+	if _, err := vswRun("ip", "netns", "add", ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		vswRun("ip", "netns", "del", ns.Name)
+		vswRun("ip", "link", "del", ns.Host)
+	})
+	ns.addVeth()
+	ns.mustExec("ip", "addr", "add", addr, "dev", "eth0")
+	return ns
+}
+
+// gvvhWaitSocket waits for a unix socket file.
+func gvvhWaitSocket(t *testing.T, path string) {
+	t.Helper()
+	vswWait(t, 10*time.Second, "socket "+path, func() bool {
+		fi, err := os.Stat(path)
+		return err == nil && fi.Mode()&os.ModeSocket != 0
+	})
+}
+
+// gvvhColumn returns "ovs-vsctl get interface name col", or "" on error.
+func (e *vswEnv) gvvhColumn(name, col string) string {
+	out, err := e.vsctl("--no-wait", "get", "interface", name, col)
+	if err != nil {
+		return ""
+	}
+	return strings.Trim(strings.TrimSpace(out), `"`)
+}
+
+// gvvhWaitColumn waits until the column's value matches re.
+func (e *vswEnv) gvvhWaitColumn(t *testing.T, name, col, re string) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	vswWait(t, 15*time.Second, fmt.Sprintf("%s %s to match %s (is %q)", name, col, re, e.gvvhColumn(name, col)), func() bool {
+		return rx.MatchString(e.gvvhColumn(name, col))
+	})
+}
+
+// TestVswitchdVhostUser: govs serves the socket (dpdkvhostuser) under
+// vhost-sock-dir, testpmd connects; ping, zero copy turned on live,
+// tx-retries-max, the status and statistics columns, and the port deleted
+// under traffic while the rest of the bridge keeps working.
+func TestVswitchdVhostUser(t *testing.T) {
+	vswNeedRoot(t)
+	gvvhNeedTestpmd(t)
+	e := vswNewEnv(t)
+	ns1 := gvvhAddNS(t, "s1", "10.77.0.1/24")
+	ns2 := gvvhAddNS(t, "s2", "10.77.0.3/24")
+	if err := os.Mkdir(filepath.Join(e.dir, "vhs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.mustVsctl("set", "open_vswitch", ".", "other_config:vhost-sock-dir=vhs")
+	e.mustVsctl("add-br", "gvvhbr0", "--", "set", "bridge", "gvvhbr0", "datapath_type=netdev",
+		"--", "add-port", "gvvhbr0", ns1.Host, "--", "add-port", "gvvhbr0", ns2.Host,
+		"--", "add-port", "gvvhbr0", "gvvhu0", "--", "set", "interface", "gvvhu0", "type=dpdkvhostuser")
+
+	types := e.mustVsctl("get", "open_vswitch", ".", "iface_types")
+	if !strings.Contains(types, "dpdkvhostuser") || !strings.Contains(types, "dpdkvhostuserclient") {
+		t.Errorf("iface_types %s lacks the vhost-user types", types)
+	}
+	sock := filepath.Join(e.dir, "vhs", "gvvhu0")
+	gvvhWaitSocket(t, sock)
+	if of := e.ofport("gvvhu0"); of <= 0 {
+		t.Fatalf("gvvhu0 ofport %d", of)
+	}
+	e.gvvhWaitColumn(t, "gvvhu0", "link_state", "^down$")
+	gvvhStartTestpmd(t, sock, false)
+
+	e.gvvhWaitColumn(t, "gvvhu0", "link_state", "^up$")
+	ns1.waitPing("10.77.0.2")
+	if got := e.gvvhColumn("gvvhu0", "admin_state"); got != "up" {
+		t.Errorf("admin_state %q", got)
+	}
+	e.gvvhWaitColumn(t, "gvvhu0", "status:status", "^connected$")
+	for _, k := range []string{"mode", "socket", "features", "num_of_vrings", "n_rxq", "n_txq", "dq-zero-copy", "tx-retries-max"} {
+		if e.gvvhColumn("gvvhu0", "status:"+k) == "" {
+			t.Errorf("status has no %s: %s", k, e.gvvhColumn("gvvhu0", "status"))
+		}
+	}
+	if got := e.gvvhColumn("gvvhu0", "status:socket"); got != sock {
+		t.Errorf("status:socket %q, want %q", got, sock)
+	}
+	e.gvvhWaitColumn(t, "gvvhu0", "statistics:rx_packets", "^[1-9][0-9]*$")
+	t.Logf("status %s\nstatistics %s", e.gvvhColumn("gvvhu0", "status"), e.gvvhColumn("gvvhu0", "statistics"))
+	for _, k := range []string{"ovs_tx_retries", "ovs_tx_failure_drops", "tx_packets", "tx_dropped"} {
+		if e.gvvhColumn("gvvhu0", "statistics:"+k) == "" {
+			t.Errorf("statistics has no %s: %s", k, e.gvvhColumn("gvvhu0", "statistics"))
+		}
+	}
+
+	// Live options: the port is not reopened (its connection stays).
+	ofport := e.ofport("gvvhu0")
+	e.mustVsctl("set", "interface", "gvvhu0", "options:dq-zero-copy=true", "options:tx-retries-max=4")
+	e.gvvhWaitColumn(t, "gvvhu0", "status:dq-zero-copy", "^true$")
+	e.gvvhWaitColumn(t, "gvvhu0", "status:tx-retries-max", "^4$")
+	if err := ns1.ping("10.77.0.2", 10); err != nil {
+		t.Fatalf("ping with dq-zero-copy=true: %v", err)
+	}
+	e.mustVsctl("set", "interface", "gvvhu0", "options:tx-retries-max=40")
+	e.gvvhWaitColumn(t, "gvvhu0", "status:tx-retries-max", "^8$")
+	if got := e.ofport("gvvhu0"); got != ofport {
+		t.Errorf("ofport %d after live options, was %d", got, ofport)
+	}
+	log, _ := os.ReadFile(e.logPath())
+	for _, want := range []string{
+		"Socket " + sock + " created for vhost-user port gvvhu0",
+		"Max Tx retries for vhost device 'gvvhu0' set to 4",
+		"Max Tx retries for vhost device 'gvvhu0' set to 8",
+	} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+	if strings.Count(string(log), "created for vhost-user port gvvhu0") != 1 {
+		t.Errorf("gvvhu0 was reopened by a live option")
+	}
+	// mtu_request does not touch a kernel link of that name.
+	e.mustVsctl("set", "interface", "gvvhu0", "mtu_request=2000")
+	if err := ns1.ping("10.77.0.2", 3); err != nil {
+		t.Fatalf("ping after mtu_request: %v", err)
+	}
+
+	// Delete the port under traffic.
+	flood := exec.Command("ip", "netns", "exec", ns1.Name, "ping", "-q", "-n", "-f", "-w", "4", "10.77.0.2")
+	if err := flood.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	e.mustVsctl("del-port", "gvvhbr0", "gvvhu0")
+	flood.Wait()
+	if _, err := os.Stat(sock); err == nil {
+		t.Errorf("%s still there after del-port", sock)
+	}
+	ns1.waitPing("10.77.0.3")
+	ns1.noPing("10.77.0.2")
+	e.mustAppctl("fdb/show", "gvvhbr0")
+}
+
+// TestVswitchdVhostUserClient: testpmd serves the socket, govs connects
+// (dpdkvhostuserclient); without vhost-server-path the port is there but
+// unconfigured; testpmd restarted, govs reconnects and ping resumes.
+func TestVswitchdVhostUserClient(t *testing.T) {
+	vswNeedRoot(t)
+	gvvhNeedTestpmd(t)
+	e := vswNewEnv(t)
+	ns1 := gvvhAddNS(t, "c1", "10.78.0.1/24")
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "gvvhc0.sock")
+	e.mustVsctl("add-br", "gvvhbr1", "--", "set", "bridge", "gvvhbr1", "datapath_type=netdev",
+		"--", "add-port", "gvvhbr1", ns1.Host,
+		"--", "add-port", "gvvhbr1", "gvvhc0", "--", "set", "interface", "gvvhc0", "type=dpdkvhostuserclient")
+
+	// As OVS: created, given a number, no error, down.
+	if of := e.ofport("gvvhc0"); of <= 0 {
+		t.Errorf("gvvhc0 without a path: ofport %d", of)
+	}
+	if got := e.gvvhColumn("gvvhc0", "error"); got != "" && got != "[]" {
+		t.Errorf("gvvhc0 without a path: error %s", got)
+	}
+	e.gvvhWaitColumn(t, "gvvhc0", "link_state", "^down$")
+
+	tp := gvvhStartTestpmd(t, sock, true)
+	gvvhWaitSocket(t, sock)
+	ofport := e.ofport("gvvhc0")
+	e.mustVsctl("set", "interface", "gvvhc0", "options:vhost-server-path="+sock)
+	e.gvvhWaitColumn(t, "gvvhc0", "link_state", "^up$")
+	ns1.waitPing("10.78.0.2")
+	if got := e.gvvhColumn("gvvhc0", "status:mode"); got != "client" {
+		t.Errorf("status:mode %q", got)
+	}
+	if got := e.ofport("gvvhc0"); got != ofport {
+		t.Errorf("ofport %d once the path is set, was %d", got, ofport)
+	}
+
+	// testpmd restarted: govs reconnects by itself.
+	tp.stop()
+	e.gvvhWaitColumn(t, "gvvhc0", "link_state", "^down$")
+	ns1.noPing("10.78.0.2")
+	gvvhStartTestpmd(t, sock, true)
+	e.gvvhWaitColumn(t, "gvvhc0", "link_state", "^up$")
+	ns1.waitPing("10.78.0.2")
+	if n, _ := strconv.Atoi(e.gvvhColumn("gvvhc0", "link_resets")); n < 1 {
+		t.Errorf("link_resets %d after a reconnection", n)
+	}
+	if got := e.gvvhColumn("gvvhc0", "status:status"); got != "connected" {
+		t.Errorf("status:status %q", got)
+	}
+	if got := e.gvvhColumn("gvvhc0", "error"); got != "" && got != "[]" {
+		t.Errorf("error %s", got)
+	}
+}
