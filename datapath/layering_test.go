@@ -10,12 +10,18 @@ import (
 	"testing"
 )
 
-// The datapath sits below the daemon and the database: nothing under
-// datapath/ imports vswitchd/ or ovsdb/ (the upcall is an interface the
-// datapath defines and ofproto implements).
+// The packet path sits below the daemon and the database: nothing under
+// datapath/ or netdev/ imports vswitchd/ or ovsdb/ (the upcall is an
+// interface the datapath defines and ofproto implements).
 func TestLayering(t *testing.T) {
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	for _, root := range []string{".", "../netdev"} {
+		checkImports(t, fset, root)
+	}
+}
+
+func checkImports(t *testing.T, fset *token.FileSet, root string) {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err
 		}
@@ -27,7 +33,7 @@ func TestLayering(t *testing.T) {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			for _, banned := range []string{"github.com/govs/govs/vswitchd", "github.com/govs/govs/ovsdb"} {
 				if p == banned || strings.HasPrefix(p, banned+"/") {
-					t.Errorf("datapath/%s imports %s", path, p)
+					t.Errorf("%s imports %s", filepath.Join("datapath", path), p)
 				}
 			}
 		}
