@@ -18,30 +18,38 @@ import (
 	"github.com/govs/govs/netdev/offload"
 )
 
-// A system port is an AF_PACKET socket on an existing kernel device, read
-// with recvmmsg and written with sendmmsg, BatchSize frames per syscall.
+// A system port is an AF_PACKET socket on an existing kernel device, written
+// with sendmmsg, BatchSize frames per syscall, and read either from a
+// TPACKET_V2 receive ring (ring_linux.go) or with recvmmsg.
 //
-// recvmmsg was chosen over a TPACKET_V3 ring: with PACKET_VNET_HDR it hands
-// over GSO super-frames of up to 64 KiB whole, each into a packet's own
-// buffer, where a ring would need 64 KiB frames (or copying out of
-// variable-size blocks) and still a copy into the packet; the measured
-// minimal forwarder (REFERENCE.md §7) showed copies at ~16% of samples, so
-// the syscall count per batch is what matters, and recvmmsg already pays one
-// per BatchSize frames. Not measured against TPACKET_V3 here.
+// The ring is the default when no socket buffer size is configured
+// (Config.SockBufSize 0: the kernel's default SO_RCVBUF, 212992 bytes).
+// That buffer holds only about three TSO super-frames (truesize ~66 KiB
+// each), so with recvmmsg one late wake-up of the reader overflows it; a
+// ring's depth is its own (240 frames) whatever SO_RCVBUF is. Measured with
+// make bench (BENCH_PEERS=govs,bridge BENCH_ROUNDS=1; 2 loaded cores, veths,
+// iperf3 4 s, testpmd), recvmmsg and ring runs back to back, twice:
 //
-// What was measured (2 cores, veths, iperf3; see tests/bench): with the
-// kernel's default SO_RCVBUF (212992 bytes) the socket holds only about three
-// TSO super-frames (truesize ~66 KiB each), so one late wake-up of the reader
-// overflows it: ~6500-7100 tp_drops (Stats.RxDropped) and ~300000 TCP
-// retransmits per 4 s stream at 6.5-6.8 Gbit/s, against 0 drops, <250
-// retransmits and 10.7-11.7 Gbit/s with userspace-sock-buf-size set. A
-// PACKET_RX_RING's capacity is set by its own tpacket_req, not by SO_RCVBUF,
-// so a ring is the way to a deeper queue while the key is unset (where the
-// kernel default must stay); the candidates are TPACKET_V2 (per-frame
-// status, no added latency, but frames sized for 64 KiB super-frames) and
-// TPACKET_V3 (variable-size frames in blocks, but a block reaches user space
-// only when full or after tp_retire_blk_tov, >= 1 ms, which a request/
-// response workload would pay). Still to be implemented and measured.
+//	                          recvmmsg         ring
+//	TCP 1 stream Gbit/s       7.69, 9.22       10.59, 10.88  (bridge 11.3-14.9)
+//	  retransmits             331923, 267687   225, 237
+//	  frames dropped (switch) 7441, 6076       0, 0
+//	64 B testpmd rx kpps      82, 85           184, 199
+//	conn/s ab -c 1            5204, 4503       5158, 4845
+//	conn/s ab -c 64           7761, 7833       15411, 18762
+//
+// With a size configured (other_config:userspace-sock-buf-size) the
+// socket buffer is deep enough (10.7-11.7 Gbit/s, no drops), counts bytes
+// rather than 64 KiB slots (better for long bursts of small frames) and
+// recvmmsg copies each frame once (the ring twice: skb to ring, ring to
+// packet), so recvmmsg stays the reader there; it is also the fallback
+// when the kernel refuses the ring. GOVS_SYSTEM_RX_RING=0 turns the ring
+// off, =1 uses it whatever the buffer size.
+//
+// TPACKET_V2 rather than V3: V3 hands over a part-filled block only after
+// tp_retire_blk_tov (>= 1 ms), which a request/response or
+// connection-setup workload would pay per round trip; V2 hands over every
+// frame at once (conn/s -c 1 above is unchanged).
 
 const (
 	// tpacketAuxdataLen is sizeof(struct tpacket_auxdata).
@@ -66,10 +74,11 @@ type systemPort struct {
 	rc     syscall.RawConn
 	closed atomic.Bool
 
-	rx  sysRx // used by the one reader
-	tx  sysTx // used by the one writer
-	ctr portCounters
-	rxo offload.Counters // checksums completed and frames dropped by Recover
+	ring *rxRing // the receive ring, nil when reading with recvmmsg
+	rx   sysRx   // used by the one reader
+	tx   sysTx   // used by the one writer
+	ctr  portCounters
+	rxo  offload.Counters // checksums completed and frames dropped by Recover
 
 	kmu    sync.Mutex
 	kdrops uint64 // guarded by kmu: tp_drops summed, PACKET_STATISTICS resets on read
@@ -82,9 +91,12 @@ type sysRx struct {
 	cmsgs [BatchSize][auxdataSpace]byte
 	names [BatchSize][unix.SizeofSockaddrLinklayer]byte
 	k     int // messages offered to recvmmsg
-	n     int // messages received
+	n     int // messages received (recvmmsg) or frames kept (ring)
 	err   error
 	fn    func(fd uintptr) bool
+
+	ringPkts []*packet.Packet // the packets Read fills from the ring
+	ringFn   func(fd uintptr) bool
 }
 
 type sysTx struct {
@@ -121,12 +133,18 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 	}
 	s := &systemPort{name: name, ifindex: ifindex, mtu: mtu}
 	if err := s.setup(fd, cfg); err != nil {
+		if s.ring != nil {
+			s.ring.unmap()
+		}
 		unix.Close(fd)
 		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
 	}
 	s.f = os.NewFile(uintptr(fd), name)
 	if s.rc, err = s.f.SyscallConn(); err != nil {
 		s.f.Close()
+		if s.ring != nil {
+			s.ring.unmap()
+		}
 		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
 	}
 	s.init()
@@ -143,6 +161,14 @@ func (s *systemPort) setup(fd int, cfg Config) error {
 	s.ignoreOutgoing = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1) == nil
 	if err := setSockBuf(fd, cfg.SockBufSize); err != nil {
 		return err
+	}
+	// tpacket_rcv writes a virtio_net_hdr into ring frames since Linux
+	// 4.6 (58d19b19cd99, "packet: vnet_hdr support for tpacket_rcv");
+	// before, a ring would hand over super-frames without one.
+	if wantRxRing(cfg) && (!s.vnet || kernelAtLeast(4, 6)) {
+		// Falls back to recvmmsg if the kernel refuses (ENOMEM for the
+		// ring's 16 MiB, say).
+		s.ring, _ = newRxRing(fd)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: s.ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)
@@ -182,6 +208,10 @@ func (s *systemPort) init() {
 			}
 		}
 	}
+	r.ringFn = func(uintptr) bool {
+		r.n = s.ringRx(r.ringPkts)
+		return r.n > 0
+	}
 	t.fin = newTxFinisher(s.vnet, s.offloads)
 	t.fn = s.sendFn
 }
@@ -197,6 +227,32 @@ func (s *systemPort) Read(pkts []*packet.Packet) (int, error) {
 		return 0, nil
 	}
 	r := &s.rx
+	if s.ring != nil {
+		// Wait in the netpoller until a frame is TP_STATUS_USER: the
+		// kernel wakes the socket after each frame it writes.
+		r.ringPkts = pkts
+		err := s.rc.Read(r.ringFn)
+		if err != nil && !s.closed.Load() {
+			// No recvmmsg clears sk_err (ENETDOWN after the link went
+			// down, say), and an epoll event of EPOLLERR alone makes
+			// the netpoller fail reads (ErrNotPollable) until the next
+			// event: clear it and read what the ring holds; the
+			// caller retries an error.
+			r.n = 0
+			s.rc.Control(func(fd uintptr) {
+				unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
+				r.n = s.ringRx(pkts)
+			})
+			if r.n > 0 {
+				err = nil
+			}
+		}
+		r.ringPkts = nil
+		if err != nil {
+			return 0, s.portErr(err)
+		}
+		return r.n, nil
+	}
 	for errs := 0; ; {
 		for i, p := range pkts {
 			p.Reset()
@@ -258,33 +314,9 @@ func (s *systemPort) finishRx(pkts []*packet.Packet, k int) int {
 		}
 		p.SetLen(l)
 		status, tci, tpid := auxdata(r.cmsgs[i][:m.Hdr.Controllen])
-		// A VLAN tag the device or __netif_receive_skb_core
-		// (skb_vlan_untag) moved into skb metadata is not in the data
-		// AF_PACKET copies out, with or without PACKET_VNET_HDR: put
-		// it back.
-		if status&unix.TP_STATUS_VLAN_VALID != 0 {
-			if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
-				tpid = 0x8100
-			}
-			if !p.InsertVLAN(tpid, tci) {
-				errs++
-				continue
-			}
-		}
-		if !s.vnet {
-			o, summed, err := offload.Recover(p.Data(), status&unix.TP_STATUS_CSUMNOTREADY != 0, s.mtu)
-			if err != nil {
-				s.rxo.AddErrors(1)
-				errs++
-				continue
-			}
-			if summed {
-				s.rxo.AddChecksummed(1)
-			}
-			if status&unix.TP_STATUS_CSUM_VALID != 0 {
-				o.Flags |= packet.CsumValid
-			}
-			p.Offload = o
+		if !s.finishFrame(p, status, tci, tpid) {
+			errs++
+			continue
 		}
 		bytes += p.Len()
 		pkts[n], pkts[i] = pkts[i], pkts[n]
@@ -292,6 +324,39 @@ func (s *systemPort) finishRx(pkts []*packet.Packet, k int) int {
 	}
 	s.ctr.addRx(n, bytes, errs)
 	return n
+}
+
+// finishFrame puts back the VLAN tag the kernel took out of p's frame and,
+// without a virtio_net_hdr, recovers p's Offload in software, from the
+// tp_status, tp_vlan_tci and tp_vlan_tpid of the frame's auxdata or ring
+// header. It reports false for a frame to drop as an error.
+func (s *systemPort) finishFrame(p *packet.Packet, status uint32, tci, tpid uint16) bool {
+	// A VLAN tag the device or __netif_receive_skb_core (skb_vlan_untag)
+	// moved into skb metadata is not in the data AF_PACKET copies out,
+	// with or without PACKET_VNET_HDR, to a buffer or a ring: put it back.
+	if status&unix.TP_STATUS_VLAN_VALID != 0 {
+		if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
+			tpid = 0x8100
+		}
+		if !p.InsertVLAN(tpid, tci) {
+			return false
+		}
+	}
+	if !s.vnet {
+		o, summed, err := offload.Recover(p.Data(), status&unix.TP_STATUS_CSUMNOTREADY != 0, s.mtu)
+		if err != nil {
+			s.rxo.AddErrors(1)
+			return false
+		}
+		if summed {
+			s.rxo.AddChecksummed(1)
+		}
+		if status&unix.TP_STATUS_CSUM_VALID != 0 {
+			o.Flags |= packet.CsumValid
+		}
+		p.Offload = o
+	}
+	return true
 }
 
 // auxdata returns the tp_status, tp_vlan_tci and tp_vlan_tpid of the struct
@@ -460,7 +525,9 @@ func (s *systemPort) Stats() Stats {
 	return st
 }
 
-// SetSockBuf applies a new Config.SockBufSize to the open port.
+// SetSockBuf applies a new Config.SockBufSize to the open port. A port
+// reading from its ring keeps it: the receive buffer is then set but holds
+// nothing (tpacket_rcv does not consult it).
 func (s *systemPort) SetSockBuf(n int) error { return s.SetSockBufs(n, n) }
 
 // SetSockBufs implements SockBufSizer.
@@ -489,7 +556,14 @@ func (s *systemPort) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	return s.f.Close()
+	err := s.f.Close()
+	// After the fd's Close no Read gets into rc.Read, the only place the
+	// ring is touched (under its mu); the mapping holds the socket open,
+	// still receiving, until it is unmapped.
+	if s.ring != nil {
+		s.ring.unmap()
+	}
+	return err
 }
 
 // setSockBuf sets both socket buffers to n bytes (the kernel doubles it for

@@ -1,0 +1,253 @@
+//go:build linux
+
+package netdev
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/govs/govs/datapath/packet"
+)
+
+// setRingMode forces the ring on or off for one test.
+func setRingMode(t *testing.T, mode int) {
+	old := rxRingMode
+	rxRingMode = mode
+	t.Cleanup(func() { rxRingMode = old })
+}
+
+var ringMarker = []byte("govs-ring")
+
+// ringFrame is test frame seq: broadcast, EtherType 0x88b5, a marker and
+// seq, padded to a size that varies with seq.
+func ringTestFrame(seq int) []byte {
+	f := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5}
+	f = append(f, ringMarker...)
+	f = binary.BigEndian.AppendUint32(f, uint32(seq))
+	for len(f) < 60+(seq*37)%1400 {
+		f = append(f, byte(seq+len(f)))
+	}
+	return f
+}
+
+// readTestFrames reads from p until it has the want test frames, checking
+// their order and contents from seq on, and returns the largest batch one
+// Read returned. The port is closed (failing the test) after 20 s.
+func readTestFrames(t *testing.T, p Port, seq, want int) (maxBatch int) {
+	t.Helper()
+	timer := time.AfterFunc(20*time.Second, func() { p.Close() })
+	defer timer.Stop()
+	pkts := make([]*packet.Packet, BatchSize)
+	for i := range pkts {
+		pkts[i] = packet.New()
+	}
+	for got := 0; got < want; {
+		n, err := p.Read(pkts)
+		if err != nil {
+			t.Fatalf("read after %d of %d frames: %v", got, want, err)
+		}
+		maxBatch = max(maxBatch, n)
+		for _, pk := range pkts[:n] {
+			d := pk.Data()
+			if len(d) < 14+len(ringMarker)+4 || !bytes.Equal(d[14:14+len(ringMarker)], ringMarker) {
+				continue // the namespace's own traffic
+			}
+			s := int(binary.BigEndian.Uint32(d[14+len(ringMarker):]))
+			if s != seq+got {
+				t.Fatalf("frame %d read where %d was due", s, seq+got)
+			}
+			if !bytes.Equal(d, ringTestFrame(s)) {
+				t.Fatalf("frame %d corrupted: % x", s, d)
+			}
+			got++
+		}
+	}
+	return maxBatch
+}
+
+// TestSystemRxRing queues more frames than one batch before reading, sends
+// enough to wrap the ring several times, then overflows it and checks that
+// the drops are counted and the port still works.
+func TestSystemRxRing(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAlways)
+	ns := newNetns(t)
+	host, peer := addVeth(t, ns)
+	p := openSystem(t, host, Config{})
+	s := p.(*systemPort)
+	if s.ring == nil {
+		t.Fatal("no rx ring")
+	}
+	frames := len(s.ring.frames)
+	tx := rawSocket(t, ns, peer)
+	send := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if err := unix.Send(tx, ringTestFrame(i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seq := 0
+	// Queued, then read: several full batches in a row, in order.
+	per := min(3*BatchSize+5, frames/2)
+	for range 3 * frames / per {
+		send(seq, per)
+		time.Sleep(50 * time.Millisecond)
+		if b := readTestFrames(t, p, seq, per); b != BatchSize {
+			t.Errorf("largest batch %d with %d frames queued, want %d", b, per, BatchSize)
+		}
+		seq += per
+	}
+	if seq < 2*frames {
+		t.Fatalf("%d frames through a ring of %d: no wrap-around", seq, frames)
+	}
+	st := p.Stats()
+	if st.RxDropped != 0 {
+		t.Errorf("%d frames dropped with the ring never full", st.RxDropped)
+	}
+	// Overflow: the ring keeps what it has, the kernel counts the rest.
+	over := frames + 100
+	send(seq, over)
+	time.Sleep(100 * time.Millisecond)
+	before := st.RxPackets
+	pkts := []*packet.Packet{packet.New()}
+	timer := time.AfterFunc(20*time.Second, func() { p.Close() })
+	for got := 0; ; {
+		st = p.Stats()
+		if int(st.RxPackets-before)+int(st.RxDropped) >= over {
+			break
+		}
+		if _, err := p.Read(pkts); err != nil {
+			t.Fatalf("overflow: %v after %d frames, %+v", err, got, st)
+		}
+		got++
+	}
+	timer.Stop()
+	if st.RxDropped == 0 || st.RxPackets-before > uint64(frames)+8 {
+		t.Errorf("overflowing a ring of %d frames with %d: read %d, dropped %d", frames, over, st.RxPackets-before, st.RxDropped)
+	}
+	// Drain what is left, then the ring must still carry frames in order.
+	drain := time.AfterFunc(200*time.Millisecond, func() { unix.Send(tx, ringTestFrame(1<<30), 0) })
+	timer = time.AfterFunc(20*time.Second, func() { p.Close() })
+	for {
+		if _, err := p.Read(pkts); err != nil {
+			t.Fatal(err)
+		}
+		if d := pkts[0].Data(); len(d) > 30 && binary.BigEndian.Uint32(d[14+len(ringMarker):]) == 1<<30 {
+			break
+		}
+	}
+	drain.Stop()
+	timer.Stop()
+	seq = 1 << 20
+	send(seq, 10)
+	readTestFrames(t, p, seq, 10)
+}
+
+// TestSystemRxRingFallback breaks the ring's geometry so that the kernel
+// refuses it: the port must fall back to recvmmsg and forward as before.
+func TestSystemRxRingFallback(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAlways)
+	old := ringFrameSize
+	ringFrameSize = 65536 + 8 // not a multiple of TPACKET_ALIGNMENT: EINVAL
+	t.Cleanup(func() { ringFrameSize = old })
+	pr := newPair(t)
+	a := openSystem(t, pr.hostA, Config{})
+	b := openSystem(t, pr.hostB, Config{})
+	for _, p := range []Port{a, b} {
+		if p.(*systemPort).ring != nil {
+			t.Fatalf("%s: a ring with a frame size the kernel refuses", p.Name())
+		}
+	}
+	fw := forward(t, a, b, nil)
+	ping(t, pr.nsA, addrB4)
+	tcpEcho(t, pr.nsA, pr.nsB, addrB4, transferSize)
+	if fw.gso[0].Load() == 0 {
+		t.Errorf("no super-frames read from A on the fallback path")
+	}
+}
+
+// TestSystemRxRingClose checks that Close unblocks a Read waiting on the
+// ring and unmaps it, and that Read then fails without touching it.
+func TestSystemRxRingClose(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAlways)
+	ns := newNetns(t)
+	host, _ := addVeth(t, ns)
+	p, err := OpenSystem(host, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.(*systemPort)
+	if s.ring == nil {
+		t.Fatal("no rx ring")
+	}
+	done := make(chan error, 1)
+	go func() {
+		pkts := []*packet.Packet{packet.New()}
+		for {
+			if _, err := p.Read(pkts); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	p.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Read after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Read")
+	}
+	if s.ring.mem != nil {
+		t.Error("ring still mapped after Close")
+	}
+	if _, err := p.Read([]*packet.Packet{packet.New()}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Read after Close: %v", err)
+	}
+}
+
+// TestSystemRxRingLinkFlap takes the port's device down and up (the kernel
+// sets sk_err, which nothing reading a ring clears) and checks that the
+// ring still delivers.
+func TestSystemRxRingLinkFlap(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAlways)
+	ns := newNetns(t)
+	host, peer := addVeth(t, ns)
+	p := openSystem(t, host, Config{})
+	if p.(*systemPort).ring == nil {
+		t.Fatal("no rx ring")
+	}
+	tx := rawSocket(t, ns, peer)
+	for round := range 3 {
+		sh(t, "ip", "link", "set", host, "down")
+		sh(t, "ip", "link", "set", host, "up")
+		seq := round * 1000
+		deadline := time.Now().Add(10 * time.Second)
+		for !linkUp(host) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		for i := range 40 {
+			if err := unix.Send(tx, ringTestFrame(seq+i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		readTestFrames(t, p, seq, 40)
+	}
+}
+
+func linkUp(name string) bool {
+	li, err := GetLinkInfo(name)
+	return err == nil && li.OperUp
+}
