@@ -8,7 +8,6 @@ package tests
 // testpmd and reserves the hugepages.
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,111 +15,21 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
-)
 
-var gvvhSeq int
+	"github.com/govs/govs/netdev/vhostuser/testpmd"
+)
 
 // gvvhNeedTestpmd fails the test unless testpmd and free hugepages are
 // there.
-func gvvhNeedTestpmd(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
-		t.Fatal("dpdk-testpmd not found: run netdev/vhostuser/testdata/setup.sh (apt-get install dpdk-dev)")
-	}
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`HugePages_Free:\s+(\d+)`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("no HugePages_Free in /proc/meminfo")
-	}
-	if n, _ := strconv.Atoi(string(m[1])); n < 128 {
-		t.Fatalf("%s free hugepages, testpmd needs 64: run netdev/vhostuser/testdata/setup.sh", m[1])
-	}
-	if err := exec.Command("mountpoint", "-q", "/dev/hugepages").Run(); err != nil {
-		t.Fatal("/dev/hugepages is not mounted: run netdev/vhostuser/testdata/setup.sh")
-	}
-}
-
-// gvvhTestpmd is one dpdk-testpmd process with a virtio-user port.
-type gvvhTestpmd struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	prefix string
-	mu     sync.Mutex
-	out    bytes.Buffer
-	done   chan struct{}
-}
-
-func (tp *gvvhTestpmd) Write(b []byte) (int, error) {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return tp.out.Write(b)
-}
-
-func (tp *gvvhTestpmd) output() string {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return tp.out.String()
-}
+func gvvhNeedTestpmd(t *testing.T) { testpmd.Need(t, 128) }
 
 // gvvhStartTestpmd runs testpmd in icmpecho mode with one virtio-user
 // port on sock, serving the socket if server.
-func gvvhStartTestpmd(t *testing.T, sock string, server bool) *gvvhTestpmd {
+func gvvhStartTestpmd(t *testing.T, sock string, server bool) *testpmd.Process {
 	t.Helper()
-	gvvhSeq++
-	prefix := fmt.Sprintf("gvvh%d_%d", os.Getpid(), gvvhSeq)
-	vdev := "net_virtio_user0,path=" + sock + ",queues=1,queue_size=256,mac=02:00:00:77:00:02"
-	if server {
-		vdev += ",server=1"
-	}
-	tp := &gvvhTestpmd{t: t, prefix: prefix, done: make(chan struct{})}
-	tp.cmd = exec.Command("dpdk-testpmd",
-		"--lcores", "0@0,1@0", "--file-prefix="+prefix, "--socket-mem", "128", "--single-file-segments",
-		"--no-pci", "--vdev", vdev, "--log-level=lib.eal:error",
-		"--", "--total-num-mbufs=4096", "--rxd=256", "--txd=256", "--forward-mode=icmpecho", "--stats-period", "1")
-	tp.cmd.Stdout, tp.cmd.Stderr = tp, tp
-	tp.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := tp.cmd.Start(); err != nil {
-		t.Fatalf("start testpmd: %v", err)
-	}
-	go func() {
-		tp.cmd.Wait()
-		close(tp.done)
-	}()
-	t.Cleanup(func() {
-		tp.stop()
-		if t.Failed() {
-			t.Logf("testpmd %s output:\n%s", prefix, vswTail(tp.output(), 30))
-		}
-	})
-	return tp
-}
-
-// stop interrupts testpmd, by its pid, waits for it and removes its
-// hugepage files.
-func (tp *gvvhTestpmd) stop() {
-	select {
-	case <-tp.done:
-	default:
-		tp.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-tp.done:
-		case <-time.After(10 * time.Second):
-			tp.cmd.Process.Kill()
-			<-tp.done
-		}
-	}
-	files, _ := filepath.Glob("/dev/hugepages/" + tp.prefix + "*")
-	for _, f := range files {
-		os.Remove(f)
-	}
-	os.RemoveAll("/var/run/dpdk/" + tp.prefix)
+	return testpmd.Start(t, testpmd.Options{Socket: sock, Server: server, Mode: "icmpecho", MAC: "02:00:00:77:00:02"})
 }
 
 // gvvhAddNS is vswAddNS with gvvh names: namespace gvvh-<tag> whose eth0
@@ -306,7 +215,7 @@ func TestVswitchdVhostUserClient(t *testing.T) {
 	}
 
 	// testpmd restarted: govs reconnects by itself.
-	tp.stop()
+	tp.Stop()
 	e.gvvhWaitColumn(t, "gvvhc0", "link_state", "^down$")
 	ns1.noPing("10.78.0.2")
 	gvvhStartTestpmd(t, sock, true)

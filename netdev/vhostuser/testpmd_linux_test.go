@@ -1,17 +1,13 @@
 package vhostuser
 
 import (
-	"bytes"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/govs/govs/netdev/vhostuser/testpmd"
 )
 
 // The end-to-end tests run Debian's DPDK testpmd with a virtio-user vdev
@@ -19,154 +15,19 @@ import (
 // installs it and reserves hugepages; without them the tests fail, saying
 // so.
 
-var testpmdSeq int
-
-// needTestpmd fails the test unless testpmd and free hugepages are there.
-func needTestpmd(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("the testpmd tests need root (hugepages, DPDK); run testdata/setup.sh as root first")
-	}
-	if _, err := exec.LookPath("dpdk-testpmd"); err != nil {
-		t.Fatal("dpdk-testpmd not found: run netdev/vhostuser/testdata/setup.sh (apt-get install dpdk-dev)")
-	}
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`HugePages_Free:\s+(\d+)`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("no HugePages_Free in /proc/meminfo")
-	}
-	if n, _ := strconv.Atoi(string(m[1])); n < 256 {
-		t.Fatalf("%s free hugepages, testpmd needs 128 each: run netdev/vhostuser/testdata/setup.sh", m[1])
-	}
-	if err := exec.Command("mountpoint", "-q", "/dev/hugepages").Run(); err != nil {
-		t.Fatal("/dev/hugepages is not mounted: run netdev/vhostuser/testdata/setup.sh")
-	}
-}
-
-type testpmd struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	prefix string
-	mu     sync.Mutex
-	out    bytes.Buffer
-	done   chan struct{}
-}
-
-func (tp *testpmd) Write(b []byte) (int, error) {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return tp.out.Write(b)
-}
-
-func (tp *testpmd) output() string {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return tp.out.String()
-}
+// needTestpmd fails the test unless testpmd and hugepages for two
+// instances are there.
+func needTestpmd(t *testing.T) { testpmd.Need(t, 256) }
 
 // startTestpmd runs testpmd with one virtio-user port on sock in mode
 // (txonly, rxonly, io...), as the socket's server if server; vdevOpts
 // are added to the vdev's (",packed_vq=1"), extra to testpmd's options.
-func startTestpmd(t *testing.T, sock, mode string, server bool, vdevOpts string, extra ...string) *testpmd {
+func startTestpmd(t *testing.T, sock, mode string, server bool, vdevOpts string, extra ...string) *testpmd.Process {
 	t.Helper()
-	testpmdSeq++
-	prefix := fmt.Sprintf("govsvhu%d_%d", os.Getpid(), testpmdSeq)
-	vdev := "net_virtio_user0,path=" + sock + ",queues=1,queue_size=1024" + vdevOpts
-	if server {
-		vdev += ",server=1"
-	}
-	args := []string{
-		"--lcores", "0@0,1@0", "--file-prefix=" + prefix, "--socket-mem", "128", "--single-file-segments",
-		"--no-pci", "--vdev", vdev, "--log-level=lib.eal:error",
-		"--", "--total-num-mbufs=8192", "--rxd=1024", "--txd=1024", "--forward-mode=" + mode,
-		"--stats-period", "1", "--eth-peer=0,02:00:00:00:00:02",
-	}
-	args = append(args, extra...)
-	tp := &testpmd{t: t, prefix: prefix, done: make(chan struct{})}
-	tp.cmd = exec.Command("dpdk-testpmd", args...)
-	tp.cmd.Stdout, tp.cmd.Stderr = tp, tp
-	tp.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := tp.cmd.Start(); err != nil {
-		t.Fatalf("start testpmd: %v", err)
-	}
-	go func() {
-		tp.cmd.Wait()
-		close(tp.done)
-	}()
-	t.Cleanup(func() {
-		tp.stop()
-		tp.cleanHugepages()
+	return testpmd.Start(t, testpmd.Options{
+		Socket: sock, Server: server, Mode: mode, QueueSize: 1024, Mbufs: 8192, VdevOpts: vdevOpts,
+		Extra: append([]string{"--eth-peer=0,02:00:00:00:00:02"}, extra...),
 	})
-	return tp
-}
-
-// stop interrupts testpmd (it prints its statistics) and waits for it.
-func (tp *testpmd) stop() {
-	select {
-	case <-tp.done:
-		return
-	default:
-	}
-	tp.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-tp.done:
-	case <-time.After(10 * time.Second):
-		tp.cmd.Process.Kill()
-		<-tp.done
-	}
-}
-
-func (tp *testpmd) cleanHugepages() {
-	files, _ := filepath.Glob("/dev/hugepages/" + tp.prefix + "*")
-	for _, f := range files {
-		os.Remove(f)
-	}
-	os.RemoveAll("/var/run/dpdk/" + tp.prefix)
-}
-
-// waitOutput waits until testpmd has printed re.
-func (tp *testpmd) waitOutput(re string, d time.Duration) bool {
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if rx.MatchString(tp.output()) {
-			return true
-		}
-		select {
-		case <-tp.done:
-			return rx.MatchString(tp.output())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return false
-}
-
-// totals returns the RX-packets and TX-packets of the final statistics.
-func (tp *testpmd) totals() (rx, tx uint64, err error) {
-	out := tp.output()
-	i := bytes.LastIndex([]byte(out), []byte("Forward statistics for port 0"))
-	if i < 0 {
-		return 0, 0, fmt.Errorf("no final statistics in testpmd output:\n%s", tail(out, 3000))
-	}
-	out = out[i:]
-	rxm := regexp.MustCompile(`RX-packets:\s*(\d+)`).FindStringSubmatch(out)
-	txm := regexp.MustCompile(`TX-packets:\s*(\d+)`).FindStringSubmatch(out)
-	if rxm == nil || txm == nil {
-		return 0, 0, fmt.Errorf("no packet counts in:\n%s", tail(out, 3000))
-	}
-	rx, _ = strconv.ParseUint(rxm[1], 10, 64)
-	tx, _ = strconv.ParseUint(txm[1], 10, 64)
-	return rx, tx, nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // forwarder moves frames from src to dst until src is closed, copying
@@ -268,16 +129,16 @@ func TestTestpmdForward(t *testing.T) {
 			}
 			waitFor(t, "traffic", 30*time.Second, func() bool { return p1.Stats().RxPackets > 100000 })
 			time.Sleep(time.Second)
-			tpTx.stop()
+			tpTx.Stop()
 			read := settled(t, func() uint64 { return p1.Stats().RxPackets })
 			settled(t, func() uint64 { return p2.Stats().TxPackets })
 			time.Sleep(200 * time.Millisecond)
-			tpRx.stop()
-			_, sentByTestpmd, err := tpTx.totals()
+			tpRx.Stop()
+			_, sentByTestpmd, err := tpTx.Totals()
 			if err != nil {
 				t.Fatal(err)
 			}
-			recvByTestpmd, _, err := tpRx.totals()
+			recvByTestpmd, _, err := tpRx.Totals()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,12 +189,11 @@ func TestTestpmdReconnect(t *testing.T) {
 	tpTx := startTestpmd(t, in, "txonly", false, "")
 	waitFor(t, "traffic", 30*time.Second, func() bool { return p2.Stats().TxPackets > 50000 })
 
-	tpRx.stop()
-	first, _, err := tpRx.totals()
+	tpRx.Stop()
+	first, _, err := tpRx.Totals()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpRx.cleanHugepages()
 	waitFor(t, "the port to see testpmd go", 5*time.Second, func() bool { return !p2.Running() })
 	waitFor(t, "frames dropped without a device", 5*time.Second, func() bool { return p2.Counters().TxNoDeviceDrops > 0 })
 	before := p2.Stats().TxPackets
@@ -341,16 +201,16 @@ func TestTestpmdReconnect(t *testing.T) {
 	tpRx2 := startTestpmd(t, out, "rxonly", true, "")
 	waitFor(t, "the port to reconnect", 30*time.Second, p2.Running)
 	waitFor(t, "traffic to the new testpmd", 30*time.Second, func() bool { return p2.Stats().TxPackets > before+50000 })
-	tpTx.stop()
+	tpTx.Stop()
 	read := settled(t, func() uint64 { return p1.Stats().RxPackets })
 	settled(t, func() uint64 { return p2.Stats().TxPackets })
 	time.Sleep(200 * time.Millisecond)
-	tpRx2.stop()
-	second, _, err := tpRx2.totals()
+	tpRx2.Stop()
+	second, _, err := tpRx2.Totals()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sent, err := tpTx.totals()
+	_, sent, err := tpTx.Totals()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,13 +268,9 @@ func TestTestpmdCloseUnderTraffic(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the forwarder did not end after Close")
 	}
-	for _, tp := range []*testpmd{tpTx, tpRx} {
-		select {
-		case <-tp.done:
-			if !regexp.MustCompile(`Bye`).MatchString(tp.output()) {
-				t.Errorf("testpmd died:\n%s", tail(tp.output(), 2000))
-			}
-		default:
+	for _, tp := range []*testpmd.Process{tpTx, tpRx} {
+		if tp.Exited() && !regexp.MustCompile(`Bye`).MatchString(tp.Output()) {
+			t.Errorf("testpmd died:\n%s", testpmd.Tail(tp.Output(), 2000))
 		}
 	}
 	if _, err := os.Stat(in); !os.IsNotExist(err) {
