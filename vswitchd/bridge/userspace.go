@@ -114,12 +114,20 @@ func (s *Switch) applyPortSettings(ifc *iface) {
 	if n == ifc.sockBuf {
 		return
 	}
-	ifc.sockBuf = n
 	sz, ok := ifc.dev.(netdev.SockBufSizer)
 	if !ok {
 		// A tap device has no socket buffer: nothing to set.
+		ifc.sockBuf = n
 		return
 	}
+	if (n == 0) != (ifc.sockBuf == 0) {
+		// A system port receives through an mmap'd ring while the key is
+		// unset and through its socket buffer while it is set (see
+		// netdev.OpenSystem): switching between them takes a new socket.
+		s.reopen(ifc)
+		return
+	}
+	ifc.sockBuf = n
 	rcv, snd := n, n
 	if n == 0 {
 		// Back to what a fresh socket has: the kernel doubles what is
