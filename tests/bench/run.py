@@ -3,6 +3,12 @@
 namespaces), OVS with userspace-tso-enable=true and the Linux bridge, each on the two-namespace veth
 topology of net/topo.sh, interleaved round by round, each torn down before the next comes up.
 
+Sections (BENCH_SECTIONS, comma list, default all): net (the above), vhost (testpmd virtio-user txonly ->
+switch -> testpmd rxonly over two vhost-user client ports, 64 and 1518 B, govs with dq-zero-copy=false and
+=true against Debian's OVS-DPDK), multiflow (pps.sh with testpmd --txonly-multi-flow through govs, OVS 3.1
+netdev and the bridge, plus the datapath's Go micro-benchmarks FlowSetup/ActiveFlows), ovsdb (ovsdbbench).
+A run of only some sections writes results/<sections>-latest.* so that latest.* keeps the full run.
+
 Everything runs inside a network namespace of its own (gvbench-PID) so that the switches' host-side
 devices (ovs-netdev, br0, the veths' host ends, the internal ports' addresses) cannot collide with anything
 else on the machine. Results: tests/bench/results/latest.json, latest.svg, latest.png (gnuplot), and a
@@ -28,7 +34,22 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECS = int(os.environ.get("BENCH_SECS", "4"))
 ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-COMPARE = ["ovs", "ovs-tso", "bridge"]  # govs' ratio is printed against each of these
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb"]
+SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
+for _x in SECTIONS:
+    if _x not in ALL_SECTIONS:
+        sys.exit("run.sh: unknown BENCH_SECTIONS entry %r (have %s)" % (_x, ",".join(ALL_SECTIONS)))
+# vhost section: peers (BENCH_VHOST_PEERS), frame sizes, testpmd seconds per measurement
+ALL_VHOST_PEERS = ["govs", "govs-zc", "ovs-dpdk"]
+VHOST_PEERS = [p for p in os.environ.get("BENCH_VHOST_PEERS", ",".join(ALL_VHOST_PEERS)).split(",") if p]
+VHOST_SIZES = [int(x) for x in os.environ.get("BENCH_VHOST_SIZES", "64,1518").split(",") if x]
+VHOST_SECS = int(os.environ.get("BENCH_VHOST_SECS", "14"))
+# multiflow section: peers (BENCH_MF_PEERS) from the net section's set-ups
+MF_PEERS = [p for p in os.environ.get("BENCH_MF_PEERS", "govs,ovs,bridge").split(",") if p]
+MICRO_BENCH = ["go", "test", "-run", "XXX", "-bench", "FlowSetup|ActiveFlows|EMC", "-benchtime", "2000x", "./datapath/"]
+COMPARE = ["ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
+NET_COLS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+ALL_COLS = ["govs", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
 SOCKBUF = 1073741823
 
 # name -> (label, unit, higher_is_better)
@@ -51,6 +72,21 @@ METRICS = {
     "udp8k_rcv_drops": ("UDP 8 KiB @4G receiver UdpRcvbufErrors", "datagrams", False),
     "tcp1_switch_drops": ("TCP 1 stream frames dropped at the switch", "frames", False),
 }
+# section vhost: testpmd virtio-user txonly -> 2 vhost-user client ports -> testpmd rxonly (net/vhost-pps.sh)
+VHOST_METRICS = {}
+for _sz in [int(x) for x in os.environ.get("BENCH_VHOST_SIZES", "64,1518").split(",") if x]:
+    VHOST_METRICS["vhost%d_rx_kpps" % _sz] = ("vhost-user %d B received" % _sz, "kpps", True)
+    VHOST_METRICS["vhost%d_tx_kpps" % _sz] = ("vhost-user %d B offered" % _sz, "kpps", None)
+# section multiflow: pps.sh with testpmd --txonly-multi-flow
+MF_LABEL = ("64 B testpmd --txonly-multi-flow received (256 IPv4 sources, fixed MACs and UDP ports: "
+            "256 exact-match-cache flows, one NORMAL megaflow)")
+MF_METRICS = {
+    "mf64_rx_kpps": ("64 B testpmd multi-flow (256 src IPs) received", "kpps", True),
+    "mf64_tx_kpps": ("64 B testpmd multi-flow (256 src IPs) offered", "kpps", None),
+}
+METRICS.update(VHOST_METRICS)
+METRICS.update(MF_METRICS)
+NET_METRICS = [m for m in METRICS if m not in VHOST_METRICS and m not in MF_METRICS]
 # what each peer runs (govs-sockbuf: only UDP, it exists to show the socket-buffer key's effect)
 PEER_TESTS = {
     "govs-sockbuf": ["udp"],
@@ -114,6 +150,9 @@ def out(argv):
 PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iperf3", "nginx": "/usr/sbin/nginx",
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
         "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
+if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
+    # adds the ovs-vswitchd alternative at priority 50: Debian's default ovs-vswitchd (100) stays selected
+    PKGS["openvswitch-switch-dpdk"] = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 
 
 def install():
@@ -247,8 +286,9 @@ class Runner:
         f = re.search(r"Failed requests:\s+(\d+)", r.stdout)
         return {"cps": float(m.group(1)) if m else 0.0, "failed": int(f.group(1)) if f else None}
 
-    def pps(self, prefix):
-        r = sh([os.path.join(NET, "pps.sh"), prefix], timeout=60, check=False)
+    def pps(self, prefix, txargs=""):
+        env = dict(os.environ, PPS_TXARGS=txargs)
+        r = sh([os.path.join(NET, "pps.sh"), prefix], env=env, timeout=60, check=False)
         m = re.search(r"tx_kpps (\d+) rx_kpps (\d+)", r.stdout)
         return {"tx": int(m.group(1)), "rx": int(m.group(2))} if m else {"tx": 0, "rx": 0, "error": r.stdout + r.stderr}
 
@@ -366,6 +406,128 @@ def run_peer(name, rn, samples):
     log("  %s: %s" % (name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()}))
 
 
+def vhost_setup(name, d):
+    """(env, up argv, down argv, db socket, switch pidfile) of a vhost-section peer whose frontends serve
+    d/tx.sock and d/rx.sock."""
+    env = dict(os.environ)
+    if name.startswith("govs"):
+        env["GOVS_DIR"] = os.path.join(d, "govs")
+        sc = os.path.join(NET, "peer-govs-vhost.sh")
+        return (env, [sc, "up", d] + (["zc"] if name == "govs-zc" else []), [sc, "down"],
+                os.path.join(d, "govs", "db.sock"), os.path.join(d, "govs", "ovs-vswitchd.pid"))
+    env["OVSDPDK_DIR"] = os.path.join(d, "ovs")
+    sc = os.path.join(NET, "peer-ovs-dpdk.sh")
+    return (env, [sc, "up", d], [sc, "down"], os.path.join(d, "ovs", "db.sock"),
+            os.path.join(d, "ovs", "ovs-vswitchd.pid"))
+
+
+def vsctl_map(db, *args):
+    r = sh(["ovs-vsctl", "--timeout=10", "--db=unix:" + db, "get"] + list(args), check=False)
+    return {k: v.strip('"') for k, v in re.findall(r'([\w-]+)=("[^"]*"|[^,}]*)', r.stdout)}
+
+
+def run_vhost(name, size, rn, samples):
+    """The switch comes up first with its two client ports (they retry every second), then vhost-pps.sh starts
+    the testpmd servers; its figures skip the connection's first sample."""
+    d = tempfile.mkdtemp(dir=rn.workdir, prefix="vh-")
+    env, up, down, db, pidfile = vhost_setup(name, d)
+    s = {"size": size, "loadavg_before": open("/proc/loadavg").read().split()[:3]}
+    t = time.time()
+    try:
+        sh(up, env=env, timeout=90)
+        t0 = proc_ticks(pidfile)
+        vp = subprocess.Popen([os.path.join(NET, "vhost-pps.sh"), d, str(size), str(VHOST_SECS)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # while the frontends still run: the ports' status and (govs: written every 5 s) statistics
+            time.sleep(max(VHOST_SECS - 3, 1))
+            st = vsctl_map(db, "Interface", "vh1", "status")
+            s["vh1_status"] = {k: st[k] for k in ("status", "dq-zero-copy", "dq-zero-copy-active") if k in st}
+            s["vh2_stats"] = {k: int(v) for k, v in vsctl_map(db, "Interface", "vh2", "statistics").items()
+                              if k in ("tx_packets", "tx_dropped", "ovs_tx_retries", "ovs_tx_failure_drops")
+                              and v.isdigit()}
+            so, se = vp.communicate(timeout=VHOST_SECS + 60)
+        except BaseException:
+            vp.terminate()
+            vp.communicate(timeout=30)
+            raise
+        t1 = proc_ticks(pidfile)
+        m = re.search(r"tx_kpps (\d+) rx_kpps (\d+)", so)
+        if not m:
+            raise RuntimeError("vhost-pps.sh: %s %s" % (so[-500:], se[-500:]))
+        s["vhost%d_tx_kpps" % size], s["vhost%d_rx_kpps" % size] = int(m.group(1)), int(m.group(2))
+        for k in ("tx", "rx"):
+            m = re.search(k + r"_series ([\d ]*)", so)
+            if m:
+                s[k + "_series_kpps"] = [int(x) for x in m.group(1).split()]
+        if t0 is not None and t1 is not None:
+            s["switch_cpu_s"] = round((t1 - t0) / os.sysconf("SC_CLK_TCK"), 2)
+        v2 = s["vh2_stats"]
+        if v2.get("tx_packets") is not None and v2.get("tx_dropped") is not None and v2["tx_packets"] + v2["tx_dropped"]:
+            s["vh2_tx_drop_pct"] = round(100.0 * v2["tx_dropped"] / (v2["tx_packets"] + v2["tx_dropped"]), 1)
+    except RuntimeError as e:
+        s["error"] = str(e)
+        log("  error:", e)
+    finally:
+        if name.startswith("govs"):
+            gl = os.path.join(env["GOVS_DIR"], "ovs-vswitchd.log")
+            if os.path.exists(gl):
+                shutil.copy(gl, os.path.join(RESULTS, "govs-vhost-last.log"))
+        sh(down, env=env, check=False, timeout=60)
+        shutil.rmtree(d, ignore_errors=True)
+    s["seconds"] = round(time.time() - t, 1)
+    s["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    samples.setdefault(name, []).append(s)
+    log("  %s %d B: %s" % (name, size, s))
+
+
+def run_multiflow(name, rn, samples):
+    prefix, env, up, down, _local, _pidfile = peer_setup(name, rn.workdir)
+    s = {"loadavg_before": open("/proc/loadavg").read().split()[:3]}
+    t = time.time()
+    sh(down, env=env, check=False)
+    try:
+        sh(up, env=env, timeout=60)
+        for _ in range(50):
+            if sh(["ip", "netns", "exec", prefix + "-a", "ping", "-c", "1", "-W", "1", "10.77.0.2"], check=False).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("%s: no ping through the switch" % name)
+        r = rn.pps(prefix, "--txonly-multi-flow")
+        s["mf64_tx_kpps"], s["mf64_rx_kpps"] = r["tx"], r["rx"]
+        if "error" in r:
+            s["error"] = r["error"][-500:]
+    except RuntimeError as e:
+        s["error"] = str(e)
+        log("  error:", e)
+    finally:
+        sh(down, env=env, check=False)
+    s["seconds"] = round(time.time() - t, 1)
+    s["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    samples.setdefault(name, []).append(s)
+    log("  %s multi-flow: %s" % (name, s))
+
+
+def micro_bench():
+    """The datapath's Go benchmarks (flow setup and active flows); one op is one 32-frame batch."""
+    try:
+        r = subprocess.run(MICRO_BENCH, cwd=TOP, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    rows = []
+    for l in r.stdout.splitlines():
+        m = re.match(r"^Benchmark(\S+?)(?:-\d+)?\s+(\d+)\s+([\d.]+) ns/op(.*)$", l)
+        if not m:
+            continue
+        extra = {u: float(v) for v, u in re.findall(r"([\d.]+) (\S+)", m.group(4))}
+        ns = float(m.group(3))
+        rows.append({"name": m.group(1), "n": int(m.group(2)), "ns_op": ns, "ns_per_frame": ns / 32,
+                     "per_s": 32e9 / ns, "unit": "flows/s" if m.group(1).startswith("FlowSetup") else "frames/s",
+                     "reported": extra})
+    return {"rc": r.returncode, "cmd": " ".join(MICRO_BENCH), "output": r.stdout, "rows": rows}
+
+
 def ovsdb_bench():
     src = os.path.join(HERE, "ovsdbbench")
     if not os.path.exists(os.path.join(src, "main.go")) or os.environ.get("BENCH_NO_OVSDB") == "1":
@@ -418,23 +580,38 @@ def inner(ns):
     os.makedirs(RESULTS, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="gvbench-")
     rn = Runner(workdir)
-    samples = {}
+    samples, vsamples, msamples = {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
-    ovsdb = None
+    ovsdb = micro = None
     try:
         for rd in range(ROUNDS):
-            for name in PEERS:
-                log("round %d/%d: %s" % (rd + 1, ROUNDS, name))
-                run_peer(name, rn, samples)
-        log("ovsdbbench")
-        ovsdb = ovsdb_bench()
+            if "net" in SECTIONS:
+                for name in PEERS:
+                    log("round %d/%d: %s" % (rd + 1, ROUNDS, name))
+                    run_peer(name, rn, samples)
+            if "vhost" in SECTIONS:
+                for size in VHOST_SIZES:
+                    # alternate the order round by round
+                    for name in (VHOST_PEERS if rd % 2 == 0 else VHOST_PEERS[::-1]):
+                        log("round %d/%d: vhost %s %d B" % (rd + 1, ROUNDS, name, size))
+                        run_vhost(name, size, rn, vsamples)
+            if "multiflow" in SECTIONS:
+                for name in MF_PEERS:
+                    log("round %d/%d: multi-flow %s" % (rd + 1, ROUNDS, name))
+                    run_multiflow(name, rn, msamples)
+        if "multiflow" in SECTIONS:
+            log("go micro-benchmarks:", " ".join(MICRO_BENCH))
+            micro = micro_bench()
+        if "ovsdb" in SECTIONS:
+            log("ovsdbbench")
+            ovsdb = ovsdb_bench()
     except Interrupted:
         log("interrupted: cleaning up")
         cleanup(rn)
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro)
 
 
 def cleanup(rn):
@@ -442,6 +619,11 @@ def cleanup(rn):
     for name in ("govs", "ovs", "bridge"):
         _, env, _, down, _, _ = peer_setup(name, rn.workdir)
         subprocess.run(down, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    vdirs = os.listdir(rn.workdir) if os.path.isdir(rn.workdir) else []
+    for d in (os.path.join(rn.workdir, x) for x in vdirs if x.startswith("vh-")):
+        for name in ("govs", "ovs-dpdk"):
+            env, _, down, _, _ = vhost_setup(name, d)
+            subprocess.run(down, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shutil.rmtree(rn.workdir, ignore_errors=True)
 
 
@@ -463,9 +645,21 @@ def machine():
             "git_dirty": bool(out(["git", "-C", TOP, "status", "--porcelain"]))}
 
 
-def report(samples, ovsdb, started, ns):
-    peers = [p for p in ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"] if p in samples]
-    values = {p: {m: med([s.get(m) for s in samples[p]]) for m in METRICS} for p in peers}
+def results_base():
+    """latest for a run of all sections; otherwise e.g. vhost-multiflow-latest, so latest.* keeps the full run."""
+    if set(SECTIONS) == set(ALL_SECTIONS):
+        return "latest"
+    return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-latest"
+
+
+def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None):
+    vsamples, msamples = vsamples or {}, msamples or {}
+    allsamples = {}
+    for src in (samples, vsamples, msamples):
+        for p, ss in src.items():
+            allsamples.setdefault(p, []).extend(ss)
+    peers = [p for p in ALL_COLS if p in allsamples]
+    values = {p: {m: med([s.get(m) for s in allsamples[p]]) for m in METRICS} for p in peers}
     ratios = {}
     for peer in COMPARE:
         if peer not in values or "govs" not in values:
@@ -474,48 +668,113 @@ def report(samples, ovsdb, started, ns):
     if "govs-sockbuf" in values and "govs" in values:
         for m in ("udp8k_rx_gbps", "udp8k_loss_pct"):
             values["govs-sockbuf"].setdefault(m, None)
+    # vhost: govs (copy) and govs-zc against OVS-DPDK, and zero-copy against copy
+    vratios = {}
+    for a, b in (("govs", "ovs-dpdk"), ("govs-zc", "ovs-dpdk"), ("govs-zc", "govs")):
+        if a in vsamples and b in vsamples:
+            vratios["%s:%s" % (a, b)] = {m: ratio(values[a][m], values[b][m], METRICS[m][2]) for m in VHOST_METRICS}
+    base = results_base()
     doc = {"date": started.isoformat(timespec="seconds"), "finished": datetime.datetime.now(
         datetime.timezone.utc).isoformat(timespec="seconds"), "machine": machine(), "rounds": ROUNDS,
-        "iperf3_seconds": SECS, "netns": ns, "metrics": {m: {"label": l, "unit": u, "higher_is_better": h}
-                                                         for m, (l, u, h) in METRICS.items()},
+        "sections": SECTIONS, "iperf3_seconds": SECS, "vhost_seconds": VHOST_SECS, "netns": ns,
+        "metrics": {m: {"label": l, "unit": u, "higher_is_better": h} for m, (l, u, h) in METRICS.items()},
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
-        "> 1 means govs is better", "ratios": ratios, "samples": samples, "ovsdb": ovsdb}
-    with open(os.path.join(RESULTS, "latest.json"), "w") as f:
+        "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
+        "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
+        "micro": micro, "ovsdb": ovsdb}
+    with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     table = render_table(doc)
-    with open(os.path.join(RESULTS, "latest.txt"), "w") as f:
+    with open(os.path.join(RESULTS, base + ".txt"), "w") as f:
         f.write(table)
     print(table)
-    svg(doc, os.path.join(RESULTS, "latest.svg"))
-    png(doc, os.path.join(RESULTS, "latest.png"))
-    print("results: %s/latest.{json,txt,svg,png}" % os.path.relpath(RESULTS, TOP))
+    svg(doc, os.path.join(RESULTS, base + ".svg"))
+    png(doc, os.path.join(RESULTS, base + ".png"))
+    print("results: %s/%s.{json,txt,svg,png}" % (os.path.relpath(RESULTS, TOP), base))
 
 
-def render_table(doc):
-    v, r = doc["values"], doc["ratios"]
-    cols = [p for p in ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"] if p in v]
-    rcols = [p for p in COMPARE if p in r]
-    head = ["metric", "unit"] + cols + ["govs:" + p for p in rcols]
+def table_lines(v, metrics, cols, rcols):
+    """rcols: (heading, {metric: ratio}) pairs."""
+    head = ["metric", "unit"] + cols + [h for h, _ in rcols]
     rows = []
-    for m, (label, unit, hib) in METRICS.items():
+    for m in metrics:
+        label, unit, hib = METRICS[m]
         if all(v[p].get(m) is None for p in cols):
             continue
         if m == "cpu_s_per_gbit":
             row = [label, unit] + [fmt(v[p].get(m)) if v[p].get(m) is not None else "n/a" for p in cols]
         else:
             row = [label, unit] + [fmt(v[p].get(m), unit) for p in cols]
-        row += [("%.2fx" % r[p][m]) if r[p].get(m) is not None else "n/a" for p in rcols]
+        row += [("%.2fx" % rr[m]) if rr.get(m) is not None else "n/a" for _, rr in rcols]
         rows.append(row)
+    if not rows:
+        return []
     w = [max(len(x[i]) for x in [head] + rows) for i in range(len(head))]
+    fmtrow = lambda x: "| " + " | ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(x)) + " |"
+    return [fmtrow(head), "|" + "|".join("-" * (n + 2) for n in w) + "|"] + [fmtrow(x) for x in rows]
+
+
+def render_table(doc):
+    v, r = doc["values"], doc["ratios"]
+    net_metrics = [m for m in doc["metrics"] if m in NET_METRICS]
+    vh_metrics = [m for m in doc["metrics"] if m in VHOST_METRICS]
+    cols = [p for p in NET_COLS if p in v and any(v[p].get(m) is not None for m in net_metrics)]
+    rcols = [("govs:" + p, r[p]) for p in COMPARE if p in r and p in cols]
     lines = ["govs network benchmark %s, %s, %d CPUs, kernel %s, %d round(s) interleaved, iperf3 %d s; medians" % (
         doc["date"], doc["machine"]["cpu"], doc["machine"]["cpus"], doc["machine"]["kernel"], doc["rounds"],
-        doc["iperf3_seconds"]),
-        "ratios: govs/peer (peer/govs for loss, retransmits, CPU): > 1 means govs is better; govs-sockbuf is govs "
-        "with other_config:userspace-sock-buf-size=%d" % SOCKBUF, ""]
-    fmtrow = lambda x: "| " + " | ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(x)) + " |"
-    lines.append(fmtrow(head))
-    lines.append("|" + "|".join("-" * (n + 2) for n in w) + "|")
-    lines += [fmtrow(x) for x in rows]
+        doc["iperf3_seconds"])] + (["sections: %s" % ",".join(doc["sections"])] if "sections" in doc else []) + [""]
+    nt = table_lines(v, net_metrics, cols, rcols)
+    if nt:
+        lines += ["ratios: govs/peer (peer/govs for loss, retransmits, CPU): > 1 means govs is better; govs-sockbuf "
+                  "is govs with other_config:userspace-sock-buf-size=%d" % SOCKBUF, ""] + nt
+    vcols = [p for p in ALL_VHOST_PEERS if p in v and any(v[p].get(m) is not None for m in vh_metrics)]
+    vt = table_lines(v, vh_metrics, vcols, list(doc.get("vhost_ratios", {}).items()))
+    if vt:
+        lines += ["", "vhost-user packets per second (net/vhost-pps.sh, %d s per measurement, kpps = medians of 2 s "
+                  "samples): testpmd virtio-user txonly -> switch -> testpmd rxonly over two dpdkvhostuserclient "
+                  "ports; both testpmd forwarding threads on CPU 0; govs pinned to CPU 1 (taskset -c 1), OVS-DPDK's "
+                  "PMD on CPU 1 (pmd-cpu-mask=0x2, its other threads unpinned). Both switches run a NORMAL bridge "
+                  "(govs has no OpenFlow yet): testpmd rxonly never sends, so the frames to 02:00:00:00:00:02 are "
+                  "flooded to vh2 and the bridge's local port. govs = options:dq-zero-copy=false, govs-zc = true; "
+                  "ratios > 1 mean the first is faster. The receiving testpmd shares CPU 0 with the sender: when "
+                  "every switch drops a share of frames at vh2 (below) and receives ~1000 kpps, that is the "
+                  "receiver's limit, not the switch's." % doc.get("vhost_seconds", 0), ""] + vt
+        zc = sorted({str(s.get("vh1_status", {}).get("dq-zero-copy-active")) for s in
+                     doc.get("samples_vhost", {}).get("govs-zc", [])})
+        if zc:
+            lines.append("govs-zc: status:dq-zero-copy-active on vh1 = %s" % ", ".join(zc))
+        for p in vcols:
+            cpu = [s.get("switch_cpu_s") for s in doc["samples_vhost"][p] if s.get("switch_cpu_s") is not None]
+            drops = ["%s B %s%%" % (s.get("size"), s.get("vh2_tx_drop_pct")) for s in doc["samples_vhost"][p]]
+            lines.append("%s: switch CPU s per %d s measurement %s; frames dropped at vh2 (receiver's ring full) %s" % (
+                p, doc.get("vhost_seconds", 0), cpu, ", ".join(drops)))
+    mcols = [p for p in NET_COLS if p in v and v[p].get("mf64_rx_kpps") is not None]
+    if mcols:
+        mr = [("govs:" + p, r[p]) for p in COMPARE if p in r and p in mcols]
+        lines += ["", "Packet rate with many flows (net/pps.sh, PPS_TXARGS=--txonly-multi-flow): DPDK 22.11 testpmd "
+                  "varies only the IPv4 source address (256 values, 198.18.X.3); MACs and UDP ports (9 -> 9) are "
+                  "fixed, so these are 256 new exact-match-cache entries but a single megaflow for a NORMAL "
+                  "(MAC-learning) switch: not a megaflow-setup test. govs:peer > 1 means govs is faster.", ""]
+        lines += table_lines(v, list(MF_METRICS), mcols, mr)
+        if "pps64_rx_kpps" in net_metrics and any(v[p].get("pps64_rx_kpps") is not None for p in mcols):
+            lines.append("(single flow, the net section above: received %s)" % ", ".join(
+                "%s %s" % (p, fmt(v[p].get("pps64_rx_kpps"), "kpps")) for p in mcols))
+    la = [float(s[k][0]) for sec in ("samples_vhost", "samples_multiflow") for ss in doc.get(sec, {}).values()
+          for s in ss for k in ("loadavg_before", "loadavg_after") if s.get(k)]
+    if la:
+        lines += ["", "1-minute load average around the vhost/multi-flow measurements: %.2f-%.2f (on 2 CPUs; above "
+                  "~2 means other work shared the machine)" % (min(la), max(la))]
+    mi = doc.get("micro")
+    if mi and mi.get("rows"):
+        lines += ["", "datapath flow setup, Go micro-benchmarks (%s; one op = one 32-frame batch through a worker: "
+                  "FlowSetup = every frame a new flow, upcall + install; ActiveFlows = frames cycling through N "
+                  "installed flows):" % mi["cmd"], "",
+                  "| benchmark | ns/op | ns/frame | derived rate |", "|---|---|---|---|"]
+        lines += ["| %s | %.0f | %.1f | %s %s |" % (x["name"], x["ns_op"], x["ns_per_frame"],
+                  ("%.0f" % x["per_s"]) if x["unit"] == "flows/s" else "%.2f M" % (x["per_s"] / 1e6), x["unit"])
+                  for x in mi["rows"]]
+    elif mi:
+        lines += ["", "Go micro-benchmarks failed: %s" % (mi.get("error") or mi.get("output", "")[-500:])]
     sb = [s.get("sock_rcvbuf") for s in doc["samples"].get("govs-sockbuf", [])]
     sd = [s.get("sock_rcvbuf") for s in doc["samples"].get("govs", [])]
     if sb:
@@ -530,14 +789,15 @@ def render_table(doc):
         lines += ["| %s | %s | %s | %sx |" % (x["measurement"], x["debian"], x["govs"], x["ratio"]) for x in o["rows"]]
     elif o:
         lines += ["", "OVSDB bench failed: %s" % (o.get("error") or o.get("output", "")[-500:])]
-    errs = ["%s round %d: %s" % (p, i + 1, s["error"]) for p, ss in doc["samples"].items()
-            for i, s in enumerate(ss) if s.get("error")]
+    errs = ["%s %s %d: %s" % (sec, p, i + 1, s["error"]) for sec in ("samples", "samples_vhost", "samples_multiflow")
+            for p, ss in doc.get(sec, {}).items() for i, s in enumerate(ss) if s.get("error")]
     if errs:
         lines += [""] + ["error: " + e for e in errs]
     return "\n".join(lines) + "\n"
 
 
-COLORS = {"govs": "#1b7837", "govs-sockbuf": "#7fbf7b", "ovs": "#b2182b", "ovs-tso": "#ef8a62", "bridge": "#2166ac"}
+COLORS = {"govs": "#1b7837", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
+          "ovs-dpdk": "#762a83", "bridge": "#2166ac"}
 
 
 def esc(s):
@@ -556,7 +816,7 @@ def svg(doc, path):
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % esc(
-             "govs vs OVS 3.1 netdev vs Linux bridge, veth between namespaces (%s, %d CPUs)" % (
+             "govs vs OVS 3.1 (netdev, DPDK) vs Linux bridge: veths between namespaces, vhost-user (%s, %d CPUs)" % (
                  doc["date"][:10], doc["machine"]["cpus"]))]
     x = 10
     for p in peers:
@@ -634,7 +894,8 @@ if __name__ == "__main__":
     elif len(sys.argv) >= 3 and sys.argv[1] == "--report":  # redraw from a saved json
         doc = json.load(open(sys.argv[2]))
         print(render_table(doc))
-        svg(doc, os.path.join(RESULTS, "latest.svg"))
-        png(doc, os.path.join(RESULTS, "latest.png"))
+        base = os.path.join(RESULTS, os.path.basename(sys.argv[2])[:-len(".json")])
+        svg(doc, base + ".svg")
+        png(doc, base + ".png")
     else:
         outer()
