@@ -361,7 +361,14 @@ type vswNS struct {
 // offloads) holding addr (CIDR), and host-side veth gvsw<tag>.
 func vswAddNS(t testing.TB, tag, addr string) *vswNS {
 	t.Helper()
-	ns := &vswNS{t: t, Name: "gvsw-" + tag, Host: "gvsw" + tag}
+	return vswAddPrefixedNS(t, "gvsw", tag, addr)
+}
+
+// vswAddPrefixedNS is vswAddNS for a suite with its own prefix: namespace
+// <prefix>-<tag>, host side <prefix><tag>.
+func vswAddPrefixedNS(t testing.TB, prefix, tag, addr string) *vswNS {
+	t.Helper()
+	ns := &vswNS{t: t, Name: prefix + "-" + tag, Host: prefix + tag}
 	if len(ns.Host) > 15 {
 		t.Fatalf("interface name %s is too long", ns.Host)
 	}

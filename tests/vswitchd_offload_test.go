@@ -34,21 +34,7 @@ const (
 // eth0 holds addr, host side gvof<tag>.
 func gvofAddNS(t *testing.T, tag, addr string) *vswNS {
 	t.Helper()
-	ns := &vswNS{t: t, Name: "gvof-" + tag, Host: "gvof" + tag}
-	vswRun("ip", "netns", "del", ns.Name)
-	vswRun("ip", "link", "del", ns.Host)
-	if _, err := vswRun("ip", "netns", "add", ns.Name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		vswRun("ip", "netns", "del", ns.Name)
-		vswRun("ip", "link", "del", ns.Host)
-	})
-	ns.addVeth()
-	if addr != "" {
-		ns.mustExec("ip", "addr", "add", addr, "dev", "eth0")
-	}
-	return ns
+	return vswAddPrefixedNS(t, "gvof", tag, addr)
 }
 
 // gvofInNS runs f on a thread in namespace ns, for creating sockets there:

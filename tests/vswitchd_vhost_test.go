@@ -36,19 +36,7 @@ func gvvhStartTestpmd(t *testing.T, sock string, server bool) *testpmd.Process {
 // holds addr, host side gvvh<tag>.
 func gvvhAddNS(t *testing.T, tag, addr string) *vswNS {
 	t.Helper()
-	ns := &vswNS{t: t, Name: "gvvh-" + tag, Host: "gvvh" + tag}
-	vswRun("ip", "netns", "del", ns.Name)
-	vswRun("ip", "link", "del", ns.Host)
-	if _, err := vswRun("ip", "netns", "add", ns.Name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		vswRun("ip", "netns", "del", ns.Name)
-		vswRun("ip", "link", "del", ns.Host)
-	})
-	ns.addVeth()
-	ns.mustExec("ip", "addr", "add", addr, "dev", "eth0")
-	return ns
+	return vswAddPrefixedNS(t, "gvvh", tag, addr)
 }
 
 // gvvhWaitSocket waits for a unix socket file.

@@ -510,19 +510,12 @@ func (tx *txn) update(t *Table, op *opRequest, raw any) opFunc {
 		return fail(err)
 	}
 	return func() ([]byte, *Error) {
-		n := 0
-		err := tx.forEach(t, conds, func(r *Row) *Error {
-			w := tx.writable(t.Name, r)
+		return tx.modifyEach(t, conds, func(w *Row) *Error {
 			for c, v := range vals {
 				w.Cols[c.Index] = v
 			}
-			n++
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		return countJSON(n), nil
 	}
 }
 
@@ -536,9 +529,7 @@ func (tx *txn) mutate(t *Table, op *opRequest) opFunc {
 		return fail(err)
 	}
 	return func() ([]byte, *Error) {
-		n := 0
-		err := tx.forEach(t, conds, func(r *Row) *Error {
-			w := tx.writable(t.Name, r)
+		return tx.modifyEach(t, conds, func(w *Row) *Error {
 			for i := range muts {
 				m := &muts[i]
 				v, err := m.apply(t, w.Cols[m.col.Index])
@@ -547,14 +538,26 @@ func (tx *txn) mutate(t *Table, op *opRequest) opFunc {
 				}
 				w.Cols[m.col.Index] = v
 			}
-			n++
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		return countJSON(n), nil
 	}
+}
+
+// modifyEach calls fn with a writable copy of each row of t that matches
+// conds and returns the {"count": N} result.
+func (tx *txn) modifyEach(t *Table, conds []Condition, fn func(w *Row) *Error) ([]byte, *Error) {
+	n := 0
+	err := tx.forEach(t, conds, func(r *Row) *Error {
+		if err := fn(tx.writable(t.Name, r)); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return countJSON(n), nil
 }
 
 func (tx *txn) deleteOp(t *Table, op *opRequest) opFunc {
