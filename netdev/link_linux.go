@@ -20,17 +20,30 @@ func ioctlSocket() (int, error) {
 	return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 }
 
-func ifIndex(name string) (int, error) {
+// ifreqIoctl issues an interface ioctl req on name; set, if not nil,
+// fills the request first. It returns the request for reading results.
+func ifreqIoctl(name string, req uint, set func(*unix.Ifreq)) (*unix.Ifreq, error) {
 	fd, err := ioctlSocket()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer unix.Close(fd)
 	ifr, err := unix.NewIfreq(name)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+	if set != nil {
+		set(ifr)
+	}
+	if err := unix.IoctlIfreq(fd, req, ifr); err != nil {
+		return nil, err
+	}
+	return ifr, nil
+}
+
+func ifIndex(name string) (int, error) {
+	ifr, err := ifreqIoctl(name, unix.SIOCGIFINDEX, nil)
+	if err != nil {
 		return 0, err
 	}
 	return int(ifr.Uint32()), nil
@@ -38,16 +51,8 @@ func ifIndex(name string) (int, error) {
 
 // MTU returns the MTU of the kernel device name.
 func MTU(name string) (int, error) {
-	fd, err := ioctlSocket()
+	ifr, err := ifreqIoctl(name, unix.SIOCGIFMTU, nil)
 	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		return 0, err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFMTU, ifr); err != nil {
 		return 0, err
 	}
 	return int(ifr.Uint32()), nil
@@ -55,17 +60,8 @@ func MTU(name string) (int, error) {
 
 // SetMTU sets the MTU of the kernel device name.
 func SetMTU(name string, mtu int) error {
-	fd, err := ioctlSocket()
+	_, err := ifreqIoctl(name, unix.SIOCSIFMTU, func(ifr *unix.Ifreq) { ifr.SetUint32(uint32(mtu)) })
 	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		return err
-	}
-	ifr.SetUint32(uint32(mtu))
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFMTU, ifr); err != nil {
 		return fmt.Errorf("netdev: set MTU of %s to %d: %w", name, mtu, err)
 	}
 	return nil
