@@ -108,8 +108,11 @@ func pushVLAN(p *packet.Packet, tpid, tci uint16) bool {
 	if p.Len() < 12 || p.Headroom() < 4 {
 		return false
 	}
+	if len(p.Head()) < 12 {
+		p.Linearize()
+	}
 	p.Push(4)
-	d := p.Data()
+	d := p.Head()
 	copy(d[0:12], d[4:16])
 	binary.BigEndian.PutUint16(d[12:], tpid)
 	binary.BigEndian.PutUint16(d[14:], tci)
@@ -119,7 +122,10 @@ func pushVLAN(p *packet.Packet, tpid, tci uint16) bool {
 
 // popVLAN removes the outer tag if p has one.
 func popVLAN(p *packet.Packet) {
-	d := p.Data()
+	d := p.Head()
+	if len(d) < 18 {
+		d = p.Data()
+	}
 	if len(d) < 18 || !flow.IsVLANType(binary.BigEndian.Uint16(d[12:])) {
 		return
 	}

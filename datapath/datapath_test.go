@@ -338,3 +338,61 @@ func TestActionsString(t *testing.T) {
 		}
 	}
 }
+
+// Frames whose tails stay in another device's memory (vhost-user zero
+// copy) are classified from their heads, forwarded whole, changed only on
+// copies, and their tails released once, after the last output.
+func TestExternalTails(t *testing.T) {
+	long := func(vlans ...dptest.Tag) []byte {
+		return dptest.Frame{
+			Src: dptest.MAC("00:00:00:00:00:01"), Dst: dptest.MAC("00:00:00:00:00:02"), Tags: vlans,
+			IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+			UDP:  &dptest.UDP{Src: 1, Dst: 2}, Payload: bytes.Repeat([]byte("payload."), 100),
+		}.Bytes()
+	}
+	// 20 bytes: too short a head, the key is taken from the whole frame;
+	// 64: the head holds the headers.
+	for _, head := range []int{20, 64} {
+		t.Run(fmt.Sprint(head), func(t *testing.T) {
+			r := newRig(t, 4)
+			var keys sync.Map
+			r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
+				for i := range batch {
+					keys.Store(batch[i].Key, true)
+					batch[i].Actions = Actions{Output(3), PushVLAN(0, 10), Output(2), PopVLAN(), PopVLAN(), Output(4)}
+					batch[i].Mask = flow.Exact()
+				}
+			}))
+			r.ports[1].SetZeroCopy(head)
+			const n = 100
+			for range n {
+				r.ports[1].Inject(long(dptest.Tag{VID: 5}))
+			}
+			r.rxDone(t, 1, n)
+			dptest.Eventually(t, "tails released", func() bool {
+				out, rel := r.ports[1].Tails()
+				return out == 0 && rel == n
+			})
+			want := map[uint32][]byte{3: long(dptest.Tag{VID: 5}), 2: long(dptest.Tag{VID: 10}, dptest.Tag{VID: 5}), 4: long()}
+			for no, w := range want {
+				sent := r.ports[no].Sent()
+				if len(sent) != n || !bytes.Equal(sent[0], w) || !bytes.Equal(sent[n-1], w) {
+					t.Errorf("port %d: %d frames, first\n%x\nwant\n%x", no, len(sent), sent[0], w)
+				}
+			}
+			var k flow.Key
+			flow.Extract(long(dptest.Tag{VID: 5}), 1, &k)
+			nkeys := 0
+			keys.Range(func(key, _ any) bool {
+				nkeys++
+				if key.(flow.Key) != k {
+					t.Errorf("upcall key %v, want %v", key, k)
+				}
+				return true
+			})
+			if nkeys != 1 {
+				t.Errorf("%d distinct keys", nkeys)
+			}
+		})
+	}
+}

@@ -379,7 +379,7 @@ func (w *worker) batch(n int) {
 		rxBytes += uint64(p.Len())
 		w.flows[i], w.nocount[i] = nil, false
 		k := &w.keys[i]
-		if !flow.Extract(p.Data(), w.port.no, k) {
+		if !extract(p, w.port.no, k) {
 			runts++
 			continue
 		}
@@ -720,13 +720,24 @@ func (w *worker) emcInsert(k *flow.Key, h uint64, f *megaflow) {
 	e.key, e.f = *k, f
 }
 
+// extract fills k with p's flow key from the frame's head alone when the
+// frame has an external tail (a zero-copy frame still in a guest's memory)
+// and the head holds its headers, as it nearly always does.
+func extract(p *packet.Packet, inPort uint32, k *flow.Key) bool {
+	if p.Ext() == nil {
+		return flow.Extract(p.Head(), inPort, k)
+	}
+	if ok, complete := flow.ExtractHead(p.Head(), p.Len(), inPort, k); complete {
+		return ok
+	}
+	return flow.Extract(p.Data(), inPort, k)
+}
+
+// clone returns a copy of p, external tail included, that the worker
+// returns to the pool after the batch.
 func (w *worker) clone(p *packet.Packet) *packet.Packet {
 	c := w.dp.pool.Get()
-	if extra := p.Len() - len(c.Tail()); extra > 0 {
-		c.Push(extra)
-	}
-	c.SetLen(copy(c.Tail(), p.Data()))
-	c.Offload, c.InPort = p.Offload, p.InPort
+	c.CopyFrom(p)
 	w.clones = append(w.clones, c)
 	return c
 }

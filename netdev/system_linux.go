@@ -101,12 +101,13 @@ type sysRx struct {
 
 type sysTx struct {
 	msgs [BatchSize]unix.Mmsghdr
-	iovs [BatchSize][2]unix.Iovec
+	iovs [BatchSize][3]unix.Iovec // virtio_net_hdr, frame (head), external tail
 	hdrs [BatchSize][VirtioNetHdrLen]byte
 	lens [BatchSize]int // frame lengths, for TxBytes
 	segs [BatchSize]*packet.Packet
 	fin  txFinisher
 
+	vnet    bool   // messages start with a virtio_net_hdr
 	k, next int    // messages to send; next one to send
 	failed  uint64 // bit i: message i was refused
 	fatal   error
@@ -195,9 +196,9 @@ func (s *systemPort) init() {
 		r.msgs[i].Hdr.Control = &r.cmsgs[i][0]
 		m := &t.msgs[i].Hdr
 		if s.vnet {
-			m.Iov, m.Iovlen = &t.iovs[i][0], 2
+			m.Iov = &t.iovs[i][0]
 		} else {
-			m.Iov, m.Iovlen = &t.iovs[i][1], 1
+			m.Iov = &t.iovs[i][1]
 		}
 	}
 	r.fn = func(fd uintptr) bool {
@@ -212,6 +213,7 @@ func (s *systemPort) init() {
 		r.n = s.ringRx(r.ringPkts)
 		return r.n > 0
 	}
+	t.vnet = s.vnet
 	t.fin = newTxFinisher(s.vnet, s.offloads)
 	t.fn = s.sendFn
 }
@@ -400,7 +402,7 @@ func (s *systemPort) Write(pkts []*packet.Packet) (int, error) {
 	for _, p := range pkts {
 		switch t.fin.prepare(p, t.hdrs[k][:]) {
 		case txSend:
-			t.setFrame(k, p.Data())
+			t.setFrame(k, p.Head(), p.Ext())
 			if k++; k == BatchSize {
 				flush()
 			}
@@ -420,10 +422,24 @@ func (s *systemPort) Write(pkts []*packet.Packet) (int, error) {
 	return sent, err
 }
 
-func (t *sysTx) setFrame(i int, b []byte) {
-	t.iovs[i][1] = unix.Iovec{Base: &b[0]}
-	t.iovs[i][1].SetLen(len(b))
-	t.lens[i] = len(b)
+// setFrame points message i at a frame, in one piece or as a head and a
+// tail sent straight from where it is (a zero-copy frame: the kernel
+// copies it during sendmmsg, so it may be released once Write returns).
+func (t *sysTx) setFrame(i int, b, ext []byte) {
+	iov := &t.iovs[i]
+	iov[1] = unix.Iovec{Base: &b[0]}
+	iov[1].SetLen(len(b))
+	n := 1
+	if len(ext) > 0 {
+		iov[2] = unix.Iovec{Base: &ext[0]}
+		iov[2].SetLen(len(ext))
+		n++
+	}
+	if t.vnet {
+		n++
+	}
+	t.msgs[i].Hdr.SetIovlen(n)
+	t.lens[i] = len(b) + len(ext)
 }
 
 // sendSegments sends the frame t.fin.seg was reset for, BatchSize segments
@@ -442,7 +458,7 @@ func (s *systemPort) sendSegments() bool {
 			}
 			q.SetLen(seg.Next(q.Tail()))
 			t.hdrs[k] = [VirtioNetHdrLen]byte{}
-			t.setFrame(k, q.Data())
+			t.setFrame(k, q.Data(), nil)
 		}
 		failed, err := s.flush(k)
 		if failed != 0 || err != nil {

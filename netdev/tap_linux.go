@@ -45,7 +45,8 @@ type tapRx struct {
 }
 
 type tapTx struct {
-	iov   [2]unix.Iovec
+	iov   [3]unix.Iovec // virtio_net_hdr, frame (head), external tail
+	niov  int           // entries of iov in use
 	hdr   [VirtioNetHdrLen]byte
 	seg   *packet.Packet
 	fin   txFinisher
@@ -223,7 +224,7 @@ func (t *tapPort) Write(pkts []*packet.Packet) (int, error) {
 	var err error
 	w.filt.maybeRefresh()
 	for _, p := range pkts {
-		if !w.filt.pass(p.Data()) {
+		if !w.filt.pass(p.Head()) {
 			// The device would discard it (see rxFilter): delivered.
 			sent++
 			bytes += p.Len()
@@ -232,7 +233,7 @@ func (t *tapPort) Write(pkts []*packet.Packet) (int, error) {
 		ok := false
 		switch w.fin.prepare(p, w.hdr[:]) {
 		case txSend:
-			ok, err = t.writeFrame(p.Data())
+			ok, err = t.writeFrame(p.Head(), p.Ext())
 		case txSegment:
 			ok, err = t.writeSegments()
 		}
@@ -260,7 +261,7 @@ func (t *tapPort) writeSegments() (ok bool, err error) {
 	for range total {
 		q.SetLen(seg.Next(q.Tail()))
 		var segOK bool
-		if segOK, err = t.writeFrame(q.Data()); err != nil {
+		if segOK, err = t.writeFrame(q.Data(), nil); err != nil {
 			ok = false
 			break
 		}
@@ -272,12 +273,19 @@ func (t *tapPort) writeSegments() (ok bool, err error) {
 	return ok, err
 }
 
-// writeFrame writes one frame, with w.hdr in front if the port uses a
-// virtio_net_hdr; err is set only when the port is unusable.
-func (t *tapPort) writeFrame(b []byte) (ok bool, err error) {
+// writeFrame writes one frame, b and then its external tail ext if it has
+// one, with w.hdr in front if the port uses a virtio_net_hdr; err is set
+// only when the port is unusable.
+func (t *tapPort) writeFrame(b, ext []byte) (ok bool, err error) {
 	w := &t.tx
 	w.iov[1] = unix.Iovec{Base: &b[0]}
 	w.iov[1].SetLen(len(b))
+	w.niov = 2
+	if len(ext) > 0 {
+		w.iov[2] = unix.Iovec{Base: &ext[0]}
+		w.iov[2].SetLen(len(ext))
+		w.niov = 3
+	}
 	w.ok, w.fatal = false, nil
 	if err := t.rc.Write(w.fn); err != nil {
 		return false, t.portErr(err)
@@ -287,9 +295,9 @@ func (t *tapPort) writeFrame(b []byte) (ok bool, err error) {
 
 func (t *tapPort) writeFn(fd uintptr) bool {
 	w := &t.tx
-	iovs := w.iov[:]
+	iovs := w.iov[:w.niov]
 	if !t.vnet {
-		iovs = w.iov[1:]
+		iovs = iovs[1:]
 	}
 	for {
 		_, err := writev(int(fd), iovs)

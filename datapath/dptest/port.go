@@ -28,6 +28,10 @@ type Port struct {
 
 	reading, writing atomic.Int32
 	violations       atomic.Int32
+
+	zcHead      atomic.Int32 // > 0: Read leaves frames' tails external past it
+	outstanding atomic.Int64 // external tails not released yet
+	released    atomic.Int64
 }
 
 var _ netdev.Port = (*Port)(nil)
@@ -72,7 +76,13 @@ func (p *Port) Read(pkts []*packet.Packet) (int, error) {
 			p.rxq = p.rxq[1:]
 			pk := pkts[n]
 			pk.Reset()
-			pk.SetLen(copy(pk.Tail(), f))
+			if h := int(p.zcHead.Load()); h > 0 && len(f) > h {
+				pk.SetLen(copy(pk.Tail(), f[:h]))
+				p.outstanding.Add(1)
+				pk.SetExternal(f[h:], &tail{port: p, b: f[h:]})
+			} else {
+				pk.SetLen(copy(pk.Tail(), f))
+			}
 			p.stats.RxPackets++
 			p.stats.RxBytes += uint64(len(f))
 			n++
@@ -108,11 +118,47 @@ func (p *Port) Write(pkts []*packet.Packet) (int, error) {
 		return 0, netdev.ErrClosed
 	}
 	for _, pk := range pkts {
-		p.sent = append(p.sent, append([]byte(nil), pk.Data()...))
+		b := make([]byte, pk.Len())
+		pk.CopyTo(b)
+		p.sent = append(p.sent, b)
 		p.stats.TxPackets++
 		p.stats.TxBytes += uint64(pk.Len())
 	}
 	return len(pkts), nil
+}
+
+// SetZeroCopy makes Read hand over frames longer than head bytes as a
+// vhost-user port in zero-copy mode does: their first head bytes in the
+// packet, the rest as an external tail, which is overwritten with 0xee
+// when the datapath releases it (so a frame sent after its release shows).
+// 0 turns it off.
+func (p *Port) SetZeroCopy(head int) { p.zcHead.Store(int32(head)) }
+
+// Tails reports how many external tails Read handed over and the datapath
+// has not released yet, and how many it has released.
+func (p *Port) Tails() (outstanding, released int64) {
+	return p.outstanding.Load(), p.released.Load()
+}
+
+// tail is an external tail handed over by Read.
+type tail struct {
+	port *Port
+	b    []byte
+	done atomic.Bool
+}
+
+func (t *tail) CopyExternal(dst, src []byte) { copy(dst, src) }
+
+func (t *tail) ReleaseExternal() {
+	if t.done.Swap(true) {
+		t.port.violations.Add(1) // released twice
+		return
+	}
+	for i := range t.b {
+		t.b[i] = 0xee
+	}
+	t.port.outstanding.Add(-1)
+	t.port.released.Add(1)
 }
 
 // Offloads implements netdev.Port: the port takes no offload.

@@ -30,9 +30,29 @@ const (
 // overruns the frame; the link-layer padding after an IP packet's length
 // is never parsed.
 func Extract(data []byte, inPort uint32, k *Key) bool {
+	ok, _ := ExtractHead(data, len(data), inPort, k)
+	return ok
+}
+
+// minHead is the shortest head ExtractHead parses: it covers the Ethernet,
+// VLAN and LLC/SNAP headers and an ARP packet after them, so only the IP
+// and transport headers can lie past a head.
+const minHead = 64
+
+// ExtractHead is Extract for a frame of frameLen bytes of which only the
+// first len(head) are at hand (a frame whose tail stayed in another
+// device's memory). The key is the one Extract would give for the whole
+// frame: lengths are checked against frameLen. It reports complete false,
+// with k unspecified, when the key depends on bytes past head; then the
+// caller extracts again from the whole frame.
+func ExtractHead(head []byte, frameLen int, inPort uint32, k *Key) (ok, complete bool) {
 	*k = Key{InPort: inPort}
-	if len(data) < ethHeaderLen {
-		return false
+	data := head
+	if len(data) < frameLen && len(data) < minHead {
+		return false, false
+	}
+	if frameLen < ethHeaderLen {
+		return false, true
 	}
 	copy(k.EthDst[:], data[0:6])
 	copy(k.EthSrc[:], data[6:12])
@@ -61,15 +81,16 @@ func Extract(data []byte, inPort uint32, k *Key) bool {
 	k.EthType = typ
 	l3 := data[off:]
 
+	complete = true
 	switch typ {
 	case EthTypeIPv4:
-		extractIPv4(l3, k)
+		complete = extractIPv4(l3, frameLen-off, k)
 	case EthTypeIPv6:
-		extractIPv6(l3, k)
+		complete = extractIPv6(l3, frameLen-off, k)
 	case EthTypeARP, EthTypeRARP:
 		extractARP(l3, k)
 	}
-	return true
+	return true, complete
 }
 
 func extractARP(b []byte, k *Key) {
@@ -89,16 +110,23 @@ func extractARP(b []byte, k *Key) {
 	copy(k.IPv4Dst[:], b[24:28])
 }
 
-func extractIPv4(b []byte, k *Key) {
-	if len(b) < ipv4HeaderLen || b[0]>>4 != 4 {
-		return
+// The extract functions below parse b, the first bytes of a header of n
+// bytes (n >= len(b)): lengths are checked against n, and they report
+// false as soon as they would read past b.
+
+func extractIPv4(b []byte, n int, k *Key) bool {
+	if n < ipv4HeaderLen || b[0]>>4 != 4 {
+		return true
 	}
 	ihl := int(b[0]&0x0f) * 4
 	tot := int(be16(b[2:]))
-	if ihl < ipv4HeaderLen || ihl > tot || tot > len(b) {
-		return
+	if ihl < ipv4HeaderLen || ihl > tot || tot > n {
+		return true
 	}
-	b = b[:tot] // never parse link-layer padding
+	if ihl > len(b) {
+		return false
+	}
+	b, n = b[:min(tot, len(b))], tot // never parse link-layer padding
 	copy(k.IPv4Src[:], b[12:16])
 	copy(k.IPv4Dst[:], b[16:20])
 	k.NwTOS = b[1]
@@ -112,25 +140,28 @@ func extractIPv4(b []byte, k *Key) {
 		}
 	}
 	if k.NwFrag&FragLater != 0 {
-		return
+		return true
 	}
-	extractL4(b[ihl:], k, false)
+	return extractL4(b[ihl:], n-ihl, k, false)
 }
 
-func extractIPv6(b []byte, k *Key) {
+func extractIPv6(b []byte, n int, k *Key) bool {
+	if n < ipv6HeaderLen {
+		return true
+	}
 	if len(b) < ipv6HeaderLen {
-		return
+		return false
 	}
 	plen := int(be16(b[4:]))
-	if ipv6HeaderLen+plen > len(b) {
-		return
+	if ipv6HeaderLen+plen > n {
+		return true
 	}
 	vtcfl := binary.BigEndian.Uint32(b[0:])
 	copy(k.IPv6Src[:], b[8:24])
 	copy(k.IPv6Dst[:], b[24:40])
 	k.IPv6Label = vtcfl & 0xfffff
 	proto, hlim := b[6], b[7]
-	b = b[ipv6HeaderLen : ipv6HeaderLen+plen]
+	b, n = b[ipv6HeaderLen:min(ipv6HeaderLen+plen, len(b))], plen
 
 	// Walk the extension headers. Each step consumes at least 8 bytes, so
 	// the loop ends. On a truncated header the L3 fields other than the
@@ -142,28 +173,30 @@ func extractIPv6(b []byte, k *Key) {
 		default:
 			goto done
 		}
+		if n < 8 {
+			return true
+		}
 		if len(b) < 8 {
-			return
+			return false
 		}
 		switch proto {
-		case IPProtoHopOpts, IPProtoRouting, IPProtoDstOpts:
-			n := (int(b[1]) + 1) * 8
-			if n > len(b) {
-				return
+		case IPProtoHopOpts, IPProtoRouting, IPProtoDstOpts, IPProtoAH:
+			l := (int(b[1]) + 1) * 8
+			if proto == IPProtoAH {
+				l = (int(b[1]) + 2) * 4
+			}
+			if l > n {
+				return true
+			}
+			if l > len(b) {
+				return false
 			}
 			proto = b[0]
-			b = b[n:]
-		case IPProtoAH:
-			n := (int(b[1]) + 2) * 4
-			if n > len(b) {
-				return
-			}
-			proto = b[0]
-			b = b[n:]
+			b, n = b[l:], n-l
 		case IPProtoFragment:
 			proto = b[0]
 			offlg := be16(b[2:])
-			b = b[8:]
+			b, n = b[8:], n-8
 			if offlg != 0 {
 				frag = FragAny
 				if offlg&0xfff8 != 0 {
@@ -181,48 +214,53 @@ done:
 	k.NwProto = proto
 	k.NwFrag = frag
 	if frag&FragLater != 0 {
-		return
+		return true
 	}
-	extractL4(b, k, true)
+	return extractL4(b, n, k, true)
 }
 
-func extractL4(b []byte, k *Key, v6 bool) {
+// extractL4 reads a transport header's ports (or ICMP type and code) and
+// TCP's flags, if the header's fixed part fits n.
+func extractL4(b []byte, n int, k *Key, v6 bool) bool {
+	need := 0 // the header's length for its fields to be read
 	switch k.NwProto {
 	case IPProtoTCP:
-		if len(b) >= tcpHeaderLen {
-			hl := int(b[12]>>4) * 4
-			if hl >= tcpHeaderLen && hl <= len(b) {
-				k.TpSrc = be16(b[0:])
-				k.TpDst = be16(b[2:])
-				k.TCPFlags = be16(b[12:]) & 0x0fff
-			}
-		}
+		need = tcpHeaderLen
 	case IPProtoUDP:
-		if len(b) >= udpHeaderLen {
-			k.TpSrc = be16(b[0:])
-			k.TpDst = be16(b[2:])
-		}
+		need = udpHeaderLen
 	case IPProtoSCTP:
-		if len(b) >= sctpHeaderLen {
-			k.TpSrc = be16(b[0:])
-			k.TpDst = be16(b[2:])
-		}
-	case IPProtoICMP:
-		if !v6 && len(b) >= icmpHeaderLen {
-			k.TpSrc = uint16(b[0])
-			k.TpDst = uint16(b[1])
-		}
-	case IPProtoIGMP:
-		if !v6 && len(b) >= igmpHeaderLen {
-			k.TpSrc = uint16(b[0])
-			k.TpDst = uint16(b[1])
+		need = sctpHeaderLen
+	case IPProtoICMP, IPProtoIGMP:
+		if !v6 {
+			need = icmpHeaderLen // = igmpHeaderLen
 		}
 	case IPProtoICMPv6:
-		if v6 && len(b) >= icmp6HdrLen {
-			k.TpSrc = uint16(b[0])
-			k.TpDst = uint16(b[1])
+		if v6 {
+			need = icmp6HdrLen
 		}
 	}
+	if need == 0 || n < need {
+		return true
+	}
+	if len(b) < need {
+		return false
+	}
+	switch k.NwProto {
+	case IPProtoTCP:
+		hl := int(b[12]>>4) * 4
+		if hl >= tcpHeaderLen && hl <= n {
+			k.TpSrc = be16(b[0:])
+			k.TpDst = be16(b[2:])
+			k.TCPFlags = be16(b[12:]) & 0x0fff
+		}
+	case IPProtoUDP, IPProtoSCTP:
+		k.TpSrc = be16(b[0:])
+		k.TpDst = be16(b[2:])
+	default: // ICMP, IGMP, ICMPv6
+		k.TpSrc = uint16(b[0])
+		k.TpDst = uint16(b[1])
+	}
+	return true
 }
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

@@ -57,3 +57,42 @@ func FuzzExtract(f *testing.F) {
 		_ = k.String()
 	})
 }
+
+// FuzzExtractHead checks that a frame's key from its first bytes alone is
+// the whole frame's key whenever ExtractHead says it is complete, and
+// that it is complete whenever the head holds the headers.
+func FuzzExtractHead(f *testing.F) {
+	for _, s := range seedFrames() {
+		for _, h := range []uint16{0, 14, 40, 64, 100, 192} {
+			f.Add(s, h)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, h uint16) {
+		head := data[:min(int(h), len(data))]
+		var whole, part flow.Key
+		okWhole := flow.Extract(data, 3, &whole)
+		ok, complete := flow.ExtractHead(head, len(data), 3, &part)
+		if len(head) == len(data) && !complete {
+			t.Fatal("incomplete with the whole frame at hand")
+		}
+		if complete && (ok != okWhole || part != whole) {
+			t.Fatalf("head of %d/%d bytes: %v %v, whole frame: %v %v", len(head), len(data), ok, part, okWhole, whole)
+		}
+	})
+}
+
+func TestExtractHeadIncomplete(t *testing.T) {
+	ip61, ip62 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
+	a, b := dptest.MAC("00:00:00:00:00:0a"), dptest.MAC("00:00:00:00:00:0b")
+	ext := make([]dptest.IPv6Ext, 4) // 4 x 8 bytes of hop-by-hop options
+	data := dptest.Frame{Src: a, Dst: b, IPv6: &dptest.IPv6{Src: ip61, Dst: ip62, Ext: ext}, TCP: &dptest.TCP{Src: 1, Dst: 2}, Payload: make([]byte, 1000)}.Bytes()
+	var k flow.Key
+	for h, want := range map[int]bool{10: false, 64: false, 105: false, 106: true, 192: true} {
+		if _, complete := flow.ExtractHead(data[:h], len(data), 1, &k); complete != want {
+			t.Errorf("head of %d bytes: complete %v, want %v", h, complete, want)
+		}
+	}
+	if _, complete := flow.ExtractHead(data[:192], len(data), 1, &k); !complete || k.TpDst != 2 {
+		t.Errorf("key from a 192-byte head: %v", k)
+	}
+}

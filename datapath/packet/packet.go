@@ -62,10 +62,20 @@ const (
 
 // Packet is one frame in a buffer with headroom. The zero value is not
 // usable; get packets from a Pool or New.
+//
+// A frame may end outside the buffer: a port that hands frames over
+// without copying them (a vhost-user port in dequeue zero-copy mode) puts
+// their first bytes, the headers, in the buffer (Head) and leaves the rest
+// where it is (Ext), owned by an External that gets it back when the
+// packet is reset. Code that reads only headers uses Head; ports that
+// send with vectored I/O use Head and Ext; everything else uses Data,
+// which copies the rest into the buffer first (Linearize).
 type Packet struct {
 	buf   []byte // backing array, len(buf) == Headroom+MaxFrame
 	start int    // offset of the frame in buf
-	end   int    // end of the frame in buf
+	end   int    // end of the frame's head in buf
+	ext   []byte // the rest of the frame, outside buf; nil if none
+	owner External
 
 	// Offload is the deferred work for this frame.
 	Offload Offload
@@ -78,18 +88,97 @@ func New() *Packet {
 	return &Packet{buf: make([]byte, Headroom+MaxFrame), start: Headroom, end: Headroom}
 }
 
-// Data returns the frame.
-func (p *Packet) Data() []byte { return p.buf[p.start:p.end] }
+// External owns the memory of frames' tails kept outside their packets
+// (SetExternal).
+type External interface {
+	// CopyExternal copies the tail src into dst, which is as long. It is
+	// how every read of the tail by govs' own code is made, so that the
+	// owner can guard it (guest memory may fault).
+	CopyExternal(dst, src []byte)
+	// ReleaseExternal gives the tail back. It is called exactly once per
+	// SetExternal, from the goroutine that owns the packet then.
+	ReleaseExternal()
+}
 
-// Len returns the frame's length.
-func (p *Packet) Len() int { return p.end - p.start }
+// Data returns the whole frame, in the buffer: an external tail is copied
+// in (and released) first.
+func (p *Packet) Data() []byte {
+	if p.ext != nil {
+		p.Linearize()
+	}
+	return p.buf[p.start:p.end]
+}
+
+// Head returns the part of the frame in the packet's buffer: all of it,
+// or a frame's first bytes when its tail is external.
+func (p *Packet) Head() []byte { return p.buf[p.start:p.end] }
+
+// Ext returns the frame's external tail, nil if there is none.
+func (p *Packet) Ext() []byte { return p.ext }
+
+// Len returns the frame's length, external tail included.
+func (p *Packet) Len() int { return p.end - p.start + len(p.ext) }
 
 // Tail returns the whole space from the frame's start to the end of the
-// buffer, for a netdev to receive into; follow with SetLen.
+// buffer, for a netdev to receive into; follow with SetLen. The packet must
+// have no external tail.
 func (p *Packet) Tail() []byte { return p.buf[p.start:] }
 
-// SetLen sets the frame's length after a receive into Tail.
+// SetLen sets the length of the frame's head after a receive into Tail.
 func (p *Packet) SetLen(n int) { p.end = p.start + n }
+
+// SetExternal makes ext the frame's tail, after its head, without copying
+// it; o gets it back when the packet is reset or linearized. The frame
+// must fit the buffer (Head and ext together at most MaxFrame) and must
+// not have an external tail already.
+func (p *Packet) SetExternal(ext []byte, o External) {
+	if p.ext != nil {
+		panic("packet: SetExternal on a packet with an external tail")
+	}
+	if len(ext) == 0 {
+		o.ReleaseExternal()
+		return
+	}
+	p.ext, p.owner = ext, o
+}
+
+// Linearize copies an external tail into the buffer after the head and
+// releases it; the frame is then all in Data. Without one it does nothing.
+func (p *Packet) Linearize() {
+	if p.ext == nil {
+		return
+	}
+	n := len(p.ext)
+	if len(p.buf)-p.end < n {
+		// The head was pulled forward: move it back to make room.
+		h := p.end - p.start
+		s := len(p.buf) - h - n
+		copy(p.buf[s:], p.buf[p.start:p.end])
+		p.start, p.end = s, s+h
+	}
+	p.owner.CopyExternal(p.buf[p.end:p.end+n], p.ext)
+	p.end += n
+	p.release()
+}
+
+// CopyTo copies the whole frame into b, which must be at least Len bytes,
+// without linearizing it, and returns Len.
+func (p *Packet) CopyTo(b []byte) int {
+	n := copy(b, p.buf[p.start:p.end])
+	if p.ext != nil {
+		p.owner.CopyExternal(b[n:n+len(p.ext)], p.ext)
+		n += len(p.ext)
+	}
+	return n
+}
+
+func (p *Packet) release() {
+	if p.ext != nil {
+		o := p.owner
+		p.ext, p.owner = nil, nil
+		o.ReleaseExternal()
+	}
+}
 
 // Headroom returns how many bytes can be pushed in front of the frame.
 func (p *Packet) Headroom() int { return p.start }
@@ -101,7 +190,8 @@ func (p *Packet) Push(n int) []byte {
 	return p.buf[p.start : p.start+n]
 }
 
-// Pull removes n bytes from the front of the frame.
+// Pull removes n bytes from the front of the frame; n is at most the
+// length of Head.
 func (p *Packet) Pull(n int) { p.start += n }
 
 // SetData sets the frame to a copy of b at the standard headroom, keeping
@@ -110,14 +200,21 @@ func (p *Packet) SetData(b []byte) {
 	if len(b) > MaxFrame {
 		panic("packet: SetData of a frame longer than MaxFrame")
 	}
+	p.release()
 	p.start = Headroom
 	p.end = Headroom + copy(p.buf[Headroom:], b)
 }
 
-// CopyFrom makes p a copy of q: frame, at q's offset, and metadata.
+// CopyFrom makes p a copy of q: frame, at q's offset (or the standard
+// headroom if q's tail is external and would not fit), and metadata. An
+// external tail of q is copied, not shared.
 func (p *Packet) CopyFrom(q *Packet) {
-	p.start, p.end = q.start, q.end
-	copy(p.buf[p.start:p.end], q.buf[q.start:q.end])
+	p.release()
+	p.start = q.start
+	if len(p.buf)-p.start < q.Len() {
+		p.start = Headroom
+	}
+	p.end = p.start + q.CopyTo(p.buf[p.start:])
 	p.Offload = q.Offload
 	p.InPort = q.InPort
 }
@@ -125,9 +222,10 @@ func (p *Packet) CopyFrom(q *Packet) {
 // InsertVLAN inserts an 802.1Q/802.1ad tag with the given TPID and TCI
 // after the frame's MAC addresses, in the headroom, and moves the offsets in
 // Offload along. It reports false, leaving the packet as it was, if the
-// frame is shorter than two MAC addresses or the headroom is exhausted.
+// frame's head is shorter than two MAC addresses or the headroom is
+// exhausted.
 func (p *Packet) InsertVLAN(tpid, tci uint16) bool {
-	if p.Len() < 12 || p.start < 4 {
+	if p.end-p.start < 12 || p.start < 4 {
 		return false
 	}
 	p.start -= 4
@@ -144,8 +242,10 @@ func (p *Packet) InsertVLAN(tpid, tci uint16) bool {
 	return true
 }
 
-// Reset empties the packet and clears its metadata for reuse.
+// Reset empties the packet, releasing an external tail, and clears its
+// metadata for reuse.
 func (p *Packet) Reset() {
+	p.release()
 	p.start, p.end = Headroom, Headroom
 	p.Offload = Offload{}
 	p.InPort = 0

@@ -128,3 +128,72 @@ func BenchmarkPool(b *testing.B) {
 		pl.Put(pl.Get())
 	}
 }
+
+// extOwner is an External that counts its calls.
+type extOwner struct{ copies, releases int }
+
+func (o *extOwner) CopyExternal(dst, src []byte) { o.copies++; copy(dst, src) }
+func (o *extOwner) ReleaseExternal()             { o.releases++ }
+
+func externalPacket(head, tail string) (*Packet, *extOwner) {
+	p := New()
+	p.SetLen(copy(p.Tail(), head))
+	o := &extOwner{}
+	p.SetExternal([]byte(tail), o)
+	return p, o
+}
+
+func TestExternalTail(t *testing.T) {
+	p, o := externalPacket("head:", "tail")
+	if p.Len() != 9 || string(p.Head()) != "head:" || string(p.Ext()) != "tail" {
+		t.Fatalf("len %d head %q ext %q", p.Len(), p.Head(), p.Ext())
+	}
+	b := make([]byte, 9)
+	if n := p.CopyTo(b); n != 9 || string(b) != "head:tail" || o.releases != 0 {
+		t.Fatalf("CopyTo: %d %q, %d releases", n, b, o.releases)
+	}
+	q := New()
+	q.CopyFrom(p)
+	if q.Ext() != nil || string(q.Data()) != "head:tail" || o.releases != 0 || p.Ext() == nil {
+		t.Fatalf("CopyFrom: %q ext %q, %d releases", q.Head(), q.Ext(), o.releases)
+	}
+	if string(p.Data()) != "head:tail" || p.Ext() != nil || o.releases != 1 {
+		t.Fatalf("Data: %q ext %q, %d releases", p.Head(), p.Ext(), o.releases)
+	}
+	p.Reset()
+	if o.releases != 1 {
+		t.Fatalf("released %d times", o.releases)
+	}
+
+	p, o = externalPacket("head:", "tail")
+	p.Reset()
+	p.Reset()
+	if o.releases != 1 || o.copies != 0 || p.Len() != 0 {
+		t.Fatalf("Reset: %d releases, %d copies, len %d", o.releases, o.copies, p.Len())
+	}
+	p, o = externalPacket("head:", "tail")
+	p.SetData([]byte("new"))
+	if o.releases != 1 || string(p.Data()) != "new" {
+		t.Fatalf("SetData: %d releases, %q", o.releases, p.Data())
+	}
+	p, o = externalPacket("head:", "")
+	if o.releases != 1 || p.Ext() != nil {
+		t.Fatalf("empty tail: %d releases", o.releases)
+	}
+}
+
+// A frame whose head starts past the standard headroom still linearizes
+// when its tail fills the rest of a full-size frame.
+func TestLinearizeFullFrame(t *testing.T) {
+	tail := bytes.Repeat([]byte{'t'}, MaxFrame-16)
+	p := New()
+	p.Pull(100)
+	p.SetLen(copy(p.Tail(), "0123456789abcdef"))
+	o := &extOwner{}
+	p.SetExternal(tail, o)
+	p.Linearize()
+	got := p.Data()
+	if len(got) != MaxFrame || string(got[:16]) != "0123456789abcdef" || !bytes.Equal(got[16:], tail) || o.releases != 1 || o.copies != 1 {
+		t.Fatalf("linearized %d bytes %q..., %d releases", len(got), got[:16], o.releases)
+	}
+}
