@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -198,13 +197,7 @@ func TestBadDescriptors(t *testing.T) {
 			checkForwards(t, other, of)
 			if tc.breaking {
 				// The port takes a new connection afterwards.
-				c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.path, Net: "unix"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				f2 := newFakeFrontend(t, c)
-				f2.negotiate(allFeatures, 1, 64)
-				waitFor(t, "running again", time.Second, p.Running)
+				f2 := reconnectFrontend(t, p)
 				// The Read that was waiting when the device broke gets
 				// the new device's frames.
 				frame := udpFrame(120, 5)
@@ -356,14 +349,7 @@ func TestBadMessages(t *testing.T) {
 			}
 			waitFor(t, "the protocol error counted", time.Second, func() bool { return p.Counters().ProtocolErrors == 1 })
 			// The port serves the next front-end.
-			c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.path, Net: "unix"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f2 := newFakeFrontend(t, c)
-			f2.negotiate(allFeatures, 1, 64)
-			waitFor(t, "running", time.Second, p.Running)
-			checkForwards(t, p, f2)
+			checkForwards(t, p, reconnectFrontend(t, p))
 		})
 	}
 }

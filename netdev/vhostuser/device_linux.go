@@ -399,6 +399,7 @@ func (p *Port) setMemTable(m *message) error {
 	if err != nil {
 		return fmt.Errorf("SET_MEM_TABLE: %w", err)
 	}
+	mt.conn = p.conn.Load()
 	old := p.dev.mem
 	p.dev.mem = mt
 	for i := range p.rings {
@@ -468,6 +469,6 @@ func (p *Port) Status() map[string]string {
 	// guest's transmit queues.
 	st["n_rxq"] = strconv.Itoa(rxq)
 	st["n_txq"] = strconv.Itoa(txq)
-	st["dq-zero-copy-active"] = strconv.FormatBool(p.zeroCopy.Load() && p.framesRead.Load() && rxq > 0)
+	st["dq-zero-copy-active"] = strconv.FormatBool(p.zeroCopy.Load() && rxq > 0)
 	return st
 }

@@ -89,6 +89,20 @@ func listenPair(tb testing.TB, cfg Config) (*Port, *fakeFrontend) {
 	return p, newFakeFrontend(tb, c)
 }
 
+// reconnectFrontend connects a new fake front-end to the server port p and
+// runs a device of one queue pair on it.
+func reconnectFrontend(tb testing.TB, p *Port) *fakeFrontend {
+	tb.Helper()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.path, Net: "unix"})
+	if err != nil {
+		tb.Fatalf("dial: %v", err)
+	}
+	f := newFakeFrontend(tb, c)
+	f.negotiate(allFeatures, 1, 64)
+	waitFor(tb, "running again", time.Second, p.Running)
+	return f
+}
+
 func (f *fakeFrontend) gpa(off uint64) uint64 {
 	for _, r := range f.regions {
 		if off >= r.off && off < r.off+r.size {

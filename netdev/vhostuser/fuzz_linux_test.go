@@ -51,7 +51,6 @@ func FuzzDescriptors(f *testing.F) {
 	}
 	p := newIdlePort(f)
 	pkts := newPkts(8)
-	frames := newFrames(8)
 	out := packet.New()
 	out.SetData(udpFrame(3000, 1))
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -88,19 +87,19 @@ func FuzzDescriptors(f *testing.F) {
 			var st batchStats
 			switch pass {
 			case 0:
-				q.dequeue(pkts, &st)
+				q.dequeue(pkts, false, &st)
 			case 1:
 				q.enqueue(make([]byte, q.hdrLen), out.Data(), nil)
 				q.enqueue(make([]byte, q.hdrLen), out.Data()[:60], out.Data()[60:200])
 				q.publish()
 			case 2:
-				q.dequeueFrames(frames, true, &st)
-				for _, fr := range frames {
-					if fr.ZeroCopy() && fr.Len() > packet.MaxFrame {
-						t.Fatalf("zero-copy frame of %d bytes", fr.Len())
+				n := q.dequeue(pkts, true, &st)
+				for _, pk := range pkts[:n] {
+					if pk.Len() > packet.MaxFrame || pk.Ext() != nil && len(pk.Head()) != zcHeadLen {
+						t.Fatalf("zero-copy frame of %d bytes, %d in its head", pk.Len(), len(pk.Head()))
 					}
-					fr.Release()
 				}
+				resetAll(pkts)
 				q.reclaimLocked()
 			}
 			if q.packed {

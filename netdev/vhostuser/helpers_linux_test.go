@@ -57,6 +57,12 @@ func newPkts(n int) []*packet.Packet {
 	return pkts
 }
 
+func resetAll(pkts []*packet.Packet) {
+	for _, pk := range pkts {
+		pk.Reset()
+	}
+}
+
 // readWithin reads from p, failing the test if nothing comes within d.
 func readWithin(t testing.TB, p *Port, pkts []*packet.Packet, d time.Duration) int {
 	t.Helper()

@@ -2,6 +2,7 @@ package vhostuser
 
 import (
 	"fmt"
+	"net"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -18,12 +19,13 @@ type memRegion struct {
 
 // memTable is the front-end's memory as SET_MEM_TABLE described it. It is
 // immutable once built. refs counts its users: the device holding it as
-// current, and each zero-copy frame still pointing into it; the last unref
-// unmaps it, so a frame stays readable after the front-end changed or
+// current, and each zero-copy packet tail still pointing into it; the last
+// unref unmaps it, so a tail stays readable after the front-end changed or
 // dropped its memory.
 type memTable struct {
 	regions []memRegion
 	refs    atomic.Int64
+	conn    *net.UnixConn // the connection it came with, to drop on a fault
 }
 
 // guest returns the n bytes at guest physical address addr, or nil if they

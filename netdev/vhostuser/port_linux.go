@@ -31,17 +31,16 @@ type Port struct {
 	log        rateLog
 	logPrefix  string
 
-	closed     atomic.Bool
-	quit       chan struct{} // closed by Close
-	done       chan struct{} // closed when the control goroutine ends
-	ln         *net.UnixListener
-	conn       atomic.Pointer[net.UnixConn]
-	zeroCopy   atomic.Bool
-	txRetries  atomic.Int32
-	guestFeat  atomic.Uint64 // negotiated features, 0 while disconnected
-	nrings     atomic.Int32  // rings the front-end has touched: highest index + 1
-	sleeping   atomic.Bool   // the reader waits in epfd
-	framesRead atomic.Bool   // ReadFrames has been used: zero copy can be active
+	closed    atomic.Bool
+	quit      chan struct{} // closed by Close
+	done      chan struct{} // closed when the control goroutine ends
+	ln        *net.UnixListener
+	conn      atomic.Pointer[net.UnixConn]
+	zeroCopy  atomic.Bool
+	txRetries atomic.Int32
+	guestFeat atomic.Uint64 // negotiated features, 0 while disconnected
+	nrings    atomic.Int32  // rings the front-end has touched: highest index + 1
+	sleeping  atomic.Bool   // the reader waits in epfd
 
 	// cmu guards dev. Held by the control goroutine while it handles a
 	// message; ring locks are taken inside it, never the other way.
@@ -240,24 +239,13 @@ func (p *Port) dropConn() {
 // Name returns the interface name.
 func (p *Port) Name() string { return p.name }
 
-// Read fills pkts with frames the guest transmitted, copied out of its
-// memory, blocking until there is at least one (the guest's kicks wake it).
-func (p *Port) Read(pkts []*packet.Packet) (int, error) {
-	return p.read(pkts, nil)
-}
-
-// ReadFrames is Read for Frames: in zero-copy mode (SetZeroCopy) a frame's
-// data may stay in the guest's memory until the Frame is released. Every
-// Frame of fs must have been released (or never used) before the call.
-func (p *Port) ReadFrames(fs []*Frame) (int, error) {
-	if !p.framesRead.Load() {
-		p.framesRead.Store(true)
-	}
-	return p.read(nil, fs)
-}
-
-func (p *Port) read(pkts []*packet.Packet, fs []*Frame) (n int, err error) {
-	limit := min(len(pkts)+len(fs), netdev.BatchSize)
+// Read fills pkts with frames the guest transmitted, blocking until there
+// is at least one (the guest's kicks wake it). Each packet is reset first.
+// Frames are copied out of the guest's memory, except, in zero-copy mode
+// (SetZeroCopy), the tails of long frames, which stay there as the
+// packets' external tails until the packets are reset.
+func (p *Port) Read(pkts []*packet.Packet) (n int, err error) {
+	limit := min(len(pkts), netdev.BatchSize)
 	if limit == 0 {
 		return 0, nil
 	}
@@ -268,17 +256,13 @@ func (p *Port) read(pkts []*packet.Packet, fs []*Frame) (n int, err error) {
 			return 0, netdev.ErrClosed
 		}
 		var st batchStats
-		zc := fs != nil && p.zeroCopy.Load()
+		zc := p.zeroCopy.Load()
 		nr := int(p.nrings.Load()) &^ 1
 		k := nr / 2
 		for j := 0; j < k && n < limit; j++ {
 			q := &p.rings[2*((p.rx.next+j)%k)+1]
 			if q.ready.Load() {
-				if fs != nil {
-					n += p.readRing(q, nil, fs[n:limit], zc, &st)
-				} else {
-					n += p.readRing(q, pkts[n:limit], nil, false, &st)
-				}
+				n += p.readRing(q, pkts[n:limit], zc, &st)
 			}
 		}
 		if k > 0 {
@@ -294,24 +278,22 @@ func (p *Port) read(pkts []*packet.Packet, fs []*Frame) (n int, err error) {
 	}
 }
 
-func (p *Port) readRing(q *vring, pkts []*packet.Packet, fs []*Frame, zc bool, st *batchStats) int {
+func (p *Port) readRing(q *vring, pkts []*packet.Packet, zc bool, st *batchStats) int {
 	q.mu.Lock()
 	defer p.unlockRecover(q)
 	if !q.ready.Load() {
 		return 0
 	}
 	q.reclaimLocked()
-	if fs != nil {
-		return q.dequeueFrames(fs, zc, st)
-	}
-	return q.dequeue(pkts, st)
+	return q.dequeue(pkts, zc, st)
 }
 
 // unlockRecover unlocks a ring after the packet path used it. A fault on
 // guest memory (SIGBUS from a front-end that truncated its memory file
 // under us; the packet path runs with debug.SetPanicOnFault) breaks the
 // ring and drops the device, if the memory is this device's: a fault on
-// another guest's, read through a zero-copy frame, only loses the batch.
+// another guest's, read through the external tail of a packet that port
+// read in zero copy, only loses the batch.
 // Any other panic goes on.
 func (p *Port) unlockRecover(q *vring) {
 	r := recover()
@@ -408,26 +390,19 @@ func (p *Port) waitFn(fd uintptr) bool {
 }
 
 // Write copies pkts into the guest's receive queues, spread over the queues
-// the guest enabled by flow. A full queue is retried up to tx-retries-max
-// times, then the rest of the batch is dropped (counted in TxDropped and
+// the guest enabled by flow. An external tail (say of a frame a vhost-user
+// port read in zero copy) is copied straight from where it is, unless the
+// frame's offload must be finished in software, for which it is
+// linearized first; Write releases no tail otherwise, the caller resets
+// the packets. A full queue is retried up to tx-retries-max times,
+// then the rest of the batch is dropped (counted in TxDropped and
 // Counters.TxRingFullDrops). Without a running device every frame is
 // dropped and Write returns 0, nil.
 func (p *Port) Write(pkts []*packet.Packet) (int, error) {
-	return p.write(pkts, nil)
-}
-
-// WriteFrames is Write for Frames from ReadFrames: a zero-copy frame is
-// copied straight from the other guest's memory; the caller still releases
-// the frames after.
-func (p *Port) WriteFrames(fs []*Frame) (int, error) {
-	return p.write(nil, fs)
-}
-
-func (p *Port) write(pkts []*packet.Packet, fs []*Frame) (int, error) {
 	if p.closed.Load() {
 		return 0, netdev.ErrClosed
 	}
-	total := len(pkts) + len(fs)
+	total := len(pkts)
 	if total == 0 {
 		return 0, nil
 	}
@@ -452,11 +427,11 @@ func (p *Port) write(pkts []*packet.Packet, fs []*Frame) (int, error) {
 		for i := start; i < end; i++ {
 			w.sel[i-start] = 0
 			if nq > 1 {
-				w.sel[i-start] = uint8(flowHash(p.frameData(pkts, fs, i)) % uint32(nq))
+				w.sel[i-start] = uint8(flowHash(pkts[i].Head()) % uint32(nq))
 			}
 		}
 		for qi := range nq {
-			s, b, f := p.writeRing(&p.rings[w.rings[qi]], uint8(qi), pkts, fs, start, end)
+			s, b, f := p.writeRing(&p.rings[w.rings[qi]], uint8(qi), pkts, start, end)
 			sent, bytes, full = sent+s, bytes+b, full+f
 		}
 	}
@@ -471,18 +446,11 @@ func (p *Port) write(pkts []*packet.Packet, fs []*Frame) (int, error) {
 	return sent, nil
 }
 
-func (p *Port) frameData(pkts []*packet.Packet, fs []*Frame, i int) []byte {
-	if pkts != nil {
-		return pkts[i].Data()
-	}
-	return fs[i].pkt.Data()
-}
-
 // writeRing enqueues the frames of [start, end) selected for ring qi and
 // returns how many it sent, their bytes, and how many it dropped for a
 // full ring; the others not sent were dropped for other reasons (too big,
 // bad offload, the ring stopped).
-func (p *Port) writeRing(q *vring, qi uint8, pkts []*packet.Packet, fs []*Frame, start, end int) (sent, bytes, full int) {
+func (p *Port) writeRing(q *vring, qi uint8, pkts []*packet.Packet, start, end int) (sent, bytes, full int) {
 	w := &p.tx
 	q.mu.Lock()
 	defer p.unlockRecover(q)
@@ -500,19 +468,9 @@ func (p *Port) writeRing(q *vring, qi uint8, pkts []*packet.Packet, fs []*Frame,
 			full += b2i(q.ready.Load())
 			continue
 		}
-		var pk *packet.Packet
-		var ext []byte
-		if pkts != nil {
-			pk = pkts[i]
-		} else {
-			f := fs[i]
-			if f.ext != nil && q.needsSoftware(&f.pkt.Offload) && !f.linearize() {
-				continue
-			}
-			pk, ext = f.pkt, f.ext
-		}
+		pk := pkts[i]
 		for {
-			r := q.enqueuePacket(pk, ext, w, p)
+			r := q.enqueuePacket(pk, w, p)
 			if r == enqFull && retries < maxRetries {
 				retries++
 				q.publish()
@@ -522,7 +480,7 @@ func (p *Port) writeRing(q *vring, qi uint8, pkts []*packet.Packet, fs []*Frame,
 			switch r {
 			case enqOK:
 				sent++
-				bytes += pk.Len() + len(ext)
+				bytes += pk.Len()
 			case enqFull:
 				full++
 			}
@@ -534,6 +492,13 @@ func (p *Port) writeRing(q *vring, qi uint8, pkts []*packet.Packet, fs []*Frame,
 		p.ctr.txRetries.Add(uint64(retries))
 	}
 	return
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // needsSoftware reports whether a frame's offload must be finished before
@@ -561,9 +526,12 @@ func (q *vring) takesGSO(o *packet.Offload) bool {
 const virtioNetHdrFDataValid = 2 // VIRTIO_NET_HDR_F_DATA_VALID
 
 // enqueuePacket finishes what the guest cannot take (checksum,
-// segmentation) and enqueues the frame.
-func (q *vring) enqueuePacket(pk *packet.Packet, ext []byte, w *txState, p *Port) enqResult {
+// segmentation), on the frame made whole first, and enqueues the frame.
+func (q *vring) enqueuePacket(pk *packet.Packet, w *txState, p *Port) enqResult {
 	o := &pk.Offload
+	if q.needsSoftware(o) {
+		pk.Linearize()
+	}
 	if o.GSO != packet.GSONone && !q.takesGSO(o) {
 		return q.enqueueSegments(pk, w, p)
 	}
@@ -576,14 +544,14 @@ func (q *vring) enqueuePacket(pk *packet.Packet, ext []byte, w *txState, p *Port
 		p.ctr.off.AddChecksummed(1)
 	}
 	hdr := w.hdr[:q.hdrLen]
-	netdev.EncodeVirtioNetHdr(hdr, o, pk.Len()+len(ext))
+	netdev.EncodeVirtioNetHdr(hdr, o, pk.Len())
 	if guestCsum && o.Flags&(packet.NeedsCsum|packet.CsumValid) == packet.CsumValid {
 		hdr[0] |= virtioNetHdrFDataValid
 	}
 	if q.hdrLen == 12 {
 		hdr[10], hdr[11] = 1, 0
 	}
-	return q.enqueue(hdr, pk.Data(), ext)
+	return q.enqueue(hdr, pk.Head(), pk.Ext())
 }
 
 // enqueueSegments cuts a super-frame the guest cannot take into segments.
@@ -690,8 +658,11 @@ func (p *Port) Counters() Counters {
 }
 
 // SetZeroCopy turns dequeue zero copy (options:dq-zero-copy) on or off,
-// live. It applies to ReadFrames; Read always copies, packet.Packet having
-// no external buffers (the status shows dq-zero-copy-active=false then).
+// live. With it on, Read leaves all but the first zcHeadLen bytes of a
+// frame that is in one piece of guest memory there, as the packet's
+// external tail, and returns its descriptors to the guest only once the
+// packet is reset; past zcInflight frames out per ring, and for short or
+// scattered frames, it copies.
 func (p *Port) SetZeroCopy(on bool) { p.zeroCopy.Store(on) }
 
 // SetTxRetriesMax changes options:tx-retries-max live.
@@ -714,8 +685,8 @@ func (p *Port) Running() bool {
 }
 
 // Close ends the connection, stops the rings and, for a server port,
-// removes the socket. Frames still out in zero-copy mode stay readable
-// until released.
+// removes the socket. The external tails of packets read in zero-copy
+// mode stay readable until the packets are reset.
 func (p *Port) Close() error {
 	if !p.closed.CompareAndSwap(false, true) {
 		return netdev.ErrClosed

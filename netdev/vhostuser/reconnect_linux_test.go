@@ -94,14 +94,7 @@ func TestServerReconnectAndClose(t *testing.T) {
 	checkForwards(t, p, f)
 	f.c.Close()
 	waitFor(t, "disconnected", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.path, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f2 := newFakeFrontend(t, c)
-	f2.negotiate(allFeatures, 1, 64)
-	waitFor(t, "running", time.Second, p.Running)
-	checkForwards(t, p, f2)
+	checkForwards(t, p, reconnectFrontend(t, p))
 	// Close under a blocked Read and with buffers in flight: Read
 	// returns ErrClosed, the socket file goes away.
 	done := make(chan error, 1)

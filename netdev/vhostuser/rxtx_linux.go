@@ -10,10 +10,13 @@ import (
 // ethHdrLen is the shortest frame taken from a guest.
 const ethHdrLen = 14
 
-// dequeue copies up to len(pkts) frames the guest transmitted on q into
-// pkts and returns them to the guest at once. It returns how many pkts it
-// filled; malformed chains are returned to the guest, counted and dropped.
-func (q *vring) dequeue(pkts []*packet.Packet, st *batchStats) int {
+// dequeue takes up to len(pkts) frames the guest transmitted on q into
+// pkts and returns how many it filled. With zc, a frame is held in guest
+// memory (zcHold) while the ring has a free slot and zcChain finds it in
+// one piece; every other frame is copied and its chain returned to the
+// guest at once. Malformed chains are returned to the guest, counted and
+// dropped.
+func (q *vring) dequeue(pkts []*packet.Packet, zc bool, st *batchStats) int {
 	var w descWalker
 	k := 0
 	for tries := 0; tries < len(pkts) && q.take(&w); tries++ {
@@ -22,9 +25,19 @@ func (q *vring) dequeue(pkts []*packet.Packet, st *batchStats) int {
 		}
 		p := pkts[k]
 		p.Reset()
-		n, err := q.copyChain(&w, p)
+		var n int
+		var ext []byte
+		var err error
+		if zc && len(q.zc.free) > 0 {
+			n, ext, err = q.zcChain(&w, p)
+		} else {
+			n, err = q.copyChain(&w, p)
+		}
 		id, ok := q.finish(&w)
-		if ok {
+		switch {
+		case ok && ext != nil:
+			q.zcHold(p, ext, id, w.ringDescs)
+		case ok:
 			q.pushUsed(id, 0, w.ringDescs)
 		}
 		if err != nil || !ok {
@@ -34,6 +47,13 @@ func (q *vring) dequeue(pkts []*packet.Packet, st *batchStats) int {
 			}
 			q.p.noteBadChain(q, err)
 			continue
+		}
+		if zc {
+			if ext != nil {
+				st.zcFrames++
+			} else {
+				st.zcFallback++
+			}
 		}
 		st.rxPackets++
 		st.rxBytes += n
@@ -99,7 +119,7 @@ const (
 )
 
 // source is a frame being copied into guest buffers: its virtio-net header
-// then up to two pieces of data (a zero-copy frame's head and rest).
+// then up to two pieces of data (a packet's head and external tail).
 type source struct {
 	parts [3][]byte
 	i     int

@@ -25,8 +25,6 @@ func Listen(name, path string, cfg Config) (*Port, error) { return nil, errUnsup
 func (p *Port) Name() string                             { return "" }
 func (p *Port) Read(pkts []*packet.Packet) (int, error)  { return 0, errUnsupported }
 func (p *Port) Write(pkts []*packet.Packet) (int, error) { return 0, errUnsupported }
-func (p *Port) ReadFrames(fs []*Frame) (int, error)      { return 0, errUnsupported }
-func (p *Port) WriteFrames(fs []*Frame) (int, error)     { return 0, errUnsupported }
 func (p *Port) Offloads() netdev.Offloads                { return netdev.Offloads{} }
 func (p *Port) Stats() netdev.Stats                      { return netdev.Stats{} }
 func (p *Port) Counters() Counters                       { return Counters{} }
@@ -35,13 +33,3 @@ func (p *Port) SetTxRetriesMax(n int) error              { return errUnsupported
 func (p *Port) Running() bool                            { return false }
 func (p *Port) Status() map[string]string                { return nil }
 func (p *Port) Close() error                             { return errUnsupported }
-
-// Frame is Linux-only.
-type Frame struct{ pkt *packet.Packet }
-
-func NewFrame() *Frame                    { return &Frame{pkt: packet.New()} }
-func (f *Frame) Packet() *packet.Packet   { return f.pkt }
-func (f *Frame) Len() int                 { return f.pkt.Len() }
-func (f *Frame) ZeroCopy() bool           { return false }
-func (f *Frame) AppendTo(b []byte) []byte { return append(b, f.pkt.Data()...) }
-func (f *Frame) Release()                 {}

@@ -1,6 +1,8 @@
 package vhostuser
 
 import (
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,13 +11,15 @@ import (
 )
 
 // Dequeue zero copy (options:dq-zero-copy): a frame the guest transmitted
-// is handed on without copying its payload. Its first zcHeadLen bytes are
-// copied into the Frame's own packet, so that what the datapath classified
-// cannot be changed by the guest afterwards; the rest stays in the guest's
-// buffer, whose descriptor goes back to the guest only when the Frame is
-// released. At most zcInflight(num) descriptors per ring are out at once;
-// past that, frames are copied, so a slow or stuck egress never starves the
-// guest's transmit ring (the reason OVS dropped DPDK's zero copy).
+// is handed on without copying its payload. Read copies its first
+// zcHeadLen bytes into the packet, so that what the datapath classified
+// cannot be changed by the guest afterwards, and leaves the rest in the
+// guest's buffer as the packet's external tail (packet.Packet.SetExternal);
+// the buffer's descriptor goes back to the guest only once the packet is
+// reset or linearized. At most zcInflight(num) descriptors per ring are
+// out at once; past that, frames are copied, so a slow or stuck egress
+// never starves the guest's transmit ring (the reason OVS dropped DPDK's
+// zero copy).
 const (
 	// zcHeadLen covers Ethernet, two VLAN tags, IPv6 with a hop-by-hop
 	// header and TCP with options; frames no longer than it are copied.
@@ -30,7 +34,7 @@ const (
 
 func zcInflight(num int) int { return max(1, min(num/2, zcMaxInflight)) }
 
-// zcSlot is one descriptor chain out in a zero-copy Frame: state is 0 when
+// zcSlot is one descriptor chain out in a zero-copy packet: state is 0 when
 // free, the frame's serial while out, serial|zcDone once released.
 type zcSlot struct {
 	state atomic.Uint32
@@ -39,9 +43,10 @@ type zcSlot struct {
 }
 
 // zcRing is a tx ring's zero-copy bookkeeping, under the ring's mu except
-// for the slots' state and pending, which Release sets from any goroutine.
+// for the slots' state and pending, which ReleaseExternal sets from any
+// goroutine.
 type zcRing struct {
-	slots    [zcMaxInflight]zcSlot // never reallocated: Release may come late
+	slots    [zcMaxInflight]zcSlot // never reallocated: a release may come late
 	n        int                   // slots in use for this ring size
 	free     []int32
 	inflight int
@@ -115,140 +120,104 @@ func (q *vring) zcDrainLocked() {
 	z.pending.Store(0)
 }
 
-// Frame is a frame read by ReadFrames: copied whole into its packet, or,
-// in zero-copy mode, its first bytes copied and the rest left in the
-// guest's memory until Release.
-type Frame struct {
-	pkt *packet.Packet
-	ext []byte // the rest of a zero-copy frame, in guest memory
-
+// zcRef owns the tail of one zero-copy packet, in guest memory: the
+// packet.External of the packet, which calls ReleaseExternal exactly once,
+// so the ref is the packet's alone until then. Refs are pooled.
+type zcRef struct {
 	q      *vring
-	mem    *memTable
+	mem    *memTable // referenced until the release
 	slot   int32
 	serial uint32
 }
 
-// NewFrame returns an empty frame.
-func NewFrame() *Frame { return &Frame{pkt: packet.New()} }
+var zcRefs = sync.Pool{New: func() any { return new(zcRef) }}
 
-// Packet returns the frame's packet: all of it, or a zero-copy frame's
-// first bytes; its Offload describes the whole frame.
-func (f *Frame) Packet() *packet.Packet { return f.pkt }
-
-// Len returns the frame's length.
-func (f *Frame) Len() int { return f.pkt.Len() + len(f.ext) }
-
-// ZeroCopy reports whether the frame still points into guest memory.
-func (f *Frame) ZeroCopy() bool { return f.mem != nil }
-
-// AppendTo appends the whole frame to b.
-func (f *Frame) AppendTo(b []byte) []byte { return append(append(b, f.pkt.Data()...), f.ext...) }
-
-// Release gives a zero-copy frame's buffer back to the guest; the frame
-// is empty after. It may be called from any goroutine, once per ReadFrames.
-func (f *Frame) Release() {
-	if f.mem == nil {
-		return
-	}
-	q := f.q
-	if s := &q.zc.slots[f.slot]; s.state.CompareAndSwap(f.serial, f.serial|zcDone) {
+// ReleaseExternal marks the chain released for the reader to return to
+// the guest (at its next Read, woken if it sleeps) and drops the memory
+// reference, also when the ring was stopped and the chain orphaned
+// meanwhile. It may be called from any goroutine.
+func (r *zcRef) ReleaseExternal() {
+	q := r.q
+	if s := &q.zc.slots[r.slot]; s.state.CompareAndSwap(r.serial, r.serial|zcDone) {
 		q.zc.pending.Add(1)
 		if q.p.sleeping.Load() {
 			q.p.wakeReader()
 		}
 	}
-	f.mem.unref()
-	f.mem, f.q, f.ext = nil, nil, nil
+	r.mem.unref()
+	*r = zcRef{}
+	zcRefs.Put(r)
 }
 
-// linearize copies a zero-copy frame's rest into its packet and releases
-// it, for egress paths that need the frame in one piece.
-func (f *Frame) linearize() bool {
-	if f.mem == nil {
-		return true
+// CopyExternal copies src, the tail in guest memory, into dst. A fault
+// there (a front-end that truncated its memory file under the frame)
+// leaves the rest of dst zeroed, is counted, and drops the connection the
+// memory came with; it never reaches the caller.
+func (r *zcRef) CopyExternal(dst, src []byte) {
+	n, fault := copyGuarded(dst, src)
+	if fault == nil {
+		return
 	}
-	p := f.pkt
-	n := p.Len()
-	if len(p.Tail()) < n+len(f.ext) {
-		return false
+	clear(dst[n:])
+	p := r.q.p
+	p.ctr.faults.Add(1)
+	p.logf("vring %d: fault reading a zero-copy frame: %v: dropping the device", r.q.index, fault)
+	if c := r.mem.conn; c != nil {
+		c.Close()
 	}
-	copy(p.Tail()[n:], f.ext)
-	p.SetLen(n + len(f.ext))
-	f.Release()
-	return true
 }
 
-// dequeueFrames is dequeue for ReadFrames: zero copy where the ring has a
-// free slot and the frame's data is in one piece of guest memory longer
-// than zcHeadLen.
-func (q *vring) dequeueFrames(fs []*Frame, zc bool, st *batchStats) int {
-	var w descWalker
-	k := 0
-	for tries := 0; tries < len(fs) && q.take(&w); tries++ {
-		if q.notifyOn {
-			q.disableNotify()
-		}
-		f := fs[k]
-		f.Release()
-		f.pkt.Reset()
-		var n int
-		var err error
-		held := false
-		if zc && len(q.zc.free) > 0 {
-			n, held, err = q.zcChain(&w, f)
-		} else {
-			n, err = q.copyChain(&w, f.pkt)
-		}
-		id, ok := q.finish(&w)
-		if held {
-			if ok {
-				s := &q.zc.slots[f.slot]
-				s.id, s.ndesc = id, w.ringDescs
-			} else {
-				// The ring broke: take the frame back.
-				q.zc.slots[f.slot].state.Store(0)
-				q.zc.free = append(q.zc.free, f.slot)
-				q.zc.inflight--
-				f.mem.unref()
-				f.mem, f.q, f.ext = nil, nil, nil
+// zcCopyChunk is how much copyGuarded copies at a time: a page, so that a
+// fault loses at most the page it hit.
+const zcCopyChunk = 4096
+
+// copyGuarded copies src into dst with faults on either turned into a
+// return: how much was copied before the chunk that faulted, and the
+// fault. Any other panic goes on.
+func copyGuarded(dst, src []byte) (n int, fault any) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
 			}
-		} else if ok {
-			q.pushUsed(id, 0, w.ringDescs)
+			fault = r
 		}
-		if err != nil || !ok {
-			st.rxErrors++
-			if q.broken {
-				break
-			}
-			q.p.noteBadChain(q, err)
-			continue
-		}
-		if zc {
-			if held {
-				st.zcFrames++
-			} else {
-				st.zcFallback++
-			}
-		}
-		st.rxPackets++
-		st.rxBytes += n
-		k++
+	}()
+	src = src[:min(len(src), len(dst))]
+	for n < len(src) {
+		n += copy(dst[n:], src[n:min(len(src), n+zcCopyChunk)])
 	}
-	q.publish()
-	return k
+	return n, nil
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// zcHold leaves ext, the rest of p's frame, in guest memory: the chain
+// (id, ndesc descriptors of a packed ring) stays out in a free slot until
+// p releases ext. The caller checked that a slot is free.
+func (q *vring) zcHold(p *packet.Packet, ext []byte, id uint16, ndesc uint32) {
+	z := &q.zc
+	slot := z.free[len(z.free)-1]
+	z.free = z.free[:len(z.free)-1]
+	z.inflight++
+	z.serial = (z.serial + 1) &^ zcDone
+	if z.serial == 0 {
+		z.serial = 1
 	}
-	return 0
+	s := &z.slots[slot]
+	s.id, s.ndesc = id, ndesc
+	s.state.Store(z.serial)
+	q.mem.ref()
+	r := zcRefs.Get().(*zcRef)
+	*r = zcRef{q: q, mem: q.mem, slot: slot, serial: z.serial}
+	p.SetExternal(ext, r)
 }
 
-// zcChain takes the chain w is at into f, leaving the data in guest memory
-// when it is in one piece; held reports whether the chain is now out, in
-// a slot whose id the caller sets once the chain is finished.
-func (q *vring) zcChain(w *descWalker, f *Frame) (n int, held bool, err error) {
+// zcChain is copyChain for zero copy: when the frame's data is in one
+// piece of guest memory longer than zcHeadLen, it copies its first
+// zcHeadLen bytes into p and returns the rest as ext, for the caller to
+// hold once the chain is finished; otherwise it copies the frame.
+func (q *vring) zcChain(w *descWalker, p *packet.Packet) (n int, ext []byte, err error) {
 	w0 := *w
 	var hdr [12]byte
 	hn := 0
@@ -260,12 +229,12 @@ func (q *vring) zcChain(w *descWalker, f *Frame) (n int, held bool, err error) {
 			break
 		}
 		if flags&virtqDescFWrite != 0 {
-			return 0, false, errDescDir
+			return 0, nil, errDescDir
 		}
 		for l > 0 {
 			b := q.mem.guestPrefix(addr, uint64(l), &q.hint)
 			if b == nil {
-				return 0, false, errDescAddr
+				return 0, nil, errDescAddr
 			}
 			addr += uint64(len(b))
 			l -= uint32(len(b))
@@ -281,37 +250,25 @@ func (q *vring) zcChain(w *descWalker, f *Frame) (n int, held bool, err error) {
 		}
 	}
 	if w.err != nil {
-		return 0, false, w.err
+		return 0, nil, w.err
 	}
 	if pieces != 1 {
 		// Not in one piece: copy, walking the chain again.
 		*w = w0
-		f.pkt.Offload = packet.Offload{}
-		n, err = q.copyChain(w, f.pkt)
-		return n, false, err
+		p.Offload = packet.Offload{}
+		n, err = q.copyChain(w, p)
+		return n, nil, err
 	}
 	if hn < q.hdrLen || len(data) < ethHdrLen || len(data) > packet.MaxFrame {
-		return 0, false, errFrameLen
+		return 0, nil, errFrameLen
 	}
-	p := f.pkt
 	if err := netdev.DecodeVirtioNetHdr(hdr[:], &p.Offload); err != nil {
-		return 0, false, err
+		return 0, nil, err
 	}
 	if len(data) <= zcHeadLen {
 		p.SetLen(copy(p.Tail(), data))
-		return len(data), false, nil
+		return len(data), nil, nil
 	}
 	p.SetLen(copy(p.Tail(), data[:zcHeadLen]))
-	z := &q.zc
-	slot := z.free[len(z.free)-1]
-	z.free = z.free[:len(z.free)-1]
-	z.inflight++
-	z.serial = (z.serial + 1) &^ zcDone
-	if z.serial == 0 {
-		z.serial = 1
-	}
-	z.slots[slot].state.Store(z.serial)
-	q.mem.ref()
-	f.ext, f.q, f.mem, f.slot, f.serial = data[zcHeadLen:], q, q.mem, slot, z.serial
-	return len(data), true, nil
+	return len(data), data[zcHeadLen:], nil
 }

@@ -257,7 +257,8 @@ func (ifc *iface) noteRunning(up bool) {
 // counts as a link reset): the port's
 // own status keys (mode, socket, status, features, num_of_vrings,
 // vring_N_size, n_rxq, n_txq, dq-zero-copy...), the statistics with OVS's
-// ovs_tx_retries and ovs_tx_failure_drops, admin_state up and link_state
+// ovs_tx_retries and ovs_tx_failure_drops and govs' dq_zero_copy_packets
+// and dq_zero_copy_copied, admin_state up and link_state
 // up while the front-end runs a queue.
 func (ifc *iface) vhostStatus(st *IfaceStatus) {
 	vp, ok := ifc.dev.(VhostPort)
@@ -269,6 +270,11 @@ func (ifc *iface) vhostStatus(st *IfaceStatus) {
 	st.Stats = statsColumn(ifc.stats)
 	st.Stats["ovs_tx_retries"] = int(ifc.vhostCtr.TxRetries)
 	st.Stats["ovs_tx_failure_drops"] = int(ifc.vhostCtr.TxRingFullDrops)
+	// govs' own: frames forwarded from guest memory (dq-zero-copy) and
+	// frames copied in that mode for want of a free slot or a frame in
+	// one piece.
+	st.Stats["dq_zero_copy_packets"] = int(ifc.vhostCtr.ZeroCopyFrames)
+	st.Stats["dq_zero_copy_copied"] = int(ifc.vhostCtr.ZeroCopyCopied)
 	st.Status = maps.Clone(vp.Status())
 	// OVS writes ifindex 0 for devices without one (bridge.c
 	// iface_refresh_status), and link_resets.
