@@ -65,96 +65,59 @@ func AppendRowJSON(b []byte, t *Table, r *Row, cols []*Column) []byte {
 // and in its log alike: the new value, empty or not. Clients such as
 // libovsdb cannot take a two-element diff for such a column.
 func Diff(t *ColumnType, old, new Datum) Datum {
-	if t.IsScalar() {
+	if t.IsScalar() || t.Max == 1 && t.Value == nil {
 		return new
 	}
-	if t.Max == 1 && t.Value == nil {
-		return new
-	}
-	var d Datum
-	if t.IsMap() {
-		d.Vals = []Atom{}
-	}
-	d.Keys = []Atom{}
-	i, j := 0, 0
-	for i < len(old.Keys) || j < len(new.Keys) {
-		var c int
-		switch {
-		case i == len(old.Keys):
-			c = 1
-		case j == len(new.Keys):
-			c = -1
-		default:
-			c = compareAtoms(old.Keys[i], new.Keys[j])
-		}
-		switch {
-		case c < 0:
-			d.Keys = append(d.Keys, old.Keys[i])
-			if t.IsMap() {
-				d.Vals = append(d.Vals, old.Vals[i])
-			}
-			i++
-		case c > 0:
-			d.Keys = append(d.Keys, new.Keys[j])
-			if t.IsMap() {
-				d.Vals = append(d.Vals, new.Vals[j])
-			}
-			j++
-		default:
-			if t.IsMap() && compareAtoms(old.Vals[i], new.Vals[j]) != 0 {
-				d.Keys = append(d.Keys, new.Keys[j])
-				d.Vals = append(d.Vals, new.Vals[j])
-			}
-			i++
-			j++
-		}
-	}
-	return d
+	return merge(t, old, new)
 }
 
 // ApplyDiff applies a Diff to old.
 func ApplyDiff(t *ColumnType, old, diff Datum) Datum {
-	if t.IsScalar() {
+	if t.IsScalar() || t.Max == 1 && t.Value == nil {
 		return diff
 	}
-	if t.Max == 1 && t.Value == nil {
-		return diff
-	}
+	return merge(t, old, diff)
+}
+
+// merge walks the sorted keys of a and b together and keeps what is in
+// one only, and b's pair where both have a key with different values: a
+// set's symmetric difference, which is both the diff from a to b and b
+// applied as a diff to a (a set element or identical pair present in both
+// is removed; a pair with another value replaces the old one).
+func merge(t *ColumnType, a, b Datum) Datum {
 	var n Datum
-	n.Keys = make([]Atom, 0, len(old.Keys)+len(diff.Keys))
+	n.Keys = make([]Atom, 0, len(a.Keys)+len(b.Keys))
 	if t.IsMap() {
-		n.Vals = make([]Atom, 0, len(old.Keys)+len(diff.Keys))
+		n.Vals = make([]Atom, 0, len(a.Keys)+len(b.Keys))
 	}
 	i, j := 0, 0
-	for i < len(old.Keys) || j < len(diff.Keys) {
+	for i < len(a.Keys) || j < len(b.Keys) {
 		var c int
 		switch {
-		case i == len(old.Keys):
+		case i == len(a.Keys):
 			c = 1
-		case j == len(diff.Keys):
+		case j == len(b.Keys):
 			c = -1
 		default:
-			c = compareAtoms(old.Keys[i], diff.Keys[j])
+			c = compareAtoms(a.Keys[i], b.Keys[j])
 		}
 		switch {
 		case c < 0:
-			n.Keys = append(n.Keys, old.Keys[i])
+			n.Keys = append(n.Keys, a.Keys[i])
 			if t.IsMap() {
-				n.Vals = append(n.Vals, old.Vals[i])
+				n.Vals = append(n.Vals, a.Vals[i])
 			}
 			i++
 		case c > 0:
-			n.Keys = append(n.Keys, diff.Keys[j])
+			n.Keys = append(n.Keys, b.Keys[j])
 			if t.IsMap() {
-				n.Vals = append(n.Vals, diff.Vals[j])
+				n.Vals = append(n.Vals, b.Vals[j])
 			}
 			j++
 		default:
-			// Present in both: a set element or an identical pair is
-			// removed; a pair with another value replaces the old one.
-			if t.IsMap() && compareAtoms(old.Vals[i], diff.Vals[j]) != 0 {
-				n.Keys = append(n.Keys, diff.Keys[j])
-				n.Vals = append(n.Vals, diff.Vals[j])
+			if t.IsMap() && compareAtoms(a.Vals[i], b.Vals[j]) != 0 {
+				n.Keys = append(n.Keys, b.Keys[j])
+				n.Vals = append(n.Vals, b.Vals[j])
 			}
 			i++
 			j++

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -127,63 +129,90 @@ func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
 // compose encodes changes as table-updates (v1) or table-updates2, or
 // returns nil if no change is visible to the monitor.
 func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) []byte {
-	tnames := make([]string, 0, len(changes))
-	for tn := range changes {
-		tnames = append(tnames, tn)
-	}
-	sort.Strings(tnames)
-	var b []byte
-	nt := 0
-	for _, tn := range tnames {
+	var w tableUpdates
+	for _, tn := range slices.Sorted(maps.Keys(changes)) {
 		mt := m.tables[tn]
 		if mt == nil {
 			continue
 		}
 		rows := changes[tn]
-		uuids := make([]db.UUID, 0, len(rows))
-		for u := range rows {
-			uuids = append(uuids, u)
-		}
-		sort.Slice(uuids, func(i, j int) bool { return bytes.Compare(uuids[i][:], uuids[j][:]) < 0 })
-		nr := 0
-		for _, u := range uuids {
+		for _, u := range sortedUUIDs(rows) {
 			ch := rows[u]
-			mark := len(b)
-			if nr == 0 {
-				if nt == 0 {
-					b = append(b, '{')
-				} else {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, tn)
-				b = append(b, ":{"...)
-			} else {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = append(b, u.String()...)
-			b = append(b, `":`...)
+			w.row(tn, u)
 			var ok bool
 			if m.version == monitorV1 {
-				b, ok = mt.rowUpdate1(b, ch.old, ch.new, initial)
+				w.b, ok = mt.rowUpdate1(w.b, ch.old, ch.new, initial)
 			} else {
-				b, ok = mt.rowUpdate2(b, ch.old, ch.new, initial)
+				w.b, ok = mt.rowUpdate2(w.b, ch.old, ch.new, initial)
 			}
 			if !ok {
-				b = b[:mark]
-				continue
+				w.drop()
 			}
-			nr++
 		}
-		if nr > 0 {
-			b = append(b, '}')
-			nt++
-		}
+		w.endTable()
 	}
-	if nt == 0 {
+	return w.bytes()
+}
+
+// tableUpdates builds a table-updates (or table-updates2) object row by
+// row, tables and rows in order: row opens the table's object as needed.
+type tableUpdates struct {
+	b      []byte
+	tables int // tables written, closed
+	rows   int // rows of the open table
+	mark   int // where the last row started
+}
+
+// row starts the row-update of row u of table tn, for the caller to append
+// to b, or to take back with drop.
+func (w *tableUpdates) row(tn string, u db.UUID) {
+	w.mark = len(w.b)
+	if w.rows == 0 {
+		if w.tables == 0 {
+			w.b = append(w.b, '{')
+		} else {
+			w.b = append(w.b, ',')
+		}
+		w.b = appendJSONString(w.b, tn)
+		w.b = append(w.b, ":{"...)
+	} else {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, u.String()...)
+	w.b = append(w.b, `":`...)
+	w.rows++
+}
+
+// drop takes back the row row started.
+func (w *tableUpdates) drop() {
+	w.b = w.b[:w.mark]
+	w.rows--
+}
+
+// endTable closes the current table's object, if it has rows.
+func (w *tableUpdates) endTable() {
+	if w.rows > 0 {
+		w.b = append(w.b, '}')
+		w.tables++
+		w.rows = 0
+	}
+}
+
+// bytes returns the object, or nil if it has no row.
+func (w *tableUpdates) bytes() []byte {
+	if w.tables == 0 {
 		return nil
 	}
-	return append(b, '}')
+	return append(w.b, '}')
+}
+
+// sortedUUIDs returns the keys of rows in byte order, the order in which
+// updates list rows.
+func sortedUUIDs[T any](rows map[db.UUID]T) []db.UUID {
+	uuids := slices.Collect(maps.Keys(rows))
+	slices.SortFunc(uuids, func(a, b db.UUID) int { return bytes.Compare(a[:], b[:]) })
+	return uuids
 }
 
 func appendJSONString(b []byte, s string) []byte {
@@ -705,57 +734,28 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		ss.conn.Send(mon.notification(body, last))
 	}
 	// Rows leaving the set are deletes, rows entering are inserts.
-	var b []byte
-	tnames := make([]string, 0, len(newConds))
-	for tn := range newConds {
-		tnames = append(tnames, tn)
-	}
-	sort.Strings(tnames)
-	nt := 0
-	for _, tn := range tnames {
+	var w tableUpdates
+	for _, tn := range slices.Sorted(maps.Keys(newConds)) {
 		mt := mon.tables[tn]
 		oldMT := *mt
 		newMT := *mt
 		newMT.conds = newConds[tn]
-		uuids := make([]db.UUID, 0, len(rows[tn]))
-		for u := range rows[tn] {
-			uuids = append(uuids, u)
-		}
-		sort.Slice(uuids, func(i, j int) bool { return bytes.Compare(uuids[i][:], uuids[j][:]) < 0 })
-		nr := 0
-		for _, u := range uuids {
+		for _, u := range sortedUUIDs(rows[tn]) {
 			r := rows[tn][u]
 			was, is := oldMT.match(r), newMT.match(r)
 			if was == is {
 				continue
 			}
-			if nr == 0 {
-				if nt == 0 {
-					b = append(b, '{')
-				} else {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, tn)
-				b = append(b, ":{"...)
-			} else {
-				b = append(b, ',')
-			}
-			nr++
-			b = append(b, '"')
-			b = append(b, u.String()...)
-			b = append(b, `":`...)
+			w.row(tn, u)
 			if is {
-				b = append(b, `{"insert":`...)
-				b = appendColumns(b, r, mt.cols, func(c *db.Column) bool { return !isDefault(c, r) })
-				b = append(b, '}')
+				w.b = append(w.b, `{"insert":`...)
+				w.b = appendColumns(w.b, r, mt.cols, func(c *db.Column) bool { return !isDefault(c, r) })
+				w.b = append(w.b, '}')
 			} else {
-				b = append(b, `{"delete":null}`...)
+				w.b = append(w.b, `{"delete":null}`...)
 			}
 		}
-		if nr > 0 {
-			b = append(b, '}')
-			nt++
-		}
+		w.endTable()
 		mt.conds = newConds[tn]
 	}
 	if newKey != key {
@@ -763,8 +763,7 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		mon.id = json.RawMessage(newKey)
 		ss.monitors[newKey] = mon
 	}
-	if nt > 0 {
-		b = append(b, '}')
+	if b := w.bytes(); b != nil {
 		ss.conn.Send(mon.notification(b, last))
 	}
 	ss.conn.Send(jsonrpc.NewReply(m.ID, struct{}{}))

@@ -295,7 +295,7 @@ func (br *Bridge) FDBShow() string {
 	br.ml.mu.Lock()
 	now := br.now()
 	expired := br.ml.run(now)
-	for e := br.ml.head; e != nil; e = e.next {
+	for e := br.ml.head; e != nil; e = e.links[lruList].next {
 		p := s.byName[e.port.name]
 		if p == nil {
 			continue

@@ -36,16 +36,55 @@ type macEntry struct {
 	// telling a stale flow's packets from news (see learn).
 	learnedAt time.Duration
 
-	prev, next   *macEntry // table-wide LRU list
-	pprev, pnext *macEntry // port's LRU list
+	links [2]macLink // in the table's LRU list (lruList) and its port's (portList)
+}
+
+// An entry is in two least-recently-used-first lists: the table's and its
+// port's. macList is either, by the index of the entry's links it uses.
+const (
+	lruList = iota
+	portList
+)
+
+type macLink struct{ prev, next *macEntry }
+
+type macList struct {
+	head, tail *macEntry
+	which      int // lruList or portList
+}
+
+func (l *macList) pushBack(e *macEntry) {
+	lk := &e.links[l.which]
+	lk.prev, lk.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.links[l.which].next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+}
+
+func (l *macList) unlink(e *macEntry) {
+	lk := &e.links[l.which]
+	if lk.prev != nil {
+		lk.prev.links[l.which].next = lk.next
+	} else {
+		l.head = lk.next
+	}
+	if lk.next != nil {
+		lk.next.links[l.which].prev = lk.prev
+	} else {
+		l.tail = lk.prev
+	}
+	lk.prev, lk.next = nil, nil
 }
 
 // mlPort is a port that has learned entries, by port name: it keeps the
 // port's entries in LRU order for fair eviction.
 type mlPort struct {
-	name       string
-	n          int
-	head, tail *macEntry
+	name string
+	n    int
+	macList
 }
 
 // macTable is a bridge's MAC learning table (OVS's struct mac_learning):
@@ -56,9 +95,9 @@ type mlPort struct {
 type macTable struct {
 	mu sync.Mutex // guards everything below
 
-	entries    map[macKey]*macEntry
-	head, tail *macEntry // least recently used first
-	ports      map[string]*mlPort
+	entries map[macKey]*macEntry
+	macList // every entry, least recently used first
+	ports   map[string]*mlPort
 
 	idle int64 // seconds
 	max  int
@@ -69,6 +108,7 @@ type macTable struct {
 func newMACTable() *macTable {
 	return &macTable{
 		entries: map[macKey]*macEntry{},
+		macList: macList{which: lruList},
 		ports:   map[string]*mlPort{},
 		idle:    DefaultMACAgingTime,
 		max:     DefaultMACTableSize,
@@ -120,7 +160,7 @@ func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64, at t
 	e.learnedAt = at
 	mp := t.ports[port]
 	if mp == nil {
-		mp = &mlPort{name: port}
+		mp = &mlPort{name: port, macList: macList{which: portList}}
 		t.ports[port] = mp
 	}
 	e.port = mp
@@ -204,54 +244,6 @@ func (t *macTable) detachPort(e *macEntry) {
 		delete(t.ports, mp.name)
 	}
 	e.port = nil
-}
-
-func (t *macTable) pushBack(e *macEntry) {
-	e.prev, e.next = t.tail, nil
-	if t.tail != nil {
-		t.tail.next = e
-	} else {
-		t.head = e
-	}
-	t.tail = e
-}
-
-func (t *macTable) unlink(e *macEntry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		t.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		t.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
-}
-
-func (mp *mlPort) pushBack(e *macEntry) {
-	e.pprev, e.pnext = mp.tail, nil
-	if mp.tail != nil {
-		mp.tail.pnext = e
-	} else {
-		mp.head = e
-	}
-	mp.tail = e
-}
-
-func (mp *mlPort) unlink(e *macEntry) {
-	if e.pprev != nil {
-		e.pprev.pnext = e.pnext
-	} else {
-		mp.head = e.pnext
-	}
-	if e.pnext != nil {
-		e.pnext.pprev = e.pprev
-	} else {
-		mp.tail = e.pprev
-	}
-	e.pprev, e.pnext = nil, nil
 }
 
 // isReservedMAC reports whether a is one of the addresses that NORMAL never
