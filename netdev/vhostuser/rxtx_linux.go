@@ -12,7 +12,7 @@ const ethHdrLen = 14
 
 // dequeue takes up to len(pkts) frames the guest transmitted on q into
 // pkts and returns how many it filled. With zc, a frame is held in guest
-// memory (zcHold) while the ring has a free slot and zcChain finds it in
+// memory (zcHold) while the ring has a free slot and readChain finds it in
 // one piece; every other frame is copied and its chain returned to the
 // guest at once. Malformed chains are returned to the guest, counted and
 // dropped.
@@ -25,14 +25,7 @@ func (q *vring) dequeue(pkts []*packet.Packet, zc bool, st *batchStats) int {
 		}
 		p := pkts[k]
 		p.Reset()
-		var n int
-		var ext []byte
-		var err error
-		if zc && len(q.zc.free) > 0 {
-			n, ext, err = q.zcChain(&w, p)
-		} else {
-			n, err = q.copyChain(&w, p)
-		}
+		n, ext, err := q.readChain(&w, p, zc && len(q.zc.free) > 0)
 		id, ok := q.finish(&w)
 		switch {
 		case ok && ext != nil:
@@ -63,24 +56,29 @@ func (q *vring) dequeue(pkts []*packet.Packet, zc bool, st *batchStats) int {
 	return k
 }
 
-// copyChain copies the frame in the chain w is at into p, with its
-// virtio-net header translated into p.Offload.
-func (q *vring) copyChain(w *descWalker, p *packet.Packet) (int, error) {
+// readChain copies the frame in the chain w is at into p, with its
+// virtio-net header translated into p.Offload, and returns its length.
+// With zc, a frame whose data is in one piece of guest memory longer than
+// zcHeadLen is not copied whole: its first zcHeadLen bytes go into p and
+// the rest is returned as ext, for the caller to hold (zcHold) once the
+// chain is finished.
+func (q *vring) readChain(w *descWalker, p *packet.Packet, zc bool) (n int, ext []byte, err error) {
 	var hdr [12]byte
 	hn, dn := 0, 0
 	dst := p.Tail()
+	var first []byte // with zc, the data's first piece while it is the only one
 	for {
 		addr, l, flags, ok := q.nextDesc(w)
 		if !ok {
 			break
 		}
 		if flags&virtqDescFWrite != 0 {
-			return 0, errDescDir
+			return 0, nil, errDescDir
 		}
 		for l > 0 {
 			b := q.mem.guestPrefix(addr, uint64(l), &q.hint)
 			if b == nil {
-				return 0, errDescAddr
+				return 0, nil, errDescAddr
 			}
 			addr += uint64(len(b))
 			l -= uint32(len(b))
@@ -89,23 +87,48 @@ func (q *vring) copyChain(w *descWalker, p *packet.Packet) (int, error) {
 				hn += c
 				b = b[c:]
 			}
+			if len(b) == 0 {
+				continue
+			}
+			if zc && dn == 0 && first == nil {
+				first = b
+				continue
+			}
+			if first != nil {
+				// A second piece: the frame is copied after all.
+				if len(first) > len(dst) {
+					return 0, nil, errFrameLen
+				}
+				dn = copy(dst, first)
+				first = nil
+			}
 			if len(b) > len(dst)-dn {
-				return 0, errFrameLen
+				return 0, nil, errFrameLen
 			}
 			dn += copy(dst[dn:], b)
 		}
 	}
 	if w.err != nil {
-		return 0, w.err
+		return 0, nil, w.err
 	}
-	if hn < q.hdrLen || dn < ethHdrLen {
-		return 0, errFrameLen
+	if first != nil {
+		if len(first) > packet.MaxFrame {
+			return 0, nil, errFrameLen
+		}
+		if len(first) > zcHeadLen {
+			first, ext = first[:zcHeadLen], first[zcHeadLen:]
+		}
+		dn = copy(dst, first)
+	}
+	n = dn + len(ext)
+	if hn < q.hdrLen || n < ethHdrLen {
+		return 0, nil, errFrameLen
 	}
 	if err := netdev.DecodeVirtioNetHdr(hdr[:], &p.Offload); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	p.SetLen(dn)
-	return dn, nil
+	return n, ext, nil
 }
 
 // enqResult is what became of one frame offered to a guest receive ring.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/govs/govs/datapath/packet"
-	"github.com/govs/govs/netdev"
 )
 
 // Dequeue zero copy (options:dq-zero-copy): a frame the guest transmitted
@@ -211,64 +210,4 @@ func (q *vring) zcHold(p *packet.Packet, ext []byte, id uint16, ndesc uint32) {
 	r := zcRefs.Get().(*zcRef)
 	*r = zcRef{q: q, mem: q.mem, slot: slot, serial: z.serial}
 	p.SetExternal(ext, r)
-}
-
-// zcChain is copyChain for zero copy: when the frame's data is in one
-// piece of guest memory longer than zcHeadLen, it copies its first
-// zcHeadLen bytes into p and returns the rest as ext, for the caller to
-// hold once the chain is finished; otherwise it copies the frame.
-func (q *vring) zcChain(w *descWalker, p *packet.Packet) (n int, ext []byte, err error) {
-	w0 := *w
-	var hdr [12]byte
-	hn := 0
-	var data []byte
-	pieces := 0
-	for {
-		addr, l, flags, ok := q.nextDesc(w)
-		if !ok {
-			break
-		}
-		if flags&virtqDescFWrite != 0 {
-			return 0, nil, errDescDir
-		}
-		for l > 0 {
-			b := q.mem.guestPrefix(addr, uint64(l), &q.hint)
-			if b == nil {
-				return 0, nil, errDescAddr
-			}
-			addr += uint64(len(b))
-			l -= uint32(len(b))
-			if hn < q.hdrLen {
-				c := copy(hdr[hn:q.hdrLen], b)
-				hn += c
-				b = b[c:]
-			}
-			if len(b) > 0 {
-				data = b
-				pieces++
-			}
-		}
-	}
-	if w.err != nil {
-		return 0, nil, w.err
-	}
-	if pieces != 1 {
-		// Not in one piece: copy, walking the chain again.
-		*w = w0
-		p.Offload = packet.Offload{}
-		n, err = q.copyChain(w, p)
-		return n, nil, err
-	}
-	if hn < q.hdrLen || len(data) < ethHdrLen || len(data) > packet.MaxFrame {
-		return 0, nil, errFrameLen
-	}
-	if err := netdev.DecodeVirtioNetHdr(hdr[:], &p.Offload); err != nil {
-		return 0, nil, err
-	}
-	if len(data) <= zcHeadLen {
-		p.SetLen(copy(p.Tail(), data))
-		return len(data), nil, nil
-	}
-	p.SetLen(copy(p.Tail(), data[:zcHeadLen]))
-	return len(data), data[zcHeadLen:], nil
 }
