@@ -51,7 +51,8 @@ func ExtractHead(head []byte, frameLen int, inPort uint32, k *Key) (ok, complete
 	if len(data) < frameLen && len(data) < minHead {
 		return false, false
 	}
-	if frameLen < ethHeaderLen {
+	// Here data is the whole frame or at least minHead bytes.
+	if len(data) < ethHeaderLen {
 		return false, true
 	}
 	copy(k.EthDst[:], data[0:6])
@@ -112,10 +113,15 @@ func extractARP(b []byte, k *Key) {
 
 // The extract functions below parse b, the first bytes of a header of n
 // bytes (n >= len(b)): lengths are checked against n, and they report
-// false as soon as they would read past b.
+// false as soon as they would read past b. (Where a header's fixed part
+// is checked against len(b) first, the compiler drops the bounds checks
+// of the reads after.)
 
 func extractIPv4(b []byte, n int, k *Key) bool {
-	if n < ipv4HeaderLen || b[0]>>4 != 4 {
+	if len(b) < ipv4HeaderLen {
+		return n < ipv4HeaderLen
+	}
+	if b[0]>>4 != 4 {
 		return true
 	}
 	ihl := int(b[0]&0x0f) * 4
@@ -146,11 +152,8 @@ func extractIPv4(b []byte, n int, k *Key) bool {
 }
 
 func extractIPv6(b []byte, n int, k *Key) bool {
-	if n < ipv6HeaderLen {
-		return true
-	}
 	if len(b) < ipv6HeaderLen {
-		return false
+		return n < ipv6HeaderLen
 	}
 	plen := int(be16(b[4:]))
 	if ipv6HeaderLen+plen > n {
@@ -222,45 +225,70 @@ done:
 // extractL4 reads a transport header's ports (or ICMP type and code) and
 // TCP's flags, if the header's fixed part fits n.
 func extractL4(b []byte, n int, k *Key, v6 bool) bool {
-	need := 0 // the header's length for its fields to be read
+	if len(b) < n && len(b) < tcpHeaderLen {
+		// The head ends within the largest fixed header read here:
+		// complete only if there is nothing to read.
+		return l4HeaderLen(k.NwProto, v6) == 0
+	}
 	switch k.NwProto {
 	case IPProtoTCP:
-		need = tcpHeaderLen
+		if n >= tcpHeaderLen {
+			hl := int(b[12]>>4) * 4
+			if hl >= tcpHeaderLen && hl <= n {
+				k.TpSrc = be16(b[0:])
+				k.TpDst = be16(b[2:])
+				k.TCPFlags = be16(b[12:]) & 0x0fff
+			}
+		}
 	case IPProtoUDP:
-		need = udpHeaderLen
+		if n >= udpHeaderLen {
+			k.TpSrc = be16(b[0:])
+			k.TpDst = be16(b[2:])
+		}
 	case IPProtoSCTP:
-		need = sctpHeaderLen
+		if n >= sctpHeaderLen {
+			k.TpSrc = be16(b[0:])
+			k.TpDst = be16(b[2:])
+		}
+	case IPProtoICMP:
+		if !v6 && n >= icmpHeaderLen {
+			k.TpSrc = uint16(b[0])
+			k.TpDst = uint16(b[1])
+		}
+	case IPProtoIGMP:
+		if !v6 && n >= igmpHeaderLen {
+			k.TpSrc = uint16(b[0])
+			k.TpDst = uint16(b[1])
+		}
+	case IPProtoICMPv6:
+		if v6 && n >= icmp6HdrLen {
+			k.TpSrc = uint16(b[0])
+			k.TpDst = uint16(b[1])
+		}
+	}
+	return true
+}
+
+// l4HeaderLen is the length of the fixed transport header extractL4 reads
+// for proto, 0 if it reads none.
+func l4HeaderLen(proto uint8, v6 bool) int {
+	switch proto {
+	case IPProtoTCP:
+		return tcpHeaderLen
+	case IPProtoUDP:
+		return udpHeaderLen
+	case IPProtoSCTP:
+		return sctpHeaderLen
 	case IPProtoICMP, IPProtoIGMP:
 		if !v6 {
-			need = icmpHeaderLen // = igmpHeaderLen
+			return icmpHeaderLen
 		}
 	case IPProtoICMPv6:
 		if v6 {
-			need = icmp6HdrLen
+			return icmp6HdrLen
 		}
 	}
-	if need == 0 || n < need {
-		return true
-	}
-	if len(b) < need {
-		return false
-	}
-	switch k.NwProto {
-	case IPProtoTCP:
-		hl := int(b[12]>>4) * 4
-		if hl >= tcpHeaderLen && hl <= n {
-			k.TpSrc = be16(b[0:])
-			k.TpDst = be16(b[2:])
-			k.TCPFlags = be16(b[12:]) & 0x0fff
-		}
-	case IPProtoUDP, IPProtoSCTP:
-		k.TpSrc = be16(b[0:])
-		k.TpDst = be16(b[2:])
-	default: // ICMP, IGMP, ICMPv6
-		k.TpSrc = uint16(b[0])
-		k.TpDst = uint16(b[1])
-	}
-	return true
+	return 0
 }
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
