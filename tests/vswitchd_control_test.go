@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -99,6 +101,49 @@ $`)
 	if !re.MatchString(show) {
 		t.Errorf("dpif/show:\n%s", show)
 	}
+	// dpctl/show: the datapath's ports by number, patch ports left out
+	// (OVS also lists its port 0, ovs-netdev, which govs does not have).
+	dps := e.mustAppctl("dpctl/show")
+	m := regexp.MustCompile(`^netdev@ovs-netdev:
+  lookups: hit:\d+ missed:\d+ lost:\d+
+  flows: \d+
+  port (\d+): (\S+.*)
+  port (\d+): (\S+.*)
+  port (\d+): (\S+.*)
+$`).FindStringSubmatch(dps)
+	if m == nil {
+		t.Fatalf("dpctl/show:\n%s", dps)
+	}
+	seen := map[string]bool{}
+	var nos []int
+	for i := 1; i < len(m); i += 2 {
+		n, _ := strconv.Atoi(m[i])
+		nos = append(nos, n)
+		seen[m[i+1]] = true
+	}
+	if !slices.IsSorted(nos) {
+		t.Errorf("dpctl/show: ports not in number order:\n%s", dps)
+	}
+	for _, p := range []string{a.Host, "gvswapbr (tap)", "gvswapi (tap)"} {
+		if !seen[p] {
+			t.Errorf("dpctl/show lacks %q:\n%s", p, dps)
+		}
+	}
+	st := e.mustAppctl("dpctl/show", "-s", "netdev@ovs-netdev")
+	if !regexp.MustCompile(`  port \d+: ` + a.Host + `
+    RX packets:\d+ errors:\d+ dropped:\d+ overruns:0 frame:0
+    TX packets:\d+ errors:\d+ dropped:\d+ aborted:0 carrier:0
+    collisions:0
+    RX bytes:\d+( \(\d+\.\d [KMGT]iB\))?  TX bytes:\d+( \(\d+\.\d [KMGT]iB\))?
+`).MatchString(st) {
+		t.Errorf("dpctl/show -s:\n%s", st)
+	}
+	if out, err := e.appctl("dpctl/show", "nosuch"); err == nil || !strings.HasPrefix(out, "ovs-vswitchd: opening datapath nosuch failed (No such file or directory)\n") {
+		t.Errorf("dpctl/show nosuch: %v %q", err, out)
+	}
+	if out := e.mustAppctl("dpctl/dump-dps"); out != "netdev@ovs-netdev\n" {
+		t.Errorf("dpctl/dump-dps: %q", out)
+	}
 	for cmd, want := range map[string]string{
 		"list-commands": "The available commands are:\n",
 		"memory/show":   "ports:",
@@ -110,7 +155,7 @@ $`)
 		}
 	}
 	lc := e.mustAppctl("list-commands")
-	for _, c := range []string{"exit", "vlog/set", "vlog/list", "memory/show", "coverage/show", "dpif/show", "fdb/show", "fdb/flush", "fdb/stats-show"} {
+	for _, c := range []string{"exit", "vlog/set", "vlog/list", "memory/show", "coverage/show", "dpif/show", "dpctl/show", "fdb/show", "fdb/flush", "fdb/stats-show"} {
 		if !strings.Contains(lc, "\n  "+c+" ") {
 			t.Errorf("list-commands lacks %s", c)
 		}

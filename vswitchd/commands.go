@@ -25,6 +25,10 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("dpif/show", "", 0, 0, func([]string) (string, error) {
 		return v.sw.DpifShow(), nil
 	})
+	u.Register("dpctl/show", "[-s] [dp...]", 0, 64, v.sw.DpctlShow)
+	u.Register("dpctl/dump-dps", "", 0, 0, func([]string) (string, error) {
+		return v.sw.DumpDps(), nil
+	})
 	u.Register("fdb/show", "bridge", 1, 1, func(args []string) (string, error) {
 		return v.sw.FDBShow(args[0])
 	})
