@@ -16,6 +16,7 @@ build:
 # The whole suite, end-to-end tests in network namespaces included: run as root.
 test: build check-generate vet
 	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) test -race -count=1 -timeout 8m ./datapath/... ./netdev/... ./ovsdb/... ./vswitchd/... ./internal/... ./schema/...
 	GOVS_TEST_OVSDB=debian $(GO) test -count=1 -timeout 5m -run '^TestVswitchd' ./tests/
 
 vet:

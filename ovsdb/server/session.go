@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -269,6 +270,13 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 	ss.triggers[key] = t
 	ss.mu.Unlock()
 	started := time.Now()
+	// The request's bytes are in the connection's read buffer, which the
+	// next request reuses: the waiting transaction keeps copies.
+	m = &jsonrpc.Message{Method: m.Method, ID: bytes.Clone(m.ID)}
+	ops = slices.Clone(ops)
+	for i := range ops {
+		ops[i] = bytes.Clone(ops[i])
+	}
 	go func() {
 		for {
 			var commits <-chan struct{}
