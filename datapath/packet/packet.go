@@ -205,15 +205,12 @@ func (p *Packet) SetData(b []byte) {
 	p.end = Headroom + copy(p.buf[Headroom:], b)
 }
 
-// CopyFrom makes p a copy of q: frame, at q's offset (or the standard
-// headroom if q's tail is external and would not fit), and metadata. An
+// CopyFrom makes p a copy of q: frame, at q's offset (or further forward
+// if q's tail is external and would not fit after it), and metadata. An
 // external tail of q is copied, not shared.
 func (p *Packet) CopyFrom(q *Packet) {
 	p.release()
-	p.start = q.start
-	if len(p.buf)-p.start < q.Len() {
-		p.start = Headroom
-	}
+	p.start = min(q.start, len(p.buf)-q.Len())
 	p.end = p.start + q.CopyTo(p.buf[p.start:])
 	p.Offload = q.Offload
 	p.InPort = q.InPort

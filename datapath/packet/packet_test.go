@@ -197,3 +197,23 @@ func TestLinearizeFullFrame(t *testing.T) {
 		t.Fatalf("linearized %d bytes %q..., %d releases", len(got), got[:16], o.releases)
 	}
 }
+
+// A full-size frame with a tag pushed in front and its tail external is
+// copied whole.
+func TestCopyFromLongest(t *testing.T) {
+	tail := bytes.Repeat([]byte{'t'}, MaxFrame-16)
+	p := New()
+	p.SetLen(copy(p.Tail(), "0123456789abcdef"))
+	o := &extOwner{}
+	p.SetExternal(tail, o)
+	if !p.InsertVLAN(0x8100, 5) || p.Len() != MaxFrame+4 {
+		t.Fatalf("len %d after a tag", p.Len())
+	}
+	q := New()
+	q.CopyFrom(p)
+	want := make([]byte, p.Len())
+	p.CopyTo(want)
+	if !bytes.Equal(q.Data(), want) || o.releases != 0 {
+		t.Fatalf("copy of %d bytes, want %d; %d releases", q.Len(), len(want), o.releases)
+	}
+}
