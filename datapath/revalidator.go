@@ -106,6 +106,7 @@ func (dp *Datapath) revalidator() {
 				r.Run()
 			}
 		}
+		dp.sampleUsage(time.Now())
 		dp.revalidate()
 	}
 }

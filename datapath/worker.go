@@ -245,6 +245,8 @@ type worker struct {
 	stats atomicCounters
 	// base is what pmd-stats-clear subtracts; guarded by dp.mu.
 	base counters
+	// usage is the busy time per interval, for pmd-rxq-show.
+	usage rxqUsage
 
 	// The rest is owned by the goroutine.
 	c        counters // this batch's

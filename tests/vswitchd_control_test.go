@@ -144,6 +144,15 @@ $`).FindStringSubmatch(dps)
 	if out := e.mustAppctl("dpctl/dump-dps"); out != "netdev@ovs-netdev\n" {
 		t.Errorf("dpctl/dump-dps: %q", out)
 	}
+	rxq := e.mustAppctl("dpif-netdev/pmd-rxq-show")
+	if !regexp.MustCompile(`^Displaying last 60 seconds pmd usage %
+(pmd thread numa_id 0 core_id \d+:
+  isolated : false
+  port: \S+ +queue-id:  0 \(enabled\)   pmd usage: (NOT AVAIL|[ \d]\d %)
+  overhead: (NOT AVAIL|[ \d]\d %)
+){3}$`).MatchString(rxq) {
+		t.Errorf("dpif-netdev/pmd-rxq-show:\n%s", rxq)
+	}
 	for cmd, want := range map[string]string{
 		"list-commands": "The available commands are:\n",
 		"memory/show":   "ports:",

@@ -47,6 +47,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 		{"dpctl/del-flows", "[dp] [file]", 0, 2, dp.DelFlowsCommand},
 		{"dpif-netdev/pmd-stats-show", "[-pmd core] [dp]", 0, 3, dp.PMDStatsShowCommand},
 		{"dpif-netdev/pmd-stats-clear", "[-pmd core] [dp]", 0, 3, dp.PMDStatsClearCommand},
+		{"dpif-netdev/pmd-rxq-show", "[-pmd core] [-secs secs] [dp]", 0, 5, dp.PMDRxqShowCommand},
 		{"upcall/show", "", 0, 0, dp.UpcallShowCommand},
 		{"upcall/set-flow-limit", "flow-limit-number", 1, 1, dp.SetFlowLimitCommand},
 		{"upcall/disable-megaflows", "", 0, 0, dp.DisableMegaflowsCommand},
