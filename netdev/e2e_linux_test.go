@@ -264,12 +264,9 @@ func TestSystemForwarding(t *testing.T) {
 // with the tag, and that B receives them tagged.
 func TestSystemVLAN(t *testing.T) {
 	needRoot(t)
-	for _, cfg := range []Config{{}, {DisableOffload: true}} {
-		name := "vnet"
-		if cfg.DisableOffload {
-			name = "plain"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, m := range offloadModes {
+		cfg := m.cfg
+		t.Run(m.name, func(t *testing.T) {
 			p := newPair(t)
 			a := openSystem(t, p.hostA, cfg)
 			b := openSystem(t, p.hostB, cfg)
@@ -349,26 +346,13 @@ func recvTagged(t *testing.T, fd int, marker string) []byte {
 
 func TestTapForwarding(t *testing.T) {
 	needRoot(t)
-	for _, cfg := range []Config{{}, {DisableOffload: true}} {
-		name := "offload"
-		if cfg.DisableOffload {
-			name = "disable-offload"
-		}
-		t.Run(name, func(t *testing.T) {
-			nsA, nsB := newNetns(t), newNetns(t)
-			tapName := uniqueName("t")
-			tp, err := OpenTap(tapName, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { tp.Close() })
+	for _, m := range offloadModes {
+		cfg := m.cfg
+		t.Run(m.name, func(t *testing.T) {
+			tp, nsA, nsB, hostB := tapPair(t, cfg)
 			if got := tp.Offloads(); (got == Offloads{}) != cfg.DisableOffload || !cfg.DisableOffload && !(got.Csum && got.TSO4 && got.TSO6) {
 				t.Fatalf("tap offloads %+v", got)
 			}
-			// A tap can move to another namespace with its file open.
-			sh(t, "ip", "link", "set", tapName, "netns", nsA)
-			configure(t, nsA, tapName, addrA4+"/24", addrA6+"/64")
-			hostB, _ := addVeth(t, nsB, addrB4+"/24", addrB6+"/64")
 			b := openSystem(t, hostB, Config{SockBufSize: 4 << 20})
 			fw := forward(t, tp, b, nil)
 

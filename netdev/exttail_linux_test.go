@@ -61,12 +61,9 @@ func (tl *tails) check(t *testing.T, vectored bool) {
 // TSO super-frames and UDP with GSO, both ways, whole and in order.
 func TestExternalTailWrite(t *testing.T) {
 	needRoot(t)
-	for _, cfg := range []Config{{}, {DisableOffload: true}} {
-		name := "vnet"
-		if cfg.DisableOffload {
-			name = "plain"
-		}
-		t.Run("system-"+name, func(t *testing.T) {
+	for _, m := range offloadModes {
+		cfg := m.cfg
+		t.Run("system-"+m.name, func(t *testing.T) {
 			p := newPair(t)
 			tl := &tails{head: 64}
 			// B always takes offloads, so that A gets GSO frames to
@@ -77,17 +74,8 @@ func TestExternalTailWrite(t *testing.T) {
 			udpBurst(t, p.nsB, p.nsA, addrA4, 400, 1000, 1000)
 			tl.check(t, !cfg.DisableOffload)
 		})
-		t.Run("tap-"+name, func(t *testing.T) {
-			nsA, nsB := newNetns(t), newNetns(t)
-			tapName := uniqueName("t")
-			tp, err := OpenTap(tapName, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { tp.Close() })
-			sh(t, "ip", "link", "set", tapName, "netns", nsA)
-			configure(t, nsA, tapName, addrA4+"/24", addrA6+"/64")
-			hostB, _ := addVeth(t, nsB, addrB4+"/24", addrB6+"/64")
+		t.Run("tap-"+m.name, func(t *testing.T) {
+			tp, nsA, nsB, hostB := tapPair(t, cfg)
 			tl := &tails{head: 64}
 			forward(t, tp, openSystem(t, hostB, Config{}), tl.externalize)
 			ping(t, nsA, addrB4)

@@ -219,3 +219,29 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// offloadModes are the two ways a port is opened: with a virtio_net_hdr
+// (offloads handed over) and without (every frame finished in software).
+var offloadModes = []struct {
+	name string
+	cfg  Config
+}{{"vnet", Config{}}, {"plain", Config{DisableOffload: true}}}
+
+// tapPair is a tap device opened with cfg and moved into a new namespace
+// A with addrA4/addrA6, and a veth whose peer is in a new namespace B with
+// addrB4/addrB6; the veth's host end is hostB.
+func tapPair(t *testing.T, cfg Config) (tp Port, nsA, nsB, hostB string) {
+	t.Helper()
+	nsA, nsB = newNetns(t), newNetns(t)
+	tapName := uniqueName("t")
+	tp, err := OpenTap(tapName, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	// A tap can move to another namespace with its file open.
+	sh(t, "ip", "link", "set", tapName, "netns", nsA)
+	configure(t, nsA, tapName, addrA4+"/24", addrA6+"/64")
+	hostB, _ = addVeth(t, nsB, addrB4+"/24", addrB6+"/64")
+	return tp, nsA, nsB, hostB
+}
