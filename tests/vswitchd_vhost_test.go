@@ -236,18 +236,18 @@ func TestVswitchdVhostUserClient(t *testing.T) {
 
 // TestVswitchdVhostZeroCopyForward: testpmd txonly -> a govs bridge ->
 // testpmd rxonly over two dpdkvhostuserclient ports with
-// options:dq-zero-copy=true: the 1024-byte frames go from one guest's
-// memory into the other's through the datapath (the NORMAL bridge floods
-// them: testpmd's destination MAC is never learnt), and every count
-// matches.
+// options:dq-zero-copy=true and two queue pairs each: the 1024-byte frames
+// go from one guest's memory into the other's through the datapath (the
+// NORMAL bridge floods them: testpmd's destination MAC is never learnt),
+// both ports run the queues the guest set up, and every count matches.
 func TestVswitchdVhostZeroCopyForward(t *testing.T) {
 	vswNeedRoot(t)
 	gvvhNeedTestpmd(t)
 	e := vswNewEnv(t)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.sock"), filepath.Join(dir, "out.sock")
-	rx := testpmd.Start(t, testpmd.Options{Socket: out, Server: true, Mode: "rxonly"})
-	tx := testpmd.Start(t, testpmd.Options{Socket: in, Server: true, Mode: "txonly", Extra: []string{"--txpkts=1024"}})
+	rx := testpmd.Start(t, testpmd.Options{Socket: out, Server: true, Mode: "rxonly", Queues: 2})
+	tx := testpmd.Start(t, testpmd.Options{Socket: in, Server: true, Mode: "txonly", Queues: 2, Extra: []string{"--txpkts=1024"}})
 	gvvhWaitSocket(t, in)
 	gvvhWaitSocket(t, out)
 	e.mustVsctl("add-br", "gvvhbr2", "--", "set", "bridge", "gvvhbr2", "datapath_type=netdev",
@@ -258,6 +258,11 @@ func TestVswitchdVhostZeroCopyForward(t *testing.T) {
 	e.gvvhWaitColumn(t, "gvvhz1", "status:dq-zero-copy-active", "^true$")
 	e.gvvhWaitColumn(t, "gvvhz2", "link_state", "^up$")
 	e.gvvhWaitColumn(t, "gvvhz1", "statistics:dq_zero_copy_packets", "^[0-9]{5,}$")
+	for _, p := range []string{"gvvhz1", "gvvhz2"} {
+		if q := e.gvvhColumn(p, "status:n_rxq") + "/" + e.gvvhColumn(p, "status:n_txq"); q != "2/2" {
+			t.Errorf("%s: n_rxq/n_txq %s with a guest of 2 queue pairs", p, q)
+		}
+	}
 	tx.Stop()
 	time.Sleep(500 * time.Millisecond) // what is in flight reaches rxonly
 	rx.Stop()

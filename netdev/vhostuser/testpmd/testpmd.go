@@ -53,8 +53,8 @@ type Options struct {
 	// Mode is testpmd's --forward-mode (txonly, rxonly, icmpecho, io...).
 	Mode string
 	// QueueSize is the virtqueue size (256 if 0); Mbufs the mbuf pool
-	// (4096 if 0).
-	QueueSize, Mbufs int
+	// (4096 if 0); Queues the queue pairs (1 if 0), each used by testpmd.
+	QueueSize, Mbufs, Queues int
 	// VdevOpts are appended to the vdev's options (",packed_vq=1");
 	// Extra to testpmd's own.
 	VdevOpts string
@@ -93,7 +93,8 @@ func Start(t testing.TB, o Options) *Process {
 	if mbufs == 0 {
 		mbufs = 4096
 	}
-	vdev := fmt.Sprintf("net_virtio_user0,path=%s,queues=1,queue_size=%d", o.Socket, qs)
+	queues := max(o.Queues, 1)
+	vdev := fmt.Sprintf("net_virtio_user0,path=%s,queues=%d,queue_size=%d", o.Socket, queues, qs)
 	if o.MAC != "" {
 		vdev += ",mac=" + o.MAC
 	}
@@ -106,6 +107,7 @@ func Start(t testing.TB, o Options) *Process {
 		"--no-pci", "--vdev", vdev, "--log-level=lib.eal:error",
 		"--", fmt.Sprintf("--total-num-mbufs=%d", mbufs), fmt.Sprintf("--rxd=%d", qs), fmt.Sprintf("--txd=%d", qs),
 		"--forward-mode=" + o.Mode, "--stats-period", "1",
+		fmt.Sprintf("--rxq=%d", queues), fmt.Sprintf("--txq=%d", queues),
 	}
 	p := &Process{prefix: prefix, done: make(chan struct{})}
 	p.cmd = exec.Command("dpdk-testpmd", append(args, o.Extra...)...)
