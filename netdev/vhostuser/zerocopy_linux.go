@@ -2,7 +2,7 @@ package vhostuser
 
 import (
 	"runtime/debug"
-	"sync"
+
 	"sync/atomic"
 	"time"
 
@@ -46,6 +46,7 @@ type zcSlot struct {
 // goroutine.
 type zcRing struct {
 	slots    [zcMaxInflight]zcSlot // never reallocated: a release may come late
+	refs     [zcMaxInflight]*zcRef // each slot's owner object, reused once released
 	n        int                   // slots in use for this ring size
 	free     []int32
 	inflight int
@@ -109,7 +110,11 @@ func (q *vring) zcDrainLocked() {
 		q.p.logf("vring %d: %d zero-copy frames still out when stopped", q.index, z.inflight)
 	}
 	for i := range z.slots {
-		z.slots[i].state.Store(0)
+		if z.slots[i].state.Swap(0) != 0 {
+			// Out, or released but not reclaimed: its owner object
+			// may still be in use, so the slot gets a new one.
+			z.refs[i] = nil
+		}
 	}
 	z.free = z.free[:0]
 	for i := z.n - 1; i >= 0; i-- {
@@ -121,7 +126,9 @@ func (q *vring) zcDrainLocked() {
 
 // zcRef owns the tail of one zero-copy packet, in guest memory: the
 // packet.External of the packet, which calls ReleaseExternal exactly once,
-// so the ref is the packet's alone until then. Refs are pooled.
+// so the ref is the packet's alone until then. Each slot keeps its ref for
+// the next frame; the reader rewrites it only once the slot has been
+// reclaimed, which the release's CAS orders after the release's reads.
 type zcRef struct {
 	q      *vring
 	mem    *memTable // referenced until the release
@@ -129,23 +136,21 @@ type zcRef struct {
 	serial uint32
 }
 
-var zcRefs = sync.Pool{New: func() any { return new(zcRef) }}
-
 // ReleaseExternal marks the chain released for the reader to return to
 // the guest (at its next Read, woken if it sleeps) and drops the memory
 // reference, also when the ring was stopped and the chain orphaned
 // meanwhile. It may be called from any goroutine.
 func (r *zcRef) ReleaseExternal() {
-	q := r.q
-	if s := &q.zc.slots[r.slot]; s.state.CompareAndSwap(r.serial, r.serial|zcDone) {
+	// Read everything first: once the CAS succeeds the slot, and r with
+	// it, may be reused.
+	q, mem, slot, serial := r.q, r.mem, r.slot, r.serial
+	if s := &q.zc.slots[slot]; s.state.CompareAndSwap(serial, serial|zcDone) {
 		q.zc.pending.Add(1)
 		if q.p.sleeping.Load() {
 			q.p.wakeReader()
 		}
 	}
-	r.mem.unref()
-	*r = zcRef{}
-	zcRefs.Put(r)
+	mem.unref()
 }
 
 // CopyExternal copies src, the tail in guest memory, into dst. A fault
@@ -207,7 +212,11 @@ func (q *vring) zcHold(p *packet.Packet, ext []byte, id uint16, ndesc uint32) {
 	s.id, s.ndesc = id, ndesc
 	s.state.Store(z.serial)
 	q.mem.ref()
-	r := zcRefs.Get().(*zcRef)
+	r := z.refs[slot]
+	if r == nil {
+		r = new(zcRef)
+		z.refs[slot] = r
+	}
 	*r = zcRef{q: q, mem: q.mem, slot: slot, serial: z.serial}
 	p.SetExternal(ext, r)
 }

@@ -271,8 +271,8 @@ func TestZeroCopyBoundsAndFallbacks(t *testing.T) {
 }
 
 // TestZeroCopyReleaseOnce: a packet releases its tail once, at its first
-// Reset; resetting it again, after its ref went back to the pool and on
-// to the next frame, releases nothing more.
+// Reset; resetting it again, after its slot and the slot's owner object
+// went on to the next frame, releases nothing more.
 func TestZeroCopyReleaseOnce(t *testing.T) {
 	p, f := zcPair(t, allFeatures, 64)
 	tx := f.rings[1]
@@ -396,4 +396,30 @@ func TestZeroCopyCopyFault(t *testing.T) {
 	pk.Reset()
 	// The port takes a new connection afterwards.
 	checkForwards(t, p, reconnectFrontend(t, p))
+}
+
+// TestZeroCopyOrphanSlotReuse: a frame still out when its ring stops is
+// orphaned; the restarted ring gives its slot to the next frame, and the
+// orphan's late release must not return that frame's descriptor.
+func TestZeroCopyOrphanSlotReuse(t *testing.T) {
+	p, f := zcPair(t, allFeatures, 64)
+	sendUDP(t, f, 1500, 1, txLayout{})
+	a := readZeroCopy(t, p)
+	mem := ringMem(p, 1)
+	f.must(reqGetVringBase, vringState(1, 0)) // waits zcDrainWait, then orphans a
+	tx := f.setupRing(1, 64)
+	frame := sendUDP(t, f, 1500, 2, txLayout{})
+	b := readZeroCopy(t, p)
+	refs := mem.refs.Load()
+	a.Reset()
+	if r := mem.refs.Load(); r != refs-1 {
+		t.Fatalf("the orphan's release left %d references, want %d", r, refs-1)
+	}
+	go p.Read(newPkts(1))
+	time.Sleep(50 * time.Millisecond)
+	if u := tx.usedIdx(); u != 0 || !bytes.Equal(wholeFrame(b), frame) {
+		t.Fatalf("the orphan's release returned a descriptor of the new ring (used %d)", u)
+	}
+	b.Reset()
+	waitFor(t, "the new frame's descriptor returned", time.Second, func() bool { return tx.usedIdx() == 1 })
 }
