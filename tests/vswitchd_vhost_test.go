@@ -158,10 +158,18 @@ func TestVswitchdVhostUser(t *testing.T) {
 	if strings.Count(string(log), "created for vhost-user port gvvhu0") != 1 {
 		t.Errorf("gvvhu0 was reopened by a live option")
 	}
-	// mtu_request does not touch a kernel link of that name.
+	// mtu_request does not touch a kernel link of that name; the port
+	// shows it as OVS-DPDK does (1500 before it).
+	if got := e.gvvhColumn("gvvhu0", "mtu"); got != "1500" {
+		t.Errorf("mtu %q of a running vhost-user port, OVS-DPDK shows 1500", got)
+	}
 	e.mustVsctl("set", "interface", "gvvhu0", "mtu_request=2000")
 	if err := ns1.ping("10.77.0.2", 3); err != nil {
 		t.Fatalf("ping after mtu_request: %v", err)
+	}
+	e.gvvhWaitColumn(t, "gvvhu0", "mtu", "^2000$")
+	if show := e.mustAppctl("dpctl/show"); !regexp.MustCompile(`port \d+: gvvhu0 \(dpdkvhostuser: configured_rx_queues=1, configured_tx_queues=1, mtu=2000, requested_rx_queues=1, requested_tx_queues=1\)\n`).MatchString(show) {
+		t.Errorf("dpctl/show:\n%s", show)
 	}
 
 	// Delete the port under traffic.

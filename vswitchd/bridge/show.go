@@ -65,8 +65,8 @@ func (ifc *iface) netdevType() string {
 				txq = n
 			}
 		}
-		return fmt.Sprintf("%s: configured_rx_queues=%s, configured_tx_queues=%s, requested_rx_queues=%s, requested_tx_queues=%s",
-			ifc.spec.Type, rxq, txq, rxq, txq)
+		return fmt.Sprintf("%s: configured_rx_queues=%s, configured_tx_queues=%s, mtu=%d, requested_rx_queues=%s, requested_tx_queues=%s",
+			ifc.spec.Type, rxq, txq, ifc.vhostMTU(), rxq, txq)
 	}
 	return ifc.spec.Type
 }

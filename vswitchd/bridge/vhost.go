@@ -279,5 +279,18 @@ func (ifc *iface) vhostStatus(st *IfaceStatus) {
 	// OVS writes ifindex 0 for devices without one (bridge.c
 	// iface_refresh_status), and link_resets.
 	ifc.noteRunning(vp.Running())
-	st.Link = &LinkStatus{AdminUp: true, LinkUp: ifc.vhostUp, HasIfindex: true, LinkResets: ifc.linkResets}
+	st.Link = &LinkStatus{AdminUp: true, LinkUp: ifc.vhostUp, HasIfindex: true, LinkResets: ifc.linkResets, MTU: ifc.vhostMTU()}
+}
+
+// vhostMTU is the MTU OVS-DPDK shows for a vhost-user port: mtu_request,
+// else 1500, while a guest runs it; 0 (shown as empty) while none does.
+// govs needs no MTU of its own on the port (its buffers take 64 KiB).
+func (ifc *iface) vhostMTU() int {
+	switch {
+	case !ifc.vhostUp:
+		return 0
+	case ifc.spec.MTURequest > 0:
+		return ifc.spec.MTURequest
+	}
+	return 1500
 }
