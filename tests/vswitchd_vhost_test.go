@@ -102,7 +102,7 @@ func TestVswitchdVhostUser(t *testing.T) {
 		t.Errorf("admin_state %q", got)
 	}
 	e.gvvhWaitColumn(t, "gvvhu0", "status:status", "^connected$")
-	for _, k := range []string{"mode", "socket", "features", "num_of_vrings", "n_rxq", "n_txq", "dq-zero-copy", "tx-retries-max"} {
+	for _, k := range []string{"mode", "socket", "features", "num_of_vrings", "numa", "n_rxq", "n_txq", "dq-zero-copy", "tx-retries-max"} {
 		if e.gvvhColumn("gvvhu0", "status:"+k) == "" {
 			t.Errorf("status has no %s: %s", k, e.gvvhColumn("gvvhu0", "status"))
 		}

@@ -429,6 +429,11 @@ func (p *Port) setMemTable(m *message) error {
 func (p *Port) Status() map[string]string {
 	p.cmu.Lock()
 	d := p.dev
+	numa, numaOK := 0, false
+	if d.connected && d.mem != nil {
+		// Under cmu: the memory stays mapped while the device holds it.
+		numa, numaOK = d.mem.numaNode()
+	}
 	p.cmu.Unlock()
 	mode := "client"
 	if p.server {
@@ -449,6 +454,9 @@ func (p *Port) Status() map[string]string {
 	st["protocol_features"] = fmt.Sprintf("0x%016x", d.protocol)
 	nr := int(p.nrings.Load())
 	st["num_of_vrings"] = strconv.Itoa(nr)
+	if numaOK {
+		st["numa"] = strconv.Itoa(numa)
+	}
 	rxq, txq := 0, 0
 	for i := range nr {
 		q := &p.rings[i]
