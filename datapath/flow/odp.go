@@ -134,7 +134,7 @@ func (k *Key) formatODPL4(o *odpWriter, m *Mask, v6 bool) {
 		if m.TCPFlags != 0 || o.verbose {
 			o.sep()
 			o.b.WriteString("tcp_flags(")
-			o.b.WriteString(tcpFlagsMasked(k.TCPFlags, m.TCPFlags))
+			o.b.WriteString(FormatTCPFlagsMasked(k.TCPFlags, m.TCPFlags))
 			o.b.WriteByte(')')
 		}
 	case k.NwProto == IPProtoUDP:
@@ -339,10 +339,11 @@ const (
 
 var tcpFlagNames = [...]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"}
 
-// tcpFlagsMasked formats TCP flags as OVS's format_flags_masked does for
-// the tcp_flags attribute: names joined by | when exact ("0" for none),
-// "0/0" when wildcarded, +name/-name per masked bit otherwise.
-func tcpFlagsMasked(v, m uint16) string {
+// FormatTCPFlagsMasked formats TCP flags as OVS's format_flags_masked
+// does for tcp_flags, in datapath flows and OpenFlow matches alike: names
+// joined by | when exact ("0" for none), "0/0" when wildcarded,
+// +name/-name per masked bit otherwise.
+func FormatTCPFlagsMasked(v, m uint16) string {
 	const all = 0x0fff
 	switch m & all {
 	case all:

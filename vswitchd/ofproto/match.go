@@ -173,38 +173,9 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 		putU16("tp_dst", k.TpDst, m.TpDst)
 	}
 	if (typ == flow.EthTypeIPv4 || typ == flow.EthTypeIPv6) && k.NwProto == flow.IPProtoTCP && m.TCPFlags&0x0fff != 0 {
-		put("tcp_flags=%s", matchTCPFlags(k.TCPFlags, m.TCPFlags))
+		put("tcp_flags=%s", flow.FormatTCPFlagsMasked(k.TCPFlags, m.TCPFlags))
 	}
 	return strings.TrimSuffix(b.String(), ",")
-}
-
-// matchTCPFlags is format_flags_masked for tcp_flags in a match.
-func matchTCPFlags(v, m uint16) string {
-	names := []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"}
-	if m&0x0fff == 0x0fff {
-		if v == 0 {
-			return "0"
-		}
-		var out []string
-		for i, n := range names {
-			if v&(1<<i) != 0 {
-				out = append(out, n)
-			}
-		}
-		return strings.Join(out, "|")
-	}
-	var b strings.Builder
-	for i, n := range names {
-		if m&(1<<i) != 0 {
-			if v&(1<<i) != 0 {
-				b.WriteByte('+')
-			} else {
-				b.WriteByte('-')
-			}
-			b.WriteString(n)
-		}
-	}
-	return b.String()
 }
 
 // putIPNet is format_ip_netmask: a CIDR prefix when the mask is one.
