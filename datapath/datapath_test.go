@@ -25,24 +25,35 @@ func newRig(t *testing.T, n int) *rig { return newRigClock(t, n, nil) }
 // newRigClock is newRig with a datapath clock the test drives.
 func newRigClock(t *testing.T, n int, clock func() int64) *rig {
 	t.Helper()
-	r := &rig{dp: newDatapath(nil, clock), ports: map[uint32]*dptest.Port{}}
-	for i := 1; i <= n; i++ {
-		p := dptest.NewPort(fmt.Sprintf("p%d", i))
-		if err := r.dp.AddPort(uint32(i), p); err != nil {
-			t.Fatal(err)
-		}
-		r.ports[uint32(i)] = p
-	}
-	t.Cleanup(func() {
-		r.dp.Close()
-		for _, p := range r.ports {
-			p.Close()
-			if v := p.Violations(); v != 0 {
-				t.Errorf("port %s: %d concurrent Read or Write calls", p.Name(), v)
-			}
-		}
-	})
+	r := &rig{dp: newDatapath(nil, clock)}
+	r.ports = dptest.AddPorts(t, n, r.dp.AddPort, r.dp.Close)
 	return r
+}
+
+// flood injects gen(0), gen(1), ... on each of the ports, keeping at most
+// 256 frames queued on each, until the returned stop is called.
+func (r *rig) flood(ports []uint32, gen func(i int) []byte) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, in := range ports {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if r.ports[in].Pending() < 256 {
+					r.ports[in].Inject(gen(i))
+				} else {
+					time.Sleep(10 * time.Microsecond)
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }
 
 // rxDone waits until the datapath has processed n frames from port no.
@@ -226,29 +237,11 @@ func TestDelPortUnderTraffic(t *testing.T) {
 			}
 		}
 	}))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, in := range []uint32{1, 2} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if r.ports[in].Pending() < 256 {
-					f := frame()
-					f[11] = byte(i) // a few different flows
-					r.ports[in].Inject(f)
-				} else {
-					time.Sleep(10 * time.Microsecond)
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	defer r.flood([]uint32{1, 2}, func(i int) []byte {
+		f := frame()
+		f[11] = byte(i) // a few different flows
+		return f
+	})()
 
 	dptest.Eventually(t, "traffic on port 4", func() bool { return r.ports[4].NumSent() > 100 })
 	if err := r.dp.DelPort(4); err != nil {

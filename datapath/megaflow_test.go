@@ -559,27 +559,7 @@ func TestRevalidateUnderTraffic(t *testing.T) {
 		m.TpSrc = 0xffff
 		return Actions{Output(out.Load())}, m
 	}))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, in := range []uint32{1, 3} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if r.ports[in].Pending() < 256 {
-					r.ports[in].Inject(udp(uint16(i % 64)))
-				} else {
-					time.Sleep(10 * time.Microsecond)
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	defer r.flood([]uint32{1, 3}, func(i int) []byte { return udp(uint16(i % 64)) })()
 	dptest.Eventually(t, "traffic", func() bool { return r.ports[2].NumSent() > 1000 })
 	for i := range 20 {
 		to := uint32(2 + i%2)

@@ -1,6 +1,7 @@
 package dptest
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,4 +223,29 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(d)
 	}
+}
+
+// AddPorts makes ports p1..pn, attaches each as port number i with add
+// (a datapath's AddPort), and once the test ends closes them (after close,
+// which stops the datapath) and checks that no Read or Write overlapped.
+func AddPorts(t testing.TB, n int, add func(no uint32, p netdev.Port) error, close func()) map[uint32]*Port {
+	t.Helper()
+	ports := map[uint32]*Port{}
+	for i := uint32(1); i <= uint32(n); i++ {
+		p := NewPort(fmt.Sprintf("p%d", i))
+		if err := add(i, p); err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	t.Cleanup(func() {
+		close()
+		for _, p := range ports {
+			p.Close()
+			if v := p.Violations(); v != 0 {
+				t.Errorf("port %s: %d concurrent Read or Write calls", p.Name(), v)
+			}
+		}
+	})
+	return ports
 }

@@ -21,24 +21,9 @@ type switchRig struct {
 
 func newSwitchRig(t *testing.T, nports int) *switchRig {
 	t.Helper()
-	r := &switchRig{dp: datapath.New(nil), ports: map[uint32]*dptest.Port{}, rx: map[uint32]uint64{}}
+	r := &switchRig{dp: datapath.New(nil), rx: map[uint32]uint64{}}
 	r.b = NewBacker(r.dp, nil)
-	for i := uint32(1); i <= uint32(nports); i++ {
-		p := dptest.NewPort(fmt.Sprintf("p%d", i))
-		if err := r.dp.AddPort(i, p); err != nil {
-			t.Fatal(err)
-		}
-		r.ports[i] = p
-	}
-	t.Cleanup(func() {
-		r.dp.Close()
-		for _, p := range r.ports {
-			p.Close()
-			if v := p.Violations(); v != 0 {
-				t.Errorf("port %s: %d concurrent Read or Write calls", p.Name(), v)
-			}
-		}
-	})
+	r.ports = dptest.AddPorts(t, nports, r.dp.AddPort, r.dp.Close)
 	return r
 }
 
