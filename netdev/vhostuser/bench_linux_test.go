@@ -36,6 +36,25 @@ func (r *fakeRing) recycle() {
 	r.publish()
 }
 
+// benchPair is a port configured by cfg with a frontend that negotiated
+// all features and one queue pair of 1024 entries, running.
+func benchPair(b *testing.B, cfg Config) (*Port, *fakeFrontend) {
+	b.Helper()
+	p, f := listenPair(b, cfg)
+	f.negotiate(allFeatures, 1, 1024)
+	waitFor(b, "running", time.Second, p.Running)
+	return p, f
+}
+
+// startTimer starts timing b, size bytes an iteration; reportPPS with the
+// start it returns reports the frames a second.
+func startTimer(b *testing.B, size int) time.Time {
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	return time.Now()
+}
+
 func reportPPS(b *testing.B, pkts int, start time.Time) {
 	b.ReportMetric(float64(pkts)/time.Since(start).Seconds(), "pps")
 }
@@ -44,16 +63,11 @@ func reportPPS(b *testing.B, pkts int, start time.Time) {
 func BenchmarkDequeue(b *testing.B) {
 	for _, size := range []int{64, 1518} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			p, f := listenPair(b, DefaultConfig())
-			f.negotiate(allFeatures, 1, 1024)
-			waitFor(b, "running", time.Second, p.Running)
+			p, f := benchPair(b, DefaultConfig())
 			r := f.rings[1]
 			benchRing(f, r, 2048, udpFrame(size, 1), false)
 			pkts := newPkts(32)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
+			start := startTimer(b, size)
 			for i := 0; i < b.N; i += 32 {
 				if _, err := p.Read(pkts); err != nil {
 					b.Fatal(err)
@@ -69,19 +83,14 @@ func BenchmarkDequeue(b *testing.B) {
 func BenchmarkEnqueue(b *testing.B) {
 	for _, size := range []int{64, 1518} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			p, f := listenPair(b, DefaultConfig())
-			f.negotiate(allFeatures, 1, 1024)
-			waitFor(b, "running", time.Second, p.Running)
+			p, f := benchPair(b, DefaultConfig())
 			r := f.rings[0]
 			benchRing(f, r, 2048, nil, true)
 			pkts := newPkts(32)
 			for _, pk := range pkts {
 				pk.SetData(udpFrame(size, 1))
 			}
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
+			start := startTimer(b, size)
 			for i := 0; i < b.N; i += 32 {
 				if n, _ := p.Write(pkts); n != 32 {
 					b.Fatalf("sent %d", n)
@@ -103,19 +112,13 @@ func BenchmarkForward(b *testing.B) {
 			b.Run(fmt.Sprintf("zc=%v/%d", zc, size), func(b *testing.B) {
 				cfg := DefaultConfig()
 				cfg.ZeroCopy = zc
-				src, fs := listenPair(b, cfg)
-				dst, fd := listenPair(b, DefaultConfig())
-				fs.negotiate(allFeatures, 1, 1024)
-				fd.negotiate(allFeatures, 1, 1024)
-				waitFor(b, "running", time.Second, func() bool { return src.Running() && dst.Running() })
+				src, fs := benchPair(b, cfg)
+				dst, fd := benchPair(b, DefaultConfig())
 				tx, rx := fs.rings[1], fd.rings[0]
 				benchRing(fs, tx, 2048, udpFrame(size, 1), false)
 				benchRing(fd, rx, 2048, nil, true)
 				pkts := newPkts(32)
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := time.Now()
+				start := startTimer(b, size)
 				for i := 0; i < b.N; i += 32 {
 					n, err := src.Read(pkts)
 					if err != nil {

@@ -424,60 +424,67 @@ type txLayout struct {
 // the ring has no free descriptors.
 func (r *fakeRing) tx(hdr, frame []byte, lay txLayout) bool {
 	f := r.f
+	data := append(append([]byte(nil), hdr...), frame...)
+	off := f.allocData(uint64(len(data)))
+	copy(f.mem[off:], data)
 	if r.packed {
-		data := append(append([]byte(nil), hdr...), frame...)
-		off := f.allocData(uint64(len(data)))
-		copy(f.mem[off:], data)
 		if !r.postPacked(off, len(data), lay, 0) {
 			return false
 		}
 		r.kickNow()
 		return true
 	}
-	data := append(append([]byte(nil), hdr...), frame...)
-	off := f.allocData(uint64(len(data)))
-	copy(f.mem[off:], data)
-	pieces := max(1, lay.pieces)
-	var head uint16
-	step := (len(data) + pieces - 1) / pieces
-	if lay.indirect {
-		ds := r.allocDescs(1)
-		if ds == nil {
-			return false
-		}
-		toff := f.allocData(uint64(16 * pieces))
-		t := f.mem[toff:]
-		for i := range pieces {
-			lo, hi := min(i*step, len(data)), min((i+1)*step, len(data))
-			fl := uint16(0)
-			if i < pieces-1 {
-				fl = virtqDescFNext
-			}
-			putTableDesc(t, i, f.gpa(off+uint64(lo)), uint32(hi-lo), fl, uint16(i+1))
-		}
-		head = ds[0]
-		r.putDesc(head, f.gpa(toff), uint32(16*pieces), virtqDescFIndirect, 0)
-		r.chains[head] = ds
-	} else {
-		ds := r.allocDescs(pieces)
-		if ds == nil {
-			return false
-		}
-		for i, d := range ds {
-			lo, hi := min(i*step, len(data)), min((i+1)*step, len(data))
-			fl, next := uint16(0), uint16(0)
-			if i < pieces-1 {
-				fl, next = virtqDescFNext, ds[i+1]
-			}
-			r.putDesc(d, f.gpa(off+uint64(lo)), uint32(hi-lo), fl, next)
-		}
-		head = ds[0]
-		r.chains[head] = ds
+	head, ok := r.putChain(off, len(data), lay, 0)
+	if !ok {
+		return false
 	}
 	r.pushAvail(head)
 	r.publish()
 	r.kickNow()
 	return true
+}
+
+// putChain lays the buffer of size bytes at off over lay.pieces
+// descriptors (or an indirect table of them), each with flags and NEXT
+// where another follows, and returns the chain's head; ok is false if
+// the ring has no free descriptors.
+func (r *fakeRing) putChain(off uint64, size int, lay txLayout, flags uint16) (head uint16, ok bool) {
+	f := r.f
+	pieces := max(1, lay.pieces)
+	step := (size + pieces - 1) / pieces
+	if lay.indirect {
+		ds := r.allocDescs(1)
+		if ds == nil {
+			return 0, false
+		}
+		toff := f.allocData(uint64(16 * pieces))
+		t := f.mem[toff:]
+		for i := range pieces {
+			lo, hi := min(i*step, size), min((i+1)*step, size)
+			fl := flags
+			if i < pieces-1 {
+				fl |= virtqDescFNext
+			}
+			putTableDesc(t, i, f.gpa(off+uint64(lo)), uint32(hi-lo), fl, uint16(i+1))
+		}
+		r.putDesc(ds[0], f.gpa(toff), uint32(16*pieces), virtqDescFIndirect, 0)
+		r.chains[ds[0]] = ds
+		return ds[0], true
+	}
+	ds := r.allocDescs(pieces)
+	if ds == nil {
+		return 0, false
+	}
+	for i, d := range ds {
+		lo, hi := min(i*step, size), min((i+1)*step, size)
+		fl, next := flags, uint16(0)
+		if i < pieces-1 {
+			fl, next = fl|virtqDescFNext, ds[i+1]
+		}
+		r.putDesc(d, f.gpa(off+uint64(lo)), uint32(hi-lo), fl, next)
+	}
+	r.chains[ds[0]] = ds
+	return ds[0], true
 }
 
 // reclaim frees the descriptors the device used and returns how many
@@ -517,45 +524,12 @@ func (r *fakeRing) postRx(n, size int, lay txLayout) int {
 		}
 		return posted
 	}
-	pieces := max(1, lay.pieces)
-	step := (size + pieces - 1) / pieces
 	posted := 0
 	for range n {
 		off := f.allocData(uint64(size))
-		var head uint16
-		if lay.indirect {
-			ds := r.allocDescs(1)
-			if ds == nil {
-				break
-			}
-			toff := f.allocData(uint64(16 * pieces))
-			t := f.mem[toff:]
-			for i := range pieces {
-				lo, hi := min(i*step, size), min((i+1)*step, size)
-				fl := uint16(virtqDescFWrite)
-				if i < pieces-1 {
-					fl |= virtqDescFNext
-				}
-				putTableDesc(t, i, f.gpa(off+uint64(lo)), uint32(hi-lo), fl, uint16(i+1))
-			}
-			head = ds[0]
-			r.putDesc(head, f.gpa(toff), uint32(16*pieces), virtqDescFIndirect, 0)
-			r.chains[head] = ds
-		} else {
-			ds := r.allocDescs(pieces)
-			if ds == nil {
-				break
-			}
-			for i, d := range ds {
-				lo, hi := min(i*step, size), min((i+1)*step, size)
-				fl, next := uint16(virtqDescFWrite), uint16(0)
-				if i < pieces-1 {
-					fl, next = fl|virtqDescFNext, ds[i+1]
-				}
-				r.putDesc(d, f.gpa(off+uint64(lo)), uint32(hi-lo), fl, next)
-			}
-			head = ds[0]
-			r.chains[head] = ds
+		head, ok := r.putChain(off, size, lay, virtqDescFWrite)
+		if !ok {
+			break
 		}
 		r.bufs[head] = off
 		r.pushAvail(head)

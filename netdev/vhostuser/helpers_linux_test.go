@@ -137,3 +137,36 @@ func pktWith(frame []byte, o packet.Offload) *packet.Packet {
 	p.Offload = o
 	return p
 }
+
+// sleepingRead leaves a Read of p asleep on tx, the guest's transmit ring,
+// once a frame sent on it has been read; the channel gets how many frames
+// the sleeping Read returns.
+func sleepingRead(t *testing.T, p *Port, tx *fakeRing) <-chan int {
+	t.Helper()
+	frame := udpFrame(80, 1)
+	tx.tx(hdrFor(tx.f, packet.Offload{}, len(frame)), frame, txLayout{})
+	readWithin(t, p, newPkts(8), time.Second)
+	done := make(chan int, 1)
+	go func() {
+		n, _ := p.Read(newPkts(8))
+		done <- n
+	}()
+	waitFor(t, "the reader asleep", time.Second, func() bool { return p.sleeping.Load() })
+	return done
+}
+
+// kickWakes sends a frame on tx: its kick must wake the Read sleepingRead
+// left asleep, with that one frame.
+func kickWakes(t *testing.T, tx *fakeRing, done <-chan int) {
+	t.Helper()
+	frame := udpFrame(80, 1)
+	tx.tx(hdrFor(tx.f, packet.Offload{}, len(frame)), frame, txLayout{})
+	select {
+	case n := <-done:
+		if n != 1 {
+			t.Fatalf("woke with %d frames", n)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the kick did not wake Read")
+	}
+}

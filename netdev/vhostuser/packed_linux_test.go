@@ -125,15 +125,7 @@ func TestPackedNotifications(t *testing.T) {
 			}
 			// A sleeping reader asks for a kick at its position (event
 			// index) or for every kick.
-			frame := udpFrame(80, 1)
-			tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
-			readWithin(t, p, newPkts(8), time.Second)
-			done := make(chan int, 1)
-			go func() {
-				n, _ := p.Read(newPkts(8))
-				done <- n
-			}()
-			waitFor(t, "the reader asleep", time.Second, func() bool { return p.sleeping.Load() })
+			done := sleepingRead(t, p, tx)
 			desc, fl := tx.packedDeviceEvent()
 			switch {
 			case eventIdx && (fl != ringEventFlagsDesc || desc != 1|packedWrapBit):
@@ -141,15 +133,7 @@ func TestPackedNotifications(t *testing.T) {
 			case !eventIdx && fl != ringEventFlagsEnable:
 				t.Fatalf("device event flags %d, want enable", fl)
 			}
-			tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
-			select {
-			case n := <-done:
-				if n != 1 {
-					t.Fatalf("woke with %d frames", n)
-				}
-			case <-time.After(time.Second):
-				t.Fatal("the kick did not wake Read")
-			}
+			kickWakes(t, tx, done)
 		})
 	}
 }

@@ -378,15 +378,7 @@ func TestEventIdx(t *testing.T) {
 			}
 			// Read asks for a kick before it sleeps: avail_event at the next
 			// entry, or NO_NOTIFY clear.
-			frame := udpFrame(80, 1)
-			tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
-			readWithin(t, p, newPkts(8), time.Second)
-			done := make(chan int, 1)
-			go func() {
-				n, _ := p.Read(newPkts(8))
-				done <- n
-			}()
-			waitFor(t, "the reader asleep", time.Second, func() bool { return p.sleeping.Load() })
+			done := sleepingRead(t, p, tx)
 			if eventIdx {
 				if ev := tx.availEvent(); ev != tx.availIdx {
 					t.Fatalf("avail_event %d, want %d", ev, tx.availIdx)
@@ -394,15 +386,7 @@ func TestEventIdx(t *testing.T) {
 			} else if tx.usedFlags()&virtqUsedFNoNotify != 0 {
 				t.Fatal("NO_NOTIFY set while the reader sleeps")
 			}
-			tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
-			select {
-			case n := <-done:
-				if n != 1 {
-					t.Fatalf("woke with %d frames", n)
-				}
-			case <-time.After(time.Second):
-				t.Fatal("the kick did not wake Read")
-			}
+			kickWakes(t, tx, done)
 		})
 	}
 }
