@@ -215,8 +215,10 @@ func TestTestpmdReconnect(t *testing.T) {
 	// Frames written into the first instance's ring as it stopped are
 	// lost with it. The second one too loses what was written as its
 	// link came up: virtio-user restarts its queues then, dropping the
-	// buffers already filled (about one ring's worth, seen here).
-	if second == 0 || first+second > s2.TxPackets || second+2048 < s2.TxPackets-before {
+	// buffers already filled (up to ~2080 frames seen here, depending on
+	// how the restart and the writes interleave; 4096 of the 50000+
+	// written after the restart leaves room for that).
+	if second == 0 || first+second > s2.TxPackets || second+4096 < s2.TxPackets-before {
 		t.Errorf("wrote %d (%d before the restart), testpmd received %d and %d", s2.TxPackets, before, first, second)
 	}
 	p1.Close()
