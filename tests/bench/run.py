@@ -297,6 +297,15 @@ class Runner:
 STATS_WAIT = 6  # govs writes Interface statistics every 5 s
 
 
+def wait_ping(name, prefix):
+    """Waits (10 s at most) for the first packets to pass the switch between PREFIX-a and PREFIX-b."""
+    for _ in range(50):
+        if sh(["ip", "netns", "exec", prefix + "-a", "ping", "-c", "1", "-W", "1", "10.77.0.2"], check=False).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError("%s: no ping through the switch" % name)
+
+
 def switch_drops(name, prefix, env):
     """Frames dropped so far at the switch's two ports, and the per-counter detail (see METRICS)."""
     detail = {}
@@ -346,13 +355,7 @@ def run_peer(name, rn, samples):
     t = time.time()
     try:
         sh(up, env=env, timeout=60)
-        # wait for the first packets to pass
-        for _ in range(50):
-            if sh(["ip", "netns", "exec", prefix + "-a", "ping", "-c", "1", "-W", "1", "10.77.0.2"], check=False).returncode == 0:
-                break
-            time.sleep(0.2)
-        else:
-            raise RuntimeError("%s: no ping through the switch" % name)
+        wait_ping(name, prefix)
         if name.startswith("govs"):
             s["sock_rcvbuf"] = sockbuf_of(prefix + "-a0")
         drops0, _ = switch_drops(name, prefix, env)
@@ -493,12 +496,7 @@ def run_multiflow(name, rn, samples):
     sh(down, env=env, check=False)
     try:
         sh(up, env=env, timeout=60)
-        for _ in range(50):
-            if sh(["ip", "netns", "exec", prefix + "-a", "ping", "-c", "1", "-W", "1", "10.77.0.2"], check=False).returncode == 0:
-                break
-            time.sleep(0.2)
-        else:
-            raise RuntimeError("%s: no ping through the switch" % name)
+        wait_ping(name, prefix)
         r = rn.pps(prefix, "--txonly-multi-flow")
         s["mf64_tx_kpps"], s["mf64_rx_kpps"] = r["tx"], r["rx"]
         if "error" in r:
