@@ -93,23 +93,9 @@ func TestTestpmdForward(t *testing.T) {
 		{"packed/zero-copy/1024", true, "1024", ",packed_vq=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			in, out := filepath.Join(dir, "in.sock"), filepath.Join(dir, "out.sock")
-			tpRx := startTestpmd(t, out, "rxonly", true, tc.vdev)
 			cfg := e2eConfig(t)
 			cfg.ZeroCopy = tc.zc
-			p1, err := Listen("vh-in", in, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p1.Close()
-			p2, err := Dial("vh-out", out, e2eConfig(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p2.Close()
-			waitFor(t, "testpmd rxonly to connect", 30*time.Second, p2.Running)
-			stop := forwarder(p1, p2)
+			in, tpRx, p1, p2, stop := testpmdPath(t, cfg, tc.vdev)
 			tpTx := startTestpmd(t, in, "txonly", false, tc.vdev, "--txpkts="+tc.size)
 			if tc.vdev != "" {
 				waitFor(t, "packed rings", 30*time.Second, func() bool {
@@ -156,25 +142,36 @@ func TestTestpmdForward(t *testing.T) {
 	}
 }
 
+// testpmdPath is the path the testpmd tests forward over: testpmd rxonly
+// serving out.sock, behind our client port p2, and our server port p1 (with
+// cfg1) on in.sock for a testpmd txonly the test starts, with a forwarder
+// from p1 to p2 (stop ends it). The ports are closed when the test ends,
+// if it has not closed them.
+func testpmdPath(t *testing.T, cfg1 Config, vdev string) (in string, tpRx *testpmd.Process, p1, p2 *Port, stop func()) {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.sock"), filepath.Join(dir, "out.sock")
+	tpRx = startTestpmd(t, out, "rxonly", true, vdev)
+	p1, err := Listen("vh-in", in, cfg1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p1.Close() })
+	p2, err = Dial("vh-out", out, e2eConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p2.Close() })
+	waitFor(t, "testpmd rxonly to connect", 30*time.Second, p2.Running)
+	return in, tpRx, p1, p2, forwarder(p1, p2)
+}
+
 // TestTestpmdReconnect restarts the testpmd behind a client port while
 // frames flow to it: the port reconnects to the new instance by itself.
 func TestTestpmdReconnect(t *testing.T) {
 	needTestpmd(t)
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.sock"), filepath.Join(dir, "out.sock")
-	tpRx := startTestpmd(t, out, "rxonly", true, "")
-	p1, err := Listen("vh-in", in, e2eConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p1.Close()
-	p2, err := Dial("vh-out", out, e2eConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p2.Close()
-	waitFor(t, "testpmd rxonly to connect", 30*time.Second, p2.Running)
-	stop := forwarder(p1, p2)
+	in, tpRx, p1, p2, stop := testpmdPath(t, e2eConfig(t), "")
+	out := filepath.Join(filepath.Dir(in), "out.sock")
 	tpTx := startTestpmd(t, in, "txonly", false, "")
 	waitFor(t, "traffic", 30*time.Second, func() bool { return p2.Stats().TxPackets > 50000 })
 
@@ -229,19 +226,7 @@ func TestTestpmdReconnect(t *testing.T) {
 // receives: the forwarder ends with ErrClosed, testpmd carries on.
 func TestTestpmdCloseUnderTraffic(t *testing.T) {
 	needTestpmd(t)
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.sock"), filepath.Join(dir, "out.sock")
-	tpRx := startTestpmd(t, out, "rxonly", true, "")
-	p1, err := Listen("vh-in", in, e2eConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := Dial("vh-out", out, e2eConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "testpmd rxonly to connect", 30*time.Second, p2.Running)
-	stop := forwarder(p1, p2)
+	in, tpRx, p1, p2, stop := testpmdPath(t, e2eConfig(t), "")
 	p1.SetZeroCopy(true)
 	tpTx := startTestpmd(t, in, "txonly", false, "", "--txpkts=1024")
 	waitFor(t, "traffic", 30*time.Second, func() bool { return p2.Stats().TxPackets > 50000 })
