@@ -286,10 +286,20 @@ func TestVswitchdVhostZeroCopyForward(t *testing.T) {
 		n, _ := strconv.ParseUint(e.gvvhColumn(name, "statistics:"+key), 10, 64)
 		return n
 	}
-	// The statistics column is written every 5 s.
-	vswWait(t, 20*time.Second, "the statistics to catch up", func() bool {
-		return stat("gvvhz1", "rx_packets") == sent && stat("gvvhz2", "tx_packets") == received
-	})
+	// The statistics column is written every 5 s. What testpmd put in its
+	// two 256-entry transmit rings just before it stopped may never be
+	// read: the device goes with it.
+	var lastRead, lastWrote uint64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		lastRead, lastWrote = stat("gvvhz1", "rx_packets"), stat("gvvhz2", "tx_packets")
+		if lastWrote == received && lastRead <= sent && sent-lastRead <= 2*256 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("statistics after 20 s: gvvhz1 read %d of the %d testpmd sent, gvvhz2 wrote %d of which testpmd received %d",
+				lastRead, sent, lastWrote, received)
+		}
+	}
 	read, zc, copied := stat("gvvhz1", "rx_packets"), stat("gvvhz1", "dq_zero_copy_packets"), stat("gvvhz1", "dq_zero_copy_copied")
 	wrote, dropped := stat("gvvhz2", "tx_packets"), stat("gvvhz2", "tx_dropped")
 	t.Logf("testpmd sent %d; govs read %d (%d from guest memory, %d copied), wrote %d, dropped %d; testpmd received %d",
