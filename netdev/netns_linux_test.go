@@ -60,7 +60,9 @@ func newNetns(t *testing.T) string {
 
 // addVeth makes a veth pair whose host end stays in this namespace, up and
 // without IPv6 (so that it sends nothing of its own), and whose peer goes
-// into ns, up, with addrs.
+// into ns, up, with addrs. It returns once both ends are operationally up:
+// before that (linkwatch runs late on a loaded machine) a veth drops what
+// it sends.
 func addVeth(t *testing.T, ns string, addrs ...string) (host, peer string) {
 	t.Helper()
 	host, peer = uniqueName("h"), uniqueName("p")
@@ -69,7 +71,20 @@ func addVeth(t *testing.T, ns string, addrs ...string) (host, peer string) {
 	os.WriteFile("/proc/sys/net/ipv6/conf/"+host+"/disable_ipv6", []byte("1"), 0)
 	sh(t, "ip", "link", "set", host, "up")
 	configure(t, ns, peer, addrs...)
+	waitFor(t, host+" up", linkDeadline, func() bool { return linkUp(host) })
+	waitFor(t, peer+" up", linkDeadline, func() bool { return linkUpIn(t, ns, peer) })
 	return host, peer
+}
+
+// linkDeadline bounds waits for links and daemons: generous, for a loaded
+// machine; passing is unaffected.
+const linkDeadline = 60 * time.Second
+
+// linkUpIn reports whether dev in namespace ns is operationally up.
+func linkUpIn(t *testing.T, ns, dev string) bool {
+	up := false
+	inNetns(t, ns, func() { up = linkUp(dev) })
+	return up
 }
 
 func configure(t *testing.T, ns, dev string, addrs ...string) {
