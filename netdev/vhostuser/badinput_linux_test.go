@@ -22,7 +22,7 @@ func checkForwards(t *testing.T, p *Port, f *fakeFrontend) {
 	if !tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{}) {
 		t.Fatal("tx ring full")
 	}
-	got := readAll(t, p, 1, time.Second)
+	got := readAll(t, p, 1, testDeadline)
 	if !bytes.Equal(got[0].Data(), frame) {
 		t.Fatal("frame differs")
 	}
@@ -148,7 +148,7 @@ func TestBadDescriptors(t *testing.T) {
 			}
 			f.negotiate(features, 1, 64)
 			of.negotiate(allFeatures, 1, 64)
-			waitFor(t, "running", time.Second, func() bool { return p.Running() && other.Running() })
+			waitFor(t, "running", testDeadline, func() bool { return p.Running() && other.Running() })
 			r := f.rings[1]
 			frame := append(make([]byte, 12), udpFrame(100, 1)...)
 			off := f.allocData(2048)
@@ -169,23 +169,23 @@ func TestBadDescriptors(t *testing.T) {
 					}
 					reader <- n
 				}()
-				waitFor(t, "the device dropped", time.Second, func() bool { return !p.Running() })
+				waitFor(t, "the device dropped", testDeadline, func() bool { return !p.Running() })
 				if c := p.Counters(); c.RingErrors != 1 {
 					t.Fatalf("counters %+v", c)
 				}
 				// The front-end sees its connection closed.
-				f.c.SetReadDeadline(time.Now().Add(time.Second))
+				f.c.SetReadDeadline(time.Now().Add(testDeadline))
 				if _, err := f.c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 					t.Fatalf("connection not closed: %v", err)
 				}
 			} else {
 				go p.Read(newPkts(4))
-				waitFor(t, "the chain returned", time.Second, func() bool { return r.usedIdx() == 1 || p.Stats().RxErrors > 0 })
+				waitFor(t, "the chain returned", testDeadline, func() bool { return r.usedIdx() == 1 || p.Stats().RxErrors > 0 })
 				if st := p.Stats(); st.RxErrors != 1 || st.RxPackets != 0 {
 					t.Fatalf("stats %+v", st)
 				}
 				if head < 64 {
-					waitFor(t, "the chain returned", time.Second, func() bool { return r.usedIdx() == 1 })
+					waitFor(t, "the chain returned", testDeadline, func() bool { return r.usedIdx() == 1 })
 					if id, l := r.usedEntry(0); id != uint32(head) || l != 0 {
 						t.Fatalf("used entry %d/%d", id, l)
 					}
@@ -207,7 +207,7 @@ func TestBadDescriptors(t *testing.T) {
 					if n != 1 {
 						t.Fatalf("Read got %d frames", n)
 					}
-				case <-time.After(time.Second):
+				case <-time.After(testDeadline):
 					t.Fatal("Read did not get the new device's frame")
 				}
 			}
@@ -233,7 +233,7 @@ func TestBadReceiveBuffers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f := listenPair(t, testConfig(t))
 			f.negotiate(allFeatures, 1, 64)
-			waitFor(t, "running", time.Second, p.Running)
+			waitFor(t, "running", testDeadline, p.Running)
 			r := f.rings[0]
 			r.free = r.free[:len(r.free)-1]
 			tc.build(f, r)
@@ -245,7 +245,7 @@ func TestBadReceiveBuffers(t *testing.T) {
 			if p.Counters().RingErrors != 1 || p.Stats().TxDropped != 1 {
 				t.Fatalf("counters %+v", p.Counters())
 			}
-			waitFor(t, "the device dropped", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+			waitFor(t, "the device dropped", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 		})
 	}
 }
@@ -338,7 +338,7 @@ func TestBadMessages(t *testing.T) {
 			if tc.cut {
 				f.c.CloseWrite()
 			}
-			f.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			f.c.SetReadDeadline(time.Now().Add(testDeadline))
 			for {
 				if _, err := f.c.Read(make([]byte, 64)); err != nil {
 					if !errors.Is(err, io.EOF) && !errors.Is(err, unix.ECONNRESET) {
@@ -347,7 +347,7 @@ func TestBadMessages(t *testing.T) {
 					break
 				}
 			}
-			waitFor(t, "the protocol error counted", time.Second, func() bool { return p.Counters().ProtocolErrors == 1 })
+			waitFor(t, "the protocol error counted", testDeadline, func() bool { return p.Counters().ProtocolErrors == 1 })
 			// The port serves the next front-end.
 			checkForwards(t, p, reconnectFrontend(t, p))
 		})
@@ -359,7 +359,7 @@ func TestBadMessages(t *testing.T) {
 func TestGuestMemoryFault(t *testing.T) {
 	p, f := listenPair(t, testConfig(t))
 	f.negotiate(allFeatures, 1, 64)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	frame := udpFrame(1000, 1)
 	f.dataPos = fakeMemSize - 4096
 	f.rings[1].tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
@@ -371,8 +371,8 @@ func TestGuestMemoryFault(t *testing.T) {
 		_, err := p.Read(newPkts(4))
 		done <- err
 	}()
-	waitFor(t, "the fault counted", 2*time.Second, func() bool { return p.Counters().Faults == 1 })
-	waitFor(t, "the device dropped", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+	waitFor(t, "the fault counted", testDeadline, func() bool { return p.Counters().Faults == 1 })
+	waitFor(t, "the device dropped", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 	p.Close()
 	if err := <-done; err == nil {
 		t.Fatal("Read returned no error after Close")

@@ -42,7 +42,7 @@ func benchPair(b *testing.B, cfg Config) (*Port, *fakeFrontend) {
 	b.Helper()
 	p, f := listenPair(b, cfg)
 	f.negotiate(allFeatures, 1, 1024)
-	waitFor(b, "running", time.Second, p.Running)
+	waitFor(b, "running", testDeadline, p.Running)
 	return p, f
 }
 

@@ -99,7 +99,7 @@ func reconnectFrontend(tb testing.TB, p *Port) *fakeFrontend {
 	}
 	f := newFakeFrontend(tb, c)
 	f.negotiate(allFeatures, 1, 64)
-	waitFor(tb, "running again", time.Second, p.Running)
+	waitFor(tb, "running again", testDeadline, p.Running)
 	return f
 }
 
@@ -155,7 +155,7 @@ func (f *fakeFrontend) send(req request, flags uint32, payload []byte, fds []int
 	if !reply {
 		return nil, nil
 	}
-	f.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	f.c.SetReadDeadline(time.Now().Add(testDeadline))
 	defer f.c.SetReadDeadline(time.Time{})
 	var h [hdrLen]byte
 	if _, err := io.ReadFull(f.c, h[:]); err != nil {
@@ -246,6 +246,21 @@ func (f *fakeFrontend) negotiate(features uint64, pairs, num int) {
 	for i := range 2 * pairs {
 		f.setupRing(i, num)
 	}
+}
+
+// waitReady waits until every ring f has set up is ready on p. Without
+// REPLY_ACK the port handles f's messages after f has sent them, and
+// Running holds as soon as one ring is ready.
+func (f *fakeFrontend) waitReady(p *Port) {
+	f.tb.Helper()
+	waitFor(f.tb, "every ring ready", testDeadline, func() bool {
+		for i := range f.rings {
+			if !p.rings[i].ready.Load() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (f *fakeFrontend) hdrLen() int {

@@ -37,6 +37,11 @@ func testConfig(t testing.TB) Config {
 	return cfg
 }
 
+// testDeadline bounds what a test waits for: generous, for a loaded
+// machine (the port's goroutines may not run for a while); passing is
+// unaffected.
+const testDeadline = 60 * time.Second
+
 // waitFor polls cond until it holds or d passes.
 func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
@@ -145,13 +150,13 @@ func sleepingRead(t *testing.T, p *Port, tx *fakeRing) <-chan int {
 	t.Helper()
 	frame := udpFrame(80, 1)
 	tx.tx(hdrFor(tx.f, packet.Offload{}, len(frame)), frame, txLayout{})
-	readWithin(t, p, newPkts(8), time.Second)
+	readWithin(t, p, newPkts(8), testDeadline)
 	done := make(chan int, 1)
 	go func() {
 		n, _ := p.Read(newPkts(8))
 		done <- n
 	}()
-	waitFor(t, "the reader asleep", time.Second, func() bool { return p.sleeping.Load() })
+	waitFor(t, "the reader asleep", testDeadline, func() bool { return p.sleeping.Load() })
 	return done
 }
 
@@ -166,7 +171,7 @@ func kickWakes(t *testing.T, tx *fakeRing, done <-chan int) {
 		if n != 1 {
 			t.Fatalf("woke with %d frames", n)
 		}
-	case <-time.After(time.Second):
+	case <-time.After(testDeadline):
 		t.Fatal("the kick did not wake Read")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/govs/govs/datapath/packet"
 )
@@ -18,7 +17,7 @@ func TestPackedRingWraps(t *testing.T) {
 		t.Run(fmt.Sprintf("%#x", features), func(t *testing.T) {
 			p, f := listenPair(t, testConfig(t))
 			f.negotiate(features, 1, 16)
-			waitFor(t, "running", time.Second, p.Running)
+			waitFor(t, "running", testDeadline, p.Running)
 			tx, rx := f.rings[1], f.rings[0]
 			var sent [][]byte
 			for round := range 40 {
@@ -30,7 +29,7 @@ func TestPackedRingWraps(t *testing.T) {
 					}
 					batch = append(batch, frame)
 				}
-				got := readAll(t, p, len(batch), time.Second)
+				got := readAll(t, p, len(batch), testDeadline)
 				for i, g := range got {
 					if !bytes.Equal(g.Data(), batch[i]) {
 						t.Fatalf("round %d frame %d differs", round, i)
@@ -93,7 +92,7 @@ func TestPackedNotifications(t *testing.T) {
 			}
 			p, f := listenPair(t, testConfig(t))
 			f.negotiate(features, 1, 64)
-			waitFor(t, "running", time.Second, p.Running)
+			waitFor(t, "running", testDeadline, p.Running)
 			tx, rx := f.rings[1], f.rings[0]
 			if _, fl := rx.packedDeviceEvent(); fl != ringEventFlagsDisable {
 				t.Fatalf("receive ring asks for kicks: %d", fl)
@@ -146,7 +145,7 @@ func TestPackedZeroCopy(t *testing.T) {
 	for i := range 6 {
 		sendUDP(t, f, 1500, uint16(i), txLayout{pieces: 1})
 	}
-	pkts := readAll(t, p, 6, time.Second)
+	pkts := readAll(t, p, 6, testDeadline)
 	for _, pk := range pkts {
 		if pk.Ext() == nil {
 			t.Fatal("a full-size frame was copied")
@@ -159,11 +158,11 @@ func TestPackedZeroCopy(t *testing.T) {
 	resetAll(pkts[3:6])
 	go p.Read(newPkts(1))
 	got := 0
-	waitFor(t, "3 buffers back", time.Second, func() bool { got += tx.reclaim(); return got == 3 })
+	waitFor(t, "3 buffers back", testDeadline, func() bool { got += tx.reclaim(); return got == 3 })
 	resetAll(pkts[:3])
 	frame := udpFrame(70, 9)
 	tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
-	waitFor(t, "all buffers back", time.Second, func() bool { got += tx.reclaim(); return got == 7 })
+	waitFor(t, "all buffers back", testDeadline, func() bool { got += tx.reclaim(); return got == 7 })
 	if tx.freeDescs != tx.num {
 		t.Fatalf("%d descriptors free of %d", tx.freeDescs, tx.num)
 	}
@@ -214,20 +213,20 @@ func TestPackedBadDescriptors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f := listenPair(t, testConfig(t))
 			f.negotiate(packedFeatures, 1, 16)
-			waitFor(t, "running", time.Second, p.Running)
+			waitFor(t, "running", testDeadline, p.Running)
 			r := f.rings[1]
 			n := tc.build(f, r)
 			r.makeAvailPacked(n, 7)
 			r.kickNow()
 			go p.Read(newPkts(4))
 			if tc.breaking {
-				waitFor(t, "the device dropped", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+				waitFor(t, "the device dropped", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 				if c := p.Counters(); c.RingErrors != 1 {
 					t.Fatalf("counters %+v", c)
 				}
 				return
 			}
-			waitFor(t, "the frame dropped", time.Second, func() bool { return p.Stats().RxErrors == 1 })
+			waitFor(t, "the frame dropped", testDeadline, func() bool { return p.Stats().RxErrors == 1 })
 			if got := r.reclaim(); got != 1 || r.freeDescs != r.num {
 				t.Fatalf("%d buffers back, %d descriptors free", got, r.freeDescs)
 			}

@@ -47,14 +47,14 @@ func TestClientReconnect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln.SetDeadline(time.Now().Add(2 * time.Second))
+		ln.SetDeadline(time.Now().Add(testDeadline))
 		c, err := ln.AcceptUnix()
 		if err != nil {
 			t.Fatalf("round %d: the port did not connect: %v", round, err)
 		}
 		f := newFakeFrontend(t, c)
 		f.negotiate(allFeatures, 1, 64)
-		waitFor(t, "running", time.Second, p.Running)
+		waitFor(t, "running", testDeadline, p.Running)
 		frame := udpFrame(300, uint16(round))
 		f.rings[1].tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
 		select {
@@ -62,7 +62,7 @@ func TestClientReconnect(t *testing.T) {
 			if !bytes.Equal(got, frame) {
 				t.Fatalf("round %d: frame differs", round)
 			}
-		case <-time.After(time.Second):
+		case <-time.After(testDeadline):
 			t.Fatalf("round %d: no frame", round)
 		}
 		// The VM goes away (QEMU restarting): the device stops, the
@@ -70,7 +70,7 @@ func TestClientReconnect(t *testing.T) {
 		ln.Close()
 		os.Remove(path)
 		c.Close()
-		waitFor(t, "disconnected", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+		waitFor(t, "disconnected", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 		if p.Running() {
 			t.Fatal("running without a connection")
 		}
@@ -90,10 +90,10 @@ func TestClientReconnect(t *testing.T) {
 func TestServerReconnectAndClose(t *testing.T) {
 	p, f := listenPair(t, testConfig(t))
 	f.negotiate(allFeatures, 1, 64)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	checkForwards(t, p, f)
 	f.c.Close()
-	waitFor(t, "disconnected", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+	waitFor(t, "disconnected", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 	checkForwards(t, p, reconnectFrontend(t, p))
 	// Close under a blocked Read and with buffers in flight: Read
 	// returns ErrClosed, the socket file goes away.
@@ -102,7 +102,7 @@ func TestServerReconnectAndClose(t *testing.T) {
 		_, err := p.Read(newPkts(4))
 		done <- err
 	}()
-	waitFor(t, "the reader asleep", time.Second, func() bool { return p.sleeping.Load() })
+	waitFor(t, "the reader asleep", testDeadline, func() bool { return p.sleeping.Load() })
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestServerReconnectAndClose(t *testing.T) {
 		if err != netdev.ErrClosed {
 			t.Fatalf("Read: %v", err)
 		}
-	case <-time.After(time.Second):
+	case <-time.After(testDeadline):
 		t.Fatal("Read still blocked after Close")
 	}
 	if _, err := os.Stat(p.path); !os.IsNotExist(err) {

@@ -98,11 +98,11 @@ func TestTestpmdForward(t *testing.T) {
 			in, tpRx, p1, p2, stop := testpmdPath(t, cfg, tc.vdev)
 			tpTx := startTestpmd(t, in, "txonly", false, tc.vdev, "--txpkts="+tc.size)
 			if tc.vdev != "" {
-				waitFor(t, "packed rings", 30*time.Second, func() bool {
+				waitFor(t, "packed rings", testDeadline, func() bool {
 					return p1.guestFeat.Load()&(1<<featRingPacked) != 0 && p2.guestFeat.Load()&(1<<featRingPacked) != 0
 				})
 			}
-			waitFor(t, "traffic", 30*time.Second, func() bool { return p1.Stats().RxPackets > 100000 })
+			waitFor(t, "traffic", testDeadline, func() bool { return p1.Stats().RxPackets > 100000 })
 			time.Sleep(time.Second)
 			tpTx.Stop()
 			read := settled(t, func() uint64 { return p1.Stats().RxPackets })
@@ -162,7 +162,7 @@ func testpmdPath(t *testing.T, cfg1 Config, vdev string) (in string, tpRx *testp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p2.Close() })
-	waitFor(t, "testpmd rxonly to connect", 30*time.Second, p2.Running)
+	waitFor(t, "testpmd rxonly to connect", testDeadline, p2.Running)
 	return in, tpRx, p1, p2, forwarder(p1, p2)
 }
 
@@ -173,20 +173,20 @@ func TestTestpmdReconnect(t *testing.T) {
 	in, tpRx, p1, p2, stop := testpmdPath(t, e2eConfig(t), "")
 	out := filepath.Join(filepath.Dir(in), "out.sock")
 	tpTx := startTestpmd(t, in, "txonly", false, "")
-	waitFor(t, "traffic", 30*time.Second, func() bool { return p2.Stats().TxPackets > 50000 })
+	waitFor(t, "traffic", testDeadline, func() bool { return p2.Stats().TxPackets > 50000 })
 
 	tpRx.Stop()
 	first, _, err := tpRx.Totals()
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the port to see testpmd go", 5*time.Second, func() bool { return !p2.Running() })
-	waitFor(t, "frames dropped without a device", 5*time.Second, func() bool { return p2.Counters().TxNoDeviceDrops > 0 })
+	waitFor(t, "the port to see testpmd go", testDeadline, func() bool { return !p2.Running() })
+	waitFor(t, "frames dropped without a device", testDeadline, func() bool { return p2.Counters().TxNoDeviceDrops > 0 })
 	before := p2.Stats().TxPackets
 
 	tpRx2 := startTestpmd(t, out, "rxonly", true, "")
-	waitFor(t, "the port to reconnect", 30*time.Second, p2.Running)
-	waitFor(t, "traffic to the new testpmd", 30*time.Second, func() bool { return p2.Stats().TxPackets > before+50000 })
+	waitFor(t, "the port to reconnect", testDeadline, p2.Running)
+	waitFor(t, "traffic to the new testpmd", testDeadline, func() bool { return p2.Stats().TxPackets > before+50000 })
 	tpTx.Stop()
 	read := settled(t, func() uint64 { return p1.Stats().RxPackets })
 	settled(t, func() uint64 { return p2.Stats().TxPackets })
@@ -229,7 +229,7 @@ func TestTestpmdCloseUnderTraffic(t *testing.T) {
 	in, tpRx, p1, p2, stop := testpmdPath(t, e2eConfig(t), "")
 	p1.SetZeroCopy(true)
 	tpTx := startTestpmd(t, in, "txonly", false, "", "--txpkts=1024")
-	waitFor(t, "traffic", 30*time.Second, func() bool { return p2.Stats().TxPackets > 50000 })
+	waitFor(t, "traffic", testDeadline, func() bool { return p2.Stats().TxPackets > 50000 })
 	if err := p2.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestTestpmdCloseUnderTraffic(t *testing.T) {
 	go func() { stop(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testDeadline):
 		t.Fatal("the forwarder did not end after Close")
 	}
 	for _, tp := range []*testpmd.Process{tpTx, tpRx} {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
@@ -73,7 +72,7 @@ func TestNegotiation(t *testing.T) {
 			} else {
 				f.negotiate(tc.features, 1, 64)
 			}
-			waitFor(t, "the device running", time.Second, p.Running)
+			f.waitReady(p)
 			st := p.Status()
 			if st["status"] != "connected" || st["features"] != fmt.Sprintf("0x%016x", f.features) ||
 				st["n_rxq"] != "1" || st["n_txq"] != "1" || st["mode"] != "server" || st["vring_1_size"] != "64" {
@@ -88,7 +87,7 @@ func TestNegotiation(t *testing.T) {
 			frame := udpFrame(200, 1)
 			f.rings[1].tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
 			pkts := newPkts(4)
-			if n := readWithin(t, p, pkts, time.Second); n != 1 || !bytes.Equal(pkts[0].Data(), frame) {
+			if n := readWithin(t, p, pkts, testDeadline); n != 1 || !bytes.Equal(pkts[0].Data(), frame) {
 				t.Fatalf("read %d frames, %x", n, pkts[0].Data())
 			}
 			f.rings[0].postRx(4, 2048, txLayout{})
@@ -127,7 +126,7 @@ func TestReplyAck(t *testing.T) {
 func TestMemTableTranslation(t *testing.T) {
 	p, f := listenPair(t, testConfig(t))
 	f.negotiate(allFeatures, 1, 256)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	tx, rx := f.rings[1], f.rings[0]
 	// Buffers straddling the two regions: contiguous to the guest, apart
 	// in the front-end's address space and in the file.
@@ -135,7 +134,7 @@ func TestMemTableTranslation(t *testing.T) {
 	frame := udpFrame(1400, 2)
 	tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
 	pkts := newPkts(1)
-	if readWithin(t, p, pkts, time.Second) != 1 || !bytes.Equal(pkts[0].Data(), frame) {
+	if readWithin(t, p, pkts, testDeadline) != 1 || !bytes.Equal(pkts[0].Data(), frame) {
 		t.Fatal("frame across regions read wrong")
 	}
 	f.dataPos = f.regions[1].off - 500
@@ -151,7 +150,7 @@ func TestMemTableTranslation(t *testing.T) {
 	// regions again): the rings are remapped and keep their indexes.
 	f.sendMemTable()
 	tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
-	if readWithin(t, p, pkts, time.Second) != 1 {
+	if readWithin(t, p, pkts, testDeadline) != 1 {
 		t.Fatal("no frame after a new memory table")
 	}
 	if tx.reclaim() != 2 {
@@ -186,14 +185,14 @@ func TestDequeue(t *testing.T) {
 			t.Run(layout.name+"/"+tc.name, func(t *testing.T) {
 				p, f := listenPair(t, testConfig(t))
 				f.negotiate(allFeatures|layout.features, 1, 256)
-				waitFor(t, "running", time.Second, p.Running)
+				waitFor(t, "running", testDeadline, p.Running)
 				r := f.rings[1]
 				for range 3 {
 					if !r.tx(hdrFor(f, tc.o, len(tc.frame)), tc.frame, tc.lay) {
 						t.Fatal("ring full")
 					}
 				}
-				got := readAll(t, p, 3, time.Second)
+				got := readAll(t, p, 3, testDeadline)
 				for _, pk := range got {
 					if !bytes.Equal(pk.Data(), tc.frame) {
 						t.Fatalf("frame of %d bytes differs", pk.Len())
@@ -257,7 +256,7 @@ func TestEnqueue(t *testing.T) {
 			t.Run(layout.name+"/"+tc.name, func(t *testing.T) {
 				p, f := listenPair(t, testConfig(t))
 				f.negotiate(tc.features|layout.features, 1, 256)
-				waitFor(t, "running", time.Second, p.Running)
+				waitFor(t, "running", testDeadline, p.Running)
 				r := f.rings[0]
 				r.postRx(200, tc.bufSize, tc.lay)
 				pkts := []*packet.Packet{pktWith(tc.frame, tc.o), pktWith(tc.frame, tc.o)}
@@ -317,7 +316,7 @@ func TestEnqueue(t *testing.T) {
 func TestEnqueueTooBigWithoutMergeable(t *testing.T) {
 	p, f := listenPair(t, testConfig(t))
 	f.negotiate(allFeatures&^(1<<featNetMrgRxbuf), 1, 64)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	r := f.rings[0]
 	r.postRx(4, 1000, txLayout{})
 	big, small := pktWith(udpFrame(1514, 1), packet.Offload{}), pktWith(udpFrame(500, 1), packet.Offload{})
@@ -344,7 +343,7 @@ func TestEventIdx(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, f := listenPair(t, testConfig(t))
 			f.negotiate(tc.features, 1, 256)
-			waitFor(t, "running", time.Second, p.Running)
+			waitFor(t, "running", testDeadline, p.Running)
 			eventIdx := tc.features&(1<<featRingEventIdx) != 0
 			rx, tx := f.rings[0], f.rings[1]
 			rx.postRx(100, 2048, txLayout{})
@@ -396,14 +395,14 @@ func TestMultiqueue(t *testing.T) {
 	cfg.MaxQueuePairs = 4
 	p, f := listenPair(t, cfg)
 	f.negotiate(allFeatures, 4, 128)
-	waitFor(t, "running", time.Second, func() bool { return p.Status()["n_rxq"] == "4" })
+	waitFor(t, "running", testDeadline, func() bool { return p.Status()["n_rxq"] == "4" })
 	for q := range 4 {
 		for i := range 5 {
 			frame := udpFrame(100, uint16(q*100+i))
 			f.rings[2*q+1].tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
 		}
 	}
-	got := readAll(t, p, 20, time.Second)
+	got := readAll(t, p, 20, testDeadline)
 	if len(got) != 20 {
 		t.Fatalf("read %d", len(got))
 	}
@@ -456,13 +455,13 @@ func TestMultiqueue(t *testing.T) {
 func TestGetVringBase(t *testing.T) {
 	p, f := listenPair(t, testConfig(t))
 	f.negotiate(allFeatures, 1, 64)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	tx, rx := f.rings[1], f.rings[0]
 	frame := udpFrame(100, 1)
 	for range 5 {
 		tx.tx(hdrFor(f, packet.Offload{}, len(frame)), frame, txLayout{})
 	}
-	readAll(t, p, 5, time.Second)
+	readAll(t, p, 5, testDeadline)
 	r := f.must(reqGetVringBase, vringState(1, 0))
 	if idx, num := binary.LittleEndian.Uint32(r), binary.LittleEndian.Uint32(r[4:]); idx != 1 || num != 5 {
 		t.Fatalf("GET_VRING_BASE: ring %d base %d", idx, num)
@@ -485,7 +484,7 @@ func TestGetVringBase(t *testing.T) {
 	rx.kick, _ = dupEventfd(t)
 	tx.start(5)
 	rx.start(0)
-	if got := readAll(t, p, 1, time.Second); len(got) != 1 || !bytes.Equal(got[0].Data(), frame) {
+	if got := readAll(t, p, 1, testDeadline); len(got) != 1 || !bytes.Equal(got[0].Data(), frame) {
 		t.Fatal("no frame after restart")
 	}
 }
@@ -497,7 +496,7 @@ func TestTxRetries(t *testing.T) {
 			cfg.TxRetriesMax = retries
 			p, f := listenPair(t, cfg)
 			f.negotiate(allFeatures, 1, 64)
-			waitFor(t, "running", time.Second, p.Running)
+			waitFor(t, "running", testDeadline, p.Running)
 			f.rings[0].postRx(4, 2048, txLayout{})
 			pkts := newPkts(10)
 			for _, pk := range pkts {

@@ -28,7 +28,7 @@ func zcPair(t *testing.T, features uint64, num int) (*Port, *fakeFrontend) {
 	cfg.ZeroCopy = true
 	p, f := listenPair(t, cfg)
 	f.negotiate(features, 1, num)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	return p, f
 }
 
@@ -46,7 +46,7 @@ func sendUDP(t *testing.T, f *fakeFrontend, size int, sport uint16, lay txLayout
 func readZeroCopy(t *testing.T, p *Port) *packet.Packet {
 	t.Helper()
 	pkts := newPkts(1)
-	if readWithin(t, p, pkts, time.Second) != 1 || pkts[0].Ext() == nil {
+	if readWithin(t, p, pkts, testDeadline) != 1 || pkts[0].Ext() == nil {
 		t.Fatal("no zero-copy frame")
 	}
 	return pkts[0]
@@ -82,7 +82,7 @@ func TestZeroCopyForward(t *testing.T) {
 	fs.negotiate(allFeatures, 1, 64)
 	dst, fd := listenPair(t, testConfig(t))
 	fd.negotiate(allFeatures, 1, 256)
-	waitFor(t, "running", time.Second, func() bool { return src.Running() && dst.Running() })
+	waitFor(t, "running", testDeadline, func() bool { return src.Running() && dst.Running() })
 	if st := src.Status(); st["dq-zero-copy-active"] != "true" {
 		t.Fatalf("status %v", st)
 	}
@@ -99,7 +99,7 @@ func TestZeroCopyForward(t *testing.T) {
 	// Full-size frames: their tails stay in guest memory, their
 	// descriptors out until the packets are reset.
 	pkts := newPkts(32)
-	n := readWithin(t, src, pkts, time.Second)
+	n := readWithin(t, src, pkts, testDeadline)
 	if n != 10 {
 		t.Fatalf("read %d", n)
 	}
@@ -131,9 +131,9 @@ func TestZeroCopyForward(t *testing.T) {
 	// The releases wake the waiting reader, which gives the descriptors
 	// back.
 	go src.Read(newPkts(1))
-	waitFor(t, "the reader waiting", time.Second, src.sleeping.Load)
+	waitFor(t, "the reader waiting", testDeadline, src.sleeping.Load)
 	resetAll(pkts[:n])
-	waitFor(t, "descriptors returned", time.Second, func() bool { return tx.usedIdx() == 10 })
+	waitFor(t, "descriptors returned", testDeadline, func() bool { return tx.usedIdx() == 10 })
 	got, err := rx.recv()
 	if err != nil || len(got) != 10 {
 		t.Fatalf("guest got %d, %v", len(got), err)
@@ -155,7 +155,7 @@ func TestZeroCopyLinearize(t *testing.T) {
 	src, fs := zcPair(t, allFeatures, 64)
 	dst, fd := listenPair(t, testConfig(t))
 	fd.negotiate(allFeatures&^(1<<featNetGuestCsum|1<<featNetGuestTSO4|1<<featNetGuestTSO6), 1, 64)
-	waitFor(t, "running", time.Second, dst.Running)
+	waitFor(t, "running", testDeadline, dst.Running)
 	c := tcpFrame(false, 1400)
 	frame, o := c.Partial()
 	tx, rx := fs.rings[1], fd.rings[0]
@@ -172,7 +172,7 @@ func TestZeroCopyLinearize(t *testing.T) {
 		t.Fatal("frame not linearized")
 	}
 	go src.Read(newPkts(1))
-	waitFor(t, "the descriptor returned", time.Second, func() bool { return tx.usedIdx() == 1 })
+	waitFor(t, "the descriptor returned", testDeadline, func() bool { return tx.usedIdx() == 1 })
 	got, err := rx.recv()
 	if err != nil || len(got) != 1 {
 		t.Fatalf("guest got %d, %v", len(got), err)
@@ -198,7 +198,7 @@ func (h *heapTail) ReleaseExternal()             { h.releases++ }
 func TestWriteExternalTail(t *testing.T) {
 	p, f := listenPair(t, testConfig(t))
 	f.negotiate(allFeatures, 1, 64)
-	waitFor(t, "running", time.Second, p.Running)
+	waitFor(t, "running", testDeadline, p.Running)
 	frame := udpFrame(1000, 1)
 	var h heapTail
 	pk := packet.New()
@@ -227,11 +227,11 @@ func TestZeroCopyBoundsAndFallbacks(t *testing.T) {
 		sendUDP(t, f, 1500, uint16(i), txLayout{})
 	}
 	held := newPkts(32)
-	if n := readWithin(t, p, held, time.Second); n != 32 {
+	if n := readWithin(t, p, held, testDeadline); n != 32 {
 		t.Fatalf("read %d", n)
 	}
 	more := newPkts(32)
-	if n := readWithin(t, p, more, time.Second); n != 8 {
+	if n := readWithin(t, p, more, testDeadline); n != 8 {
 		t.Fatalf("read %d", n)
 	}
 	for i, pk := range more[:8] {
@@ -255,14 +255,14 @@ func TestZeroCopyBoundsAndFallbacks(t *testing.T) {
 	tx.reclaim()
 	short := sendUDP(t, f, 100, 1, txLayout{})
 	frag := sendUDP(t, f, 1500, 2, txLayout{pieces: 3})
-	pkts := readAll(t, p, 2, time.Second)
+	pkts := readAll(t, p, 2, testDeadline)
 	if pkts[0].Ext() != nil || pkts[1].Ext() != nil ||
 		!bytes.Equal(pkts[0].Data(), short) || !bytes.Equal(pkts[1].Data(), frag) {
 		t.Fatal("short or fragmented frames")
 	}
 	p.SetZeroCopy(false)
 	sendUDP(t, f, 1500, 3, txLayout{})
-	if n := readWithin(t, p, pkts[:1], time.Second); n != 1 || pkts[0].Ext() != nil {
+	if n := readWithin(t, p, pkts[:1], testDeadline); n != 1 || pkts[0].Ext() != nil {
 		t.Fatal("zero copy after SetZeroCopy(false)")
 	}
 	if st := p.Status(); st["dq-zero-copy"] != "false" || st["dq-zero-copy-active"] != "false" {
@@ -296,7 +296,7 @@ func TestZeroCopyReleaseOnce(t *testing.T) {
 	}
 	b.Reset()
 	go p.Read(newPkts(1))
-	waitFor(t, "both descriptors returned", time.Second, func() bool { return tx.usedIdx() == 2 })
+	waitFor(t, "both descriptors returned", testDeadline, func() bool { return tx.usedIdx() == 2 })
 	if r := mem.refs.Load(); r != refs {
 		t.Fatalf("%d references to the memory, want %d", r, refs)
 	}
@@ -319,7 +319,7 @@ func TestZeroCopyOutlivesDevice(t *testing.T) {
 		t.Fatalf("base %x", r)
 	}
 	f.c.Close()
-	waitFor(t, "disconnected", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+	waitFor(t, "disconnected", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 	if !bytes.Equal(wholeFrame(pk), frame) {
 		t.Fatal("frame changed after the device went")
 	}
@@ -339,7 +339,7 @@ func TestZeroCopySourceFault(t *testing.T) {
 	src, fs := zcPair(t, allFeatures, 64)
 	dst, fd := listenPair(t, testConfig(t))
 	fd.negotiate(allFeatures, 1, 64)
-	waitFor(t, "running", time.Second, dst.Running)
+	waitFor(t, "running", testDeadline, dst.Running)
 	pk, _ := frameAtMemEnd(t, src, fs)
 	if err := unix.Ftruncate(fs.memfd, fakeRingArea); err != nil {
 		t.Fatal(err)
@@ -386,7 +386,7 @@ func TestZeroCopyCopyFault(t *testing.T) {
 	if c := p.Counters(); c.Faults != 1 {
 		t.Fatalf("counters %+v", c)
 	}
-	waitFor(t, "the device dropped", time.Second, func() bool { return p.Status()["status"] == "disconnected" })
+	waitFor(t, "the device dropped", testDeadline, func() bool { return p.Status()["status"] == "disconnected" })
 	if d := pk.Data(); len(d) != len(frame) || pk.Ext() != nil {
 		t.Fatalf("Data: %d bytes, tail %d", len(d), len(pk.Ext()))
 	}
@@ -421,5 +421,5 @@ func TestZeroCopyOrphanSlotReuse(t *testing.T) {
 		t.Fatalf("the orphan's release returned a descriptor of the new ring (used %d)", u)
 	}
 	b.Reset()
-	waitFor(t, "the new frame's descriptor returned", time.Second, func() bool { return tx.usedIdx() == 1 })
+	waitFor(t, "the new frame's descriptor returned", testDeadline, func() bool { return tx.usedIdx() == 1 })
 }
