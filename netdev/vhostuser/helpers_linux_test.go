@@ -45,13 +45,22 @@ const testDeadline = 60 * time.Second
 // waitFor polls cond until it holds or d passes.
 func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	if !eventually(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
+	}
+}
+
+// eventually polls cond until it holds (true) or d passes (false), for a
+// test that reports the failure itself.
+func eventually(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return true
 }
 
 func newPkts(n int) []*packet.Packet {

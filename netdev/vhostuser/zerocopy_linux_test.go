@@ -416,6 +416,8 @@ func TestZeroCopyOrphanSlotReuse(t *testing.T) {
 		t.Fatalf("the orphan's release left %d references, want %d", r, refs-1)
 	}
 	go p.Read(newPkts(1))
+	// Something that must not happen has no condition to wait on: the
+	// pause gives a wrong release the time to show.
 	time.Sleep(50 * time.Millisecond)
 	if u := tx.usedIdx(); u != 0 || !bytes.Equal(wholeFrame(b), frame) {
 		t.Fatalf("the orphan's release returned a descriptor of the new ring (used %d)", u)

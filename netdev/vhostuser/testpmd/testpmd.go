@@ -181,6 +181,54 @@ func (p *Process) WaitOutput(re string, d time.Duration) bool {
 	return false
 }
 
+var nicRxRe = regexp.MustCompile(`NIC statistics for port 0\s+#+\s+RX-packets:\s*(\d+)`)
+
+// nicRx returns RX-packets of every periodic statistics block (--stats-period
+// 1: one a second) testpmd has printed so far, oldest first.
+func (p *Process) nicRx() []uint64 {
+	var rx []uint64
+	for _, m := range nicRxRe.FindAllStringSubmatch(p.Output(), -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		rx = append(rx, n)
+	}
+	return rx
+}
+
+// WaitRx waits up to d until testpmd's periodic statistics show at least
+// n frames received, and returns the last count it saw.
+func (p *Process) WaitRx(n uint64, d time.Duration) (uint64, bool) {
+	var last uint64
+	ok := p.waitStats(d, func(rx []uint64) bool {
+		last = rx[len(rx)-1]
+		return last >= n
+	})
+	return last, ok
+}
+
+// WaitRxSettled waits up to d until two periodic statistics blocks printed
+// after the call show the same RX-packets: for a whole statistics period,
+// nothing was left for testpmd to receive.
+func (p *Process) WaitRxSettled(d time.Duration) bool {
+	seen := len(p.nicRx())
+	return p.waitStats(d, func(rx []uint64) bool {
+		rx = rx[seen:]
+		return len(rx) >= 2 && rx[len(rx)-1] == rx[len(rx)-2]
+	})
+}
+
+func (p *Process) waitStats(d time.Duration, cond func(rx []uint64) bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if rx := p.nicRx(); len(rx) > 0 && cond(rx) {
+			return true
+		}
+		if time.Now().After(deadline) || p.Exited() {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond) // polling the output testpmd prints once a second
+	}
+}
+
 // Totals returns RX-packets and TX-packets of the final statistics, which
 // testpmd prints when stopped.
 func (p *Process) Totals() (rx, tx uint64, err error) {
