@@ -128,7 +128,7 @@ func ovsdbExpectLines(t *testing.T, who string, lines <-chan string, want ...str
 			if l != w {
 				t.Fatalf("%s: got %q, want %q", who, l, w)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(vswTimeout):
 			t.Fatalf("%s: timed out waiting for %q", who, w)
 		}
 	}
@@ -252,7 +252,7 @@ func TestOvsdbMonitorCondSinceFound(t *testing.T) {
 	// The first client got the same changes as update3 notifications.
 	seen := map[string]bool{}
 	for len(seen) < 2 {
-		m := c.recv(10 * time.Second)
+		m := c.recv(vswTimeout)
 		if m == nil {
 			t.Fatalf("no update3; saw %v", seen)
 		}

@@ -157,7 +157,7 @@ func (p *ovsdbProc) start() {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		p.t.Fatalf("%s ovsdb-server failed to start: %v\n%s\nlog:\n%s", p.kind, err, out, p.readLog())
 	}
-	ovsdbWait(p.t, 10*time.Second, "socket "+p.sock, func() bool {
+	ovsdbWait(p.t, vswTimeout, "socket "+p.sock, func() bool {
 		c, err := net.Dial("unix", p.sock)
 		if err == nil {
 			c.Close()
@@ -383,7 +383,7 @@ func (r *ovsdbRawConn) call(method string, params any, id any) map[string]any {
 	b, _ := json.Marshal(map[string]any{"method": method, "params": params, "id": id})
 	r.send(string(b))
 	for {
-		m := r.recv(10 * time.Second)
+		m := r.recv(vswTimeout)
 		if m == nil {
 			r.t.Fatalf("no reply to %s", b)
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // ovsdbStep is one ovs-vsctl invocation of a differential test. "{PORT}" in
@@ -144,7 +143,7 @@ func TestOvsdbManagerRemote(t *testing.T) {
 	p.mustVsctl("init")
 	port := ovsdbFreePort(t)
 	p.mustVsctl("set-manager", fmt.Sprintf("ptcp:%d:127.0.0.1", port))
-	ovsdbWait(t, 10*time.Second, "manager listener to open", func() bool { return ovsdbPortOpen(port) })
+	ovsdbWait(t, vswTimeout, "manager listener to open", func() bool { return ovsdbPortOpen(port) })
 
 	// A client over TCP sees the same database.
 	r := ovsdbRun(ovsdbVsctl, fmt.Sprintf("--db=tcp:127.0.0.1:%d", port), "--no-wait", "add-br", "brtcp")
@@ -154,13 +153,13 @@ func TestOvsdbManagerRemote(t *testing.T) {
 	if out := p.mustVsctl("list-br"); out != "brtcp\n" {
 		t.Fatalf("list-br: %q", out)
 	}
-	ovsdbWait(t, 10*time.Second, "Manager status", func() bool {
+	ovsdbWait(t, vswTimeout, "Manager status", func() bool {
 		out := p.mustVsctl("get", "Manager", ".", "status:bound_port")
 		return strings.TrimSpace(out) == fmt.Sprintf(`"%d"`, port)
 	})
 
 	p.mustVsctl("del-manager")
-	ovsdbWait(t, 10*time.Second, "manager listener to close", func() bool { return !ovsdbPortOpen(port) })
+	ovsdbWait(t, vswTimeout, "manager listener to close", func() bool { return !ovsdbPortOpen(port) })
 
 	// Unixctl remotes.
 	if r := p.appctl("ovsdb-server/list-remotes"); r.stdout != "db:Open_vSwitch,Open_vSwitch,manager_options\npunix:"+p.sock+"\n" {
@@ -170,11 +169,11 @@ func TestOvsdbManagerRemote(t *testing.T) {
 	if r := p.appctl("ovsdb-server/add-remote", fmt.Sprintf("ptcp:%d:127.0.0.1", port2)); r.code != 0 {
 		t.Fatalf("add-remote: %s", r.stderr)
 	}
-	ovsdbWait(t, 10*time.Second, "added remote to listen", func() bool { return ovsdbPortOpen(port2) })
+	ovsdbWait(t, vswTimeout, "added remote to listen", func() bool { return ovsdbPortOpen(port2) })
 	if r := p.appctl("ovsdb-server/remove-remote", fmt.Sprintf("ptcp:%d:127.0.0.1", port2)); r.code != 0 {
 		t.Fatalf("remove-remote: %s", r.stderr)
 	}
-	ovsdbWait(t, 10*time.Second, "removed remote to close", func() bool { return !ovsdbPortOpen(port2) })
+	ovsdbWait(t, vswTimeout, "removed remote to close", func() bool { return !ovsdbPortOpen(port2) })
 	if r := p.appctl("ovsdb-server/remove-remote", "ptcp:1:127.0.0.1"); r.code == 0 || !strings.Contains(r.stderr, "no such remote") {
 		t.Fatalf("remove-remote of an unknown remote: %+v", r)
 	}
@@ -231,7 +230,7 @@ func TestOvsdbAppctl(t *testing.T) {
 	if r := p.appctl("exit"); r.code != 0 {
 		t.Fatalf("exit: %+v", r)
 	}
-	ovsdbWait(t, 10*time.Second, "ovsdb-server to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	ovsdbWait(t, vswTimeout, "ovsdb-server to exit", func() bool { return syscall.Kill(pid, 0) != nil })
 	if _, err := os.Stat(p.pidf); err == nil {
 		t.Fatal("pidfile left behind after exit")
 	}

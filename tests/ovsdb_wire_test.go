@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -16,23 +17,63 @@ func ovsdbCanon(m map[string]any) string {
 }
 
 // ovsdbExchange sends one chunk of bytes on a fresh connection and returns
-// what came back before a quiet period: messages, then "EOF" if the server
-// closed the connection.
+// what came back: messages, then "EOF" if the server closed the connection.
+// When the input is whole JSON objects, an echo follows it on the
+// connection, and its reply (not returned) marks the end of the answers to
+// the input, however slow the server. Other input (partial or not objects)
+// is answered when the connection goes quiet for ovsdbQuiet.
 func ovsdbExchange(t *testing.T, sock, input string) []string {
 	c := ovsdbDialRaw(t, sock)
-	c.send(input)
+	const syncID = "govs-exchange-end"
+	sync := ovsdbWholeObjects(input)
+	if sync {
+		c.send(input + `{"method":"echo","params":[],"id":"` + syncID + `"}`)
+	} else {
+		c.send(input)
+	}
 	var out []string
 	for {
-		c.c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+		if sync {
+			c.c.SetReadDeadline(time.Now().Add(vswTimeout))
+		} else {
+			c.c.SetReadDeadline(time.Now().Add(ovsdbQuiet))
+		}
 		var m map[string]any
 		err := c.dec.Decode(&m)
 		if err != nil {
 			if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
+				if sync {
+					t.Errorf("no answer to the echo after %q within %v", input, vswTimeout)
+				}
 				return out
 			}
 			return append(out, "EOF")
 		}
+		if sync && m["id"] == syncID {
+			return out
+		}
 		out = append(out, ovsdbCanon(m))
+	}
+}
+
+// ovsdbQuiet is how long a connection that sent something other than whole
+// JSON objects must stay quiet for its answer to be complete: a heuristic
+// (no request of ours can follow a partial one), long enough for a loaded
+// machine.
+const ovsdbQuiet = time.Second
+
+// ovsdbWholeObjects reports whether s is a sequence of complete JSON objects.
+func ovsdbWholeObjects(s string) bool {
+	dec := json.NewDecoder(strings.NewReader(s))
+	n := 0
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			return n > 0
+		} else if err != nil {
+			return false
+		}
+		n++
 	}
 }
 
@@ -156,7 +197,7 @@ func TestOvsdbWireGovsOnly(t *testing.T) {
 	c2 := ovsdbDialRaw(t, p.sock)
 	c2.send(b.String())
 	for i := 0; i < 500; i++ {
-		m := c2.recv(10 * time.Second)
+		m := c2.recv(vswTimeout)
 		if m == nil || m["id"].(float64) != float64(i) {
 			t.Fatalf("reply %d: %v", i, m)
 		}
@@ -187,18 +228,18 @@ func TestOvsdbLocks(t *testing.T) {
 			if r := a.call("unlock", []string{"L"}, 3); fmt.Sprint(r["result"]) != "map[]" {
 				t.Fatalf("a unlock: %v", r)
 			}
-			if m := b.recv(5 * time.Second); m == nil || m["method"] != "locked" || fmt.Sprint(m["params"]) != "[L]" {
+			if m := b.recv(vswTimeout); m == nil || m["method"] != "locked" || fmt.Sprint(m["params"]) != "[L]" {
 				t.Fatalf("b locked notification: %v", m)
 			}
 			if r := a.call("steal", []string{"L"}, 4); fmt.Sprint(r["result"]) != "map[locked:true]" {
 				t.Fatalf("a steal: %v", r)
 			}
-			if m := b.recv(5 * time.Second); m == nil || m["method"] != "stolen" || fmt.Sprint(m["params"]) != "[L]" {
+			if m := b.recv(vswTimeout); m == nil || m["method"] != "stolen" || fmt.Sprint(m["params"]) != "[L]" {
 				t.Fatalf("b stolen notification: %v", m)
 			}
 			// When the stealer goes away, the lock returns to b.
 			a.c.Close()
-			if m := b.recv(5 * time.Second); m == nil || m["method"] != "locked" {
+			if m := b.recv(vswTimeout); m == nil || m["method"] != "locked" {
 				t.Fatalf("b locked again: %v", m)
 			}
 		})

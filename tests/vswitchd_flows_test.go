@@ -77,12 +77,12 @@ func TestVswitchdFlows(t *testing.T) {
 	failed := 0
 	vswInNS(t, a.Name, func() {
 		for i := 0; i < 200; i++ {
-			c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+			c, err := net.DialTimeout("tcp", ln.Addr().String(), vswTimeout)
 			if err != nil {
 				failed++
 				continue
 			}
-			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.SetDeadline(time.Now().Add(vswTimeout))
 			buf := make([]byte, 4)
 			if _, err := c.Write([]byte("ping")); err != nil {
 				failed++

@@ -146,7 +146,7 @@ func gvofTCP(t *testing.T, ns string) {
 			return
 		}
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(15 * time.Second))
+		c.SetDeadline(time.Now().Add(vswTimeout))
 		sent := make(chan error, 1)
 		go func() { _, err := c.Write(down); sent <- err }()
 		gotUp, err = io.ReadAll(io.LimitReader(c, size))
@@ -157,11 +157,11 @@ func gvofTCP(t *testing.T, ns string) {
 	}()
 	var c net.Conn
 	gvofInNS(t, ns, func() (err error) {
-		c, err = net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
+		c, err = net.DialTimeout("tcp4", ln.Addr().String(), vswTimeout)
 		return err
 	})
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(15 * time.Second))
+	c.SetDeadline(time.Now().Add(vswTimeout))
 	sent := make(chan error, 1)
 	go func() { _, err := c.Write(up); sent <- err }()
 	gotDown, err := io.ReadAll(io.LimitReader(c, size))
@@ -216,7 +216,7 @@ func gvofUDP(t *testing.T, ns string) {
 			}
 		}
 		buf := make([]byte, 65536)
-		to.SetReadDeadline(time.Now().Add(3 * time.Second))
+		to.SetReadDeadline(time.Now().Add(vswTimeout))
 		for got := 0; got < count; got++ {
 			n, _, err := to.ReadFromUDP(buf)
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,10 +43,21 @@ func gvvhAddNS(t *testing.T, tag, addr string) *vswNS {
 // gvvhWaitSocket waits for a unix socket file.
 func gvvhWaitSocket(t *testing.T, path string) {
 	t.Helper()
-	vswWait(t, 10*time.Second, "socket "+path, func() bool {
+	vswWait(t, vswTimeout, "socket "+path, func() bool {
 		fi, err := os.Stat(path)
 		return err == nil && fi.Mode()&os.ModeSocket != 0
 	})
+}
+
+// gvvhDPRx returns the RX packets dpctl/show -s gives for port name.
+func gvvhDPRx(t *testing.T, e *vswEnv, name string) uint64 {
+	t.Helper()
+	m := regexp.MustCompile(`port \d+: ` + regexp.QuoteMeta(name) + ` .*\n\s+RX packets:(\d+)`).FindStringSubmatch(e.mustAppctl("dpctl/show", "-s"))
+	if m == nil {
+		t.Fatalf("no RX packets for %s in dpctl/show -s", name)
+	}
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	return n
 }
 
 // gvvhColumn returns "ovs-vsctl get interface name col", or "" on error.
@@ -61,7 +73,7 @@ func (e *vswEnv) gvvhColumn(name, col string) string {
 func (e *vswEnv) gvvhWaitColumn(t *testing.T, name, col, re string) {
 	t.Helper()
 	rx := regexp.MustCompile(re)
-	vswWait(t, 15*time.Second, fmt.Sprintf("%s %s to match %s (is %q)", name, col, re, e.gvvhColumn(name, col)), func() bool {
+	vswWait(t, vswTimeout, fmt.Sprintf("%s %s to match %s (is %q)", name, col, re, e.gvvhColumn(name, col)), func() bool {
 		return rx.MatchString(e.gvvhColumn(name, col))
 	})
 }
@@ -172,13 +184,16 @@ func TestVswitchdVhostUser(t *testing.T) {
 		t.Errorf("dpctl/show:\n%s", show)
 	}
 
-	// Delete the port under traffic.
-	flood := exec.Command("ip", "netns", "exec", ns1.Name, "ping", "-q", "-n", "-f", "-w", "4", "10.77.0.2")
+	// Delete the port under traffic: once replies flow through it, as
+	// its datapath counters show.
+	before := gvvhDPRx(t, e, "gvvhu0")
+	flood := exec.Command("ip", "netns", "exec", ns1.Name, "ping", "-q", "-n", "-f", "-w", "120", "10.77.0.2")
 	if err := flood.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	vswWait(t, vswTimeout, "flood ping replies through gvvhu0", func() bool { return gvvhDPRx(t, e, "gvvhu0") >= before+100 })
 	e.mustVsctl("del-port", "gvvhbr0", "gvvhu0")
+	flood.Process.Signal(syscall.SIGINT) // by the pid this test started
 	flood.Wait()
 	if _, err := os.Stat(sock); err == nil {
 		t.Errorf("%s still there after del-port", sock)
@@ -272,7 +287,11 @@ func TestVswitchdVhostZeroCopyForward(t *testing.T) {
 		}
 	}
 	tx.Stop()
-	time.Sleep(500 * time.Millisecond) // what is in flight reaches rxonly
+	// What is in flight reaches rxonly (the loss allowed below covers
+	// what cannot).
+	if !rx.WaitRxSettled(vswTimeout) {
+		t.Error("testpmd rxonly's received count did not settle")
+	}
 	rx.Stop()
 	_, sent, err := tx.Totals()
 	if err != nil {
@@ -291,14 +310,14 @@ func TestVswitchdVhostZeroCopyForward(t *testing.T) {
 	// read: the device goes with it; likewise what govs put in the
 	// receiving testpmd's rings as it stopped polling them.
 	var lastRead, lastWrote uint64
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(vswTimeout); ; time.Sleep(200 * time.Millisecond) {
 		lastRead, lastWrote = stat("gvvhz1", "rx_packets"), stat("gvvhz2", "tx_packets")
 		if lastWrote >= received && lastWrote-received <= 2*256 && lastRead <= sent && sent-lastRead <= 2*256 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("statistics after 20 s: gvvhz1 read %d of the %d testpmd sent, gvvhz2 wrote %d of which testpmd received %d",
-				lastRead, sent, lastWrote, received)
+			t.Fatalf("statistics after %v: gvvhz1 read %d of the %d testpmd sent, gvvhz2 wrote %d of which testpmd received %d",
+				vswTimeout, lastRead, sent, lastWrote, received)
 		}
 	}
 	read, zc, copied := stat("gvvhz1", "rx_packets"), stat("gvvhz1", "dq_zero_copy_packets"), stat("gvvhz1", "dq_zero_copy_copied")
