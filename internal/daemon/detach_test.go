@@ -72,7 +72,7 @@ func alive(pid int) bool {
 
 func waitGone(t *testing.T, pid int, files ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // generous, for a loaded machine
 	for time.Now().Before(deadline) {
 		gone := !alive(pid)
 		for _, f := range files {

@@ -258,6 +258,8 @@ func TestWaitTrigger(t *testing.T) {
 	a, b := dialTest(t, sock), dialTest(t, sock)
 	wait := `["Open_vSwitch",{"op":"wait","timeout":5000,"table":"QoS","where":[["type","==","x"]],"columns":["type"],"until":"==","rows":[{"type":"x"}]}]`
 	a.c.Write([]byte(`{"method":"transact","params":` + wait + `,"id":"w"}`))
+	// Not a condition: had the insert come first, the wait would hold at
+	// once, with the same answer; the pause makes the blocking case likely.
 	time.Sleep(50 * time.Millisecond)
 	b.transact(`{"op":"insert","table":"QoS","row":{"type":"x"}}`)
 	if m := a.recv(); string(m.ID) != `"w"` || string(m.Result) != `[{}]` {
