@@ -78,7 +78,7 @@ func tcpEcho(t *testing.T, nsA, nsB, addrB string, size int) {
 
 	var c net.Conn
 	inNetns(t, nsA, func() {
-		d := net.Dialer{Timeout: 15 * time.Second}
+		d := net.Dialer{Timeout: linkDeadline}
 		c, err = d.Dial("tcp", ln.Addr().String())
 	})
 	if err != nil {
@@ -151,7 +151,7 @@ func udpBurst(t *testing.T, nsA, nsB, addrB string, count, size, segment int) {
 	done := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 65536)
-		rc.SetReadDeadline(time.Now().Add(20 * time.Second))
+		rc.SetReadDeadline(time.Now().Add(linkDeadline))
 		for n := 0; n < count; {
 			l, err := rc.Read(buf)
 			if err != nil {
@@ -301,7 +301,7 @@ func TestSystemVLAN(t *testing.T) {
 					if !bytes.Equal(got, frame) {
 						t.Errorf("%s: port read\n% x\nwant\n% x", tc.name, got, frame)
 					}
-				case <-time.After(10 * time.Second):
+				case <-time.After(linkDeadline):
 					t.Fatalf("%s: the port never read the frame", tc.name)
 				}
 				// B's stack moves the outer tag to metadata again: check
@@ -321,7 +321,7 @@ func recvTagged(t *testing.T, fd int, marker string) []byte {
 	t.Helper()
 	buf := make([]byte, 4096)
 	oob := make([]byte, 64)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(linkDeadline)
 	for time.Now().Before(deadline) {
 		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
 		if err != nil {
@@ -400,7 +400,7 @@ func TestTapLifecycle(t *testing.T) {
 		if err := tp.Close(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, name+" to vanish", 5*time.Second, func() bool { return !exists(name) })
+		waitFor(t, name+" to vanish", linkDeadline, func() bool { return !exists(name) })
 	})
 	t.Run("attach-persistent", func(t *testing.T) {
 		name := uniqueName("t")
@@ -464,7 +464,7 @@ func TestCloseUnblocksRead(t *testing.T) {
 			if !errors.Is(err, ErrClosed) {
 				t.Errorf("%s: Read after Close: %v, want ErrClosed", p.Name(), err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(linkDeadline):
 			t.Fatalf("%s: Close did not unblock Read", p.Name())
 		}
 		if _, err := p.Write([]*packet.Packet{packet.New()}); !errors.Is(err, ErrClosed) {
@@ -570,7 +570,7 @@ func TestIgnoreOutgoing(t *testing.T) {
 			t.Fatal(err)
 		}
 		pkts := []*packet.Packet{packet.New(), packet.New()}
-		watchdog := time.AfterFunc(30*time.Second, func() { p.Close() })
+		watchdog := time.AfterFunc(linkDeadline, func() { p.Close() })
 		defer watchdog.Stop()
 		for found := false; !found; {
 			n, err := p.Read(pkts)
@@ -672,6 +672,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 		os.WriteFile("/proc/sys/net/ipv6/conf/"+dev+"/disable_ipv6", []byte("1"), 0)
 		sh(t, "ip", "link", "set", dev, "up")
 	}
+	// Until then x drops what it sends, and the reads below wait forever.
+	for _, dev := range []string{x, y} {
+		waitFor(t, dev+" up", linkDeadline, func() bool { return linkUp(dev) })
+	}
 	wx := openSystem(t, x, Config{SockBufSize: 8 << 20})
 	for _, cfg := range []Config{{}, {DisableOffload: true}} {
 		cfg.SockBufSize = 8 << 20
@@ -680,7 +684,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		for i := range rbatch {
 			rbatch[i] = packet.New()
 		}
-		watchdog := time.AfterFunc(30*time.Second, func() { ry.Close() })
+		watchdog := time.AfterFunc(linkDeadline, func() { ry.Close() })
 		allocs := testing.AllocsPerRun(20, func() {
 			fill()
 			if n, err := wx.Write(batch); err != nil || n != len(batch) {

@@ -210,8 +210,9 @@ func (p *Port) Pending() int {
 // call of the same method was running.
 func (p *Port) Violations() int { return int(p.violations.Load()) }
 
-// Timeout bounds every wait in tests that use this package.
-const Timeout = 10 * time.Second
+// Timeout bounds every wait in tests that use this package: generous, for
+// a loaded machine and the race detector; passing is unaffected.
+const Timeout = 60 * time.Second
 
 // Eventually fails t unless cond becomes true within Timeout, polling it.
 func Eventually(t testing.TB, what string, cond func() bool) {
