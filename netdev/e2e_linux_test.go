@@ -641,10 +641,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	t.Cleanup(func() { tp.Close() })
 
-	batch := make([]*packet.Packet, BatchSize)
-	for i := range batch {
-		batch[i] = packet.New()
-	}
+	batch := newBatch()
 	fill := func() {
 		for i, p := range batch {
 			f := gsoFrame(i)
@@ -680,10 +677,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	for _, cfg := range []Config{{}, {DisableOffload: true}} {
 		cfg.SockBufSize = 8 << 20
 		ry := openSystem(t, y, cfg)
-		rbatch := make([]*packet.Packet, BatchSize)
-		for i := range rbatch {
-			rbatch[i] = packet.New()
-		}
+		rbatch := newBatch()
 		watchdog := time.AfterFunc(linkDeadline, func() { ry.Close() })
 		allocs := testing.AllocsPerRun(20, func() {
 			fill()

@@ -159,12 +159,18 @@ func forward(t *testing.T, a, b Port, inspect func(from int, p *packet.Packet)) 
 	return f
 }
 
-func (f *forwarder) loop(dir int, src, dst Port) {
-	defer f.wg.Done()
+// newBatch returns BatchSize new packets.
+func newBatch() []*packet.Packet {
 	pkts := make([]*packet.Packet, BatchSize)
 	for i := range pkts {
 		pkts[i] = packet.New()
 	}
+	return pkts
+}
+
+func (f *forwarder) loop(dir int, src, dst Port) {
+	defer f.wg.Done()
+	pkts := newBatch()
 	for {
 		n, err := src.Read(pkts)
 		if err != nil {

@@ -87,10 +87,7 @@ func readProbe(t *testing.T, p Port, tx int) {
 	defer func() { close(stop); <-sent }()
 	timer := time.AfterFunc(linkDeadline, func() { p.Close() })
 	defer timer.Stop()
-	pkts := make([]*packet.Packet, BatchSize)
-	for i := range pkts {
-		pkts[i] = packet.New()
-	}
+	pkts := newBatch()
 	for {
 		n, err := p.Read(pkts)
 		if err != nil {
@@ -111,10 +108,7 @@ func readTestFrames(t *testing.T, p Port, seq, want int) (maxBatch int) {
 	t.Helper()
 	timer := time.AfterFunc(linkDeadline, func() { p.Close() })
 	defer timer.Stop()
-	pkts := make([]*packet.Packet, BatchSize)
-	for i := range pkts {
-		pkts[i] = packet.New()
-	}
+	pkts := newBatch()
 	for got := 0; got < want; {
 		n, err := p.Read(pkts)
 		if err != nil {
