@@ -48,7 +48,7 @@ func (r *rig) flood(ports []uint32, gen func(i int) []byte) (stop func()) {
 				if r.ports[in].Pending() < 256 {
 					r.ports[in].Inject(gen(i))
 				} else {
-					time.Sleep(10 * time.Microsecond)
+					time.Sleep(10 * time.Microsecond) // pacing: the port's queue is full
 				}
 			}
 		}()

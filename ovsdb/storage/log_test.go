@@ -413,7 +413,7 @@ func TestGroupCommit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // a slow disk, so that commits queue behind the fsync
 		if err := f.Sync(); err != nil {
 			return err
 		}

@@ -180,7 +180,7 @@ func TestReconfigureRemovesPortUnderTraffic(t *testing.T) {
 				if r.ports[in].Pending() < 128 {
 					r.ports[in].Inject(frames[i%len(frames)])
 				} else {
-					time.Sleep(20 * time.Microsecond)
+					time.Sleep(20 * time.Microsecond) // pacing: the port's queue is full
 				}
 			}
 		}()
