@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestVswitchdBridge: three namespaces on one bridge reach each other;
@@ -135,9 +134,9 @@ func TestVswitchdPortChurn(t *testing.T) {
 	a.waitPing("10.97.0.2")
 
 	// 300 pings 10 ms apart while c comes and goes, with an internal port.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*vswTimeout)
 	defer cancel()
-	ping := exec.CommandContext(ctx, "ip", "netns", "exec", a.Name, "ping", "-n", "-q", "-c", "300", "-i", "0.01", "-W", "1", "10.97.0.2")
+	ping := exec.CommandContext(ctx, "ip", "netns", "exec", a.Name, "ping", "-n", "-q", "-c", "300", "-i", "0.01", "-w", vswPingDeadline, "10.97.0.2")
 	var out strings.Builder
 	ping.Stdout, ping.Stderr = &out, &out
 	if err := ping.Start(); err != nil {

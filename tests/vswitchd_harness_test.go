@@ -29,6 +29,8 @@ const (
 	// vswTimeout is the default deadline for a polled condition: generous,
 	// for a loaded 2-core machine; passing is unaffected.
 	vswTimeout = 60 * time.Second
+	// vswPingDeadline is ping -w for pings that must all be answered.
+	vswPingDeadline = "60"
 )
 
 var (
@@ -418,10 +420,12 @@ func (ns *vswNS) mustExec(args ...string) string {
 	return out
 }
 
-// ping sends count pings to ip and returns the error if any was lost
-// (unanswered within 10 s: late is not lost on a loaded machine).
+// ping returns an error unless count pings to ip are answered within
+// vswPingDeadline: with -w, ping ends once count replies are in, waits
+// for late ones (a loaded machine answers late, not never) and sends
+// again for lost ones.
 func (ns *vswNS) ping(ip string, count int) error {
-	_, err := ns.exec("ping", "-q", "-n", "-c", strconv.Itoa(count), "-i", "0.05", "-W", "10", ip)
+	_, err := ns.exec("ping", "-q", "-n", "-c", strconv.Itoa(count), "-i", "0.05", "-w", vswPingDeadline, ip)
 	return err
 }
 

@@ -334,7 +334,7 @@ func TestVswitchdSockBuf(t *testing.T) {
 	check(a.Host, "8388608", "8388608")
 
 	// Bad values, global and per interface, while pings run.
-	ping := exec.Command("ip", "netns", "exec", a.Name, "ping", "-q", "-n", "-c", "60", "-i", "0.05", "-W", "1", gvofHostIP)
+	ping := exec.Command("ip", "netns", "exec", a.Name, "ping", "-q", "-n", "-c", "60", "-i", "0.05", "-w", vswPingDeadline, gvofHostIP)
 	var pout bytes.Buffer
 	ping.Stdout, ping.Stderr = &pout, &pout
 	if err := ping.Start(); err != nil {

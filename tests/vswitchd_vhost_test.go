@@ -141,13 +141,13 @@ func TestVswitchdVhostUser(t *testing.T) {
 	}
 	// Echo replies longer than the head govs copies are forwarded from
 	// testpmd's memory, whole (ping checks the echoed payload).
-	if out, err := ns1.exec("ping", "-q", "-n", "-c", "20", "-i", "0.05", "-W", "1", "-s", "1400", "-p", "a5", "10.77.0.2"); err != nil {
+	if out, err := ns1.exec("ping", "-q", "-n", "-c", "20", "-i", "0.05", "-w", vswPingDeadline, "-s", "1400", "-p", "a5", "10.77.0.2"); err != nil {
 		t.Fatalf("1400-byte pings with dq-zero-copy=true: %v\n%s", err, out)
 	}
 	e.gvvhWaitColumn(t, "gvvhu0", "statistics:dq_zero_copy_packets", "^([2-9][0-9]|[1-9][0-9]{2,})$")
 	e.mustVsctl("set", "interface", "gvvhu0", "options:dq-zero-copy=false")
 	e.gvvhWaitColumn(t, "gvvhu0", "status:dq-zero-copy-active", "^false$")
-	if out, err := ns1.exec("ping", "-q", "-n", "-c", "5", "-i", "0.05", "-W", "1", "-s", "1400", "10.77.0.2"); err != nil {
+	if out, err := ns1.exec("ping", "-q", "-n", "-c", "5", "-i", "0.05", "-w", vswPingDeadline, "-s", "1400", "10.77.0.2"); err != nil {
 		t.Fatalf("ping with dq-zero-copy turned off again: %v\n%s", err, out)
 	}
 	e.mustVsctl("set", "interface", "gvvhu0", "options:dq-zero-copy=true")
