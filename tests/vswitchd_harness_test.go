@@ -103,10 +103,11 @@ func vswRunEnv(env []string, name string, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	s := ovsdbDropLoadWarnings(out.String())
 	if err != nil {
-		err = fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out.String())
+		err = fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, s)
 	}
-	return out.String(), err
+	return s, err
 }
 
 // vswNewEnv starts a fresh ovsdb-server and, unless noSwitch, the switch.
