@@ -296,3 +296,39 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// TestDecoderStringErrors checks the strings OVS's JSON parser refuses, with
+// its texts and positions as Debian's ovsdb-server 3.1 logs them ("error
+// parsing stream: line 0, column 36, byte 36: ...") before it drops the
+// connection without a reply.
+func TestDecoderStringErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"method":"echo","params":["a\u0000b"],"id":1}`, "line 0, column 36, byte 36: null bytes not supported in quoted strings"},
+		{`{"method":"echo","params":["a\ud800b"],"id":1}`, "line 0, column 36, byte 36: malformed escaped surrogate pair"},
+		{`{"method":"echo","params":["a\ud800\u0041"],"id":1}`, "line 0, column 41, byte 41: second half of escaped surrogate pair is not trailing surrogate"},
+		{`{"method":"echo","params":["a\ud800\u0000"],"id":1}`, "line 0, column 41, byte 41: null bytes not supported in quoted strings"},
+		{`{"method":"echo","params":["a\ud800\n"],"id":1}`, "line 0, column 37, byte 37: malformed escaped surrogate pair"},
+		{"{\"method\":\"echo\",\"params\":[\"a\x01b\"],\"id\":1}", "line 0, column 29, byte 29: U+0001 must be escaped in quoted string"},
+		{`{"method":"echo","params":["a\u12"],"id":1}`, "line 0, column 33, byte 33: quoted string ends within \\u escape"},
+		{`{"method":"echo","params":["a\u12x\""],"id":1}`, "line 0, column 36, byte 36: malformed \\u escape"},
+		{`{"method":"echo","params":["\x"],"id":1}`, "line 0, column 30, byte 30: bad escape \\x"},
+		{"{\"method\":\"echo\",\n\"params\":[\"\\u0000\"],\"id\":1}", "line 1, column 17, byte 35: null bytes not supported in quoted strings"},
+		{`{"id":1,"params":["\u0000"],`, "line 0, column 25, byte 25: null bytes not supported in quoted strings"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := NewDecoder(iotest.OneByteReader(strings.NewReader(tc.in)), 0).Next()
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrProtocol) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// What OVS accepts: pairs, and a lone trailing surrogate (refused
+	// later, where a string atom must be UTF-8).
+	for _, in := range []string{`{"method":"echo","params":["\ud83d\ude00"],"id":1}`, `{"method":"echo","params":["\udc00"],"id":1}`, `{"method":"echo","params":["\\\u0041\/"],"id":1}`} {
+		if _, err := NewDecoder(strings.NewReader(in), 0).Decode(); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
+
