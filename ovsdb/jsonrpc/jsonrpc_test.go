@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -332,3 +333,51 @@ func TestDecoderStringErrors(t *testing.T) {
 	}
 }
 
+// TestConnEchoFloodPausesReading sends echo requests without reading the
+// replies. Echo is answered by the connection itself, and used to skip the
+// pause in reading that other requests get; a flood then grew the backlog
+// until the connection's limit (512 MiB by default). Now reading stops at
+// readPauseBacklog for every kind of request, so a limit just above it
+// holds, and every reply arrives in order once the peer reads.
+func TestConnEchoFloodPausesReading(t *testing.T) {
+	const n, size = 100, 64 << 10
+	c, peer := pair(t, Options{MaxBacklog: readPauseBacklog + 2*size}, func(*Conn, *Message) {})
+	param := strings.Repeat("x", size)
+	sent := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			if _, err := fmt.Fprintf(peer, `{"method":"echo","params":[%q],"id":%d}`, param, i); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	// net.Pipe has no buffer: the flood can only finish if the server keeps
+	// reading, and it must stop once its backlog passes the pause.
+	waitFor(t, "the backlog to pass the read pause", func() bool { return c.Backlog() > readPauseBacklog })
+	d := NewDecoder(peer, 0)
+	for i := 0; i < n; i++ {
+		m := readMsg(t, d)
+		if string(m.ID) != fmt.Sprint(i) || len(m.Result) != size+4 {
+			t.Fatalf("reply %d: id %s, %d bytes", i, m.ID, len(m.Result))
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("connection closed: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
