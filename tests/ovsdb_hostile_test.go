@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"bytes"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ func TestOvsdbNulStringRefused(t *testing.T) {
 
 			// The first refusal is logged as OVS logs it (OVS rate-limits
 			// the later ones).
-			if m := ovsdbParseErrRe.FindStringSubmatch(p.readLog()); m == nil || m[1] != "error parsing stream: line 0, column 128, byte 128: null bytes not supported in quoted strings" {
+			if m := ovsdbParseErrRe.FindStringSubmatch(p.readLog()); m == nil || m[1] != "error parsing stream: line 0, column 157, byte 157: null bytes not supported in quoted strings" {
 				t.Errorf("log: %q\n%s", m, p.readLog())
 			}
 			check := func(when string) {
@@ -56,5 +58,45 @@ func TestOvsdbNulStringRefused(t *testing.T) {
 			p.start()
 			check("after a restart")
 		})
+	}
+}
+
+// TestOvsdbCorruptMiddleKept damages a record in the middle of govs' database
+// file. Like ovsdb-server, govs drops it and every later record, logging at
+// ERR; unlike it, it first keeps the whole file as <db>.backup1, which the
+// log line names, so that nothing is lost for good.
+func TestOvsdbCorruptMiddleKept(t *testing.T) {
+	p := ovsdbStart(t, ovsdbOpts{})
+	p.mustVsctl("init")
+	for _, k := range []string{"a", "b", "c"} {
+		p.mustVsctl("set", "Open_vSwitch", ".", "external_ids:"+k+"=1")
+	}
+	p.stop()
+	data, err := os.ReadFile(p.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(`"b","1"`))
+	if i < 0 {
+		t.Fatalf("no record setting b in\n%s", data)
+	}
+	bad := bytes.Clone(data)
+	bad[i+1] = 'X'
+	if err := os.WriteFile(p.db, bad, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	p.start()
+	if v := p.mustVsctl("get", "Open_vSwitch", ".", "external_ids"); v != "{a=\"1\"}\n" {
+		t.Errorf("after the damage: %q", v)
+	}
+	if b, err := os.ReadFile(p.db + ".backup1"); err != nil || !bytes.Equal(b, bad) {
+		t.Errorf("backup: %v (%d bytes, want %d)", err, len(b), len(bad))
+	}
+	if !regexp.MustCompile(`\|ERR\|` + regexp.QuoteMeta(p.db) + `: dropping \d+ bytes at offset \d+ to end of file \(including what look like 1 more records\): .*SHA-1.*; the file as it was is kept as ` + regexp.QuoteMeta(p.db+".backup1") + "\n").MatchString(p.readLog()) {
+		t.Errorf("no ERR line naming the backup in the log:\n%s", p.readLog())
+	}
+	// Debian's tool reads what is left.
+	if r := ovsdbRun(ovsdbTool, "show-log", p.db); r.code != 0 {
+		t.Errorf("ovsdb-tool show-log: %+v", r)
 	}
 }
