@@ -253,6 +253,10 @@ func (c *Conn) Serve(handle func(*Message)) error {
 	}
 	c.closeWith(err)
 	wg.Wait()
+	if c.dec.Buffered() >= spikeSize {
+		// A refused oversized message, or a peer gone mid-message.
+		ReleaseMemory()
+	}
 	return c.Err()
 }
 
@@ -370,6 +374,9 @@ func (c *Conn) doneWritingLocked(n int) {
 		c.backlog -= n
 	}
 	c.cond.Broadcast()
+	if n >= spikeSize {
+		ReleaseMemory()
+	}
 }
 
 // waitBacklog blocks while too much output is queued.

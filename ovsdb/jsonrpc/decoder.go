@@ -370,13 +370,44 @@ func NewDecoder(r io.Reader, maxSize int) *Decoder {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	return &Decoder{r: r, max: maxSize, buf: make([]byte, 4096)}
+	return &Decoder{r: r, max: maxSize, buf: make([]byte, minBuffer)}
 }
+
+// minBuffer is the decoder's initial buffer; it grows for large messages.
+const minBuffer = 4096
+
+// LargeBuffer is the size from which a buffer is not kept once its message
+// is done: a connection that once received a 64 MiB message would hold
+// 64 MiB (or 128, as buffers double) for its life.
+const LargeBuffer = 1 << 20
+
+// shrink drops a large buffer once the message in it has been handed out,
+// keeping the bytes after it, and after a spike releases the memory to the
+// OS (see ReleaseMemory).
+func (d *Decoder) shrink() {
+	if len(d.buf) < LargeBuffer || d.end-d.start > len(d.buf)/4 {
+		return
+	}
+	size := max(minBuffer, d.end-d.start)
+	nb := make([]byte, size)
+	copy(nb, d.buf[d.start:d.end])
+	d.end -= d.start
+	d.scanned -= d.start
+	d.start = 0
+	if len(d.buf) >= spikeSize {
+		ReleaseMemory()
+	}
+	d.buf = nb
+}
+
+// Buffered returns the size of the decoder's buffer.
+func (d *Decoder) Buffered() int { return len(d.buf) }
 
 // Next returns the raw bytes of the next complete message, valid until the
 // following call. Errors wrapping ErrProtocol or ErrTooLarge are fatal to
 // the stream; io.EOF means the peer closed it between messages.
 func (d *Decoder) Next() ([]byte, error) {
+	d.shrink()
 	for {
 		if d.scanned < d.end {
 			n, done, err := d.sc.feed(d.buf[d.scanned:d.end])
@@ -416,7 +447,9 @@ func (d *Decoder) Next() ([]byte, error) {
 				d.start = 0
 			}
 			if d.end == len(d.buf) {
-				nb := make([]byte, 2*len(d.buf))
+				// One byte past the limit is enough to refuse a
+				// message: doubling a 256 MiB buffer would take 512.
+				nb := make([]byte, max(min(2*len(d.buf), d.max+1), len(d.buf)+minBuffer))
 				copy(nb, d.buf[:d.end])
 				d.buf = nb
 			}

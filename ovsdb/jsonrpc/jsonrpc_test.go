@@ -381,3 +381,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestDecoderBufferBounds checks that the buffer grows no further than one
+// byte past the size limit for a message it refuses, and that a large
+// buffer is dropped once its message is done, keeping what follows.
+func TestDecoderBufferBounds(t *testing.T) {
+	const limit = 3 << 20
+	big := `{"method":"echo","params":["` + strings.Repeat("x", limit) + `"],"id":1}`
+	d := NewDecoder(strings.NewReader(big), limit)
+	if _, err := d.Next(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err %v, want ErrTooLarge", err)
+	}
+	if d.Buffered() > limit+1 {
+		t.Errorf("buffer of %d bytes for a limit of %d", d.Buffered(), limit)
+	}
+
+	next := `{"method":"echo","params":[2],"id":2}`
+	d = NewDecoder(iotest.HalfReader(strings.NewReader(big+next)), 2*limit)
+	if m := readMsg(t, d); string(m.ID) != "1" {
+		t.Fatalf("first message %s", m.ID)
+	}
+	if d.Buffered() < limit {
+		t.Fatalf("buffer %d smaller than the message", d.Buffered())
+	}
+	if m := readMsg(t, d); string(m.ID) != "2" {
+		t.Fatalf("second message %s", m.ID)
+	}
+	if d.Buffered() >= LargeBuffer {
+		t.Errorf("buffer of %d bytes kept after the large message", d.Buffered())
+	}
+}
