@@ -78,6 +78,10 @@ func TestTransactions(t *testing.T) {
 		{"wait holds", nil, `[{"op":"wait","table":"Bridge","where":[],"until":"==","rows":[],"timeout":0}]`, ""},
 		{"assert without lock", nil, `[{"op":"assert","lock":"x"}]`, "not owner: Asserted lock x not held."},
 		{"bad op", nil, `[{"op":"bogus"}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: No operation \"bogus\""},
+		// Debian's ovsdb-server 3.1 answers a lone trailing surrogate so.
+		{"lone surrogate", []string{initOVS}, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"external_ids":["map",[["k","a\udc00b"]]]}}]`, "constraint violation: not a valid UTF-8 string: invalid UTF-8 sequence 0xed 0xb0"},
+		{"lone surrogate last", []string{initOVS}, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"external_ids":["map",[["k","\\\uDFFF"]]]}}]`, "constraint violation: not a valid UTF-8 string: invalid UTF-8 sequence 0xed 0xbf"},
+		{"surrogate pair", []string{initOVS}, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"external_ids":["map",[["k","\ud83d\ude00 \\udc00"]]]}}, {"op":"comment","comment":"\udc00"}]`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,6 +63,9 @@ func (d *Database) Transact(ops []json.RawMessage, locks LockChecker, started ti
 	runs := make([]opFunc, len(ops))
 	for i, v := range decoded {
 		runs[i] = tx.prepare(i, len(ops), v)
+		if err := checkSurrogates(ops[i], v); err != nil {
+			runs[i] = fail(err)
+		}
 	}
 
 	d.mu.Lock()

@@ -130,6 +130,51 @@ func decodeJSON(raw []byte) (any, error) {
 	return v, nil
 }
 
+// checkSurrogates refuses an operation whose strings hold a lone trailing
+// surrogate escape ("\udc00"). OVS's JSON parser turns one into the three
+// bytes of its CESU-8 form, which its string atoms then refuse as invalid
+// UTF-8; encoding/json would silently store U+FFFD instead. Leading
+// surrogates without their pair never get here: the jsonrpc decoder refuses
+// them as OVS's parser does. A comment is not an atom and may hold one.
+func checkSurrogates(raw []byte, op any) *Error {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return nil
+	}
+	if m, ok := op.(map[string]any); ok && m["op"] == "comment" {
+		return nil
+	}
+	for i := 0; i+1 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if raw[i] != 'u' || i+4 >= len(raw) {
+			continue
+		}
+		var code rune
+		for _, c := range raw[i+1 : i+5] {
+			code <<= 4
+			switch {
+			case c >= '0' && c <= '9':
+				code |= rune(c - '0')
+			case c >= 'a' && c <= 'f':
+				code |= rune(c-'a') + 10
+			case c >= 'A' && c <= 'F':
+				code |= rune(c-'A') + 10
+			}
+		}
+		i += 4
+		switch {
+		case code >= 0xd800 && code < 0xdc00:
+			i += 6 // its trailing half
+		case code >= 0xdc00 && code <= 0xdfff:
+			return &Error{Name: "constraint violation",
+				Details: fmt.Sprintf("not a valid UTF-8 string: invalid UTF-8 sequence 0xed 0x%02x", 0x80|(code>>6)&0x3f)}
+		}
+	}
+	return nil
+}
+
 func errorf(name string, syntax any, format string, args ...any) *Error {
 	return &Error{Name: name, Details: fmt.Sprintf(format, args...), Syntax: syntax}
 }

@@ -36,9 +36,8 @@ const DefaultProbeInterval = 5 * time.Second
 
 // DefaultMaxBacklog is the send backlog beyond which a connection is dropped.
 // Monitor updates are held back while anything is queued (see Options.OnIdle),
-// so only replies can pile up here, and only from a client that keeps sending
-// requests without reading; OVS then stops reading the client, and so do we
-// past readPauseBacklog. This limit is the last resort.
+// and reading stops past readPauseBacklog for every message, so the backlog
+// is at most that plus one reply. This limit is the last resort.
 const DefaultMaxBacklog = 512 << 20
 
 // readPauseBacklog stops reading requests while this much output is queued,
@@ -254,6 +253,10 @@ func (c *Conn) Serve(handle func(*Message)) error {
 	}
 	c.closeWith(err)
 	wg.Wait()
+	if c.dec.Buffered() >= spikeSize {
+		// A refused oversized message, or a peer gone mid-message.
+		ReleaseMemory()
+	}
 	return c.Err()
 }
 
@@ -295,6 +298,10 @@ func (c *Conn) reader(handle func(*Message)) error {
 		if c.opts.Log != NopLogger {
 			c.opts.Log.Debugf("%s: received %s", c.opts.Name, m)
 		}
+		// Every request waits for the backlog, echo too: a peer that
+		// pipelines echo requests without reading would otherwise have
+		// its replies queued up to MaxBacklog.
+		c.waitBacklog()
 		switch {
 		case m.Type() == Request && m.Method == "echo":
 			c.Send(&Message{Result: m.Params, ID: m.ID})
@@ -302,7 +309,6 @@ func (c *Conn) reader(handle func(*Message)) error {
 		case m.Type() == Reply && bytes.Equal(m.ID, echoID):
 			continue
 		}
-		c.waitBacklog()
 		c.mu.Lock()
 		c.inHandler = true
 		c.mu.Unlock()
@@ -368,6 +374,9 @@ func (c *Conn) doneWritingLocked(n int) {
 		c.backlog -= n
 	}
 	c.cond.Broadcast()
+	if n >= spikeSize {
+		ReleaseMemory()
+	}
 }
 
 // waitBacklog blocks while too much output is queued.

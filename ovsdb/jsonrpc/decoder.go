@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,13 @@ type scanner struct {
 	stack   []byte // '{' or '['
 	lit     string // remaining bytes of true/false/null
 	hex     int    // remaining hex digits of a \u escape
+	code    rune   // value of the \u escape being read
+	high    bool   // the \u escape being read must be a trailing surrogate
 	started bool
+	// strErr is an error in the string being scanned. OVS's lexer finds
+	// the end of a string before it unescapes it, so errors in escapes are
+	// reported at the closing quote; so are they here.
+	strErr error
 }
 
 type scanState uint8
@@ -44,6 +51,8 @@ const (
 	sString                      // inside a string
 	sStringEsc                   // after a backslash
 	sStringHex                   // inside \uXXXX
+	sSurrogate                   // after a leading surrogate: '\\' expected
+	sSurrogateU                  // after a leading surrogate and '\\': 'u' expected
 	sLiteral                     // inside true/false/null
 	sNumNeg                      // after '-'
 	sNumZero                     // after a leading 0
@@ -179,29 +188,70 @@ func (s *scanner) feed(data []byte) (n int, done bool, err error) {
 		case sString:
 			switch {
 			case c == '"':
+				if s.strErr != nil {
+					return i, false, s.strErr
+				}
 				if s.endValue() {
 					return i + 1, true, nil
 				}
 			case c == '\\':
 				s.state = sStringEsc
 			case c < 0x20:
-				return i, false, protocolError("U+0000 through U+001F must be escaped")
+				return i, false, protocolError(fmt.Sprintf("U+%04X must be escaped in quoted string", c))
 			}
 		case sStringEsc:
 			switch c {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.state = sString
 			case 'u':
-				s.hex, s.state = 4, sStringHex
+				s.hex, s.code, s.state = 4, 0, sStringHex
 			default:
-				return i, false, protocolError(fmt.Sprintf("bad escape \\%c", c))
+				s.stringError(fmt.Sprintf("bad escape \\%c", c))
+				s.state = sString
 			}
 		case sStringHex:
 			if !isHex(c) {
-				return i, false, protocolError("malformed \\u escape")
+				if c == '"' {
+					s.stringError("quoted string ends within \\u escape")
+				} else {
+					s.stringError("malformed \\u escape")
+				}
+				s.high, s.state = false, sString
+				goto again
 			}
-			if s.hex--; s.hex == 0 {
-				s.state = sString
+			s.code = s.code<<4 | rune(hexValue(c))
+			if s.hex--; s.hex > 0 {
+				break
+			}
+			s.state = sString
+			switch {
+			case s.code == 0:
+				// OVS's strings are C strings (lib/json.c).
+				s.stringError("null bytes not supported in quoted strings")
+			case s.high && (s.code < 0xdc00 || s.code > 0xdfff):
+				s.stringError("second half of escaped surrogate pair is not trailing surrogate")
+			case !s.high && s.code >= 0xd800 && s.code < 0xdc00:
+				s.state = sSurrogate
+			}
+			s.high = false
+		case sSurrogate, sSurrogateU:
+			want := byte('\\')
+			if s.state == sSurrogateU {
+				want = 'u'
+			}
+			if c != want {
+				s.stringError("malformed escaped surrogate pair")
+				if s.state == sSurrogateU {
+					s.state = sStringEsc
+				} else {
+					s.state = sString
+				}
+				goto again
+			}
+			if s.state == sSurrogate {
+				s.state = sSurrogateU
+			} else {
+				s.hex, s.code, s.high, s.state = 4, 0, true, sStringHex
 			}
 		case sLiteral:
 			if c != s.lit[0] {
@@ -272,6 +322,23 @@ func (s *scanner) feed(data []byte) (n int, done bool, err error) {
 	return len(data), false, nil
 }
 
+// stringError records the first error in the current string.
+func (s *scanner) stringError(msg string) {
+	if s.strErr == nil {
+		s.strErr = protocolError(msg)
+	}
+}
+
+func hexValue(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
@@ -303,19 +370,50 @@ func NewDecoder(r io.Reader, maxSize int) *Decoder {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	return &Decoder{r: r, max: maxSize, buf: make([]byte, 4096)}
+	return &Decoder{r: r, max: maxSize, buf: make([]byte, minBuffer)}
 }
+
+// minBuffer is the decoder's initial buffer; it grows for large messages.
+const minBuffer = 4096
+
+// LargeBuffer is the size from which a buffer is not kept once its message
+// is done: a connection that once received a 64 MiB message would hold
+// 64 MiB (or 128, as buffers double) for its life.
+const LargeBuffer = 1 << 20
+
+// shrink drops a large buffer once the message in it has been handed out,
+// keeping the bytes after it, and after a spike releases the memory to the
+// OS (see ReleaseMemory).
+func (d *Decoder) shrink() {
+	if len(d.buf) < LargeBuffer || d.end-d.start > len(d.buf)/4 {
+		return
+	}
+	size := max(minBuffer, d.end-d.start)
+	nb := make([]byte, size)
+	copy(nb, d.buf[d.start:d.end])
+	d.end -= d.start
+	d.scanned -= d.start
+	d.start = 0
+	if len(d.buf) >= spikeSize {
+		ReleaseMemory()
+	}
+	d.buf = nb
+}
+
+// Buffered returns the size of the decoder's buffer.
+func (d *Decoder) Buffered() int { return len(d.buf) }
 
 // Next returns the raw bytes of the next complete message, valid until the
 // following call. Errors wrapping ErrProtocol or ErrTooLarge are fatal to
 // the stream; io.EOF means the peer closed it between messages.
 func (d *Decoder) Next() ([]byte, error) {
+	d.shrink()
 	for {
 		if d.scanned < d.end {
 			n, done, err := d.sc.feed(d.buf[d.scanned:d.end])
 			d.scanned += n
 			if err != nil {
-				return nil, err
+				return nil, positionError(d.buf[d.start:d.scanned], err)
 			}
 			if d.sc.started && d.scanned-d.start > d.max {
 				return nil, ErrTooLarge
@@ -349,7 +447,9 @@ func (d *Decoder) Next() ([]byte, error) {
 				d.start = 0
 			}
 			if d.end == len(d.buf) {
-				nb := make([]byte, 2*len(d.buf))
+				// One byte past the limit is enough to refuse a
+				// message: doubling a 256 MiB buffer would take 512.
+				nb := make([]byte, max(min(2*len(d.buf), d.max+1), len(d.buf)+minBuffer))
 				copy(nb, d.buf[:d.end])
 				d.buf = nb
 			}
@@ -368,6 +468,27 @@ func (d *Decoder) Next() ([]byte, error) {
 		}
 		return nil, err
 	}
+}
+
+// posError is a syntax error with its place in the message, which OVS's
+// parser counts from the message's first byte ("line 0, column 36, byte 36").
+type posError struct {
+	line, column, byte int
+	err                error
+}
+
+func (e *posError) Error() string {
+	return fmt.Sprintf("line %d, column %d, byte %d: %v", e.line, e.column, e.byte, e.err)
+}
+
+func (e *posError) Unwrap() error { return e.err }
+
+// positionError places err at the end of before, the message up to the
+// offending byte.
+func positionError(before []byte, err error) error {
+	line := bytes.Count(before, []byte{'\n'})
+	column := len(before) - 1 - bytes.LastIndexByte(before, '\n')
+	return &posError{line: line, column: column, byte: len(before), err: err}
 }
 
 // Decode returns the next message, parsed and validated.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -297,4 +298,118 @@ func FuzzDecoder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecoderStringErrors checks the strings OVS's JSON parser refuses, with
+// its texts and positions as Debian's ovsdb-server 3.1 logs them ("error
+// parsing stream: line 0, column 36, byte 36: ...") before it drops the
+// connection without a reply.
+func TestDecoderStringErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"method":"echo","params":["a\u0000b"],"id":1}`, "line 0, column 36, byte 36: null bytes not supported in quoted strings"},
+		{`{"method":"echo","params":["a\ud800b"],"id":1}`, "line 0, column 36, byte 36: malformed escaped surrogate pair"},
+		{`{"method":"echo","params":["a\ud800\u0041"],"id":1}`, "line 0, column 41, byte 41: second half of escaped surrogate pair is not trailing surrogate"},
+		{`{"method":"echo","params":["a\ud800\u0000"],"id":1}`, "line 0, column 41, byte 41: null bytes not supported in quoted strings"},
+		{`{"method":"echo","params":["a\ud800\n"],"id":1}`, "line 0, column 37, byte 37: malformed escaped surrogate pair"},
+		{"{\"method\":\"echo\",\"params\":[\"a\x01b\"],\"id\":1}", "line 0, column 29, byte 29: U+0001 must be escaped in quoted string"},
+		{`{"method":"echo","params":["a\u12"],"id":1}`, "line 0, column 33, byte 33: quoted string ends within \\u escape"},
+		{`{"method":"echo","params":["a\u12x\""],"id":1}`, "line 0, column 36, byte 36: malformed \\u escape"},
+		{`{"method":"echo","params":["\x"],"id":1}`, "line 0, column 30, byte 30: bad escape \\x"},
+		{"{\"method\":\"echo\",\n\"params\":[\"\\u0000\"],\"id\":1}", "line 1, column 17, byte 35: null bytes not supported in quoted strings"},
+		{`{"id":1,"params":["\u0000"],`, "line 0, column 25, byte 25: null bytes not supported in quoted strings"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := NewDecoder(iotest.OneByteReader(strings.NewReader(tc.in)), 0).Next()
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrProtocol) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// What OVS accepts: pairs, and a lone trailing surrogate (refused
+	// later, where a string atom must be UTF-8).
+	for _, in := range []string{`{"method":"echo","params":["\ud83d\ude00"],"id":1}`, `{"method":"echo","params":["\udc00"],"id":1}`, `{"method":"echo","params":["\\\u0041\/"],"id":1}`} {
+		if _, err := NewDecoder(strings.NewReader(in), 0).Decode(); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
+
+// TestConnEchoFloodPausesReading sends echo requests without reading the
+// replies. Echo is answered by the connection itself, and used to skip the
+// pause in reading that other requests get; a flood then grew the backlog
+// until the connection's limit (512 MiB by default). Now reading stops at
+// readPauseBacklog for every kind of request, so a limit just above it
+// holds, and every reply arrives in order once the peer reads.
+func TestConnEchoFloodPausesReading(t *testing.T) {
+	const n, size = 100, 64 << 10
+	c, peer := pair(t, Options{MaxBacklog: readPauseBacklog + 2*size}, func(*Conn, *Message) {})
+	param := strings.Repeat("x", size)
+	sent := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			if _, err := fmt.Fprintf(peer, `{"method":"echo","params":[%q],"id":%d}`, param, i); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	// net.Pipe has no buffer: the flood can only finish if the server keeps
+	// reading, and it must stop once its backlog passes the pause.
+	waitFor(t, "the backlog to pass the read pause", func() bool { return c.Backlog() > readPauseBacklog })
+	d := NewDecoder(peer, 0)
+	for i := 0; i < n; i++ {
+		m := readMsg(t, d)
+		if string(m.ID) != fmt.Sprint(i) || len(m.Result) != size+4 {
+			t.Fatalf("reply %d: id %s, %d bytes", i, m.ID, len(m.Result))
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("connection closed: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestDecoderBufferBounds checks that the buffer grows no further than one
+// byte past the size limit for a message it refuses, and that a large
+// buffer is dropped once its message is done, keeping what follows.
+func TestDecoderBufferBounds(t *testing.T) {
+	const limit = 3 << 20
+	big := `{"method":"echo","params":["` + strings.Repeat("x", limit) + `"],"id":1}`
+	d := NewDecoder(strings.NewReader(big), limit)
+	if _, err := d.Next(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err %v, want ErrTooLarge", err)
+	}
+	if d.Buffered() > limit+1 {
+		t.Errorf("buffer of %d bytes for a limit of %d", d.Buffered(), limit)
+	}
+
+	next := `{"method":"echo","params":[2],"id":2}`
+	d = NewDecoder(iotest.HalfReader(strings.NewReader(big+next)), 2*limit)
+	if m := readMsg(t, d); string(m.ID) != "1" {
+		t.Fatalf("first message %s", m.ID)
+	}
+	if d.Buffered() < limit {
+		t.Fatalf("buffer %d smaller than the message", d.Buffered())
+	}
+	if m := readMsg(t, d); string(m.ID) != "2" {
+		t.Fatalf("second message %s", m.ID)
+	}
+	if d.Buffered() >= LargeBuffer {
+		t.Errorf("buffer of %d bytes kept after the large message", d.Buffered())
+	}
 }

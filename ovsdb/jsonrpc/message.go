@@ -99,7 +99,7 @@ func parseValid(data []byte) (*Message, error) {
 	var hasMethod bool
 	var extra string
 	var err error
-	splitObject(data, func(key, value []byte) {
+	SplitObject(data, func(key, value []byte) {
 		var name string
 		if bytes.IndexByte(key, '\\') >= 0 {
 			json.Unmarshal(key, &name)

@@ -92,9 +92,9 @@ func SplitArray(b []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// splitObject calls fn for each member of a valid JSON object; key is the
+// SplitObject calls fn for each member of a valid JSON object; key is the
 // raw key including quotes.
-func splitObject(b []byte, fn func(key, value []byte)) {
+func SplitObject(b []byte, fn func(key, value []byte)) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return

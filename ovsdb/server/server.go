@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -179,30 +180,32 @@ func (s *Server) OpenDatabase(path string, createSchema []byte) (*db.Database, e
 		s.log.Infof("%s: created database file from the built-in %s schema (ovsdb-server would require \"ovsdb-tool create\")", path, sch.Name)
 		d = db.New(sch)
 	} else {
-		// storage.Open returns the schema after the records, so the
-		// records are kept until the database exists.
-		var records []storage.Record
-		logf := func(format string, args ...any) { s.log.Warnf(format, args...) }
-		l2, schemaJSON, err := storage.Open(path, logf, func(r storage.Record) error {
-			records = append(records, r)
-			return nil
+		// Each record is applied as it is read: holding them all until
+		// the end took several times the file's size in memory. A record
+		// the database refuses is handled as a damaged one, as OVS does:
+		// it and the rest of the file are dropped (after a backup).
+		n := 0
+		logf := func(format string, args ...any) { s.log.Errorf(format, args...) }
+		l2, err := storage.OpenStream(path, logf, func(schemaJSON json.RawMessage) (func(storage.Record) error, error) {
+			sch, err := db.ParseSchema(schemaJSON)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			d = db.New(sch)
+			return func(r storage.Record) error {
+				n++
+				if err := d.Replay(r.Tables, r.IsDiff); err != nil {
+					return fmt.Errorf("record %d cannot be applied: %v: %w", n, err, storage.ErrBadRecord)
+				}
+				return nil
+			}, nil
 		})
 		if err != nil {
 			return nil, err
 		}
 		l = l2
-		sch, err := db.ParseSchema(schemaJSON)
-		if err != nil {
-			l.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		d = db.New(sch)
-		for i, r := range records {
-			if err := d.Replay(r.Tables, r.IsDiff); err != nil {
-				s.log.Errorf("%s: record %d cannot be applied, ignoring it and the %d after it: %v", path, i+1, len(records)-i-1, err)
-				break
-			}
-		}
+		// Reading a large log leaves a heap of garbage; give it back.
+		debug.FreeOSMemory()
 	}
 	if err := s.AddDatabase(d, l, path); err != nil {
 		l.Close()

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/govs/govs/ovsdb/jsonrpc"
 )
 
 // A record is a header line "OVSDB <magic> <length> <sha1>\n" followed by
@@ -217,26 +219,36 @@ func parseHeader(line []byte) (magic string, length int64, sum [sha1.Size]byte, 
 // "_date" (an integer), "_comment" (anything; only strings are kept here) and
 // "_is_diff" (a boolean); ovsdb/file.c, ovsdb_file_txn_from_json.
 func parseRecord(body []byte) (Record, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return Record{}, fmt.Errorf("not a JSON object: %v", err)
-	}
-	if obj == nil {
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil {
+			return Record{}, fmt.Errorf("not a JSON object: %v", err)
+		}
 		return Record{}, errors.New("not a JSON object")
 	}
+	// The body is valid: its members are split without another full
+	// parse per level (encoding/json validates again at every Unmarshal,
+	// which made reading a large log several times slower). The rows
+	// point into body, which the reader allocates per record.
 	r := Record{Tables: make(map[string]map[string]json.RawMessage)}
-	for key, raw := range obj {
+	var err error
+	jsonrpc.SplitObject(body, func(k, raw []byte) {
+		if err != nil {
+			return
+		}
+		key := unquote(k)
 		switch key {
 		case "_date":
-			n, err := strconv.ParseInt(string(raw), 10, 64)
-			if err != nil {
-				return Record{}, fmt.Errorf("_date %s is not an integer", raw)
+			n, perr := strconv.ParseInt(string(raw), 10, 64)
+			if perr != nil {
+				err = fmt.Errorf("_date %s is not an integer", raw)
+				return
 			}
 			r.Date = n
 		case "_comment":
 			if raw[0] == '"' {
-				if err := json.Unmarshal(raw, &r.Comment); err != nil {
-					return Record{}, fmt.Errorf("_comment: %v", err)
+				if uerr := json.Unmarshal(raw, &r.Comment); uerr != nil {
+					err = fmt.Errorf("_comment: %v", uerr)
 				}
 			}
 		case "_is_diff":
@@ -244,29 +256,44 @@ func parseRecord(body []byte) (Record, error) {
 			case "true":
 				r.IsDiff = true
 			case "false":
+				r.IsDiff = false
 			default:
-				return Record{}, fmt.Errorf("_is_diff %s is not a boolean", raw)
+				err = fmt.Errorf("_is_diff %s is not a boolean", raw)
 			}
 		default:
 			if key == "" || key[0] == '_' {
-				return Record{}, fmt.Errorf("invalid table name %q", key)
+				err = fmt.Errorf("invalid table name %q", key)
+				return
 			}
 			if raw[0] != '{' {
-				return Record{}, fmt.Errorf("table %s: not a JSON object", key)
+				err = fmt.Errorf("table %s: not a JSON object", key)
+				return
 			}
-			var rows map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &rows); err != nil {
-				return Record{}, fmt.Errorf("table %s: %v", key, err)
-			}
-			for id, row := range rows {
-				if row[0] != '{' && string(row) != "null" {
-					return Record{}, fmt.Errorf("table %s row %s: neither a JSON object nor null", key, id)
+			rows := make(map[string]json.RawMessage)
+			jsonrpc.SplitObject(raw, func(id, row []byte) {
+				if err == nil && row[0] != '{' && string(row) != "null" {
+					err = fmt.Errorf("table %s row %s: neither a JSON object nor null", key, unquote(id))
 				}
-			}
+				rows[unquote(id)] = row
+			})
 			r.Tables[key] = rows
 		}
+	})
+	if err != nil {
+		return Record{}, err
 	}
 	return r, nil
+}
+
+// unquote returns the string a JSON string literal (valid, with its quotes)
+// stands for.
+func unquote(lit []byte) string {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1])
+	}
+	var s string
+	json.Unmarshal(lit, &s)
+	return s
 }
 
 // isObject reports whether body is one JSON object (with optional whitespace).

@@ -76,36 +76,47 @@ func newLog(path string, lk *lockFile, f *os.File) *Log {
 
 // Open opens and locks the existing database file at path. It returns the
 // schema and calls fn with each transaction record in order. A record that is
-// torn or damaged, and everything after it, is truncated away with a warning
-// through logf, as ovsdb-server does (it drops everything from the first bad
-// record, in the middle of the file too). A bad schema record is an error, and
-// so is an error from fn unless it wraps ErrBadRecord. logf and fn may be nil.
+// torn or damaged, and everything after it, is truncated away, as ovsdb-server
+// does (it drops everything from the first bad record, in the middle of the
+// file too); unlike ovsdb-server, the whole file is first copied to
+// "<path>.backup<N>". The loss is reported through logf, which should log at
+// ERR as OVS does. A bad schema record is an error, and so is an error from fn
+// unless it wraps ErrBadRecord. logf and fn may be nil.
 func Open(path string, logf func(format string, args ...any), fn func(Record) error) (*Log, json.RawMessage, error) {
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	if fn == nil {
-		fn = func(Record) error { return nil }
-	}
-	lk, err := lock(path)
+	l, err := OpenStream(path, logf, func(json.RawMessage) (func(Record) error, error) { return fn, nil })
 	if err != nil {
-		return nil, nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		lk.unlock()
-		return nil, nil, err
-	}
-	l := newLog(path, lk, f)
-	if err := l.load(logf, fn); err != nil {
-		f.Close()
-		lk.unlock()
 		return nil, nil, err
 	}
 	return l, l.schema, nil
 }
 
-func (l *Log) load(logf func(string, ...any), fn func(Record) error) error {
+// OpenStream is Open for a caller that needs the schema before the records,
+// to apply each record as it is read rather than hold them all: start is
+// called with the schema and returns the function that gets the records
+// (nil for none). An error from start fails the open.
+func OpenStream(path string, logf func(format string, args ...any), start func(schema json.RawMessage) (func(Record) error, error)) (*Log, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	lk, err := lock(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		lk.unlock()
+		return nil, err
+	}
+	l := newLog(path, lk, f)
+	if err := l.load(logf, start); err != nil {
+		f.Close()
+		lk.unlock()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) load(logf func(string, ...any), start func(json.RawMessage) (func(Record) error, error)) error {
 	fi, err := l.f.Stat()
 	if err != nil {
 		return err
@@ -129,6 +140,13 @@ func (l *Log) load(logf func(string, ...any), fn func(Record) error) error {
 	}
 	l.schema = json.RawMessage(bytes.TrimSpace(body))
 	l.records = 1
+	fn, err := start(l.schema)
+	if err != nil {
+		return err
+	}
+	if fn == nil {
+		fn = func(Record) error { return nil }
+	}
 
 	for {
 		off := rd.off
@@ -166,22 +184,29 @@ func (l *Log) load(logf func(string, ...any), fn func(Record) error) error {
 	return nil
 }
 
-// truncate cuts the file at off, where a bad record starts.
+// truncate cuts the file at off, where a bad record starts, after copying
+// the whole file to a backup.
 func (l *Log) truncate(logf func(string, ...any), off int64, why string) error {
 	fi, err := l.f.Stat()
 	if err != nil {
 		return err
 	}
 	dropped := fi.Size() - off
-	tail, err := io.ReadAll(io.NewSectionReader(l.f, off, dropped))
+	n, err := countRecords(io.NewSectionReader(l.f, off, dropped))
 	if err != nil {
 		return err
 	}
 	more := ""
-	if n := bytes.Count(tail, []byte("\n"+headerLead)); n > 0 {
+	if n > 0 {
 		more = fmt.Sprintf(" (including what look like %d more records)", n)
 	}
-	logf("%s: dropping %d bytes at offset %d to end of file%s: %s", l.path, dropped, off, more, why)
+	backup, err := l.backup(fi.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %d bytes at offset %d are unreadable (%s) and cannot be kept before they are dropped: %w",
+			l.path, dropped, off, why, err)
+	}
+	logf("%s: dropping %d bytes at offset %d to end of file%s: %s; the file as it was is kept as %s",
+		l.path, dropped, off, more, why, backup)
 	if err := l.f.Truncate(off); err != nil {
 		return fmt.Errorf("%s: cannot truncate: %w", l.path, err)
 	}
@@ -190,6 +215,59 @@ func (l *Log) truncate(logf func(string, ...any), off int64, why string) error {
 	}
 	l.size = off
 	return nil
+}
+
+// countRecords counts the record headers that start a line in r, streaming.
+func countRecords(r io.Reader) (int, error) {
+	pat := []byte("\n" + headerLead)
+	buf := make([]byte, 64<<10)
+	n, keep := 0, 0
+	for {
+		m, err := r.Read(buf[keep:])
+		data := buf[:keep+m]
+		n += bytes.Count(data, pat)
+		// Keep a tail shorter than pat so that a header split between
+		// reads is counted once.
+		keep = min(len(data), len(pat)-1)
+		copy(buf, data[len(data)-keep:])
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// backup copies the first size bytes of the file to the first free
+// "<path>.backup<N>" (OVS's start-up script names its upgrade backups
+// "<db>.backup<version>-<cksum>") and returns its name.
+func (l *Log) backup(size int64) (string, error) {
+	for i := 1; ; i++ {
+		name := fmt.Sprintf("%s.backup%d", l.path, i)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(f, io.NewSectionReader(l.f, 0, size))
+		if err == nil {
+			err = l.syncFile(f)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(name)
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", err
+		}
+		return name, nil
+	}
 }
 
 // Create creates a database file at path holding only the schema record,

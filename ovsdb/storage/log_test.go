@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -248,7 +249,7 @@ func TestCorruptMiddle(t *testing.T) {
 	bad[second+len("OVSDB JSON ")] = 'X'
 	os.WriteFile(path, bad, 0o640)
 
-	_, got, warnings := openAll(t, path)
+	l, got, warnings := openAll(t, path)
 	if !reflect.DeepEqual(got, recs[:1]) {
 		t.Errorf("got %d records, want 1", len(got))
 	}
@@ -257,6 +258,31 @@ func TestCorruptMiddle(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Size() != int64(second) {
 		t.Errorf("size %d, want %d", fi.Size(), second)
+	}
+	// The file as it was is kept, and the log line says where.
+	if b, err := os.ReadFile(path + ".backup1"); err != nil || !bytes.Equal(b, bad) {
+		t.Errorf("backup: %v, %d bytes, want the %d bytes of the damaged file", err, len(b), len(bad))
+	}
+	if !strings.HasSuffix(warnings[0], "kept as "+path+".backup1") {
+		t.Errorf("warning %q does not name the backup", warnings[0])
+	}
+	// A second damage keeps a second copy.
+	l.Close()
+	os.WriteFile(path, bad, 0o640)
+	openAll(t, path)
+	if b, err := os.ReadFile(path + ".backup2"); err != nil || !bytes.Equal(b, bad) {
+		t.Errorf("second backup: %v", err)
+	}
+}
+
+func TestCountRecords(t *testing.T) {
+	pat := "\n" + headerLead
+	data := strings.Repeat("x", 64<<10-3) + pat + strings.Repeat(pat+"y", 3) + "OVSDB JSON"
+	if n, err := countRecords(iotest.OneByteReader(strings.NewReader(data))); n != 4 || err != nil {
+		t.Fatalf("one byte at a time: %d, %v", n, err)
+	}
+	if n, err := countRecords(strings.NewReader(data)); n != 4 || err != nil {
+		t.Fatalf("%d, %v", n, err)
 	}
 }
 
