@@ -139,17 +139,25 @@ func (d *Database) apply(c *Commit) {
 	d.nCommits++
 }
 
+// forEachStrongRef calls fn for each strong reference r makes to another
+// row. A row's references to itself do not count, so that garbage
+// collection removes a non-root row referenced only by itself, as OVS does.
 func (td *tableData) forEachStrongRef(r *Row, fn func(table string, u UUID)) {
+	self := func(table string, u UUID) bool { return table == td.schema.Name && u == r.UUID }
 	for _, c := range td.schema.refs {
 		v := r.Cols[c.Index]
-		if c.Type.Key.RefTable != "" && !c.Type.Key.RefWeak {
+		if kt := c.Type.Key; kt.RefTable != "" && !kt.RefWeak {
 			for _, k := range v.Keys {
-				fn(c.Type.Key.RefTable, k.(UUID))
+				if !self(kt.RefTable, k.(UUID)) {
+					fn(kt.RefTable, k.(UUID))
+				}
 			}
 		}
 		if vt := c.Type.Value; vt != nil && vt.RefTable != "" && !vt.RefWeak {
 			for _, k := range v.Vals {
-				fn(vt.RefTable, k.(UUID))
+				if !self(vt.RefTable, k.(UUID)) {
+					fn(vt.RefTable, k.(UUID))
+				}
 			}
 		}
 	}
