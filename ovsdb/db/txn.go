@@ -10,10 +10,13 @@ import (
 	"time"
 )
 
-// LockChecker tells the "assert" operation whether the session running a
-// transaction holds a lock. A nil LockChecker holds no locks.
+// LockChecker describes the session running a transaction: whether it
+// holds a lock (the "assert" operation) and whether it came through a
+// read-only remote (a Connection row with read_only=true), which may not
+// write. A nil LockChecker holds no locks and may write.
 type LockChecker interface {
 	HasLock(name string) bool
+	ReadOnly() bool
 }
 
 // Result is the outcome of a transaction.
@@ -262,6 +265,12 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 		t = tx.d.schema.Tables[*op.Table]
 		if t == nil {
 			return fail(wrap("No table named %s.", *op.Table))
+		}
+	}
+	switch op.Op {
+	case "insert", "update", "mutate", "delete", "commit":
+		if tx.locks != nil && tx.locks.ReadOnly() {
+			return fail(&Error{Name: "not allowed", Details: op.Op + " operation not allowed when database server is in read only mode"})
 		}
 	}
 	need := func(v any, name string) *Error {
