@@ -216,7 +216,7 @@ func TestRecordReplay(t *testing.T) {
 
 	d2 := newTestDB(t)
 	for _, r := range records {
-		if err := d2.Replay(r, false); err != nil {
+		if err := d2.Replay(r, true); err != nil {
 			t.Fatal(err)
 		}
 	}
