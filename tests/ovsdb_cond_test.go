@@ -153,19 +153,7 @@ func TestOvsdbMonitorCondDifferential(t *testing.T) {
 // (cond_seqno counts the replies to monitor_cond_change), makes changes with ovs-vsctl and waits for them through a
 // step counter in the unconditionally monitored Open_vSwitch table, and
 // prints the Bridge rows the IDL holds after each step.
-const ovsdbCondIDLScript = `
-import json, subprocess, sys, ovs.db.idl, ovs.poller
-remote, schema = sys.argv[1], sys.argv[2]
-helper = ovs.db.idl.SchemaHelper(schema)
-helper.register_all()
-idl = ovs.db.idl.Idl(remote, helper)
-def run_until(cond):
-    for _ in range(3000):
-        idl.run()
-        if cond():
-            return
-        p = ovs.poller.Poller(); idl.wait(p); p.timer_wait(10); p.block()
-    sys.exit("timeout")
+const ovsdbCondIDLScript = ovsdbIDLPrelude + `
 def show(what):
     rows = sorted((b.name, sorted(b.external_ids.items())) for b in idl.tables["Bridge"].rows.values())
     print(what, json.dumps(rows))
