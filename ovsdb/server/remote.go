@@ -36,7 +36,7 @@ type remoteOptions struct {
 	probe    time.Duration
 	readOnly bool    // the row's read_only column: sessions may not write
 	row      db.UUID // Manager row to write status to, if any
-	table string
+	table    string
 }
 
 // remote is one open remote: a listener with its sessions, or an active
