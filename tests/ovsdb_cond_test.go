@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,4 +217,82 @@ func TestOvsdbMonitorCondIDLDifferential(t *testing.T) {
 		t.Fatalf("IDL rows differ\ndebian:\n%s\ngovs:\n%s", out["debian"], out["govs"])
 	}
 	t.Logf("IDL steps:\n%s", out["govs"])
+}
+
+// ovsdbCondChangeCall sends a request and returns, canonicalised, the
+// update2 notifications before its reply and the reply: each table's row
+// updates sorted, uuids aside.
+func ovsdbCondChangeCall(t *testing.T, c *ovsdbRawConn, method string, params any, id int) []string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"method": method, "params": params, "id": id})
+	c.send(string(b))
+	var out []string
+	for {
+		m := c.recv(10 * time.Second)
+		if m == nil {
+			t.Fatalf("no reply to %s", b)
+		}
+		var body any = m
+		if m["method"] == "update2" {
+			body = m["params"].([]any)[1]
+		} else if r, ok := m["result"].(map[string]any); ok {
+			body = r
+		}
+		if tables, ok := body.(map[string]any); ok {
+			for tn, rows := range tables {
+				rm, ok := rows.(map[string]any)
+				if !ok {
+					continue
+				}
+				var us []string
+				for _, u := range rm {
+					j, _ := json.Marshal(u)
+					us = append(us, string(j))
+				}
+				sort.Strings(us)
+				tables[tn] = us
+			}
+		}
+		j, _ := json.Marshal(body)
+		out = append(out, fmt.Sprint(m["method"], " ", ovsdbNormalize(string(j), false)))
+		if m["method"] == nil {
+			return out
+		}
+	}
+}
+
+// TestOvsdbMonitorCondChangeSelect checks monitor_cond_change on the wire
+// against Debian's server: rows entering the condition are inserts, rows
+// leaving are deletes, [] selects every row, and the monitor's "select"
+// (insert false) holds back entering rows.
+func TestOvsdbMonitorCondChangeSelect(t *testing.T) {
+	out := map[string][]string{}
+	for _, kind := range []string{"debian", "govs"} {
+		p := ovsdbStart(t, ovsdbOpts{kind: kind})
+		ovsdbCondSetup(p)
+		for i, sel := range []map[string]any{nil, {"insert": false}} {
+			c := ovsdbDialRaw(t, p.sock)
+			req := map[string]any{"columns": []string{"name"}, "where": []any{[]any{"name", "==", "br0"}}}
+			if sel != nil {
+				req["select"] = sel
+			}
+			steps := []struct {
+				method string
+				params any
+			}{
+				{"monitor_cond", []any{"Open_vSwitch", "m", map[string]any{"Bridge": []any{req}}}},
+				{"monitor_cond_change", []any{"m", "m2", map[string]any{"Bridge": []any{map[string]any{"where": []any{[]any{"name", "==", "br1"}}}}}}},
+				{"monitor_cond_change", []any{"m2", "m3", map[string]any{"Bridge": []any{map[string]any{"where": []any{}}}}}},
+				{"monitor_cond_change", []any{"m3", "m4", map[string]any{"Bridge": []any{map[string]any{"where": []any{false, []any{"name", "==", "br2"}}}}}}},
+			}
+			for j, s := range steps {
+				for _, l := range ovsdbCondChangeCall(t, c, s.method, s.params, 10*i+j) {
+					out[kind] = append(out[kind], fmt.Sprintf("select %v: %s", sel, l))
+				}
+			}
+		}
+	}
+	if d, g := strings.Join(out["debian"], "\n"), strings.Join(out["govs"], "\n"); d != g {
+		t.Fatalf("monitor_cond_change differs\ndebian:\n%s\ngovs:\n%s", d, g)
+	}
 }

@@ -727,7 +727,8 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 	if body := mon.compose(pending, false); body != nil {
 		ss.conn.Send(mon.notification(body, last))
 	}
-	// Rows leaving the set are deletes, rows entering are inserts.
+	// Rows leaving the set are deletes, rows entering are inserts, as
+	// ovsdb_monitor_compose_cond_change_update sends them.
 	var w tableUpdates
 	for _, tn := range slices.Sorted(maps.Keys(newConds)) {
 		mt := mon.tables[tn]
@@ -737,7 +738,9 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		for _, u := range sortedUUIDs(rows[tn]) {
 			r := rows[tn][u]
 			was, is := oldMT.match(r), newMT.match(r)
-			if was == is {
+			// The request's "select" applies here too: with insert
+			// (delete) false, rows entering (leaving) are not sent.
+			if was == is || is && !mt.insert || was && !mt.delete {
 				continue
 			}
 			w.row(tn, u)
