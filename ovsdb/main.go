@@ -149,7 +149,8 @@ func run() error {
 	for _, r := range remotes {
 		if err := srv.CheckDBRemote(r); err != nil {
 			d.Close()
-			return err
+			// ovsdb-server ends this message with a blank line.
+			return fmt.Errorf("%w\n", err)
 		}
 	}
 	if err := srv.Start(); err != nil {

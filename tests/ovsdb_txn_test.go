@@ -92,21 +92,17 @@ var ovsdbTxnCases = []string{
 // ovsdb-client to Debian's ovsdb-server and govs' and requires the same
 // answers: results, error names, details and syntax.
 func TestOvsdbTransactDifferential(t *testing.T) {
+	sch := filepath.Join(t.TempDir(), "t.ovsschema")
+	if err := os.WriteFile(sch, []byte(ovsdbTxnSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var servers []*ovsdbProc
 	for _, kind := range []string{"debian", "govs"} {
-		dir, err := os.MkdirTemp("", "ovsdbt-")
-		if err != nil {
-			t.Fatal(err)
+		p, out, code := ovsdbStartOnce(t, kind, sch)
+		if code != 0 {
+			t.Fatalf("%s ovsdb-server: exit %d: %s", kind, code, out)
 		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		sch := filepath.Join(dir, "t.ovsschema")
-		if err := os.WriteFile(sch, []byte(ovsdbTxnSchema), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if r := ovsdbRun(ovsdbTool, "create", filepath.Join(dir, "conf.db"), sch); r.code != 0 {
-			t.Fatalf("ovsdb-tool create: %s", r.stderr)
-		}
-		servers = append(servers, ovsdbStart(t, ovsdbOpts{kind: kind, dir: dir}))
+		servers = append(servers, p)
 	}
 	for _, c := range ovsdbTxnCases {
 		var out [2]string
