@@ -26,8 +26,24 @@ const (
 	version = "3.1.0"
 )
 
-// logModules are registered before daemon.Start so that -v specs apply.
-var logModules = []string{"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect", "ovsdb_storage"}
+// logModules are registered before daemon.Start so that -v specs apply:
+// govs' own and every module Debian's ovsdb-server 3.1 lists in vlog/list,
+// so that scripts setting levels for them (-vraft:file:dbg) still work.
+var logModules = []string{"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect", "ovsdb_storage",
+	"backtrace", "bundle", "command_line", "conntrack", "conntrack_tp", "coverage", "ct_dpif", "daemon",
+	"daemon_unix", "dns_resolve", "dpdk", "dpif", "dpif_lookup_autovalidator", "dpif_lookup_generic",
+	"dpif_mfex_extract_study", "dpif_netdev", "dpif_netdev_extract", "dpif_netdev_impl", "dpif_netdev_lookup",
+	"dpif_netlink", "dpif_netlink_rtnl", "entropy", "fatal_signal", "flow", "hmap", "ipf", "lockfile", "memory",
+	"meta_flow", "native_tnl", "netdev", "netdev_afxdp", "netdev_linux", "netdev_offload", "netdev_offload_tc",
+	"netdev_vport", "netlink", "netlink_conntrack", "netlink_notifier", "netlink_socket", "nx_match",
+	"odp_execute", "odp_execute_impl", "odp_util", "ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors",
+	"ofp_flow", "ofp_group", "ofp_match", "ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet", "ofp_port",
+	"ofp_protocol", "ofp_queue", "ofp_table", "ofp_util", "ovs_numa", "ovs_rcu", "ovs_replay", "ovs_router",
+	"ovs_thread", "ovsdb", "ovsdb_cs", "ovsdb_error", "ovsdb_file", "ovsdb_idl", "ovsdb_log", "ovsdb_monitor",
+	"ovsdb_rbac", "ovsdb_util", "ox_stat", "pmd_perf", "poll_loop", "process", "raft", "raft_rpc", "relay",
+	"replication", "route_table", "sha1", "signals", "socket_util", "socket_util_unix", "storage", "stream",
+	"stream_fd", "stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec", "tc", "timeval",
+	"transaction", "transaction_forward", "trigger", "unixctl", "userspace_tso", "util", "uuid", "vlog"}
 
 func main() {
 	if err := run(); err != nil {
@@ -102,6 +118,11 @@ func run() error {
 	if len(args) == 0 {
 		args = []string{filepath.Join(dbDir(), "conf.db")}
 	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "relay:") {
+			return fmt.Errorf("%s: relay databases (relay:DB:REMOTE) are not supported yet", a)
+		}
+	}
 
 	log := daemon.NewLogger(os.Stderr)
 	for _, m := range logModules {
@@ -112,7 +133,6 @@ func run() error {
 		return err
 	}
 	mod := log.Module("ovsdb_server")
-	mod.Infof("%s", daemon.VersionString(program, version))
 
 	srv := server.New(server.Options{
 		Log:     func(m string) server.Logger { return log.Module(m) },
@@ -124,6 +144,13 @@ func run() error {
 			mod.Errorf("%v", err)
 			d.Close()
 			return err
+		}
+	}
+	for _, r := range remotes {
+		if err := srv.CheckDBRemote(r); err != nil {
+			d.Close()
+			// ovsdb-server ends this message with a blank line.
+			return fmt.Errorf("%w\n", err)
 		}
 	}
 	if err := srv.Start(); err != nil {
@@ -142,6 +169,9 @@ func run() error {
 		}
 	})
 	d.Ready()
+	// Logged once detached, as OVS does: only the log file gets it, and
+	// scripts that read a detaching server's stderr see nothing.
+	mod.Infof("%s", daemon.VersionString(program, version))
 	<-exit
 	if err := srv.Close(); err != nil {
 		mod.Errorf("%v", err)
@@ -159,6 +189,9 @@ func registerCommands(u *daemon.UnixctlServer, srv *server.Server, exit chan str
 		return "", nil
 	})
 	u.Register("ovsdb-server/compact", "", 0, 1, func(args []string) (string, error) {
+		if len(args) == 1 && args[0] == "_Server" {
+			return "", errors.New("cannot compact built-in databases")
+		}
 		if len(args) == 1 && srv.Database(args[0]) == nil {
 			return "", errors.New("no database by that name")
 		}

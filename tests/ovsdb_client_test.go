@@ -163,22 +163,28 @@ func TestOvsdbClientMonitor(t *testing.T) {
 	}
 }
 
-// TestOvsdbPythonIDL reads and writes through python3-openvswitch's IDL.
-func TestOvsdbPythonIDL(t *testing.T) {
-	ovsdbNeed(t, ovsdbPython)
-	script := `
-import sys, ovs.db.idl, ovs.poller, ovs.jsonrpc
+// ovsdbIDLPrelude starts a python3-openvswitch IDL script: an Idl on
+// argv[1] (remote) for every table of argv[2] (schema), and run_until,
+// which runs it until a condition holds or about 30 s have passed.
+const ovsdbIDLPrelude = `
+import json, subprocess, sys, ovs.db.idl, ovs.poller
 remote, schema = sys.argv[1], sys.argv[2]
 helper = ovs.db.idl.SchemaHelper(schema)
 helper.register_all()
 idl = ovs.db.idl.Idl(remote, helper)
 def run_until(cond):
-    for _ in range(2000):
+    for _ in range(3000):
         idl.run()
         if cond():
             return
         p = ovs.poller.Poller(); idl.wait(p); p.timer_wait(10); p.block()
     sys.exit("timeout")
+`
+
+// TestOvsdbPythonIDL reads and writes through python3-openvswitch's IDL.
+func TestOvsdbPythonIDL(t *testing.T) {
+	ovsdbNeed(t, ovsdbPython)
+	script := ovsdbIDLPrelude + `
 run_until(lambda: idl.has_ever_connected() and len(idl.tables["Open_vSwitch"].rows) == 1)
 print("bridges", sorted(b.name for b in idl.tables["Bridge"].rows.values()))
 txn = ovs.db.idl.Transaction(idl)

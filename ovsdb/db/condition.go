@@ -119,7 +119,8 @@ func typeString(t *ColumnType) string {
 	return "set of " + t.Key.Type.String()
 }
 
-// Match reports whether row r satisfies every condition.
+// Match reports whether row r satisfies every condition: the conjunction
+// of a "where" in select, update, delete, mutate and wait.
 func Match(conds []Condition, r *Row) bool {
 	for i := range conds {
 		if !conds[i].eval(r) {
@@ -127,6 +128,21 @@ func Match(conds []Condition, r *Row) bool {
 		}
 	}
 	return true
+}
+
+// MatchAny reports whether row r satisfies any clause of a monitor_cond
+// condition, a disjunction: [] and any list holding true match every row,
+// [false] none (ovsdb/condition.c ovsdb_condition_match_any_clause).
+func MatchAny(conds []Condition, r *Row) bool {
+	if len(conds) == 0 {
+		return true
+	}
+	for i := range conds {
+		if conds[i].eval(r) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Condition) eval(r *Row) bool {

@@ -139,17 +139,25 @@ func (d *Database) apply(c *Commit) {
 	d.nCommits++
 }
 
+// forEachStrongRef calls fn for each strong reference r makes to another
+// row. A row's references to itself do not count, so that garbage
+// collection removes a non-root row referenced only by itself, as OVS does.
 func (td *tableData) forEachStrongRef(r *Row, fn func(table string, u UUID)) {
+	self := func(table string, u UUID) bool { return table == td.schema.Name && u == r.UUID }
 	for _, c := range td.schema.refs {
 		v := r.Cols[c.Index]
-		if c.Type.Key.RefTable != "" && !c.Type.Key.RefWeak {
+		if kt := c.Type.Key; kt.RefTable != "" && !kt.RefWeak {
 			for _, k := range v.Keys {
-				fn(c.Type.Key.RefTable, k.(UUID))
+				if !self(kt.RefTable, k.(UUID)) {
+					fn(kt.RefTable, k.(UUID))
+				}
 			}
 		}
 		if vt := c.Type.Value; vt != nil && vt.RefTable != "" && !vt.RefWeak {
 			for _, k := range v.Vals {
-				fn(vt.RefTable, k.(UUID))
+				if !self(vt.RefTable, k.(UUID)) {
+					fn(vt.RefTable, k.(UUID))
+				}
 			}
 		}
 	}
@@ -179,9 +187,13 @@ func (td *tableData) unindex(r *Row) {
 	}
 }
 
-// Record encodes a commit the way the OVSDB log stores it: whole values of
-// the columns a new row does not have at their defaults, the changed
-// columns of a modified row, null for a deleted row. Ephemeral columns are
+// Record encodes a commit as an "_is_diff" record of the OVSDB log, as
+// ovsdb-server 3.1 writes them: whole values of the columns a new row does
+// not have at their defaults, null for a deleted row, and for a modified
+// row its changed columns as diffs (Diff: what a set or map gained and
+// lost, a scalar's new value). A column whose old value is the default is
+// written whole: readers, OVS's included, take such a value as it is
+// (ovsdb/file.c ovsdb_file_update_row_from_json). Ephemeral columns are
 // not stored.
 func (c *Commit) Record(s *Schema) map[string]map[string]json.RawMessage {
 	out := make(map[string]map[string]json.RawMessage, len(c.Tables))
@@ -206,7 +218,20 @@ func (c *Commit) Record(s *Schema) map[string]map[string]json.RawMessage {
 			if ch.Old != nil && len(cols) == 0 {
 				continue
 			}
-			m[u.String()] = AppendRowJSON(nil, t, ch.New, cols)
+			if ch.Old == nil {
+				m[u.String()] = AppendRowJSON(nil, t, ch.New, cols)
+				continue
+			}
+			diff := &Row{UUID: u, Cols: make([]Datum, len(ch.New.Cols))}
+			for _, col := range cols {
+				old, nv := ch.Old.Cols[col.Index], ch.New.Cols[col.Index]
+				if IsDefault(&col.Type, old) {
+					diff.Cols[col.Index] = nv
+				} else {
+					diff.Cols[col.Index] = Diff(&col.Type, old, nv)
+				}
+			}
+			m[u.String()] = AppendRowJSON(nil, t, diff, cols)
 		}
 		if len(m) > 0 {
 			out[tname] = m
@@ -282,15 +307,19 @@ func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff b
 					// OVS ignores columns a newer schema dropped.
 					continue
 				}
+				// A diff applies to a value that is not the default; over
+				// a default the record holds the whole new value, as
+				// ovsdb_file_update_row_from_json takes it.
+				applyDiff := isDiff && old != nil && !IsDefault(&col.Type, old.Cols[col.Index])
 				vt := col.Type
-				if isDiff && old != nil {
+				if applyDiff {
 					vt.Min, vt.Max = 0, Unlimited
 				}
 				datum, perr := parseDatumNoSize(&vt, v, nil)
 				if perr != nil {
 					return fmt.Errorf("table %s row %s column %s: %v", tname, us, cname, perr)
 				}
-				if isDiff && old != nil {
+				if applyDiff {
 					datum = ApplyDiff(&col.Type, old.Cols[col.Index], datum)
 				}
 				nr.Cols[col.Index] = datum

@@ -220,7 +220,7 @@ func TestRecordReplay(t *testing.T) {
 
 	d2 := newTestDB(t)
 	for _, r := range records {
-		if err := d2.Replay(r, false); err != nil {
+		if err := d2.Replay(r, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,6 +254,46 @@ func TestBadOperationShapes(t *testing.T) {
 	} {
 		if got := lastError(tx(t, d, c.ops)); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: got %q, want %q", c.ops, got, c.want)
+		}
+	}
+}
+
+// TestMatchAnyAndAll checks that a monitor condition is a disjunction and a
+// "where" a conjunction of the same clauses.
+func TestMatchAnyAndAll(t *testing.T) {
+	d := newTestDB(t)
+	tx(t, d, `[{"op":"insert","table":"Open_vSwitch","row":{"bridges":["named-uuid","br"]}},
+		{"op":"insert","table":"Bridge","row":{"name":"br0"},"uuid-name":"br"}]`)
+	var br *Row
+	d.Read(func(s Snapshot) {
+		for _, r := range s.Rows("Bridge") {
+			br = r
+		}
+	})
+	tbl := d.Schema().Tables["Bridge"]
+	tests := []struct {
+		cond     string
+		any, all bool
+	}{
+		{`[]`, true, true},
+		{`[true]`, true, true},
+		{`[false]`, false, false},
+		{`[false,["name","==","br0"]]`, true, false},
+		{`[["name","==","br0"],["name","==","br1"]]`, true, false},
+		{`[["name","==","br1"],["name","==","br2"]]`, false, false},
+		{`[["name","==","br0"],["stp_enable","==",false]]`, true, true},
+		{`[true,false]`, true, false},
+	}
+	for _, tt := range tests {
+		conds, err := ParseConditions(tbl, json.RawMessage(tt.cond), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.cond, err)
+		}
+		if got := MatchAny(conds, br); got != tt.any {
+			t.Errorf("MatchAny(%s) = %v, want %v", tt.cond, got, tt.any)
+		}
+		if got := Match(conds, br); got != tt.all {
+			t.Errorf("Match(%s) = %v, want %v", tt.cond, got, tt.all)
 		}
 	}
 }

@@ -18,6 +18,8 @@ func FuzzTransact(f *testing.F) {
 		`[{"op":"delete","table":"Open_vSwitch","where":[true]},{"op":"abort"}]`,
 		`[{"op":"update","table":"Open_vSwitch","where":[],"row":{"other_config":["map",[["a","b"],["a","c"]]]}}]`,
 		`[1,"x",null,{"op":null},{"op":"insert"}]`,
+		`[{"op":"select","table":"Interface","where":[],"columns":["name"],"sort":["ofport","name"]},{"op":"select","table":"Port","where":[],"sort":[1,"name","name"]}]`,
+		`[{"op":"insert","table":"Interface","row":{"name":"x","ofport_request":0}},{"op":"insert","table":"Port","row":{"name":"y"},"uuid":"11111111-1111-1111-1111-111111111111"}]`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -151,16 +151,35 @@ func (m *mutation) apply(t *Table, v Datum) (Datum, *Error) {
 		}
 	}
 	if n.Len() < ct.Min || n.Len() > ct.Max {
-		return n, errorf("constraint violation", nil, "Attempted to store %d elements in %s with %s.", n.Len(), typeString(ct), boundsString(ct))
+		return n, errorf("constraint violation", nil, "Attempted to store %d elements in %s.", n.Len(), typeEnglish(ct))
 	}
 	return n, nil
 }
 
-func boundsString(ct *ColumnType) string {
-	if ct.Max == Unlimited {
-		return "a minimum of " + itoa(ct.Min)
+// typeEnglish describes a column type as ovsdb_type_to_english does:
+// "set of 1 to 3 integers", "map of up to 2 (string, integer) pairs".
+func typeEnglish(ct *ColumnType) string {
+	if ct.IsScalar() {
+		return ct.Key.Type.String()
 	}
-	return "a minimum of " + itoa(ct.Min) + " and a maximum of " + itoa(ct.Max)
+	s := "set"
+	if ct.Value != nil {
+		s = "map"
+	}
+	switch {
+	case ct.Max == Unlimited && ct.Min > 0:
+		s += " of " + itoa(ct.Min) + " or more"
+	case ct.Max == Unlimited:
+		s += " of"
+	case ct.Min > 0:
+		s += " of " + itoa(ct.Min) + " to " + itoa(ct.Max)
+	default:
+		s += " of up to " + itoa(ct.Max)
+	}
+	if ct.Value != nil {
+		return s + " (" + ct.Key.Type.String() + ", " + ct.Value.Type.String() + ") pairs"
+	}
+	return s + " " + ct.Key.Type.String() + "s"
 }
 
 func itoa(i int) string { return string(AppendAtomJSON(nil, int64(i))) }

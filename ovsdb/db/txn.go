@@ -1,17 +1,22 @@
 package db
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 )
 
-// LockChecker tells the "assert" operation whether the session running a
-// transaction holds a lock. A nil LockChecker holds no locks.
+// LockChecker describes the session running a transaction: whether it
+// holds a lock (the "assert" operation) and whether it came through a
+// read-only remote (a Connection row with read_only=true), which may not
+// write. A nil LockChecker holds no locks and may write.
 type LockChecker interface {
 	HasLock(name string) bool
+	ReadOnly() bool
 }
 
 // Result is the outcome of a transaction.
@@ -145,7 +150,7 @@ func (tx *txn) predeclare(ops []any) {
 // opMembers lists the members each operation may have besides "op".
 var opMembers = map[string]string{
 	"insert":  " table row uuid-name uuid ",
-	"select":  " table where columns ",
+	"select":  " table where columns sort ",
 	"update":  " table where row ",
 	"mutate":  " table where mutations ",
 	"delete":  " table where ",
@@ -161,6 +166,7 @@ type opRequest struct {
 	Op                                   string
 	Table                                *string
 	Row, Rows, Where, Columns, Mutations any
+	Sort                                 []any
 	UUIDName, UUID, Until, Comment, Lock *string
 	Timeout                              *float64
 	Durable                              *bool
@@ -195,6 +201,18 @@ func decodeOp(m map[string]any) (*opRequest, string) {
 		}
 	}
 	op.Row, op.Rows, op.Where, op.Columns, op.Mutations = m["row"], m["rows"], m["where"], m["columns"], m["mutations"]
+	if v, ok := m["columns"]; ok {
+		if _, ok := v.([]any); !ok {
+			return op, "columns"
+		}
+	}
+	if v, ok := m["sort"]; ok {
+		a, ok := v.([]any)
+		if !ok {
+			return op, "sort"
+		}
+		op.Sort = a
+	}
 	if v, ok := m["timeout"]; ok {
 		n, ok := v.(json.Number)
 		f, err := n.Float64()
@@ -250,6 +268,12 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 		t = tx.d.schema.Tables[*op.Table]
 		if t == nil {
 			return fail(wrap("No table named %s.", *op.Table))
+		}
+	}
+	switch op.Op {
+	case "insert", "update", "mutate", "delete", "commit":
+		if tx.locks != nil && tx.locks.ReadOnly() {
+			return fail(&Error{Name: "not allowed", Details: op.Op + " operation not allowed when database server is in read only mode"})
 		}
 	}
 	need := func(v any, name string) *Error {
@@ -433,6 +457,15 @@ func (tx *txn) insert(t *Table, op *opRequest, raw any) opFunc {
 	if err != nil {
 		return fail(err)
 	}
+	// The columns left out take their defaults, which must obey the
+	// constraints too ("0 is less than minimum allowed value 1").
+	for _, c := range t.Columns {
+		if _, ok := vals[c]; !ok {
+			if err := checkDatum(&c.Type, DefaultDatum(&c.Type)); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	return func() ([]byte, *Error) {
 		if sym != nil {
 			if sym.created {
@@ -442,9 +475,14 @@ func (tx *txn) insert(t *Table, op *opRequest, raw any) opFunc {
 			sym.created = true
 		}
 		if tx.current(t.Name, u) != nil || tx.d.tables[t.Name].rows[u] != nil {
-			return nil, errorf("duplicate uuid", raw, "This UUID would duplicate a UUID already present within the table or deleted within the same transaction.")
+			js, _ := json.Marshal(u.String())
+			return nil, errorf("duplicate uuid", json.RawMessage(js), "This UUID would duplicate a UUID already present within the table or deleted within the same transaction.")
 		}
 		r := newRow(t, u)
+		// Each inserted row has its own _version from the start, as
+		// ovsdb_execute_insert gives it; commit renews it only for rows
+		// it modifies.
+		r.Version = NewUUID()
 		for c, v := range vals {
 			r.Cols[c.Index] = v
 		}
@@ -458,23 +496,7 @@ func (tx *txn) parseColumns(t *Table, raw any) ([]*Column, *Error) {
 		cols := []*Column{t.ByName["_uuid"], t.ByName["_version"]}
 		return append(cols, t.Columns...), nil
 	}
-	names, ok := raw.([]any)
-	if !ok {
-		return nil, syntaxError(raw, "array of column names expected")
-	}
-	cols := make([]*Column, 0, len(names))
-	for _, nv := range names {
-		n, ok := nv.(string)
-		if !ok {
-			return nil, syntaxError(raw, "array of column names expected")
-		}
-		c := t.ByName[n]
-		if c == nil {
-			return nil, errorf("unknown column", raw, "No column %s in table %s.", n, t.Name)
-		}
-		cols = append(cols, c)
-	}
-	return cols, nil
+	return columnSet(t, raw.([]any))
 }
 
 func (tx *txn) selectOp(t *Table, op *opRequest) opFunc {
@@ -486,19 +508,80 @@ func (tx *txn) selectOp(t *Table, op *opRequest) opFunc {
 	if err != nil {
 		return fail(err)
 	}
+	var sortCols []*Column
+	if op.Sort != nil {
+		// ovsdb-server's extension: rows ordered by these columns.
+		if sortCols, err = columnSet(t, op.Sort); err != nil {
+			return fail(err)
+		}
+	}
 	return func() ([]byte, *Error) {
-		b := []byte(`{"rows":[`)
-		first := true
+		var rows []*Row
 		err := tx.forEach(t, conds, func(r *Row) *Error {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = AppendRowJSON(b, t, r, cols)
+			rows = append(rows, r)
 			return nil
 		})
+		if sortCols != nil {
+			slices.SortStableFunc(rows, func(a, b *Row) int {
+				for _, c := range sortCols {
+					if n := compareDatum(&c.Type, a.Get(c), b.Get(c)); n != 0 {
+						return n
+					}
+				}
+				return 0
+			})
+		}
+		b := []byte(`{"rows":[`)
+		for i, r := range rows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendRowJSON(b, t, r, cols)
+		}
 		return append(b, "]}"...), err
 	}
+}
+
+// columnSet parses a "columns" or "sort" member, a list of distinct column
+// names, with ovsdb_column_set_from_json's errors.
+func columnSet(t *Table, list []any) ([]*Column, *Error) {
+	cols := make([]*Column, 0, len(list))
+	for _, v := range list {
+		n, ok := v.(string)
+		if !ok {
+			return nil, syntaxError(list, "array of distinct column names expected")
+		}
+		c := t.ByName[n]
+		if c == nil {
+			return nil, syntaxError(list, "%s is not a valid column name", n)
+		}
+		if slices.Contains(cols, c) {
+			return nil, syntaxError(list, "array of distinct column names expected")
+		}
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+// compareDatum orders data as ovsdb_datum_compare_3way: by size, then keys,
+// then values.
+func compareDatum(t *ColumnType, a, b Datum) int {
+	if a.Len() != b.Len() {
+		return cmp.Compare(a.Len(), b.Len())
+	}
+	for i := range a.Keys {
+		if n := compareAtoms(a.Keys[i], b.Keys[i]); n != 0 {
+			return n
+		}
+	}
+	if t.Value != nil {
+		for i := range a.Vals {
+			if n := compareAtoms(a.Vals[i], b.Vals[i]); n != 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 func countJSON(n int) []byte { return []byte(`{"count":` + itoa(n) + `}`) }
@@ -685,7 +768,7 @@ func (tx *txn) commit() (*Commit, *Error) {
 	}
 	for _, rows := range tx.changes {
 		for _, ch := range rows {
-			if ch.New != nil {
+			if ch.Old != nil && ch.New != nil {
 				ch.New.Version = NewUUID()
 			}
 		}

@@ -416,11 +416,13 @@ func checkAtom(bt *BaseType, a Atom) *Error {
 	switch x := a.(type) {
 	case int64:
 		if x < bt.MinInteger || x > bt.MaxInteger {
-			return errorf("constraint violation", nil, "%d is not in the valid range %s", x, intRange(bt))
+			return rangeError(strconv.FormatInt(x, 10), strconv.FormatInt(bt.MinInteger, 10), strconv.FormatInt(bt.MaxInteger, 10),
+				bt.MinInteger != math.MinInt64, bt.MaxInteger != math.MaxInt64)
 		}
 	case float64:
 		if x < bt.MinReal || x > bt.MaxReal {
-			return errorf("constraint violation", nil, "%g is not in the valid range", x)
+			return rangeError(realString(x), realString(bt.MinReal), realString(bt.MaxReal),
+				bt.MinReal != -math.MaxFloat64, bt.MaxReal != math.MaxFloat64)
 		}
 	case string:
 		n := int64(utf8.RuneCountInString(x))
@@ -434,15 +436,36 @@ func checkAtom(bt *BaseType, a Atom) *Error {
 	return nil
 }
 
-func intRange(bt *BaseType) string {
+// rangeError is ovsdb_atom_range_check_size's wording for a number x out
+// of [min, max], where hasMin and hasMax say which bounds the schema sets.
+func rangeError(x, min, max string, hasMin, hasMax bool) *Error {
 	switch {
-	case bt.MinInteger != math.MinInt64 && bt.MaxInteger != math.MaxInt64:
-		return fmt.Sprintf("%d to %d (inclusive)", bt.MinInteger, bt.MaxInteger)
-	case bt.MinInteger != math.MinInt64:
-		return fmt.Sprintf("%d or greater", bt.MinInteger)
-	default:
-		return fmt.Sprintf("%d or less", bt.MaxInteger)
+	case hasMin && hasMax:
+		return errorf("constraint violation", nil, "%s is not in the valid range %s to %s (inclusive)", x, min, max)
+	case hasMin:
+		return errorf("constraint violation", nil, "%s is less than minimum allowed value %s", x, min)
 	}
+	return errorf("constraint violation", nil, "%s is greater than maximum allowed value %s", x, max)
+}
+
+// realString formats a real as OVS's "%.*g" with DBL_DIG (15) digits.
+func realString(x float64) string { return strconv.FormatFloat(x, 'g', 15, 64) }
+
+// checkDatum checks every key and value of d against t's constraints.
+func checkDatum(t *ColumnType, d Datum) *Error {
+	for _, k := range d.Keys {
+		if err := checkAtom(&t.Key, k); err != nil {
+			return err
+		}
+	}
+	if t.Value != nil {
+		for _, v := range d.Vals {
+			if err := checkAtom(t.Value, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func enumString(d *Datum) string {
@@ -538,7 +561,7 @@ func parseDatumNoSize(t *ColumnType, v any, syms *Symbols) (Datum, *Error) {
 			d.Vals = append(d.Vals, val)
 		}
 		if d.sortUnique() {
-			return d, syntaxError(v, "map contains duplicate key")
+			return d, &Error{Name: "ovsdb error", Details: "map contains duplicate key"}
 		}
 		return d, nil
 	}
@@ -556,7 +579,7 @@ func parseDatumNoSize(t *ColumnType, v any, syms *Symbols) (Datum, *Error) {
 			d.Keys = append(d.Keys, k)
 		}
 		if d.sortUnique() {
-			return d, syntaxError(v, "set contains duplicate value")
+			return d, &Error{Name: "ovsdb error", Details: "set contains duplicate"}
 		}
 		return d, nil
 	}

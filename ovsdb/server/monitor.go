@@ -52,13 +52,14 @@ type monTable struct {
 	insert  bool
 	delete  bool
 	modify  bool
-	// conds is nil for "every row" (monitor, or no "where"); conditions
-	// are immutable and replaced whole by monitor_cond_change.
+	// conds is nil for "every row" (monitor, or no "where"); a row matches
+	// when any clause holds. Conditions are immutable and replaced whole
+	// by monitor_cond_change.
 	conds []db.Condition
 }
 
 func (mt *monTable) match(r *db.Row) bool {
-	return r != nil && (mt.conds == nil || db.Match(mt.conds, r))
+	return r != nil && (mt.conds == nil || db.MatchAny(mt.conds, r))
 }
 
 // addCommit merges a commit into pending. Called under the database lock.
@@ -476,19 +477,12 @@ func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.
 	return nil
 }
 
-// parseWhere parses a monitor condition; a condition that is just [true]
-// (or empty... which OVS treats as false) is normalised.
+// parseWhere parses a monitor condition, a list of clauses of which any
+// may hold; [] matches every row, as in ovsdb-server.
 func parseWhere(t *db.Table, raw json.RawMessage) ([]db.Condition, *ovsdbError) {
 	conds, err := db.ParseConditions(t, raw, nil)
 	if err != nil {
 		return nil, &ovsdbError{Name: err.Name, Details: err.Details, Syntax: err.SyntaxJSON()}
-	}
-	if len(conds) == 0 {
-		// An empty condition matches no row (RFC 7047 section 4.1.12 as
-		// ovsdb-server implements it: ovsdb_condition_empty_or_match_any
-		// is false for an empty monitor_cond condition).
-		f, _ := db.ParseConditions(t, json.RawMessage("[false]"), nil)
-		return f, nil
 	}
 	return conds, nil
 }
@@ -733,7 +727,8 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 	if body := mon.compose(pending, false); body != nil {
 		ss.conn.Send(mon.notification(body, last))
 	}
-	// Rows leaving the set are deletes, rows entering are inserts.
+	// Rows leaving the set are deletes, rows entering are inserts, as
+	// ovsdb_monitor_compose_cond_change_update sends them.
 	var w tableUpdates
 	for _, tn := range slices.Sorted(maps.Keys(newConds)) {
 		mt := mon.tables[tn]
@@ -743,7 +738,9 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		for _, u := range sortedUUIDs(rows[tn]) {
 			r := rows[tn][u]
 			was, is := oldMT.match(r), newMT.match(r)
-			if was == is {
+			// The request's "select" applies here too: with insert
+			// (delete) false, rows entering (leaving) are not sent.
+			if was == is || is && !mt.insert || was && !mt.delete {
 				continue
 			}
 			w.row(tn, u)

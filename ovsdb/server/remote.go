@@ -33,9 +33,10 @@ const DefaultPort = 6640
 
 // remoteOptions are the per-remote settings a Manager row may give.
 type remoteOptions struct {
-	probe time.Duration
-	row   db.UUID // Manager row to write status to, if any
-	table string
+	probe    time.Duration
+	readOnly bool    // the row's read_only column: sessions may not write
+	row      db.UUID // Manager row to write status to, if any
+	table    string
 }
 
 // remote is one open remote: a listener with its sessions, or an active
@@ -106,7 +107,7 @@ func ValidateRemote(target string) error {
 		return err
 	case "db":
 		if len(strings.Split(rest, ",")) != 3 {
-			return fmt.Errorf("%s: \"db:\" remote must be db:DB,TABLE,COLUMN", target)
+			return fmt.Errorf("%q: invalid syntax", target)
 		}
 	default:
 		return fmt.Errorf("%s: unknown remote type %q", target, kind)
@@ -217,6 +218,7 @@ func (r *remote) connName(nc net.Conn) string {
 // serve runs one session of this remote.
 func (r *remote) serve(nc net.Conn, name string) {
 	ss := newSession(r.srv, nc, name, r.probe())
+	ss.readOnly = func() bool { return r.options().readOnly }
 	r.mu.Lock()
 	select {
 	case <-r.done:
@@ -300,12 +302,41 @@ func (s *Server) AddRemote(target string) error {
 	if err := ValidateRemote(target); err != nil {
 		return err
 	}
+	if err := s.CheckDBRemote(target); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	s.static[target] = true
 	started := s.started
 	s.mu.Unlock()
 	if started {
 		return s.reconfigure()
+	}
+	return nil
+}
+
+// CheckDBRemote checks that a db:DB,TABLE,COLUMN remote names a database,
+// table and column the server has, with ovsdb-server's messages; other
+// remotes pass.
+func (s *Server) CheckDBRemote(target string) error {
+	spec, ok := strings.CutPrefix(target, "db:")
+	if !ok {
+		return nil
+	}
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		return fmt.Errorf("%q: invalid syntax", target)
+	}
+	e := s.entry(parts[0])
+	if e == nil {
+		return fmt.Errorf("%q: no database named %s", target, parts[0])
+	}
+	t := e.d.Schema().Tables[parts[1]]
+	if t == nil {
+		return fmt.Errorf("%q: no table named %s", target, parts[1])
+	}
+	if t.Column(parts[2]) == nil {
+		return fmt.Errorf("%q: table %q has no column %q", target, parts[1], parts[2])
 	}
 	return nil
 }
@@ -481,6 +512,11 @@ func (s *Server) remotesFromDB(spec string) map[string]remoteOptions {
 						continue
 					}
 					o := remoteOptions{probe: -1, row: rr.UUID, table: rt.Name}
+					if c := rt.Column("read_only"); c != nil {
+						if rv := rr.Get(c); len(rv.Keys) == 1 {
+							o.readOnly, _ = rv.Keys[0].(bool)
+						}
+					}
 					if probeCol != nil {
 						if pv := rr.Get(probeCol); len(pv.Keys) == 1 {
 							if ms, ok := pv.Keys[0].(int64); ok {

@@ -229,7 +229,7 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 	if l != nil {
 		sch := d.Schema()
 		d.OnCommit(func(c *db.Commit) error {
-			rec := storage.Record{Tables: c.Record(sch), Comment: c.Comment, Date: c.Date.UnixMilli()}
+			rec := storage.Record{Tables: c.Record(sch), Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: true}
 			if len(rec.Tables) == 0 {
 				return nil
 			}

@@ -29,6 +29,10 @@ type session struct {
 	triggers    map[string]*trigger // pending transactions by request id
 	changeAware bool                // set_db_change_aware
 	closed      bool
+
+	// readOnly reports whether the remote the session came through is
+	// read-only now; nil for none. Set before the session serves requests.
+	readOnly func() bool
 }
 
 type trigger struct {
@@ -244,6 +248,9 @@ func (ss *session) lookupDB(m *jsonrpc.Message, params []json.RawMessage) *dbEnt
 
 // HasLock implements db.LockChecker for the "assert" operation.
 func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name) }
+
+// ReadOnly reports whether the session may not write (db.LockChecker).
+func (ss *session) ReadOnly() bool { return ss.readOnly != nil && ss.readOnly() }
 
 func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
 	if e == ss.srv.serverDB {
