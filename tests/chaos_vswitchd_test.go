@@ -228,7 +228,9 @@ func TestChaosVswitchdPortChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	baseExtra := chaosMemoryShow(e.mustAppctl("memory/show"))
-	var add, del []string
+	// ovs-vsctl's own deadline, for transactions of hundreds of ports on
+	// a loaded machine.
+	add, del := []string{"--timeout=55"}, []string{"--timeout=55"}
 	for i := 0; i < ports; i++ {
 		p := fmt.Sprintf("gvchp%d", i)
 		add = append(add, "--", "add-port", "gvchbr1", p, "--", "set", "interface", p, "type=internal")
@@ -236,14 +238,14 @@ func TestChaosVswitchdPortChurn(t *testing.T) {
 	}
 	peak := base
 	for r := 0; r < rounds; r++ {
-		e.mustVsctl(add[1:]...)
+		e.mustVsctl(add...)
 		if n := strings.Count(e.mustAppctl("dpif/show"), "gvchp"); n != ports {
 			t.Fatalf("round %d: dpif/show lists %d of the %d ports", r, n, ports)
 		}
 		if st, err := chaosStat(pid); err == nil && st.rssKB > peak.rssKB {
 			peak = st
 		}
-		e.mustVsctl(del[1:]...)
+		e.mustVsctl(del...)
 		st, err := chaosStat(pid)
 		if err != nil {
 			t.Fatal(err)
