@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // chaosFull reports whether the full counts were asked for (make chaos).
@@ -91,3 +92,33 @@ func chaosMemBound(base, slack int) int {
 
 // chaosSlackKB is the RSS slack of chaosMemBound: 64 MB.
 const chaosSlackKB = 64 << 10
+
+// TestChaosHelpers checks the figures the suite computes (no daemons).
+func TestChaosHelpers(t *testing.T) {
+	for _, tc := range []struct {
+		out     string
+		gap     time.Duration
+		replies int
+	}{
+		{"", 0, 0},
+		{"[100.000000] 64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.1 ms\n", 0, 1},
+		{"PING 10.0.0.2\n[100.000000] 64 bytes from x\n[100.010000] 64 bytes from x\nno answer yet for icmp_seq=3\n[100.510000] 64 bytes from x\n[100.520000] 64 bytes from x\n", 500 * time.Millisecond, 4},
+	} {
+		gap, n := chaosPingGap(tc.out)
+		if n != tc.replies || (gap-tc.gap).Abs() > time.Millisecond {
+			t.Errorf("chaosPingGap(%q) = %v, %d; want %v, %d", tc.out, gap, n, tc.gap, tc.replies)
+		}
+	}
+	got := chaosMemoryShow("bridges:1 go-heap-inuse-kB:2048 goroutines:31 idl-cells-Open_vSwitch:90 ports:3 udpif keys:0\n")
+	if len(got) != 2 || got["go-heap-inuse-kB"] != 2048 || got["goroutines"] != 31 {
+		t.Errorf("chaosMemoryShow: %v", got)
+	}
+	if chaosUnit("go-heap-inuse-kB") != 1<<10 || chaosUnit("heap") != 1 {
+		t.Error("chaosUnit")
+	}
+	for _, tc := range [][3]int{{10, 64, 74}, {100, 64, 200}} {
+		if b := chaosMemBound(tc[0], tc[1]); b != tc[2] {
+			t.Errorf("chaosMemBound(%d, %d) = %d, want %d", tc[0], tc[1], b, tc[2])
+		}
+	}
+}
