@@ -5,7 +5,7 @@ OVS_RUNDIR ?= /var/run/openvswitch
 OVS_DBDIR ?= /etc/openvswitch
 FUZZTIME ?= 30s
 
-.PHONY: all build test run bench fuzz generate check-generate vet clean
+.PHONY: all build test chaos run bench fuzz generate check-generate vet clean
 
 all: build
 
@@ -18,6 +18,12 @@ test: build check-generate vet
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -race -count=1 -timeout 8m ./datapath/... ./netdev/... ./ovsdb/... ./vswitchd/... ./internal/... ./schema/...
 	GOVS_TEST_OVSDB=debian $(GO) test -count=1 -timeout 5m -run '^TestVswitchd' ./tests/
+
+# The chaos suite (tests/chaos_*_test.go) at full counts, as root; make test
+# runs its quick counts. Prints every test's figures at the end.
+chaos: build
+	@mkdir -p $(BIN); ( GOVS_CHAOS=full $(GO) test -count=1 -timeout 40m -v -run '^TestChaos' ./tests/; echo $$? >$(BIN)/chaos.rc ) 2>&1 | tee $(BIN)/chaos.log
+	@echo; echo "== chaos figures"; sed -n 's/^.*\(chaos: \)/\1/p' $(BIN)/chaos.log; exit $$(cat $(BIN)/chaos.rc)
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
