@@ -26,6 +26,7 @@ func newRig(t *testing.T, n int) *rig { return newRigClock(t, n, nil) }
 func newRigClock(t *testing.T, n int, clock func() int64) *rig {
 	t.Helper()
 	r := &rig{dp: newDatapath(nil, clock)}
+	r.dp.emcMinRx = 0 // every port caches from its first frame
 	r.ports = dptest.AddPorts(t, n, r.dp.AddPort, r.dp.Close)
 	return r
 }
