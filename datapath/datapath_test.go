@@ -70,6 +70,20 @@ func (r *rig) rxDone(t *testing.T, no uint32, n uint64) {
 	})
 }
 
+// floodUpcall returns an upcaller that outputs every miss to ports 1..n
+// but its input port.
+func floodUpcall(n uint32) Upcaller {
+	return UpcallFunc(func(batch []Upcall) {
+		for i := range batch {
+			for no := uint32(1); no <= n; no++ {
+				if no != batch[i].Key.InPort {
+					batch[i].Actions = append(batch[i].Actions, Output(no))
+				}
+			}
+		}
+	})
+}
+
 // static returns an upcaller that gives every miss the same actions and
 // counts the upcalls and the keys translated.
 func static(acts Actions, calls *atomic.Int64) Upcaller {
@@ -227,17 +241,7 @@ func TestAddPortErrors(t *testing.T) {
 // that would flood to it keeps flowing from several input ports.
 func TestDelPortUnderTraffic(t *testing.T) {
 	r := newRig(t, 4)
-	var calls atomic.Int64
-	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
-		calls.Add(1)
-		for i := range batch {
-			for no := uint32(1); no <= 4; no++ {
-				if no != batch[i].Key.InPort {
-					batch[i].Actions = append(batch[i].Actions, Output(no))
-				}
-			}
-		}
-	}))
+	r.dp.SetUpcall(floodUpcall(4))
 	defer r.flood([]uint32{1, 2}, func(i int) []byte {
 		f := frame()
 		f[11] = byte(i) // a few different flows

@@ -73,17 +73,7 @@ func TestIdlePortHoldsNoBuffers(t *testing.T) {
 // port's flows output to it and its exact-match cache keeps dead flows.
 func TestDeletedPortsReleased(t *testing.T) {
 	r := newRig(t, 2)
-	var calls atomic.Int64
-	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
-		calls.Add(1)
-		for i := range batch {
-			for no := uint32(1); no <= 8; no++ {
-				if no != batch[i].Key.InPort {
-					batch[i].Actions = append(batch[i].Actions, Output(no))
-				}
-			}
-		}
-	}))
+	r.dp.SetUpcall(floodUpcall(8))
 	var refs []weak.Pointer[worker]
 	for round := range 3 {
 		var ps []*dptest.Port
