@@ -101,14 +101,27 @@ type Datapath struct {
 	nextSlot  int
 	closed    bool
 
-	pool packet.Pool // packets for copies of flooded frames
+	pool packet.Pool // receive buffers of idle ports, copies of flooded frames
+	// emcMinRx is emcMinRx, which tests lower.
+	emcMinRx uint64
 }
 
 type upcallerBox struct{ u Upcaller }
 
 // portTable is an immutable snapshot of the attached ports.
 type portTable struct {
+	// gen tells tables apart, so that flows remember which table their
+	// actions were resolved against without keeping it, and with it every
+	// port it had, alive. Never 0.
+	gen  uint64
 	byNo map[uint32]*dpPort
+}
+
+// tableGens numbers port tables.
+var tableGens atomic.Uint64
+
+func newPortTable(byNo map[uint32]*dpPort) *portTable {
+	return &portTable{gen: tableGens.Add(1), byNo: byNo}
 }
 
 // dpPort is one attached port.
@@ -143,7 +156,7 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 	if log == nil {
 		log = discard{}
 	}
-	dp := &Datapath{log: log, epoch: time.Now(), clock: clock, workers: map[*worker]struct{}{},
+	dp := &Datapath{log: log, epoch: time.Now(), clock: clock, workers: map[*worker]struct{}{}, emcMinRx: emcMinRx,
 		revalWake: make(chan struct{}, 1), stop: make(chan struct{}), revalDone: make(chan struct{})}
 	if dp.clock == nil {
 		dp.clock = func() int64 { return int64(time.Since(dp.epoch)) }
@@ -152,7 +165,7 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 	dp.flowLimit.Store(DefaultFlowLimit)
 	dp.maxIdle.Store(int64(DefaultMaxIdle))
 	dp.megaflows.Store(true)
-	dp.ports.Store(&portTable{byNo: map[uint32]*dpPort{}})
+	dp.ports.Store(newPortTable(map[uint32]*dpPort{}))
 	go dp.revalidator()
 	return dp
 }
@@ -384,7 +397,7 @@ func (dp *Datapath) Close() {
 	for _, p := range ports {
 		p.w.detached.Store(true)
 	}
-	dp.ports.Store(&portTable{byNo: map[uint32]*dpPort{}})
+	dp.ports.Store(newPortTable(map[uint32]*dpPort{}))
 	g := dp.gen.Add(1)
 	dp.mu.Unlock()
 	close(dp.stop)
@@ -444,7 +457,7 @@ func (t *portTable) with(p *dpPort) *portTable {
 		m[k] = v
 	}
 	m[p.no] = p
-	return &portTable{byNo: m}
+	return newPortTable(m)
 }
 
 func (t *portTable) without(no uint32) *portTable {
@@ -454,7 +467,7 @@ func (t *portTable) without(no uint32) *portTable {
 			m[k] = v
 		}
 	}
-	return &portTable{byNo: m}
+	return newPortTable(m)
 }
 
 // rateLimit lets one message through per interval and counts the rest.

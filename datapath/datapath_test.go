@@ -26,6 +26,7 @@ func newRig(t *testing.T, n int) *rig { return newRigClock(t, n, nil) }
 func newRigClock(t *testing.T, n int, clock func() int64) *rig {
 	t.Helper()
 	r := &rig{dp: newDatapath(nil, clock)}
+	r.dp.emcMinRx = 0 // every port caches from its first frame
 	r.ports = dptest.AddPorts(t, n, r.dp.AddPort, r.dp.Close)
 	return r
 }
@@ -66,6 +67,20 @@ func (r *rig) rxDone(t *testing.T, no uint32, n uint64) {
 			}
 		}
 		return false
+	})
+}
+
+// floodUpcall returns an upcaller that outputs every miss to ports 1..n
+// but its input port.
+func floodUpcall(n uint32) Upcaller {
+	return UpcallFunc(func(batch []Upcall) {
+		for i := range batch {
+			for no := uint32(1); no <= n; no++ {
+				if no != batch[i].Key.InPort {
+					batch[i].Actions = append(batch[i].Actions, Output(no))
+				}
+			}
+		}
 	})
 }
 
@@ -226,17 +241,7 @@ func TestAddPortErrors(t *testing.T) {
 // that would flood to it keeps flowing from several input ports.
 func TestDelPortUnderTraffic(t *testing.T) {
 	r := newRig(t, 4)
-	var calls atomic.Int64
-	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
-		calls.Add(1)
-		for i := range batch {
-			for no := uint32(1); no <= 4; no++ {
-				if no != batch[i].Key.InPort {
-					batch[i].Actions = append(batch[i].Actions, Output(no))
-				}
-			}
-		}
-	}))
+	r.dp.SetUpcall(floodUpcall(4))
 	defer r.flood([]uint32{1, 2}, func(i int) []byte {
 		f := frame()
 		f[11] = byte(i) // a few different flows

@@ -154,6 +154,12 @@ func (dp *Datapath) revalidate() {
 				rs.dead = append(rs.dead, f)
 				continue
 			}
+			// Actions resolved against an older port table keep its
+			// ports, deleted ones included, alive: resolve them anew
+			// (a batch that hits the flow does so too).
+			if fa := f.acts.Load(); fa.gen != table.gen {
+				f.acts.CompareAndSwap(fa, resolve(fa.actions, table))
+			}
 			pk := f.packets.Load()
 			f.revalActive = pk != f.revalPackets
 			f.revalPackets = pk
@@ -171,8 +177,7 @@ func (dp *Datapath) revalidate() {
 			for _, f := range rs.dead {
 				if f.rule != nil {
 					w.cls.Remove(f.rule)
-					f.rule = nil
-					f.dead.Store(true)
+					f.kill()
 					dp.nflows.Add(-1)
 				}
 			}

@@ -19,6 +19,13 @@ import (
 // candidate slots.
 const emcEntries = 8192
 
+// emcMinRx is how many frames a port receives before its worker gets an
+// exact-match cache. OVS has one cache per pmd thread; govs has one per
+// port, and 200 ports that see a few frames each (router solicitations,
+// MLD reports) would hold 150 MiB of caches. Until then the classifier
+// serves, which at such rates costs nothing.
+const emcMinRx = 256
+
 // emcInsertInvProb: once both of a key's slots are taken, a megaflow hit
 // replaces one of them only one time in this many, as OVS's default
 // other_config:emc-insert-inv-prob, so that a churn of short flows does
@@ -85,8 +92,8 @@ type megaflow struct {
 // flowActions are a flow's actions as translated and as resolved against
 // one port table. Immutable.
 type flowActions struct {
-	table *portTable
-	ops   []op
+	gen uint64 // the port table's; 0: not resolved
+	ops []op
 	// opsBuf holds ops when they fit, in the same allocation.
 	opsBuf  [4]op
 	actions Actions
@@ -101,7 +108,7 @@ type op struct {
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
-	fa := &flowActions{actions: acts, table: table}
+	fa := &flowActions{actions: acts, gen: table.gen}
 	fa.ops = resolveOps(fa.opsBuf[:0], acts, table)
 	return fa
 }
@@ -130,7 +137,7 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 func (f *megaflow) actionsFor(table *portTable) *flowActions {
 	for {
 		fa := f.acts.Load()
-		if fa.table == table {
+		if fa.gen == table.gen {
 			return fa
 		}
 		// The revalidator may store new actions meanwhile: keep those.
@@ -249,8 +256,9 @@ type worker struct {
 	usage rxqUsage
 
 	// The rest is owned by the goroutine.
-	c        counters // this batch's
-	rx       [netdev.BatchSize]*packet.Packet
+	c        counters                         // this batch's
+	rx       [netdev.BatchSize]*packet.Packet // rx[:rxN] are held, the rest may be nil
+	rxN      int                              // frames the next Read asks for
 	keys     [netdev.BatchSize]flow.Key
 	hashes   [netdev.BatchSize]uint64
 	flows    [netdev.BatchSize]*megaflow
@@ -270,7 +278,7 @@ type worker struct {
 	sub      [netdev.BatchSize]*packet.Packet
 	bno      uint64
 	sink     uint32                // keeps loads made only to start cache misses
-	emc      *[emcEntries]emcEntry // allocated on the first miss
+	emc      *[emcEntries]emcEntry // allocated on a miss after emcMinRx frames
 	rng      uint64
 	lastRank int64
 	txq      []txQueue // by port slot
@@ -318,18 +326,46 @@ func (w *worker) leave() { w.busy.Store(0) }
 // run reads and forwards batches until the netdev is closed. A Read that
 // finds frames queued returns at once, so after a wake-up the worker
 // keeps draining batch after batch while traffic is there.
+//
+// A port that is a netdev.ReadWaiter is waited on without receive buffers
+// whenever it has been drained, so that an idle port holds none (a batch
+// of them is 2 MiB); the buffers go back to the datapath's pool meanwhile.
+// After a wait the worker reads one frame, and doubles the batch with each
+// Read that fills it: a port woken for a frame or two (200 new ports, all
+// sending router solicitations, all waiting for the upcall lock) holds a
+// buffer or two, while a loaded one is back at BatchSize within five
+// batches.
 func (w *worker) run() {
 	defer func() {
+		w.release()
 		close(w.done)
 		w.dp.workerExited(w)
 	}()
-	for i := range w.rx {
-		w.rx[i] = packet.New()
+	rw, lazy := w.port.dev.(netdev.ReadWaiter)
+	w.rxN = len(w.rx)
+	if lazy {
+		w.rxN = 1
+	}
+	idle := func() {
+		w.releaseRx()
+		w.rxN = 1
 	}
 	backoff := time.Duration(0)
 	t0 := time.Now()
+	full := false
 	for {
-		n, err := w.port.dev.Read(w.rx[:])
+		var err error
+		if lazy && !full {
+			err = rw.WaitRead(idle)
+		}
+		n := 0
+		if err == nil {
+			w.holdRx()
+			n, err = w.port.dev.Read(w.rx[:w.rxN])
+		}
+		if full = n == w.rxN; full && lazy {
+			w.rxN = min(2*w.rxN, len(w.rx))
+		}
 		t1 := time.Now()
 		if n > 0 {
 			w.batch(n)
@@ -355,6 +391,31 @@ func (w *worker) run() {
 		backoff = min(max(2*backoff, time.Millisecond), 100*time.Millisecond)
 		time.Sleep(backoff)
 	}
+}
+
+// holdRx takes the receive buffers of a w.rxN batch that the worker does
+// not hold from the pool.
+func (w *worker) holdRx() {
+	for i := range w.rx[:w.rxN] {
+		if w.rx[i] == nil {
+			w.rx[i] = w.dp.pool.Get()
+		}
+	}
+}
+
+// releaseRx returns the receive buffers to the pool.
+func (w *worker) releaseRx() { w.dp.pool.PutBatch(w.rx[:]) }
+
+// release drops what the exiting worker holds, as dead flows and old
+// port tables may keep the worker itself reachable a while.
+func (w *worker) release() {
+	w.releaseRx()
+	w.emc = nil
+	w.txq, w.active, w.clones = nil, nil, nil
+	clear(w.tmp[:])
+	clear(w.tmpActs[:])
+	clear(w.upActs[:])
+	clear(w.ups[:])
 }
 
 // batch forwards the n packets in w.rx: exact-match cache, then the
@@ -543,7 +604,7 @@ func (w *worker) upcall(nmiss int, table *portTable, now int64) {
 func (w *worker) tmpFlow(j int, u *Upcall, table *portTable) *megaflow {
 	f := &w.tmp[j]
 	fa := &w.tmpActs[j]
-	fa.actions, fa.table = u.Actions, table
+	fa.actions, fa.gen = u.Actions, table.gen
 	fa.ops = resolveOps(fa.ops, u.Actions, table)
 	f.acts.Store(fa)
 	return f
@@ -695,6 +756,9 @@ func (w *worker) emcInsert(k *flow.Key, h uint64, f *megaflow) {
 		return
 	}
 	if w.emc == nil {
+		if w.stats.rx.Load() < w.dp.emcMinRx {
+			return
+		}
 		w.emc = new([emcEntries]emcEntry)
 	}
 	a, b := &w.emc[h&emcMask], &w.emc[h>>32&emcMask]
@@ -802,13 +866,23 @@ func (w *worker) write(port *dpPort, pkts []*packet.Packet) {
 	}
 }
 
+// kill marks f removed from its classifier (which the caller did or
+// does, holding the worker's flowMu). Its actions let go of the ports they
+// were resolved to: an exact-match cache may keep a dead flow for long,
+// and with it, otherwise, deleted ports and their workers. A batch that
+// found the flow before its death resolves them again.
+func (f *megaflow) kill() {
+	f.rule = nil
+	f.dead.Store(true)
+	f.acts.Store(&flowActions{actions: f.acts.Load().actions})
+}
+
 // removeAll kills every flow of the worker and returns how many there
 // were. w.flowMu must be held.
 func (w *worker) removeAll() int {
 	n := 0
 	w.cls.All(func(r *classifier.Rule[*megaflow]) bool {
-		r.Value.rule = nil
-		r.Value.dead.Store(true)
+		r.Value.kill()
 		n++
 		return true
 	})

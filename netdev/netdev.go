@@ -91,6 +91,17 @@ type Config struct {
 	DisableOffload bool
 }
 
+// ReadWaiter is implemented by ports whose reader can wait for frames
+// without holding receive buffers meanwhile, so that an idle port costs
+// no buffer memory.
+type ReadWaiter interface {
+	// WaitRead blocks until Read would return without waiting: a frame
+	// is there, or an error (ErrClosed after Close). If it has to wait, it
+	// calls idle once before it does. It is called from the reading
+	// goroutine, never concurrently with Read.
+	WaitRead(idle func()) error
+}
+
 // SockBufSetter is implemented by ports with socket buffers, to apply a new
 // Config.SockBufSize to an open port.
 type SockBufSetter interface {

@@ -42,6 +42,13 @@ type tapRx struct {
 	errs  int
 	err   error
 	fn    func(fd uintptr) bool
+
+	// WaitRead's: its poll(2) argument, the idle callback and whether it
+	// was called.
+	pfd    [1]unix.PollFd
+	idle   func()
+	idled  bool
+	waitFn func(fd uintptr) bool
 }
 
 type tapTx struct {
@@ -143,6 +150,7 @@ func (t *tapPort) init() {
 	r.iov[0] = unix.Iovec{Base: &r.hdr[0], Len: VirtioNetHdrLen}
 	w.iov[0] = unix.Iovec{Base: &w.hdr[0], Len: VirtioNetHdrLen}
 	r.fn = t.readFn
+	r.waitFn = t.waitFn
 	w.fin = newTxFinisher(t.vnet, t.offloads)
 	w.fn = t.writeFn
 }
@@ -172,6 +180,35 @@ func (t *tapPort) Read(pkts []*packet.Packet) (int, error) {
 		return 0, r.err
 	}
 	return r.n, nil
+}
+
+// WaitRead implements ReadWaiter.
+func (t *tapPort) WaitRead(idle func()) error {
+	r := &t.rx
+	r.idle, r.idled = idle, false
+	err := t.rc.Read(r.waitFn)
+	r.idle = nil
+	if err != nil {
+		return t.portErr(err)
+	}
+	return nil
+}
+
+// waitFn reports whether a frame (or an error) is there for Read. The
+// netpoller is edge-triggered and RawConn.Read resets its readiness before
+// the first call, so readiness is asked of the kernel, not assumed.
+func (t *tapPort) waitFn(fd uintptr) bool {
+	r := &t.rx
+	r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	n, err := unix.Poll(r.pfd[:], 0)
+	if n > 0 || err != nil && err != unix.EINTR {
+		return true // Read reports what is wrong, if anything
+	}
+	if !r.idled && r.idle != nil {
+		r.idled = true
+		r.idle()
+	}
+	return false
 }
 
 // readFn reads frames until the batch is full or the device has no more,

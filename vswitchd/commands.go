@@ -1,6 +1,14 @@
 package main
 
-import "github.com/govs/govs/internal/daemon"
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strings"
+
+	"github.com/govs/govs/internal/daemon"
+)
 
 // registerCommands adds ovs-vswitchd's unixctl commands, with OVS's usage
 // strings and output formats.
@@ -13,11 +21,7 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		return "", nil
 	})
 	u.Register("memory/show", "", 0, 0, func([]string) (string, error) {
-		cells := 0
-		if c := v.conn.Load(); c != nil {
-			cells = c.IDLCells()
-		}
-		return v.sw.Memory(cells), nil
+		return v.memoryShow(), nil
 	})
 	u.Register("coverage/show", "", 0, 0, func([]string) (string, error) {
 		return v.cov.Show(), nil
@@ -45,4 +49,46 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		}
 		return "table successfully flushed\n", nil
 	})
+}
+
+// memoryShow is memory/show's line: OVS's counts (ports, udpif keys, the
+// database replica's idl-cells) and govs' own, "key:value" sorted by key
+// as OVS's memory_report prints them:
+//
+//	goroutines   goroutines running
+//	heap-inuse-kB  Go heap spans in use (live objects and garbage not yet swept)
+//	heap-live-kB   heap marked live by the last garbage collection
+func (v *switchd) memoryShow() string {
+	usage := map[string]uint64{}
+	if c := v.conn.Load(); c != nil {
+		usage["idl-cells-Open_vSwitch"] = uint64(c.IDLCells())
+	}
+	v.sw.MemoryUsage(usage)
+	ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}}
+	metrics.Read(ms)
+	usage["goroutines"] = uint64(runtime.NumGoroutine())
+	usage["heap-live-kB"] = sampleUint(ms[0]) / 1024
+	usage["heap-inuse-kB"] = (sampleUint(ms[1]) + sampleUint(ms[2])) / 1024
+	keys := make([]string, 0, len(usage))
+	for k := range usage {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%d", k, usage[k])
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func sampleUint(s metrics.Sample) uint64 {
+	if s.Value.Kind() == metrics.KindUint64 {
+		return s.Value.Uint64()
+	}
+	return 0
 }

@@ -4,11 +4,13 @@
 // vSwitch's tools (ovs-vsctl, ovs-appctl).
 //
 //	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--no-chdir]
-//	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET]
+//	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--pprof=SOCKET]
 //
 // DATABASE is unix:PATH or tcp:IP:PORT, by default unix:$OVS_RUNDIR/db.sock.
 // With --embedded-db[=FILE] the switch runs govs' OVSDB server itself,
 // serving FILE (default $OVS_DBDIR/conf.db) on unix:$OVS_RUNDIR/db.sock.
+// With --pprof=SOCKET it serves Go's runtime profiles (net/http/pprof) on
+// that unix socket (mode 0750; relative to the rundir).
 package main
 
 import (
@@ -43,9 +45,13 @@ func main() {
 
 func run() error {
 	var embedded *string
+	var pprofPath string
 	opts, args, err := daemon.ParseFlags(program, os.Args[1:], daemon.Flag{
 		Long: "embedded-db", Arg: daemon.OptionalArg,
 		Set: func(v string) error { embedded = &v; return nil },
+	}, daemon.Flag{
+		Long: "pprof", Arg: daemon.RequiredArg,
+		Set: func(v string) error { pprofPath = v; return nil },
 	})
 	if err != nil {
 		return err
@@ -80,6 +86,17 @@ func run() error {
 		return err
 	}
 	d.HandleSignals(nil)
+	var prof *daemon.PprofServer
+	if pprofPath != "" {
+		// After Start, so that the --detach child serves it.
+		if !filepath.IsAbs(pprofPath) {
+			pprofPath = filepath.Join(opts.Rundir, pprofPath)
+		}
+		if prof, err = daemon.ServePprof(pprofPath); err != nil {
+			d.Close()
+			return err
+		}
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopDB := func() {}
@@ -88,6 +105,9 @@ func run() error {
 		r, stop, err := startEmbeddedDB(*embedded, opts.Rundir, log)
 		if err != nil {
 			cancel()
+			if prof != nil {
+				prof.Close()
+			}
 			d.Close()
 			return fmt.Errorf("starting embedded database: %w", err)
 		}
@@ -102,6 +122,9 @@ func run() error {
 	plane.close()
 	stopDB()
 	cancel()
+	if prof != nil {
+		prof.Close()
+	}
 	d.Exit(code)
 	return nil
 }

@@ -9,11 +9,12 @@ import (
 	"io"
 	"math"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/govs/govs/internal/unixsock"
 )
 
 // UnixctlHandler runs one unixctl command. Its result is sent as the reply's
@@ -54,20 +55,9 @@ const closeGrace = 5 * time.Second
 // vlog/list-pattern, vlog/set, vlog/reopen and vlog/close. The socket is
 // served until Close. Linux limits socket paths to 107 bytes.
 func ListenUnixctl(path, program, version string, log *Logger) (*UnixctlServer, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s: exists and is not a socket", path)
-		}
-		os.Remove(path)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := unixsock.Listen(path, 0o750)
 	if err != nil {
 		return nil, fmt.Errorf("could not initialize control socket %s: %w", path, err)
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o750); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("%s: chmod: %w", path, err)
 	}
 	s := &UnixctlServer{
 		path:  path,

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/netdev/offload"
 )
@@ -101,23 +102,25 @@ func Dial(name, path string, cfg Config) (*Port, error) {
 	return p, nil
 }
 
+// SocketMode is a server port's socket mode, whatever the umask: only the
+// owner and its group may attach as the guest, as with the db and control
+// sockets.
+const SocketMode = 0o750
+
 // Listen opens a server port (OVS type dpdkvhostuser): govs serves the
-// socket at path (conventionally <vhost-sock-dir>/<name>), replacing a
-// stale socket file, and serves one front-end at a time.
+// socket at path (conventionally <vhost-sock-dir>/<name>) with mode
+// SocketMode, replacing a stale socket file, and serves one front-end at a
+// time.
 func Listen(name, path string, cfg Config) (*Port, error) {
 	p, err := newPort(name, path, true, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("vhostuser: %s: %w", name, err)
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(path)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := unixsock.Listen(path, SocketMode)
 	if err != nil {
 		p.closeFiles()
 		return nil, fmt.Errorf("vhostuser: %s: %w", name, err)
 	}
-	ln.SetUnlinkOnClose(true)
 	p.ln = ln
 	go p.acceptLoop()
 	return p, nil

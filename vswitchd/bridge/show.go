@@ -217,9 +217,9 @@ func (s *Switch) FDBFlush(bridge string) error {
 	return nil
 }
 
-// Memory renders memory/show's counts, in OVS's "key:value" form sorted
-// by key; idlCells is the database replica's size.
-func (s *Switch) Memory(idlCells int) string {
+// MemoryUsage adds the switch's counts for memory/show to usage, as OVS's
+// ofproto_get_memory_usage and udpif_get_memory_usage do.
+func (s *Switch) MemoryUsage(usage map[string]uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ports := 0
@@ -228,6 +228,7 @@ func (s *Switch) Memory(idlCells int) string {
 			ports++
 		}
 	}
-	return fmt.Sprintf("bridges:%d idl-cells-Open_vSwitch:%d ports:%d udpif keys:%d\n",
-		len(s.bridges), idlCells, ports, s.dp.Stats().Flows)
+	usage["bridges"] += uint64(len(s.bridges))
+	usage["ports"] += uint64(ports)
+	usage["udpif keys"] += s.dp.Stats().Flows
 }
