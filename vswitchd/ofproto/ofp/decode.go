@@ -122,7 +122,9 @@ const (
 	StatsQueue     StatsKind = 5
 	StatsGroup     StatsKind = 6
 	StatsGroupDesc StatsKind = 7
-	StatsPortDesc  StatsKind = 13
+	// StatsTableFeatures is OFPMP_TABLE_FEATURES (1.3+).
+	StatsTableFeatures StatsKind = 12
+	StatsPortDesc      StatsKind = 13
 	// StatsVendor is OFPST_VENDOR / OFPMP_EXPERIMENTER.
 	StatsVendor StatsKind = 0xffff
 )
@@ -405,6 +407,15 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 			return nil, err
 		}
 		m.Group = binary.BigEndian.Uint32(body)
+		return m, nil
+	case StatsTableFeatures:
+		if v < V13 {
+			break
+		}
+		if len(body) != 0 {
+			// A body asks to change the tables' features.
+			return nil, errorf(TableFeaturesEPerm, name, "changing table features is not supported")
+		}
 		return m, nil
 	case StatsFlow:
 		return decodeFlowStats(m, body, name)

@@ -7,22 +7,23 @@ import "fmt"
 type Errno uint8
 
 const (
-	HelloIncompatible Errno = iota + 1 // OFPHFC_INCOMPATIBLE
-	BadVersion                         // OFPBRC_BAD_VERSION
-	BadType                            // OFPBRC_BAD_TYPE
-	BadStat                            // OFPBRC_BAD_STAT (OFPBRC_BAD_MULTIPART)
-	BadVendor                          // OFPBRC_BAD_VENDOR (BAD_EXPERIMENTER)
-	BadSubtype                         // OFPBRC_BAD_SUBTYPE (BAD_EXP_TYPE)
-	EPerm                              // OFPBRC_EPERM
-	BadLen                             // OFPBRC_BAD_LEN
-	RoleStale                          // OFPRRFC_STALE (OpenFlow 1.2+)
-	RoleBadRole                        // OFPRRFC_BAD_ROLE (OpenFlow 1.2+)
+	HelloIncompatible  Errno = iota + 1 // OFPHFC_INCOMPATIBLE
+	BadVersion                          // OFPBRC_BAD_VERSION
+	BadType                             // OFPBRC_BAD_TYPE
+	BadStat                             // OFPBRC_BAD_STAT (OFPBRC_BAD_MULTIPART)
+	BadVendor                           // OFPBRC_BAD_VENDOR (BAD_EXPERIMENTER)
+	BadSubtype                          // OFPBRC_BAD_SUBTYPE (BAD_EXP_TYPE)
+	EPerm                               // OFPBRC_EPERM
+	BadLen                              // OFPBRC_BAD_LEN
+	RoleStale                           // OFPRRFC_STALE (OpenFlow 1.2+)
+	RoleBadRole                         // OFPRRFC_BAD_ROLE (OpenFlow 1.2+)
+	TableFeaturesEPerm                  // OFPTFFC_EPERM (OpenFlow 1.3+)
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
 	BadType: "OFPBRC_BAD_TYPE", BadStat: "OFPBRC_BAD_STAT", BadVendor: "OFPBRC_BAD_VENDOR",
 	BadSubtype: "OFPBRC_BAD_SUBTYPE", EPerm: "OFPBRC_EPERM", BadLen: "OFPBRC_BAD_LEN",
-	RoleStale: "OFPRRFC_STALE", RoleBadRole: "OFPRRFC_BAD_ROLE"}
+	RoleStale: "OFPRRFC_STALE", RoleBadRole: "OFPRRFC_BAD_ROLE", TableFeaturesEPerm: "OFPTFFC_EPERM"}
 
 func (e Errno) String() string {
 	if int(e) < len(errnoNames) && errnoNames[e] != "" {
@@ -37,6 +38,7 @@ const (
 	errTypeHelloFailed = 0
 	errTypeBadRequest  = 1
 	errTypeRoleFailed  = 11 // OpenFlow 1.2+
+	errTypeTableFeat   = 13 // OpenFlow 1.3+
 )
 
 // TypeCode returns the ofp_error_msg type and code of e in version v
@@ -63,6 +65,8 @@ func (e Errno) TypeCode(v Version) (typ, code uint16) {
 		return errTypeRoleFailed, 0
 	case RoleBadRole:
 		return errTypeRoleFailed, 2
+	case TableFeaturesEPerm:
+		return errTypeTableFeat, 5
 	}
 	return errTypeBadRequest, 5
 }

@@ -228,7 +228,7 @@ func describe(m Message, err error) string {
 func TestDecodeOVSRequests(t *testing.T) {
 	want := map[string]string{
 		"addflow-of10-c2s-v1-t14.bin":         "error OFPBRC_BAD_TYPE",
-		"addflow-of13-c2s-v4-t18.bin":         "error OFPBRC_BAD_STAT", // TABLE_FEATURES
+		"addflow-of13-c2s-v4-t18.bin":         "stats 12", // TABLE_FEATURES
 		"addflow-of13-c2s-v4-t20.bin":         "BarrierRequest",
 		"addflow-of10-c2s-v1-t18.bin":         "BarrierRequest",
 		"addflow-of10-c2s-v1-t5.bin":          "FeaturesRequest",
@@ -371,4 +371,16 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestTableFeatures(t *testing.T) {
+	got := EncodeTableFeaturesReply(V13, 3, []TableFeatures{{ID: 0, MaxEntries: 1000000}, {ID: 1, Name: "t1", MaxEntries: 1000000}})
+	m := one(t, got)
+	if len(m) != 16+256 || m[16] != 0 || m[17] != 128 || m[18+128] != 1 || string(m[24+128:26+128]) != "t1" || m[16+63] != 0x40 || m[16+64+9] != 2 {
+		t.Errorf("got %x", m)
+	}
+	set := append([]byte{4, 18, 0, 24, 0, 0, 0, 1, 0, 12, 0, 0, 0, 0, 0, 0}, make([]byte, 8)...)
+	if got := describe(Decode(set)); got != "error OFPTFFC_EPERM" {
+		t.Errorf("setting table features: %s", got)
+	}
 }
