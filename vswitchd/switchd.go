@@ -29,7 +29,7 @@ const dbTimeout = 5 * time.Second
 // that changes the switch runs on the loop's goroutine.
 type switchd struct {
 	remote string
-	rundir string // where dpdkvhostuser sockets go (vhost-sock-dir is relative to it)
+	rundir string // where dpdkvhostuser sockets (vhost-sock-dir is relative to it) and <bridge>.mgmt go
 	log    *daemon.Logger
 	brLog  *daemon.ModuleLogger
 	sw     *bridge.Switch
@@ -51,7 +51,7 @@ type switchd struct {
 func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, devs bridge.Devices) *switchd {
 	cov := coverage.New("bridge_reconfigure", "ofproto_update_port", "dpif_port_add", "dpif_port_del",
 		"netdev_get_stats", "txn_unchanged", "txn_success", "txn_error", "nln_changed")
-	return &switchd{
+	v := &switchd{
 		remote: remote,
 		rundir: rundir,
 		log:    log,
@@ -63,6 +63,8 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 		exitc:  make(chan struct{}),
 		exited: make(chan struct{}),
 	}
+	v.sw.ServeOpenFlow(rundir, log.Module("connmgr"))
+	return v
 }
 
 // run serves until exit or ctx ends and returns the exit status. ready is
