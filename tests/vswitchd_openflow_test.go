@@ -287,4 +287,15 @@ func TestOpenFlowFailSecure(t *testing.T) {
 	if rc != 1 || !strings.Contains(out, "is not a bridge or a socket") {
 		t.Errorf("ovs-ofctl show on a deleted bridge: exit %d:\n%s", rc, out)
 	}
+
+	// The switch removes its sockets when it exits, bridges kept or not.
+	e.mustVsctl("add-br", "gofs1")
+	mgmt = filepath.Join(e.dir, "gofs1.mgmt")
+	if _, err := os.Stat(mgmt); err != nil {
+		t.Fatal(err)
+	}
+	e.stopSwitch(false)
+	if _, err := os.Stat(mgmt); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("%s after exit: %v", mgmt, err)
+	}
 }

@@ -72,6 +72,7 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 // database, the moment OVS completes --detach.
 func (v *switchd) run(ctx context.Context, ready func()) int {
 	defer close(v.exited)
+	defer v.sw.StopOpenFlow()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go v.lock.Run(ctx)

@@ -42,6 +42,18 @@ func (s *Switch) stopOpenFlow(rb *runBridge) {
 	}
 }
 
+// StopOpenFlow closes every bridge's management socket and connections,
+// for the daemon's exit: OVS removes its sockets whether or not it
+// removes its bridges.
+func (s *Switch) StopOpenFlow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rb := range s.bridges {
+		s.stopOpenFlow(rb)
+	}
+	s.ofRundir = ""
+}
+
 // ofSource reports one bridge to its OpenFlow connections.
 type ofSource struct {
 	s    *Switch
