@@ -339,12 +339,6 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 		}
 		return nil
 	}
-	port16 := func(p uint16) uint32 {
-		if p >= 0xff00 {
-			return uint32(p) | 0xffff0000
-		}
-		return uint32(p)
-	}
 	switch kind {
 	case StatsDesc, StatsTable:
 		if err := fixed(0); err != nil {
@@ -363,26 +357,19 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 			return nil, err
 		}
 		return m, nil
-	case StatsPort:
+	case StatsPort, StatsQueue:
+		// Both start with a port number; a QUEUE request adds the queue.
 		if err := fixed(8); err != nil {
 			return nil, err
 		}
 		if v == V10 {
-			m.Port = port16(binary.BigEndian.Uint16(body))
+			m.Port = widenPort10(binary.BigEndian.Uint16(body))
 		} else {
 			m.Port = binary.BigEndian.Uint32(body)
 		}
-		return m, nil
-	case StatsQueue:
-		if err := fixed(8); err != nil {
-			return nil, err
+		if kind == StatsQueue {
+			m.Queue = binary.BigEndian.Uint32(body[4:])
 		}
-		if v == V10 {
-			m.Port = port16(binary.BigEndian.Uint16(body))
-		} else {
-			m.Port = binary.BigEndian.Uint32(body)
-		}
-		m.Queue = binary.BigEndian.Uint32(body[4:])
 		return m, nil
 	case StatsGroup:
 		if v == V10 {
@@ -434,11 +421,7 @@ func decodeFlowStats(m *StatsRequest, body []byte, name string) (Message, error)
 		}
 		m.MatchAll = ofp10MatchAll(body[:ofp10MatchLen])
 		m.Table = body[ofp10MatchLen]
-		p := binary.BigEndian.Uint16(body[ofp10MatchLen+2:])
-		m.OutPort = uint32(p)
-		if p >= 0xff00 {
-			m.OutPort |= 0xffff0000
-		}
+		m.OutPort = widenPort10(binary.BigEndian.Uint16(body[ofp10MatchLen+2:]))
 		return m, nil
 	}
 	// ofp11_flow_stats_request: table_id, pad[3], out_port, out_group,
@@ -457,6 +440,15 @@ func decodeFlowStats(m *StatsRequest, body []byte, name string) (Message, error)
 	}
 	m.MatchAll = all
 	return m, nil
+}
+
+// widenPort10 widens an OpenFlow 1.0 port number: the reserved ports
+// 0xff00 and up become 0xffffff00 and up.
+func widenPort10(p uint16) uint32 {
+	if p >= 0xff00 {
+		return uint32(p) | 0xffff0000
+	}
+	return uint32(p)
 }
 
 // nxStatsFlow is NXST_FLOW.
@@ -490,11 +482,7 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 	if len(body) < 8 {
 		return nil, errorf(BadLen, "NXST_FLOW request", "%d bytes of body", len(body))
 	}
-	p := binary.BigEndian.Uint16(body)
-	m.OutPort = uint32(p)
-	if p >= 0xff00 {
-		m.OutPort |= 0xffff0000
-	}
+	m.OutPort = widenPort10(binary.BigEndian.Uint16(body))
 	n := int(binary.BigEndian.Uint16(body[2:]))
 	m.Table = body[4]
 	match := body[8:]

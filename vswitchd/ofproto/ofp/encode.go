@@ -470,61 +470,32 @@ func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][
 	r := newStatsReply(v, xid, StatsFlow, nx)
 	for i := range flows {
 		f := &flows[i]
-		sec, nsec := splitDuration(f.Duration)
 		var b []byte
 		switch {
 		case nx:
 			// nx_flow_stats, an empty nx_match, actions.
-			b = put16(b, 0)
-			b = put8(b, f.Table)
-			b = pad(b, 1)
-			b = put32(b, sec)
-			b = put32(b, nsec)
-			b = put16(b, f.Priority)
-			b = put16(b, f.IdleTimeout)
-			b = put16(b, f.HardTimeout)
+			b = appendFlowHead(b, f, nil)
 			b = put16(b, 0) // match_len
 			b = put16(b, age16(f.IdleAge))
 			b = put16(b, age16(f.Duration))
-			b = put64(b, f.Cookie)
-			b = put64(b, f.Packets)
-			b = put64(b, f.Bytes)
+			b = appendFlowCounters(b, f)
 			b = appendOutputs(b, v, f.Outputs)
 		case v == V10:
 			// ofp10_flow_stats with a match that wildcards everything.
-			b = put16(b, 0)
-			b = put8(b, f.Table)
-			b = pad(b, 1)
-			b = put32(b, 0x3fffff) // OFPFW10_ALL
-			b = pad(b, ofp10MatchLen-4)
-			b = put32(b, sec)
-			b = put32(b, nsec)
-			b = put16(b, f.Priority)
-			b = put16(b, f.IdleTimeout)
-			b = put16(b, f.HardTimeout)
+			match := put32(nil, 0x3fffff) // OFPFW10_ALL
+			b = appendFlowHead(b, f, pad(match, ofp10MatchLen-4))
 			b = pad(b, 6)
-			b = put64(b, f.Cookie)
-			b = put64(b, f.Packets)
-			b = put64(b, f.Bytes)
+			b = appendFlowCounters(b, f)
 			b = appendOutputs(b, v, f.Outputs)
 		case v <= V14:
-			b = put16(b, 0)
-			b = put8(b, f.Table)
-			b = pad(b, 1)
-			b = put32(b, sec)
-			b = put32(b, nsec)
-			b = put16(b, f.Priority)
-			b = put16(b, f.IdleTimeout)
-			b = put16(b, f.HardTimeout)
+			b = appendFlowHead(b, f, nil)
 			if v >= V13 {
 				b = put16(b, f.Flags)
 				b = pad(b, 4)
 			} else {
 				b = pad(b, 6)
 			}
-			b = put64(b, f.Cookie)
-			b = put64(b, f.Packets)
-			b = put64(b, f.Bytes)
+			b = appendFlowCounters(b, f)
 			b = appendEmptyMatch(b, v)
 			b = appendInstructions(b, v, f.Outputs)
 		default:
@@ -547,6 +518,28 @@ func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][
 		r.add(b)
 	}
 	return r.done()
+}
+
+// appendFlowHead appends what OpenFlow 1.0–1.4 flow statistics start
+// with: length (set by the caller), table, an OpenFlow 1.0 match if any,
+// duration, priority and timeouts.
+func appendFlowHead(b []byte, f *FlowStats, match10 []byte) []byte {
+	sec, nsec := splitDuration(f.Duration)
+	b = put16(b, 0)
+	b = put8(b, f.Table)
+	b = pad(b, 1)
+	b = append(b, match10...)
+	b = put32(b, sec)
+	b = put32(b, nsec)
+	b = put16(b, f.Priority)
+	b = put16(b, f.IdleTimeout)
+	return put16(b, f.HardTimeout)
+}
+
+func appendFlowCounters(b []byte, f *FlowStats) []byte {
+	b = put64(b, f.Cookie)
+	b = put64(b, f.Packets)
+	return put64(b, f.Bytes)
 }
 
 // appendEmptyMatch appends an OXM ofp_match with no fields (1.2+) or
