@@ -31,7 +31,7 @@ const dbTimeout = 5 * time.Second
 // that changes the switch runs on the loop's goroutine.
 type switchd struct {
 	remote string
-	rundir string // where dpdkvhostuser sockets go (vhost-sock-dir is relative to it)
+	rundir string // where dpdkvhostuser sockets (vhost-sock-dir is relative to it) and <bridge>.mgmt go
 	log    *daemon.Logger
 	brLog  *daemon.ModuleLogger
 	sw     *bridge.Switch
@@ -53,7 +53,7 @@ type switchd struct {
 func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, devs bridge.Devices) *switchd {
 	cov := coverage.New("bridge_reconfigure", "ofproto_update_port", "dpif_port_add", "dpif_port_del",
 		"netdev_get_stats", "txn_unchanged", "txn_success", "txn_error", "nln_changed")
-	return &switchd{
+	v := &switchd{
 		remote: remote,
 		rundir: rundir,
 		log:    log,
@@ -65,6 +65,8 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 		exitc:  make(chan struct{}),
 		exited: make(chan struct{}),
 	}
+	v.sw.ServeOpenFlow(rundir, log.Module("connmgr"))
+	return v
 }
 
 // run serves until exit or ctx ends and returns the exit status. ready is
@@ -72,6 +74,7 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 // database, the moment OVS completes --detach.
 func (v *switchd) run(ctx context.Context, ready func()) int {
 	defer close(v.exited)
+	defer v.sw.StopOpenFlow()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go v.lock.Run(ctx)

@@ -65,7 +65,9 @@ type BridgeSpec struct {
 	HWAddr net.HardwareAddr
 	// DatapathID is other_config:datapath-id (16 hex digits), 0 if absent
 	// or invalid.
-	DatapathID   uint64
+	DatapathID uint64
+	// FailSecure is fail_mode=secure.
+	FailSecure   bool
 	MACAgingTime int
 	MACTableSize int
 	// Ports are sorted by name.
@@ -188,6 +190,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			MACAgingTime: DefaultMACAgingTime,
 			MACTableSize: DefaultMACTableSize,
 		}
+		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 
 		var prs []vswitchd.Port

@@ -19,6 +19,7 @@ import (
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
+	"github.com/govs/govs/vswitchd/ofproto/connmgr"
 )
 
 // Switch is the running state. All methods are safe for concurrent use.
@@ -44,6 +45,10 @@ type Switch struct {
 	// values the database held.
 	sockBuf int
 	tso     bool
+	// ofRundir is where bridges serve OpenFlow (<bridge>.mgmt), "" for
+	// nowhere; ofLog is the connections' logger (ServeOpenFlow).
+	ofRundir string
+	ofLog    connmgr.Logger
 }
 
 type runBridge struct {
@@ -54,6 +59,11 @@ type runBridge struct {
 	mac     net.HardwareAddr
 	dpid    uint64
 	pushed  *ofproto.BridgeConfig
+	// mgmt serves the bridge's management socket; nil if none.
+	mgmt *connmgr.Manager
+	// flowSince is when the bridge's flow (NORMAL, unless fail_mode is
+	// secure) was last installed.
+	flowSince time.Time
 }
 
 // iface is one interface of the running switch.
@@ -66,7 +76,10 @@ type iface struct {
 	err    string // Interface.error; "" when fine
 	ofport int    // -1 when it has none
 	dpPort uint32 // 0 when not in the datapath (patch ports, detached)
-	dev    netdev.Port
+	// attachedAt is when the interface last became attached (the
+	// OpenFlow port's duration).
+	attachedAt time.Time
+	dev        netdev.Port
 	// link is the kernel state as last read; nil when unknown.
 	link       *netdev.LinkInfo
 	linkResets int
@@ -166,6 +179,7 @@ func (s *Switch) Apply(d *Desired) {
 	}
 	for name := range s.bridges {
 		if _, ok := brSpecs[name]; !ok {
+			s.stopOpenFlow(s.bridges[name])
 			s.backer.DelBridge(name)
 			delete(s.bridges, name)
 			s.log.Infof("bridge %s: deleted", name)
@@ -173,8 +187,10 @@ func (s *Switch) Apply(d *Desired) {
 	}
 	for _, br := range d.Bridges {
 		if _, ok := s.bridges[br.Name]; !ok {
-			s.bridges[br.Name] = &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}}
+			rb := &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}, flowSince: time.Now()}
+			s.bridges[br.Name] = rb
 			s.log.Infof("bridge %s: created", br.Name)
+			s.startOpenFlow(rb)
 		}
 	}
 
@@ -324,7 +340,7 @@ func (s *Switch) attach(ifc *iface, reserved map[string]map[int]string) {
 		ifc.ofport = s.allocOFPort(rb, ifc, reserved[ifc.bridge])
 	}
 	rb.ofports[ifc.ofport] = name
-	ifc.state, ifc.err = StateAttached, ""
+	ifc.state, ifc.err, ifc.attachedAt = StateAttached, "", time.Now()
 	s.count("ofproto_update_port")
 	s.log.Infof("bridge %s: added interface %s on port %d", rb.name, name, ifc.ofport)
 }
@@ -512,7 +528,8 @@ func MACFromUUID(u string) net.HardwareAddr {
 }
 
 func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig {
-	cfg := ofproto.BridgeConfig{MACAgingTime: time.Duration(spec.MACAgingTime) * time.Second, MACTableSize: spec.MACTableSize}
+	cfg := ofproto.BridgeConfig{MACAgingTime: time.Duration(spec.MACAgingTime) * time.Second, MACTableSize: spec.MACTableSize,
+		FailSecure: spec.FailSecure}
 	for _, ifc := range s.ifaces {
 		if ifc.bridge != rb.name || ifc.state != StateAttached {
 			continue
@@ -623,6 +640,9 @@ func (s *Switch) pushConfigs() {
 		}
 		cfg := s.ofConfig(rb, spec)
 		if rb.pushed == nil || !reflect.DeepEqual(*rb.pushed, cfg) {
+			if rb.pushed != nil && rb.pushed.FailSecure && !cfg.FailSecure {
+				rb.flowSince = time.Now() // NORMAL is installed afresh
+			}
 			rb.of.Reconfigure(cfg)
 			rb.pushed = &cfg
 		}
@@ -636,7 +656,8 @@ func (s *Switch) Close() {
 	for _, ifc := range s.ifaces {
 		s.remove(ifc)
 	}
-	for name := range s.bridges {
+	for name, rb := range s.bridges {
+		s.stopOpenFlow(rb)
 		s.backer.DelBridge(name)
 		delete(s.bridges, name)
 	}

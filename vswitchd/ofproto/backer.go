@@ -2,8 +2,9 @@
 // ofproto-dpif): a bridge's ports and their VLAN configuration, its MAC
 // learning table, and the translation of a datapath miss into datapath
 // actions plus the mask of key fields consulted. The pipeline is the fixed
-// NORMAL action for now (ofproto-dpif-xlate.c xlate_normal); OpenFlow
-// tables will call the same translation as one of their actions.
+// NORMAL action for now (ofproto-dpif-xlate.c xlate_normal), or, on a
+// bridge with fail_mode=secure, an empty table that drops everything;
+// OpenFlow tables will call the same translation as one of their actions.
 //
 // A Backer (OVS's dpif_backer) is the one Upcaller of the shared datapath:
 // it finds the bridge owning a miss's input port and follows patch ports

@@ -24,6 +24,9 @@ type BridgeConfig struct {
 	// to reserved multicast addresses (01:80:c2:00:00:0x, ...) instead
 	// of dropping them.
 	ForwardBPDU bool
+	// FailSecure is fail_mode=secure: with no OpenFlow flows (govs runs
+	// none yet) the bridge drops every packet instead of running NORMAL.
+	FailSecure bool
 	// Ports are the bridge's ports, local port included; NORMAL floods
 	// in this order.
 	Ports []PortConfig
@@ -108,6 +111,8 @@ type snapshot struct {
 	max    int   // MAC table size
 
 	forwardBPDU bool
+	// secure: fail_mode=secure, no flows, every packet dropped.
+	secure bool
 }
 
 // Bridge is one bridge's switch: its ports, MAC learning table and
@@ -169,7 +174,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 }
 
 func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
-	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU}
+	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU, secure: cfg.FailSecure}
 	idle := int64(cfg.MACAgingTime / time.Second)
 	if cfg.MACAgingTime <= 0 {
 		idle = DefaultMACAgingTime

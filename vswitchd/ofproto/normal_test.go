@@ -478,3 +478,25 @@ func BenchmarkNormal(b *testing.B) {
 		})
 	}
 }
+
+// A fail_mode=secure bridge has no flows: it drops everything, also what
+// a patch port brings in, learns nothing, and forwards again once
+// standalone.
+func TestFailSecureDrops(t *testing.T) {
+	tb := newTestBacker(t)
+	ports := []PortConfig{trunk("p1", 1), trunk("p2", 2), {Name: "patch0", OFPort: 3, PatchPeer: "patch1", Tag: -1}}
+	br0 := tb.bridge("br0", BridgeConfig{FailSecure: true, Ports: ports})
+	tb.bridge("br1", BridgeConfig{Ports: []PortConfig{{Name: "patch1", OFPort: 1, PatchPeer: "patch0", Tag: -1}, trunk("p4", 4)}})
+	tb.run(t, []step{
+		{1, eth(macA, bcast), "drop"},
+		{2, eth(macB, macA), "drop"},
+		// Into br0 through the patch port: dropped there, br1 floods
+		// nowhere else.
+		{4, eth(macC, bcast), "drop"},
+	})
+	if got := br0.FDBShow(); got != " port  VLAN  MAC                Age\n" {
+		t.Errorf("secure bridge learned:\n%s", got)
+	}
+	br0.Reconfigure(BridgeConfig{Ports: ports})
+	tb.run(t, []step{{1, eth(macA, bcast), "2,4"}})
+}

@@ -140,6 +140,15 @@ func (x *xlate) normal(in *port) {
 	x.visits++
 	br := in.br.br
 	k, m := x.key, x.mask
+	if in.br.secure {
+		// Table 0 is empty: the miss drops the packet, as OVS's
+		// fail_mode=secure bridge with no flows.
+		if x.trace != nil {
+			title := fmt.Sprintf("bridge(\"%s\")", br.name)
+			fmt.Fprintf(x.trace, "\n%s\n%s\n 0. No match.\n    drop\n", title, strings.Repeat("-", len(title)))
+		}
+		return
+	}
 	if x.trace != nil {
 		title := fmt.Sprintf("bridge(\"%s\")", br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))

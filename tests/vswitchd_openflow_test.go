@@ -1,0 +1,301 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// OpenFlow on govs' bridges, judged by Debian's ovs-ofctl against Debian's
+// ovs-vswitchd running the same set-up side by side.
+
+const vswOfctl = "/usr/bin/ovs-ofctl"
+
+// ofSwitch is one switch under test: its rundir (where <bridge>.mgmt
+// is), its bridge and the names of its ports, mapped to neutral names for
+// comparison.
+type ofSwitch struct {
+	t     *testing.T
+	dir   string
+	vsctl func(args ...string) string
+	br    string
+	names map[string]string // interface name -> neutral name
+	a, b  *vswNS
+	intf  string
+}
+
+// ofctl runs ovs-ofctl against the switch and returns its output and exit
+// status.
+func (s *ofSwitch) ofctl(args ...string) (string, int) {
+	s.t.Helper()
+	out, err := vswRunEnv([]string{"OVS_RUNDIR=" + s.dir}, vswOfctl, args...)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out, 0
+	case errors.As(err, &exit):
+		return out, exit.ExitCode()
+	}
+	s.t.Fatalf("ovs-ofctl %v: %v", args, err)
+	return "", 0
+}
+
+// setUp builds the set-up both switches run: bridge <prefix>0 (netdev)
+// with the veths of namespaces a and b as OpenFlow ports 1 and 2 and
+// internal port <prefix>i as 3, every port up.
+func (s *ofSwitch) setUp(prefix, subnet string) {
+	s.t.Helper()
+	s.br, s.intf = prefix+"0", prefix+"i"
+	s.a = vswAddPrefixedNS(s.t, prefix, "a", subnet+".1/24")
+	s.b = vswAddPrefixedNS(s.t, prefix, "b", subnet+".2/24")
+	s.names = map[string]string{s.br: "BR", s.a.Host: "A", s.b.Host: "B", s.intf: "I"}
+	s.vsctl("add-br", s.br, "--", "set", "bridge", s.br, "datapath_type=netdev",
+		"--", "add-port", s.br, s.a.Host, "--", "set", "interface", s.a.Host, "ofport_request=1",
+		"--", "add-port", s.br, s.b.Host, "--", "set", "interface", s.b.Host, "ofport_request=2",
+		"--", "add-port", s.br, s.intf, "--", "set", "interface", s.intf, "type=internal", "ofport_request=3")
+	// OVS leaves internal ports down; govs brings them up. Up on both.
+	for _, dev := range []string{s.br, s.intf} {
+		if _, err := vswRun("ip", "link", "set", dev, "up"); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	vswWait(s.t, vswTimeout, s.br+"'s ports to be up in OpenFlow", func() bool {
+		out, rc := s.ofctl("-O", "OpenFlow13", "dump-ports-desc", s.br)
+		return rc == 0 && strings.Count(out, "state:      LIVE") == 4
+	})
+}
+
+// startDebianSwitch runs Debian's ovsdb-server and ovs-vswitchd in a
+// temporary rundir of their own.
+func startDebianSwitch(t *testing.T) *ofSwitch {
+	t.Helper()
+	vswNeedRoot(t)
+	for _, p := range []string{"/usr/sbin/ovs-vswitchd", vswOfctl} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s is missing: install openvswitch-switch", p)
+		}
+	}
+	dir, err := os.MkdirTemp("", "gofd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log")); err == nil {
+				t.Logf("Debian's ovs-vswitchd.log:\n%s", vswTail(string(b), 30))
+			}
+		}
+		os.RemoveAll(dir)
+	})
+	env := []string{"OVS_RUNDIR=" + dir, "OVS_DBDIR=" + dir, "OVS_LOGDIR=" + dir}
+	sock := filepath.Join(dir, "db.sock")
+	if _, err := vswRun("ovsdb-tool", "create", filepath.Join(dir, "conf.db"), vswSchema); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []struct {
+		name string
+		args []string
+		exit []string
+	}{
+		{"ovsdb-server", []string{filepath.Join(dir, "conf.db"), "--remote=punix:" + sock}, []string{"exit"}},
+		{"ovs-vswitchd", []string{"unix:" + sock}, []string{"exit", "--cleanup"}},
+	} {
+		pidfile := filepath.Join(dir, d.name+".pid")
+		args := append(d.args, "--pidfile="+pidfile, "--unixctl="+filepath.Join(dir, d.name+".ctl"),
+			"--log-file="+filepath.Join(dir, d.name+".log"), "--detach", "--no-chdir", "-vconsole:off")
+		if _, err := vswRunEnv(env, "/usr/sbin/"+d.name, args...); err != nil {
+			t.Fatal(err)
+		}
+		pid := vswReadPid(pidfile)
+		if pid <= 0 {
+			t.Fatalf("Debian's %s --detach returned without a pidfile", d.name)
+		}
+		// Cleanups run last-in first-out: the switch stops before the
+		// database, removing its bridges' devices.
+		t.Cleanup(func() {
+			vswRunEnv(env, vswAppctl, append([]string{"-t", filepath.Join(dir, d.name+".ctl")}, d.exit...)...)
+			vswWaitGone(t, pid)
+			vswKill(t, pid)
+		})
+		if d.name == "ovsdb-server" {
+			if _, err := vswRun(vswVsctl, "--db=unix:"+sock, "--no-wait", "init"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := &ofSwitch{t: t, dir: dir}
+	s.vsctl = func(args ...string) string {
+		t.Helper()
+		out, err := vswRun(vswVsctl, append([]string{"--db=unix:" + sock, "--timeout=20"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	return s
+}
+
+func startGovsSwitch(t *testing.T) *ofSwitch {
+	t.Helper()
+	e := vswNewEnv(t)
+	return &ofSwitch{t: t, dir: e.dir, vsctl: e.mustVsctl}
+}
+
+var ofNormalizers = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`dpid:[0-9a-f]{16}`), "dpid:D"},
+	{regexp.MustCompile(`addr:[0-9a-f:]{17}`), "addr:M"},
+	{regexp.MustCompile(`duration=[0-9.]+s`), "duration=Ts"},
+	{regexp.MustCompile(`\b(n_packets|n_bytes|idle_age|hard_age|lookup|matched|pkts|bytes|drop|errs|frame|over|crc|coll)=(\d+|\?)`), "$1=N"},
+}
+
+// normalizeOfctl removes from ovs-ofctl's output what legitimately
+// differs between two switches: addresses, datapath IDs, durations,
+// counters, interface names, and the order of dump-ports' port blocks
+// (the switch's reply order).
+func (s *ofSwitch) normalizeOfctl(out string) string {
+	for name, neutral := range s.names {
+		out = regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(out, neutral)
+	}
+	for _, n := range ofNormalizers {
+		out = n.re.ReplaceAllString(out, n.with)
+	}
+	lines := strings.Split(out, "\n")
+	var blocks []string
+	var head, tail []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "  port "):
+			blocks = append(blocks, l)
+		case len(blocks) > 0 && strings.HasPrefix(l, "           "):
+			blocks[len(blocks)-1] += "\n" + l
+		case len(blocks) == 0:
+			head = append(head, l)
+		default:
+			tail = append(tail, l)
+		}
+	}
+	slices.Sort(blocks)
+	return strings.Join(slices.Concat(head, blocks, tail), "\n")
+}
+
+// TestOpenFlowDifferential runs Debian's ovs-ofctl against govs and
+// against Debian's ovs-vswitchd, both with a bridge of two veth ports in
+// namespaces and an internal port, and requires the same output (once
+// normalised) and exit status.
+func TestOpenFlowDifferential(t *testing.T) {
+	deb := startDebianSwitch(t)
+	deb.setUp("gofd", "10.78.0")
+	govs := startGovsSwitch(t)
+	govs.setUp("gofo", "10.79.0")
+	// Some traffic on both, so that counters are not all zero.
+	deb.a.waitPing("10.78.0.2")
+	govs.a.waitPing("10.79.0.2")
+
+	for _, cmd := range []string{"show", "dump-ports-desc", "dump-flows", "dump-ports", "dump-tables", "dump-desc"} {
+		for _, version := range []string{"", "OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+			args := []string{cmd}
+			name := cmd + "/default"
+			if version != "" {
+				args = []string{"-O", version, cmd}
+				name = cmd + "/" + version
+			}
+			t.Run(name, func(t *testing.T) {
+				want, wantRC := deb.ofctl(append(args, deb.br)...)
+				got, gotRC := govs.ofctl(append(args, govs.br)...)
+				if gotRC != wantRC {
+					t.Errorf("exit status %d, Debian's %d\ngovs:\n%s\nDebian:\n%s", gotRC, wantRC, got, want)
+				}
+				g, w := govs.normalizeOfctl(got), deb.normalizeOfctl(want)
+				if g != w {
+					t.Errorf("govs:\n%s\nDebian's ovs-vswitchd:\n%s", g, w)
+				}
+				t.Logf("compared:\n%s", g)
+			})
+		}
+	}
+
+	// A flow govs would not enforce is refused, with OVS's error for an
+	// unsupported request, and ovs-ofctl fails.
+	for _, version := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+		out, rc := govs.ofctl("-O", version, "add-flow", govs.br, "actions=drop")
+		if rc != 1 || !strings.Contains(out, "OFPT_ERROR") || !strings.Contains(out, "OFPBRC_BAD_TYPE") || !strings.Contains(out, "OFPT_FLOW_MOD") {
+			t.Errorf("add-flow on %s: exit %d:\n%s", version, rc, out)
+		}
+	}
+	out, rc := govs.ofctl("add-flow", govs.br, "actions=drop")
+	if rc != 1 || !strings.Contains(out, "OFPBRC_BAD_TYPE") {
+		t.Errorf("add-flow: exit %d:\n%s", rc, out)
+	}
+	// ... and nothing changed.
+	if out, _ := govs.ofctl("dump-flows", govs.br); !strings.Contains(out, "priority=0 actions=NORMAL") {
+		t.Errorf("dump-flows after a refused add-flow:\n%s", out)
+	}
+	govs.a.waitPing("10.79.0.2")
+
+	// fail_mode=secure: no flow on either.
+	deb.vsctl("set", "bridge", deb.br, "fail_mode=secure")
+	govs.vsctl("set", "bridge", govs.br, "fail_mode=secure")
+	for _, version := range []string{"OpenFlow10", "OpenFlow15"} {
+		want, wantRC := deb.ofctl("-O", version, "dump-flows", deb.br)
+		got, gotRC := govs.ofctl("-O", version, "dump-flows", govs.br)
+		if gotRC != wantRC || govs.normalizeOfctl(got) != deb.normalizeOfctl(want) {
+			t.Errorf("secure dump-flows %s: govs (exit %d):\n%s\nDebian's (exit %d):\n%s", version, gotRC, got, wantRC, want)
+		}
+	}
+}
+
+// TestOpenFlowFailSecure: a bridge with fail_mode=secure and no flows
+// drops everything (a ping between namespaces fails) and forwards again
+// when fail_mode is removed; the management socket is 0750 and goes with
+// its bridge.
+func TestOpenFlowFailSecure(t *testing.T) {
+	e := vswNewEnv(t)
+	a := vswAddPrefixedNS(t, "gofs", "a", "10.76.0.1/24")
+	b := vswAddPrefixedNS(t, "gofs", "b", "10.76.0.2/24")
+	e.mustVsctl("add-br", "gofs0", "--", "add-port", "gofs0", a.Host, "--", "add-port", "gofs0", b.Host)
+	mgmt := filepath.Join(e.dir, "gofs0.mgmt")
+	fi, err := os.Stat(mgmt)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("%s: %v %v", mgmt, fi, err)
+	}
+	a.waitPing("10.76.0.2")
+
+	e.mustVsctl("set", "bridge", "gofs0", "fail_mode=secure")
+	a.noPing("10.76.0.2")
+	if out := e.mustAppctl("ofproto/trace", "gofs0", fmt.Sprintf("in_port=%d", e.ofport(a.Host))); !strings.Contains(out, "No match") {
+		t.Errorf("ofproto/trace on a secure bridge:\n%s", out)
+	}
+
+	e.mustVsctl("remove", "bridge", "gofs0", "fail_mode", "secure")
+	a.waitPing("10.76.0.2")
+
+	e.mustVsctl("del-br", "gofs0")
+	if _, err := os.Stat(mgmt); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("%s after del-br: %v", mgmt, err)
+	}
+	out, rc := (&ofSwitch{t: t, dir: e.dir}).ofctl("show", "gofs0")
+	if rc != 1 || !strings.Contains(out, "is not a bridge or a socket") {
+		t.Errorf("ovs-ofctl show on a deleted bridge: exit %d:\n%s", rc, out)
+	}
+
+	// The switch removes its sockets when it exits, bridges kept or not.
+	e.mustVsctl("add-br", "gofs1")
+	mgmt = filepath.Join(e.dir, "gofs1.mgmt")
+	if _, err := os.Stat(mgmt); err != nil {
+		t.Fatal(err)
+	}
+	e.stopSwitch(false)
+	if _, err := os.Stat(mgmt); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("%s after exit: %v", mgmt, err)
+	}
+}

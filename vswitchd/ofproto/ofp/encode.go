@@ -1,0 +1,597 @@
+package ofp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"time"
+)
+
+// EncodeHello returns OFPT_HELLO offering versions (version = the highest),
+// with a version bitmap element only when the set is not every version
+// from 1.0 up, as OVS's ofputil_encode_hello.
+func EncodeHello(versions Versions, xid uint32) []byte {
+	v := versions.Highest()
+	b := newMsg(v, TypeHello, xid, 8)
+	if bits := uint32(versions) >> 1; bits&(bits+1) != 0 {
+		b = put16(b, helloElemVersionBitmap)
+		b = put16(b, 8)
+		b = put32(b, uint32(versions))
+	}
+	return finish(b)
+}
+
+// EncodeEchoReply answers an echo request.
+func EncodeEchoReply(v Version, xid uint32, data []byte) []byte {
+	return finish(append(newMsg(v, TypeEchoReply, xid, len(data)), data...))
+}
+
+// EncodeBarrierReply answers a barrier request.
+func EncodeBarrierReply(v Version, xid uint32) []byte {
+	t := uint8(type11BarrierReply)
+	if v == V10 {
+		t = type10BarrierReply
+	}
+	return finish(newMsg(v, t, xid, 0))
+}
+
+// EncodeGetConfigReply answers OFPT_GET_CONFIG_REQUEST.
+func EncodeGetConfigReply(v Version, xid uint32, c Config) []byte {
+	b := newMsg(v, TypeGetConfigReply, xid, 4)
+	b = put16(b, c.Flags)
+	return finish(put16(b, c.MissSendLen))
+}
+
+// EncodeRoleReply answers OFPT_ROLE_REQUEST.
+func EncodeRoleReply(v Version, xid uint32, role uint32, generationID uint64) []byte {
+	b := newMsg(v, type12RoleReply, xid, 16)
+	b = put32(b, role)
+	b = pad(b, 4)
+	return finish(put64(b, generationID))
+}
+
+// Port is ofp_port, with OpenFlow 1.1+'s numbering of ports and features;
+// the encoders convert for 1.0.
+type Port struct {
+	No     uint32
+	HWAddr [6]byte
+	Name   string
+	// Config holds OFPPC_* bits, State OFPPS_* bits.
+	Config, State                     uint32
+	Curr, Advertised, Supported, Peer uint32
+	// CurrSpeed and MaxSpeed are in kbit/s.
+	CurrSpeed, MaxSpeed uint32
+}
+
+// Port config, state and feature bits (OpenFlow 1.1+).
+const (
+	PortConfigDown = 1 // OFPPC_PORT_DOWN
+	PortStateDown  = 1 // OFPPS_LINK_DOWN
+	PortStateLive  = 4 // OFPPS_LIVE, not in 1.0
+
+	Feature10MBHD  = 1 << 0
+	Feature10MBFD  = 1 << 1
+	Feature100MBHD = 1 << 2
+	Feature100MBFD = 1 << 3
+	Feature1GBHD   = 1 << 4
+	Feature1GBFD   = 1 << 5
+	Feature10GBFD  = 1 << 6
+	Feature40GBFD  = 1 << 7
+	Feature100GBFD = 1 << 8
+	Feature1TBFD   = 1 << 9
+	FeatureOther   = 1 << 10
+	FeatureCopper  = 1 << 11
+	FeatureFiber   = 1 << 12
+	FeatureAutoneg = 1 << 13
+)
+
+// port10 narrows a port number to OpenFlow 1.0's 16 bits: the reserved
+// ports 0xffffff00 and up become 0xff00 and up.
+func port10(p uint32) uint16 { return uint16(p) }
+
+// features10 converts OpenFlow 1.1+ feature bits to 1.0's, as OVS's
+// netdev_port_features_to_ofp10.
+func features10(f uint32) uint32 { return f&0x7f | (f>>4)&0xf80 }
+
+func appendPort(b []byte, v Version, p *Port) []byte {
+	switch {
+	case v == V10:
+		b = put16(b, port10(p.No))
+		b = append(b, p.HWAddr[:]...)
+		b = putString(b, p.Name, 16)
+		b = put32(b, p.Config)
+		b = put32(b, p.State&^PortStateLive)
+		for _, f := range []uint32{p.Curr, p.Advertised, p.Supported, p.Peer} {
+			b = put32(b, features10(f))
+		}
+	case v <= V13:
+		b = put32(b, p.No)
+		b = pad(b, 4)
+		b = append(b, p.HWAddr[:]...)
+		b = pad(b, 2)
+		b = putString(b, p.Name, 16)
+		for _, f := range []uint32{p.Config, p.State, p.Curr, p.Advertised, p.Supported, p.Peer, p.CurrSpeed, p.MaxSpeed} {
+			b = put32(b, f)
+		}
+	default:
+		b = put32(b, p.No)
+		b = put16(b, 72)
+		b = pad(b, 2)
+		b = append(b, p.HWAddr[:]...)
+		b = pad(b, 2)
+		b = putString(b, p.Name, 16)
+		b = put32(b, p.Config)
+		b = put32(b, p.State)
+		// OFPPDPT_ETHERNET property.
+		b = put16(b, 0)
+		b = put16(b, 32)
+		b = pad(b, 4)
+		for _, f := range []uint32{p.Curr, p.Advertised, p.Supported, p.Peer, p.CurrSpeed, p.MaxSpeed} {
+			b = put32(b, f)
+		}
+	}
+	return b
+}
+
+// Features is OFPT_FEATURES_REPLY's content.
+type Features struct {
+	DatapathID   uint64
+	NBuffers     uint32
+	NTables      uint8
+	Capabilities uint32
+	// Actions is OpenFlow 1.0's supported actions bitmap.
+	Actions uint32
+	// Ports go in the reply up to OpenFlow 1.2; 1.3+ asks PORT_DESC.
+	Ports []Port
+}
+
+// EncodeFeaturesReply answers OFPT_FEATURES_REQUEST.
+func EncodeFeaturesReply(v Version, xid uint32, f *Features) []byte {
+	b := newMsg(v, TypeFeaturesReply, xid, 24+len(f.Ports)*64)
+	b = put64(b, f.DatapathID)
+	b = put32(b, f.NBuffers)
+	b = put8(b, f.NTables)
+	b = pad(b, 3) // 1.3+: auxiliary_id 0 and 2 bytes of padding
+	b = put32(b, f.Capabilities)
+	if v == V10 {
+		b = put32(b, f.Actions)
+	} else {
+		b = put32(b, 0)
+	}
+	if v <= V12 {
+		for i := range f.Ports {
+			b = appendPort(b, v, &f.Ports[i])
+		}
+	}
+	return finish(b)
+}
+
+// Port status reasons.
+const (
+	PortAdded    = 0
+	PortDeleted  = 1
+	PortModified = 2
+)
+
+// EncodePortStatus returns an OFPT_PORT_STATUS message.
+func EncodePortStatus(v Version, reason uint8, p *Port) []byte {
+	b := newMsg(v, TypePortStatus, 0, 80)
+	b = put8(b, reason)
+	b = pad(b, 7)
+	return finish(appendPort(b, v, p))
+}
+
+// statsReply builds the reply to a statistics request: each entry whole
+// in some message, split over several with the MORE flag set on all but
+// the last when they exceed MaxLen, as OVS's ofpmp_postappend.
+type statsReply struct {
+	v      Version
+	xid    uint32
+	kind   StatsKind
+	nx     bool
+	msgs   [][]byte
+	cur    []byte
+	hdrLen int
+}
+
+func newStatsReply(v Version, xid uint32, kind StatsKind, nx bool) *statsReply {
+	r := &statsReply{v: v, xid: xid, kind: kind, nx: nx}
+	r.start()
+	return r
+}
+
+func (r *statsReply) start() {
+	t := uint8(type11MultipartRep)
+	if r.v == V10 {
+		t = type10StatsReply
+	}
+	b := newMsg(r.v, t, r.xid, 64)
+	if r.nx {
+		b = put16(b, uint16(StatsVendor))
+	} else {
+		b = put16(b, uint16(r.kind))
+	}
+	b = put16(b, 0)
+	if r.v == V10 {
+		if r.nx {
+			b = put32(b, NiciraVendor)
+			b = put32(b, nxStatsFlow)
+			b = pad(b, 4)
+		}
+	} else {
+		b = pad(b, 4)
+		if r.nx {
+			b = put32(b, NiciraVendor)
+			b = put32(b, nxStatsFlow)
+		}
+	}
+	r.cur, r.hdrLen = b, len(b)
+}
+
+func (r *statsReply) add(entry []byte) {
+	if len(r.cur) > r.hdrLen && len(r.cur)+len(entry) > MaxLen {
+		// More follows: set the reply flag (byte after the type).
+		binary.BigEndian.PutUint16(r.cur[HeaderLen+2:], StatsFlagMore)
+		r.msgs = append(r.msgs, finish(r.cur))
+		r.start()
+	}
+	r.cur = append(r.cur, entry...)
+}
+
+func (r *statsReply) done() [][]byte { return append(r.msgs, finish(r.cur)) }
+
+// EncodeEmptyStatsReply answers a statistics request that has nothing to
+// report (no groups, no queues).
+func EncodeEmptyStatsReply(v Version, xid uint32, kind StatsKind) [][]byte {
+	return newStatsReply(v, xid, kind, false).done()
+}
+
+// Desc is OFPST_DESC's reply.
+type Desc struct {
+	Manufacturer, Hardware, Software, Serial, Datapath string
+}
+
+// EncodeDescReply answers a DESC request.
+func EncodeDescReply(v Version, xid uint32, d *Desc) [][]byte {
+	r := newStatsReply(v, xid, StatsDesc, false)
+	var b []byte
+	b = putString(b, d.Manufacturer, 256)
+	b = putString(b, d.Hardware, 256)
+	b = putString(b, d.Software, 256)
+	b = putString(b, d.Serial, 32)
+	b = putString(b, d.Datapath, 256)
+	r.add(b)
+	return r.done()
+}
+
+// EncodePortDescReply answers a PORT_DESC request (OVS's OFPST_PORT_DESC
+// extension in 1.0).
+func EncodePortDescReply(v Version, xid uint32, ports []Port) [][]byte {
+	r := newStatsReply(v, xid, StatsPortDesc, false)
+	for i := range ports {
+		r.add(appendPort(nil, v, &ports[i]))
+	}
+	return r.done()
+}
+
+// Unknown is the value of a counter the switch does not keep (OVS's
+// UINT64_MAX, printed "?").
+const Unknown = ^uint64(0)
+
+// PortStats is one port's counters.
+type PortStats struct {
+	No                                         uint32
+	RxPackets, TxPackets, RxBytes, TxBytes     uint64
+	RxDropped, TxDropped, RxErrors, TxErrors   uint64
+	RxFrameErr, RxOverErr, RxCRCErr, Collision uint64
+	// Duration is how long the port has existed (1.3+).
+	Duration time.Duration
+}
+
+func splitDuration(d time.Duration) (uint32, uint32) {
+	if d < 0 {
+		d = 0
+	}
+	return uint32(d / time.Second), uint32(d % time.Second)
+}
+
+// EncodePortStatsReply answers a PORT statistics request.
+func EncodePortStatsReply(v Version, xid uint32, stats []PortStats) [][]byte {
+	r := newStatsReply(v, xid, StatsPort, false)
+	for i := range stats {
+		s := &stats[i]
+		sec, nsec := splitDuration(s.Duration)
+		var b []byte
+		switch {
+		case v == V10:
+			b = put16(b, port10(s.No))
+			b = pad(b, 6)
+		case v <= V13:
+			b = put32(b, s.No)
+			b = pad(b, 4)
+		default:
+			b = put16(b, 120)
+			b = pad(b, 2)
+			b = put32(b, s.No)
+			b = put32(b, sec)
+			b = put32(b, nsec)
+		}
+		for _, c := range []uint64{s.RxPackets, s.TxPackets, s.RxBytes, s.TxBytes, s.RxDropped, s.TxDropped, s.RxErrors, s.TxErrors} {
+			b = put64(b, c)
+		}
+		if v >= V14 {
+			// OFPPSPT_ETHERNET property.
+			b = put16(b, 0)
+			b = put16(b, 40)
+			b = pad(b, 4)
+		}
+		for _, c := range []uint64{s.RxFrameErr, s.RxOverErr, s.RxCRCErr, s.Collision} {
+			b = put64(b, c)
+		}
+		if v == V13 {
+			b = put32(b, sec)
+			b = put32(b, nsec)
+		}
+		r.add(b)
+	}
+	return r.done()
+}
+
+// TableStats is one flow table's counters.
+type TableStats struct {
+	ID                      uint8
+	Active                  uint32
+	Lookup, Matched         uint64
+	MaxEntries, Wildcards10 uint32 // OpenFlow 1.0 only
+}
+
+// TableStatsSupported reports whether EncodeTableStatsReply can encode
+// version v: OpenFlow 1.1 and 1.2 table statistics carry match and action
+// capability bitmaps govs does not describe.
+func TableStatsSupported(v Version) bool { return v == V10 || v >= V13 }
+
+// EncodeTableStatsReply answers a TABLE statistics request in a version
+// TableStatsSupported accepts.
+func EncodeTableStatsReply(v Version, xid uint32, tables []TableStats) [][]byte {
+	r := newStatsReply(v, xid, StatsTable, false)
+	for i := range tables {
+		t := &tables[i]
+		var b []byte
+		b = put8(b, t.ID)
+		b = pad(b, 3)
+		if v == V10 {
+			b = pad(b, 32) // name: OVS leaves it empty
+			b = put32(b, t.Wildcards10)
+			b = put32(b, t.MaxEntries)
+		}
+		b = put32(b, t.Active)
+		b = put64(b, t.Lookup)
+		b = put64(b, t.Matched)
+		r.add(b)
+	}
+	return r.done()
+}
+
+// TableFeatures is one table of an OFPMP_TABLE_FEATURES reply.
+type TableFeatures struct {
+	ID         uint8
+	Name       string
+	MaxEntries uint32
+}
+
+// tableFeatureProps are the properties OVS requires in a table's
+// features (OFPTFPT13_INSTRUCTIONS, NEXT_TABLES, WRITE_ACTIONS,
+// APPLY_ACTIONS, MATCH, WILDCARDS, WRITE_SETFIELD, APPLY_SETFIELD).
+var tableFeatureProps = []uint16{0, 2, 4, 6, 8, 10, 12, 14}
+
+// EncodeTableFeaturesReply answers a TABLE_FEATURES request (1.3+). Every
+// property is empty: the tables declare no match fields, instructions or
+// actions, which is what govs' tables support so far.
+func EncodeTableFeaturesReply(v Version, xid uint32, tables []TableFeatures) [][]byte {
+	r := newStatsReply(v, xid, StatsTableFeatures, false)
+	for i := range tables {
+		t := &tables[i]
+		var b []byte
+		b = put16(b, 0) // length, set below
+		b = put8(b, t.ID)
+		b = pad(b, 5)
+		b = putString(b, t.Name, 32)
+		b = put64(b, 0) // metadata_match
+		b = put64(b, 0) // metadata_write
+		b = put32(b, 0) // capabilities (config in 1.3)
+		b = put32(b, t.MaxEntries)
+		for _, p := range tableFeatureProps {
+			b = put16(b, p)
+			b = put16(b, 4)
+			b = pad(b, 4)
+		}
+		binary.BigEndian.PutUint16(b, uint16(len(b)))
+		r.add(b)
+	}
+	return r.done()
+}
+
+// FlowStats is one flow of a FLOW statistics reply. govs' flows so far
+// match every packet (an empty match) and only output.
+type FlowStats struct {
+	Table                    uint8
+	Duration                 time.Duration
+	Priority                 uint16
+	IdleTimeout, HardTimeout uint16
+	Flags                    uint16
+	Cookie                   uint64
+	Packets, Bytes           uint64
+	// IdleAge is the time since the flow last matched a packet.
+	IdleAge time.Duration
+	// Outputs are the flow's actions: output to each port in turn.
+	Outputs []uint32
+}
+
+func appendOutputs(b []byte, v Version, ports []uint32) []byte {
+	for _, p := range ports {
+		if v == V10 {
+			b = put16(b, 0) // OFPAT10_OUTPUT
+			b = put16(b, 8)
+			b = put16(b, port10(p))
+			b = put16(b, 0) // max_len
+		} else {
+			b = put16(b, 0) // OFPAT11_OUTPUT
+			b = put16(b, 16)
+			b = put32(b, p)
+			b = put16(b, 0)
+			b = pad(b, 6)
+		}
+	}
+	return b
+}
+
+// appendInstructions wraps output actions in OFPIT_APPLY_ACTIONS.
+func appendInstructions(b []byte, v Version, ports []uint32) []byte {
+	if len(ports) == 0 {
+		return b
+	}
+	acts := appendOutputs(nil, v, ports)
+	b = put16(b, 4) // OFPIT11_APPLY_ACTIONS
+	b = put16(b, uint16(8+len(acts)))
+	b = pad(b, 4)
+	return append(b, acts...)
+}
+
+func age16(d time.Duration) uint16 {
+	s := int64(d / time.Second)
+	if s < 0 {
+		return 0
+	}
+	return uint16(min(s+1, 0xffff))
+}
+
+// EncodeFlowStatsReply answers a FLOW statistics request (NXST_FLOW when
+// nx).
+func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][]byte {
+	r := newStatsReply(v, xid, StatsFlow, nx)
+	for i := range flows {
+		f := &flows[i]
+		var b []byte
+		switch {
+		case nx:
+			// nx_flow_stats, an empty nx_match, actions.
+			b = appendFlowHead(b, f, nil)
+			b = put16(b, 0) // match_len
+			b = put16(b, age16(f.IdleAge))
+			b = put16(b, age16(f.Duration))
+			b = appendFlowCounters(b, f)
+			b = appendOutputs(b, v, f.Outputs)
+		case v == V10:
+			// ofp10_flow_stats with a match that wildcards everything.
+			match := put32(nil, 0x3fffff) // OFPFW10_ALL
+			b = appendFlowHead(b, f, pad(match, ofp10MatchLen-4))
+			b = pad(b, 6)
+			b = appendFlowCounters(b, f)
+			b = appendOutputs(b, v, f.Outputs)
+		case v <= V14:
+			b = appendFlowHead(b, f, nil)
+			if v >= V13 {
+				b = put16(b, f.Flags)
+				b = pad(b, 4)
+			} else {
+				b = pad(b, 6)
+			}
+			b = appendFlowCounters(b, f)
+			b = appendEmptyMatch(b, v)
+			b = appendInstructions(b, v, f.Outputs)
+		default:
+			// ofp15_flow_desc: the counters are OXS fields.
+			b = put16(b, 0)
+			b = pad(b, 2)
+			b = put8(b, f.Table)
+			b = put8(b, 0) // reason
+			b = put16(b, f.Priority)
+			b = put16(b, f.IdleTimeout)
+			b = put16(b, f.HardTimeout)
+			b = put16(b, f.Flags)
+			b = put16(b, 0) // importance
+			b = put64(b, f.Cookie)
+			b = appendEmptyMatch(b, v)
+			b = appendOXS(b, f)
+			b = appendInstructions(b, v, f.Outputs)
+		}
+		binary.BigEndian.PutUint16(b, uint16(len(b)))
+		r.add(b)
+	}
+	return r.done()
+}
+
+// appendFlowHead appends what OpenFlow 1.0–1.4 flow statistics start
+// with: length (set by the caller), table, an OpenFlow 1.0 match if any,
+// duration, priority and timeouts.
+func appendFlowHead(b []byte, f *FlowStats, match10 []byte) []byte {
+	sec, nsec := splitDuration(f.Duration)
+	b = put16(b, 0)
+	b = put8(b, f.Table)
+	b = pad(b, 1)
+	b = append(b, match10...)
+	b = put32(b, sec)
+	b = put32(b, nsec)
+	b = put16(b, f.Priority)
+	b = put16(b, f.IdleTimeout)
+	return put16(b, f.HardTimeout)
+}
+
+func appendFlowCounters(b []byte, f *FlowStats) []byte {
+	b = put64(b, f.Cookie)
+	b = put64(b, f.Packets)
+	return put64(b, f.Bytes)
+}
+
+// appendEmptyMatch appends an OXM ofp_match with no fields (1.2+) or
+// OpenFlow 1.1's standard match wildcarding everything.
+func appendEmptyMatch(b []byte, v Version) []byte {
+	if v == V11 {
+		ones := func(n int) []byte { return append(b, bytes.Repeat([]byte{0xff}, n)...) }
+		b = put16(b, 0)     // OFPMT_STANDARD
+		b = put16(b, 88)    // length
+		b = put32(b, 0)     // in_port
+		b = put32(b, 0x3ff) // OFPFW11_ALL
+		b = pad(b, 6)       // dl_src
+		b = ones(6)
+		b = pad(b, 6) // dl_dst
+		b = ones(6)
+		b = pad(b, 8+4) // dl_vlan, dl_vlan_pcp, pad, dl_type, nw_tos, nw_proto; nw_src
+		b = ones(4)
+		b = pad(b, 4) // nw_dst
+		b = ones(4)
+		b = pad(b, 4+4+4+8) // tp_src, tp_dst; mpls_label; mpls_tc, pad; metadata
+		return ones(8)
+	}
+	b = put16(b, 1) // OFPMT_OXM
+	b = put16(b, 4)
+	return pad(b, 4)
+}
+
+// OXS stat fields (class OFPXSC_OPENFLOW_BASIC, 0x8002).
+const (
+	oxsClass       = 0x8002
+	oxsDuration    = 0
+	oxsIdleTime    = 1
+	oxsPacketCount = 4
+	oxsByteCount   = 5
+)
+
+func appendOXS(b []byte, f *FlowStats) []byte {
+	start := len(b)
+	b = put16(b, 0) // reserved
+	b = put16(b, 0) // length, set below
+	field := func(id uint8, val uint64) {
+		b = put16(b, oxsClass)
+		b = put8(b, id<<1)
+		b = put8(b, 8)
+		b = put64(b, val)
+	}
+	sec, nsec := splitDuration(f.Duration)
+	field(oxsDuration, uint64(sec)<<32|uint64(nsec))
+	sec, nsec = splitDuration(f.IdleAge)
+	field(oxsIdleTime, uint64(sec)<<32|uint64(nsec))
+	field(oxsPacketCount, f.Packets)
+	field(oxsByteCount, f.Bytes)
+	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+	return pad(b, (8-(len(b)-start)%8)%8)
+}
