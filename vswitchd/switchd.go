@@ -48,6 +48,9 @@ type switchd struct {
 
 	// last is the snapshot last applied; nil when nothing runs.
 	last *bridge.Desired
+	// ports is how many ports ran at the last tick (see trimHeap); owned
+	// by run.
+	ports uint64
 }
 
 func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, devs bridge.Devices) *switchd {
@@ -157,7 +160,7 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			}
 		case <-ticker.C:
 			v.cov.Tick()
-			trimHeap()
+			v.trimHeap()
 			v.sw.Refresh()
 			dirty = true
 			// Link notifications can be missed (a device gone before
@@ -169,19 +172,27 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 	}
 }
 
-// trimSlack is how much free Go heap the process keeps from the system
-// between ticks: deleted ports leave their buffers free in the heap, which
-// the runtime returns to the system only slowly, so RSS stayed at the
-// peak of the ports' life.
+// trimSlack is how much free Go heap the process keeps
+// from the system between ticks: deleted ports leave their buffers in the
+// heap, which the runtime gives back to the system only slowly, so RSS
+// stayed at the peak of the ports' life.
 const trimSlack = 32 << 20
 
-// trimHeap returns the free heap to the system if it exceeds trimSlack. It
-// costs a garbage collection, and is needed only after ports went away, as
-// forwarding allocates next to nothing.
-func trimHeap() {
+// trimHeap collects the garbage and returns the free heap to the system
+// after ports went away, or when free heap exceeds trimSlack. Freed spans
+// alone are no signal: an idle switch allocates so little that no
+// collection runs after ports are deleted, and their buffers stay in the
+// heap as unswept garbage until the next one. It costs a garbage
+// collection, and forwarding allocates next to nothing, so it is rare.
+func (v *switchd) trimHeap() {
+	usage := map[string]uint64{}
+	v.sw.MemoryUsage(usage)
+	ports := usage["ports"]
+	fewer := ports < v.ports
+	v.ports = ports
 	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() == metrics.KindUint64 && s[0].Value.Uint64() > trimSlack {
+	if fewer || sampleUint(s[0]) > trimSlack {
 		debug.FreeOSMemory()
 	}
 }
