@@ -64,6 +64,10 @@ func setFilter(fd, level, opt int, k uint32) error {
 // fanoutFlags are the PACKET_FANOUT type and flags of a port's group.
 const fanoutFlags = unix.PACKET_FANOUT_CBPF | unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING
 
+// handoverWait is how long SwitchSockBuf waits for the reader to finish
+// the previous handover.
+const handoverWait = time.Second
+
 // errHandover marks a handover that could not start; the port still
 // receives on its old socket.
 var errHandover = errors.New("socket handover")
@@ -72,12 +76,20 @@ var errHandover = errors.New("socket handover")
 func (s *systemPort) SwitchSockBuf(n int) error {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	// One handover at a time: the reader finishes the last one first.
-	for s.next != nil {
+	// One handover at a time: the reader finishes the last one first,
+	// within microseconds. A port nobody reads any more (its worker gave
+	// up) would never finish it: refuse after a while rather than hang.
+	if s.next != nil {
 		ch := s.swapped
 		s.hmu.Unlock()
-		<-ch
+		select {
+		case <-ch:
+		case <-time.After(handoverWait):
+		}
 		s.hmu.Lock()
+		if s.next != nil {
+			return fmt.Errorf("netdev: %s: %w: the last one is not finished", s.name, errHandover)
+		}
 	}
 	if s.closed.Load() {
 		return ErrClosed

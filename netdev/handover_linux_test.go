@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -117,5 +118,34 @@ func readCounting(t *testing.T, p Port, want int, n *atomic.Int64) {
 		}
 		n.Store(int64(got))
 		timer.Reset(linkDeadline)
+	}
+}
+
+// TestSystemSockBufHandoverUnread checks that a handover nobody reads
+// refuses a second one instead of hanging, and that Close ends it.
+func TestSystemSockBufHandoverUnread(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAuto)
+	ns := newNetns(t)
+	host, _ := addVeth(t, ns)
+	p, err := OpenSystem(host, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.(*systemPort)
+	if err := s.SwitchSockBuf(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SwitchSockBuf(0); !errors.Is(err, errHandover) {
+		t.Errorf("second switch with the first unfinished: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SwitchSockBuf(0); !errors.Is(err, ErrClosed) {
+		t.Errorf("switch after Close: %v", err)
+	}
+	if _, err := p.Read(newBatch()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Read after Close: %v", err)
 	}
 }

@@ -123,8 +123,8 @@ type SockBufSizer interface {
 // without a Config.SockBufSize (a system port: its ring, or recvmmsg on a
 // socket buffer of that size). SwitchSockBuf moves the port to a socket
 // opened with n in place, losing and duplicating no frame; the port's
-// reader finishes the move (so a port nobody reads makes a second switch
-// wait). On error the port goes on as it was.
+// reader finishes the move (on a port nobody reads, a second switch waits
+// a second and fails). On error the port goes on as it was.
 type SockBufSwitcher interface {
 	SwitchSockBuf(n int) error
 }

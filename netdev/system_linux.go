@@ -633,6 +633,7 @@ func (s *systemPort) Close() error {
 	if s.next != nil {
 		s.next.closeSock()
 		s.next = nil
+		close(s.swapped)
 	}
 	return s.closeSock()
 }
