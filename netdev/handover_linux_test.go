@@ -124,15 +124,7 @@ func readCounting(t *testing.T, p Port, want int, n *atomic.Int64) {
 // TestSystemSockBufHandoverUnread checks that a handover nobody reads
 // refuses a second one instead of hanging, and that Close ends it.
 func TestSystemSockBufHandoverUnread(t *testing.T) {
-	needRoot(t)
-	setRingMode(t, ringAuto)
-	ns := newNetns(t)
-	host, _ := addVeth(t, ns)
-	p, err := OpenSystem(host, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := p.(*systemPort)
+	p, s := openUnclosedRingPort(t, ringAuto)
 	if err := s.SwitchSockBuf(1 << 20); err != nil {
 		t.Fatal(err)
 	}

@@ -239,11 +239,12 @@ func TestSystemRxRingFallback(t *testing.T) {
 	}
 }
 
-// TestSystemRxRingClose checks that Close unblocks a Read waiting on the
-// ring and unmaps it, and that Read then fails without touching it.
-func TestSystemRxRingClose(t *testing.T) {
+// openUnclosedRingPort opens a system port with its ring (rxRingMode
+// mode) on a new veth, for a test that closes it itself.
+func openUnclosedRingPort(t *testing.T, mode int) (Port, *systemPort) {
+	t.Helper()
 	needRoot(t)
-	setRingMode(t, ringAlways)
+	setRingMode(t, mode)
 	ns := newNetns(t)
 	host, _ := addVeth(t, ns)
 	p, err := OpenSystem(host, Config{})
@@ -252,8 +253,16 @@ func TestSystemRxRingClose(t *testing.T) {
 	}
 	s := p.(*systemPort)
 	if s.ring == nil {
+		p.Close()
 		t.Fatal("no rx ring")
 	}
+	return p, s
+}
+
+// TestSystemRxRingClose checks that Close unblocks a Read waiting on the
+// ring and unmaps it, and that Read then fails without touching it.
+func TestSystemRxRingClose(t *testing.T) {
+	p, s := openUnclosedRingPort(t, ringAlways)
 	done := make(chan error, 1)
 	go func() {
 		pkts := []*packet.Packet{packet.New()}
