@@ -119,6 +119,16 @@ type SockBufSizer interface {
 	SockBufs() (rcv, snd int, err error)
 }
 
+// SockBufSwitcher is implemented by ports that receive differently with and
+// without a Config.SockBufSize (a system port: its ring, or recvmmsg on a
+// socket buffer of that size). SwitchSockBuf moves the port to a socket
+// opened with n in place, losing and duplicating no frame; the port's
+// reader finishes the move (on a port nobody reads, a second switch waits
+// a second and fails). On error the port goes on as it was.
+type SockBufSwitcher interface {
+	SwitchSockBuf(n int) error
+}
+
 // Reopener is implemented by ports that can be opened again with another
 // Config while keeping their kernel device: a tap govs created would
 // otherwise vanish with its addresses on Close. On success the receiver is

@@ -36,6 +36,15 @@ func ringTestFrame(seq int) []byte {
 	return f
 }
 
+// testFrameSeq returns the seq of a ringTestFrame; ok is false for any
+// other frame.
+func testFrameSeq(d []byte) (seq int, ok bool) {
+	if len(d) < 14+len(ringMarker)+4 || !bytes.Equal(d[14:14+len(ringMarker)], ringMarker) {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(d[14+len(ringMarker):])), true
+}
+
 // ringProbe is a frame readTestFrames skips (it has no ringMarker): sent
 // over and over until one arrives, it shows that the path delivers.
 func ringProbe() []byte {
@@ -117,10 +126,10 @@ func readTestFrames(t *testing.T, p Port, seq, want int) (maxBatch int) {
 		maxBatch = max(maxBatch, n)
 		for _, pk := range pkts[:n] {
 			d := pk.Data()
-			if len(d) < 14+len(ringMarker)+4 || !bytes.Equal(d[14:14+len(ringMarker)], ringMarker) {
+			s, ok := testFrameSeq(d)
+			if !ok {
 				continue // the namespace's own traffic
 			}
-			s := int(binary.BigEndian.Uint32(d[14+len(ringMarker):]))
 			if s != seq+got {
 				t.Fatalf("frame %d read where %d was due", s, seq+got)
 			}
@@ -230,11 +239,12 @@ func TestSystemRxRingFallback(t *testing.T) {
 	}
 }
 
-// TestSystemRxRingClose checks that Close unblocks a Read waiting on the
-// ring and unmaps it, and that Read then fails without touching it.
-func TestSystemRxRingClose(t *testing.T) {
+// openUnclosedRingPort opens a system port with its ring (rxRingMode
+// mode) on a new veth, for a test that closes it itself.
+func openUnclosedRingPort(t *testing.T, mode int) (Port, *systemPort) {
+	t.Helper()
 	needRoot(t)
-	setRingMode(t, ringAlways)
+	setRingMode(t, mode)
 	ns := newNetns(t)
 	host, _ := addVeth(t, ns)
 	p, err := OpenSystem(host, Config{})
@@ -243,8 +253,16 @@ func TestSystemRxRingClose(t *testing.T) {
 	}
 	s := p.(*systemPort)
 	if s.ring == nil {
+		p.Close()
 		t.Fatal("no rx ring")
 	}
+	return p, s
+}
+
+// TestSystemRxRingClose checks that Close unblocks a Read waiting on the
+// ring and unmaps it, and that Read then fails without touching it.
+func TestSystemRxRingClose(t *testing.T) {
+	p, s := openUnclosedRingPort(t, ringAlways)
 	done := make(chan error, 1)
 	go func() {
 		pkts := []*packet.Packet{packet.New()}

@@ -82,6 +82,18 @@ type systemPort struct {
 
 	kmu    sync.Mutex
 	kdrops uint64 // guarded by kmu: tp_drops summed, PACKET_STATISTICS resets on read
+
+	// A live change of socket (SwitchSockBuf, handover_linux.go). The
+	// reader alone replaces f, rc and ring, holding swapMu and hmu; Write
+	// holds swapMu shared, the other methods hmu.
+	cfg     Config // as opened, SockBufSize the latest
+	swapMu  sync.RWMutex
+	hmu     sync.Mutex
+	next    *systemPort   // guarded by hmu: the socket traffic moved to
+	pending atomic.Bool   // next is set and the old socket receives no more
+	swapped chan struct{} // guarded by hmu: closed when the reader took next
+	grouped bool          // guarded by hmu: the socket is in fanout group
+	group   int
 }
 
 type sysRx struct {
@@ -127,18 +139,37 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
 	}
-	// Protocol 0: nothing is queued until bind names the device.
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	s, err := openSock(name, ifindex, mtu, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
 	}
+	s.cfg = cfg
+	s.init()
+	return s, nil
+}
+
+// openSock opens and binds the socket of a system port, with f, rc and ring
+// set; muted, it drops every frame until its filter is detached (see
+// SwitchSockBuf).
+func openSock(name string, ifindex, mtu int, cfg Config, muted bool) (*systemPort, error) {
+	// Protocol 0: nothing is queued until bind names the device.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
 	s := &systemPort{name: name, ifindex: ifindex, mtu: mtu}
+	if muted {
+		if err := setFilter(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, 0); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("SO_ATTACH_FILTER: %w", err)
+		}
+	}
 	if err := s.setup(fd, cfg); err != nil {
 		if s.ring != nil {
 			s.ring.unmap()
 		}
 		unix.Close(fd)
-		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+		return nil, err
 	}
 	s.f = os.NewFile(uintptr(fd), name)
 	if s.rc, err = s.f.SyscallConn(); err != nil {
@@ -146,9 +177,8 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 		if s.ring != nil {
 			s.ring.unmap()
 		}
-		return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+		return nil, err
 	}
-	s.init()
 	return s, nil
 }
 
@@ -229,11 +259,20 @@ func (s *systemPort) Read(pkts []*packet.Packet) (int, error) {
 		return 0, nil
 	}
 	r := &s.rx
+	if s.pending.Load() {
+		if n := s.drainOld(pkts); n > 0 {
+			return n, nil
+		}
+	}
 	if s.ring != nil {
 		// Wait in the netpoller until a frame is TP_STATUS_USER: the
 		// kernel wakes the socket after each frame it writes.
 		r.ringPkts = pkts
 		err := s.rc.Read(r.ringFn)
+		if err != nil && s.handingOver(err) {
+			r.ringPkts = nil
+			return s.Read(pkts)
+		}
 		if err != nil && !s.closed.Load() {
 			// No recvmmsg clears sk_err (ENETDOWN after the link went
 			// down, say), and an epoll event of EPOLLERR alone makes
@@ -256,26 +295,11 @@ func (s *systemPort) Read(pkts []*packet.Packet) (int, error) {
 		return r.n, nil
 	}
 	for errs := 0; ; {
-		for i, p := range pkts {
-			p.Reset()
-			tail := p.Tail()
-			r.iovs[i][1] = unix.Iovec{Base: &tail[0]}
-			r.iovs[i][1].SetLen(len(tail))
-			m := &r.msgs[i].Hdr
-			if s.vnet {
-				m.Iov, m.Iovlen = &r.iovs[i][0], 2
-			} else {
-				m.Iov, m.Iovlen = &r.iovs[i][1], 1
-			}
-			m.Namelen = 0
-			if !s.ignoreOutgoing {
-				m.Namelen = unix.SizeofSockaddrLinklayer
-			}
-			m.SetControllen(auxdataSpace)
-			m.Flags = 0
-		}
-		r.k = len(pkts)
+		s.prepRx(pkts)
 		if err := s.rc.Read(r.fn); err != nil {
+			if s.handingOver(err) {
+				return s.Read(pkts)
+			}
 			return 0, s.portErr(err)
 		}
 		if r.err != nil {
@@ -289,6 +313,30 @@ func (s *systemPort) Read(pkts []*packet.Packet) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// prepRx sets the recvmmsg messages up to receive into pkts.
+func (s *systemPort) prepRx(pkts []*packet.Packet) {
+	r := &s.rx
+	for i, p := range pkts {
+		p.Reset()
+		tail := p.Tail()
+		r.iovs[i][1] = unix.Iovec{Base: &tail[0]}
+		r.iovs[i][1].SetLen(len(tail))
+		m := &r.msgs[i].Hdr
+		if s.vnet {
+			m.Iov, m.Iovlen = &r.iovs[i][0], 2
+		} else {
+			m.Iov, m.Iovlen = &r.iovs[i][1], 1
+		}
+		m.Namelen = 0
+		if !s.ignoreOutgoing {
+			m.Namelen = unix.SizeofSockaddrLinklayer
+		}
+		m.SetControllen(auxdataSpace)
+		m.Flags = 0
+	}
+	r.k = len(pkts)
 }
 
 // finishRx turns the k messages received into frames, moving those kept to
@@ -381,6 +429,8 @@ func (s *systemPort) Write(pkts []*packet.Packet) (int, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
+	s.swapMu.RLock()
+	defer s.swapMu.RUnlock()
 	t := &s.tx
 	sent, bytes, k := 0, 0, 0
 	var err error
@@ -524,6 +574,8 @@ func (s *systemPort) portErr(err error) error {
 
 func (s *systemPort) Stats() Stats {
 	st := s.ctr.snapshot()
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
 	s.kmu.Lock()
 	if !s.closed.Load() {
 		s.rc.Control(func(fd uintptr) {
@@ -548,8 +600,10 @@ func (s *systemPort) SetSockBuf(n int) error { return s.SetSockBufs(n, n) }
 
 // SetSockBufs implements SockBufSizer.
 func (s *systemPort) SetSockBufs(rcv, snd int) error {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
 	var err error
-	if cerr := s.rc.Control(func(fd uintptr) { err = setSockBufs(int(fd), rcv, snd) }); cerr != nil {
+	if cerr := s.latest().rc.Control(func(fd uintptr) { err = setSockBufs(int(fd), rcv, snd) }); cerr != nil {
 		return s.portErr(cerr)
 	}
 	return err
@@ -557,7 +611,9 @@ func (s *systemPort) SetSockBufs(rcv, snd int) error {
 
 // SockBufs implements SockBufSizer.
 func (s *systemPort) SockBufs() (rcv, snd int, err error) {
-	cerr := s.rc.Control(func(fd uintptr) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	cerr := s.latest().rc.Control(func(fd uintptr) {
 		if rcv, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil {
 			snd, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
 		}
@@ -569,13 +625,24 @@ func (s *systemPort) SockBufs() (rcv, snd int, err error) {
 }
 
 func (s *systemPort) Close() error {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	if s.next != nil {
+		s.next.closeSock()
+		s.next = nil
+		close(s.swapped)
+	}
+	return s.closeSock()
+}
+
+// closeSock closes the socket and unmaps its ring. After the fd's Close no
+// Read gets into rc.Read, and the ring is touched only under its mu; the
+// mapping holds the socket open, still receiving, until it is unmapped.
+func (s *systemPort) closeSock() error {
 	err := s.f.Close()
-	// After the fd's Close no Read gets into rc.Read, the only place the
-	// ring is touched (under its mu); the mapping holds the socket open,
-	// still receiving, until it is unmapped.
 	if s.ring != nil {
 		s.ring.unmap()
 	}

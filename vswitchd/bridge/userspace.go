@@ -9,8 +9,10 @@ import (
 )
 
 // The other_config keys that set how the ports' kernel side is opened. Both
-// apply live: socket buffers are resized in place, a change of offloads
-// reopens the ports (keeping their datapath and OpenFlow numbers).
+// apply live: socket buffers are resized in place (a system port moving
+// between its ring and a socket buffer takes a new socket without losing a
+// frame, netdev.SockBufSwitcher), a change of offloads reopens the ports
+// (keeping their datapath and OpenFlow numbers).
 const (
 	// KeySockBufSize sets the receive and send buffers of every AF_PACKET
 	// socket, in Open_vSwitch other_config, overridden per interface by
@@ -123,7 +125,18 @@ func (s *Switch) applyPortSettings(ifc *iface) {
 	if (n == 0) != (ifc.sockBuf == 0) {
 		// A system port receives through an mmap'd ring while the key is
 		// unset and through its socket buffer while it is set (see
-		// netdev.OpenSystem): switching between them takes a new socket.
+		// netdev.OpenSystem): switching between them takes a new socket,
+		// which the port takes over in place without losing a frame.
+		if sw, ok := ifc.dev.(netdev.SockBufSwitcher); ok {
+			err := sw.SwitchSockBuf(n)
+			if err == nil {
+				ifc.sockBuf = n
+				s.log.Infof("%s: moved to a new socket for socket buffers of %d bytes", ifc.spec.Name, n)
+				s.readSockBufs(ifc)
+				return
+			}
+			s.log.Warnf("%s: %s; reopening", ifc.spec.Name, Strerror(err))
+		}
 		s.reopen(ifc)
 		return
 	}

@@ -1,0 +1,143 @@
+//go:build linux
+
+package netdev
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestSystemSockBufHandover switches a port between its ring and recvmmsg
+// (SwitchSockBuf: set, changed, unset, set again) while a sender floods it,
+// and checks that the reader gets every frame, once and in order, and that
+// the kernel dropped none.
+func TestSystemSockBufHandover(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAuto)
+	for _, m := range offloadModes {
+		t.Run(m.name, func(t *testing.T) {
+			ns := newNetns(t)
+			host, peer := addVeth(t, ns)
+			p := openSystem(t, host, m.cfg)
+			s := p.(*systemPort)
+			if s.ring == nil {
+				t.Fatal("no rx ring without a socket buffer size")
+			}
+			tx := rawSocket(t, ns, peer)
+			readProbe(t, p, tx)
+
+			const total = 20000
+			const window = 100 // frames the sender runs ahead of the reader: under the ring's depth
+			var read atomic.Int64
+			done, rd := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; i < total; i += 10 {
+					for int64(i)-read.Load() > window {
+						select {
+						case <-rd:
+							return // the reader gave up
+						case <-time.After(100 * time.Microsecond): // pacing
+						}
+					}
+					for j := i; j < i+10; j++ {
+						if err := unix.Send(tx, ringTestFrame(j), 0); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
+			go func() {
+				defer close(rd)
+				readCounting(t, p, total, &read)
+			}()
+			sizes := []int{1 << 20, 2 << 20, 0, 4 << 20, 0, 212992, 0, 1 << 20, 0}
+			for i, n := range sizes {
+				at := int64((i + 1) * total / (len(sizes) + 2))
+				waitFor(t, fmt.Sprintf("%d frames read", at), linkDeadline, func() bool {
+					select {
+					case <-rd:
+						return true // failed: reported by the reader
+					default:
+						return read.Load() >= at
+					}
+				})
+				if t.Failed() {
+					break
+				}
+				if err := s.SwitchSockBuf(n); err != nil {
+					t.Fatalf("switch %d to %d: %v", i, n, err)
+				}
+			}
+			<-done
+			<-rd
+			if st := p.Stats(); st.RxDropped != 0 || st.RxErrors != 0 {
+				t.Errorf("kernel counted %d drops, port %d errors", st.RxDropped, st.RxErrors)
+			}
+			s.hmu.Lock()
+			ring, next := s.ring != nil, s.next != nil
+			s.hmu.Unlock()
+			if !ring || next {
+				t.Errorf("back to no socket buffer size: ring %v, handover pending %v", ring, next)
+			}
+		})
+	}
+}
+
+// readCounting reads test frames 0..want-1 from p, checking that each
+// comes once, in order and intact, publishing how many it has in n. The
+// port is closed (failing the test) after linkDeadline.
+func readCounting(t *testing.T, p Port, want int, n *atomic.Int64) {
+	timer := time.AfterFunc(linkDeadline, func() { p.Close() })
+	defer timer.Stop()
+	pkts := newBatch()
+	for got := 0; got < want; {
+		k, err := p.Read(pkts)
+		if err != nil {
+			t.Errorf("read after %d of %d frames: %v", got, want, err)
+			return
+		}
+		for _, pk := range pkts[:k] {
+			d := pk.Data()
+			seq, ok := testFrameSeq(d)
+			if !ok {
+				continue // probes, the namespace's own traffic
+			}
+			if seq != got || !bytes.Equal(d, ringTestFrame(seq)) {
+				t.Errorf("frame %d read where %d was due (or corrupted)", seq, got)
+				return
+			}
+			got++
+		}
+		n.Store(int64(got))
+		timer.Reset(linkDeadline)
+	}
+}
+
+// TestSystemSockBufHandoverUnread checks that a handover nobody reads
+// refuses a second one instead of hanging, and that Close ends it.
+func TestSystemSockBufHandoverUnread(t *testing.T) {
+	p, s := openUnclosedRingPort(t, ringAuto)
+	if err := s.SwitchSockBuf(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SwitchSockBuf(0); !errors.Is(err, errHandover) {
+		t.Errorf("second switch with the first unfinished: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SwitchSockBuf(0); !errors.Is(err, ErrClosed) {
+		t.Errorf("switch after Close: %v", err)
+	}
+	if _, err := p.Read(newBatch()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Read after Close: %v", err)
+	}
+}
