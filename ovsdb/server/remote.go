@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/jsonrpc"
 )
@@ -121,14 +121,12 @@ func (s *Server) openRemote(target string, opts remoteOptions) (*remote, error) 
 	kind, rest, _ := strings.Cut(target, ":")
 	switch kind {
 	case "punix":
-		os.Remove(rest)
-		ln, err := net.Listen("unix", rest)
+		// Like ovsdb-server's sockets: owner rw, group r (0750 with x),
+		// whatever the umask and from the moment the file exists.
+		ln, err := unixsock.Listen(rest, 0o750)
 		if err != nil {
 			return nil, err
 		}
-		// Like ovsdb-server's sockets: owner rw, group r (0750 with x).
-		os.Chmod(rest, 0o750)
-		ln.(*net.UnixListener).SetUnlinkOnClose(true)
 		r.ln = ln
 	case "ptcp":
 		addr, err := listenAddr(rest)
