@@ -35,7 +35,7 @@ var ovsdbTxnCases = []string{
 	`{"op":"insert","table":"A","row":{"name":"a1","n":1}},{"op":"insert","table":"A","row":{"name":"a2","n":2,"s":["set",[1]]}}`,
 	`{"op":"select","table":"A","where":[],"columns":["name"],"sort":["name"]}`,
 	`{"op":"select","table":"A","where":[],"columns":["name","n"],"sort":["s","n"]}`,
-	`{"op":"select","table":"A","where":[],"columns":["name"],"sort":[]}`,
+	`{"op":"select","table":"A","where":[["name","==","a1"]],"columns":["name"],"sort":[]}`,
 	`{"op":"select","table":"A","where":[],"columns":["name"],"sort":["-name"]}`,
 	`{"op":"select","table":"A","where":[],"columns":["name"],"sort":[1]}`,
 	`{"op":"select","table":"A","where":[],"columns":["name"],"sort":["name","name"]}`,
