@@ -15,7 +15,7 @@ import (
 // clock is a settable test clock.
 type clock struct{ ns atomic.Int64 }
 
-func (c *clock) now() int64             { return c.ns.Load() }
+func (c *clock) now() int64              { return c.ns.Load() }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func newTracker(t testing.TB) (*Tracker, *clock) {
