@@ -118,7 +118,7 @@ func (tu *Tuple) format(b *strings.Builder) {
 // (ct_dpif_format_entry), e.g.
 //
 //	tcp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=40000,dport=80),reply=(src=10.0.0.2,dst=10.0.0.1,sport=80,dport=40000),zone=5,protoinfo=(state=ESTABLISHED)
-func (e *Entry) String() string {
+func (e Entry) String() string {
 	var b strings.Builder
 	b.WriteString(ProtoName(e.Orig.Proto))
 	b.WriteString(",orig=(")

@@ -164,6 +164,40 @@ func (f Frame) Bytes() []byte {
 	return append(b, make([]byte, f.Pad)...)
 }
 
+// Checksummed serializes f with its TCP, UDP, ICMP or ICMPv6 checksum
+// filled in (Bytes leaves it zero).
+func (f Frame) Checksummed() []byte {
+	b := f.Bytes()
+	l4, proto := f.l4()
+	if proto == 0 || f.IPv4 == nil && f.IPv6 == nil {
+		return b
+	}
+	off := len(b) - f.Pad - len(l4)
+	seg := b[off : off+len(l4)]
+	var pseudo []byte
+	switch {
+	case f.IPv6 != nil:
+		pseudo = append(addr16(f.IPv6.Src), addr16(f.IPv6.Dst)...)
+		pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(len(seg)))
+		pseudo = append(pseudo, 0, 0, 0, proto)
+	case proto != 1:
+		pseudo = append(addr4(f.IPv4.Src), addr4(f.IPv4.Dst)...)
+		pseudo = append(pseudo, 0, proto)
+		pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(seg)))
+	}
+	at := map[uint8]int{6: 16, 17: 6, 1: 2, 58: 2}[proto]
+	if at+2 > len(seg) {
+		return b
+	}
+	seg[at], seg[at+1] = 0, 0
+	c := Checksum(append(pseudo, seg...))
+	if c == 0 && proto == 17 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(seg[at:], c)
+	return b
+}
+
 // l4 returns the transport header and payload, and their protocol.
 func (f Frame) l4() ([]byte, uint8) {
 	var b []byte
