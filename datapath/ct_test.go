@@ -13,11 +13,13 @@ import (
 )
 
 var (
-	hostA = dptest.MAC("02:00:00:00:00:0a")
-	hostB = dptest.MAC("02:00:00:00:00:0b")
-	ipA   = netip.MustParseAddr("10.0.0.1")
-	ipB   = netip.MustParseAddr("10.0.0.2")
-	ipNAT = netip.MustParseAddr("192.168.0.100")
+	hostA   = dptest.MAC("02:00:00:00:00:0a")
+	hostB   = dptest.MAC("02:00:00:00:00:0b")
+	ipA     = netip.MustParseAddr("10.0.0.1")
+	ipB     = netip.MustParseAddr("10.0.0.2")
+	ipNAT   = netip.MustParseAddr("192.168.0.100")
+	ipNATlo = netip.MustParseAddr("192.168.0.1")
+	ipNAThi = netip.MustParseAddr("192.168.0.2")
 )
 
 func tcpFrame(src, dst netip.Addr, sport, dport, flags uint16, seq, ack uint32) []byte {

@@ -525,11 +525,14 @@ func (t *Tracker) Limits(zones []uint16) (def uint32, out []ZoneLimit) {
 	}
 	sortU16(zones)
 	for _, z := range zones {
+		// As OVS, a zone without a limit of its own shows the default
+		// and no count.
 		lim, ok := l.Zones[z]
-		if !ok {
-			lim = l.Default
+		zl := ZoneLimit{Zone: int(z), Limit: l.Default}
+		if ok {
+			zl.Limit, zl.Count = lim, uint32(max(0, t.zoneCount[z].Load()))
 		}
-		out = append(out, ZoneLimit{Zone: int(z), Limit: lim, Count: uint32(max(0, t.zoneCount[z].Load()))})
+		out = append(out, zl)
 	}
 	return l.Default, out
 }

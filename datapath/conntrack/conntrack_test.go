@@ -406,7 +406,7 @@ func TestLimits(t *testing.T) {
 		{"other zone", udp4("10.0.0.1", "10.0.0.2", 3, 2), Action{Zone: 4, Commit: true}, trk | nw, 0},
 	})
 	def, zl := tr.Limits([]uint16{3, 4})
-	if def != 0 || len(zl) != 2 || zl[0] != (ZoneLimit{Zone: 3, Limit: 2, Count: 2}) || zl[1] != (ZoneLimit{Zone: 4, Limit: 0, Count: 1}) {
+	if def != 0 || len(zl) != 2 || zl[0] != (ZoneLimit{Zone: 3, Limit: 2, Count: 2}) || zl[1] != (ZoneLimit{Zone: 4, Limit: 0, Count: 0}) {
 		t.Errorf("limits %d %+v", def, zl)
 	}
 	tr.DelLimits([]uint16{3})

@@ -13,11 +13,32 @@ type Entry struct {
 	Mark        uint32
 	Label       Label
 	// TCPState is the connection's TCP state as OVS prints it, "" for
-	// other protocols.
-	TCPState string
+	// other protocols; TCPOrig and TCPReply are each peer's, with their
+	// window scale and flags (OVS's verbose protoinfo).
+	TCPState               string
+	TCPOrig, TCPReply      string
+	WscaleOrig, WscaleRepl uint8
+	FlagsOrig, FlagsReply  uint8
 	// ExpiresIn is the time left before the connection expires, in
 	// seconds.
 	ExpiresIn int64
+}
+
+// TCP protoinfo flags (CT_DPIF_TCPF_*).
+const (
+	tcpfWindowScale = 1 << 0
+	tcpfBeLiberal   = 1 << 3
+)
+
+func peerFlags(p *tcpPeer) uint8 {
+	var f uint8
+	if p.wscale&wscaleFlag != 0 {
+		f |= tcpfWindowScale
+	}
+	if p.wscale&wscaleUnknown != 0 {
+		f |= tcpfBeLiberal
+	}
+	return f
 }
 
 func tupleOf(k *key) Tuple {
@@ -40,6 +61,10 @@ func (c *conn) entry(now int64) Entry {
 			s = tcpsEstablished
 		}
 		e.TCPState = s.String()
+		p0, p1 := &c.tcp.peer[0], &c.tcp.peer[1]
+		e.TCPOrig, e.TCPReply = p0.state.String(), p1.state.String()
+		e.WscaleOrig, e.WscaleRepl = p0.wscale&wscaleMask, p1.wscale&wscaleMask
+		e.FlagsOrig, e.FlagsReply = peerFlags(p0), peerFlags(p1)
 	}
 	return e
 }
@@ -118,7 +143,12 @@ func (tu *Tuple) format(b *strings.Builder) {
 // (ct_dpif_format_entry), e.g.
 //
 //	tcp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=40000,dport=80),reply=(src=10.0.0.2,dst=10.0.0.1,sport=80,dport=40000),zone=5,protoinfo=(state=ESTABLISHED)
-func (e Entry) String() string {
+func (e Entry) String() string { return e.Format(false, false) }
+
+// Format is String with dump-conntrack's -m (verbose) and -s (stats)
+// additions: the id and status the userspace tracker shows as 0, each
+// TCP peer's state, and the seconds left before expiry.
+func (e Entry) Format(verbose, stats bool) string {
 	var b strings.Builder
 	b.WriteString(ProtoName(e.Orig.Proto))
 	b.WriteString(",orig=(")
@@ -126,9 +156,19 @@ func (e Entry) String() string {
 	b.WriteString("),reply=(")
 	e.Reply.format(&b)
 	b.WriteByte(')')
+	if verbose {
+		b.WriteString(",id=0")
+	}
 	if e.Zone != 0 {
 		b.WriteString(",zone=")
 		b.WriteString(strconv.Itoa(int(e.Zone)))
+	}
+	if verbose {
+		b.WriteString(",status=0")
+	}
+	if stats {
+		b.WriteString(",timeout=")
+		b.WriteString(strconv.FormatInt(e.ExpiresIn, 10))
 	}
 	if e.Mark != 0 {
 		b.WriteString(",mark=")
@@ -138,12 +178,34 @@ func (e Entry) String() string {
 		b.WriteString(",labels=")
 		b.WriteString(e.Label.String())
 	}
-	if e.TCPState != "" {
+	switch {
+	case e.TCPState != "" && verbose:
+		b.WriteString(",protoinfo=(state_orig=" + e.TCPOrig + ",state_reply=" + e.TCPReply)
+		if e.WscaleOrig != 0 || e.WscaleRepl != 0 {
+			b.WriteString(",wscale_orig=" + strconv.Itoa(int(e.WscaleOrig)) + ",wscale_reply=" + strconv.Itoa(int(e.WscaleRepl)))
+		}
+		b.WriteString(",flags_orig=" + tcpFlagsString(e.FlagsOrig) + ",flags_reply=" + tcpFlagsString(e.FlagsReply) + ")")
+	case e.TCPState != "":
 		b.WriteString(",protoinfo=(state=")
 		b.WriteString(e.TCPState)
 		b.WriteByte(')')
 	}
 	return b.String()
+}
+
+var tcpfNames = [...]string{"WINDOW_SCALE", "SACK_PERM", "CLOSE_INIT", "BE_LIBERAL", "UNACKED", "MAXACK_SET"}
+
+func tcpFlagsString(f uint8) string {
+	if f == 0 {
+		return "0"
+	}
+	var names []string
+	for i, n := range tcpfNames {
+		if f&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, "|")
 }
 
 // String formats a label as OVS does: 0x and hex digits without leading
@@ -167,26 +229,9 @@ func (l Label) String() string {
 	return b.String()
 }
 
-// Stats counts the connections by protocol, and TCP's by state, for
-// ct-stats-show.
-type Stats struct {
-	Total    int
-	ByProto  map[uint8]int
-	TCPState map[string]int
-}
-
-// Stats returns the table's counts.
-func (t *Tracker) Stats(zone int) Stats {
-	s := Stats{ByProto: map[uint8]int{}, TCPState: map[string]int{}}
-	for _, e := range t.Dump(zone) {
-		s.Total++
-		s.ByProto[e.Orig.Proto]++
-		if e.TCPState != "" {
-			s.TCPState[e.TCPState]++
-		}
-	}
-	return s
-}
+// TCPStateNames are the TCP states in OVS's order (CT_DPIF_TCPS_*), as
+// ct-stats-show lists them.
+func TCPStateNames() []string { return tcpStateNames[:] }
 
 // StateNames are the ct_state flag names, by bit, as OVS prints them.
 var StateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
