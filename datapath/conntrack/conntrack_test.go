@@ -3,6 +3,7 @@ package conntrack
 import (
 	"encoding/binary"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -595,4 +596,67 @@ func a4(s string) [16]byte {
 	v := netip.MustParseAddr(s).As4()
 	copy(a[:], v[:])
 	return a
+}
+
+// A SYN flood fills the table to its bound and no further; a connection
+// established before it keeps working, and new ones get in again once
+// the flood's half-open connections expire.
+func TestSYNFlood(t *testing.T) {
+	tr, clk := newTracker(t)
+	tr.SetMaxConns(1000)
+	c, s := "10.0.0.1", "10.0.0.2"
+	replay(t, tr, clk, []step{
+		{"syn", tcp4(c, s, 40000, 80, syn, 1000, 0, ""), Action{Commit: true}, trk | nw, 0},
+		{"syn-ack", tcp4(s, c, 80, 40000, syn|ack, 5000, 1001, ""), Action{}, trk | est | rpl, 0},
+		{"ack", tcp4(c, s, 40000, 80, ack, 1001, 5001, ""), Action{}, trk | est, 0},
+	})
+	for i := 0; i < 5000; i++ {
+		f := tcp4("10.1.0.1", s, uint16(i), 80, syn, uint32(i), 0, "")
+		f[14+12+2] = byte(i >> 8) // a source per 256 SYNs
+		var md Meta
+		tr.Execute(f, &md, &Action{Commit: true}, false)
+	}
+	if n := tr.NConns(); n != 1000 {
+		t.Errorf("%d connections after the flood, want 1000", n)
+	}
+	if tr.full.Load() != 4001 {
+		t.Errorf("%d commits refused, want 4001", tr.full.Load())
+	}
+	replay(t, tr, clk, []step{
+		{"established data", tcp4(c, s, 40000, 80, psh|ack, 1001, 5001, "more"), Action{}, trk | est, 0},
+		{"a new connection is refused", tcp4(c, s, 40001, 80, syn, 1, 0, ""), Action{Commit: true}, trk | inv, 0},
+	})
+	clk.advance(31 * time.Second) // SYN_SENT lasts 30 s
+	tr.Sweep()
+	if n := tr.NConns(); n != 1 {
+		t.Errorf("%d connections after the half-open ones expired, want 1", n)
+	}
+	replay(t, tr, clk, []step{
+		{"new connection after", tcp4(c, s, 40002, 80, syn, 1, 0, ""), Action{Commit: true}, trk | nw, 0},
+	})
+}
+
+// TestMemoryPerConnection reports the heap a tracked connection takes.
+func TestMemoryPerConnection(t *testing.T) {
+	tr, _ := newTracker(t)
+	const n = 100000
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = udp4("10.0.0.1", "10.0.0.2", uint16(i), 53)
+		frames[i][14+12+2] = byte(i >> 16)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, f := range frames {
+		var md Meta
+		tr.Execute(f, &md, &Action{Commit: true}, false)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(frames)
+	if tr.NConns() != n {
+		t.Fatalf("%d connections", tr.NConns())
+	}
+	t.Logf("%d bytes of heap per connection", (after.HeapAlloc-before.HeapAlloc)/n)
 }
