@@ -172,7 +172,9 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 	dp.maxIdle.Store(int64(DefaultMaxIdle))
 	dp.megaflows.Store(true)
 	dp.ports.Store(newPortTable(map[uint32]*dpPort{}))
-	dp.ct = conntrack.New(conntrack.Config{})
+	// The tracker runs on the datapath's clock, so that a batch reads
+	// the time once for its lookups and its ct actions.
+	dp.ct = conntrack.New(conntrack.Config{Clock: dp.clock})
 	dp.ct.Start()
 	go dp.revalidator()
 	return dp

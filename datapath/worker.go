@@ -769,7 +769,7 @@ func (w *worker) apply(fa *flowActions, pkts []*packet.Packet, mds []conntrack.M
 				}
 				// The tracker refuses only what translations never
 				// emit (helpers): such a packet is dropped.
-				if w.dp.ct.Execute(p.Data(), &mds[k], o.ct, p.Offload.Flags&packet.NeedsCsum != 0) != nil {
+				if w.dp.ct.ExecuteAt(now, p.Data(), &mds[k], o.ct, p.Offload.Flags&packet.NeedsCsum != 0) != nil {
 					pkts[k] = nil
 				}
 			}

@@ -557,10 +557,15 @@ func (t *Tracker) zoneLimit(z uint16) uint32 {
 // rewrite, for NAT) and updates md. partialCsum says the frame's L4
 // checksum is partial (pseudo-header only, to be completed on output).
 func (t *Tracker) Execute(b []byte, md *Meta, a *Action, partialCsum bool) error {
+	return t.ExecuteAt(t.clock(), b, md, a, partialCsum)
+}
+
+// ExecuteAt is Execute at time now of the tracker's clock, for a caller
+// that has read it for a whole batch.
+func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsum bool) error {
 	if a.Helper != "" {
 		return ErrUnsupported
 	}
-	now := t.clock()
 	var p parsed
 	p.zone = a.Zone
 	if !parseFrame(b, &p) {
