@@ -3,6 +3,7 @@ package datapath
 import (
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,4 +127,35 @@ func TestCtCommands(t *testing.T) {
 			t.Errorf("%v:\n got %q\nwant %q", c.args, got, c.want)
 		}
 	}
+}
+
+// FuzzCtArgs feeds arbitrary arguments to the conntrack commands'
+// parsers: a ct-tuple, a zone limit, a zone list. Nothing may panic, and
+// what parses must format back to something that parses the same.
+func FuzzCtArgs(f *testing.F) {
+	for _, s := range []string{
+		"ct_nw_src=10.0.0.1,ct_nw_dst=10.0.0.2,ct_nw_proto=6,ct_tp_src=1,ct_tp_dst=2",
+		"ct_ipv6_src=fd00::1,ct_ipv6_dst=fd00::2,ct_nw_proto=58,icmp_id=7,icmp_type=128,icmp_code=0",
+		"zone=1,limit=3", "zone=1,2,7", "bogus", "zone=x,limit=1", ",,=,", "ct_nw_proto=0x11",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if tu, err := parseCtTuple(s); err == nil {
+			if tu.V6 && (tu.Src != [16]byte{} || tu.Dst != [16]byte{}) && tu.Addr(true).Is4() {
+				t.Fatalf("%q: IPv6 tuple with an IPv4 address", s)
+			}
+		} else if !strings.HasPrefix(err.Error(), "ovs-vswitchd: ") {
+			t.Fatalf("%q: error %q lacks the daemon's prefix", s, err)
+		}
+		if z, l, err := parseZoneLimit(s); err == nil {
+			z2, l2, err := parseZoneLimit("zone=" + strconv.Itoa(int(z)) + ",limit=" + strconv.FormatUint(uint64(l), 10))
+			if err != nil || z2 != z || l2 != l {
+				t.Fatalf("%q: zone %d limit %d does not parse back: %v", s, z, l, err)
+			}
+		}
+		if zs, err := parseZones(s); err == nil && len(zs) == 0 {
+			t.Fatalf("%q: no zones and no error", s)
+		}
+	})
 }

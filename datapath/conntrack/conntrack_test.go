@@ -660,3 +660,33 @@ func TestMemoryPerConnection(t *testing.T) {
 	}
 	t.Logf("%d bytes of heap per connection", (after.HeapAlloc-before.HeapAlloc)/n)
 }
+
+func a16(s string) [16]byte { return netip.MustParseAddr(s).As16() }
+
+// IPv6: UDP and ICMPv6 echo SNATed, their checksums (which cover the
+// addresses) kept right both ways.
+func TestSNATv6(t *testing.T) {
+	tr, _ := newTracker(t)
+	act := Action{Commit: true, NAT: &NATRange{Src: true, V6: true, MinAddr: a16("fd00::100"), MaxAddr: a16("fd00::100")}}
+	undo := Action{NAT: &NATRange{}}
+	for _, c := range []struct {
+		name       string
+		out, reply []byte
+	}{
+		{"udp", udp6("fd00::1", "fd00::2", 5000, 53), udp6("fd00::2", "fd00::100", 53, 5000)},
+		{"icmpv6", icmp6("fd00::1", "fd00::2", icmp6Echo, 9), icmp6("fd00::2", "fd00::100", icmp6EchoReply, 9)},
+	} {
+		var md Meta
+		tr.Execute(c.out, &md, &act, false)
+		if md.State != trk|nw|StateSrcNAT || addrOf(c.out, true) != ip("fd00::100") {
+			t.Errorf("%s: state %s, source %v", c.name, StateString(md.State), addrOf(c.out, true))
+		}
+		checkCsums(t, c.out)
+		md = Meta{}
+		tr.Execute(c.reply, &md, &undo, false)
+		if md.State != trk|est|rpl|StateDstNAT || addrOf(c.reply, false) != ip("fd00::1") {
+			t.Errorf("%s reply: state %s, destination %v", c.name, StateString(md.State), addrOf(c.reply, false))
+		}
+		checkCsums(t, c.reply)
+	}
+}
