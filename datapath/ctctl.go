@@ -371,28 +371,29 @@ func (dp *Datapath) CtSetMaxconnsCommand(args []string) (string, error) {
 	return "setting maxconns successful\n", nil
 }
 
+// dpOnly makes a command that takes only the optional datapath argument
+// and answers f's text.
+func dpOnly(f func() string) func([]string) (string, error) {
+	return func(args []string) (string, error) {
+		_, _, args, err := dpctlOptions(args)
+		if err != nil {
+			return "", err
+		}
+		if _, err := dpArg(args, 1); err != nil {
+			return "", err
+		}
+		return f(), nil
+	}
+}
+
 // CtGetMaxconnsCommand is `dpctl/ct-get-maxconns [dp]`.
 func (dp *Datapath) CtGetMaxconnsCommand(args []string) (string, error) {
-	_, _, args, err := dpctlOptions(args)
-	if err != nil {
-		return "", err
-	}
-	if _, err := dpArg(args, 1); err != nil {
-		return "", err
-	}
-	return strconv.FormatUint(uint64(dp.ct.MaxConns()), 10) + "\n", nil
+	return dpOnly(func() string { return strconv.FormatUint(uint64(dp.ct.MaxConns()), 10) + "\n" })(args)
 }
 
 // CtGetNconnsCommand is `dpctl/ct-get-nconns [dp]`.
 func (dp *Datapath) CtGetNconnsCommand(args []string) (string, error) {
-	_, _, args, err := dpctlOptions(args)
-	if err != nil {
-		return "", err
-	}
-	if _, err := dpArg(args, 1); err != nil {
-		return "", err
-	}
-	return strconv.Itoa(dp.ct.NConns()) + "\n", nil
+	return dpOnly(func() string { return strconv.Itoa(dp.ct.NConns()) + "\n" })(args)
 }
 
 // limitsDPArg strips a datapath argument in front of the limits commands'
@@ -535,35 +536,23 @@ func (dp *Datapath) CtGetLimitsCommand(args []string) (string, error) {
 }
 
 func (dp *Datapath) ctSeqChk(on bool) func([]string) (string, error) {
-	return func(args []string) (string, error) {
-		_, _, args, err := dpctlOptions(args)
-		if err != nil {
-			return "", err
-		}
-		if _, err := dpArg(args, 1); err != nil {
-			return "", err
-		}
+	return dpOnly(func() string {
 		dp.ct.SetLiberal(!on)
 		if on {
-			return "enabling TCP sequence checking successful\n", nil
+			return "enabling TCP sequence checking successful\n"
 		}
-		return "disabling TCP sequence checking successful\n", nil
-	}
+		return "disabling TCP sequence checking successful\n"
+	})
 }
 
 // CtGetTCPSeqChkCommand is `dpctl/ct-get-tcp-seq-chk [dp]`.
 func (dp *Datapath) CtGetTCPSeqChkCommand(args []string) (string, error) {
-	_, _, args, err := dpctlOptions(args)
-	if err != nil {
-		return "", err
-	}
-	if _, err := dpArg(args, 1); err != nil {
-		return "", err
-	}
-	if dp.ct.Liberal() {
-		return "TCP sequence checking: disabled\n", nil
-	}
-	return "TCP sequence checking: enabled\n", nil
+	return dpOnly(func() string {
+		if dp.ct.Liberal() {
+			return "TCP sequence checking: disabled\n"
+		}
+		return "TCP sequence checking: enabled\n"
+	})(args)
 }
 
 // Capabilities is what the Datapath table's capabilities column says of

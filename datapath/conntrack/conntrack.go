@@ -397,22 +397,11 @@ func (t *Tracker) remove(c *conn) {
 func (t *Tracker) Sweep() int {
 	now := t.clock()
 	n := 0
-	var dead []*conn
-	for i := range t.shards {
-		s := &t.shards[i]
-		dead = dead[:0]
-		s.mu.RLock()
-		for k, c := range s.m {
-			if c.orig == k && c.expires.Load() <= now {
-				dead = append(dead, c)
-			}
-		}
-		s.mu.RUnlock()
-		for _, c := range dead {
-			t.remove(c)
-			n++
-		}
-	}
+	t.scan(func(c *conn) bool { return c.expires.Load() <= now }, func(c *conn) bool {
+		t.remove(c)
+		n++
+		return true
+	})
 	return n
 }
 
@@ -442,13 +431,20 @@ func (t *Tracker) FlushTuple(zone uint16, tu Tuple) bool {
 // holding a lock while f runs.
 func (t *Tracker) each(f func(c *conn) bool) {
 	now := t.clock()
+	t.scan(func(c *conn) bool { return !c.dead.Load() && c.expires.Load() > now }, f)
+}
+
+// scan calls f, until it returns false, for each connection that sel
+// (called under the shard's read lock) selects: one shard at a time,
+// without holding a lock while f runs.
+func (t *Tracker) scan(sel, f func(c *conn) bool) {
 	var cs []*conn
 	for i := range t.shards {
 		s := &t.shards[i]
 		cs = cs[:0]
 		s.mu.RLock()
 		for k, c := range s.m {
-			if c.orig == k && !c.dead.Load() && c.expires.Load() > now {
+			if c.orig == k && sel(c) {
 				cs = append(cs, c)
 			}
 		}

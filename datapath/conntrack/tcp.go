@@ -220,15 +220,7 @@ func (c *tcpConn) update(b []byte, p *parsed, reply, liberal bool) (result, time
 		(flags&tcpRST == 0 || origSeq == src.seqlo || origSeq == src.seqlo+1 || origSeq+1 == src.seqlo)
 	switch {
 	case inWindow || liberal:
-		if src.maxWin < win {
-			src.maxWin = win
-		}
-		if seqGT(end, src.seqlo) {
-			src.seqlo = end
-		}
-		if seqGEQ(ack+(win<<sws), dst.seqhi) {
-			dst.seqhi = ack + max(win<<sws, 1)
-		}
+		slide(src, dst, win, end, ack, sws)
 		if flags&tcpSYN != 0 && src.state < tcpsSynSent {
 			src.state = tcpsSynSent
 		}
@@ -261,15 +253,7 @@ func (c *tcpConn) update(b []byte, p *parsed, reply, liberal bool) (result, time
 		// Shotgunned SYNs, a stream picked up mid-way, stray packets
 		// after a close: accepted, but the timeout is not refreshed, so
 		// that a flood of them keeps nothing alive.
-		if src.maxWin < win {
-			src.maxWin = win
-		}
-		if seqGT(end, src.seqlo) {
-			src.seqlo = end
-		}
-		if seqGEQ(ack+(win<<sws), dst.seqhi) {
-			dst.seqhi = ack + max(win<<sws, 1)
-		}
+		slide(src, dst, win, end, ack, sws)
 		if flags&tcpFIN != 0 && src.state < tcpsClosing {
 			src.state = tcpsClosing
 		}
@@ -279,4 +263,18 @@ func (c *tcpConn) update(b []byte, p *parsed, reply, liberal bool) (result, time
 		return resValid, tmKeep
 	}
 	return resInvalid, tmKeep
+}
+
+// slide records an accepted packet from src: its window, the highest
+// sequence number it sent, and what dst may now send.
+func slide(src, dst *tcpPeer, win, end, ack uint32, sws uint8) {
+	if src.maxWin < win {
+		src.maxWin = win
+	}
+	if seqGT(end, src.seqlo) {
+		src.seqlo = end
+	}
+	if seqGEQ(ack+(win<<sws), dst.seqhi) {
+		dst.seqhi = ack + max(win<<sws, 1)
+	}
 }

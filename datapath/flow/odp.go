@@ -139,34 +139,7 @@ var ctStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "
 // names joined by | when exact ("0" for none), "0/0" when wildcarded,
 // +name/-name per masked bit otherwise.
 func FormatCtStateMasked(v, m uint8) string {
-	switch m {
-	case 0xff:
-		if v == 0 {
-			return "0"
-		}
-		var names []string
-		for i, n := range ctStateNames {
-			if v&(1<<i) != 0 {
-				names = append(names, n)
-			}
-		}
-		return strings.Join(names, "|")
-	case 0:
-		return "0/0"
-	}
-	var b strings.Builder
-	for i, n := range ctStateNames {
-		if m&(1<<i) == 0 {
-			continue
-		}
-		if v&(1<<i) != 0 {
-			b.WriteByte('+')
-		} else {
-			b.WriteByte('-')
-		}
-		b.WriteString(n)
-	}
-	return b.String()
+	return formatFlagsMasked(uint64(v), uint64(m), 0xff, ctStateNames[:])
 }
 
 // hex128 is OVS's ds_put_hex of a 128-bit big-endian value: 0x and the
@@ -476,24 +449,29 @@ var tcpFlagNames = [...]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", 
 // joined by | when exact ("0" for none), "0/0" when wildcarded,
 // +name/-name per masked bit otherwise.
 func FormatTCPFlagsMasked(v, m uint16) string {
-	const all = 0x0fff
+	return formatFlagsMasked(uint64(v), uint64(m), 0x0fff, tcpFlagNames[:])
+}
+
+// formatFlagsMasked is OVS's format_flags_masked for flags whose exact
+// mask is all and whose bits are named by names.
+func formatFlagsMasked(v, m, all uint64, names []string) string {
 	switch m & all {
 	case all:
 		if v == 0 {
 			return "0"
 		}
-		var names []string
-		for i, n := range tcpFlagNames {
+		var set []string
+		for i, n := range names {
 			if v&(1<<i) != 0 {
-				names = append(names, n)
+				set = append(set, n)
 			}
 		}
-		return strings.Join(names, "|")
+		return strings.Join(set, "|")
 	case 0:
 		return "0/0"
 	}
 	var b strings.Builder
-	for i, n := range tcpFlagNames {
+	for i, n := range names {
 		if m&(1<<i) == 0 {
 			continue
 		}
