@@ -248,3 +248,47 @@ func BenchmarkConntrackFirewall(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(frames)), "ns/pkt")
 }
+
+// Fragments are held until their datagram is whole, tracked as one, and
+// forwarded with its state and its NAT; the reply passes as established.
+func TestConntrackFragments(t *testing.T) {
+	r := newRig(t, 2)
+	nat := &conntrack.NATRange{Src: true, MinAddr: v4(ipNAT), MaxAddr: v4(ipNAT)}
+	r.dp.SetUpcall(newProg(firewall(nat)))
+	big := dptest.Frame{Src: hostA, Dst: hostB, IPv4: &dptest.IPv4{Src: ipA, Dst: ipB, ID: 9},
+		UDP: &dptest.UDP{Src: 5000, Dst: 53}, Payload: bytes.Repeat([]byte("fragment"), 500)}.Checksummed()
+	frags := dptest.Fragment4(big, 1480)
+	r.ports[1].Inject(frags[2], frags[0])
+	r.rxDone(t, 1, 2)
+	if n := r.ports[2].NumSent(); n != 0 {
+		t.Fatalf("%d frames out before the datagram was whole", n)
+	}
+	r.ports[1].Inject(frags[1])
+	r.rxDone(t, 1, 3)
+	sent := r.ports[2].Sent()
+	if len(sent) != 3 {
+		t.Fatalf("%d fragments out, want 3", len(sent))
+	}
+	var payload []byte
+	for i, f := range sent {
+		if src := netip.AddrFrom4([4]byte(f[14+12 : 14+16])); src != ipNAT {
+			t.Errorf("fragment %d from %v, want %v", i, src, ipNAT)
+		}
+		if dptest.Checksum(f[14:34]) != 0 {
+			t.Errorf("fragment %d: bad IPv4 header checksum", i)
+		}
+		payload = append(payload, f[34:]...)
+	}
+	// The UDP checksum in the first fragment covers the NATed datagram.
+	pseudo := append(append([]byte{}, sent[0][14+12:14+20]...), 0, 17, byte(len(payload)>>8), byte(len(payload)))
+	if dptest.Checksum(append(pseudo, payload...)) != 0 {
+		t.Error("bad UDP checksum of the reassembled datagram")
+	}
+	reply := dptest.Frame{Src: hostB, Dst: hostA, IPv4: &dptest.IPv4{Src: ipB, Dst: ipNAT},
+		UDP: &dptest.UDP{Src: 53, Dst: 5000}, Payload: []byte("ok")}.Checksummed()
+	r.ports[2].Inject(reply)
+	r.rxDone(t, 2, 1)
+	if back := r.ports[1].Sent(); len(back) != 1 || netip.AddrFrom4([4]byte(back[0][14+16:14+20])) != ipA {
+		t.Errorf("reply: %d frames back to A", len(back))
+	}
+}

@@ -720,7 +720,7 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 			mds = w.mds[:len(idx)]
 			clear(mds)
 		}
-		w.apply(fas[j], w.sub[:len(idx)], mds, 0, table, now)
+		w.apply(fas[j].ops, w.sub[:len(idx)], mds, 0, table, now)
 		clear(w.sub[:len(idx)])
 	}
 }
@@ -730,10 +730,10 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 // what was queued stays as it was when output (a Write does not change a
 // frame's bytes other than completing its checksum, which every copy may
 // share).
-func (w *worker) apply(fa *flowActions, pkts []*packet.Packet, mds []conntrack.Meta, depth int, table *portTable, now int64) {
+func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, depth int, table *portTable, now int64) {
 	queued := false
-	for i := range fa.ops {
-		o := &fa.ops[i]
+	for i := range ops {
+		o := &ops[i]
 		switch o.kind {
 		case ActionOutput:
 			for _, p := range pkts {
@@ -759,8 +759,32 @@ func (w *worker) apply(fa *flowActions, pkts []*packet.Packet, mds []conntrack.M
 			}
 			queued = false
 		case ActionCT:
+			var whole []*packet.Packet // fragments whose datagram this op completed
+			var wholeMDs []conntrack.Meta
 			for k, p := range pkts {
 				if p == nil {
+					continue
+				}
+				if data := p.Data(); conntrack.IsFragment(data) {
+					// The tracker holds a copy until the datagram is
+					// whole; then its fragments go on with its state.
+					pkts[k] = nil
+					frags, w2 := w.dp.ct.Defrag(now, data, o.ct.Zone)
+					if frags == nil {
+						continue
+					}
+					md := mds[k]
+					if w.dp.ct.ExecuteAt(now, w2, &md, o.ct, false) != nil {
+						continue
+					}
+					for _, f := range frags {
+						w.dp.ct.NATFragment(f, &md, o.ct)
+						q := w.dp.pool.Get()
+						q.SetLen(copy(q.Tail(), f))
+						q.InPort = p.InPort
+						w.clones = append(w.clones, q)
+						whole, wholeMDs = append(whole, q), append(wholeMDs, md)
+					}
 					continue
 				}
 				if queued && o.ct.NAT != nil {
@@ -772,6 +796,9 @@ func (w *worker) apply(fa *flowActions, pkts []*packet.Packet, mds []conntrack.M
 				if w.dp.ct.ExecuteAt(now, p.Data(), &mds[k], o.ct, p.Offload.Flags&packet.NeedsCsum != 0) != nil {
 					pkts[k] = nil
 				}
+			}
+			if len(whole) > 0 {
+				w.apply(ops[i+1:], whole, wholeMDs, depth, table, now)
 			}
 			if o.ct.NAT != nil {
 				queued = false
@@ -834,7 +861,7 @@ func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth i
 	}
 	pk := [1]*packet.Packet{p}
 	mdv := [1]conntrack.Meta{*md}
-	w.apply(f.actionsFor(table), pk[:], mdv[:], depth, table, now)
+	w.apply(f.actionsFor(table).ops, pk[:], mdv[:], depth, table, now)
 }
 
 // recircUpcall translates a recirculated packet's key and installs the

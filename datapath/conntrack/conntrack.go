@@ -217,6 +217,9 @@ type Tracker struct {
 	limits atomic.Pointer[zoneLimits]
 	limMu  sync.Mutex // serializes limit changes
 
+	// frags holds IP fragments until their datagram is whole.
+	frags reassembler
+
 	// Counters for ct-stats and coverage.
 	full, zoneFull, natExhausted atomic.Uint64
 
@@ -396,6 +399,7 @@ func (t *Tracker) remove(c *conn) {
 // waits at most for one shard's scan.
 func (t *Tracker) Sweep() int {
 	now := t.clock()
+	t.frags.sweep(now)
 	n := 0
 	t.scan(func(c *conn) bool { return c.expires.Load() <= now }, func(c *conn) bool {
 		t.remove(c)

@@ -2,6 +2,8 @@ package conntrack
 
 import (
 	"testing"
+
+	"github.com/govs/govs/datapath/dptest"
 )
 
 // FuzzExecute feeds arbitrary frames through tracking and NAT, in both
@@ -12,6 +14,8 @@ func FuzzExecute(f *testing.F) {
 	f.Add(udp6("fd00::1", "fd00::2", 1, 2), uint8(1))
 	f.Add(icmp4("10.0.0.2", "10.0.0.1", icmp4Unreach, 3, 0, udp4("10.0.0.1", "10.0.0.2", 1, 2)[14:]), uint8(2))
 	f.Add(icmp6("fd00::1", "fd00::2", icmp6Echo, 1), uint8(3))
+	f.Add(dptest.Fragment4(bigUDP(false), 1480)[2], uint8(1))
+	f.Add(split6(bigUDP(true), 1448, 1)[2], uint8(1))
 	f.Fuzz(func(t *testing.T, b []byte, mode uint8) {
 		tr := New(Config{})
 		defer tr.Close()
@@ -39,6 +43,14 @@ func FuzzExecute(f *testing.F) {
 			r := append([]byte(nil), c...)
 			var md3 Meta
 			tr.Execute(r, &md3, &Action{Commit: true, NAT: &NATRange{}}, false)
+		}
+		// As a fragment: held, or with the fragments of a whole datagram.
+		if frags, whole := tr.Defrag(1, append([]byte(nil), b...), 0); frags != nil {
+			var md4 Meta
+			tr.Execute(whole, &md4, &a, false)
+			for _, f := range frags {
+				tr.NATFragment(f, &md4, &a)
+			}
 		}
 		tr.Sweep()
 		for _, e := range tr.Dump(-1) {

@@ -332,3 +332,25 @@ func UDP4(src, dst string) []byte {
 		Payload: []byte("govs"),
 	}.Bytes()
 }
+
+// Fragment4 cuts an untagged IPv4 frame without options into fragments
+// whose payloads are size bytes (a multiple of 8), the last shorter.
+func Fragment4(b []byte, size int) [][]byte {
+	hdr, payload := b[:34], b[34:]
+	var out [][]byte
+	for off := 0; off < len(payload); off += size {
+		end := min(off+size, len(payload))
+		f := append(append([]byte(nil), hdr...), payload[off:end]...)
+		h := f[14:34]
+		binary.BigEndian.PutUint16(h[2:], uint16(20+end-off))
+		fo := uint16(off / 8)
+		if end < len(payload) {
+			fo |= 0x2000
+		}
+		binary.BigEndian.PutUint16(h[6:], fo)
+		h[10], h[11] = 0, 0
+		binary.BigEndian.PutUint16(h[10:], Checksum(h))
+		out = append(out, f)
+	}
+	return out
+}
