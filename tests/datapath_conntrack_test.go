@@ -161,6 +161,13 @@ func TestDatapathConntrackFirewall(t *testing.T) {
 			t.Errorf("B's connection was committed: %s", e)
 		}
 	}
+
+	// Pings of 3000 bytes go as fragments both ways: reassembled,
+	// tracked, forwarded.
+	if out, err := r.a.exec("ping", "-q", "-n", "-c", "3", "-i", "0.2", "-s", "3000", "-w", vswPingDeadline, "10.9.0.2"); err != nil {
+		t.Errorf("fragmented pings from A: %v\n%s", err, out)
+	}
+	r.b.noPing("10.9.0.1")
 }
 
 // SNAT: B sees A's connection come from the NAT address, and the echo
