@@ -43,21 +43,19 @@ func tcp4(src, dst string, sport, dport uint16, flags uint16, seq, ack uint32, p
 	return fixCsum(f.Bytes())
 }
 
+// udp4 builds a UDP frame with a valid checksum, over IPv6 if the
+// addresses are IPv6 ones.
 func udp4(src, dst string, sport, dport uint16) []byte {
-	f := dptest.Frame{Dst: macB, Src: macA,
-		IPv4:    &dptest.IPv4{Src: ip(src), Dst: ip(dst)},
-		UDP:     &dptest.UDP{Src: sport, Dst: dport},
-		Payload: []byte("data")}
-	return fixCsum(f.Bytes())
+	f := dptest.Frame{Dst: macB, Src: macA, UDP: &dptest.UDP{Src: sport, Dst: dport}, Payload: []byte("data")}
+	if ip(src).Is6() {
+		f.IPv6 = &dptest.IPv6{Src: ip(src), Dst: ip(dst)}
+	} else {
+		f.IPv4 = &dptest.IPv4{Src: ip(src), Dst: ip(dst)}
+	}
+	return f.Checksummed()
 }
 
-func udp6(src, dst string, sport, dport uint16) []byte {
-	f := dptest.Frame{Dst: macB, Src: macA,
-		IPv6:    &dptest.IPv6{Src: ip(src), Dst: ip(dst)},
-		UDP:     &dptest.UDP{Src: sport, Dst: dport},
-		Payload: []byte("data")}
-	return fixCsum(f.Bytes())
-}
+func udp6(src, dst string, sport, dport uint16) []byte { return udp4(src, dst, sport, dport) }
 
 // icmp4 builds an ICMP message with identifier id and the given payload.
 func icmp4(src, dst string, typ, code uint8, id uint16, payload []byte) []byte {
