@@ -86,13 +86,13 @@ type Action struct {
 	Force  bool
 	// SetMark and SetLabel apply Mark/Label under their masks to the
 	// committed connection.
-	SetMark             bool
-	Mark, MarkMask      uint32
-	SetLabel            bool
-	Label, LabelMask    Label
-	NAT                 *NATRange
-	Helper              string // not supported; Execute refuses
-	TimeoutPolicyUnused bool
+	SetMark          bool
+	Mark, MarkMask   uint32
+	SetLabel         bool
+	Label, LabelMask Label
+	NAT              *NATRange
+	// Helper is an ALG (alg=ftp|tftp): not supported, Execute refuses it.
+	Helper string
 }
 
 // ErrUnsupported reports an action the tracker does not implement.
