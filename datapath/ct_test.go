@@ -292,3 +292,17 @@ func TestConntrackFragments(t *testing.T) {
 		t.Errorf("reply: %d frames back to A", len(back))
 	}
 }
+
+// A flow that only commits (OpenFlow's actions=ct(commit) and nothing
+// after) still commits.
+func TestConntrackCommitOnly(t *testing.T) {
+	r := newRig(t, 2)
+	r.dp.SetUpcall(newProg(func(k *flow.Key) (Actions, flow.Mask) {
+		return Actions{CT(conntrack.Action{Commit: true, Zone: 3})}, flow.Mask{}
+	}))
+	r.ports[1].Inject(tcpFrame(ipA, ipB, 1, 2, dptest.SYN, 1, 0))
+	r.rxDone(t, 1, 1)
+	if n := r.dp.Conntrack().NConns(); n != 1 || r.ports[2].NumSent() != 0 {
+		t.Errorf("%d connections, %d frames out; want 1, 0", n, r.ports[2].NumSent())
+	}
+}

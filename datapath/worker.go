@@ -109,7 +109,7 @@ type flowActions struct {
 }
 
 // op is an Action resolved for execution: outputs to ports that do not
-// exist and actions after the last output are left out.
+// exist and header changes after the last output are left out.
 type op struct {
 	kind      ActionKind
 	tpid, tci uint16
@@ -155,7 +155,12 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind, recirc: a.RecircID})
 		}
 	}
-	for len(ops) > 0 && ops[len(ops)-1].kind != ActionOutput && ops[len(ops)-1].kind != ActionRecirc {
+	// Header changes after the last output are lost work; a ct (a
+	// commit) and a recirculation are not.
+	for len(ops) > 0 {
+		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT {
+			break
+		}
 		ops = ops[:len(ops)-1]
 	}
 	return ops
