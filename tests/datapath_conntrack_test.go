@@ -18,8 +18,8 @@ import (
 // translation written as the datapath flows an OpenFlow stateful firewall
 // gives: every IPv4 packet goes through ct(zone=9) and comes back with
 // recirc_id 1; there new connections from port 1 are committed (with nat,
-// if set) and forwarded, established ones pass both ways, the rest is
-// dropped. Other frames (ARP, IPv6) are forwarded.
+// if set) and forwarded, established ones and related ICMP errors pass
+// both ways, the rest is dropped. Other frames (ARP, IPv6) are forwarded.
 type ctRig struct {
 	dp   *datapath.Datapath
 	a, b *vswNS
@@ -61,7 +61,7 @@ func newCtRig(t *testing.T, nat *conntrack.NATRange) *ctRig {
 			default:
 				u.Mask.CtState = 0xff
 				switch st := k.CtState; {
-				case st&conntrack.StateEstablished != 0 && st&conntrack.StateInvalid == 0:
+				case st&(conntrack.StateEstablished|conntrack.StateRelated) != 0 && st&conntrack.StateInvalid == 0:
 					u.Actions = append(u.Actions, datapath.Output(other))
 				case st&conntrack.StateNew != 0 && k.InPort == 1:
 					u.Actions = append(u.Actions, datapath.CT(conntrack.Action{Zone: 9, Commit: true, NAT: nat}), datapath.Output(other))
@@ -168,6 +168,24 @@ func TestDatapathConntrackFirewall(t *testing.T) {
 		t.Errorf("fragmented pings from A: %v\n%s", err, out)
 	}
 	r.b.noPing("10.9.0.1")
+
+	// A datagram to a closed port: B's ICMP port unreachable is related
+	// to A's connection and reaches A, whose next read fails at once.
+	var uerr error
+	vswInNS(t, r.a.Name, func() {
+		c, err := net.Dial("udp", "10.9.0.2:9")
+		if err != nil {
+			uerr = err
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(vswTimeout))
+		c.Write([]byte("anyone?"))
+		_, uerr = c.Read(make([]byte, 16))
+	})
+	if uerr == nil || !strings.Contains(uerr.Error(), "connection refused") {
+		t.Errorf("UDP to a closed port: %v, want connection refused (the related ICMP error)", uerr)
+	}
 }
 
 // SNAT: B sees A's connection come from the NAT address, and the echo
