@@ -306,3 +306,17 @@ func TestConntrackCommitOnly(t *testing.T) {
 		t.Errorf("%d connections, %d frames out; want 1, 0", n, r.ports[2].NumSent())
 	}
 }
+
+// pmd-stats-show counts the recirculations as OVS does.
+func TestRecircStats(t *testing.T) {
+	r := newRig(t, 2)
+	r.dp.SetUpcall(newProg(firewall(nil)))
+	r.ports[1].Inject(tcpFrame(ipA, ipB, 40000, 80, dptest.SYN, 1000, 0), tcpFrame(ipA, ipB, 40000, 80, dptest.SYN, 1000, 0))
+	r.rxDone(t, 1, 2)
+	out, _ := r.dp.PMDStatsShowCommand(nil)
+	for _, want := range []string{"packets received: 2\n", "packet recirculations: 2\n", "avg. datapath passes per packet: 2.00\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pmd-stats-show lacks %q:\n%s", want, out)
+		}
+	}
+}

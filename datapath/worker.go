@@ -201,6 +201,7 @@ type txQueue struct {
 // them. Written by the worker only.
 type counters struct {
 	rx, emcHits, megaHits, lookups, missed, lost uint64
+	recirc                                       uint64 // packets recirculated
 	sentPkts, sentBatches                        uint64
 	idle, busy                                   uint64 // nanoseconds
 }
@@ -212,6 +213,7 @@ func (c *counters) add(o *counters) {
 	c.lookups += o.lookups
 	c.missed += o.missed
 	c.lost += o.lost
+	c.recirc += o.recirc
 	c.sentPkts += o.sentPkts
 	c.sentBatches += o.sentBatches
 	c.idle += o.idle
@@ -225,6 +227,7 @@ func (c *counters) sub(o *counters) {
 	c.lookups -= o.lookups
 	c.missed -= o.missed
 	c.lost -= o.lost
+	c.recirc -= o.recirc
 	c.sentPkts -= o.sentPkts
 	c.sentBatches -= o.sentBatches
 	c.idle -= o.idle
@@ -235,6 +238,7 @@ func (c *counters) sub(o *counters) {
 // a time.
 type atomicCounters struct {
 	rx, emcHits, megaHits, lookups, missed, lost atomic.Uint64
+	recirc                                       atomic.Uint64
 	sentPkts, sentBatches                        atomic.Uint64
 	idle, busy                                   atomic.Uint64
 }
@@ -242,7 +246,7 @@ type atomicCounters struct {
 func (a *atomicCounters) load() counters {
 	return counters{
 		rx: a.rx.Load(), emcHits: a.emcHits.Load(), megaHits: a.megaHits.Load(), lookups: a.lookups.Load(),
-		missed: a.missed.Load(), lost: a.lost.Load(), sentPkts: a.sentPkts.Load(), sentBatches: a.sentBatches.Load(),
+		missed: a.missed.Load(), lost: a.lost.Load(), recirc: a.recirc.Load(), sentPkts: a.sentPkts.Load(), sentBatches: a.sentBatches.Load(),
 		idle: a.idle.Load(), busy: a.busy.Load(),
 	}
 }
@@ -261,6 +265,7 @@ func (a *atomicCounters) addSingle(c *counters) {
 	add(&a.lookups, c.lookups)
 	add(&a.missed, c.missed)
 	add(&a.lost, c.lost)
+	add(&a.recirc, c.recirc)
 	add(&a.sentPkts, c.sentPkts)
 	add(&a.sentBatches, c.sentBatches)
 	add(&a.idle, c.idle)
@@ -830,6 +835,7 @@ func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth i
 		w.dp.recircDrops.Add(1)
 		return
 	}
+	w.c.recirc++
 	var k flow.Key
 	if !extract(p, w.port.no, &k) {
 		return
