@@ -2,9 +2,11 @@ package datapath
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"strconv"
 	"strings"
 
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
 )
@@ -21,6 +23,15 @@ const (
 	// ActionPopVLAN removes the outer tag; on an untagged packet it does
 	// nothing.
 	ActionPopVLAN
+	// ActionCT sends the packet through the connection tracker with CT's
+	// arguments; it sets the packet's ct_* metadata and may NAT it.
+	ActionCT
+	// ActionCTClear clears the packet's ct_* metadata.
+	ActionCTClear
+	// ActionRecirc sends the packet back through the datapath's lookup
+	// with recirc_id RecircID and its ct_* metadata in the key; it ends
+	// the packet's actions.
+	ActionRecirc
 )
 
 // Action is one datapath action, in the sense of OVS's ODP actions
@@ -33,6 +44,50 @@ type Action struct {
 	// TPID and TCI are the tag of an ActionPushVLAN; TCI holds PCP, DEI
 	// and VID as on the wire.
 	TPID, TCI uint16
+	// RecircID is an ActionRecirc's recirculation ID.
+	RecircID uint32
+	// CT is an ActionCT's arguments; the action list owns it, the
+	// datapath never changes it.
+	CT *conntrack.Action
+}
+
+// CT returns the action that tracks the packet with a's arguments.
+func CT(a conntrack.Action) Action { return Action{Kind: ActionCT, CT: &a} }
+
+// CTClear returns the ct_clear action.
+func CTClear() Action { return Action{Kind: ActionCTClear} }
+
+// Recirc returns the action that recirculates the packet with id.
+func Recirc(id uint32) Action { return Action{Kind: ActionRecirc, RecircID: id} }
+
+// Equal reports whether a and b are the same action (a ct action's
+// arguments compared by value).
+func (a Action) Equal(b Action) bool {
+	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID {
+		return false
+	}
+	if a.CT == nil || b.CT == nil {
+		return a.CT == b.CT
+	}
+	x, y := *a.CT, *b.CT
+	if (x.NAT == nil) != (y.NAT == nil) || (x.NAT != nil && *x.NAT != *y.NAT) {
+		return false
+	}
+	x.NAT, y.NAT = nil, nil
+	return x == y
+}
+
+// Equal reports whether two action lists are the same.
+func (as Actions) Equal(bs Actions) bool {
+	if len(as) != len(bs) {
+		return false
+	}
+	for i := range as {
+		if !as[i].Equal(bs[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Actions is a translation's action list; an empty list drops the packet.
@@ -97,6 +152,14 @@ func (a Action) String() string {
 		return b.String()
 	case ActionPopVLAN:
 		return "pop_vlan"
+	case ActionCTClear:
+		return "ct_clear"
+	case ActionRecirc:
+		return "recirc(" + hexAlt(uint64(a.RecircID)) + ")"
+	case ActionCT:
+		if a.CT != nil {
+			return formatCT(a.CT)
+		}
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }
@@ -143,4 +206,96 @@ func shiftOffload(o *packet.Offload, delta int) {
 	if o.HdrLen != 0 {
 		o.HdrLen = uint16(int(o.HdrLen) + delta)
 	}
+}
+
+// hexAlt formats v as C's "%#x".
+func hexAlt(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+// formatCT formats a ct action as OVS's format_odp_conntrack_action, e.g.
+// "ct(commit,zone=5,mark=0x1/0xff,nat(src=10.0.0.1-10.0.0.2:1024-2048,random))".
+func formatCT(c *conntrack.Action) string {
+	var parts []string
+	if c.Commit && !c.Force {
+		parts = append(parts, "commit")
+	}
+	if c.Force {
+		parts = append(parts, "force_commit")
+	}
+	if c.Zone != 0 {
+		parts = append(parts, "zone="+strconv.Itoa(int(c.Zone)))
+	}
+	if c.SetMark {
+		s := "mark=" + hexAlt(uint64(c.Mark))
+		if c.MarkMask != ^uint32(0) {
+			s += "/" + hexAlt(uint64(c.MarkMask))
+		}
+		parts = append(parts, s)
+	}
+	if c.SetLabel {
+		s := "label=" + c.Label.String()
+		if c.LabelMask != allOnes128 {
+			s += "/" + c.LabelMask.String()
+		}
+		parts = append(parts, s)
+	}
+	if c.Helper != "" {
+		parts = append(parts, "helper="+c.Helper)
+	}
+	if n := c.NAT; n != nil {
+		s := "nat"
+		if n.Src || n.Dst {
+			s += "("
+			if n.Src {
+				s += "src"
+			} else {
+				s += "dst"
+			}
+			if n.MinAddr != ([16]byte{}) || n.MinPort != 0 {
+				s += "=" + natAddr(n.MinAddr, n.V6, n.MinPort != 0)
+				if n.MaxAddr != n.MinAddr && n.MaxAddr != ([16]byte{}) {
+					s += "-" + natAddr(n.MaxAddr, n.V6, n.MinPort != 0)
+				}
+				if n.MinPort != 0 {
+					s += ":" + strconv.Itoa(int(n.MinPort))
+					if n.MaxPort != 0 && n.MaxPort != n.MinPort {
+						s += "-" + strconv.Itoa(int(n.MaxPort))
+					}
+				}
+			}
+			for _, f := range []struct {
+				on   bool
+				name string
+			}{{n.Persistent, "persistent"}, {n.Hash, "hash"}, {n.Random, "random"}} {
+				if f.on {
+					s += "," + f.name
+				}
+			}
+			s += ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "ct"
+	}
+	return "ct(" + strings.Join(parts, ",") + ")"
+}
+
+var allOnes128 = conntrack.Label{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// natAddr formats a NAT address, an IPv6 one in brackets when a port
+// follows (ipv6_format_addr_bracket).
+func natAddr(a [16]byte, v6, bracket bool) string {
+	if !v6 {
+		return netip.AddrFrom4([4]byte(a[:4])).String()
+	}
+	s := netip.AddrFrom16(a).String()
+	if bracket {
+		return "[" + s + "]"
+	}
+	return s
 }

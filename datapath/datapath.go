@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
 )
@@ -80,6 +81,11 @@ type Datapath struct {
 	maxIdle   atomic.Int64 // nanoseconds
 	megaflows atomic.Bool  // false: every flow matches the whole key
 	nflows    atomic.Int64 // installed flows, all workers
+
+	// ct is the connection tracker of the ct actions; set by newDatapath.
+	ct *conntrack.Tracker
+	// recircDrops counts packets dropped for recirculating too deep.
+	recircDrops atomic.Uint64
 
 	revalWake chan struct{}
 	stop      chan struct{} // closed by Close
@@ -166,9 +172,17 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 	dp.maxIdle.Store(int64(DefaultMaxIdle))
 	dp.megaflows.Store(true)
 	dp.ports.Store(newPortTable(map[uint32]*dpPort{}))
+	// The tracker runs on the datapath's clock, so that a batch reads
+	// the time once for its lookups and its ct actions.
+	dp.ct = conntrack.New(conntrack.Config{Clock: dp.clock})
+	dp.ct.Start()
 	go dp.revalidator()
 	return dp
 }
+
+// Conntrack returns the connection tracker that the datapath's ct
+// actions use, shared by every port.
+func (dp *Datapath) Conntrack() *conntrack.Tracker { return dp.ct }
 
 // Defaults of the Open_vSwitch table's other_config keys the datapath
 // takes, as OVS 3.1 has them.
@@ -403,6 +417,7 @@ func (dp *Datapath) Close() {
 	close(dp.stop)
 	<-dp.revalDone
 	dp.synchronize(g)
+	dp.ct.Close()
 	for _, p := range ports {
 		p.w.flowMu.Lock()
 		dp.nflows.Add(-int64(p.w.removeAll()))

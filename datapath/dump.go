@@ -260,6 +260,8 @@ type WorkerStats struct {
 	// were looked up; SubtableLookups the classifier subtables probed for
 	// the megaflow hits.
 	Received, EMCHits, MegaflowHits, SubtableLookups, Missed, Lost uint64
+	// Recirculations counts the packets sent back through the lookup.
+	Recirculations uint64
 	// SentPackets and SentBatches count Writes to output ports.
 	SentPackets, SentBatches uint64
 	// Idle is the time spent waiting in Read, Busy the time forwarding.
@@ -277,7 +279,7 @@ func (dp *Datapath) WorkerStats() []WorkerStats {
 		c.sub(&p.w.base)
 		out = append(out, WorkerStats{
 			Port: p.no, Received: c.rx, EMCHits: c.emcHits, MegaflowHits: c.megaHits,
-			SubtableLookups: c.lookups, Missed: c.missed, Lost: c.lost,
+			SubtableLookups: c.lookups, Missed: c.missed, Lost: c.lost, Recirculations: c.recirc,
 			SentPackets: c.sentPkts, SentBatches: c.sentBatches,
 			Idle: time.Duration(c.idle), Busy: time.Duration(c.busy),
 		})
@@ -334,13 +336,11 @@ func (dp *Datapath) PMDStatsShowCommand(args []string) (string, error) {
 			}
 			return float64(a) / float64(b)
 		}
-		passes := 0.0
-		if s.Received > 0 {
-			passes = 1
-		}
+		// OVS's (received + recirculations) / received.
+		passes := ratio(s.Received+s.Recirculations, s.Received)
 		fmt.Fprintf(&b, "pmd thread numa_id 0 core_id %d:\n"+
 			"  packets received: %d\n"+
-			"  packet recirculations: 0\n"+
+			"  packet recirculations: %d\n"+
 			"  avg. datapath passes per packet: %.02f\n"+
 			"  phwol hits: 0\n"+
 			"  mfex opt hits: 0\n"+
@@ -352,7 +352,7 @@ func (dp *Datapath) PMDStatsShowCommand(args []string) (string, error) {
 			"  miss with success upcall: %d\n"+
 			"  miss with failed upcall: %d\n"+
 			"  avg. packets per output batch: %.02f\n",
-			s.Port, s.Received, passes, s.EMCHits, s.MegaflowHits,
+			s.Port, s.Received, s.Recirculations, passes, s.EMCHits, s.MegaflowHits,
 			ratio(s.SubtableLookups, s.MegaflowHits), s.Missed, s.Lost,
 			ratio(s.SentPackets, s.SentBatches))
 		idle, busy := uint64(s.Idle), uint64(s.Busy)

@@ -64,7 +64,7 @@ func (p *progUpcaller) Revalidate(batch []Upcall) {
 func (p *progUpcaller) Run() { p.runs.Add(1) }
 
 // macMask is what a MAC-learning decision consults.
-var macMask = flow.Mask{InPort: ^uint32(0), EthType: 0xffff,
+var macMask = flow.Mask{InPort: ^uint32(0), RecircID: ^uint32(0), EthType: 0xffff,
 	EthSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 
 func to(acts ...Action) func(*flow.Key) (Actions, flow.Mask) {

@@ -224,7 +224,7 @@ func (dp *Datapath) retranslate(box *upcallerBox, fs []*megaflow, seq uint64, ta
 		switch {
 		case u.Mask.HasExtra(&f.mask):
 			rs.dead = append(rs.dead, f)
-		case !slices.Equal(u.Actions, f.acts.Load().actions):
+		case !u.Actions.Equal(f.acts.Load().actions):
 			f.acts.Store(resolve(slices.Clone(u.Actions), table))
 		}
 		f.seq.Store(seq)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/datapath/classifier"
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
@@ -38,6 +39,11 @@ const rankInterval = int64(time.Second)
 
 // upcall indexes and per-batch flow slots fit in a uint8.
 var _ [255 - netdev.BatchSize]struct{}
+
+// maxRecircDepth is how many times a packet may recirculate within one
+// pass through the datapath, as OVS's MAX_RECIRC_DEPTH: a translation
+// that loops drops the packet instead of the worker's time.
+const maxRecircDepth = 6
 
 // actionsCap is the capacity of the action buffer handed to each Upcall:
 // a flood to 15 ports fits without the translation allocating.
@@ -97,20 +103,36 @@ type flowActions struct {
 	// opsBuf holds ops when they fit, in the same allocation.
 	opsBuf  [4]op
 	actions Actions
+	// meta: the ops use the packets' conntrack metadata (ct, ct_clear,
+	// recirc).
+	meta bool
 }
 
 // op is an Action resolved for execution: outputs to ports that do not
-// exist and actions after the last output are left out.
+// exist and header changes after the last output are left out.
 type op struct {
 	kind      ActionKind
 	tpid, tci uint16
+	recirc    uint32
 	port      *dpPort
+	ct        *conntrack.Action
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
 	fa := &flowActions{actions: acts, gen: table.gen}
 	fa.ops = resolveOps(fa.opsBuf[:0], acts, table)
+	fa.meta = usesMeta(fa.ops)
 	return fa
+}
+
+func usesMeta(ops []op) bool {
+	for i := range ops {
+		switch ops[i].kind {
+		case ActionCT, ActionCTClear, ActionRecirc:
+			return true
+		}
+	}
+	return false
 }
 
 func resolveOps(ops []op, acts Actions, table *portTable) []op {
@@ -123,9 +145,22 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			}
 		case ActionPushVLAN, ActionPopVLAN:
 			ops = append(ops, op{kind: a.Kind, tpid: a.TPID, tci: a.TCI})
+		case ActionCT:
+			if a.CT != nil {
+				ops = append(ops, op{kind: a.Kind, ct: a.CT})
+			}
+		case ActionCTClear:
+			ops = append(ops, op{kind: a.Kind})
+		case ActionRecirc:
+			ops = append(ops, op{kind: a.Kind, recirc: a.RecircID})
 		}
 	}
-	for len(ops) > 0 && ops[len(ops)-1].kind != ActionOutput {
+	// Header changes after the last output are lost work; a ct (a
+	// commit) and a recirculation are not.
+	for len(ops) > 0 {
+		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT {
+			break
+		}
 		ops = ops[:len(ops)-1]
 	}
 	return ops
@@ -166,6 +201,7 @@ type txQueue struct {
 // them. Written by the worker only.
 type counters struct {
 	rx, emcHits, megaHits, lookups, missed, lost uint64
+	recirc                                       uint64 // packets recirculated
 	sentPkts, sentBatches                        uint64
 	idle, busy                                   uint64 // nanoseconds
 }
@@ -177,6 +213,7 @@ func (c *counters) add(o *counters) {
 	c.lookups += o.lookups
 	c.missed += o.missed
 	c.lost += o.lost
+	c.recirc += o.recirc
 	c.sentPkts += o.sentPkts
 	c.sentBatches += o.sentBatches
 	c.idle += o.idle
@@ -190,6 +227,7 @@ func (c *counters) sub(o *counters) {
 	c.lookups -= o.lookups
 	c.missed -= o.missed
 	c.lost -= o.lost
+	c.recirc -= o.recirc
 	c.sentPkts -= o.sentPkts
 	c.sentBatches -= o.sentBatches
 	c.idle -= o.idle
@@ -200,6 +238,7 @@ func (c *counters) sub(o *counters) {
 // a time.
 type atomicCounters struct {
 	rx, emcHits, megaHits, lookups, missed, lost atomic.Uint64
+	recirc                                       atomic.Uint64
 	sentPkts, sentBatches                        atomic.Uint64
 	idle, busy                                   atomic.Uint64
 }
@@ -207,7 +246,7 @@ type atomicCounters struct {
 func (a *atomicCounters) load() counters {
 	return counters{
 		rx: a.rx.Load(), emcHits: a.emcHits.Load(), megaHits: a.megaHits.Load(), lookups: a.lookups.Load(),
-		missed: a.missed.Load(), lost: a.lost.Load(), sentPkts: a.sentPkts.Load(), sentBatches: a.sentBatches.Load(),
+		missed: a.missed.Load(), lost: a.lost.Load(), recirc: a.recirc.Load(), sentPkts: a.sentPkts.Load(), sentBatches: a.sentBatches.Load(),
 		idle: a.idle.Load(), busy: a.busy.Load(),
 	}
 }
@@ -226,6 +265,7 @@ func (a *atomicCounters) addSingle(c *counters) {
 	add(&a.lookups, c.lookups)
 	add(&a.missed, c.missed)
 	add(&a.lost, c.lost)
+	add(&a.recirc, c.recirc)
 	add(&a.sentPkts, c.sentPkts)
 	add(&a.sentBatches, c.sentBatches)
 	add(&a.idle, c.idle)
@@ -276,6 +316,8 @@ type worker struct {
 	start    [netdev.BatchSize + 1]uint8
 	order    [netdev.BatchSize]uint8
 	sub      [netdev.BatchSize]*packet.Packet
+	mds      [netdev.BatchSize]conntrack.Meta // sub's conntrack metadata
+	recActs  Actions                          // the action buffer of recirculation upcalls
 	bno      uint64
 	sink     uint32                // keeps loads made only to start cache misses
 	emc      *[emcEntries]emcEntry // allocated on a miss after emcMinRx frames
@@ -547,32 +589,11 @@ func (w *worker) upcall(nmiss int, table *portTable, now int64) {
 	w.flowMu.Lock()
 	for j := 0; j < nup; j++ {
 		u := &w.ups[j]
-		if exact {
-			u.Mask = flow.Exact()
+		f, isNew := w.install(u, w.hashes[w.upFirst[j]], exact, table, now, seq)
+		if f == nil {
+			f = w.tmpFlow(j, u, table)
 		}
-		u.Mask.InPort = ^uint32(0)
-		h := w.hashes[w.upFirst[j]]
-		w.upNew[j] = false
-		// A flow installed for an earlier key of this batch may cover
-		// this one (the same match, other unconsulted fields): as in
-		// OVS, whose later misses of a batch look the classifier up
-		// again, its packets are megaflow hits.
-		if r, probes := w.cls.Lookup(&u.Key); r != nil {
-			w.c.lookups += uint64(probes)
-			w.upFlows[j] = r.Value
-			w.emcInsert(&u.Key, h, r.Value)
-		} else if dp.nflows.Load() >= dp.flowLimit.Load() {
-			w.upFlows[j] = w.tmpFlow(j, u, table)
-		} else {
-			f := &megaflow{key: u.Key, mask: u.Mask, created: now, installed: true, ufid: ufid(&u.Key, &u.Mask)}
-			f.acts.Store(resolve(slices.Clone(u.Actions), table))
-			f.seq.Store(seq)
-			f.rule, _ = w.cls.Insert(&u.Key, &u.Mask, 0, f)
-			dp.nflows.Add(1)
-			w.emcInsert(&u.Key, h, f)
-			w.upFlows[j] = f
-			w.upNew[j] = true
-		}
+		w.upFlows[j], w.upNew[j] = f, isNew
 		if cap(u.Actions) > cap(w.upActs[j]) {
 			w.upActs[j] = u.Actions[:0] // the translation grew it: keep it
 		}
@@ -600,12 +621,45 @@ func (w *worker) upcall(nmiss int, table *portTable, now int64) {
 	}
 }
 
+// install installs the megaflow that the translation u asks for, with
+// w.flowMu held, and returns it; isNew says it was not there before. A
+// flow installed meanwhile for an earlier key of this batch may cover
+// u's key (the same match, other unconsulted fields): as in OVS, whose
+// later misses of a batch look the classifier up again, its packets are
+// megaflow hits. It returns nil when the flow table is full.
+func (w *worker) install(u *Upcall, h uint64, exact bool, table *portTable, now int64, seq uint64) (f *megaflow, isNew bool) {
+	dp := w.dp
+	if exact {
+		u.Mask = flow.Exact()
+	}
+	u.Mask.InPort = ^uint32(0)
+	// A recirculation ID is never wildcarded: a flow for one pass must
+	// not serve another.
+	u.Mask.RecircID = ^uint32(0)
+	if r, probes := w.cls.Lookup(&u.Key); r != nil {
+		w.c.lookups += uint64(probes)
+		w.emcInsert(&u.Key, h, r.Value)
+		return r.Value, false
+	}
+	if dp.nflows.Load() >= dp.flowLimit.Load() {
+		return nil, false
+	}
+	f = &megaflow{key: u.Key, mask: u.Mask, created: now, installed: true, ufid: ufid(&u.Key, &u.Mask)}
+	f.acts.Store(resolve(slices.Clone(u.Actions), table))
+	f.seq.Store(seq)
+	f.rule, _ = w.cls.Insert(&u.Key, &u.Mask, 0, f)
+	dp.nflows.Add(1)
+	w.emcInsert(&u.Key, h, f)
+	return f, true
+}
+
 // tmpFlow is a flow that is executed for this batch but not installed.
 func (w *worker) tmpFlow(j int, u *Upcall, table *portTable) *megaflow {
 	f := &w.tmp[j]
 	fa := &w.tmpActs[j]
 	fa.actions, fa.gen = u.Actions, table.gen
 	fa.ops = resolveOps(fa.ops, u.Actions, table)
+	fa.meta = usesMeta(fa.ops)
 	f.acts.Store(fa)
 	return f
 }
@@ -671,7 +725,12 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 				f.tcpFlags.Store(f.tcpFlags.Load() | uint32(flags))
 			}
 		}
-		w.apply(fas[j], w.sub[:len(idx)])
+		var mds []conntrack.Meta
+		if fas[j].meta {
+			mds = w.mds[:len(idx)]
+			clear(mds)
+		}
+		w.apply(fas[j].ops, w.sub[:len(idx)], mds, 0, table, now)
 		clear(w.sub[:len(idx)])
 	}
 }
@@ -681,10 +740,10 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 // what was queued stays as it was when output (a Write does not change a
 // frame's bytes other than completing its checksum, which every copy may
 // share).
-func (w *worker) apply(fa *flowActions, pkts []*packet.Packet) {
+func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, depth int, table *portTable, now int64) {
 	queued := false
-	for i := range fa.ops {
-		o := &fa.ops[i]
+	for i := range ops {
+		o := &ops[i]
 		switch o.kind {
 		case ActionOutput:
 			for _, p := range pkts {
@@ -709,8 +768,158 @@ func (w *worker) apply(fa *flowActions, pkts []*packet.Packet) {
 				}
 			}
 			queued = false
+		case ActionCT:
+			var whole []*packet.Packet // fragments whose datagram this op completed
+			var wholeMDs []conntrack.Meta
+			for k, p := range pkts {
+				if p == nil {
+					continue
+				}
+				if data := p.Data(); conntrack.IsFragment(data) {
+					// The tracker holds a copy until the datagram is
+					// whole; then its fragments go on with its state.
+					pkts[k] = nil
+					frags, w2 := w.dp.ct.Defrag(now, data, o.ct.Zone)
+					if frags == nil {
+						continue
+					}
+					md := mds[k]
+					if w.dp.ct.ExecuteAt(now, w2, &md, o.ct, false) != nil {
+						continue
+					}
+					for _, f := range frags {
+						w.dp.ct.NATFragment(f, &md, o.ct)
+						q := w.dp.pool.Get()
+						q.SetLen(copy(q.Tail(), f))
+						q.InPort = p.InPort
+						w.clones = append(w.clones, q)
+						whole, wholeMDs = append(whole, q), append(wholeMDs, md)
+					}
+					continue
+				}
+				if queued && o.ct.NAT != nil {
+					p = w.clone(p)
+					pkts[k] = p
+				}
+				// The tracker refuses only what translations never
+				// emit (helpers): such a packet is dropped.
+				if w.dp.ct.ExecuteAt(now, p.Data(), &mds[k], o.ct, p.Offload.Flags&packet.NeedsCsum != 0) != nil {
+					pkts[k] = nil
+				}
+			}
+			if len(whole) > 0 {
+				w.apply(ops[i+1:], whole, wholeMDs, depth, table, now)
+			}
+			if o.ct.NAT != nil {
+				queued = false
+			}
+		case ActionCTClear:
+			clear(mds)
+		case ActionRecirc:
+			for k, p := range pkts {
+				if p != nil {
+					w.recirc(p, &mds[k], o.recirc, depth+1, table, now)
+				}
+			}
+			queued = true
 		}
 	}
+}
+
+// recirc sends p back through the lookup with recirculation ID id and its
+// conntrack metadata md in its key, and executes the flow it finds (or
+// the upcall's translation) on it: OVS's recirculation, one packet at a
+// time, as the ct actions before it run.
+func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth int, table *portTable, now int64) {
+	if depth > maxRecircDepth {
+		w.dp.recircDrops.Add(1)
+		return
+	}
+	w.c.recirc++
+	var k flow.Key
+	if !extract(p, w.port.no, &k) {
+		return
+	}
+	k.RecircID = id
+	setCtKey(&k, md)
+	h := k.Hash()
+	f := w.emcLookup(&k, h)
+	if f != nil {
+		w.c.emcHits++
+	} else {
+		w.flowMu.Lock()
+		r, probes := w.cls.Lookup(&k)
+		w.c.lookups += uint64(probes)
+		if r != nil {
+			f = r.Value
+			w.c.megaHits++
+			w.emcInsert(&k, h, f)
+		}
+		w.flowMu.Unlock()
+	}
+	if f == nil {
+		if f = w.recircUpcall(p, &k, h, table, now); f == nil {
+			w.c.lost++
+			return
+		}
+	} else if f.installed {
+		f.packets.Store(f.packets.Load() + 1)
+		f.bytes.Store(f.bytes.Load() + uint64(p.Len()))
+		f.used.Store(now + 1)
+		if k.TCPFlags != 0 {
+			f.tcpFlags.Store(f.tcpFlags.Load() | uint32(k.TCPFlags))
+		}
+	}
+	pk := [1]*packet.Packet{p}
+	mdv := [1]conntrack.Meta{*md}
+	w.apply(f.actionsFor(table).ops, pk[:], mdv[:], depth, table, now)
+}
+
+// recircUpcall translates a recirculated packet's key and installs the
+// flow; nil if there is no upcaller.
+func (w *worker) recircUpcall(p *packet.Packet, k *flow.Key, h uint64, table *portTable, now int64) *megaflow {
+	dp := w.dp
+	box := dp.upcaller.Load()
+	if box == nil {
+		return nil
+	}
+	if w.recActs == nil {
+		w.recActs = make(Actions, 0, actionsCap)
+	}
+	seq := dp.revalSeq.Load()
+	ups := [1]Upcall{{Key: *k, Packet: p, Actions: w.recActs[:0]}}
+	u := &ups[0]
+	box.u.Upcall(ups[:])
+	w.c.missed++
+	w.flowMu.Lock()
+	f, _ := w.install(u, h, !dp.megaflows.Load(), table, now, seq)
+	w.flowMu.Unlock()
+	if f == nil {
+		// The table is full: execute without installing.
+		f = &megaflow{}
+		f.acts.Store(resolve(slices.Clone(u.Actions), table))
+	}
+	if cap(u.Actions) > cap(w.recActs) {
+		w.recActs = u.Actions[:0]
+	}
+	return f
+}
+
+// setCtKey puts a packet's conntrack metadata into its flow key, as OVS's
+// recirculated packets carry it.
+func setCtKey(k *flow.Key, md *conntrack.Meta) {
+	k.CtState, k.CtZone, k.CtMark, k.CtLabel = md.State, md.Zone, md.Mark, md.Label
+	if !md.OrigValid {
+		return
+	}
+	o := &md.Orig
+	k.CtNwProto, k.CtNwSrc, k.CtNwDst = o.Proto, o.Src, o.Dst
+	if o.Proto == flow.IPProtoICMP || o.Proto == flow.IPProtoICMPv6 {
+		// ICMP's type and code, as OVS's ct_tp_src and ct_tp_dst.
+		k.CtTpSrc, k.CtTpDst = o.DstPort>>8, o.DstPort&0xff
+		return
+	}
+	k.CtTpSrc, k.CtTpDst = o.SrcPort, o.DstPort
 }
 
 // resetRx readies the receive buffers for the next Read and returns the

@@ -59,4 +59,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 	} {
 		u.Register(c.name, c.usage, c.min, c.max, c.fn)
 	}
+	for _, c := range dp.CtCommands() {
+		u.Register(c.Name, c.Usage, c.Min, c.Max, c.Fn)
+	}
 }

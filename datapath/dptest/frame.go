@@ -164,6 +164,40 @@ func (f Frame) Bytes() []byte {
 	return append(b, make([]byte, f.Pad)...)
 }
 
+// Checksummed serializes f with its TCP, UDP, ICMP or ICMPv6 checksum
+// filled in (Bytes leaves it zero).
+func (f Frame) Checksummed() []byte {
+	b := f.Bytes()
+	l4, proto := f.l4()
+	if proto == 0 || f.IPv4 == nil && f.IPv6 == nil {
+		return b
+	}
+	off := len(b) - f.Pad - len(l4)
+	seg := b[off : off+len(l4)]
+	var pseudo []byte
+	switch {
+	case f.IPv6 != nil:
+		pseudo = append(addr16(f.IPv6.Src), addr16(f.IPv6.Dst)...)
+		pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(len(seg)))
+		pseudo = append(pseudo, 0, 0, 0, proto)
+	case proto != 1:
+		pseudo = append(addr4(f.IPv4.Src), addr4(f.IPv4.Dst)...)
+		pseudo = append(pseudo, 0, proto)
+		pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(seg)))
+	}
+	at := map[uint8]int{6: 16, 17: 6, 1: 2, 58: 2}[proto]
+	if at+2 > len(seg) {
+		return b
+	}
+	seg[at], seg[at+1] = 0, 0
+	c := Checksum(append(pseudo, seg...))
+	if c == 0 && proto == 17 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(seg[at:], c)
+	return b
+}
+
 // l4 returns the transport header and payload, and their protocol.
 func (f Frame) l4() ([]byte, uint8) {
 	var b []byte
@@ -297,4 +331,26 @@ func UDP4(src, dst string) []byte {
 		UDP:     &UDP{Src: 1000, Dst: 2000},
 		Payload: []byte("govs"),
 	}.Bytes()
+}
+
+// Fragment4 cuts an untagged IPv4 frame without options into fragments
+// whose payloads are size bytes (a multiple of 8), the last shorter.
+func Fragment4(b []byte, size int) [][]byte {
+	hdr, payload := b[:34], b[34:]
+	var out [][]byte
+	for off := 0; off < len(payload); off += size {
+		end := min(off+size, len(payload))
+		f := append(append([]byte(nil), hdr...), payload[off:end]...)
+		h := f[14:34]
+		binary.BigEndian.PutUint16(h[2:], uint16(20+end-off))
+		fo := uint16(off / 8)
+		if end < len(payload) {
+			fo |= 0x2000
+		}
+		binary.BigEndian.PutUint16(h[6:], fo)
+		h[10], h[11] = 0, 0
+		binary.BigEndian.PutUint16(h[10:], Checksum(h))
+		out = append(out, f)
+	}
+	return out
 }

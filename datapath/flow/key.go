@@ -2,7 +2,8 @@
 // headers that the datapath's caches and classifier match on and that the
 // translation layer reads, with a mask of the same shape saying which bits
 // of a key a translation consulted. It follows OVS's struct flow
-// (lib/flow.h) for the fields a switch without tunnels or conntrack needs.
+// (lib/flow.h) for the fields a switch without tunnels needs, with the
+// recirculation and conntrack metadata.
 package flow
 
 import (
@@ -64,6 +65,36 @@ type Key struct {
 
 	// ArpSHA and ArpTHA are ARP's sender and target hardware addresses.
 	ArpSHA, ArpTHA [6]byte
+
+	// The fields below are the packet's metadata rather than its
+	// headers (OVS's recirc_id and ct_*): zero on a frame's first pass
+	// through the datapath, set by the ct() and recirc() actions for the
+	// pass after a recirculation.
+
+	// RecircID is the recirculation ID, 0 on the first pass.
+	RecircID uint32
+	// CtMark is the connection's mark.
+	CtMark uint32
+	// CtZone is the zone of the last ct() action.
+	CtZone uint16
+	// CtState is a set of conntrack state bits (OVS_CS_F_*: new 0x01,
+	// est 0x02, rel 0x04, rpl 0x08, inv 0x10, trk 0x20, snat 0x40,
+	// dnat 0x80).
+	CtState uint8
+	// CtNwProto is the IP protocol of the connection's original
+	// direction, 0 if the packet is not tracked into a connection; then
+	// the other CtNw and CtTp fields are zero too.
+	CtNwProto uint8
+	// CtTpSrc and CtTpDst are the original direction's ports (for ICMP,
+	// its type and code, as OVS's ct_tp_src and ct_tp_dst).
+	CtTpSrc, CtTpDst uint16
+	// CtLabel is the connection's 128-bit label, most significant byte
+	// first.
+	CtLabel [16]byte
+	// CtNwSrc and CtNwDst are the original direction's addresses: IPv4
+	// in the first 4 bytes for an IPv4 packet (OVS's ct_nw_src), IPv6
+	// otherwise (ct_ipv6_src).
+	CtNwSrc, CtNwDst [16]byte
 }
 
 // Mask has the shape of a Key: a one bit means the bit of the key was
@@ -155,7 +186,12 @@ func (k *Key) Hash() uint64 {
 	)
 	w := k.words()
 	h := mix(w[0]^s0, w[1]^s1) ^ mix(w[2]^s2, w[3]^s3) ^ mix(w[4]^s1, w[5]^s0) ^
-		mix(w[6]^s3, w[7]^s2) ^ mix(w[8]^s0, w[9]^s2) ^ mix(w[10]^s1, KeySize^s3)
+		mix(w[6]^s3, w[7]^s2) ^ mix(w[8]^s0, w[9]^s2) ^ mix(w[10]^s1, w[11]^s3)
+	// The metadata words are zero on a first pass: fold them in only
+	// when set, so that the common key hashes as before.
+	if m := w[11] | w[12] | w[13] | w[14] | w[15] | w[16] | w[17] | w[18]; m != 0 {
+		h ^= mix(w[12]^s2, w[13]^s0) ^ mix(w[14]^s3, w[15]^s1) ^ mix(w[16]^s0, w[17]^s3) ^ mix(w[18]^s1, KeySize^s2)
+	}
 	return mix(h^s0, h^s1)
 }
 

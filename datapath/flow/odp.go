@@ -30,9 +30,14 @@ func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 	var b strings.Builder
 	b.Grow(256)
 	if f.Verbose {
-		b.WriteString("skb_priority(0/0),skb_mark(0/0),ct_state(0/0),ct_zone(0/0),ct_mark(0/0),ct_label(0/0),recirc_id(0),dp_hash(0/0),")
-	} else {
-		b.WriteString("recirc_id(0),")
+		b.WriteString("skb_priority(0/0),skb_mark(0/0),")
+	}
+	k.formatODPMeta(&b, m, f.Verbose)
+	b.WriteString("recirc_id(")
+	b.WriteString(hexAlt(uint64(k.RecircID)))
+	b.WriteString("),")
+	if f.Verbose {
+		b.WriteString("dp_hash(0/0),")
 	}
 	b.WriteString("in_port(")
 	if f.PortName != nil {
@@ -60,6 +65,106 @@ func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 		return b.String()
 	}
 	k.formatODPInner(&o, m)
+	return b.String()
+}
+
+// formatODPMeta writes the conntrack attributes that OVS's userspace
+// datapath puts before recirc_id (odp_flow_key_from_flow), each followed
+// by a comma: ct_state, ct_zone, ct_mark, ct_label and the original
+// tuple, those the mask wildcards left out unless verbose.
+func (k *Key) formatODPMeta(b *strings.Builder, m *Mask, verbose bool) {
+	if m.CtState != 0 || verbose {
+		b.WriteString("ct_state(")
+		b.WriteString(FormatCtStateMasked(k.CtState, m.CtState))
+		b.WriteString("),")
+	}
+	num := func(name string, v, mk, full uint64) {
+		if mk == 0 && !verbose {
+			return
+		}
+		b.WriteString(name)
+		b.WriteByte('(')
+		if mk == 0 {
+			b.WriteString("0/0")
+		} else {
+			b.WriteString(hexAlt(v))
+			if mk != full {
+				b.WriteString("/" + hexAlt(mk))
+			}
+		}
+		b.WriteString("),")
+	}
+	num("ct_zone", uint64(k.CtZone), uint64(m.CtZone), 0xffff)
+	num("ct_mark", uint64(k.CtMark), uint64(m.CtMark), 0xffffffff)
+	if m.CtLabel != ([16]byte{}) || verbose {
+		b.WriteString("ct_label(")
+		if m.CtLabel == ([16]byte{}) {
+			b.WriteString("0/0")
+		} else {
+			b.WriteString(hex128(k.CtLabel))
+			if m.CtLabel != [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
+				b.WriteString("/" + hex128(m.CtLabel))
+			}
+		}
+		b.WriteString("),")
+	}
+	masked := m.CtNwSrc != [16]byte{} || m.CtNwDst != [16]byte{} || m.CtNwProto != 0 || m.CtTpSrc != 0 || m.CtTpDst != 0
+	if k.CtNwProto == 0 || !(masked || verbose) {
+		return
+	}
+	o := odpWriter{b: b, verbose: verbose, first: true}
+	name := "ct_tuple4"
+	if k.EthType == EthTypeIPv6 {
+		name = "ct_tuple6"
+	}
+	o.attr(name, func() {
+		if name == "ct_tuple4" {
+			o.ipv4("src", [4]byte(k.CtNwSrc[:4]), [4]byte(m.CtNwSrc[:4]))
+			o.ipv4("dst", [4]byte(k.CtNwDst[:4]), [4]byte(m.CtNwDst[:4]))
+		} else {
+			o.ipv6("src", k.CtNwSrc, m.CtNwSrc)
+			o.ipv6("dst", k.CtNwDst, m.CtNwDst)
+		}
+		o.u8("proto", k.CtNwProto, m.CtNwProto)
+		o.u16("tp_src", k.CtTpSrc, m.CtTpSrc, 0xffff)
+		o.u16("tp_dst", k.CtTpDst, m.CtTpDst, 0xffff)
+	}, true)
+	b.WriteByte(',')
+}
+
+// ctStateNames are the ct_state bits' names (odp_ct_state_to_string).
+var ctStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+
+// FormatCtStateMasked formats ct_state as OVS's format_flags_masked:
+// names joined by | when exact ("0" for none), "0/0" when wildcarded,
+// +name/-name per masked bit otherwise.
+func FormatCtStateMasked(v, m uint8) string {
+	return formatFlagsMasked(uint64(v), uint64(m), 0xff, ctStateNames[:])
+}
+
+// hex128 is OVS's ds_put_hex of a 128-bit big-endian value: 0x and the
+// digits without leading zeros, "0" for zero.
+func hex128(v [16]byte) string {
+	const digits = "0123456789abcdef"
+	var b strings.Builder
+	for _, x := range v {
+		if b.Len() == 0 {
+			if x == 0 {
+				continue
+			}
+			b.WriteString("0x")
+			if x>>4 != 0 {
+				b.WriteByte(digits[x>>4])
+			}
+			b.WriteByte(digits[x&15])
+			continue
+		}
+		b.WriteByte(digits[x>>4])
+		b.WriteByte(digits[x&15])
+	}
+	if b.Len() == 0 {
+		return "0"
+	}
 	return b.String()
 }
 
@@ -344,24 +449,29 @@ var tcpFlagNames = [...]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", 
 // joined by | when exact ("0" for none), "0/0" when wildcarded,
 // +name/-name per masked bit otherwise.
 func FormatTCPFlagsMasked(v, m uint16) string {
-	const all = 0x0fff
+	return formatFlagsMasked(uint64(v), uint64(m), 0x0fff, tcpFlagNames[:])
+}
+
+// formatFlagsMasked is OVS's format_flags_masked for flags whose exact
+// mask is all and whose bits are named by names.
+func formatFlagsMasked(v, m, all uint64, names []string) string {
 	switch m & all {
 	case all:
 		if v == 0 {
 			return "0"
 		}
-		var names []string
-		for i, n := range tcpFlagNames {
+		var set []string
+		for i, n := range names {
 			if v&(1<<i) != 0 {
-				names = append(names, n)
+				set = append(set, n)
 			}
 		}
-		return strings.Join(names, "|")
+		return strings.Join(set, "|")
 	case 0:
 		return "0/0"
 	}
 	var b strings.Builder
-	for i, n := range tcpFlagNames {
+	for i, n := range names {
 		if m&(1<<i) == 0 {
 			continue
 		}

@@ -118,6 +118,7 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.Bridge{}),
 		client.WithTable(&vswitchd.Port{}),
 		client.WithTable(&vswitchd.Interface{}),
+		client.WithTable(&vswitchd.Datapath{}),
 	))
 	if err != nil {
 		cli.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/bridge"
 )
@@ -51,6 +52,7 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 				f = append(f, &m.IfaceTypes)
 			}
 			errs = append(errs, add(m, f...))
+			errs = append(errs, c.writeCapabilities(ctx, cur.Datapaths, add))
 		}
 	}
 
@@ -87,6 +89,26 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		return 0, fmt.Errorf("write-back transaction: %w", err)
 	}
 	return len(ops), nil
+}
+
+// writeCapabilities fills the capabilities of the Datapath rows that
+// Open_vSwitch.datapaths names for the datapath types govs serves (OVS
+// writes them for the rows ovn-controller creates).
+func (c *Conn) writeCapabilities(ctx context.Context, dps map[string]string, add func(model.Model, ...any) error) error {
+	caps := datapath.Capabilities()
+	var errs []error
+	for typ, uuid := range dps {
+		if !slices.Contains(bridge.DatapathTypes, typ) {
+			continue
+		}
+		cur := &vswitchd.Datapath{UUID: uuid}
+		if err := c.cli.Get(ctx, cur); err != nil || maps.Equal(cur.Capabilities, caps) {
+			continue
+		}
+		m := &vswitchd.Datapath{UUID: uuid, Capabilities: caps}
+		errs = append(errs, add(m, &m.Capabilities))
+	}
+	return errors.Join(errs...)
 }
 
 // ifaceColumns renders st as Interface column values.

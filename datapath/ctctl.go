@@ -1,0 +1,579 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/datapath/conntrack"
+)
+
+// The dpctl/ conntrack commands, with OVS 3.1's outputs and error texts
+// (lib/dpctl.c, lib/ct-dpif.c), as ovs-vswitchd's netdev datapath answers
+// them. Errors that OVS reports through dpctl_error end in the errno's
+// text, as there.
+
+// CtCommands lists the conntrack commands: name, usage, argument bounds
+// and handler, for the daemon to register.
+func (dp *Datapath) CtCommands() []struct {
+	Name, Usage string
+	Min, Max    int
+	Fn          func([]string) (string, error)
+} {
+	type c = struct {
+		Name, Usage string
+		Min, Max    int
+		Fn          func([]string) (string, error)
+	}
+	return []c{
+		{"dpctl/dump-conntrack", "[-m] [-s] [dp] [zone=N]", 0, 4, dp.DumpConntrackCommand},
+		{"dpctl/flush-conntrack", "[dp] [zone=N] [ct-orig-tuple] [ct-reply-tuple]", 0, 4, dp.FlushConntrackCommand},
+		{"dpctl/ct-stats-show", "[dp] [zone=N]", 0, 3, dp.CtStatsShowCommand},
+		{"dpctl/ct-bkts", "[dp] [gt=N]", 0, 2, dp.CtBktsCommand},
+		{"dpctl/ct-set-maxconns", "[dp] maxconns", 1, 2, dp.CtSetMaxconnsCommand},
+		{"dpctl/ct-get-maxconns", "[dp]", 0, 1, dp.CtGetMaxconnsCommand},
+		{"dpctl/ct-get-nconns", "[dp]", 0, 1, dp.CtGetNconnsCommand},
+		{"dpctl/ct-set-limits", "[dp] [default=L] [zone=N,limit=L]...", 1, 1 << 20, dp.CtSetLimitsCommand},
+		{"dpctl/ct-del-limits", "[dp] zone=N1[,N2]...", 1, 2, dp.CtDelLimitsCommand},
+		{"dpctl/ct-get-limits", "[dp] [zone=N1[,N2]...]", 0, 2, dp.CtGetLimitsCommand},
+		{"dpctl/ct-enable-tcp-seq-chk", "[dp]", 0, 1, dp.ctSeqChk(true)},
+		{"dpctl/ct-disable-tcp-seq-chk", "[dp]", 0, 1, dp.ctSeqChk(false)},
+		{"dpctl/ct-get-tcp-seq-chk", "[dp]", 0, 1, dp.CtGetTCPSeqChkCommand},
+	}
+}
+
+// dpctlOptions strips the options OVS's dpctl unixctl handler takes before
+// the arguments: -m/--more (verbose), -s/--statistics, and the others it
+// accepts and these commands ignore.
+func dpctlOptions(args []string) (verbose, stats bool, rest []string, err error) {
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case strings.HasPrefix(a, "--"):
+			switch a {
+			case "--statistics":
+				stats = true
+			case "--more":
+				verbose = true
+			case "--clear", "--may-create", "--names", "--no-names":
+			default:
+				return false, false, nil, errors.New("Unrecognized option " + a)
+			}
+		case len(a) > 1 && a[0] == '-':
+			for _, c := range a[1:] {
+				switch c {
+				case 'm':
+					verbose = true
+				case 's':
+					stats = true
+				default:
+					return false, false, nil, fmt.Errorf("Unrecognized option -%c", c)
+				}
+			}
+		default:
+			return verbose, stats, args, nil
+		}
+		args = args[1:]
+	}
+	return verbose, stats, args, nil
+}
+
+// dpErr is OVS's dpctl_error: "ovs-vswitchd: " and the message, with the
+// errno's text.
+func dpErr(msg, errno string) error { return fmt.Errorf("ovs-vswitchd: %s (%s)", msg, errno) }
+
+const einval = "Invalid argument"
+
+// scanU parses a leading decimal number as C's %u does in ovs_scan (the
+// rest of the argument is ignored); bits bounds it.
+func scanU(s string, bits int) (uint64, bool) {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[:n], 10, bits)
+	return v, err == nil
+}
+
+// zoneArg parses "zone=N".
+func zoneArg(a string) (uint16, bool) {
+	if !strings.HasPrefix(a, "zone=") {
+		return 0, false
+	}
+	v, ok := scanU(a[5:], 16)
+	return uint16(v), ok
+}
+
+// dpArg checks the optional datapath argument: with more than max-1
+// arguments, the first names the datapath.
+func dpArg(args []string, max int) ([]string, error) {
+	if len(args) >= max {
+		if err := checkDPName(args[0]); err != nil {
+			return nil, err
+		}
+		return args[1:], nil
+	}
+	return args, nil
+}
+
+// DumpConntrackCommand is `dpctl/dump-conntrack [-m] [-s] [dp] [zone=N]`.
+func (dp *Datapath) DumpConntrackCommand(args []string) (string, error) {
+	verbose, stats, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	zone := -1
+	if n := len(args); n > 0 {
+		if z, ok := zoneArg(args[n-1]); ok {
+			zone, args = int(z), args[:n-1]
+		}
+	}
+	if len(args) > 1 {
+		return "", errors.New("ovs-vswitchd: datapath not found (Invalid argument)")
+	}
+	if len(args) == 1 {
+		if err := checkDPName(args[0]); err != nil {
+			return "", err
+		}
+	}
+	var b strings.Builder
+	for _, e := range dp.ct.Dump(zone) {
+		b.WriteString(e.Format(verbose, stats))
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+// FlushConntrackCommand is `dpctl/flush-conntrack [dp] [zone=N]
+// [ct-orig-tuple] [ct-reply-tuple]`: every connection, a zone's, or the
+// one whose original direction is the tuple (in zone N, else 0).
+func (dp *Datapath) FlushConntrackCommand(args []string) (string, error) {
+	_, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	if len(args) > 0 && strings.Contains(args[0], "@") {
+		if err := checkDPName(args[0]); err != nil {
+			return "", err
+		}
+		args = args[1:]
+	}
+	zone := -1
+	if len(args) > 0 {
+		if z, ok := zoneArg(args[0]); ok {
+			zone, args = int(z), args[1:]
+		}
+	}
+	if len(args) > 2 {
+		return "", dpErr("invalid arguments", einval)
+	}
+	var tuples []conntrack.Tuple
+	for _, a := range args {
+		tu, err := parseCtTuple(a)
+		if err != nil {
+			return "", err
+		}
+		tuples = append(tuples, tu)
+	}
+	if len(tuples) == 0 {
+		dp.ct.Flush(zone)
+		return "", nil
+	}
+	z := uint16(max(zone, 0))
+	if !dp.ct.FlushTuple(z, tuples[0]) && (len(tuples) < 2 || !dp.ct.FlushTuple(z, tuples[1])) {
+		return "", dpErr("failed to flush conntrack", "No such file or directory")
+	}
+	return "", nil
+}
+
+// parseCtTuple parses a ct-tuple as ct_dpif_parse_tuple does:
+// ct_nw_src=,ct_nw_dst=,ct_ipv6_src=,ct_ipv6_dst=,ct_nw_proto=,ct_tp_src=,
+// ct_tp_dst=,icmp_type=,icmp_code=,icmp_id=.
+func parseCtTuple(s string) (conntrack.Tuple, error) {
+	var tu conntrack.Tuple
+	var icmpType, icmpCode uint8
+	for _, f := range strings.Split(s, ",") {
+		if f == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(f, "=")
+		if !ok {
+			return tu, dpErr("field "+key+" missing value", einval)
+		}
+		bad := dpErr("failed to parse field "+key, einval)
+		switch key {
+		case "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
+			a, err := netip.ParseAddr(val)
+			v6 := strings.HasPrefix(key, "ct_ipv6")
+			if err != nil || a.Is6() != v6 {
+				return tu, bad
+			}
+			tu.V6 = v6
+			b := a.As16()
+			if !v6 {
+				v := a.As4()
+				b = [16]byte{}
+				copy(b[:], v[:])
+			}
+			if strings.HasSuffix(key, "src") {
+				tu.Src = b
+			} else {
+				tu.Dst = b
+			}
+		case "ct_nw_proto", "icmp_type", "icmp_code":
+			v, err := strconv.ParseUint(val, 0, 8)
+			if err != nil {
+				return tu, bad
+			}
+			switch key {
+			case "ct_nw_proto":
+				tu.Proto = uint8(v)
+			case "icmp_type":
+				icmpType = uint8(v)
+			default:
+				icmpCode = uint8(v)
+			}
+		case "ct_tp_src", "ct_tp_dst", "icmp_id":
+			v, err := strconv.ParseUint(val, 0, 16)
+			if err != nil {
+				return tu, bad
+			}
+			if key == "ct_tp_dst" {
+				tu.DstPort = uint16(v)
+			} else {
+				tu.SrcPort = uint16(v)
+			}
+		default:
+			return tu, dpErr("invalid conntrack tuple field: "+key, einval)
+		}
+	}
+	if tu.Proto == 1 || tu.Proto == 58 {
+		tu.DstPort = uint16(icmpType)<<8 | uint16(icmpCode)
+	}
+	return tu, nil
+}
+
+// CtStatsShowCommand is `dpctl/ct-stats-show [-m] [dp] [zone=N]
+// [verbose]`: the connections by protocol and, verbose, TCP's by state.
+func (dp *Datapath) CtStatsShowCommand(args []string) (string, error) {
+	verbose, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	zone := -1
+	for last := -1; len(args) > 0 && last != len(args); {
+		last = len(args)
+		a := args[len(args)-1]
+		if strings.HasPrefix(a, "verbose") {
+			verbose, args = true, args[:len(args)-1]
+		} else if z, ok := zoneArg(a); ok {
+			zone, args = int(z), args[:len(args)-1]
+		}
+	}
+	if _, err := dpArg(args, 1); err != nil {
+		return "", err
+	}
+	names := conntrack.TCPStateNames()
+	states := make([]int, len(names))
+	byProto := map[string]int{}
+	entries := dp.ct.Dump(zone)
+	for _, e := range entries {
+		switch p := conntrack.ProtoName(e.Orig.Proto); p {
+		case "tcp":
+			byProto["TCP"]++
+			if i := slices.Index(names, e.TCPState); i >= 0 {
+				states[i]++
+			}
+		case "udp", "udplite", "sctp", "icmp", "dccp", "igmp":
+			byProto[strings.ToUpper(p)]++
+		case "icmpv6":
+			// Counted in the total only: OVS prints no ICMPv6 line.
+		default:
+			byProto["Other"]++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Connections Stats:\n    Total: %d\n", len(entries))
+	for _, p := range []string{"TCP", "UDP", "UDPLITE", "SCTP", "ICMP", "DCCP", "IGMP", "Other"} {
+		if byProto[p] == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s: %d\n", p, byProto[p])
+		if p == "TCP" && verbose {
+			b.WriteString("    Conn per TCP states:\n")
+			for i, n := range states {
+				if n > 0 {
+					fmt.Fprintf(&b, "\t  [%s]=%d\n", names[i], n)
+				}
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// CtBktsCommand is `dpctl/ct-bkts [dp] [gt=N]`: the userspace tracker has
+// one bucket, as OVS's (a cmap).
+func (dp *Datapath) CtBktsCommand(args []string) (string, error) {
+	_, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	gt := uint64(0)
+	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "gt=") {
+		if v, ok := scanU(args[n-1][3:], 16); ok {
+			gt, args = v, args[:n-1]
+		}
+	}
+	if _, err := dpArg(args, 1); err != nil {
+		return "", err
+	}
+	n := dp.ct.NConns()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Total Buckets: 1\nCurrent Connections: %d\n\n", n)
+	if n > 0 {
+		b.WriteString("+-----------+-----------------------------------------+\n")
+		b.WriteString("|  Buckets  |         Connections per Buckets         |\n")
+		b.WriteString("+-----------+-----------------------------------------+")
+		fmt.Fprintf(&b, "\n %3d..%3d   | ", 0, 7)
+		if uint64(n) > gt {
+			fmt.Fprintf(&b, "%5d", n)
+		} else {
+			fmt.Fprintf(&b, "%5s", ".")
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String(), nil
+}
+
+// CtSetMaxconnsCommand is `dpctl/ct-set-maxconns [dp] maxconns`.
+func (dp *Datapath) CtSetMaxconnsCommand(args []string) (string, error) {
+	_, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	if len(args) == 0 {
+		return "", dpErr("maxconns missing or malformed", einval)
+	}
+	if _, err := dpArg(args, 2); err != nil {
+		return "", err
+	}
+	v, ok := scanU(args[len(args)-1], 32)
+	if !ok {
+		return "", dpErr("maxconns missing or malformed", einval)
+	}
+	dp.ct.SetMaxConns(uint32(v))
+	return "setting maxconns successful\n", nil
+}
+
+// dpOnly makes a command that takes only the optional datapath argument
+// and answers f's text.
+func dpOnly(f func() string) func([]string) (string, error) {
+	return func(args []string) (string, error) {
+		_, _, args, err := dpctlOptions(args)
+		if err != nil {
+			return "", err
+		}
+		if _, err := dpArg(args, 1); err != nil {
+			return "", err
+		}
+		return f(), nil
+	}
+}
+
+// CtGetMaxconnsCommand is `dpctl/ct-get-maxconns [dp]`.
+func (dp *Datapath) CtGetMaxconnsCommand(args []string) (string, error) {
+	return dpOnly(func() string { return strconv.FormatUint(uint64(dp.ct.MaxConns()), 10) + "\n" })(args)
+}
+
+// CtGetNconnsCommand is `dpctl/ct-get-nconns [dp]`.
+func (dp *Datapath) CtGetNconnsCommand(args []string) (string, error) {
+	return dpOnly(func() string { return strconv.Itoa(dp.ct.NConns()) + "\n" })(args)
+}
+
+// limitsDPArg strips a datapath argument in front of the limits commands'
+// key=value arguments.
+func limitsDPArg(args []string) ([]string, error) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "default=") && !strings.HasPrefix(args[0], "zone=") &&
+		(strings.Contains(args[0], "@") || !strings.Contains(args[0], "=")) {
+		if err := checkDPName(args[0]); err != nil {
+			if strings.Contains(args[0], "@") {
+				return nil, err
+			}
+			return args, nil // not a datapath: the command reports it
+		}
+		return args[1:], nil
+	}
+	return args, nil
+}
+
+// CtSetLimitsCommand is `dpctl/ct-set-limits [dp] [default=L]
+// [zone=N,limit=L]...`.
+func (dp *Datapath) CtSetLimitsCommand(args []string) (string, error) {
+	_, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	if args, err = limitsDPArg(args); err != nil {
+		return "", err
+	}
+	var def *uint32
+	if len(args) > 0 && strings.HasPrefix(args[0], "default=") {
+		v, ok := scanU(args[0][8:], 32)
+		if !ok {
+			return "", dpErr("invalid default limit", einval)
+		}
+		d := uint32(v)
+		def, args = &d, args[1:]
+	}
+	zones := map[uint16]uint32{}
+	for _, a := range args {
+		z, l, err := parseZoneLimit(a)
+		if err != nil {
+			return "", err
+		}
+		zones[z] = l
+	}
+	dp.ct.SetLimits(def, zones)
+	return "", nil
+}
+
+// parseZoneLimit parses "zone=N,limit=L" as ct_dpif_parse_zone_limit_tuple.
+func parseZoneLimit(s string) (zone uint16, limit uint32, err error) {
+	var haveZone, haveLimit bool
+	for _, f := range strings.Split(s, ",") {
+		key, val, ok := strings.Cut(f, "=")
+		if !ok {
+			return 0, 0, dpErr("failed to parse zone limit", einval)
+		}
+		switch key {
+		case "zone":
+			v, err := strconv.ParseUint(val, 10, 16)
+			if err != nil {
+				return 0, 0, dpErr("failed to parse field zone", einval)
+			}
+			zone, haveZone = uint16(v), true
+		case "limit":
+			v, err := strconv.ParseUint(val, 10, 32)
+			if err != nil {
+				return 0, 0, dpErr("failed to parse field limit", einval)
+			}
+			limit, haveLimit = uint32(v), true
+		default:
+			return 0, 0, dpErr("invalid zone limit field: "+key, einval)
+		}
+	}
+	if !haveZone || !haveLimit {
+		return 0, 0, dpErr("failed to parse zone limit", einval)
+	}
+	return zone, limit, nil
+}
+
+// parseZones parses "zone=N1[,N2]..." as parse_ct_limit_zones.
+func parseZones(s string) ([]uint16, error) {
+	if !strings.HasPrefix(s, "zone=") {
+		return nil, dpErr("invalid argument "+s, einval)
+	}
+	var zs []uint16
+	for _, f := range strings.Split(s[5:], ",") {
+		v, ok := scanU(f, 16)
+		if !ok {
+			return nil, dpErr("invalid zone", einval)
+		}
+		zs = append(zs, uint16(v))
+	}
+	return zs, nil
+}
+
+// CtDelLimitsCommand is `dpctl/ct-del-limits [dp] zone=N1[,N2]...`.
+func (dp *Datapath) CtDelLimitsCommand(args []string) (string, error) {
+	_, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	if args, err = dpArg(args, 2); err != nil {
+		return "", err
+	}
+	if len(args) == 0 {
+		return "", dpErr("invalid argument ", einval)
+	}
+	zs, err := parseZones(args[0])
+	if err != nil {
+		return "", err
+	}
+	dp.ct.DelLimits(zs)
+	return "", nil
+}
+
+// CtGetLimitsCommand is `dpctl/ct-get-limits [dp] [zone=N1[,N2]...]`.
+func (dp *Datapath) CtGetLimitsCommand(args []string) (string, error) {
+	_, _, args, err := dpctlOptions(args)
+	if err != nil {
+		return "", err
+	}
+	if args, err = dpArg(args, 2); err != nil {
+		return "", err
+	}
+	var zs []uint16
+	if len(args) > 0 {
+		if zs, err = parseZones(args[0]); err != nil {
+			return "", err
+		}
+	}
+	def, limits := dp.ct.Limits(zs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "default limit=%d", def)
+	for _, l := range limits {
+		fmt.Fprintf(&b, "\nzone=%d,limit=%d,count=%d", l.Zone, l.Limit, l.Count)
+	}
+	b.WriteByte('\n')
+	return b.String(), nil
+}
+
+func (dp *Datapath) ctSeqChk(on bool) func([]string) (string, error) {
+	return dpOnly(func() string {
+		dp.ct.SetLiberal(!on)
+		if on {
+			return "enabling TCP sequence checking successful\n"
+		}
+		return "disabling TCP sequence checking successful\n"
+	})
+}
+
+// CtGetTCPSeqChkCommand is `dpctl/ct-get-tcp-seq-chk [dp]`.
+func (dp *Datapath) CtGetTCPSeqChkCommand(args []string) (string, error) {
+	return dpOnly(func() string {
+		if dp.ct.Liberal() {
+			return "TCP sequence checking: disabled\n"
+		}
+		return "TCP sequence checking: enabled\n"
+	})(args)
+}
+
+// Capabilities is what the Datapath table's capabilities column says of
+// this datapath, with the 27 keys OVS 3.1's netdev datapath writes
+// (ofproto-dpif.c, get_datapath_cap): "true" only for what govs's
+// datapath does. ovn-controller reads it to choose what it may use.
+func Capabilities() map[string]string {
+	caps := map[string]string{
+		"max_hash_alg":     "0", // no dp_hash
+		"max_mpls_depth":   "0",
+		"max_vlan_headers": "1", // one tag parsed, as OVS's default vlan-limit
+	}
+	supported := map[string]bool{
+		"ct_clear": true, "ct_label": true, "ct_mark": true, "ct_orig_tuple": true, "ct_orig_tuple6": true,
+		"ct_state": true, "ct_state_nat": true, "ct_zone": true, "recirc": true, "ufid": true,
+	}
+	for _, k := range []string{"add_mpls", "check_pkt_len", "clone", "ct_clear", "ct_eventmask", "ct_flush",
+		"ct_label", "ct_mark", "ct_orig_tuple", "ct_orig_tuple6", "ct_state", "ct_state_nat", "ct_timeout",
+		"ct_zero_snat", "ct_zone", "explicit_drop_action", "lb_output_action", "masked_set_action", "nd_ext",
+		"recirc", "sample_nesting", "tnl_push_pop", "trunc", "ufid"} {
+		caps[k] = strconv.FormatBool(supported[k])
+	}
+	return caps
+}
