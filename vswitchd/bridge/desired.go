@@ -17,7 +17,6 @@ const (
 	TypeSystem   = "system"
 	TypeInternal = "internal"
 	TypeTap      = "tap"
-	TypePatch    = "patch"
 )
 
 // Defaults of the MAC learning table (Documentation/ref/ovs-actions.7.rst).
@@ -101,31 +100,38 @@ type IfaceSpec struct {
 	// SockBufSize is other_config:userspace-sock-buf-size, 0 if unset:
 	// the Open_vSwitch setting applies.
 	SockBufSize Option[int]
+	// ConfigError is the Interface.error its driver's parse found in the
+	// options, "" if none.
+	ConfigError string
+
+	// The options as the type's driver parsed them (portDriver.parse).
+
 	// VhostPath is a vhost-user interface's socket: the one it serves
 	// (dpdkvhostuser) or connects to (dpdkvhostuserclient, "" without
 	// options:vhost-server-path).
 	VhostPath string
+	// ZeroCopy and TxRetries are a vhost-user interface's dq-zero-copy
+	// and tx-retries-max.
+	ZeroCopy  bool
+	TxRetries int
+	// PatchPeer is a patch port's options:peer.
+	PatchPeer string
 }
 
 // identity is what, when it changes, requires the interface to be
 // re-created rather than reconfigured in place.
 func (s IfaceSpec) identity() string {
 	keys := make([]string, 0, len(s.Options))
-	vhost := KindOf(s.Type) == KindVhost
+	drv := driverOf(s.Type)
 	for k := range s.Options {
-		if vhost && (k == OptDQZeroCopy || k == OptTxRetriesMax) {
-			// Applied in place (applyVhostOptions).
-			continue
+		if !drv.live(k) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d", s.Type, s.OFPortRequest)
-	if vhost {
-		// A server port's socket moves with vhost-sock-dir.
-		fmt.Fprintf(&b, "|path=%s", s.VhostPath)
-	}
+	// A server port's socket moves with vhost-sock-dir.
+	fmt.Fprintf(&b, "%s|%d|path=%s", s.Type, s.OFPortRequest, s.VhostPath)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "|%s=%s", k, s.Options[k])
 	}
@@ -228,7 +234,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 				}
 				claimedIface[row.Name] = br.Name
 				is := ifaceSpec(row, &d.Problems)
-				is.VhostPath = vhostPath(is.Type, is.Name, d.VhostSockDir, is.Options)
+				is.ConfigError = driverOf(is.Type).parse(&is, parseEnv{VhostSockDir: d.VhostSockDir}, &d.Problems)
 				ps.Ifaces = append(ps.Ifaces, is)
 			}
 			if len(ps.Ifaces) == 0 {

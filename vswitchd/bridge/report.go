@@ -10,10 +10,11 @@ import (
 
 // DatapathTypes and IfaceTypes are what Open_vSwitch.datapath_types and
 // iface_types advertise: every bridge runs on govs' userspace datapath
-// whatever its datapath_type.
+// whatever its datapath_type; IfaceTypes are the registered port drivers'
+// types, sorted (registerPort).
 var (
 	DatapathTypes = []string{"netdev", "system"}
-	IfaceTypes    = []string{TypeVhostUser, TypeVhostUserClient, TypeInternal, TypePatch, TypeSystem, TypeTap}
+	IfaceTypes    []string
 )
 
 // Report is what the database should show about the running switch for
@@ -93,25 +94,7 @@ func (ifc *iface) status(uuid string) IfaceStatus {
 	switch ifc.state {
 	case StateAttached:
 		st.OFPort = ifc.ofport
-		switch ifc.kind() {
-		case KindPatch:
-			st.Link = &LinkStatus{AdminUp: true, LinkUp: true, HasIfindex: true}
-			return st
-		case KindVhost:
-			ifc.vhostStatus(&st)
-			return st
-		}
-		st.Stats = statsColumn(ifc.stats)
-		if ifc.dev != nil {
-			st.Status = ifc.statusColumn()
-		}
-		if l := ifc.link; l != nil {
-			st.Link = &LinkStatus{
-				AdminUp: l.AdminUp, LinkUp: l.OperUp, Speed: int(l.Speed) * 1000000, Duplex: l.Duplex,
-				MTU: l.MTU, MAC: l.MAC.String(), Ifindex: l.Index, HasIfindex: true,
-				LinkResets: ifc.linkResets,
-			}
-		}
+		ifc.driver().status(ifc, &st)
 	case StateMissing:
 		if ifc.ofport > 0 {
 			// An interface that ran and vanished keeps its number and
@@ -145,18 +128,7 @@ func (s *Switch) Refresh() {
 		}
 		s.count("netdev_get_stats")
 		ifc.stats = ifc.dev.Stats()
-		if ifc.kind() != KindKernel {
-			ifc.refreshVhost()
-			continue
-		}
-		l, err := s.devs.Link(ifc.spec.Name)
-		if err != nil {
-			continue
-		}
-		if ifc.link != nil && ifc.link.OperUp && !l.OperUp {
-			ifc.linkResets++
-		}
-		ifc.link = &l
+		ifc.driver().refresh(s, ifc)
 	}
 }
 
