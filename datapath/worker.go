@@ -366,6 +366,11 @@ func (w *worker) run() {
 		if full = n == w.rxN; full && lazy {
 			w.rxN = min(2*w.rxN, len(w.rx))
 		}
+		if pol := w.port.policer.Load(); pol != nil && n > 0 {
+			kept := pol.police(w.rx[:n], n, w.dp.clock(), true)
+			w.port.rxPoliced.Add(uint64(n - kept))
+			n = kept
+		}
 		t1 := time.Now()
 		if n > 0 {
 			w.batch(n)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/ofproto"
 )
@@ -100,6 +101,8 @@ type IfaceSpec struct {
 	// SockBufSize is other_config:userspace-sock-buf-size, 0 if unset:
 	// the Open_vSwitch setting applies.
 	SockBufSize Option[int]
+	// Policing is ingress_policing_rate/_burst and _kpkts_rate/_burst.
+	Policing datapath.Policing
 	// ConfigError is the Interface.error its driver's parse found in the
 	// options, "" if none.
 	ConfigError string
@@ -198,6 +201,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		}
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
+		reportUnsupportedBridge(br, &d.Problems)
 
 		var prs []vswitchd.Port
 		for _, u := range br.Ports {
@@ -233,6 +237,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 					continue
 				}
 				claimedIface[row.Name] = br.Name
+				reportUnsupportedIface(row, &d.Problems)
 				is := ifaceSpec(row, &d.Problems)
 				is.ConfigError = driverOf(is.Type).parse(&is, parseEnv{VhostSockDir: d.VhostSockDir}, &d.Problems)
 				ps.Ifaces = append(ps.Ifaces, is)
@@ -240,6 +245,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			if len(ps.Ifaces) == 0 {
 				continue
 			}
+			reportUnsupportedPort(br.Name, p, len(ps.Ifaces), &d.Problems)
 			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })
 			spec.Ports = append(spec.Ports, ps)
 		}
@@ -263,6 +269,7 @@ func ifaceSpec(row vswitchd.Interface, problems *[]string) IfaceSpec {
 	if row.MTURequest != nil {
 		s.MTURequest = *row.MTURequest
 	}
+	s.Policing = policingOf(row.IngressPolicingRate, row.IngressPolicingBurst, row.IngressPolicingKpktsRate, row.IngressPolicingKpktsBurst)
 	return s
 }
 

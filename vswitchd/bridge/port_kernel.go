@@ -1,5 +1,7 @@
 package bridge
 
+import "fmt"
+
 // kernelPort runs a kernel network device: system attaches to an existing
 // interface through AF_PACKET, internal and tap create a tap device (OVS's
 // userspace datapath runs internal ports as taps too).
@@ -16,9 +18,17 @@ func init() {
 	registerPort(TypeTap, kernelPort{typ: TypeTap, netdev: TypeTap})
 }
 
-func (kernelPort) kind() PortKind                               { return KindKernel }
-func (kernelPort) parse(*IfaceSpec, parseEnv, *[]string) string { return "" }
-func (k kernelPort) netdevType(*iface) string                   { return k.netdev }
+func (kernelPort) kind() PortKind { return KindKernel }
+
+// parse: kernel devices take no options; OVS warns (netdev_set_config).
+func (kernelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
+	if len(spec.Options) > 0 {
+		*problems = append(*problems, fmt.Sprintf("%s: arguments provided to device that is not configurable", spec.Name))
+	}
+	return ""
+}
+
+func (k kernelPort) netdevType(*iface) string { return k.netdev }
 func (k kernelPort) request(s *Switch, ifc *iface) OpenRequest {
 	return OpenRequest{Name: ifc.spec.Name, Type: k.typ, Config: s.portConfig(ifc)}
 }

@@ -95,6 +95,12 @@ func (ifc *iface) status(uuid string) IfaceStatus {
 	case StateAttached:
 		st.OFPort = ifc.ofport
 		ifc.driver().status(ifc, &st)
+		if st.Stats != nil && (ifc.policing.Enabled() || ifc.policed > 0) {
+			// netdev-dpdk's counter of frames its ingress policer
+			// dropped, which it also counts in rx_dropped.
+			st.Stats["rx_dropped"] += int(ifc.policed)
+			st.Stats["ovs_rx_qos_drops"] = int(ifc.policed)
+		}
 	case StateMissing:
 		if ifc.ofport > 0 {
 			// An interface that ran and vanished keeps its number and
@@ -128,6 +134,9 @@ func (s *Switch) Refresh() {
 		}
 		s.count("netdev_get_stats")
 		ifc.stats = ifc.dev.Stats()
+		if pd, ok := s.dp.(PolicingDatapath); ok && ifc.dpPort != 0 {
+			ifc.policed = pd.PolicingDrops(ifc.dpPort)
+		}
 		ifc.driver().refresh(s, ifc)
 	}
 }

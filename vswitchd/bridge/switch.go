@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
@@ -101,6 +102,13 @@ type iface struct {
 	txRetries int
 	vhostCtr  vhostuser.Counters
 	vhostUp   bool
+
+	// policing is the ingress policing the datapath port runs (zero:
+	// none), policed what it dropped as last read; policingWarned is
+	// set once a policing the port cannot run was logged.
+	policing       datapath.Policing
+	policed        uint64
+	policingWarned bool
 }
 
 // kind is how ifc runs (its driver's kind).
@@ -207,9 +215,12 @@ func (s *Switch) Apply(d *Desired) {
 		}
 		if ifc.state != StateAttached {
 			s.attach(ifc, reserved)
-			continue
+		} else {
+			ifc.driver().apply(s, ifc, ifc.spec.MTURequest != oldMTU)
 		}
-		ifc.driver().apply(s, ifc, ifc.spec.MTURequest != oldMTU)
+		if ifc.state == StateAttached {
+			s.applyPolicing(ifc)
+		}
 	}
 
 	for i := range d.Bridges {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/netdev"
 )
 
@@ -97,6 +98,9 @@ func (s *Switch) opened(ifc *iface, req OpenRequest) {
 	ifc.offloads = ifc.dev.Offloads()
 	ifc.zeroCopy, ifc.txRetries = req.Vhost.ZeroCopy, req.Vhost.TxRetriesMax
 	s.readSockBufs(ifc)
+	// A new datapath port polices nothing yet.
+	ifc.policing, ifc.policed = datapath.Policing{}, 0
+	s.applyPolicing(ifc)
 }
 
 // applySockBuf brings an attached kernel ifc's device in line with the
