@@ -145,6 +145,10 @@ type dpPort struct {
 	// the port's rx goroutine runs it. rxPoliced counts what it dropped.
 	policer   atomic.Pointer[policer]
 	rxPoliced atomic.Uint64
+	// egress is the QoS egress-policer (SetEgressPolicing), nil for none;
+	// guarded by txMu. txPoliced counts what it dropped.
+	egress    *policer
+	txPoliced atomic.Uint64
 }
 
 // New returns a datapath with no ports. log may be nil.

@@ -123,3 +123,36 @@ func (dp *Datapath) PolicingDrops(no uint32) uint64 {
 	}
 	return 0
 }
+
+// newEgressPolicer is netdev-dpdk's egress-policer: one bucket of cbs bytes
+// filled at cir bytes per second.
+func newEgressPolicer(cir, cbs uint64, now int64) *policer {
+	return &policer{byteRate: float64(cir) / 1e9, byteCap: float64(cbs), bytes: float64(cbs), last: now}
+}
+
+// SetEgressPolicing sets port no's QoS egress-policer: cir bytes per
+// second with bursts of cbs bytes; cir 0 turns it off. The bucket starts
+// full.
+func (dp *Datapath) SetEgressPolicing(no uint32, cir, cbs uint64) error {
+	port, ok := dp.ports.Load().byNo[no]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrNoSuchPort, no)
+	}
+	port.txMu.Lock()
+	defer port.txMu.Unlock()
+	if cir == 0 {
+		port.egress = nil
+		return nil
+	}
+	port.egress = newEgressPolicer(cir, cbs, dp.clock())
+	return nil
+}
+
+// EgressPolicingDrops returns how many frames port no's egress-policer
+// dropped, over the port's life in the datapath.
+func (dp *Datapath) EgressPolicingDrops(no uint32) uint64 {
+	if port, ok := dp.ports.Load().byNo[no]; ok {
+		return port.txPoliced.Load()
+	}
+	return 0
+}

@@ -847,10 +847,17 @@ func (w *worker) flush() {
 
 func (w *worker) write(port *dpPort, pkts []*packet.Packet) {
 	var sizes [netdev.BatchSize]int
+	port.txMu.Lock()
+	if pol := port.egress; pol != nil {
+		// A flooded frame may be queued to other ports too: dropped
+		// frames are left as they are.
+		kept := pol.police(pkts, len(pkts), w.dp.clock(), false)
+		port.txPoliced.Add(uint64(len(pkts) - kept))
+		pkts = pkts[:kept]
+	}
 	for i, p := range pkts {
 		sizes[i] = p.Len()
 	}
-	port.txMu.Lock()
 	n, err := port.dev.Write(pkts)
 	port.txMu.Unlock()
 	n = max(0, min(n, len(pkts)))

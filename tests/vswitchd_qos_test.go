@@ -93,4 +93,71 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 	if e.ofport(a.Host) != ofport {
 		t.Errorf("the port was re-added: ofport %d, was %d", e.ofport(a.Host), ofport)
 	}
+
+	// No silent no-ops: what govs does not run is logged, and an MTU the
+	// device refuses is logged with the range it accepts.
+	e.mustVsctl("set", "bridge", "gvswpolbr", "stp_enable=true", "--", "set", "interface", a.Host, "mtu_request=70000")
+	for _, want := range []string{
+		"bridge gvswpolbr: stp_enable=true (STP) is not supported by govs and has no effect",
+		"failed to set MTU for network device " + a.Host + ": Invalid argument (mtu_request 70000; the device accepts 68..65535)",
+	} {
+		vswWait(t, vswTimeout, want, func() bool { return logged(want) })
+	}
+}
+
+// TestVswitchdQoS: a Port's QoS egress-policer holds an iperf3 TCP stream
+// leaving the switch through it at cir (robust under load as the ingress
+// test is); qos/show prints it as OVS does; a QoS type govs does not run
+// is logged and qos/show then says none runs, as OVS's does after its
+// netdev refused the type.
+func TestVswitchdQoS(t *testing.T) {
+	t.Parallel()
+	e := vswNewEnv(t)
+	a := vswAddNS(t, "qos-a", "10.73.0.1/24")
+	b := vswAddNS(t, "qos-b", "10.73.0.2/24")
+	e.mustVsctl("add-br", "gvswqosbr", "--", "add-port", "gvswqosbr", a.Host, "--", "add-port", "gvswqosbr", b.Host)
+	a.waitPing("10.73.0.2")
+	logged := func(s string) bool {
+		b, _ := os.ReadFile(e.logPath())
+		return strings.Contains(string(b), s)
+	}
+
+	// 2.5 MB/s is 20 Mbit/s; the burst can add 8% over the 10 s.
+	const cir, cbs, secs = 2500000, 2000000, 10
+	qos := e.mustVsctl("--", "set", "port", b.Host, "qos=@q", "--", "--id=@q", "create", "qos", "type=egress-policer",
+		"other_config:cir="+strconv.Itoa(cir), "other_config:cbs="+strconv.Itoa(cbs))
+	vswWait(t, vswTimeout, "the QoS to be logged", func() bool {
+		return logged(b.Host + ": QoS egress-policer cir 2500000 cbs 2000000")
+	})
+	if out, want := e.mustAppctl("qos/show", b.Host), "QoS: "+b.Host+" egress-policer\ncbs: 2000000\ncir: 2500000\n"; out != want {
+		t.Errorf("qos/show:\n%s\nwant:\n%s", out, want)
+	}
+	got := iperfReceived(t, a.iperf(b, "10.73.0.2", "-J", "-O", "2", "-t", strconv.Itoa(secs)))
+	ratio := got / (cir * 8)
+	t.Logf("egress-policer at %d bytes/s (cbs %d): iperf3 TCP received %.2f Mbit/s, %.1f%% of the rate", cir, cbs, got/1e6, 100*ratio)
+	if limit := 1 + float64(cbs)/float64(cir*secs); ratio > limit {
+		t.Errorf("the egress-policer let %.1f%% of the rate through, more than a token bucket can (%.1f%%)", 100*ratio, 100*limit)
+	}
+	if ratio < 0.5 {
+		t.Errorf("the egress-policer let only %.1f%% of the rate through", 100*ratio)
+	}
+	vswWait(t, vswTimeout, "the egress-policer's drops in the statistics", func() bool {
+		out, _ := e.vsctl("get", "interface", b.Host, "statistics:ovs_tx_qos_drops")
+		n, _ := strconv.Atoi(strings.TrimSpace(out))
+		return n > 0
+	})
+
+	// A type govs does not run: logged, and qos/show reports none.
+	e.mustVsctl("set", "qos", qos, "type=linux-htb")
+	vswWait(t, vswTimeout, "linux-htb to be reported", func() bool {
+		return logged("port " + b.Host + ": QoS type linux-htb is not supported by the userspace datapath")
+	})
+	vswWait(t, vswTimeout, "the QoS to be removed", func() bool { return logged(b.Host + ": QoS off") })
+	out, err := e.appctl("qos/show", b.Host)
+	if want := "QoS not configured on " + b.Host; err == nil || !strings.Contains(out+err.Error(), want) {
+		t.Errorf("qos/show after linux-htb: %q, %v; want %q", out, err, want)
+	}
+	if out, err := e.appctl("qos/show", "nosuch"); err == nil || !strings.Contains(out+err.Error(), "no such interface") {
+		t.Errorf("qos/show nosuch: %q, %v", out, err)
+	}
 }

@@ -81,6 +81,8 @@ type PortSpec struct {
 	Tag      int
 	Trunks   []int
 	VLANMode string
+	// QoS is the port's qos, parsed; its zero value is none.
+	QoS QoSSpec
 	// Ifaces are sorted by name. A port with more than one is a bond.
 	Ifaces []IfaceSpec
 }
@@ -147,6 +149,7 @@ type Rows struct {
 	Bridges     []vswitchd.Bridge
 	Ports       []vswitchd.Port
 	Interfaces  []vswitchd.Interface
+	QoS         []vswitchd.QoS
 }
 
 // Build resolves the rows into a Desired. Dangling references are skipped;
@@ -176,6 +179,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
 	ifaces := index(rows.Interfaces, func(i vswitchd.Interface) string { return i.UUID })
+	qoses := index(rows.QoS, func(q vswitchd.QoS) string { return q.UUID })
 
 	var brs []vswitchd.Bridge
 	for _, u := range ovs.Bridges {
@@ -246,6 +250,11 @@ func BuildIn(rows Rows, rundir string) *Desired {
 				continue
 			}
 			reportUnsupportedPort(br.Name, p, len(ps.Ifaces), &d.Problems)
+			if p.QOS != nil {
+				if q, ok := qoses[*p.QOS]; ok {
+					ps.QoS = qosSpec(p.Name, &q, &d.Problems)
+				}
+			}
 			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })
 			spec.Ports = append(spec.Ports, ps)
 		}

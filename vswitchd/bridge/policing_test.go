@@ -1,17 +1,20 @@
 package bridge
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/schema/vswitchd"
 )
 
 // policingDP is a fakeDP that polices.
 type policingDP struct {
 	*fakeDP
-	set   map[uint32]datapath.Policing
-	calls int
+	set    map[uint32]datapath.Policing
+	egress map[uint32][2]uint64
+	calls  int
 }
 
 func (d *policingDP) SetPolicing(no uint32, p datapath.Policing) error {
@@ -20,10 +23,15 @@ func (d *policingDP) SetPolicing(no uint32, p datapath.Policing) error {
 	return nil
 }
 func (d *policingDP) PolicingDrops(no uint32) uint64 { return 42 }
+func (d *policingDP) SetEgressPolicing(no uint32, cir, cbs uint64) error {
+	d.egress[no] = [2]uint64{cir, cbs}
+	return nil
+}
+func (d *policingDP) EgressPolicingDrops(no uint32) uint64 { return 7 }
 
 func TestIngressPolicing(t *testing.T) {
 	h := newHarness()
-	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}}
+	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}}
 	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
 	var d db
 	d.bridge("br0", "p1", "pa:patch:peer=pb")
@@ -76,4 +84,55 @@ func (l *testLog) count(prefix string) int {
 		}
 	}
 	return n
+}
+
+func TestQoS(t *testing.T) {
+	h := newHarness()
+	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}}
+	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
+	var d db
+	d.bridge("br0", "p1", "p2", "p3")
+	q := func(typ string, oc map[string]string) *string {
+		u := d.uuid()
+		d.rows.QoS = append(d.rows.QoS, vswitchd.QoS{UUID: u, Type: typ, OtherConfig: oc})
+		return &u
+	}
+	d.port("p1").QOS = q(QoSEgressPolicer, map[string]string{"cir": "1000000", "cbs": "2048"})
+	d.port("p2").QOS = q("linux-htb", map[string]string{"max-rate": "1000"})
+	d.port("p3").QOS = q(QoSEgressPolicer, map[string]string{"cir": "x"})
+	des := Build(d.rows)
+	for _, w := range []string{
+		"port p2: QoS type linux-htb is not supported by the userspace datapath (Operation not supported: govs runs egress-policer); the port runs without QoS",
+		"port p3: QoS egress-policer needs other_config:cir (bytes/s) and cbs (bytes), both above 0; the port runs without QoS",
+	} {
+		if !slices.Contains(des.Problems, w) {
+			t.Errorf("problems %q lack %q", des.Problems, w)
+		}
+	}
+	h.sw.Apply(des)
+	no := h.sw.ifaces["p1"].dpPort
+	if dp.egress[no] != [2]uint64{1000000, 2048} {
+		t.Errorf("p1 egress %v", dp.egress[no])
+	}
+	for _, c := range []struct{ name, out, err string }{
+		{"p1", "QoS: p1 egress-policer\ncbs: 2048\ncir: 1000000\n", ""},
+		{"p2", "", "QoS not configured on p2\n"},
+		{"nosuch", "", "no such interface"},
+	} {
+		out, err := h.sw.QoSShow(c.name)
+		if out != c.out || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
+			t.Errorf("qos/show %s = %q, %v; want %q, %q", c.name, out, err, c.out, c.err)
+		}
+	}
+	h.sw.Refresh()
+	st := statusOf(h.sw.Report(des), d.iface("p1").UUID)
+	if st.Stats["ovs_tx_qos_drops"] != 7 || st.Stats["tx_dropped"] != 7 {
+		t.Errorf("statistics %v", st.Stats)
+	}
+	// Removed live.
+	d.port("p1").QOS = nil
+	h.sw.Apply(Build(d.rows))
+	if h.sw.ifaces["p1"].dpPort != no || dp.egress[no] != [2]uint64{0, 0} {
+		t.Errorf("p1 after removal: port %d egress %v", h.sw.ifaces["p1"].dpPort, dp.egress[no])
+	}
 }

@@ -101,6 +101,12 @@ func (ifc *iface) status(uuid string) IfaceStatus {
 			st.Stats["rx_dropped"] += int(ifc.policed)
 			st.Stats["ovs_rx_qos_drops"] = int(ifc.policed)
 		}
+		if st.Stats != nil && (ifc.qos.Type != "" || ifc.qosPoliced > 0) {
+			// netdev-dpdk's counter of frames its QoS dropped, also in
+			// tx_dropped.
+			st.Stats["tx_dropped"] += int(ifc.qosPoliced)
+			st.Stats["ovs_tx_qos_drops"] = int(ifc.qosPoliced)
+		}
 	case StateMissing:
 		if ifc.ofport > 0 {
 			// An interface that ran and vanished keeps its number and
@@ -136,6 +142,9 @@ func (s *Switch) Refresh() {
 		ifc.stats = ifc.dev.Stats()
 		if pd, ok := s.dp.(PolicingDatapath); ok && ifc.dpPort != 0 {
 			ifc.policed = pd.PolicingDrops(ifc.dpPort)
+		}
+		if ed, ok := s.dp.(EgressPolicingDatapath); ok && ifc.dpPort != 0 {
+			ifc.qosPoliced = ed.EgressPolicingDrops(ifc.dpPort)
 		}
 		ifc.driver().refresh(s, ifc)
 	}

@@ -109,6 +109,11 @@ type iface struct {
 	policing       datapath.Policing
 	policed        uint64
 	policingWarned bool
+	// qos is the QoS the datapath port runs, qosPoliced what its
+	// egress-policer dropped as last read; qosWarned as policingWarned.
+	qos        QoSSpec
+	qosPoliced uint64
+	qosWarned  bool
 }
 
 // kind is how ifc runs (its driver's kind).
@@ -220,6 +225,7 @@ func (s *Switch) Apply(d *Desired) {
 		}
 		if ifc.state == StateAttached {
 			s.applyPolicing(ifc)
+			s.applyQoS(ifc)
 		}
 	}
 
@@ -394,7 +400,13 @@ func (s *Switch) allocOFPort(rb *runBridge, ifc *iface, reserved map[int]string)
 func (s *Switch) applyMTU(ifc *iface) {
 	if ifc.spec.MTURequest > 0 && ifc.dev != nil {
 		if err := s.devs.SetMTU(ifc.spec.Name, ifc.spec.MTURequest); err != nil {
-			s.log.Warnf("%s: setting MTU to %d failed: %s", ifc.spec.Name, ifc.spec.MTURequest, Strerror(err))
+			// OVS's text (netdev_set_mtu), with the range the device
+			// accepts when the kernel says.
+			rng := ""
+			if l, lerr := s.devs.Link(ifc.spec.Name); lerr == nil && l.MaxMTU > 0 {
+				rng = fmt.Sprintf(" (mtu_request %d; the device accepts %d..%d)", ifc.spec.MTURequest, l.MinMTU, l.MaxMTU)
+			}
+			s.log.Warnf("failed to set MTU for network device %s: %s%s", ifc.spec.Name, Strerror(err), rng)
 		}
 	}
 	if l, err := s.devs.Link(ifc.spec.Name); err == nil {

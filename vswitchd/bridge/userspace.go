@@ -100,7 +100,9 @@ func (s *Switch) opened(ifc *iface, req OpenRequest) {
 	s.readSockBufs(ifc)
 	// A new datapath port polices nothing yet.
 	ifc.policing, ifc.policed = datapath.Policing{}, 0
+	ifc.qos, ifc.qosPoliced = QoSSpec{}, 0
 	s.applyPolicing(ifc)
+	s.applyQoS(ifc)
 }
 
 // applySockBuf brings an attached kernel ifc's device in line with the
