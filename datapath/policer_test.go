@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/packet"
 )
 
@@ -95,4 +96,47 @@ func TestPolicingEnabled(t *testing.T) {
 	if !(Policing{KpktsRate: 1}).Enabled() || !(Policing{Rate: 1}).Enabled() {
 		t.Error("a rate does not police")
 	}
+}
+
+// The datapath polices a port's receive and, with an egress-policer, its
+// transmit; a frame dropped on one port's egress still reaches the others.
+func TestDatapathPolicing(t *testing.T) {
+	r := newRigClock(t, 3, func() int64 { return 0 }) // no refill
+	r.dp.SetUpcall(floodUpcall(3))
+	// 1 kbit is 125 bytes: three frames of 35 bytes after the Ethernet
+	// header; 70 bytes of egress burst: two.
+	if err := r.dp.SetPolicing(1, Policing{Rate: 1, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.dp.SetEgressPolicing(3, 1, 70); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		r.ports[1].Inject(frame())
+	}
+	dptest.Eventually(t, "7 frames policed", func() bool { return r.dp.PolicingDrops(1) == 7 })
+	r.rxDone(t, 1, 3)
+	dptest.Eventually(t, "3 frames on port 2", func() bool { return r.ports[2].NumSent() == 3 })
+	if n, d := r.ports[3].NumSent(), r.dp.EgressPolicingDrops(3); n != 2 || d != 1 {
+		t.Errorf("port 3 sent %d, egress-policer dropped %d; want 2, 1", n, d)
+	}
+	if err := r.dp.SetPolicing(9, Policing{Rate: 1}); err == nil {
+		t.Error("policing a port that does not exist")
+	}
+}
+
+// Policing changes while frames flow (go test -race).
+func TestDatapathPolicingLive(t *testing.T) {
+	r := newRig(t, 2)
+	r.dp.SetUpcall(floodUpcall(2))
+	stop := r.flood([]uint32{1}, func(int) []byte { return frame() })
+	defer stop()
+	for i := 0; i < 200; i++ {
+		r.dp.SetPolicing(1, Policing{Rate: uint32(i % 3), KpktsRate: uint32(i % 2)})
+		r.dp.SetEgressPolicing(2, uint64(i%2)*1000, 1000)
+	}
+	r.dp.SetPolicing(1, Policing{})
+	r.dp.SetEgressPolicing(2, 0, 0)
+	n := uint64(r.ports[2].NumSent())
+	dptest.Eventually(t, "frames forwarded with policing off", func() bool { return uint64(r.ports[2].NumSent()) > n+100 })
 }
