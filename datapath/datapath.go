@@ -145,9 +145,9 @@ type dpPort struct {
 	// the port's rx goroutine runs it. rxPoliced counts what it dropped.
 	policer   atomic.Pointer[policer]
 	rxPoliced atomic.Uint64
-	// egress is the QoS egress-policer (SetEgressPolicing), nil for none;
-	// guarded by txMu. txPoliced counts what it dropped.
-	egress    *policer
+	// egress is the QoS (SetEgressPolicing, SetTrTCMPolicing), nil for
+	// none; guarded by txMu. txPoliced counts what it dropped.
+	egress    egressPolicer
 	txPoliced atomic.Uint64
 }
 

@@ -124,6 +124,12 @@ func (dp *Datapath) PolicingDrops(no uint32) uint64 {
 	return 0
 }
 
+// egressPolicer is a QoS type on a port's transmit: police as
+// policer.police.
+type egressPolicer interface {
+	police(pkts []*packet.Packet, n int, now int64, reset bool) int
+}
+
 // newEgressPolicer is netdev-dpdk's egress-policer: one bucket of cbs bytes
 // filled at cir bytes per second.
 func newEgressPolicer(cir, cbs uint64, now int64) *policer {

@@ -5,6 +5,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -30,29 +31,66 @@ func iperfReceived(t *testing.T, out string) float64 {
 	return r.End.SumReceived.BitsPerSecond
 }
 
+// policedIperf runs iperf3 TCP from a to b (ip) for secs seconds, after 2
+// left out (TCP's slow start), through a policer of rate bit/s whose
+// buckets hold burst bits in all, and checks the band: at most what the
+// buckets can let through (rate*secs+burst), which holds however loaded
+// the machine is, and at least half the rate, which only a machine too
+// loaded to run TCP at 20 Mbit/s misses. It returns the received rate's
+// share of rate.
+func policedIperf(t *testing.T, what string, a, b *vswNS, ip string, rate, burst float64, secs int) float64 {
+	t.Helper()
+	got := iperfReceived(t, a.iperf(b, ip, "-J", "-O", "2", "-t", strconv.Itoa(secs)))
+	ratio := got / rate
+	t.Logf("%s: iperf3 TCP received %.2f Mbit/s, %.1f%% of the rate", what, got/1e6, 100*ratio)
+	if limit := 1 + burst/(rate*float64(secs)); ratio > limit {
+		t.Errorf("%s let %.1f%% of the rate through, more than its buckets can (%.1f%%)", what, 100*ratio, 100*limit)
+	}
+	if ratio < 0.5 {
+		t.Errorf("%s let only %.1f%% of the rate through", what, 100*ratio)
+	}
+	return ratio
+}
+
+// policingPair starts a switch with bridge gvsw<tag>br holding namespaces
+// <tag>-a (<net>.1) and <tag>-b (<net>.2), which reach each other.
+func policingPair(t *testing.T, tag, net string) (*vswEnv, *vswNS, *vswNS) {
+	t.Helper()
+	e := vswNewEnv(t)
+	a := vswAddNS(t, tag+"-a", net+".1/24")
+	b := vswAddNS(t, tag+"-b", net+".2/24")
+	br := "gvsw" + tag + "br"
+	e.mustVsctl("add-br", br, "--", "add-port", br, a.Host, "--", "add-port", br, b.Host)
+	a.waitPing(net + ".2")
+	return e, a, b
+}
+
+// waitStat waits for Interface statistics:key of iface to be above 0.
+func (e *vswEnv) waitStat(iface, key string) {
+	e.t.Helper()
+	vswWait(e.t, vswTimeout, iface+" statistics:"+key, func() bool {
+		out, _ := e.vsctl("get", "interface", iface, "statistics:"+key)
+		n, _ := strconv.Atoi(strings.TrimSpace(out))
+		return n > 0
+	})
+}
+
+// logged reports whether the switch's log has s.
+func (e *vswEnv) logged(s string) bool {
+	b, _ := os.ReadFile(e.logPath())
+	return strings.Contains(string(b), s)
+}
+
 // TestVswitchdIngressPolicing: ingress_policing_rate holds an iperf3 TCP
-// stream entering the switch at the rate, the policer's drops show in the
-// Interface's statistics, and a live change (policing off) applies
-// without re-adding the port.
-//
-// Robust under load by construction: the upper bound is what a token
-// bucket lets through at most, rate*T plus one burst, which holds however
-// slow the machine is (iperf3 counts TCP payload, less than the policed
-// frames); only the lower bound
-// depends on TCP getting scheduled, so it is generous (half the rate: a
-// loaded machine slows TCP but 20 Mbit/s needs little CPU).
+// stream entering the switch at the rate (policedIperf: robust under load
+// by construction), the policer's drops show in the Interface's
+// statistics, and a live change (policing off) applies without re-adding
+// the port.
 func TestVswitchdIngressPolicing(t *testing.T) {
 	t.Parallel()
-	e := vswNewEnv(t)
-	a := vswAddNS(t, "pol-a", "10.74.0.1/24")
-	b := vswAddNS(t, "pol-b", "10.74.0.2/24")
-	e.mustVsctl("add-br", "gvswpolbr", "--", "add-port", "gvswpolbr", a.Host, "--", "add-port", "gvswpolbr", b.Host)
-	a.waitPing("10.74.0.2")
+	e, a, b := policingPair(t, "pol", "10.74.0")
 	ofport := e.ofport(a.Host)
-	logged := func(s string) bool {
-		b, _ := os.ReadFile(e.logPath())
-		return strings.Contains(string(b), s)
-	}
+	logged := e.logged
 
 	// The burst is OVS's advice for TCP (80% of the rate); over the
 	// measured seconds it can add 8% at most.
@@ -64,21 +102,8 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 	})
 	// -O 2: the first seconds, TCP's slow start, are left out of the
 	// figure.
-	got := iperfReceived(t, a.iperf(b, "10.74.0.2", "-J", "-O", "2", "-t", strconv.Itoa(secs)))
-	ratio := got / (rate * 1000)
-	t.Logf("policed at %d kbit/s (burst %d kbit): iperf3 TCP received %.2f Mbit/s, %.1f%% of the rate", rate, burst, got/1e6, 100*ratio)
-	limit := 1 + float64(burst)/float64(rate*secs)
-	if ratio > limit {
-		t.Errorf("policing let %.1f%% of the rate through, more than a token bucket can (%.1f%%)", 100*ratio, 100*limit)
-	}
-	if ratio < 0.5 {
-		t.Errorf("policing let only %.1f%% of the rate through", 100*ratio)
-	}
-	vswWait(t, vswTimeout, "the policer's drops in the statistics", func() bool {
-		out, _ := e.vsctl("get", "interface", a.Host, "statistics:ovs_rx_qos_drops")
-		n, _ := strconv.Atoi(strings.TrimSpace(out))
-		return n > 0
-	})
+	policedIperf(t, fmt.Sprintf("ingress policing at %d kbit/s (burst %d kbit)", rate, burst), a, b, "10.74.0.2", rate*1000, burst*1000, secs)
+	e.waitStat(a.Host, "ovs_rx_qos_drops")
 
 	// Live change: off, and the stream is no longer held.
 	e.mustVsctl("set", "interface", a.Host, "ingress_policing_rate=0")
@@ -95,9 +120,19 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 	}
 
 	// No silent no-ops: what govs does not run is logged, and an MTU the
-	// device refuses is logged with the range it accepts.
-	e.mustVsctl("set", "bridge", "gvswpolbr", "stp_enable=true", "--", "set", "interface", a.Host, "mtu_request=70000")
+	// device refuses is logged with the range it accepts. A bond's other
+	// members get an Interface.error, which ovs-vsctl prints.
+	m1 := vswAddNS(t, "pol-m1", "")
+	m2 := vswAddNS(t, "pol-m2", "")
+	out, err := e.vsctl("add-bond", "gvswpolbr", "gvswpolbond", m1.Host, m2.Host)
+	if want := "ovs-vsctl: Error detected while setting up '" + m2.Host + "': port gvswpolbond: bonding of interface " + m2.Host + " is not supported."; err != nil || !strings.Contains(out, want) {
+		t.Errorf("add-bond printed %q (%v), want %q", out, err, want)
+	}
+	e.mustVsctl("set", "bridge", "gvswpolbr", "stp_enable=true", "--", "set", "interface", a.Host, "mtu_request=70000",
+		"--", "--id=@m", "create", "mirror", "name=gvswpolmir", "select_all=true", "--", "add", "bridge", "gvswpolbr", "mirrors", "@m")
 	for _, want := range []string{
+		"bridge gvswpolbr: port gvswpolbond: bonding (2 interfaces; only the first runs, as a plain port) is not supported by govs and has no effect",
+		"bridge gvswpolbr: mirrors (1 Mirror rows) is not supported by govs and has no effect",
 		"bridge gvswpolbr: stp_enable=true (STP) is not supported by govs and has no effect",
 		"failed to set MTU for network device " + a.Host + ": Invalid argument (mtu_request 70000; the device accepts 68..65535)",
 	} {
@@ -112,15 +147,8 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 // netdev refused the type.
 func TestVswitchdQoS(t *testing.T) {
 	t.Parallel()
-	e := vswNewEnv(t)
-	a := vswAddNS(t, "qos-a", "10.73.0.1/24")
-	b := vswAddNS(t, "qos-b", "10.73.0.2/24")
-	e.mustVsctl("add-br", "gvswqosbr", "--", "add-port", "gvswqosbr", a.Host, "--", "add-port", "gvswqosbr", b.Host)
-	a.waitPing("10.73.0.2")
-	logged := func(s string) bool {
-		b, _ := os.ReadFile(e.logPath())
-		return strings.Contains(string(b), s)
-	}
+	e, a, b := policingPair(t, "qos", "10.73.0")
+	logged := e.logged
 
 	// 2.5 MB/s is 20 Mbit/s; the burst can add 8% over the 10 s.
 	const cir, cbs, secs = 2500000, 2000000, 10
@@ -132,20 +160,25 @@ func TestVswitchdQoS(t *testing.T) {
 	if out, want := e.mustAppctl("qos/show", b.Host), "QoS: "+b.Host+" egress-policer\ncbs: 2000000\ncir: 2500000\n"; out != want {
 		t.Errorf("qos/show:\n%s\nwant:\n%s", out, want)
 	}
-	got := iperfReceived(t, a.iperf(b, "10.73.0.2", "-J", "-O", "2", "-t", strconv.Itoa(secs)))
-	ratio := got / (cir * 8)
-	t.Logf("egress-policer at %d bytes/s (cbs %d): iperf3 TCP received %.2f Mbit/s, %.1f%% of the rate", cir, cbs, got/1e6, 100*ratio)
-	if limit := 1 + float64(cbs)/float64(cir*secs); ratio > limit {
-		t.Errorf("the egress-policer let %.1f%% of the rate through, more than a token bucket can (%.1f%%)", 100*ratio, 100*limit)
-	}
-	if ratio < 0.5 {
-		t.Errorf("the egress-policer let only %.1f%% of the rate through", 100*ratio)
-	}
-	vswWait(t, vswTimeout, "the egress-policer's drops in the statistics", func() bool {
-		out, _ := e.vsctl("get", "interface", b.Host, "statistics:ovs_tx_qos_drops")
-		n, _ := strconv.Atoi(strings.TrimSpace(out))
-		return n > 0
+	policedIperf(t, fmt.Sprintf("egress-policer at %d bytes/s (cbs %d)", cir, cbs), a, b, "10.73.0.2", cir*8, cbs*8, secs)
+	e.waitStat(b.Host, "ovs_tx_qos_drops")
+
+	// trtcm-policer: queue 0 (every frame's) generous, the port's meter
+	// holds the stream at cir+eir, 20 Mbit/s; the bursts can add 8%.
+	const pcir, peir, pbs = 1500000, 1000000, 1000000
+	e.mustVsctl("--", "set", "qos", qos, "type=trtcm-policer", "queues:0=@q0",
+		"other_config:cir="+strconv.Itoa(pcir), "other_config:eir="+strconv.Itoa(peir),
+		"other_config:cbs="+strconv.Itoa(pbs), "other_config:ebs="+strconv.Itoa(pbs),
+		"--", "--id=@q0", "create", "queue", "other_config:cir=125000000", "other_config:cbs=1000000")
+	vswWait(t, vswTimeout, "the trtcm-policer to be logged", func() bool {
+		return logged(b.Host + ": QoS trtcm-policer cbs: 1000000, cir: 1500000, ebs: 1000000, eir: 1000000")
 	})
+	policedIperf(t, fmt.Sprintf("trtcm-policer at cir+eir %d bytes/s", pcir+peir), a, b, "10.73.0.2", (pcir+peir)*8, 2*pbs*8, secs)
+	show := e.mustAppctl("qos/show", b.Host)
+	if want := "QoS: " + b.Host + " trtcm-policer\ncbs: 1000000\ncir: 1500000\nebs: 1000000\neir: 1000000\n\nDefault:\n" +
+		"  cbs: 1000000\n  cir: 125000000\n  ebs: 0\n  eir: 0\n  tx_packets: "; !strings.HasPrefix(show, want) {
+		t.Errorf("qos/show:\n%s\nwant prefix:\n%s", show, want)
+	}
 
 	// A type govs does not run: logged, and qos/show reports none.
 	e.mustVsctl("set", "qos", qos, "type=linux-htb")

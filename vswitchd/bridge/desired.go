@@ -150,6 +150,7 @@ type Rows struct {
 	Ports       []vswitchd.Port
 	Interfaces  []vswitchd.Interface
 	QoS         []vswitchd.QoS
+	Queues      []vswitchd.Queue
 }
 
 // Build resolves the rows into a Desired. Dangling references are skipped;
@@ -180,6 +181,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
 	ifaces := index(rows.Interfaces, func(i vswitchd.Interface) string { return i.UUID })
 	qoses := index(rows.QoS, func(q vswitchd.QoS) string { return q.UUID })
+	queues := index(rows.Queues, func(q vswitchd.Queue) string { return q.UUID })
 
 	var brs []vswitchd.Bridge
 	for _, u := range ovs.Bridges {
@@ -252,7 +254,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			reportUnsupportedPort(br.Name, p, len(ps.Ifaces), &d.Problems)
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {
-					ps.QoS = qosSpec(p.Name, &q, &d.Problems)
+					ps.QoS = qosSpec(p.Name, &q, queues, &d.Problems)
 				}
 			}
 			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })

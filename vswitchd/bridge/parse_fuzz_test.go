@@ -41,8 +41,8 @@ func FuzzPortParse(f *testing.F) {
 		if typ == TypeVhostUserClient && key == OptTxRetriesMax && spec.TxRetries == 8 && value != "8" && len(problems) == 0 {
 			t.Fatalf("tx-retries-max=%q ignored silently", value)
 		}
-		q := qosSpec("p1", &vswitchd.QoS{Type: typ, OtherConfig: opts}, &problems)
-		if typ != "" && typ != QoSEgressPolicer && q.Type != "" {
+		q := qosSpec("p1", &vswitchd.QoS{Type: typ, OtherConfig: opts}, nil, &problems)
+		if typ != "" && typ != QoSEgressPolicer && typ != QoSTrTCMPolicer && q.Type != "" {
 			t.Fatalf("QoS type %q runs", typ)
 		}
 		if typ != "" && q.Type == "" && !strings.Contains(strings.Join(problems, "\n"), "port p1: QoS") {

@@ -14,6 +14,7 @@ type policingDP struct {
 	*fakeDP
 	set    map[uint32]datapath.Policing
 	egress map[uint32][2]uint64
+	trtcm  map[uint32]datapath.TrTCM
 	calls  int
 }
 
@@ -28,10 +29,17 @@ func (d *policingDP) SetEgressPolicing(no uint32, cir, cbs uint64) error {
 	return nil
 }
 func (d *policingDP) EgressPolicingDrops(no uint32) uint64 { return 7 }
+func (d *policingDP) SetTrTCMPolicing(no uint32, port datapath.TrTCM, q0 *datapath.TrTCM) error {
+	d.trtcm[no] = port
+	return nil
+}
+func (d *policingDP) TrTCMQueueStats(no uint32) (datapath.QueueStats, bool) {
+	return datapath.QueueStats{TxPackets: 3, TxBytes: 300, TxErrors: 1}, true
+}
 
 func TestIngressPolicing(t *testing.T) {
 	h := newHarness()
-	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}}
+	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}}
 	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
 	var d db
 	d.bridge("br0", "p1", "pa:patch:peer=pb")
@@ -88,21 +96,32 @@ func (l *testLog) count(prefix string) int {
 
 func TestQoS(t *testing.T) {
 	h := newHarness()
-	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}}
+	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}}
 	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
 	var d db
-	d.bridge("br0", "p1", "p2", "p3")
-	q := func(typ string, oc map[string]string) *string {
+	d.bridge("br0", "p1", "p2", "p3", "p4:internal", "p5:internal")
+	q := func(typ string, oc map[string]string, queues ...map[string]string) *string {
 		u := d.uuid()
-		d.rows.QoS = append(d.rows.QoS, vswitchd.QoS{UUID: u, Type: typ, OtherConfig: oc})
+		row := vswitchd.QoS{UUID: u, Type: typ, OtherConfig: oc, Queues: map[int]string{}}
+		for i, qoc := range queues {
+			qu := d.uuid()
+			d.rows.Queues = append(d.rows.Queues, vswitchd.Queue{UUID: qu, OtherConfig: qoc})
+			row.Queues[i] = qu
+		}
+		d.rows.QoS = append(d.rows.QoS, row)
 		return &u
 	}
 	d.port("p1").QOS = q(QoSEgressPolicer, map[string]string{"cir": "1000000", "cbs": "2048"})
 	d.port("p2").QOS = q("linux-htb", map[string]string{"max-rate": "1000"})
 	d.port("p3").QOS = q(QoSEgressPolicer, map[string]string{"cir": "x"})
+	d.port("p4").QOS = q(QoSTrTCMPolicer, map[string]string{"cir": "1000", "cbs": "2048", "eir": "500", "ebs": "1024"},
+		map[string]string{"cir": "100", "cbs": "200", "eir": "300", "ebs": "400"}, map[string]string{})
+	d.port("p5").QOS = q(QoSTrTCMPolicer, map[string]string{"cbs": "1"})
 	des := Build(d.rows)
 	for _, w := range []string{
-		"port p2: QoS type linux-htb is not supported by the userspace datapath (Operation not supported: govs runs egress-policer); the port runs without QoS",
+		"port p4: QoS trtcm-policer queue 1 " + notRunning + " (govs has no set_queue action: every frame is in queue 0)",
+		"port p5: QoS trtcm-policer has no queue 0, which every frame is in: the port drops every frame it sends, as OVS's does",
+		"port p2: QoS type linux-htb is not supported by the userspace datapath (Operation not supported: govs runs egress-policer and trtcm-policer); the port runs without QoS",
 		"port p3: QoS egress-policer needs other_config:cir (bytes/s) and cbs (bytes), both above 0; the port runs without QoS",
 	} {
 		if !slices.Contains(des.Problems, w) {
@@ -117,12 +136,17 @@ func TestQoS(t *testing.T) {
 	for _, c := range []struct{ name, out, err string }{
 		{"p1", "QoS: p1 egress-policer\ncbs: 2048\ncir: 1000000\n", ""},
 		{"p2", "", "QoS not configured on p2\n"},
+		{"p4", "QoS: p4 trtcm-policer\ncbs: 2048\ncir: 1000\nebs: 1024\neir: 500\n\nDefault:\n  cbs: 200\n  cir: 100\n  ebs: 400\n  eir: 300\n" +
+			"  tx_packets: 3\n  tx_bytes: 300\n  tx_errors: 1\n", ""},
 		{"nosuch", "", "no such interface"},
 	} {
 		out, err := h.sw.QoSShow(c.name)
 		if out != c.out || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
 			t.Errorf("qos/show %s = %q, %v; want %q, %q", c.name, out, err, c.out, c.err)
 		}
+	}
+	if got := dp.trtcm[h.sw.ifaces["p4"].dpPort]; got != (datapath.TrTCM{CIR: 1000, CBS: 2048, EIR: 500, EBS: 1024}) {
+		t.Errorf("p4 trtcm %+v", got)
 	}
 	h.sw.Refresh()
 	st := statusOf(h.sw.Report(des), d.iface("p1").UUID)

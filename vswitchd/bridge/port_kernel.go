@@ -51,14 +51,9 @@ func (kernelPort) apply(s *Switch, ifc *iface, mtu bool) {
 	if mtu {
 		s.applyMTU(ifc)
 	}
-	if ifc.dev == nil {
-		return
+	if ifc.dev != nil && !s.reopenForOffloads(ifc) {
+		s.applySockBuf(ifc)
 	}
-	if ifc.tso != s.tso {
-		s.reopen(ifc)
-		return
-	}
-	s.applySockBuf(ifc)
 }
 
 func (kernelPort) refresh(s *Switch, ifc *iface) {

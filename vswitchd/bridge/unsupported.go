@@ -70,11 +70,17 @@ func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
 	if len(br.FloodVLANs) > 0 {
 		what = append(what, "flood_vlans")
 	}
-	for _, k := range unsupportedKeys(br.OtherConfig) {
+	report("bridge "+br.Name, what, br.OtherConfig, problems)
+}
+
+// report adds one line per feature in what, and per other_config key of
+// oc that names one, to problems.
+func report(where string, what []string, oc map[string]string, problems *[]string) {
+	for _, k := range unsupportedKeys(oc) {
 		what = append(what, "other_config:"+k)
 	}
 	for _, w := range what {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: %s %s", br.Name, w, notRunning))
+		*problems = append(*problems, fmt.Sprintf("%s: %s %s", where, w, notRunning))
 	}
 }
 
@@ -113,12 +119,7 @@ func reportUnsupportedPort(br string, p vswitchd.Port, nifaces int, problems *[]
 	if len(p.CVLANs) > 0 {
 		what = append(what, "cvlans")
 	}
-	for _, k := range unsupportedKeys(p.OtherConfig) {
-		what = append(what, "other_config:"+k)
-	}
-	for _, w := range what {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: port %s: %s %s", br, p.Name, w, notRunning))
-	}
+	report("bridge "+br+": port "+p.Name, what, p.OtherConfig, problems)
 }
 
 // reportUnsupportedIface adds what i sets that govs does not run.
@@ -136,10 +137,5 @@ func reportUnsupportedIface(i vswitchd.Interface, problems *[]string) {
 	if i.MAC != nil {
 		what = append(what, "mac")
 	}
-	for _, k := range unsupportedKeys(i.OtherConfig) {
-		what = append(what, "other_config:"+k)
-	}
-	for _, w := range what {
-		*problems = append(*problems, fmt.Sprintf("interface %s: %s %s", i.Name, w, notRunning))
-	}
+	report("interface "+i.Name, what, i.OtherConfig, problems)
 }

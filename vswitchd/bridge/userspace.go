@@ -105,6 +105,17 @@ func (s *Switch) opened(ifc *iface, req OpenRequest) {
 	s.applyQoS(ifc)
 }
 
+// reopenForOffloads reopens an attached ifc whose device runs with other
+// offloads than userspace-tso-enable now asks; false if it has no device
+// or needs no reopening. Caller holds mu.
+func (s *Switch) reopenForOffloads(ifc *iface) bool {
+	if ifc.dev == nil || ifc.tso == s.tso {
+		return false
+	}
+	s.reopen(ifc)
+	return true
+}
+
 // applySockBuf brings an attached kernel ifc's device in line with the
 // socket buffer settings. Caller holds mu.
 func (s *Switch) applySockBuf(ifc *iface) {

@@ -210,14 +210,9 @@ func (v vhostPort) attach(s *Switch, ifc *iface) bool {
 }
 
 func (vhostPort) apply(s *Switch, ifc *iface, _ bool) {
-	if ifc.dev == nil {
-		return
+	if ifc.dev != nil && !s.reopenForOffloads(ifc) {
+		s.applyVhostOptions(ifc)
 	}
-	if ifc.tso != s.tso {
-		s.reopen(ifc)
-		return
-	}
-	s.applyVhostOptions(ifc)
 }
 
 func (vhostPort) refresh(_ *Switch, ifc *iface)      { ifc.refreshVhost() }
