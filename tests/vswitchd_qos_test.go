@@ -186,9 +186,10 @@ func TestVswitchdQoS(t *testing.T) {
 		return logged("port " + b.Host + ": QoS type linux-htb is not supported by the userspace datapath")
 	})
 	vswWait(t, vswTimeout, "the QoS to be removed", func() bool { return logged(b.Host + ": QoS off") })
-	out, err := e.appctl("qos/show", b.Host)
-	if want := "QoS not configured on " + b.Host; err == nil || !strings.Contains(out+err.Error(), want) {
-		t.Errorf("qos/show after linux-htb: %q, %v; want %q", out, err, want)
+	// Debian's ovs-vswitchd answers so, exit status 0, for a port its
+	// netdev has no QoS on.
+	if out, err := e.appctl("qos/show", b.Host); out != "QoS not configured on "+b.Host+"\n" || err != nil {
+		t.Errorf("qos/show after linux-htb: %q, %v", out, err)
 	}
 	if out, err := e.appctl("qos/show", "nosuch"); err == nil || !strings.Contains(out+err.Error(), "no such interface") {
 		t.Errorf("qos/show nosuch: %q, %v", out, err)

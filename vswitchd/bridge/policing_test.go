@@ -135,7 +135,7 @@ func TestQoS(t *testing.T) {
 	}
 	for _, c := range []struct{ name, out, err string }{
 		{"p1", "QoS: p1 egress-policer\ncbs: 2048\ncir: 1000000\n", ""},
-		{"p2", "", "QoS not configured on p2\n"},
+		{"p2", "QoS not configured on p2\n", ""},
 		{"p4", "QoS: p4 trtcm-policer\ncbs: 2048\ncir: 1000\nebs: 1024\neir: 500\n\nDefault:\n  cbs: 200\n  cir: 100\n  ebs: 400\n  eir: 300\n" +
 			"  tx_packets: 3\n  tx_bytes: 300\n  tx_errors: 1\n", ""},
 		{"nosuch", "", "no such interface"},
