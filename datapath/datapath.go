@@ -146,6 +146,15 @@ type dpPort struct {
 	rxPackets, rxBytes, rxErrors         atomic.Uint64
 	txPackets, txBytes, txDropped, txErr atomic.Uint64
 	errLog                               rateLimit
+
+	// policer is the ingress policing (SetPolicing), nil for none; only
+	// the port's rx goroutine runs it. rxPoliced counts what it dropped.
+	policer   atomic.Pointer[policer]
+	rxPoliced atomic.Uint64
+	// egress is the QoS (SetEgressPolicing, SetTrTCMPolicing), nil for
+	// none; guarded by txMu. txPoliced counts what it dropped.
+	egress    egressPolicer
+	txPoliced atomic.Uint64
 }
 
 // New returns a datapath with no ports. log may be nil.

@@ -408,6 +408,11 @@ func (w *worker) run() {
 		if full = n == w.rxN; full && lazy {
 			w.rxN = min(2*w.rxN, len(w.rx))
 		}
+		if pol := w.port.policer.Load(); pol != nil && n > 0 {
+			kept := pol.police(w.rx[:n], n, w.dp.clock(), true)
+			w.port.rxPoliced.Add(uint64(n - kept))
+			n = kept
+		}
 		t1 := time.Now()
 		if n > 0 {
 			w.batch(n)
@@ -1051,10 +1056,17 @@ func (w *worker) flush() {
 
 func (w *worker) write(port *dpPort, pkts []*packet.Packet) {
 	var sizes [netdev.BatchSize]int
+	port.txMu.Lock()
+	if pol := port.egress; pol != nil {
+		// A flooded frame may be queued to other ports too: dropped
+		// frames are left as they are.
+		kept := pol.police(pkts, len(pkts), w.dp.clock(), false)
+		port.txPoliced.Add(uint64(len(pkts) - kept))
+		pkts = pkts[:kept]
+	}
 	for i, p := range pkts {
 		sizes[i] = p.Len()
 	}
-	port.txMu.Lock()
 	n, err := port.dev.Write(pkts)
 	port.txMu.Unlock()
 	n = max(0, min(n, len(pkts)))

@@ -109,6 +109,14 @@ func GetLinkInfo(name string) (LinkInfo, error) {
 			}
 		case unix.IFLA_ADDRESS:
 			li.MAC = net.HardwareAddr(append([]byte(nil), a.Value...))
+		case unix.IFLA_MIN_MTU:
+			if len(a.Value) >= 4 {
+				li.MinMTU = int(binary.NativeEndian.Uint32(a.Value))
+			}
+		case unix.IFLA_MAX_MTU:
+			if len(a.Value) >= 4 {
+				li.MaxMTU = int(binary.NativeEndian.Uint32(a.Value))
+			}
 		}
 	}
 	fd, err := ioctlSocket()

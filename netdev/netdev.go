@@ -140,11 +140,14 @@ type Reopener interface {
 
 // LinkInfo is what the Interface table shows about a kernel device.
 type LinkInfo struct {
-	Index   int
-	MTU     int
-	MAC     net.HardwareAddr
-	AdminUp bool // IFF_UP
-	OperUp  bool // IFF_LOWER_UP and IFF_RUNNING: carrier and operstate up
+	Index int
+	MTU   int
+	// MinMTU and MaxMTU are the MTUs the device accepts (IFLA_MIN_MTU,
+	// IFLA_MAX_MTU), 0 if the kernel does not say.
+	MinMTU, MaxMTU int
+	MAC            net.HardwareAddr
+	AdminUp        bool // IFF_UP
+	OperUp         bool // IFF_LOWER_UP and IFF_RUNNING: carrier and operstate up
 	// Speed is the link speed in Mbit/s, 0 if unknown (as for tap devices).
 	Speed uint32
 	// Duplex is "full", "half" or "" if unknown.

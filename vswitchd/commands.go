@@ -33,6 +33,9 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("dpctl/dump-dps", "", 0, 0, func([]string) (string, error) {
 		return v.sw.DumpDps(), nil
 	})
+	u.Register("qos/show", "interface", 1, 1, func(args []string) (string, error) {
+		return v.sw.QoSShow(args[0])
+	})
 	u.Register("fdb/show", "bridge", 1, 1, func(args []string) (string, error) {
 		return v.sw.FDBShow(args[0])
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/ofproto"
 )
@@ -17,7 +18,6 @@ const (
 	TypeSystem   = "system"
 	TypeInternal = "internal"
 	TypeTap      = "tap"
-	TypePatch    = "patch"
 )
 
 // Defaults of the MAC learning table (Documentation/ref/ovs-actions.7.rst).
@@ -81,6 +81,8 @@ type PortSpec struct {
 	Tag      int
 	Trunks   []int
 	VLANMode string
+	// QoS is the port's qos, parsed; its zero value is none.
+	QoS QoSSpec
 	// Ifaces are sorted by name. A port with more than one is a bond.
 	Ifaces []IfaceSpec
 }
@@ -101,31 +103,40 @@ type IfaceSpec struct {
 	// SockBufSize is other_config:userspace-sock-buf-size, 0 if unset:
 	// the Open_vSwitch setting applies.
 	SockBufSize Option[int]
+	// Policing is ingress_policing_rate/_burst and _kpkts_rate/_burst.
+	Policing datapath.Policing
+	// ConfigError is the Interface.error its driver's parse found in the
+	// options, "" if none.
+	ConfigError string
+
+	// The options as the type's driver parsed them (portDriver.parse).
+
 	// VhostPath is a vhost-user interface's socket: the one it serves
 	// (dpdkvhostuser) or connects to (dpdkvhostuserclient, "" without
 	// options:vhost-server-path).
 	VhostPath string
+	// ZeroCopy and TxRetries are a vhost-user interface's dq-zero-copy
+	// and tx-retries-max.
+	ZeroCopy  bool
+	TxRetries int
+	// PatchPeer is a patch port's options:peer.
+	PatchPeer string
 }
 
 // identity is what, when it changes, requires the interface to be
 // re-created rather than reconfigured in place.
 func (s IfaceSpec) identity() string {
 	keys := make([]string, 0, len(s.Options))
-	vhost := KindOf(s.Type) == KindVhost
+	drv := driverOf(s.Type)
 	for k := range s.Options {
-		if vhost && (k == OptDQZeroCopy || k == OptTxRetriesMax) {
-			// Applied in place (applyVhostOptions).
-			continue
+		if !drv.live(k) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d", s.Type, s.OFPortRequest)
-	if vhost {
-		// A server port's socket moves with vhost-sock-dir.
-		fmt.Fprintf(&b, "|path=%s", s.VhostPath)
-	}
+	// A server port's socket moves with vhost-sock-dir.
+	fmt.Fprintf(&b, "%s|%d|path=%s", s.Type, s.OFPortRequest, s.VhostPath)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "|%s=%s", k, s.Options[k])
 	}
@@ -138,6 +149,8 @@ type Rows struct {
 	Bridges     []vswitchd.Bridge
 	Ports       []vswitchd.Port
 	Interfaces  []vswitchd.Interface
+	QoS         []vswitchd.QoS
+	Queues      []vswitchd.Queue
 }
 
 // Build resolves the rows into a Desired. Dangling references are skipped;
@@ -167,6 +180,8 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
 	ifaces := index(rows.Interfaces, func(i vswitchd.Interface) string { return i.UUID })
+	qoses := index(rows.QoS, func(q vswitchd.QoS) string { return q.UUID })
+	queues := index(rows.Queues, func(q vswitchd.Queue) string { return q.UUID })
 
 	var brs []vswitchd.Bridge
 	for _, u := range ovs.Bridges {
@@ -192,6 +207,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		}
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
+		reportUnsupportedBridge(br, &d.Problems)
 
 		var prs []vswitchd.Port
 		for _, u := range br.Ports {
@@ -227,12 +243,19 @@ func BuildIn(rows Rows, rundir string) *Desired {
 					continue
 				}
 				claimedIface[row.Name] = br.Name
+				reportUnsupportedIface(row, &d.Problems)
 				is := ifaceSpec(row, &d.Problems)
-				is.VhostPath = vhostPath(is.Type, is.Name, d.VhostSockDir, is.Options)
+				is.ConfigError = driverOf(is.Type).parse(&is, parseEnv{VhostSockDir: d.VhostSockDir}, &d.Problems)
 				ps.Ifaces = append(ps.Ifaces, is)
 			}
 			if len(ps.Ifaces) == 0 {
 				continue
+			}
+			reportUnsupportedPort(br.Name, p, len(ps.Ifaces), &d.Problems)
+			if p.QOS != nil {
+				if q, ok := qoses[*p.QOS]; ok {
+					ps.QoS = qosSpec(p.Name, &q, queues, &d.Problems)
+				}
 			}
 			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })
 			spec.Ports = append(spec.Ports, ps)
@@ -257,6 +280,7 @@ func ifaceSpec(row vswitchd.Interface, problems *[]string) IfaceSpec {
 	if row.MTURequest != nil {
 		s.MTURequest = *row.MTURequest
 	}
+	s.Policing = policingOf(row.IngressPolicingRate, row.IngressPolicingBurst, row.IngressPolicingKpktsRate, row.IngressPolicingKpktsBurst)
 	return s
 }
 

@@ -10,10 +10,11 @@ import (
 
 // DatapathTypes and IfaceTypes are what Open_vSwitch.datapath_types and
 // iface_types advertise: every bridge runs on govs' userspace datapath
-// whatever its datapath_type.
+// whatever its datapath_type; IfaceTypes are the registered port drivers'
+// types, sorted (registerPort).
 var (
 	DatapathTypes = []string{"netdev", "system"}
-	IfaceTypes    = []string{TypeVhostUser, TypeVhostUserClient, TypeInternal, TypePatch, TypeSystem, TypeTap}
+	IfaceTypes    []string
 )
 
 // Report is what the database should show about the running switch for
@@ -93,24 +94,18 @@ func (ifc *iface) status(uuid string) IfaceStatus {
 	switch ifc.state {
 	case StateAttached:
 		st.OFPort = ifc.ofport
-		switch ifc.kind() {
-		case KindPatch:
-			st.Link = &LinkStatus{AdminUp: true, LinkUp: true, HasIfindex: true}
-			return st
-		case KindVhost:
-			ifc.vhostStatus(&st)
-			return st
+		ifc.driver().status(ifc, &st)
+		if st.Stats != nil && (ifc.policing.Enabled() || ifc.policed > 0) {
+			// netdev-dpdk's counter of frames its ingress policer
+			// dropped, which it also counts in rx_dropped.
+			st.Stats["rx_dropped"] += int(ifc.policed)
+			st.Stats["ovs_rx_qos_drops"] = int(ifc.policed)
 		}
-		st.Stats = statsColumn(ifc.stats)
-		if ifc.dev != nil {
-			st.Status = ifc.statusColumn()
-		}
-		if l := ifc.link; l != nil {
-			st.Link = &LinkStatus{
-				AdminUp: l.AdminUp, LinkUp: l.OperUp, Speed: int(l.Speed) * 1000000, Duplex: l.Duplex,
-				MTU: l.MTU, MAC: l.MAC.String(), Ifindex: l.Index, HasIfindex: true,
-				LinkResets: ifc.linkResets,
-			}
+		if st.Stats != nil && (ifc.qos.Type != "" || ifc.qosPoliced > 0) {
+			// netdev-dpdk's counter of frames its QoS dropped, also in
+			// tx_dropped.
+			st.Stats["tx_dropped"] += int(ifc.qosPoliced)
+			st.Stats["ovs_tx_qos_drops"] = int(ifc.qosPoliced)
 		}
 	case StateMissing:
 		if ifc.ofport > 0 {
@@ -145,18 +140,13 @@ func (s *Switch) Refresh() {
 		}
 		s.count("netdev_get_stats")
 		ifc.stats = ifc.dev.Stats()
-		if ifc.kind() != KindKernel {
-			ifc.refreshVhost()
-			continue
+		if pd, ok := s.dp.(PolicingDatapath); ok && ifc.dpPort != 0 {
+			ifc.policed = pd.PolicingDrops(ifc.dpPort)
 		}
-		l, err := s.devs.Link(ifc.spec.Name)
-		if err != nil {
-			continue
+		if ed, ok := s.dp.(EgressPolicingDatapath); ok && ifc.dpPort != 0 {
+			ifc.qosPoliced = ed.EgressPolicingDrops(ifc.dpPort)
 		}
-		if ifc.link != nil && ifc.link.OperUp && !l.OperUp {
-			ifc.linkResets++
-		}
-		ifc.link = &l
+		ifc.driver().refresh(s, ifc)
 	}
 }
 

@@ -46,30 +46,8 @@ func (s *Switch) DpifShow() string {
 }
 
 // netdevType is the port's type as OVS's netdev layer names it, with its
-// configuration: internal ports are taps in the userspace datapath;
-// vhost-user ports show their queues as netdev-dpdk's get_config does.
-func (ifc *iface) netdevType() string {
-	switch {
-	case ifc.local || ifc.spec.Type == TypeInternal || ifc.spec.Type == TypeTap:
-		return "tap"
-	case ifc.spec.Type == TypePatch:
-		return "patch: peer=" + ifc.spec.Options["peer"]
-	case ifc.kind() == KindVhost:
-		rxq, txq := "1", "1"
-		if vp, ok := ifc.dev.(VhostPort); ok {
-			st := vp.Status()
-			if n := st["n_rxq"]; n != "" && n != "0" {
-				rxq = n
-			}
-			if n := st["n_txq"]; n != "" && n != "0" {
-				txq = n
-			}
-		}
-		return fmt.Sprintf("%s: configured_rx_queues=%s, configured_tx_queues=%s, mtu=%d, requested_rx_queues=%s, requested_tx_queues=%s",
-			ifc.spec.Type, rxq, txq, ifc.vhostMTU(), rxq, txq)
-	}
-	return ifc.spec.Type
-}
+// configuration (internal ports are taps in the userspace datapath).
+func (ifc *iface) netdevType() string { return ifc.driver().netdevType(ifc) }
 
 // DpctlShow renders `ovs-appctl dpctl/show [-s] [dp...]` as lib/dpctl.c
 // does: the datapath's lookup counters and its ports in port number order

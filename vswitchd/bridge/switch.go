@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
@@ -101,16 +102,22 @@ type iface struct {
 	txRetries int
 	vhostCtr  vhostuser.Counters
 	vhostUp   bool
+
+	// policing is the ingress policing the datapath port runs (zero:
+	// none), policed what it dropped as last read; policingWarned is
+	// set once a policing the port cannot run was logged.
+	policing       datapath.Policing
+	policed        uint64
+	policingWarned bool
+	// qos is the QoS the datapath port runs, qosPoliced what its
+	// egress-policer dropped as last read; qosWarned as policingWarned.
+	qos        QoSSpec
+	qosPoliced uint64
+	qosWarned  bool
 }
 
-// kind is how ifc runs: a bridge's local port is always an internal
-// (kernel) device, whatever type its row names.
-func (ifc *iface) kind() PortKind {
-	if ifc.local {
-		return KindKernel
-	}
-	return KindOf(ifc.spec.Type)
-}
+// kind is how ifc runs (its driver's kind).
+func (ifc *iface) kind() PortKind { return ifc.driver().kind() }
 
 // NewSwitch returns an empty switch over the given datapath. counter, if
 // not nil, is called with the name of each coverage event.
@@ -213,12 +220,13 @@ func (s *Switch) Apply(d *Desired) {
 		}
 		if ifc.state != StateAttached {
 			s.attach(ifc, reserved)
-			continue
+		} else {
+			ifc.driver().apply(s, ifc, ifc.spec.MTURequest != oldMTU)
 		}
-		if ifc.spec.MTURequest != oldMTU {
-			s.applyMTU(ifc)
+		if ifc.state == StateAttached {
+			s.applyPolicing(ifc)
+			s.applyQoS(ifc)
 		}
-		s.applyPortSettings(ifc)
 	}
 
 	for i := range d.Bridges {
@@ -256,7 +264,7 @@ func collect(d *Desired) (map[string]want, []string) {
 					// tells the database.
 					continue
 				}
-				w := want{bridge: br.Name, port: port, spec: spec}
+				w := want{bridge: br.Name, port: port, spec: spec, err: spec.ConfigError}
 				if i > 0 {
 					w.err = fmt.Sprintf("port %s: bonding of interface %s is not supported", p.Name, spec.Name)
 				}
@@ -294,45 +302,7 @@ func reservations(wants map[string]want, order []string) map[string]map[int]stri
 func (s *Switch) attach(ifc *iface, reserved map[string]map[int]string) {
 	rb := s.bridges[ifc.bridge]
 	name := ifc.spec.Name
-	typ := ifc.spec.Type
-	if ifc.local {
-		typ = TypeInternal
-	}
-	switch ifc.kind() {
-	case KindPatch:
-		if err := checkPatch(name, ifc.spec.Options); err != "" {
-			s.fail(ifc, StateFailed, err)
-			return
-		}
-	case KindVhost:
-		if !s.attachVhost(ifc) {
-			return
-		}
-	case KindKernel:
-		dev, err := s.devs.Open(OpenRequest{Name: name, Type: typ, Config: s.portConfig(ifc)})
-		if err != nil {
-			state := StateFailed
-			// EBUSY: a tap of that name is still being torn down, e.g.
-			// by a switch that just exited.
-			if errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.EBUSY) {
-				state = StateMissing
-			}
-			s.fail(ifc, state, fmt.Sprintf("could not open network device %s (%s)", name, Strerror(err)))
-			return
-		}
-		no := s.allocDPPort()
-		if err := s.dp.AddPort(no, dev); err != nil {
-			dev.Close()
-			s.fail(ifc, StateFailed, fmt.Sprintf("could not add network device %s to ofproto (%s)", name, Strerror(err)))
-			return
-		}
-		s.count("dpif_port_add")
-		s.dpPorts[no] = true
-		ifc.dev, ifc.dpPort = dev, no
-		s.opened(ifc)
-		s.applyMTU(ifc)
-	default:
-		s.fail(ifc, StateFailed, fmt.Sprintf("could not open network device %s (%s)", name, Strerror(syscall.EAFNOSUPPORT)))
+	if !ifc.driver().attach(s, ifc) {
 		return
 	}
 
@@ -425,39 +395,23 @@ func (s *Switch) allocOFPort(rb *runBridge, ifc *iface, reserved map[int]string)
 	}
 }
 
-// applyMTU applies mtu_request, if any, and rereads the link state, for
-// kernel interfaces; other kinds have no kernel link.
+// applyMTU applies mtu_request, if any, and rereads the link state of a
+// kernel interface.
 func (s *Switch) applyMTU(ifc *iface) {
-	if ifc.kind() != KindKernel {
-		return
-	}
 	if ifc.spec.MTURequest > 0 && ifc.dev != nil {
 		if err := s.devs.SetMTU(ifc.spec.Name, ifc.spec.MTURequest); err != nil {
-			s.log.Warnf("%s: setting MTU to %d failed: %s", ifc.spec.Name, ifc.spec.MTURequest, Strerror(err))
+			// OVS's text (netdev_set_mtu), with the range the device
+			// accepts when the kernel says.
+			rng := ""
+			if l, lerr := s.devs.Link(ifc.spec.Name); lerr == nil && l.MaxMTU > 0 {
+				rng = fmt.Sprintf(" (mtu_request %d; the device accepts %d..%d)", ifc.spec.MTURequest, l.MinMTU, l.MaxMTU)
+			}
+			s.log.Warnf("failed to set MTU for network device %s: %s%s", ifc.spec.Name, Strerror(err), rng)
 		}
 	}
 	if l, err := s.devs.Link(ifc.spec.Name); err == nil {
 		ifc.link = &l
 	}
-}
-
-// checkPatch validates a patch port's options the way OVS does
-// (lib/netdev-vport.c set_patch_config), returning its error text.
-func checkPatch(name string, options map[string]string) string {
-	peer := ""
-	for k, v := range options {
-		if k != "peer" {
-			return fmt.Sprintf("%s: unknown patch argument '%s'", name, k)
-		}
-		peer = v
-	}
-	if peer == "" {
-		return fmt.Sprintf("%s: patch type requires valid 'peer' argument", name)
-	}
-	if peer == name {
-		return fmt.Sprintf("%s: patch peer must not be self", name)
-	}
-	return ""
 }
 
 // pickAddress chooses the bridge's MAC and datapath ID as OVS's bridge.c
@@ -469,7 +423,10 @@ func (s *Switch) pickAddress(rb *runBridge, spec *BridgeSpec) {
 	mac := spec.HWAddr
 	if mac == nil {
 		for _, ifc := range s.ifaces {
-			if ifc.bridge != rb.name || ifc.local || ifc.state != StateAttached || ifc.spec.Type != TypeSystem || ifc.link == nil {
+			if ifc.bridge != rb.name || ifc.local || ifc.state != StateAttached || ifc.link == nil {
+				continue
+			}
+			if src, ok := ifc.driver().(addressSource); !ok || !src.addressSource() {
 				continue
 			}
 			m := ifc.link.MAC
@@ -538,8 +495,8 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 			Name: ifc.spec.Name, OFPort: ifc.ofport, DPPort: ifc.dpPort,
 			Tag: ifc.port.Tag, Trunks: ifc.port.Trunks, VLANMode: ifc.port.VLANMode,
 		}
-		if ifc.spec.Type == TypePatch && !ifc.local {
-			pc.PatchPeer = ifc.spec.Options["peer"]
+		if !ifc.local {
+			pc.PatchPeer = ifc.spec.PatchPeer
 		}
 		cfg.Ports = append(cfg.Ports, pc)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/netdev"
 )
 
@@ -89,29 +90,35 @@ func (s *Switch) portConfig(ifc *iface) netdev.Config {
 	return netdev.Config{SockBufSize: s.effSockBuf(ifc), DisableOffload: !s.tso}
 }
 
-// opened records the settings ifc's new device was opened with and what
-// it negotiated. Caller holds mu.
-func (s *Switch) opened(ifc *iface) {
+// opened records the settings ifc's new device was opened with (req) and
+// what it negotiated. Caller holds mu.
+func (s *Switch) opened(ifc *iface, req OpenRequest) {
 	ifc.tso = s.tso
 	ifc.sockBuf = s.effSockBuf(ifc)
 	ifc.offloads = ifc.dev.Offloads()
+	ifc.zeroCopy, ifc.txRetries = req.Vhost.ZeroCopy, req.Vhost.TxRetriesMax
 	s.readSockBufs(ifc)
+	// A new datapath port polices nothing yet.
+	ifc.policing, ifc.policed = datapath.Policing{}, 0
+	ifc.qos, ifc.qosPoliced = QoSSpec{}, 0
+	s.applyPolicing(ifc)
+	s.applyQoS(ifc)
 }
 
-// applyPortSettings brings an attached ifc's device in line with the
-// offload and socket buffer settings. Caller holds mu.
-func (s *Switch) applyPortSettings(ifc *iface) {
-	if ifc.dev == nil {
-		return
+// reopenForOffloads reopens an attached ifc whose device runs with other
+// offloads than userspace-tso-enable now asks; false if it has no device
+// or needs no reopening. Caller holds mu.
+func (s *Switch) reopenForOffloads(ifc *iface) bool {
+	if ifc.dev == nil || ifc.tso == s.tso {
+		return false
 	}
-	if ifc.tso != s.tso {
-		s.reopen(ifc)
-		return
-	}
-	if ifc.kind() == KindVhost {
-		s.applyVhostOptions(ifc)
-		return
-	}
+	s.reopen(ifc)
+	return true
+}
+
+// applySockBuf brings an attached kernel ifc's device in line with the
+// socket buffer settings. Caller holds mu.
+func (s *Switch) applySockBuf(ifc *iface) {
 	n := s.effSockBuf(ifc)
 	if n == ifc.sockBuf {
 		return
@@ -164,15 +171,9 @@ func (s *Switch) applyPortSettings(ifc *iface) {
 // same datapath port number, so neither that nor its OpenFlow number
 // changes. Caller holds mu.
 func (s *Switch) reopen(ifc *iface) {
-	name, typ := ifc.spec.Name, ifc.spec.Type
-	if ifc.local {
-		typ = TypeInternal
-	}
+	name := ifc.spec.Name
 	cfg := s.portConfig(ifc)
-	req := OpenRequest{Name: name, Type: typ, Config: cfg}
-	if ifc.kind() == KindVhost {
-		req = s.vhostRequest(ifc)
-	}
+	req := ifc.driver().request(s, ifc)
 	if err := s.dp.DelPort(ifc.dpPort); err != nil {
 		s.log.Warnf("%s: deleting datapath port %d: %v", name, ifc.dpPort, err)
 	}
@@ -200,10 +201,7 @@ func (s *Switch) reopen(ifc *iface) {
 	}
 	s.count("dpif_port_add")
 	ifc.dev = dev
-	s.opened(ifc)
-	if ifc.kind() == KindVhost {
-		ifc.zeroCopy, ifc.txRetries = req.Vhost.ZeroCopy, req.Vhost.TxRetriesMax
-	}
+	s.opened(ifc, req)
 	s.log.Infof("%s: reopened with offloads %s", name, onOff(s.tso))
 }
 

@@ -61,19 +61,6 @@ func (k PortKind) String() string {
 	return "unknown"
 }
 
-// KindOf returns the kind of the (normalised) interface type typ.
-func KindOf(typ string) PortKind {
-	switch typ {
-	case TypeSystem, TypeInternal, TypeTap:
-		return KindKernel
-	case TypePatch:
-		return KindPatch
-	case TypeVhostUser, TypeVhostUserClient:
-		return KindVhost
-	}
-	return KindUnknown
-}
-
 // VhostPort is what the switch needs of a vhost-user port beyond
 // netdev.Port; *vhostuser.Port implements it.
 type VhostPort interface {
@@ -121,29 +108,28 @@ func vhostSockDir(rundir string, oc map[string]string, problems *[]string) strin
 	return rundir + "/" + sub
 }
 
-// vhostPath returns the socket a vhost-user interface uses: for a server
-// port the file named after it in sockDir, for a client port
-// options:vhost-server-path ("" when unset).
-func vhostPath(typ, name, sockDir string, options map[string]string) string {
-	switch typ {
-	case TypeVhostUser:
-		return filepath.Clean(sockDir + "/" + name)
-	case TypeVhostUserClient:
-		return options[OptVhostServerPath]
-	}
-	return ""
-}
-
 // vhostOptions parses the live options as OVS does: dq-zero-copy with
 // smap_get_bool (only "true" is true), tx-retries-max with smap_get_int,
 // anything unparsable or outside 0..32 meaning the default, 8
-// (netdev_dpdk_vhost_client_set_config).
-func vhostOptions(options map[string]string) (zeroCopy bool, txRetries int) {
-	zeroCopy = options[OptDQZeroCopy] == "true"
+// (netdev_dpdk_vhost_client_set_config). OVS says nothing about the values
+// it ignores; govs adds them to problems, with the accepted values.
+func vhostOptions(name string, options map[string]string, problems *[]string) (zeroCopy bool, txRetries int) {
+	bad := func(key, v, want string) {
+		*problems = append(*problems, fmt.Sprintf("interface %s: ignoring invalid options:%s=%q (%s)", name, key, v, want))
+	}
+	switch v, ok := options[OptDQZeroCopy]; {
+	case v == "true":
+		zeroCopy = true
+	case ok && v != "false":
+		bad(OptDQZeroCopy, v, `must be "true" or "false"; using "false"`)
+	}
 	txRetries = vhostuser.DefaultTxRetries
 	if v, ok := options[OptTxRetriesMax]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 && n <= vhostuser.MaxTxRetries {
 			txRetries = n
+		} else {
+			bad(OptTxRetriesMax, v, fmt.Sprintf("must be an integer in the range 0..%d; using the default, %d",
+				vhostuser.MaxTxRetries, vhostuser.DefaultTxRetries))
 		}
 	}
 	return zeroCopy, txRetries
@@ -151,23 +137,50 @@ func vhostOptions(options map[string]string) (zeroCopy bool, txRetries int) {
 
 // vhostRequest is how ifc's vhost-user port is opened now. Caller holds mu.
 func (s *Switch) vhostRequest(ifc *iface) OpenRequest {
-	zc, retries := vhostOptions(ifc.spec.Options)
 	cfg := vhostuser.DefaultConfig()
 	cfg.Logger = s.log
-	cfg.ZeroCopy = zc
-	cfg.TxRetriesMax = retries
+	cfg.ZeroCopy = ifc.spec.ZeroCopy
+	cfg.TxRetriesMax = ifc.spec.TxRetries
 	cfg.DisableOffload = !s.tso
 	return OpenRequest{Name: ifc.spec.Name, Type: ifc.spec.Type, SocketPath: ifc.spec.VhostPath, Vhost: cfg}
 }
 
-// attachVhost opens ifc's vhost-user port; false when it failed (ifc
-// records why). A client port without vhost-server-path is attached with
-// no device, as OVS leaves such a port unconfigured: it gets an OpenFlow
-// number, shows link_state down and no error, and runs once the path is
-// set. Caller holds mu.
-func (s *Switch) attachVhost(ifc *iface) bool {
+// vhostPort runs vhost-user ports: server (dpdkvhostuser) or client
+// (dpdkvhostuserclient).
+type vhostPort struct{ server bool }
+
+func init() {
+	registerPort(TypeVhostUser, vhostPort{server: true})
+	registerPort(TypeVhostUserClient, vhostPort{})
+}
+
+func (vhostPort) kind() PortKind { return KindVhost }
+
+// live: dq-zero-copy and tx-retries-max apply in place (applyVhostOptions).
+func (vhostPort) live(key string) bool { return key == OptDQZeroCopy || key == OptTxRetriesMax }
+
+// parse finds the socket: for a server port the file named after it in
+// the socket directory, for a client port options:vhost-server-path (""
+// when unset); and the live options.
+func (v vhostPort) parse(spec *IfaceSpec, env parseEnv, problems *[]string) string {
+	if v.server {
+		spec.VhostPath = filepath.Clean(env.VhostSockDir + "/" + spec.Name)
+	} else {
+		spec.VhostPath = spec.Options[OptVhostServerPath]
+	}
+	spec.ZeroCopy, spec.TxRetries = vhostOptions(spec.Name, spec.Options, problems)
+	return ""
+}
+
+func (vhostPort) request(s *Switch, ifc *iface) OpenRequest { return s.vhostRequest(ifc) }
+
+// attach opens ifc's vhost-user port. A client port without
+// vhost-server-path is attached with no device, as OVS leaves such a port
+// unconfigured: it gets an OpenFlow number, shows link_state down and no
+// error, and runs once the path is set.
+func (v vhostPort) attach(s *Switch, ifc *iface) bool {
 	name := ifc.spec.Name
-	if ifc.spec.Type == TypeVhostUser && strings.ContainsAny(name, `/\`) {
+	if v.server && strings.ContainsAny(name, `/\`) {
 		// netdev_dpdk_vhost_construct's check and text.
 		s.log.Errorf("\"%s\" is not a valid name for a vhost-user port. A valid name must not include '/' or '\\'", name)
 		s.fail(ifc, StateFailed, fmt.Sprintf("could not open network device %s (%s)", name, Strerror(syscall.EINVAL)))
@@ -180,23 +193,10 @@ func (s *Switch) attachVhost(ifc *iface) bool {
 		return true
 	}
 	req := s.vhostRequest(ifc)
-	dev, err := s.devs.Open(req)
-	if err != nil {
-		s.fail(ifc, StateFailed, fmt.Sprintf("could not open network device %s (%s)", name, Strerror(err)))
+	if !s.plug(ifc, req, nil) {
 		return false
 	}
-	no := s.allocDPPort()
-	if err := s.dp.AddPort(no, dev); err != nil {
-		dev.Close()
-		s.fail(ifc, StateFailed, fmt.Sprintf("could not add network device %s to ofproto (%s)", name, Strerror(err)))
-		return false
-	}
-	s.count("dpif_port_add")
-	s.dpPorts[no] = true
-	ifc.dev, ifc.dpPort = dev, no
-	s.opened(ifc)
-	ifc.zeroCopy, ifc.txRetries = req.Vhost.ZeroCopy, req.Vhost.TxRetriesMax
-	if ifc.spec.Type == TypeVhostUser {
+	if v.server {
 		// OVS's texts (netdev_dpdk_vhost_construct,
 		// netdev_dpdk_vhost_client_reconfigure).
 		s.log.Infof("Socket %s created for vhost-user port %s", req.SocketPath, name)
@@ -209,6 +209,31 @@ func (s *Switch) attachVhost(ifc *iface) bool {
 	return true
 }
 
+func (vhostPort) apply(s *Switch, ifc *iface, _ bool) {
+	if ifc.dev != nil && !s.reopenForOffloads(ifc) {
+		s.applyVhostOptions(ifc)
+	}
+}
+
+func (vhostPort) refresh(_ *Switch, ifc *iface)      { ifc.refreshVhost() }
+func (vhostPort) status(ifc *iface, st *IfaceStatus) { ifc.vhostStatus(st) }
+
+// netdevType shows the queues as netdev-dpdk's get_config does.
+func (vhostPort) netdevType(ifc *iface) string {
+	rxq, txq := "1", "1"
+	if vp, ok := ifc.dev.(VhostPort); ok {
+		st := vp.Status()
+		if n := st["n_rxq"]; n != "" && n != "0" {
+			rxq = n
+		}
+		if n := st["n_txq"]; n != "" && n != "0" {
+			txq = n
+		}
+	}
+	return fmt.Sprintf("%s: configured_rx_queues=%s, configured_tx_queues=%s, mtu=%d, requested_rx_queues=%s, requested_tx_queues=%s",
+		ifc.spec.Type, rxq, txq, ifc.vhostMTU(), rxq, txq)
+}
+
 // applyVhostOptions applies dq-zero-copy and tx-retries-max to an attached
 // vhost-user port in place. Caller holds mu.
 func (s *Switch) applyVhostOptions(ifc *iface) {
@@ -216,7 +241,7 @@ func (s *Switch) applyVhostOptions(ifc *iface) {
 	if !ok {
 		return
 	}
-	zc, retries := vhostOptions(ifc.spec.Options)
+	zc, retries := ifc.spec.ZeroCopy, ifc.spec.TxRetries
 	if zc != ifc.zeroCopy {
 		vp.SetZeroCopy(zc)
 		ifc.zeroCopy = zc

@@ -119,6 +119,8 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.Port{}),
 		client.WithTable(&vswitchd.Interface{}),
 		client.WithTable(&vswitchd.Datapath{}),
+		client.WithTable(&vswitchd.QoS{}),
+		client.WithTable(&vswitchd.Queue{}),
 	))
 	if err != nil {
 		cli.Close()
@@ -147,7 +149,7 @@ func (c *Conn) Connected() bool { return c.cli.Connected() }
 // run.
 func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 	var r bridge.Rows
-	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces} {
+	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues} {
 		if err := c.cli.List(ctx, list); err != nil {
 			return bridge.Rows{}, err
 		}

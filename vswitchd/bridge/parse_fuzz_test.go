@@ -1,0 +1,52 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/govs/govs/schema/vswitchd"
+)
+
+// FuzzPortParse feeds Interface options and QoS other_config to the
+// drivers' parsers: they must not panic, must report every value they
+// ignore, and must parse the same row the same way twice (a snapshot
+// compares equal to itself, so reconciling it again touches nothing).
+func FuzzPortParse(f *testing.F) {
+	for _, s := range [][3]string{
+		{TypePatch, "peer", "p2"},
+		{TypePatch, "peer", ""},
+		{TypePatch, "color", "blue"},
+		{TypeVhostUserClient, OptTxRetriesMax, "999"},
+		{TypeVhostUserClient, OptDQZeroCopy, "maybe"},
+		{TypeVhostUser, OptTxRetriesMax, "-1"},
+		{TypeSystem, "foo", "bar"},
+		{"vxlan", "remote_ip", "1.2.3.4"},
+		{QoSEgressPolicer, "cir", "18446744073709551616"},
+		{QoSEgressPolicer, "cbs", "2048"},
+		{"linux-htb", "max-rate", "1"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, typ, key, value string) {
+		opts := map[string]string{key: value}
+		var problems []string
+		spec := IfaceSpec{Name: "p1", Type: typ, Options: opts}
+		errText := driverOf(typ).parse(&spec, parseEnv{VhostSockDir: "/run"}, &problems)
+		again := IfaceSpec{Name: "p1", Type: typ, Options: opts}
+		var problems2 []string
+		if driverOf(typ).parse(&again, parseEnv{VhostSockDir: "/run"}, &problems2) != errText ||
+			again.identity() != spec.identity() || len(problems) != len(problems2) {
+			t.Fatalf("parsing %s %s=%q twice differs", typ, key, value)
+		}
+		if typ == TypeVhostUserClient && key == OptTxRetriesMax && spec.TxRetries == 8 && value != "8" && len(problems) == 0 {
+			t.Fatalf("tx-retries-max=%q ignored silently", value)
+		}
+		q := qosSpec("p1", &vswitchd.QoS{Type: typ, OtherConfig: opts}, nil, &problems)
+		if typ != "" && typ != QoSEgressPolicer && typ != QoSTrTCMPolicer && q.Type != "" {
+			t.Fatalf("QoS type %q runs", typ)
+		}
+		if typ != "" && q.Type == "" && !strings.Contains(strings.Join(problems, "\n"), "port p1: QoS") {
+			t.Fatalf("QoS %s %s=%q refused silently", typ, key, value)
+		}
+	})
+}

@@ -1,0 +1,141 @@
+package bridge
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/govs/govs/schema/vswitchd"
+)
+
+// The columns and keys of the schema that govs accepts but does not run.
+// Nothing asked for is ignored silently: each row that sets one is named
+// in Desired.Problems, which the daemon logs when the list changes, so a
+// setting is reported once, when it appears. README.md lists them.
+
+// notRunning is the text of every such report.
+const notRunning = "is not supported by govs and has no effect"
+
+// unsupportedOtherConfig are the other_config key prefixes of features
+// govs does not run: spanning trees, multicast snooping, bonds and LACP,
+// CFM, LLDP, in-band control.
+var unsupportedOtherConfig = []string{
+	"stp-", "rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "lacp-", "cfm_", "lldp",
+	"disable-in-band", "in-band-queue",
+}
+
+// unsupportedKeys returns the keys of oc that name a feature govs does not
+// run, sorted.
+func unsupportedKeys(oc map[string]string) []string {
+	var keys []string
+	for k := range oc {
+		for _, p := range unsupportedOtherConfig {
+			if strings.HasPrefix(k, p) {
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// reportUnsupportedBridge adds what br sets that govs does not run.
+func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
+	var what []string
+	if br.STPEnable {
+		what = append(what, "stp_enable=true (STP)")
+	}
+	if br.RSTPEnable {
+		what = append(what, "rstp_enable=true (RSTP)")
+	}
+	if br.McastSnoopingEnable {
+		what = append(what, "mcast_snooping_enable=true (multicast snooping)")
+	}
+	if len(br.Mirrors) > 0 {
+		what = append(what, fmt.Sprintf("mirrors (%d Mirror rows)", len(br.Mirrors)))
+	}
+	if br.Sflow != nil {
+		what = append(what, "sflow (sFlow)")
+	}
+	if br.Netflow != nil {
+		what = append(what, "netflow (NetFlow)")
+	}
+	if br.IPFIX != nil {
+		what = append(what, "ipfix (IPFIX)")
+	}
+	if br.AutoAttach != nil {
+		what = append(what, "auto_attach")
+	}
+	if len(br.FloodVLANs) > 0 {
+		what = append(what, "flood_vlans")
+	}
+	report("bridge "+br.Name, what, br.OtherConfig, problems)
+}
+
+// report adds one line per feature in what, and per other_config key of
+// oc that names one, to problems.
+func report(where string, what []string, oc map[string]string, problems *[]string) {
+	for _, k := range unsupportedKeys(oc) {
+		what = append(what, "other_config:"+k)
+	}
+	for _, w := range what {
+		*problems = append(*problems, fmt.Sprintf("%s: %s %s", where, w, notRunning))
+	}
+}
+
+// reportUnsupportedPort adds what p sets that govs does not run. A bond
+// (more than one interface) runs its first interface as a plain port; the
+// others get an Interface.error (collect).
+func reportUnsupportedPort(br string, p vswitchd.Port, nifaces int, problems *[]string) {
+	var what []string
+	if nifaces > 1 {
+		what = append(what, fmt.Sprintf("bonding (%d interfaces; only the first runs, as a plain port)", nifaces))
+	}
+	if p.BondMode != nil {
+		what = append(what, "bond_mode="+string(*p.BondMode))
+	}
+	if p.LACP != nil && *p.LACP != vswitchd.PortLACPOff {
+		what = append(what, "lacp="+string(*p.LACP)+" (LACP)")
+	}
+	if p.BondUpdelay != 0 {
+		what = append(what, "bond_updelay")
+	}
+	if p.BondDowndelay != 0 {
+		what = append(what, "bond_downdelay")
+	}
+	if p.BondFakeIface {
+		what = append(what, "bond_fake_iface=true")
+	}
+	if p.BondActiveSlave != nil {
+		what = append(what, "bond_active_slave")
+	}
+	if p.MAC != nil {
+		what = append(what, "mac")
+	}
+	if p.Protected {
+		what = append(what, "protected=true")
+	}
+	if len(p.CVLANs) > 0 {
+		what = append(what, "cvlans")
+	}
+	report("bridge "+br+": port "+p.Name, what, p.OtherConfig, problems)
+}
+
+// reportUnsupportedIface adds what i sets that govs does not run.
+func reportUnsupportedIface(i vswitchd.Interface, problems *[]string) {
+	var what []string
+	if i.CFMMpid != nil {
+		what = append(what, "cfm_mpid (CFM)")
+	}
+	if i.BFD["enable"] == "true" {
+		what = append(what, "bfd:enable=true (BFD)")
+	}
+	if i.LLDP["enable"] == "true" {
+		what = append(what, "lldp:enable=true (LLDP)")
+	}
+	if i.MAC != nil {
+		what = append(what, "mac")
+	}
+	report("interface "+i.Name, what, i.OtherConfig, problems)
+}
