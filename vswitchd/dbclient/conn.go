@@ -157,7 +157,8 @@ func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 	return r, nil
 }
 
-// IDLCells counts the replica's cells (rows times columns), for memory/show.
+// IDLCells counts the replica's cells (rows times columns) over every
+// table it holds, for memory/show.
 func (c *Conn) IDLCells() int {
 	n := 0
 	cc := c.cli.Cache()
@@ -165,7 +166,7 @@ func (c *Conn) IDLCells() int {
 		return 0
 	}
 	schema := c.cli.Schema()
-	for _, t := range []string{vswitchd.OpenvSwitchTable, vswitchd.BridgeTable, vswitchd.PortTable, vswitchd.InterfaceTable} {
+	for _, t := range cc.Tables() {
 		if rc := cc.Table(t); rc != nil {
 			n += rc.Len() * len(schema.Tables[t].Columns)
 		}
