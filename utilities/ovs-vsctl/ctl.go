@@ -146,7 +146,13 @@ func getColumn(t *db.Table, name string) (*db.Column, error) {
 		return best, nil
 	}
 	if bestScore > 0 {
-		return nil, fmt.Errorf("%s contains more than one column whose name matches \"%s\"", t.Name, name)
+		var names []string
+		for _, col := range t.Columns {
+			if scorePartialMatch(col.Name, name) == bestScore {
+				names = append(names, col.Name)
+			}
+		}
+		return nil, fmt.Errorf("%s contains more than one column whose name matches \"%s\": %s", t.Name, name, strings.Join(names, ", "))
 	}
 	return nil, fmt.Errorf("%s does not contain a column whose name matches \"%s\"", t.Name, name)
 }
@@ -275,7 +281,7 @@ func (c *ctx) getRow(t *db.Table, rec string, mustExist bool) *row {
 	return r
 }
 
-var relops = []string{"=", "!=", "<", ">", "<=", ">=", "{=}", "{!=}", "{<}", "{>}", "{<=}", "{>=}"}
+var relops = []string{"=", "!=", "<", ">", "<=", ">=", "{=}", "{!=}", "{<}", "{>}", "{<=}", "{>=}", "{in}", "{not-in}"}
 
 func missingOperator(arg string, ops []string) error {
 	var b strings.Builder
@@ -401,6 +407,15 @@ func evalRelop(a, b db.Datum, op int) bool {
 		return includesAll(a, b)
 	case "{>=}":
 		return includesAll(b, a)
+	case "{in}":
+		return includesAll(a, b)
+	case "{not-in}":
+		for _, k := range a.Keys {
+			if b.Find(k) >= 0 {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }
@@ -631,29 +646,39 @@ func cmdAdd(c *ctx) {
 		return
 	}
 	checkMutable(r, col)
-	d := r.get(col)
-	d = db.Datum{Keys: append([]db.Atom{}, d.Keys...), Vals: cloneVals(d.Vals)}
 	at := col.Type
 	at.Min, at.Max = 1, db.Unlimited
+	add := db.Datum{Keys: []db.Atom{}}
+	if col.Type.IsMap() {
+		add.Vals = []db.Atom{}
+	}
 	for _, arg := range c.args[4:] {
-		add, err := dbtext.ParseDatum(&at, arg, c.syms)
+		d, err := dbtext.ParseDatum(&at, arg, c.syms)
 		dieIf(err)
-		for i, k := range add.Keys {
-			if d.Find(k) >= 0 {
+		for i, k := range d.Keys {
+			if add.Find(k) >= 0 {
 				continue
 			}
+			add.Keys = append(add.Keys, k)
+			if d.Vals != nil {
+				add.Vals = append(add.Vals, d.Vals[i])
+			}
+			add.SortUnique()
+		}
+	}
+	// Like OVS 3.1, an insert mutation: the server checks the size.
+	d := r.get(col)
+	d = db.Datum{Keys: append([]db.Atom{}, d.Keys...), Vals: cloneVals(d.Vals)}
+	for i, k := range add.Keys {
+		if d.Find(k) < 0 {
 			d.Keys = append(d.Keys, k)
 			if add.Vals != nil {
 				d.Vals = append(d.Vals, add.Vals[i])
 			}
-			d.SortUnique()
 		}
 	}
-	if d.Len() > col.Type.Max {
-		fatalf("\"add\" operation would put %d %s in column %s of table %s but the maximum number is %d",
-			d.Len(), elems(0, col.Type.IsMap()), col.Name, t.Name, dbtext.MaxCount(col.Type.Max))
-	}
-	c.t.writeColumn(r, col, d)
+	d.SortUnique()
+	c.t.mutate(r, col, []mutation{{"insert", add, col.Type.IsMap()}}, d)
 	c.invalidate()
 }
 
@@ -674,6 +699,7 @@ func cmdRemove(c *ctx) {
 	}
 	checkMutable(r, col)
 	d := r.get(col)
+	var removed []mutation
 	rt := col.Type
 	rt.Min, rt.Max = 1, db.Unlimited
 	for _, arg := range c.args[4:] {
@@ -688,6 +714,7 @@ func cmdRemove(c *ctx) {
 			dieIf(err)
 			keysOnly = true
 		}
+		removed = append(removed, mutation{"delete", rm, !keysOnly && rt.IsMap()})
 		nd := db.Datum{Keys: []db.Atom{}}
 		if d.Vals != nil {
 			nd.Vals = []db.Atom{}
@@ -708,7 +735,7 @@ func cmdRemove(c *ctx) {
 		fatalf("\"remove\" operation would put %d %s in column %s of table %s but the minimum number is %d",
 			d.Len(), elems(0, col.Type.IsMap()), col.Name, t.Name, col.Type.Min)
 	}
-	c.t.writeColumn(r, col, d)
+	c.t.mutate(r, col, removed, d)
 	c.invalidate()
 }
 

@@ -19,6 +19,17 @@ type row struct {
 	// inserted rows are sent as insert operations, in order.
 	inserted bool
 	deleted  bool
+	// whole marks the columns written whole; muts holds the mutations of
+	// columns changed only by add and remove.
+	whole map[int]bool
+	muts  map[int][]mutation
+}
+
+// mutation is one insert or delete mutation of a set or map column.
+type mutation struct {
+	op    string
+	d     db.Datum
+	isMap bool // d is a map (else a set, of keys for a map column)
 }
 
 func (r *row) get(c *db.Column) db.Datum {
@@ -109,11 +120,30 @@ func (t *txn) refs(r *row, col string) []*row {
 	return out
 }
 
-func (t *txn) write(r *row, col string, d db.Datum) {
-	r.cur[r.col(col).Index] = d
+func (t *txn) write(r *row, col string, d db.Datum) { t.writeColumn(r, r.col(col), d) }
+
+func (t *txn) writeColumn(r *row, c *db.Column, d db.Datum) {
+	if r.whole == nil {
+		r.whole = map[int]bool{}
+	}
+	r.whole[c.Index] = true
+	delete(r.muts, c.Index)
+	r.cur[c.Index] = d
 }
 
-func (t *txn) writeColumn(r *row, c *db.Column, d db.Datum) { r.cur[c.Index] = d }
+// mutate changes a column by mutations, result being the value they give.
+// A new row or a column already written whole just gets the value.
+func (t *txn) mutate(r *row, c *db.Column, muts []mutation, result db.Datum) {
+	if r.inserted || r.whole[c.Index] {
+		t.writeColumn(r, c, result)
+		return
+	}
+	if r.muts == nil {
+		r.muts = map[int][]mutation{}
+	}
+	r.muts[c.Index] = append(r.muts[c.Index], muts...)
+	r.cur[c.Index] = result
+}
 
 func (t *txn) setString(r *row, col, v string) {
 	t.write(r, col, db.Datum{Keys: []db.Atom{v}})
@@ -203,7 +233,7 @@ func (t *txn) ops() (ops []json.RawMessage, changed bool) {
 			var b bytes.Buffer
 			n := 0
 			for i, c := range r.t.Columns {
-				if r.cur[i].Equal(r.orig[i]) {
+				if !r.whole[i] || r.cur[i].Equal(r.orig[i]) {
 					continue
 				}
 				if n > 0 {
@@ -213,11 +243,29 @@ func (t *txn) ops() (ops []json.RawMessage, changed bool) {
 				b.WriteString(quote(c.Name) + ":")
 				b.Write(enc(c, r.cur[i]))
 			}
-			if n == 0 {
-				continue
+			if n > 0 {
+				ops = append(ops, json.RawMessage(`{"op":"update","table":`+quote(name)+`,"where":`+whereUUID(r.uuid)+`,"row":{`+b.String()+`}}`))
+				changed = true
 			}
-			ops = append(ops, json.RawMessage(`{"op":"update","table":`+quote(name)+`,"where":`+whereUUID(r.uuid)+`,"row":{`+b.String()+`}}`))
-			changed = true
+			var m bytes.Buffer
+			for i, c := range r.t.Columns {
+				for _, mu := range r.muts[i] {
+					if m.Len() > 0 {
+						m.WriteByte(',')
+					}
+					m.WriteString(`[` + quote(c.Name) + `,` + quote(mu.op) + `,`)
+					mc := *c
+					if !mu.isMap {
+						mc.Type = db.ColumnType{Key: c.Type.Key, Min: 0, Max: db.Unlimited}
+					}
+					m.Write(appendMutationArg(&mc, mu.d, newRows))
+					m.WriteByte(']')
+				}
+			}
+			if m.Len() > 0 {
+				ops = append(ops, json.RawMessage(`{"op":"mutate","table":`+quote(name)+`,"where":`+whereUUID(r.uuid)+`,"mutations":[`+m.String()+`]}`))
+				changed = true
+			}
 		}
 	}
 	for _, r := range t.deleted {
@@ -272,4 +320,10 @@ func appendDatum(b []byte, c *db.Column, d db.Datum, newRows map[db.UUID]bool) [
 		b = atom(b, k)
 	}
 	return append(b, "]]"...)
+}
+
+// appendMutationArg encodes a mutation's argument: always a "set" (or
+// "map") so that a one-element set is not sent as a bare atom's scalar.
+func appendMutationArg(c *db.Column, d db.Datum, newRows map[db.UUID]bool) []byte {
+	return appendDatum(nil, c, d, newRows)
 }

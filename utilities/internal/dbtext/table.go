@@ -2,7 +2,6 @@ package dbtext
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -136,7 +135,9 @@ func (p *Printer) Print(t *Table) {
 	case FormatTable:
 		widths := make([]int, len(t.Headings))
 		for x, h := range t.Headings {
-			widths[x] = len(h)
+			if !st.NoHeadings {
+				widths[x] = len(h)
+			}
 			for y := range t.Rows {
 				widths[x] = max(widths[x], len(t.Rows[y][x].text(st)))
 			}
@@ -315,11 +316,48 @@ func htmlCell(b *bytes.Buffer, elem, content string) {
 	fmt.Fprintf(b, "</%s>\n", elem)
 }
 
-// PrettyJSON indents compact JSON as OVS's JSSF_PRETTY does.
+// PrettyJSON indents compact JSON as OVS's JSSF_PRETTY does: every member
+// and element on its own line, two spaces a level, closing brackets right
+// after the last element.
 func PrettyJSON(compact []byte) string {
-	var out bytes.Buffer
-	if err := json.Indent(&out, compact, "", "  "); err != nil {
-		return string(compact)
+	var b strings.Builder
+	depth := 0
+	indent := func() {
+		b.WriteByte('\n')
+		b.WriteString(strings.Repeat("  ", depth))
 	}
-	return out.String()
+	for i := 0; i < len(compact); i++ {
+		switch c := compact[i]; c {
+		case '"':
+			j := i + 1
+			for j < len(compact) && compact[j] != '"' {
+				if compact[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			b.Write(compact[i : j+1])
+			i = j
+		case '[', '{':
+			b.WriteByte(c)
+			if i+1 < len(compact) && (compact[i+1] == ']' || compact[i+1] == '}') {
+				b.WriteByte(compact[i+1])
+				i++
+				continue
+			}
+			depth++
+			indent()
+		case ']', '}':
+			depth--
+			b.WriteByte(c)
+		case ',':
+			b.WriteByte(',')
+			indent()
+		case ':':
+			b.WriteString(": ")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

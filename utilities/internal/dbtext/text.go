@@ -243,11 +243,12 @@ func ParseDatum(t *db.ColumnType, s string, syms Symbols) (db.Datum, error) {
 		if isMap {
 			p = skipSpaces(p)
 			if p == "" || p[0] != '=' {
-				c := ""
-				if p != "" {
-					c = p[:1]
+				if p == "" {
+					// OVS formats the NUL at the end with %c, which
+					// ends its message there.
+					return d, fmt.Errorf("%s: syntax error at \"", start)
 				}
-				return d, fmt.Errorf("%s: syntax error at \"%s\" expecting \"=\"", start, c)
+				return d, fmt.Errorf("%s: syntax error at \"%c\" expecting \"=\"", start, p[0])
 			}
 			p = skipSpaces(p[1:])
 			tok, rest, err := ParseToken(p)
