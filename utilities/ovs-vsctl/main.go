@@ -489,8 +489,7 @@ func main() {
 	if o.timeout > 0 {
 		time.AfterFunc(time.Duration(o.timeout)*time.Second, func() {
 			logWarn("fatal_signal", "terminating with signal 14 (Alarm clock)")
-			signal.Reset(syscall.SIGALRM)
-			syscall.Kill(os.Getpid(), syscall.SIGALRM)
+			dieBySignal(syscall.SIGALRM)
 		})
 	}
 	os.Exit(run(o, cmds, commandLine(os.Args)))
