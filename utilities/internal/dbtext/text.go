@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/govs/govs/ovsdb/db"
 )
@@ -182,6 +183,15 @@ func ParseAtom(bt *db.BaseType, s string, syms Symbols, allowRange bool) ([]db.A
 		}
 	default:
 		return nil, fmt.Errorf("bad type")
+	}
+	if str, ok := a.(string); ok && !utf8.ValidString(str) {
+		for i := 0; i < len(str); {
+			r, n := utf8.DecodeRuneInString(str[i:])
+			if r == utf8.RuneError && n == 1 {
+				return nil, fmt.Errorf("constraint violation: not a valid UTF-8 string: invalid UTF-8 sequence 0x%02x", str[i])
+			}
+			i += n
+		}
 	}
 	if err := db.CheckAtom(bt, a); err != nil {
 		return nil, errors(err)
