@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/govs/govs/ovsdb/db"
@@ -363,42 +362,20 @@ func includesAll(a, b db.Datum) bool {
 	return true
 }
 
-func compareDatums(a, b db.Datum) int {
-	if a.Len() != b.Len() {
-		if a.Len() < b.Len() {
-			return -1
-		}
-		return 1
-	}
-	for i := range a.Keys {
-		if c := db.CompareAtoms(a.Keys[i], b.Keys[i]); c != 0 {
-			return c
-		}
-	}
-	if a.Vals != nil && b.Vals != nil {
-		for i := range a.Vals {
-			if c := db.CompareAtoms(a.Vals[i], b.Vals[i]); c != 0 {
-				return c
-			}
-		}
-	}
-	return 0
-}
-
 func evalRelop(a, b db.Datum, op int) bool {
 	switch relops[op] {
 	case "=", "{=}":
-		return compareDatums(a, b) == 0
+		return db.CompareDatums(a, b) == 0
 	case "!=", "{!=}":
-		return compareDatums(a, b) != 0
+		return db.CompareDatums(a, b) != 0
 	case "<":
-		return compareDatums(a, b) < 0
+		return db.CompareDatums(a, b) < 0
 	case ">":
-		return compareDatums(a, b) > 0
+		return db.CompareDatums(a, b) > 0
 	case "<=":
-		return compareDatums(a, b) <= 0
+		return db.CompareDatums(a, b) <= 0
 	case ">=":
-		return compareDatums(a, b) >= 0
+		return db.CompareDatums(a, b) >= 0
 	case "{<}":
 		return b.Len() > a.Len() && includesAll(a, b)
 	case "{>}":
@@ -637,15 +614,24 @@ func elems(n int, isMap bool) string {
 	return "values"
 }
 
-func cmdAdd(c *ctx) {
+// columnOfRecord is what add and remove start with: "TABLE RECORD COLUMN".
+// The row is nil if --if-exists and there is none.
+func (c *ctx) columnOfRecord() (*db.Table, *db.Column, *row) {
 	t := c.getTable(c.args[1])
 	col, err := getColumn(t, c.args[3])
 	dieIf(err)
 	r := c.getRow(t, c.args[2], !c.has("--if-exists"))
+	if r != nil {
+		checkMutable(r, col)
+	}
+	return t, col, r
+}
+
+func cmdAdd(c *ctx) {
+	_, col, r := c.columnOfRecord()
 	if r == nil {
 		return
 	}
-	checkMutable(r, col)
 	at := col.Type
 	at.Min, at.Max = 1, db.Unlimited
 	add := db.Datum{Keys: []db.Atom{}}
@@ -690,14 +676,10 @@ func cloneVals(v []db.Atom) []db.Atom {
 }
 
 func cmdRemove(c *ctx) {
-	t := c.getTable(c.args[1])
-	col, err := getColumn(t, c.args[3])
-	dieIf(err)
-	r := c.getRow(t, c.args[2], !c.has("--if-exists"))
+	t, col, r := c.columnOfRecord()
 	if r == nil {
 		return
 	}
-	checkMutable(r, col)
 	d := r.get(col)
 	var removed []mutation
 	rt := col.Type
@@ -928,13 +910,3 @@ var dbCommands = []*syntax{
 }
 
 const maxArgs = int(^uint32(0) >> 1)
-
-// sortedKeys returns a string-keyed map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,7 +366,7 @@ Other options:
 }
 
 func printCommands() {
-	names := sortedKeys(allCommands)
+	names := slices.Sorted(maps.Keys(allCommands))
 	for _, n := range names {
 		s := allCommands[n]
 		for _, o := range strings.Split(s.options, ",") {
@@ -378,7 +380,7 @@ func printCommands() {
 }
 
 func printOptions() {
-	for _, n := range sortedKeys(globalLong) {
+	for _, n := range slices.Sorted(maps.Keys(globalLong)) {
 		if globalLong[n] == 1 {
 			fmt.Printf("--%s=ARG\n", n)
 		} else {
@@ -439,7 +441,7 @@ func parseCommand(argv []string, locals []localOpt) *command {
 	if syn == nil {
 		die("unknown command '%s'; use --help for help", name)
 	}
-	for _, key := range sortedKeys(c.options) {
+	for _, key := range slices.Sorted(maps.Keys(c.options)) {
 		end := -1
 		if j := strings.Index(syn.options, key); j >= 0 {
 			if k := j + len(key); k < len(syn.options) {
@@ -580,7 +582,7 @@ func run(o *options, cmds []*command, args string) (status int) {
 			die("%s: database connection failed (%s)", o.db, ovsdbc.Errno(err))
 		}
 	}
-	for _, name := range sortedKeys(a.syms) {
+	for _, name := range slices.Sorted(maps.Keys(a.syms)) {
 		sym := a.syms[name]
 		if !sym.Created {
 			fatalf("row id \"%s\" is referenced but never created (e.g. with \"-- --id=%s create ...\")", name, name)

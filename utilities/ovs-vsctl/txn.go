@@ -202,27 +202,12 @@ func (t *txn) ops() (ops []json.RawMessage, changed bool) {
 			newRows[r.uuid] = true
 		}
 	}
-	enc := func(c *db.Column, d db.Datum) []byte { return appendDatum(nil, c, d, newRows) }
 	for _, r := range t.inserted {
 		if r.deleted {
 			continue
 		}
-		var b bytes.Buffer
-		b.WriteString(`{"op":"insert","table":` + quote(r.t.Name) + `,"uuid-name":` + quote(namedUUID(r.uuid)) + `,"row":{`)
-		n := 0
-		for i, c := range r.t.Columns {
-			if db.IsDefault(&c.Type, r.cur[i]) {
-				continue
-			}
-			if n > 0 {
-				b.WriteByte(',')
-			}
-			n++
-			b.WriteString(quote(c.Name) + ":")
-			b.Write(enc(c, r.cur[i]))
-		}
-		b.WriteString("}}")
-		ops = append(ops, b.Bytes())
+		row, _ := columnsJSON(r, newRows, func(i int, c *db.Column) bool { return !db.IsDefault(&c.Type, r.cur[i]) })
+		ops = append(ops, json.RawMessage(`{"op":"insert","table":`+quote(r.t.Name)+`,"uuid-name":`+quote(namedUUID(r.uuid))+`,"row":{`+row+`}}`))
 		changed = true
 	}
 	for _, name := range t.schema.TableNames() {
@@ -230,21 +215,9 @@ func (t *txn) ops() (ops []json.RawMessage, changed bool) {
 			if r.inserted {
 				continue
 			}
-			var b bytes.Buffer
-			n := 0
-			for i, c := range r.t.Columns {
-				if !r.whole[i] || r.cur[i].Equal(r.orig[i]) {
-					continue
-				}
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				n++
-				b.WriteString(quote(c.Name) + ":")
-				b.Write(enc(c, r.cur[i]))
-			}
+			row, n := columnsJSON(r, newRows, func(i int, _ *db.Column) bool { return r.whole[i] && !r.cur[i].Equal(r.orig[i]) })
 			if n > 0 {
-				ops = append(ops, json.RawMessage(`{"op":"update","table":`+quote(name)+`,"where":`+whereUUID(r.uuid)+`,"row":{`+b.String()+`}}`))
+				ops = append(ops, json.RawMessage(`{"op":"update","table":`+quote(name)+`,"where":`+whereUUID(r.uuid)+`,"row":{`+row+`}}`))
 				changed = true
 			}
 			var m bytes.Buffer
@@ -289,41 +262,35 @@ func quote(s string) string {
 
 // appendDatum encodes d, naming the rows this transaction inserts.
 func appendDatum(b []byte, c *db.Column, d db.Datum, newRows map[db.UUID]bool) []byte {
-	atom := func(b []byte, a db.Atom) []byte {
+	return db.AppendDatumJSONWith(b, d, c.Type.IsMap(), func(b []byte, a db.Atom) []byte {
 		if u, ok := a.(db.UUID); ok && newRows[u] {
 			return append(b, `["named-uuid",`+quote(namedUUID(u))+`]`...)
 		}
-		return db.AppendDatumJSON(b, db.Datum{Keys: []db.Atom{a}}, false)
-	}
-	if c.Type.IsMap() {
-		b = append(b, `["map",[`...)
-		for i := range d.Keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = atom(b, d.Keys[i])
-			b = append(b, ',')
-			b = atom(b, d.Vals[i])
-			b = append(b, ']')
-		}
-		return append(b, "]]"...)
-	}
-	if d.Len() == 1 {
-		return atom(b, d.Keys[0])
-	}
-	b = append(b, `["set",[`...)
-	for i, k := range d.Keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = atom(b, k)
-	}
-	return append(b, "]]"...)
+		return db.AppendAtomJSON(b, a)
+	})
 }
 
 // appendMutationArg encodes a mutation's argument: always a "set" (or
 // "map") so that a one-element set is not sent as a bare atom's scalar.
 func appendMutationArg(c *db.Column, d db.Datum, newRows map[db.UUID]bool) []byte {
 	return appendDatum(nil, c, d, newRows)
+}
+
+// columnsJSON encodes the columns of r that want selects as the members of
+// an operation's "row", and says how many there are.
+func columnsJSON(r *row, newRows map[db.UUID]bool, want func(int, *db.Column) bool) (string, int) {
+	var b bytes.Buffer
+	n := 0
+	for i, c := range r.t.Columns {
+		if !want(i, c) {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		b.WriteString(quote(c.Name) + ":")
+		b.Write(appendDatum(nil, c, r.cur[i], newRows))
+	}
+	return b.String(), n
 }

@@ -660,21 +660,26 @@ func verifyTarget(target string, kinds []string) bool {
 
 var vconnKinds = []string{"tcp", "ssl", "unix", "ptcp", "pssl", "punix"}
 
+// insertTargets inserts a Controller or Manager row per target.
+func (c *ctx) insertTargets(table string, targets []string) []*row {
+	var rows []*row
+	for _, target := range targets {
+		if !verifyTarget(target, vconnKinds) {
+			c.warn("vsctl", "target type \"%s\" is possibly erroneous", target)
+		}
+		r := c.t.insert(table, nil)
+		c.t.setString(r, "target", target)
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 func cmdSetController(c *ctx) {
 	br := c.findRealBridge(c.args[1], true).cfg
 	for _, ctl := range c.t.refs(br, "controller") {
 		c.t.delete(ctl)
 	}
-	var ctls []*row
-	for _, target := range c.args[2:] {
-		if !verifyTarget(target, vconnKinds) {
-			c.warn("vsctl", "target type \"%s\" is possibly erroneous", target)
-		}
-		ctl := c.t.insert("Controller", nil)
-		c.t.setString(ctl, "target", target)
-		ctls = append(ctls, ctl)
-	}
-	c.t.setRefs(br, "controller", ctls)
+	c.t.setRefs(br, "controller", c.insertTargets("Controller", c.args[2:]))
 }
 
 func cmdGetFailMode(c *ctx) {
@@ -724,16 +729,7 @@ func cmdDelManager(c *ctx) { c.deleteManagers() }
 
 func cmdSetManager(c *ctx) {
 	c.deleteManagers()
-	var mgrs []*row
-	for _, target := range c.args[1:] {
-		if !verifyTarget(target, vconnKinds) {
-			c.warn("vsctl", "target type \"%s\" is possibly erroneous", target)
-		}
-		m := c.t.insert("Manager", nil)
-		c.t.setString(m, "target", target)
-		mgrs = append(mgrs, m)
-	}
-	c.t.setRefs(c.ovs, "manager_options", mgrs)
+	c.t.setRefs(c.ovs, "manager_options", c.insertTargets("Manager", c.args[1:]))
 }
 
 func cmdGetSSL(c *ctx) {

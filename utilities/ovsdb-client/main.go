@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -340,27 +342,18 @@ func cmdListColumns(c *client, args []string) {
 			cols = nil
 		}
 		t = &dbtext.Table{Headings: []string{"Column", "Type"}}
-		for _, n := range sortedKeys(cols) {
+		for _, n := range slices.Sorted(maps.Keys(cols)) {
 			t.Rows = append(t.Rows, []dbtext.Cell{dbtext.TextCell(n), dbtext.TextCell(cols[n])})
 		}
 	} else {
 		t = &dbtext.Table{Headings: []string{"Table", "Column", "Type"}}
-		for _, tn := range sortedKeys(types) {
-			for _, n := range sortedKeys(types[tn]) {
+		for _, tn := range slices.Sorted(maps.Keys(types)) {
+			for _, n := range slices.Sorted(maps.Keys(types[tn])) {
 				t.Rows = append(t.Rows, []dbtext.Cell{dbtext.TextCell(tn), dbtext.TextCell(n), dbtext.TextCell(types[tn][n])})
 			}
 		}
 	}
 	c.out.Print(t)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func parseTxn(s string) []json.RawMessage {
@@ -455,7 +448,7 @@ func cmdDump(c *client, args []string) {
 				if col.Name == "_uuid" {
 					continue
 				}
-				if x := compareDatums(rows[a][j], rows[b][j]); x != 0 {
+				if x := db.CompareDatums(rows[a][j], rows[b][j]); x != 0 {
 					return x < 0
 				}
 			}
@@ -484,24 +477,4 @@ func columnType(col *db.Column) db.ColumnType {
 		return uuidType
 	}
 	return col.Type
-}
-
-func compareDatums(a, b db.Datum) int {
-	if a.Len() != b.Len() {
-		if a.Len() < b.Len() {
-			return -1
-		}
-		return 1
-	}
-	for i := range a.Keys {
-		if c := db.CompareAtoms(a.Keys[i], b.Keys[i]); c != 0 {
-			return c
-		}
-	}
-	for i := range a.Vals {
-		if c := db.CompareAtoms(a.Vals[i], b.Vals[i]); c != 0 {
-			return c
-		}
-	}
-	return 0
 }
