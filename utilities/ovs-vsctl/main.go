@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/utilities/internal/dbtext"
 	"github.com/govs/govs/utilities/internal/ovsdbc"
@@ -53,20 +54,6 @@ func logWarn(module, format string, args ...any) {
 func die(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s: %s\n", program, fmt.Sprintf(format, args...))
 	os.Exit(1)
-}
-
-func rundir() string {
-	if d := os.Getenv("OVS_RUNDIR"); d != "" {
-		return d
-	}
-	return "/var/run/openvswitch"
-}
-
-func logdir() string {
-	if d := os.Getenv("OVS_LOGDIR"); d != "" {
-		return d
-	}
-	return "/var/log/openvswitch"
 }
 
 var allCommands = func() map[string]*syntax {
@@ -272,7 +259,7 @@ func parseOptions(argv []string) (*options, []localOpt, []string) {
 		}
 	}
 	if o.db == "" {
-		o.db = "unix:" + filepath.Join(rundir(), "db.sock")
+		o.db = "unix:" + filepath.Join(daemon.Rundir(), "db.sock")
 	}
 	return o, locals, argv[i:]
 }
@@ -361,7 +348,7 @@ Options:
 Other options:
   -h, --help                  display this help message
   -V, --version               display version information
-`, program, rundir())
+`, program, daemon.Rundir())
 	os.Exit(0)
 }
 
@@ -727,7 +714,7 @@ func postReloadChecks(rep *ovsdbc.Replica, ifaces []*row, realUUID map[db.UUID]d
 		}
 	}
 	if failed {
-		fmt.Fprintf(os.Stderr, "%s: The default log directory is \"%s\".\n", program, logdir())
+		fmt.Fprintf(os.Stderr, "%s: The default log directory is \"%s\".\n", program, daemon.Logdir())
 	}
 }
 

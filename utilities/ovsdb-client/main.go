@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/utilities/internal/dbtext"
 	"github.com/govs/govs/utilities/internal/ovsdbc"
@@ -27,13 +28,7 @@ func die(format string, args ...any) {
 	os.Exit(1)
 }
 
-func defaultRemote() string {
-	d := os.Getenv("OVS_RUNDIR")
-	if d == "" {
-		d = "/var/run/openvswitch"
-	}
-	return "unix:" + filepath.Join(d, "db.sock")
-}
+func defaultRemote() string { return "unix:" + filepath.Join(daemon.Rundir(), "db.sock") }
 
 // command is one ovsdb-client command: its argument counts after the
 // server and database, and whether it takes a database.
