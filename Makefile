@@ -12,6 +12,8 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ovsdb-server ./ovsdb
 	$(GO) build -o $(BIN)/ovs-vswitchd ./vswitchd
+	$(GO) build -o $(BIN)/ovs-vsctl ./utilities/ovs-vsctl
+	$(GO) build -o $(BIN)/ovsdb-client ./utilities/ovsdb-client
 
 # The whole suite, end-to-end tests in network namespaces included: run as root.
 test: build check-generate vet

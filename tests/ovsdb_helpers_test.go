@@ -59,12 +59,31 @@ func ovsdbGovsServer(t testing.TB) string {
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			ovsdbBuildErr = fmt.Errorf("go build ./ovsdb: %v\n%s", err, out)
+			return
+		}
+		for _, tool := range govsUtilities {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, tool), "./utilities/"+tool)
+			cmd.Dir = ".."
+			if out, err := cmd.CombinedOutput(); err != nil {
+				ovsdbBuildErr = fmt.Errorf("go build ./utilities/%s: %v\n%s", tool, err, out)
+				return
+			}
 		}
 	})
 	if ovsdbBuildErr != nil {
 		t.Fatal(ovsdbBuildErr)
 	}
 	return filepath.Join(ovsdbBuildDir, "ovsdb-server")
+}
+
+// govsUtilities are govs' own command-line tools, built beside the server.
+var govsUtilities = []string{"ovs-vsctl", "ovsdb-client"}
+
+// govsUtility returns the path of one of govs' own tools, built once.
+func govsUtility(t testing.TB, name string) string {
+	t.Helper()
+	ovsdbGovsServer(t)
+	return filepath.Join(ovsdbBuildDir, name)
 }
 
 func ovsdbNeed(t testing.TB, paths ...string) {

@@ -619,6 +619,12 @@ func AppendAtomJSON(b []byte, a Atom) []byte {
 // ["map",[...]], a single-element set as the bare atom, other sets as
 // ["set",[...]] (ovsdb_datum_to_json).
 func AppendDatumJSON(b []byte, d Datum, isMap bool) []byte {
+	return AppendDatumJSONWith(b, d, isMap, AppendAtomJSON)
+}
+
+// AppendDatumJSONWith is AppendDatumJSON with atoms encoded by atom (a
+// client names the rows its transaction inserts this way).
+func AppendDatumJSONWith(b []byte, d Datum, isMap bool, atom func([]byte, Atom) []byte) []byte {
 	if isMap {
 		b = append(b, `["map",[`...)
 		for i := range d.Keys {
@@ -626,22 +632,22 @@ func AppendDatumJSON(b []byte, d Datum, isMap bool) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			b = AppendAtomJSON(b, d.Keys[i])
+			b = atom(b, d.Keys[i])
 			b = append(b, ',')
-			b = AppendAtomJSON(b, d.Vals[i])
+			b = atom(b, d.Vals[i])
 			b = append(b, ']')
 		}
 		return append(b, "]]"...)
 	}
 	if len(d.Keys) == 1 {
-		return AppendAtomJSON(b, d.Keys[0])
+		return atom(b, d.Keys[0])
 	}
 	b = append(b, `["set",[`...)
 	for i, k := range d.Keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendAtomJSON(b, k)
+		b = atom(b, k)
 	}
 	return append(b, "]]"...)
 }
