@@ -11,11 +11,96 @@ import (
 )
 
 // ServeOpenFlow makes every bridge, from the next Apply on, serve OpenFlow
-// on <rundir>/<bridge>.mgmt as OVS does, logging to log.
-func (s *Switch) ServeOpenFlow(rundir string, log connmgr.Logger) {
+// on <rundir>/<bridge>.mgmt and connect to its controllers as OVS does,
+// logging to log and controller connection states to rconnLog.
+func (s *Switch) ServeOpenFlow(rundir string, log, rconnLog connmgr.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ofRundir, s.ofLog = rundir, log
+	s.ofRundir, s.ofLog, s.ofRconn = rundir, log, rconnLog
+}
+
+// OpenFlowChanged receives a value (coalesced) when a controller
+// connection's state or role changed: Report then has news for the
+// Controller rows.
+func (s *Switch) OpenFlowChanged() <-chan struct{} { return s.ofChanged }
+
+func (s *Switch) pokeOpenFlow() {
+	select {
+	case s.ofChanged <- struct{}{}:
+	default:
+	}
+}
+
+// applyOpenFlow gives each bridge's connection manager its controllers,
+// allowed versions and fail mode from the last snapshot, and reports
+// port changes to the connections. It runs without mu: stopping a
+// controller connection waits for it, and it may be waiting for mu.
+func (s *Switch) applyOpenFlow() {
+	type job struct {
+		m    *connmgr.Manager
+		spec *BridgeSpec
+	}
+	var jobs []job
+	s.mu.Lock()
+	if s.last != nil {
+		for i := range s.last.Bridges {
+			spec := &s.last.Bridges[i]
+			if rb := s.bridges[spec.Name]; rb != nil && rb.mgmt != nil {
+				jobs = append(jobs, job{rb.mgmt, spec})
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		j.m.SetVersions(j.spec.Protocols)
+		j.m.SetFailMode(!j.spec.FailSecure)
+		cs := make([]connmgr.Controller, len(j.spec.Controllers))
+		for i, c := range j.spec.Controllers {
+			cs[i] = c.Controller
+		}
+		j.m.SetControllers(cs)
+		j.m.SyncPorts()
+	}
+}
+
+// SyncOpenFlowPorts sends OFPT_PORT_STATUS to every bridge's connections
+// for the ports added, deleted or changed (link state, admin state,
+// address, speed) since the last call.
+func (s *Switch) SyncOpenFlowPorts() {
+	for _, m := range s.managers() {
+		m.SyncPorts()
+	}
+}
+
+// managers returns the bridges' connection managers.
+func (s *Switch) managers() []*connmgr.Manager {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ms []*connmgr.Manager
+	for _, name := range s.bridgeNames() {
+		if m := s.bridges[name].mgmt; m != nil {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// OpenFlowMode reports, for the translation of bridge's packets, whether
+// it has primary controllers and whether OVS's fail-open would be active
+// now (standalone, and no controller connected for three inactivity
+// probe intervals), in which case it forwards as NORMAL.
+func (s *Switch) OpenFlowMode(bridge string) (hasControllers, failOpen bool) {
+	s.mu.Lock()
+	rb := s.bridges[bridge]
+	var m *connmgr.Manager
+	if rb != nil {
+		m = rb.mgmt
+	}
+	s.mu.Unlock()
+	if m == nil {
+		return false, false
+	}
+	return m.HasPrimaryControllers(), m.FailOpen()
 }
 
 // startOpenFlow opens rb's management socket. Caller holds mu.
@@ -29,6 +114,10 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 		s.log.Errorf("bridge %s: could not listen on %s: %v", rb.name, path, err)
 		return
 	}
+	if s.ofRconn != nil {
+		m.SetRconnLogger(s.ofRconn)
+	}
+	m.SetNotify(s.pokeOpenFlow)
 	rb.mgmt = m
 }
 
@@ -191,12 +280,13 @@ func (o ofSource) PortStats() []ofp.PortStats {
 
 // Flows reports the one flow a bridge with no controller runs, as OVS: a
 // standalone bridge's "priority=0 actions=NORMAL" in table 0, none with
-// fail_mode=secure. Its packet and byte counts are not kept (0).
+// fail_mode=secure or with primary controllers configured (OVS flushes
+// it then). Its packet and byte counts are not kept (0).
 func (o ofSource) Flows() []ofp.FlowStats {
 	o.s.mu.Lock()
 	defer o.s.mu.Unlock()
 	rb := o.bridge()
-	if rb == nil || rb.pushed == nil || rb.pushed.FailSecure {
+	if rb == nil || rb.pushed == nil || rb.pushed.FailSecure || rb.mgmt != nil && rb.mgmt.HasPrimaryControllers() {
 		return nil
 	}
 	// Milliseconds, as OVS's clock.

@@ -47,8 +47,10 @@ type Switch struct {
 	tso     bool
 	// ofRundir is where bridges serve OpenFlow (<bridge>.mgmt), "" for
 	// nowhere; ofLog is the connections' logger (ServeOpenFlow).
-	ofRundir string
-	ofLog    connmgr.Logger
+	ofRundir  string
+	ofLog     connmgr.Logger
+	ofRconn   connmgr.Logger
+	ofChanged chan struct{} // see OpenFlowChanged
 }
 
 type runBridge struct {
@@ -121,6 +123,8 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		ifaces:  map[string]*iface{},
 		dpPorts: map[uint32]bool{},
 		tso:     true,
+
+		ofChanged: make(chan struct{}, 1),
 	}
 }
 
@@ -143,6 +147,8 @@ type want struct {
 // Apply makes the running switch match d. It is idempotent: applying the
 // same snapshot again touches nothing. The caller logs d.Problems.
 func (s *Switch) Apply(d *Desired) {
+	// After mu is released: controller connections may wait for it.
+	defer s.applyOpenFlow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.count("bridge_reconfigure")

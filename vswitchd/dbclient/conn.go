@@ -118,6 +118,7 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.Bridge{}),
 		client.WithTable(&vswitchd.Port{}),
 		client.WithTable(&vswitchd.Interface{}),
+		client.WithTable(&vswitchd.Controller{}),
 	))
 	if err != nil {
 		cli.Close()
@@ -146,7 +147,7 @@ func (c *Conn) Connected() bool { return c.cli.Connected() }
 // run.
 func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 	var r bridge.Rows
-	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces} {
+	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.Controllers} {
 		if err := c.cli.List(ctx, list); err != nil {
 			return bridge.Rows{}, err
 		}
