@@ -1,8 +1,12 @@
 package bridge
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/govs/govs/netdev"
@@ -204,6 +208,7 @@ func (o ofSource) Ports() []ofp.Port {
 			link = &netdev.LinkInfo{}
 		}
 		copy(p.HWAddr[:], link.MAC)
+		p.Config = ifc.ofConfig
 		if !link.AdminUp {
 			p.Config |= ofp.PortConfigDown
 		}
@@ -292,4 +297,95 @@ func (o ofSource) Flows() []ofp.FlowStats {
 	// Milliseconds, as OVS's clock.
 	age := time.Since(rb.flowSince).Truncate(time.Millisecond)
 	return []ofp.FlowStats{{Duration: age, IdleAge: age, Outputs: []uint32{ofp.PortNormal}}}
+}
+
+// ModifyPort applies OFPT_PORT_MOD as OVS's handle_port_mod: the port
+// must exist and the request carry its current address; OFPPC_PORT_DOWN
+// sets the device's administrative state, the other bits are the port's
+// OpenFlow configuration, which the NORMAL pipeline honours (NO_RECV,
+// NO_FWD, NO_FLOOD) or which has nothing to act on in govs yet
+// (NO_PACKET_IN: no packet-ins; NO_STP, NO_RECV_STP: no STP) and is only
+// reported, as OVS's is on a bridge without STP.
+func (o ofSource) ModifyPort(m *ofp.PortMod) *ofp.Error {
+	var toggle bool
+	var name string
+	var up bool
+	err := func() *ofp.Error {
+		o.s.mu.Lock()
+		defer o.s.mu.Unlock()
+		var ifc *iface
+		for _, i := range o.ports() {
+			if ofPortNo(i) == m.Port {
+				ifc = i
+			}
+		}
+		if ifc == nil {
+			return &ofp.Error{Errno: ofp.PortModBadPort, Name: "OFPT_PORT_MOD", Detail: fmt.Sprintf("port %d", m.Port)}
+		}
+		var link netdev.LinkInfo
+		if ifc.kind() == KindKernel {
+			l, err := o.s.devs.Link(ifc.spec.Name)
+			if err != nil {
+				return &ofp.Error{Errno: ofp.PortModBadPort, Name: "OFPT_PORT_MOD", Detail: err.Error()}
+			}
+			link = l
+		}
+		var hw [6]byte
+		copy(hw[:], link.MAC)
+		if hw != m.HWAddr {
+			return &ofp.Error{Errno: ofp.PortModBadHWAddr, Name: "OFPT_PORT_MOD", Detail: fmt.Sprintf("%s has %s", ifc.spec.Name, net.HardwareAddr(hw[:]))}
+		}
+		if m.Mask&ofp.PortConfigDown != 0 {
+			if ifc.kind() != KindKernel {
+				return &ofp.Error{Errno: ofp.PortModBadConfig, Name: "OFPT_PORT_MOD", Detail: fmt.Sprintf("%s has no administrative state", ifc.spec.Name)}
+			}
+			up = m.Config&ofp.PortConfigDown == 0
+			toggle, name = up != link.AdminUp, ifc.spec.Name
+		}
+		mask := m.Mask &^ ofp.PortConfigDown
+		cfg := ifc.ofConfig&^mask | m.Config&mask
+		if cfg != ifc.ofConfig {
+			ifc.ofConfig = cfg
+			o.s.pushConfigs()
+		}
+		return nil
+	}()
+	if err != nil || !toggle {
+		return err
+	}
+	as, ok := o.s.devs.(interface{ SetAdminUp(string, bool) error })
+	if !ok {
+		return &ofp.Error{Errno: ofp.PortModBadConfig, Name: "OFPT_PORT_MOD", Detail: "administrative state not settable"}
+	}
+	if err := as.SetAdminUp(name, up); err != nil {
+		return &ofp.Error{Errno: ofp.PortModBadConfig, Name: "OFPT_PORT_MOD", Detail: err.Error()}
+	}
+	return nil
+}
+
+// OFProtoList is ovs-appctl ofproto/list: the bridges, one a line.
+func (s *Switch) OFProtoList() string {
+	var b strings.Builder
+	for _, m := range s.managers() {
+		fmt.Fprintln(&b, m.Bridge())
+	}
+	return b.String()
+}
+
+// BridgeDumpFlows is ovs-appctl bridge/dump-flows: every flow of the
+// bridge, hidden ones included, in OVS's format. govs has none of OVS's
+// hidden flows (in-band control, its internal table 254), so this is the
+// bridge's own NORMAL flow when it runs one.
+func (s *Switch) BridgeDumpFlows(bridge string) (string, error) {
+	s.mu.Lock()
+	_, ok := s.bridges[bridge]
+	s.mu.Unlock()
+	if !ok {
+		return "", errors.New("Unknown bridge")
+	}
+	var b strings.Builder
+	for _, f := range (ofSource{s, bridge}).Flows() {
+		fmt.Fprintf(&b, "duration=%ds, n_packets=%d, n_bytes=%d, priority=%d,actions=NORMAL\n", int(f.Duration/time.Second), f.Packets, f.Bytes, f.Priority)
+	}
+	return b.String(), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/connmgr"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Switch is the running state. All methods are safe for concurrent use.
@@ -96,6 +97,10 @@ type iface struct {
 	sockBuf        int // 0: the kernel default
 	offloads       netdev.Offloads
 	rcvBuf, sndBuf int // getsockopt's sizes; 0 when it has no socket
+
+	// ofConfig holds the OFPPC_* bits OFPT_PORT_MOD set, but
+	// OFPPC_PORT_DOWN, which is the device's administrative state.
+	ofConfig uint32
 
 	// A vhost-user port's live options as they run, its counters as
 	// last read and whether its front-end ran a queue then.
@@ -543,6 +548,8 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		pc := ofproto.PortConfig{
 			Name: ifc.spec.Name, OFPort: ifc.ofport, DPPort: ifc.dpPort,
 			Tag: ifc.port.Tag, Trunks: ifc.port.Trunks, VLANMode: ifc.port.VLANMode,
+			NoRecv: ifc.ofConfig&ofp.PortConfigNoRecv != 0, NoFwd: ifc.ofConfig&ofp.PortConfigNoFwd != 0,
+			NoFlood: ifc.ofConfig&ofp.PortConfigNoFlood != 0,
 		}
 		if ifc.spec.Type == TypePatch && !ifc.local {
 			pc.PatchPeer = ifc.spec.Options["peer"]

@@ -409,6 +409,17 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		return nil, nil
 	case *ofp.StatsRequest:
 		return c.stats(m)
+	case *ofp.PortMod:
+		pm, ok := c.m.src.(PortModifier)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadType, Name: "OFPT_PORT_MOD", Detail: "not supported"}
+		}
+		if err := pm.ModifyPort(m); err != nil {
+			return nil, err
+		}
+		// Every connection that wants it hears of the change.
+		c.m.SyncPorts()
+		return nil, nil
 	}
 	return nil, &ofp.Error{Errno: ofp.BadType, Detail: fmt.Sprintf("%T not handled", m)}
 }

@@ -39,6 +39,15 @@ type Source interface {
 	Flows() []ofp.FlowStats
 }
 
+// PortModifier is a Source that applies OFPT_PORT_MOD.
+type PortModifier interface {
+	// ModifyPort applies m's configuration bits under its mask to the
+	// port, or returns the error to refuse it with (OFPPMFC_BAD_PORT,
+	// OFPPMFC_BAD_HW_ADDR, OFPPMFC_BAD_CONFIG). Ports then reports the
+	// new configuration.
+	ModifyPort(m *ofp.PortMod) *ofp.Error
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
 	Errorf(format string, args ...any)
@@ -109,6 +118,9 @@ func Listen(bridge, path string, src Source, log Logger) (*Manager, error) {
 	go m.accept()
 	return m, nil
 }
+
+// Bridge returns the bridge's name.
+func (m *Manager) Bridge() string { return m.bridge }
 
 // Path returns the socket's path.
 func (m *Manager) Path() string { return m.path }

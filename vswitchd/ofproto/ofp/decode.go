@@ -249,6 +249,8 @@ func Decode(b []byte) (Message, error) {
 		return decodeStats(h, body, 4)
 	case v > V10 && h.Type == type11MultipartReq:
 		return decodeStats(h, body, 8)
+	case v == V10 && h.Type == type10PortMod, v > V10 && h.Type == type11PortMod:
+		return decodePortMod(h, body)
 	case v >= V12 && h.Type == type12RoleRequest:
 		if err := fixed(16); err != nil {
 			return nil, err

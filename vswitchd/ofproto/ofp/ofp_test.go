@@ -435,3 +435,33 @@ func TestDecodeCtrl(t *testing.T) {
 		t.Errorf("OF1.3 GET_ASYNC reply %x", r)
 	}
 }
+
+func TestDecodePortMod(t *testing.T) {
+	for name, want := range map[string]PortMod{
+		"portmod-of10-c2s-v1-t15.bin": {Port: 1, Config: PortConfigNoFlood, Mask: PortConfigNoFlood},
+		"portmod-of13-c2s-v4-t16.bin": {Port: 1, Config: PortConfigDown, Mask: PortConfigDown},
+		// NO_FLOOD does not exist in 1.1+: dropped, as OVS.
+		"portmod-of15-c2s-v6-t16.bin": {Port: 1, Config: PortConfigNoFwd, Mask: PortConfigNoFwd | PortConfigDown},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "requests", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Decode(b)
+		pm, ok := m.(*PortMod)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", name, m, err)
+		}
+		want.Header, want.HWAddr = pm.Header, [6]byte{0xaa, 0x55, 0xaa, 0x55, 0, 1}
+		if *pm != want {
+			t.Errorf("%s: %+v, want %+v", name, *pm, want)
+		}
+		if pm.Version <= V13 {
+			long := append(b[:len(b):len(b)], 0)
+			long[3]++
+			if _, err := Decode(long); err == nil {
+				t.Errorf("%s with a stray byte accepted", name)
+			}
+		}
+	}
+}
