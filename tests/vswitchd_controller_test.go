@@ -114,12 +114,24 @@ func TestControllerTestcontroller(t *testing.T) {
 		}
 	}
 
+	if out := e.mustAppctl("ofproto/list"); out != "goct0\n" {
+		t.Errorf("ofproto/list: %q", out)
+	}
+	if out := e.mustAppctl("bridge/dump-flows", "goct0"); out != "" {
+		t.Errorf("bridge/dump-flows with a controller: %q", out)
+	}
+	if out, err := e.appctl("bridge/dump-flows", "nosuch"); err == nil || !strings.Contains(out+err.Error(), "Unknown bridge") {
+		t.Errorf("bridge/dump-flows nosuch: %q %v", out, err)
+	}
 	e.mustVsctl("del-controller", "goct0")
 	if got := strings.TrimSpace(e.mustVsctl("get-controller", "goct0")); got != "" {
 		t.Errorf("get-controller after del-controller: %q", got)
 	}
 	if out, _ := (&ofSwitch{t: t, dir: e.dir}).ofctl("dump-flows", "goct0"); !strings.Contains(out, "priority=0 actions=NORMAL") {
 		t.Errorf("dump-flows without a controller:\n%s", out)
+	}
+	if out := e.mustAppctl("bridge/dump-flows", "goct0"); !regexp.MustCompile(`^duration=\d+s, n_packets=0, n_bytes=0, priority=0,actions=NORMAL\n$`).MatchString(out) {
+		t.Errorf("bridge/dump-flows: %q", out)
 	}
 }
 

@@ -69,10 +69,12 @@ func (s *Switch) applyOpenFlow() {
 
 // SyncOpenFlowPorts sends OFPT_PORT_STATUS to every bridge's connections
 // for the ports added, deleted or changed (link state, admin state,
-// address, speed) since the last call.
+// address, speed) since the last call, and notes (and logs, as OVS) a
+// bridge entering or leaving fail-open.
 func (s *Switch) SyncOpenFlowPorts() {
 	for _, m := range s.managers() {
 		m.SyncPorts()
+		m.FailOpen()
 	}
 }
 
