@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -98,16 +97,8 @@ const SocketMode = 0o750
 // Listen serves bridge's management socket at path (replacing a stale
 // socket file there) until Close.
 func Listen(bridge, path string, src Source, log Logger) (*Manager, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: removing stale socket: %w", path, err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := listenUnix(path)
 	if err != nil {
-		return nil, err
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, SocketMode); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	m := &Manager{bridge: bridge, path: path, rundir: filepath.Dir(path), src: src, log: log, rlog: log, ln: ln,
@@ -177,15 +168,7 @@ func (m *Manager) Close() {
 	m.services = map[string]*service{}
 	m.svcMu.Unlock()
 	for _, s := range svcs {
-		s.stop()
-		s.mu.Lock()
-		if s.ln != nil {
-			s.ln.Close()
-		}
-		for c := range s.conns {
-			c.nc.Close()
-		}
-		s.mu.Unlock()
+		s.shutdown()
 	}
 }
 

@@ -217,8 +217,9 @@ func newService(m *Manager, cfg Controller) (*service, error) {
 	return s, nil
 }
 
-// close stops the service and its connections, and waits for it.
-func (s *service) close() {
+// shutdown stops the service and closes its connections without
+// waiting for its goroutines.
+func (s *service) shutdown() {
 	s.stop()
 	s.mu.Lock()
 	if s.ln != nil {
@@ -228,6 +229,11 @@ func (s *service) close() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+}
+
+// close stops the service and its connections, and waits for it.
+func (s *service) close() {
+	s.shutdown()
 	<-s.done
 }
 
@@ -431,10 +437,15 @@ func (s *service) serve(c *conn) error {
 }
 
 // listenUnix listens on a unix socket at path, replacing a stale socket
-// file there, with OVS's socket mode.
+// there (any other file is refused, not deleted), with OVS's socket mode.
 func listenUnix(path string) (*net.UnixListener, error) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(path)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s: exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("%s: removing stale socket: %w", path, err)
+		}
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
