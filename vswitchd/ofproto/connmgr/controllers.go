@@ -74,6 +74,7 @@ func (m *Manager) SetControllers(cs []Controller) {
 		}
 	}
 	var stale []*service
+	changed := false
 	m.svcMu.Lock()
 	m.mu.Lock()
 	closed := m.closed
@@ -101,6 +102,7 @@ func (m *Manager) SetControllers(cs []Controller) {
 			continue
 		}
 		m.services[target] = s
+		changed = true
 		m.log.Infof("%s: added %s controller \"%s\"", m.bridge, kindName(c.Primary), target)
 	}
 	m.svcMu.Unlock()
@@ -110,7 +112,9 @@ func (m *Manager) SetControllers(cs []Controller) {
 		s.close()
 		m.log.Infof("%s: removed %s controller \"%s\"", m.bridge, kindName(s.cfg.Primary), s.cfg.Target)
 	}
-	go m.changed()
+	if changed || len(stale) > 0 {
+		go m.changed()
+	}
 }
 
 func kindName(primary bool) string {
