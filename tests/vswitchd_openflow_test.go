@@ -73,8 +73,8 @@ func (s *ofSwitch) setUp(prefix, subnet string) {
 }
 
 // startDebianSwitch runs Debian's ovsdb-server and ovs-vswitchd in a
-// temporary rundir of their own.
-func startDebianSwitch(t *testing.T) *ofSwitch {
+// temporary rundir of their own, passing extra to ovs-vswitchd.
+func startDebianSwitch(t *testing.T, extra ...string) *ofSwitch {
 	t.Helper()
 	vswNeedRoot(t)
 	for _, p := range []string{"/usr/sbin/ovs-vswitchd", vswOfctl} {
@@ -105,7 +105,7 @@ func startDebianSwitch(t *testing.T) *ofSwitch {
 		exit []string
 	}{
 		{"ovsdb-server", []string{filepath.Join(dir, "conf.db"), "--remote=punix:" + sock}, []string{"exit"}},
-		{"ovs-vswitchd", []string{"unix:" + sock}, []string{"exit", "--cleanup"}},
+		{"ovs-vswitchd", append([]string{"unix:" + sock}, extra...), []string{"exit", "--cleanup"}},
 	} {
 		pidfile := filepath.Join(dir, d.name+".pid")
 		args := append(d.args, "--pidfile="+pidfile, "--unixctl="+filepath.Join(dir, d.name+".ctl"),

@@ -52,6 +52,12 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		}
 		return "table successfully flushed\n", nil
 	})
+	u.Register("ofproto/list", "", 0, 0, func([]string) (string, error) {
+		return v.sw.OFProtoList(), nil
+	})
+	u.Register("bridge/dump-flows", "[--offload-stats] bridge", 1, 2, func(args []string) (string, error) {
+		return v.sw.BridgeDumpFlows(args[len(args)-1])
+	})
 }
 
 // memoryShow is memory/show's line: OVS's counts (ports, udpif keys, the

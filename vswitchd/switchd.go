@@ -68,7 +68,7 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 		exitc:  make(chan struct{}),
 		exited: make(chan struct{}),
 	}
-	v.sw.ServeOpenFlow(rundir, log.Module("connmgr"))
+	v.sw.ServeOpenFlow(rundir, log.Module("connmgr"), log.Module("rconn"))
 	return v
 }
 
@@ -137,6 +137,8 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			dirty = true
 		case <-changed:
 			dirty = true
+		case <-v.sw.OpenFlowChanged():
+			dirty = true
 		case <-v.lock.Changed():
 			switch v.lock.State() {
 			case dbclient.LockContended:
@@ -158,10 +160,12 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			if changed {
 				dirty, force = true, true
 			}
+			v.sw.SyncOpenFlowPorts()
 		case <-ticker.C:
 			v.cov.Tick()
 			v.trimHeap()
 			v.sw.Refresh()
+			v.sw.SyncOpenFlowPorts()
 			dirty = true
 			// Link notifications can be missed (a device gone before
 			// the subscription started): retry waiting interfaces.

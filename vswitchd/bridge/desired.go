@@ -3,6 +3,7 @@ package bridge
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/ofproto"
+	"github.com/govs/govs/vswitchd/ofproto/connmgr"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Interface types govs runs. The database's "" means "system".
@@ -72,6 +75,16 @@ type BridgeSpec struct {
 	MACTableSize int
 	// Ports are sorted by name.
 	Ports []PortSpec
+	// Controllers are the Bridge.controller rows, sorted by target.
+	Controllers []ControllerSpec
+	// Protocols is Bridge.protocols, 0 for the default (every version).
+	Protocols ofp.Versions
+}
+
+// ControllerSpec is one Controller row.
+type ControllerSpec struct {
+	UUID string
+	connmgr.Controller
 }
 
 // PortSpec is one Port row.
@@ -151,6 +164,7 @@ type Rows struct {
 	Interfaces  []vswitchd.Interface
 	QoS         []vswitchd.QoS
 	Queues      []vswitchd.Queue
+	Controllers []vswitchd.Controller
 }
 
 // Build resolves the rows into a Desired. Dangling references are skipped;
@@ -182,6 +196,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	ifaces := index(rows.Interfaces, func(i vswitchd.Interface) string { return i.UUID })
 	qoses := index(rows.QoS, func(q vswitchd.QoS) string { return q.UUID })
 	queues := index(rows.Queues, func(q vswitchd.Queue) string { return q.UUID })
+	controllers := index(rows.Controllers, func(c vswitchd.Controller) string { return c.UUID })
 
 	var brs []vswitchd.Bridge
 	for _, u := range ovs.Bridges {
@@ -208,6 +223,8 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 		reportUnsupportedBridge(br, &d.Problems)
+		spec.Protocols = protocols(br.Protocols)
+		spec.Controllers = controllerSpecs(br, controllers, rundir, &d.Problems)
 
 		var prs []vswitchd.Port
 		for _, u := range br.Ports {
@@ -336,4 +353,70 @@ func isZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// protocols parses Bridge.protocols ("OpenFlow10".."OpenFlow15"); the
+// schema allows nothing else.
+func protocols(names []string) ofp.Versions {
+	var vs ofp.Versions
+	for _, n := range names {
+		if d, ok := strings.CutPrefix(n, "OpenFlow1"); ok && len(d) == 1 && d[0] >= '0' && d[0] <= '5' {
+			vs |= 1 << (ofp.V10 + ofp.Version(d[0]-'0'))
+		}
+	}
+	return vs
+}
+
+// controllerSpecs resolves a bridge's Controller rows. Unix socket
+// targets outside the rundir are refused as OVS refuses them.
+func controllerSpecs(br vswitchd.Bridge, rows map[string]vswitchd.Controller, rundir string, problems *[]string) []ControllerSpec {
+	var specs []ControllerSpec
+	for _, u := range br.Controller {
+		c, ok := rows[u]
+		if !ok {
+			continue
+		}
+		if msg := socketTargetProblem(br.Name, c.Target, rundir); msg != "" {
+			*problems = append(*problems, msg)
+			continue
+		}
+		typ := ""
+		if c.Type != nil {
+			typ = *c.Type
+		}
+		specs = append(specs, ControllerSpec{UUID: c.UUID,
+			Controller: connmgr.ParseController(c.Target, typ, c.MaxBackoff, c.InactivityProbe, c.EnableAsyncMessages)})
+	}
+	slices.SortFunc(specs, func(a, b ControllerSpec) int { return strings.Compare(a.Target, b.Target) })
+	return specs
+}
+
+// socketTargetProblem refuses, as OVS's bridge_configure_remotes, a
+// unix: controller outside the rundir and a punix: one anywhere but
+// <rundir>/<bridge>.*: the switch would connect to, or overwrite, any
+// file an OVSDB client names.
+func socketTargetProblem(bridge, target, rundir string) string {
+	if path, ok := strings.CutPrefix(target, "unix:"); ok {
+		if !filepath.IsAbs(path) || inDir(filepath.Clean(path), rundir) {
+			return ""
+		}
+		return fmt.Sprintf("bridge %s: Not connecting to socket controller \"%s\" due to possibility for remote exploit.  Instead, specify socket in permitted directory \"%s\" or connect to \"unix:%s/%s.mgmt\" (which is always available without special configuration).",
+			bridge, target, rundir, rundir, bridge)
+	}
+	if path, ok := strings.CutPrefix(target, "punix:"); ok {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(rundir, path)
+		}
+		if strings.HasPrefix(filepath.Clean(path), filepath.Join(rundir, bridge)+".") {
+			return ""
+		}
+		return fmt.Sprintf("bridge %s: Not adding Unix domain socket controller \"%s\" due to possibility of overwriting local files. Instead, specify path in permitted format \"punix:%s/%s.*\" or connect to \"unix:%s/%s.mgmt\" (which is always available without special configuration).",
+			bridge, target, rundir, bridge, rundir, bridge)
+	}
+	return ""
+}
+
+func inDir(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

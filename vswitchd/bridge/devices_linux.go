@@ -71,3 +71,16 @@ func (KernelDevices) SetMAC(name string, mac net.HardwareAddr) error {
 	}
 	return netlink.LinkSetHardwareAddr(link, mac)
 }
+
+// SetAdminUp sets a kernel interface's administrative state (IFF_UP), for
+// OFPT_PORT_MOD's OFPPC_PORT_DOWN.
+func (KernelDevices) SetAdminUp(name string, up bool) error {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if up {
+		return netlink.LinkSetUp(link)
+	}
+	return netlink.LinkSetDown(link)
+}

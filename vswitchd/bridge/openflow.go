@@ -1,8 +1,12 @@
 package bridge
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/govs/govs/netdev"
@@ -11,11 +15,98 @@ import (
 )
 
 // ServeOpenFlow makes every bridge, from the next Apply on, serve OpenFlow
-// on <rundir>/<bridge>.mgmt as OVS does, logging to log.
-func (s *Switch) ServeOpenFlow(rundir string, log connmgr.Logger) {
+// on <rundir>/<bridge>.mgmt and connect to its controllers as OVS does,
+// logging to log and controller connection states to rconnLog.
+func (s *Switch) ServeOpenFlow(rundir string, log, rconnLog connmgr.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ofRundir, s.ofLog = rundir, log
+	s.ofRundir, s.ofLog, s.ofRconn = rundir, log, rconnLog
+}
+
+// OpenFlowChanged receives a value (coalesced) when a controller
+// connection's state or role changed: Report then has news for the
+// Controller rows.
+func (s *Switch) OpenFlowChanged() <-chan struct{} { return s.ofChanged }
+
+func (s *Switch) pokeOpenFlow() {
+	select {
+	case s.ofChanged <- struct{}{}:
+	default:
+	}
+}
+
+// applyOpenFlow gives each bridge's connection manager its controllers,
+// allowed versions and fail mode from the last snapshot, and reports
+// port changes to the connections. It runs without mu: stopping a
+// controller connection waits for it, and it may be waiting for mu.
+func (s *Switch) applyOpenFlow() {
+	type job struct {
+		m    *connmgr.Manager
+		spec *BridgeSpec
+	}
+	var jobs []job
+	s.mu.Lock()
+	if s.last != nil {
+		for i := range s.last.Bridges {
+			spec := &s.last.Bridges[i]
+			if rb := s.bridges[spec.Name]; rb != nil && rb.mgmt != nil {
+				jobs = append(jobs, job{rb.mgmt, spec})
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		j.m.SetVersions(j.spec.Protocols)
+		j.m.SetFailMode(!j.spec.FailSecure)
+		cs := make([]connmgr.Controller, len(j.spec.Controllers))
+		for i, c := range j.spec.Controllers {
+			cs[i] = c.Controller
+		}
+		j.m.SetControllers(cs)
+		j.m.SyncPorts()
+	}
+}
+
+// SyncOpenFlowPorts sends OFPT_PORT_STATUS to every bridge's connections
+// for the ports added, deleted or changed (link state, admin state,
+// address, speed) since the last call, and notes (and logs, as OVS) a
+// bridge entering or leaving fail-open.
+func (s *Switch) SyncOpenFlowPorts() {
+	for _, m := range s.managers() {
+		m.SyncPorts()
+		m.FailOpen()
+	}
+}
+
+// managers returns the bridges' connection managers.
+func (s *Switch) managers() []*connmgr.Manager {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ms []*connmgr.Manager
+	for _, name := range s.bridgeNames() {
+		if m := s.bridges[name].mgmt; m != nil {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// OpenFlowMode reports, for the translation of bridge's packets, whether
+// it has primary controllers and whether OVS's fail-open would be active
+// now (standalone, and no controller connected for three inactivity
+// probe intervals), in which case it forwards as NORMAL.
+func (s *Switch) OpenFlowMode(bridge string) (hasControllers, failOpen bool) {
+	s.mu.Lock()
+	rb := s.bridges[bridge]
+	var m *connmgr.Manager
+	if rb != nil {
+		m = rb.mgmt
+	}
+	s.mu.Unlock()
+	if m == nil {
+		return false, false
+	}
+	return m.HasPrimaryControllers(), m.FailOpen()
 }
 
 // startOpenFlow opens rb's management socket. Caller holds mu.
@@ -29,6 +120,10 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 		s.log.Errorf("bridge %s: could not listen on %s: %v", rb.name, path, err)
 		return
 	}
+	if s.ofRconn != nil {
+		m.SetRconnLogger(s.ofRconn)
+	}
+	m.SetNotify(s.pokeOpenFlow)
 	rb.mgmt = m
 }
 
@@ -115,6 +210,7 @@ func (o ofSource) Ports() []ofp.Port {
 			link = &netdev.LinkInfo{}
 		}
 		copy(p.HWAddr[:], link.MAC)
+		p.Config = ifc.ofConfig
 		if !link.AdminUp {
 			p.Config |= ofp.PortConfigDown
 		}
@@ -191,15 +287,107 @@ func (o ofSource) PortStats() []ofp.PortStats {
 
 // Flows reports the one flow a bridge with no controller runs, as OVS: a
 // standalone bridge's "priority=0 actions=NORMAL" in table 0, none with
-// fail_mode=secure. Its packet and byte counts are not kept (0).
+// fail_mode=secure or with primary controllers configured (OVS flushes
+// it then). Its packet and byte counts are not kept (0).
 func (o ofSource) Flows() []ofp.FlowStats {
 	o.s.mu.Lock()
 	defer o.s.mu.Unlock()
 	rb := o.bridge()
-	if rb == nil || rb.pushed == nil || rb.pushed.FailSecure {
+	if rb == nil || rb.pushed == nil || rb.pushed.FailSecure || rb.mgmt != nil && rb.mgmt.HasPrimaryControllers() {
 		return nil
 	}
 	// Milliseconds, as OVS's clock.
 	age := time.Since(rb.flowSince).Truncate(time.Millisecond)
 	return []ofp.FlowStats{{Duration: age, IdleAge: age, Outputs: []uint32{ofp.PortNormal}}}
+}
+
+// ModifyPort applies OFPT_PORT_MOD as OVS's handle_port_mod: the port
+// must exist and the request carry its current address; OFPPC_PORT_DOWN
+// sets the device's administrative state, the other bits are the port's
+// OpenFlow configuration, which the NORMAL pipeline honours (NO_RECV,
+// NO_FWD, NO_FLOOD) or which has nothing to act on in govs yet
+// (NO_PACKET_IN: no packet-ins; NO_STP, NO_RECV_STP: no STP) and is only
+// reported, as OVS's is on a bridge without STP.
+func (o ofSource) ModifyPort(m *ofp.PortMod) *ofp.Error {
+	var toggle bool
+	var name string
+	var up bool
+	err := func() *ofp.Error {
+		o.s.mu.Lock()
+		defer o.s.mu.Unlock()
+		var ifc *iface
+		for _, i := range o.ports() {
+			if ofPortNo(i) == m.Port {
+				ifc = i
+			}
+		}
+		if ifc == nil {
+			return &ofp.Error{Errno: ofp.PortModBadPort, Name: "OFPT_PORT_MOD", Detail: fmt.Sprintf("port %d", m.Port)}
+		}
+		var link netdev.LinkInfo
+		if ifc.kind() == KindKernel {
+			l, err := o.s.devs.Link(ifc.spec.Name)
+			if err != nil {
+				return &ofp.Error{Errno: ofp.PortModBadPort, Name: "OFPT_PORT_MOD", Detail: err.Error()}
+			}
+			link = l
+		}
+		var hw [6]byte
+		copy(hw[:], link.MAC)
+		if hw != m.HWAddr {
+			return &ofp.Error{Errno: ofp.PortModBadHWAddr, Name: "OFPT_PORT_MOD", Detail: fmt.Sprintf("%s has %s", ifc.spec.Name, net.HardwareAddr(hw[:]))}
+		}
+		if m.Mask&ofp.PortConfigDown != 0 {
+			if ifc.kind() != KindKernel {
+				return &ofp.Error{Errno: ofp.PortModBadConfig, Name: "OFPT_PORT_MOD", Detail: fmt.Sprintf("%s has no administrative state", ifc.spec.Name)}
+			}
+			up = m.Config&ofp.PortConfigDown == 0
+			toggle, name = up != link.AdminUp, ifc.spec.Name
+		}
+		mask := m.Mask &^ ofp.PortConfigDown
+		cfg := ifc.ofConfig&^mask | m.Config&mask
+		if cfg != ifc.ofConfig {
+			ifc.ofConfig = cfg
+			o.s.pushConfigs()
+		}
+		return nil
+	}()
+	if err != nil || !toggle {
+		return err
+	}
+	as, ok := o.s.devs.(interface{ SetAdminUp(string, bool) error })
+	if !ok {
+		return &ofp.Error{Errno: ofp.PortModBadConfig, Name: "OFPT_PORT_MOD", Detail: "administrative state not settable"}
+	}
+	if err := as.SetAdminUp(name, up); err != nil {
+		return &ofp.Error{Errno: ofp.PortModBadConfig, Name: "OFPT_PORT_MOD", Detail: err.Error()}
+	}
+	return nil
+}
+
+// OFProtoList is ovs-appctl ofproto/list: the bridges, one a line.
+func (s *Switch) OFProtoList() string {
+	var b strings.Builder
+	for _, m := range s.managers() {
+		fmt.Fprintln(&b, m.Bridge())
+	}
+	return b.String()
+}
+
+// BridgeDumpFlows is ovs-appctl bridge/dump-flows: every flow of the
+// bridge, hidden ones included, in OVS's format. govs has none of OVS's
+// hidden flows (in-band control, its internal table 254), so this is the
+// bridge's own NORMAL flow when it runs one.
+func (s *Switch) BridgeDumpFlows(bridge string) (string, error) {
+	s.mu.Lock()
+	_, ok := s.bridges[bridge]
+	s.mu.Unlock()
+	if !ok {
+		return "", errors.New("Unknown bridge")
+	}
+	var b strings.Builder
+	for _, f := range (ofSource{s, bridge}).Flows() {
+		fmt.Fprintf(&b, "duration=%ds, n_packets=%d, n_bytes=%d, priority=%d,actions=NORMAL\n", int(f.Duration/time.Second), f.Packets, f.Bytes, f.Priority)
+	}
+	return b.String(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/vswitchd/ofproto/connmgr"
 )
 
 // DatapathTypes and IfaceTypes are what Open_vSwitch.datapath_types and
@@ -25,6 +26,16 @@ type Report struct {
 	CurCfg  int
 	Bridges []BridgeStatus
 	Ifaces  []IfaceStatus
+	// Controllers are every bridge's Controller rows.
+	Controllers []ControllerStatus
+}
+
+// ControllerStatus is the Controller columns the switch writes:
+// is_connected, role ("" clears it) and status (nil clears it), as OVS's
+// refresh_controller_status.
+type ControllerStatus struct {
+	UUID string
+	connmgr.ControllerStatus
 }
 
 // BridgeStatus is the Bridge columns the switch writes.
@@ -67,6 +78,13 @@ func (s *Switch) Report(d *Desired) Report {
 	for _, br := range d.Bridges {
 		if rb := s.bridges[br.Name]; rb != nil {
 			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid)})
+			var ctrl map[string]connmgr.ControllerStatus
+			if rb.mgmt != nil {
+				ctrl = rb.mgmt.ControllerStatus()
+			}
+			for _, c := range br.Controllers {
+				r.Controllers = append(r.Controllers, ControllerStatus{UUID: c.UUID, ControllerStatus: ctrl[c.Target]})
+			}
 		}
 		for _, p := range br.Ports {
 			for _, spec := range p.Ifaces {

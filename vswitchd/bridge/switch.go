@@ -21,6 +21,7 @@ import (
 	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/connmgr"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Switch is the running state. All methods are safe for concurrent use.
@@ -48,8 +49,10 @@ type Switch struct {
 	tso     bool
 	// ofRundir is where bridges serve OpenFlow (<bridge>.mgmt), "" for
 	// nowhere; ofLog is the connections' logger (ServeOpenFlow).
-	ofRundir string
-	ofLog    connmgr.Logger
+	ofRundir  string
+	ofLog     connmgr.Logger
+	ofRconn   connmgr.Logger
+	ofChanged chan struct{} // see OpenFlowChanged
 }
 
 type runBridge struct {
@@ -96,6 +99,10 @@ type iface struct {
 	offloads       netdev.Offloads
 	rcvBuf, sndBuf int // getsockopt's sizes; 0 when it has no socket
 
+	// ofConfig holds the OFPPC_* bits OFPT_PORT_MOD set, but
+	// OFPPC_PORT_DOWN, which is the device's administrative state.
+	ofConfig uint32
+
 	// A vhost-user port's live options as they run, its counters as
 	// last read and whether its front-end ran a queue then.
 	zeroCopy  bool
@@ -128,6 +135,8 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		ifaces:  map[string]*iface{},
 		dpPorts: map[uint32]bool{},
 		tso:     true,
+
+		ofChanged: make(chan struct{}, 1),
 	}
 }
 
@@ -150,6 +159,8 @@ type want struct {
 // Apply makes the running switch match d. It is idempotent: applying the
 // same snapshot again touches nothing. The caller logs d.Problems.
 func (s *Switch) Apply(d *Desired) {
+	// After mu is released: controller connections may wait for it.
+	defer s.applyOpenFlow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.count("bridge_reconfigure")
@@ -494,6 +505,8 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		pc := ofproto.PortConfig{
 			Name: ifc.spec.Name, OFPort: ifc.ofport, DPPort: ifc.dpPort,
 			Tag: ifc.port.Tag, Trunks: ifc.port.Trunks, VLANMode: ifc.port.VLANMode,
+			NoRecv: ifc.ofConfig&ofp.PortConfigNoRecv != 0, NoFwd: ifc.ofConfig&ofp.PortConfigNoFwd != 0,
+			NoFlood: ifc.ofConfig&ofp.PortConfigNoFlood != 0,
 		}
 		if !ifc.local {
 			pc.PatchPeer = ifc.spec.PatchPeer

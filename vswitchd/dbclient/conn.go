@@ -121,6 +121,7 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.Datapath{}),
 		client.WithTable(&vswitchd.QoS{}),
 		client.WithTable(&vswitchd.Queue{}),
+		client.WithTable(&vswitchd.Controller{}),
 	))
 	if err != nil {
 		cli.Close()
@@ -149,7 +150,7 @@ func (c *Conn) Connected() bool { return c.cli.Connected() }
 // run.
 func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 	var r bridge.Rows
-	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues} {
+	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues, &r.Controllers} {
 		if err := c.cli.List(ctx, list); err != nil {
 			return bridge.Rows{}, err
 		}

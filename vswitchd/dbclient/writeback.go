@@ -67,6 +67,28 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		}
 	}
 
+	for _, st := range r.Controllers {
+		cur := &vswitchd.Controller{UUID: st.UUID}
+		if err := c.cli.Get(ctx, cur); err != nil {
+			continue
+		}
+		m := &vswitchd.Controller{UUID: st.UUID, IsConnected: st.IsConnected, Status: st.Status}
+		if st.Role != "" {
+			m.Role = ptr(st.Role)
+		}
+		var f []any
+		if cur.IsConnected != m.IsConnected {
+			f = append(f, &m.IsConnected)
+		}
+		if !samePtr(cur.Role, m.Role) {
+			f = append(f, &m.Role)
+		}
+		if !maps.Equal(cur.Status, m.Status) {
+			f = append(f, &m.Status)
+		}
+		errs = append(errs, add(m, f...))
+	}
+
 	for _, st := range r.Ifaces {
 		cur := &vswitchd.Interface{UUID: st.UUID}
 		if err := c.cli.Get(ctx, cur); err != nil {

@@ -51,6 +51,10 @@ type PortConfig struct {
 	// "native-untagged", with ovs-vswitchd.conf.db(5)'s meaning: "" is
 	// access if Tag is set, trunk otherwise.
 	VLANMode string
+	// NoRecv, NoFwd and NoFlood are the port's OpenFlow configuration
+	// (OFPT_PORT_MOD): drop what it receives, send it nothing, leave it
+	// out of floods.
+	NoRecv, NoFwd, NoFlood bool
 }
 
 // vlanMode is a port's VLAN mode (OVS's enum port_vlan_mode).
@@ -99,6 +103,8 @@ type port struct {
 	vlan uint16
 	// trunks are the VLANs a non-access port carries; nil means all.
 	trunks *vlanSet
+	// noRecv, noFwd, noFlood: PortConfig's.
+	noRecv, noFwd, noFlood bool
 }
 
 // snapshot is an immutable configuration of one bridge, swapped in whole
@@ -198,7 +204,8 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 }
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
-	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer}
+	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer,
+		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood}
 	tag := -1
 	if pc.Tag >= 0 && pc.Tag <= 4095 {
 		tag = pc.Tag

@@ -153,6 +153,11 @@ func (x *xlate) normal(in *port) {
 		title := fmt.Sprintf("bridge(\"%s\")", br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
 	}
+	if in.noRecv {
+		// OFPPC_NO_RECV (OFPT_PORT_MOD): the port's input is dropped.
+		x.report(">>", "OFPPC_NO_RECV set, dropping")
+		return
+	}
 	m.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.EthDst = m.EthSrc
 	m.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
@@ -197,7 +202,7 @@ func (x *xlate) normal(in *port) {
 	if !known {
 		x.report("->", "no learned MAC for destination, flooding")
 		for _, p := range in.br.ports {
-			if p != in && p.includesVLAN(v.vid) {
+			if p != in && !p.noFlood && p.includesVLAN(v.vid) {
 				x.outputNormal(p, v)
 			}
 		}
@@ -272,6 +277,10 @@ func outputTranslate(out *port, v xvlan) xvlan {
 
 // outputNormal outputs to out with out's tagging of VLAN v.
 func (x *xlate) outputNormal(out *port, v xvlan) {
+	if out.noFwd {
+		x.report("->", "OFPPC_NO_FWD set, skipping output")
+		return
+	}
 	saved := x.cur
 	x.cur = outputTranslate(out, v).hdr()
 	x.output(out)

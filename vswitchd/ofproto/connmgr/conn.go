@@ -6,7 +6,11 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -39,33 +43,135 @@ const (
 	wildcards10 = 0x3fffff
 )
 
-// conn is one client of the management socket.
+// conn is one OpenFlow connection: a client of the management socket or
+// a controller connection of a service.
 type conn struct {
 	m    *Manager
-	nc   *net.UnixConn
+	nc   net.Conn
 	name string
+	svc  *service // nil for the management socket
+	seq  uint64   // order of creation in m
+	// versions are the versions the connection may negotiate
+	// (Bridge.protocols when it started).
+	versions ofp.Versions
 
 	// Owned by the connection's goroutine.
-	version    ofp.Version // negotiated; 0 before
-	config     ofp.Config
 	flowFormat uint32
-	pinFormat  uint32
 	refused    map[string]bool // message names logged as refused
 
+	// mu guards the fields below, which asynchronous senders read.
+	mu           sync.Mutex
+	version      ofp.Version // negotiated; 0 before
+	config       ofp.Config
+	pinFormat    uint32
+	async        *ofp.AsyncConfig // nil: the version's default
+	controllerID uint16
+	err          error // why the connection closed
+
+	wmu  sync.Mutex    // serialises writes to nc
 	role atomic.Uint32 // ofp.Role*, changed by other connections' requests
+	// lastRx is when a message last arrived (unix nanoseconds); idle is
+	// set while an inactivity probe is unanswered.
+	lastRx atomic.Int64
+	idle   atomic.Bool
 }
 
-func newConn(m *Manager, nc *net.UnixConn, name string) *conn {
-	c := &conn{m: m, nc: nc, name: name, refused: map[string]bool{}, flowFormat: ofp.FlowFormatOpenFlow10}
+// defaultMissSendLen is OFP_DEFAULT_MISS_SEND_LEN, a primary controller's
+// initial miss_send_len; service connections start at 0 (no async
+// messages until they ask), as OVS's ofconn_flush.
+const defaultMissSendLen = 128
+
+func newConn(m *Manager, nc net.Conn, name string, svc *service) *conn {
+	c := &conn{m: m, nc: nc, name: name, svc: svc, refused: map[string]bool{}, flowFormat: ofp.FlowFormatOpenFlow10,
+		seq: m.seq.Add(1), versions: m.allowedVersions()}
+	if c.primary() {
+		c.config.MissSendLen = defaultMissSendLen
+	}
 	c.role.Store(ofp.RoleEqual)
+	c.lastRx.Store(time.Now().UnixNano())
 	return c
+}
+
+// primary reports whether c is a primary controller's connection (the
+// kind fail_mode and slave restrictions apply to).
+func (c *conn) primary() bool { return c.svc != nil && c.svc.cfg.Primary }
+
+// negotiated returns the connection's version, 0 before the handshake.
+func (c *conn) negotiated() ofp.Version {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+// closeWith records why the connection ends, the first reason winning.
+func (c *conn) closeWith(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) closeErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		return io.EOF
+	}
+	return c.err
+}
+
+// rconnState is the connection's state as OVS's rconn names it.
+func (c *conn) rconnState() string {
+	if c.idle.Load() {
+		return stateIdle
+	}
+	return stateActive
+}
+
+// probe sends an echo request after interval without a message from the
+// peer and closes the connection if another interval passes without one,
+// as OVS's rconn, until stop is closed.
+func (c *conn) probe(interval time.Duration, stop <-chan struct{}) {
+	tick := time.NewTicker(min(interval/4, time.Second))
+	defer tick.Stop()
+	var sentAt time.Time
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			idleFor := now.Sub(time.Unix(0, c.lastRx.Load()))
+			if !c.idle.Load() {
+				v := c.negotiated()
+				if idleFor < interval || v == 0 {
+					continue
+				}
+				c.m.rlog.Debugf("%s: idle %d seconds, sending inactivity probe", c.name, int(idleFor/time.Second))
+				c.idle.Store(true)
+				sentAt = now
+				c.m.changed()
+				if c.send(ofp.EncodeEchoRequest(v, 0)) != nil {
+					return
+				}
+				continue
+			}
+			if now.Sub(sentAt) >= interval {
+				c.m.rlog.Errorf("%s: no response to inactivity probe after %d seconds, disconnecting", c.name, int(interval/time.Second))
+				c.closeWith(syscall.ETIMEDOUT)
+				c.nc.Close()
+				return
+			}
+		}
+	}
 }
 
 // run serves the connection until it closes: messages are read, decoded
 // and answered strictly in order.
 func (c *conn) run() {
 	defer c.nc.Close()
-	if err := c.send(ofp.EncodeHello(ofp.AllVersions, 0)); err != nil {
+	if err := c.send(ofp.EncodeHello(c.versions, 0)); err != nil {
+		c.closeWith(err)
 		return
 	}
 	// Messages are at most ofp.MaxLen bytes: after compaction a partial
@@ -79,12 +185,17 @@ func (c *conn) run() {
 			msg, _, ferr := ofp.Split(buf[start:end])
 			if ferr != nil {
 				c.m.log.Warnf("%s: %v, closing connection", c.name, ferr)
+				c.closeWith(syscall.EPROTO)
 				return
 			}
 			if msg == nil {
 				break
 			}
 			start += len(msg)
+			c.lastRx.Store(time.Now().UnixNano())
+			if c.idle.Swap(false) {
+				c.m.changed()
+			}
 			if !c.handle(msg) {
 				return
 			}
@@ -97,12 +208,15 @@ func (c *conn) run() {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.m.log.Debugf("%s: %v", c.name, err)
 			}
+			c.closeWith(err)
 			return
 		}
 	}
 }
 
 func (c *conn) send(msgs ...[]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	for _, b := range msgs {
 		if _, err := c.nc.Write(b); err != nil {
 			return err
@@ -115,8 +229,12 @@ func (c *conn) send(msgs ...[]byte) error {
 func (c *conn) handle(b []byte) bool {
 	h := ofp.ParseHeader(b)
 	m, err := ofp.Decode(b)
-	if c.version == 0 {
+	if c.negotiated() == 0 {
 		return c.handshake(h, m, err)
+	}
+	if c.primary() && c.role.Load() == ofp.RoleSlave && ofp.IsWriteRequest(h, b) {
+		// OVS's reject_slave_controller, before anything else.
+		return c.refuse(h, &ofp.Error{Errno: ofp.IsSlave, Detail: "slave connection"}, b)
 	}
 	var oerr *ofp.Error
 	if errors.As(err, &oerr) {
@@ -136,8 +254,8 @@ func (c *conn) handle(b []byte) bool {
 		// Echoes are answered in any version (OVS's vconn does too).
 		return c.send(ofp.EncodeEchoReply(h.Version, h.Xid, m.Data)) == nil
 	}
-	if h.Version != c.version {
-		return c.refuse(h, &ofp.Error{Errno: ofp.BadVersion, Detail: fmt.Sprintf("received %s on a %s connection", h.Version, c.version)}, b)
+	if v := c.negotiated(); h.Version != v {
+		return c.refuse(h, &ofp.Error{Errno: ofp.BadVersion, Detail: fmt.Sprintf("received %s on a %s connection", h.Version, v)}, b)
 	}
 	replies, oerr := c.answer(m)
 	if oerr != nil {
@@ -146,30 +264,57 @@ func (c *conn) handle(b []byte) bool {
 	return c.send(replies...) == nil
 }
 
-// handshake expects the client's HELLO and settles the version: the
-// highest both sides speak, as OVS's vconn.
+// handshake expects the peer's HELLO and settles the version: the
+// highest both sides allow, as OVS's vconn.
 func (c *conn) handshake(h ofp.Header, m ofp.Message, err error) bool {
 	hello, ok := m.(*ofp.Hello)
 	if err != nil || !ok {
 		c.m.log.Warnf("%s: received message type %d while expecting hello, closing", c.name, h.Type)
+		c.closeWith(syscall.EPROTO)
 		return false
 	}
-	common := hello.Versions & ofp.AllVersions
+	common := hello.Versions & c.versions
 	if common == 0 {
-		text := fmt.Sprintf("We support versions 0x%02x to 0x%02x inclusive but you support no later than version 0x%02x.",
-			uint8(ofp.MinVersion), uint8(ofp.MaxVersion), uint8(h.Version))
-		if hello.Versions != ofp.Versions(uint32(1)<<(h.Version+1)-1)&^1 {
-			text = fmt.Sprintf("We support versions 0x%02x to 0x%02x inclusive but you don't support any of them.",
-				uint8(ofp.MinVersion), uint8(ofp.MaxVersion))
-		}
-		c.m.log.Warnf("%s: version negotiation failed: %s", c.name, text)
-		v := min(max(h.Version, ofp.MinVersion), ofp.MaxVersion)
-		c.send(ofp.EncodeErrorData(v, h.Xid, ofp.HelloIncompatible, []byte(text)))
+		c.m.log.Warnf("%s: version negotiation failed (we support %s, peer supports %s)", c.name,
+			formatVersions(c.versions), formatVersions(hello.Versions))
+		text := fmt.Sprintf("We support %s, you support %s, no common versions.", versionNames(c.versions), versionNames(hello.Versions))
+		c.send(ofp.EncodeErrorData(c.versions.Highest(), h.Xid, ofp.HelloIncompatible, []byte(text)))
+		c.closeWith(syscall.EPROTO)
 		return false
 	}
+	c.mu.Lock()
 	c.version = common.Highest()
-	c.m.log.Debugf("%s: negotiated %s", c.name, c.version)
+	c.mu.Unlock()
+	c.m.log.Debugf("%s: negotiated %s", c.name, common.Highest())
+	c.m.changed()
 	return true
+}
+
+// formatVersions renders a version set as OVS's
+// ovs_format_version_bitmap: "version 0x01", "versions 0x01, 0x04".
+func formatVersions(vs ofp.Versions) string {
+	var nums []string
+	for v := ofp.Version(0); v < 32; v++ {
+		if vs.Has(v) {
+			nums = append(nums, fmt.Sprintf("0x%02x", uint8(v)))
+		}
+	}
+	if len(nums) == 1 {
+		return "version " + nums[0]
+	}
+	return "versions " + strings.Join(nums, ", ")
+}
+
+// versionNames renders a version set as OVS's
+// ovs_format_version_bitmap_names: "OpenFlow10, OpenFlow13".
+func versionNames(vs ofp.Versions) string {
+	var names []string
+	for v := ofp.Version(0); v < 32; v++ {
+		if vs.Has(v) {
+			names = append(names, v.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // refuse answers a message with OFPT_ERROR, logging the first refusal of
@@ -182,7 +327,7 @@ func (c *conn) refuse(h ofp.Header, e *ofp.Error, b []byte) bool {
 	}
 	v := h.Version
 	if v < ofp.MinVersion || v > ofp.MaxVersion {
-		v = c.version
+		v = c.negotiated()
 	}
 	return c.send(ofp.EncodeError(v, h.Xid, e.Errno, b)) == nil
 }
@@ -190,7 +335,7 @@ func (c *conn) refuse(h ofp.Header, e *ofp.Error, b []byte) bool {
 // answer returns the replies to a decoded request, or the error to refuse
 // it with.
 func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
-	v := c.version
+	v := c.negotiated()
 	switch m := m.(type) {
 	case *ofp.FeaturesRequest:
 		f := &ofp.Features{DatapathID: c.m.src.DatapathID(), NTables: NTables, Capabilities: capabilities[v]}
@@ -202,13 +347,18 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		}
 		return [][]byte{ofp.EncodeFeaturesReply(v, m.Xid, f)}, nil
 	case *ofp.GetConfigRequest:
-		return [][]byte{ofp.EncodeGetConfigReply(v, m.Xid, c.config)}, nil
+		c.mu.Lock()
+		cfg := c.config
+		c.mu.Unlock()
+		return [][]byte{ofp.EncodeGetConfigReply(v, m.Xid, cfg)}, nil
 	case *ofp.SetConfig:
 		if m.Flags&ofp.FragMask != ofp.FragNormal {
 			// OVS can drop fragments; govs does not yet.
 			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "OFPT_SET_CONFIG", Detail: "fragment handling other than \"normal\" is not supported"}
 		}
+		c.mu.Lock()
 		c.config = m.Config
+		c.mu.Unlock()
 		return nil, nil
 	case *ofp.BarrierRequest:
 		// Every earlier request has been answered.
@@ -217,10 +367,32 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		if m.Role > ofp.RoleSlave {
 			return nil, &ofp.Error{Errno: ofp.RoleBadRole, Name: "OFPT_ROLE_REQUEST", Detail: fmt.Sprintf("role %d", m.Role)}
 		}
+		if m.NX {
+			// NXT_ROLE_REQUEST carries no generation ID.
+			c.m.setRoleNX(c, m.Role)
+			return [][]byte{ofp.EncodeNXRoleReply(v, m.Xid, c.role.Load())}, nil
+		}
 		if err := c.m.setRole(c, m.Role, m.GenerationID); err != nil {
 			return nil, err
 		}
 		return [][]byte{ofp.EncodeRoleReply(v, m.Xid, c.role.Load(), c.m.generation())}, nil
+	case *ofp.SetAsync:
+		c.mu.Lock()
+		cur := c.asyncConfigLocked()
+		cfg := m.Apply(cur)
+		c.async = &cfg
+		c.mu.Unlock()
+		return nil, nil
+	case *ofp.GetAsyncRequest:
+		c.mu.Lock()
+		cfg := c.asyncConfigLocked()
+		c.mu.Unlock()
+		return [][]byte{ofp.EncodeGetAsyncReply(v, m.Xid, cfg)}, nil
+	case *ofp.SetControllerID:
+		c.mu.Lock()
+		c.controllerID = m.ID
+		c.mu.Unlock()
+		return nil, nil
 	case *ofp.SetFlowFormat:
 		if m.Format != ofp.FlowFormatOpenFlow10 && m.Format != ofp.FlowFormatNXM {
 			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "NXT_SET_FLOW_FORMAT", Detail: fmt.Sprintf("format %d", m.Format)}
@@ -231,16 +403,29 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		if m.Format > 2 {
 			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "NXT_SET_PACKET_IN_FORMAT", Detail: fmt.Sprintf("format %d", m.Format)}
 		}
+		c.mu.Lock()
 		c.pinFormat = m.Format
+		c.mu.Unlock()
 		return nil, nil
 	case *ofp.StatsRequest:
 		return c.stats(m)
+	case *ofp.PortMod:
+		pm, ok := c.m.src.(PortModifier)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadType, Name: "OFPT_PORT_MOD", Detail: "not supported"}
+		}
+		if err := pm.ModifyPort(m); err != nil {
+			return nil, err
+		}
+		// Every connection that wants it hears of the change.
+		c.m.SyncPorts()
+		return nil, nil
 	}
 	return nil, &ofp.Error{Errno: ofp.BadType, Detail: fmt.Sprintf("%T not handled", m)}
 }
 
 func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
-	v := c.version
+	v := c.negotiated()
 	switch m.Kind {
 	case ofp.StatsDesc:
 		return ofp.EncodeDescReply(v, m.Xid, &desc), nil

@@ -1,17 +1,22 @@
-// Package connmgr is a bridge's OpenFlow management channel (OVS's
-// ofproto/connmgr.c for service connections): it listens on
-// <rundir>/<bridge>.mgmt, negotiates a version with each client, and
-// answers its requests in order, one goroutine per connection, from what
-// a Source reports about the bridge. Requests the switch does not
-// implement get the OFPT_ERROR OVS sends for them and the connection
-// stays up: nothing is accepted that would not be enforced.
+// Package connmgr is a bridge's OpenFlow connections (OVS's
+// ofproto/connmgr.c and lib/rconn.c): it listens on
+// <rundir>/<bridge>.mgmt, keeps the connections to the controllers of
+// Bridge.controller up (active targets with backoff and inactivity
+// probes, passive ones as listeners), negotiates a version with each
+// peer within Bridge.protocols, and answers its requests in order, one
+// goroutine per connection, from what a Source reports about the bridge.
+// It keeps the controllers' roles and asynchronous configurations and
+// delivers asynchronous messages (SendAsync) to the connections that
+// want them. Requests the switch does not implement get the OFPT_ERROR
+// OVS sends for them and the connection stays up: nothing is accepted
+// that would not be enforced.
 package connmgr
 
 import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -33,25 +38,52 @@ type Source interface {
 	Flows() []ofp.FlowStats
 }
 
+// PortModifier is a Source that applies OFPT_PORT_MOD.
+type PortModifier interface {
+	// ModifyPort applies m's configuration bits under its mask to the
+	// port, or returns the error to refuse it with (OFPPMFC_BAD_PORT,
+	// OFPPMFC_BAD_HW_ADDR, OFPPMFC_BAD_CONFIG). Ports then reports the
+	// new configuration.
+	ModifyPort(m *ofp.PortMod) *ofp.Error
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
+	Errorf(format string, args ...any)
 	Warnf(format string, args ...any)
 	Infof(format string, args ...any)
 	Debugf(format string, args ...any)
 }
 
-// Manager serves one bridge's management socket.
+// Manager serves one bridge's OpenFlow connections.
 type Manager struct {
 	bridge string
 	path   string
+	rundir string // unix: and punix: targets are relative to it
 	src    Source
 	log    Logger
+	rlog   Logger // the rconn module's, for controller connections
 	ln     *net.UnixListener
 	seq    atomic.Uint64 // connection numbers, for log names
 	wg     sync.WaitGroup
+	// versions is Bridge.protocols (ofp.Versions), what new connections
+	// may negotiate.
+	versions atomic.Uint32
+	// notify, if set, is called (without locks held) when a
+	// controller's connection state or role changes, for the write-back.
+	notify atomic.Pointer[func()]
+
+	// svcMu guards services; held while services start and stop.
+	svcMu    sync.Mutex
+	services map[string]*service // by target
+	failMode atomic.Bool         // fail_mode is standalone
+	failOpen atomic.Bool         // fail-open is active (logged once per change)
 
 	mu    sync.Mutex // guards the fields below
 	conns map[*conn]struct{}
+	// ports are the ports last reported to connections (SyncPorts).
+	ports      map[uint32]ofp.Port
+	portsKnown bool
 	// electionID is the highest generation ID a master or slave role
 	// request has carried, valid if haveElection.
 	electionID   uint64
@@ -65,23 +97,21 @@ const SocketMode = 0o750
 // Listen serves bridge's management socket at path (replacing a stale
 // socket file there) until Close.
 func Listen(bridge, path string, src Source, log Logger) (*Manager, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: removing stale socket: %w", path, err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := listenUnix(path)
 	if err != nil {
 		return nil, err
 	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, SocketMode); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	m := &Manager{bridge: bridge, path: path, src: src, log: log, ln: ln, conns: map[*conn]struct{}{}}
+	m := &Manager{bridge: bridge, path: path, rundir: filepath.Dir(path), src: src, log: log, rlog: log, ln: ln,
+		conns: map[*conn]struct{}{}, services: map[string]*service{}}
+	m.versions.Store(uint32(ofp.AllVersions))
+	m.failMode.Store(true)
 	m.wg.Add(1)
 	go m.accept()
 	return m, nil
 }
+
+// Bridge returns the bridge's name.
+func (m *Manager) Bridge() string { return m.bridge }
 
 // Path returns the socket's path.
 func (m *Manager) Path() string { return m.path }
@@ -96,7 +126,7 @@ func (m *Manager) accept() {
 			}
 			return
 		}
-		c := newConn(m, nc, fmt.Sprintf("%s<->unix#%d", m.bridge, m.seq.Add(1)))
+		c := newConn(m, nc, fmt.Sprintf("%s<->unix#%d", m.bridge, m.seq.Add(1)), nil)
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
@@ -109,9 +139,7 @@ func (m *Manager) accept() {
 		go func() {
 			defer m.wg.Done()
 			c.run()
-			m.mu.Lock()
-			delete(m.conns, c)
-			m.mu.Unlock()
+			m.delConn(c)
 		}()
 	}
 }
@@ -135,6 +163,13 @@ func (m *Manager) Close() {
 	for _, c := range conns {
 		c.nc.Close()
 	}
+	m.svcMu.Lock()
+	svcs := m.services
+	m.services = map[string]*service{}
+	m.svcMu.Unlock()
+	for _, s := range svcs {
+		s.shutdown()
+	}
 }
 
 // Wait waits, after Close, for every goroutine of m to end.
@@ -155,15 +190,38 @@ func (m *Manager) setRole(c *conn, role uint32, genID uint64) *ofp.Error {
 		}
 		m.electionID, m.haveElection = genID, true
 	}
+	m.becomeLocked(c, role)
+	return nil
+}
+
+// setRoleNX applies an NXT_ROLE_REQUEST: as an OpenFlow 1.2 request
+// without a generation ID.
+func (m *Manager) setRoleNX(c *conn, role uint32) {
+	m.mu.Lock()
+	m.becomeLocked(c, role)
+	m.mu.Unlock()
+}
+
+// becomeLocked gives c role; a new master demotes the old one to slave,
+// telling it with OFPT_ROLE_STATUS on OpenFlow 1.4+. Caller holds mu.
+func (m *Manager) becomeLocked(c *conn, role uint32) {
 	if role == ofp.RoleMaster {
 		for o := range m.conns {
 			if o != c && o.role.Load() == ofp.RoleMaster {
 				o.role.Store(ofp.RoleSlave)
+				if v := o.negotiated(); v >= ofp.V14 {
+					gen := uint64(0)
+					if m.haveElection {
+						gen = m.electionID
+					}
+					go o.send(ofp.EncodeRoleStatus(v, ofp.RoleSlave, ofp.RoleReasonMasterRequest, gen))
+				}
 			}
 		}
 	}
-	c.role.Store(role)
-	return nil
+	if c.role.Swap(role) != role || role == ofp.RoleMaster {
+		go m.changed()
+	}
 }
 
 // generation returns the generation ID a role reply carries.

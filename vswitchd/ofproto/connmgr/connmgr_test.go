@@ -25,6 +25,7 @@ func (s fakeSource) Flows() []ofp.FlowStats { return s.flows }
 
 type testLog struct{ t *testing.T }
 
+func (l testLog) Errorf(f string, a ...any) { l.t.Logf("ERR "+f, a...) }
 func (l testLog) Warnf(f string, a ...any)  { l.t.Logf("WARN "+f, a...) }
 func (l testLog) Infof(f string, a ...any)  { l.t.Logf("INFO "+f, a...) }
 func (l testLog) Debugf(f string, a ...any) { l.t.Logf("DBG "+f, a...) }

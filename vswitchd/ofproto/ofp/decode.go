@@ -71,6 +71,9 @@ type RoleRequest struct {
 	Header
 	Role         uint32
 	GenerationID uint64
+	// NX is set for NXT_ROLE_REQUEST (any version, no generation ID),
+	// whose role is converted to OF1.2's numbering.
+	NX bool
 }
 
 // Controller roles (ofp12_controller_role).
@@ -246,11 +249,16 @@ func Decode(b []byte) (Message, error) {
 		return decodeStats(h, body, 4)
 	case v > V10 && h.Type == type11MultipartReq:
 		return decodeStats(h, body, 8)
+	case v == V10 && h.Type == type10PortMod, v > V10 && h.Type == type11PortMod:
+		return decodePortMod(h, body)
 	case v >= V12 && h.Type == type12RoleRequest:
 		if err := fixed(16); err != nil {
 			return nil, err
 		}
 		return &RoleRequest{Header: h, Role: binary.BigEndian.Uint32(body), GenerationID: binary.BigEndian.Uint64(body[8:])}, nil
+	}
+	if m, err, ok := decodeCtrl(h, body); ok {
+		return m, err
 	}
 	if name == "" {
 		return nil, errorf(BadType, "", "unknown message type %d in %s", h.Type, v)
@@ -298,6 +306,9 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 	}
 	sub := binary.BigEndian.Uint32(body[4:])
 	rest := body[8:]
+	if m, err, ok := decodeCtrlVendor(h, sub, rest); ok {
+		return m, err
+	}
 	switch sub {
 	case nxtSetFlowFormat:
 		if len(rest) != 4 {

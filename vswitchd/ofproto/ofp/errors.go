@@ -18,12 +18,22 @@ const (
 	RoleStale                           // OFPRRFC_STALE (OpenFlow 1.2+)
 	RoleBadRole                         // OFPRRFC_BAD_ROLE (OpenFlow 1.2+)
 	TableFeaturesEPerm                  // OFPTFFC_EPERM (OpenFlow 1.3+)
+	IsSlave                             // OFPBRC_IS_SLAVE
+	BadAsyncProp                        // OFPBPC_BAD_TYPE (OpenFlow 1.4+)
+	BadAsyncLen                         // OFPBPC_BAD_LEN (OpenFlow 1.4+)
+	BadAsyncMask                        // OFPACFC_UNSUPPORTED (OpenFlow 1.4+)
+	PortModBadPort                      // OFPPMFC_BAD_PORT
+	PortModBadHWAddr                    // OFPPMFC_BAD_HW_ADDR
+	PortModBadConfig                    // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
 	BadType: "OFPBRC_BAD_TYPE", BadStat: "OFPBRC_BAD_STAT", BadVendor: "OFPBRC_BAD_VENDOR",
 	BadSubtype: "OFPBRC_BAD_SUBTYPE", EPerm: "OFPBRC_EPERM", BadLen: "OFPBRC_BAD_LEN",
-	RoleStale: "OFPRRFC_STALE", RoleBadRole: "OFPRRFC_BAD_ROLE", TableFeaturesEPerm: "OFPTFFC_EPERM"}
+	RoleStale: "OFPRRFC_STALE", RoleBadRole: "OFPRRFC_BAD_ROLE", TableFeaturesEPerm: "OFPTFFC_EPERM",
+	IsSlave: "OFPBRC_IS_SLAVE", BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN",
+	BadAsyncMask: "OFPACFC_UNSUPPORTED", PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR",
+	PortModBadConfig: "OFPPMFC_BAD_CONFIG"}
 
 func (e Errno) String() string {
 	if int(e) < len(errnoNames) && errnoNames[e] != "" {
@@ -39,7 +49,17 @@ const (
 	errTypeBadRequest  = 1
 	errTypeRoleFailed  = 11 // OpenFlow 1.2+
 	errTypeTableFeat   = 13 // OpenFlow 1.3+
+	errTypeBadProperty = 14 // OpenFlow 1.4+
+	errTypeAsyncConfig = 15 // OpenFlow 1.4+
 )
+
+// OFPET_PORT_MOD_FAILED is 4 in OpenFlow 1.0, 7 from 1.1.
+func errTypePortMod(v Version) uint16 {
+	if v == V10 {
+		return 4
+	}
+	return 7
+}
 
 // TypeCode returns the ofp_error_msg type and code of e in version v
 // (lib/ofp-errors.h).
@@ -67,6 +87,24 @@ func (e Errno) TypeCode(v Version) (typ, code uint16) {
 		return errTypeRoleFailed, 2
 	case TableFeaturesEPerm:
 		return errTypeTableFeat, 5
+	case IsSlave:
+		// OF1.0-1.1(1,5), OF1.2+(1,10) (lib/ofp-errors.h).
+		if v <= V11 {
+			return errTypeBadRequest, 5
+		}
+		return errTypeBadRequest, 10
+	case BadAsyncProp:
+		return errTypeBadProperty, 0
+	case BadAsyncLen:
+		return errTypeBadProperty, 1
+	case BadAsyncMask:
+		return errTypeAsyncConfig, 1
+	case PortModBadPort:
+		return errTypePortMod(v), 0
+	case PortModBadHWAddr:
+		return errTypePortMod(v), 1
+	case PortModBadConfig:
+		return errTypePortMod(v), 2
 	}
 	return errTypeBadRequest, 5
 }
