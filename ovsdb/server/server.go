@@ -70,6 +70,7 @@ type Server struct {
 	nextConn int                 // guarded by mu: for "unix#N" names
 
 	locks lockTable
+	repl  replication
 
 	reconfig  chan struct{} // kicks the remotes reconfiguration
 	dbRemotes atomic.Bool   // some remote is read from a database
@@ -324,6 +325,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	close(s.done)
+	s.stopReplication()
 	for _, r := range remotes {
 		r.close()
 	}

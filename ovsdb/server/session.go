@@ -249,8 +249,9 @@ func (ss *session) lookupDB(m *jsonrpc.Message, params []json.RawMessage) *dbEnt
 // HasLock implements db.LockChecker for the "assert" operation.
 func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name) }
 
-// ReadOnly reports whether the session may not write (db.LockChecker).
-func (ss *session) ReadOnly() bool { return ss.readOnly != nil && ss.readOnly() }
+// ReadOnly reports whether the session may not write (db.LockChecker): a
+// backup server's clients may not, nor those of a read-only remote.
+func (ss *session) ReadOnly() bool { return ss.srv.IsBackup() || ss.readOnly != nil && ss.readOnly() }
 
 func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
 	if e == ss.srv.serverDB {
