@@ -84,8 +84,9 @@ Remotes from the database:
 func run() error {
 	var remotes []string
 	var sync syncConfig
+	var runCmd runCommand
 	ignored := func(string) error { return nil }
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(sync.flags(),
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(append(append(sync.flags(), runCmd.flag()), unsupportedFlags()...),
 		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
 			remotes = append(remotes, v)
 			return nil
@@ -166,6 +167,7 @@ func run() error {
 	if u := d.Unixctl; u != nil {
 		registerCommands(u, srv, exit)
 		registerSyncCommands(u, srv)
+		registerDBCommands(u, srv)
 	}
 	d.HandleSignals(func(os.Signal) {
 		select {
@@ -177,6 +179,15 @@ func run() error {
 	// Replication starts detached, as in OVS: its connection logs go to
 	// the log file only. CheckSyncFrom passed, so it cannot fail.
 	sync.apply(srv)
+	exitCode := 0
+	if err := runCmd.start(func(code int) {
+		exitCode = code
+		exit <- struct{}{}
+	}); err != nil {
+		srv.Close()
+		d.Close()
+		return err
+	}
 	// Logged once detached, as OVS does: only the log file gets it, and
 	// scripts that read a detaching server's stderr see nothing.
 	mod.Infof("%s", daemon.VersionString(program, version))
@@ -184,7 +195,7 @@ func run() error {
 	if err := srv.Close(); err != nil {
 		mod.Errorf("%v", err)
 	}
-	d.Exit(0)
+	d.Exit(exitCode)
 	return nil
 }
 

@@ -72,6 +72,8 @@ type Server struct {
 	locks lockTable
 	repl  replication
 
+	noMonitorCond atomic.Bool // ovsdb-server/disable-monitor-cond
+
 	reconfig  chan struct{} // kicks the remotes reconfiguration
 	dbRemotes atomic.Bool   // some remote is read from a database
 	done      chan struct{}

@@ -191,6 +191,10 @@ func (ss *session) handle(m *jsonrpc.Message) {
 		ss.conn.Close()
 		return
 	}
+	if strings.HasPrefix(m.Method, "monitor_cond") && ss.srv.noMonitorCond.Load() {
+		ss.replyError(m, "unknown method")
+		return
+	}
 	params := splitParams(m.Params)
 	switch m.Method {
 	case "transact":
