@@ -74,8 +74,23 @@ func (s *Server) RemoveDatabase(name string) error {
 		"where": []any{[]any{"_uuid", "==", []string{"uuid", e.row.String()}}}})
 	s.serverDB.d.Transact([]json.RawMessage{op}, nil, time.Time{})
 
+	s.cancelMonitors(e)
+	var err error
+	if e.log != nil {
+		err = errors.Join(e.log.Sync(), e.log.Close())
+	}
+	s.restartReplication()
+	return err
+}
+
+// cancelMonitors detaches e, which is no longer served: commits to it fail
+// from now on, clients that said set_db_change_aware get
+// "monitor_canceled" for its monitors, and other clients with monitors on
+// it are disconnected, as ovsdb-server does.
+func (s *Server) cancelMonitors(e *dbEntry) {
 	var mons []*monitor
 	e.d.Read(func(db.Snapshot) {
+		e.detached = true
 		for m := range e.monitors {
 			mons = append(mons, m)
 		}
@@ -98,13 +113,9 @@ func (s *Server) RemoveDatabase(name string) error {
 		ss.conn.Send(jsonrpc.NewNotification("monitor_canceled", []json.RawMessage{m.id}))
 		ss.mu.Unlock()
 	}
-	var err error
-	if e.log != nil {
-		err = errors.Join(e.log.Sync(), e.log.Close())
-	}
-	s.restartReplication()
-	return err
 }
+
+var errDetached = errors.New("database is no longer served")
 
 // restartReplication has a backup start over, so that it replicates the
 // databases served now.

@@ -94,6 +94,7 @@ type dbEntry struct {
 	monitors map[*monitor]bool
 	history  []*db.Commit  // oldest first, at most historyLength
 	commits  chan struct{} // closed and replaced at every commit (wakes triggers)
+	detached bool          // no longer served (converted, removed): commits fail
 }
 
 // New returns a server with no databases; add them with OpenDatabase or
@@ -232,6 +233,9 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 	if l != nil {
 		sch := d.Schema()
 		d.OnCommit(func(c *db.Commit) error {
+			if e.detached {
+				return errDetached
+			}
 			rec := storage.Record{Tables: c.Record(sch), Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: true}
 			if len(rec.Tables) == 0 {
 				return nil

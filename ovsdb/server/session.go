@@ -205,6 +205,10 @@ func (ss *session) handle(m *jsonrpc.Message) {
 		if e := ss.lookupDB(m, params); e != nil {
 			ss.monitor(m, e, params)
 		}
+	case "convert":
+		if e := ss.lookupDB(m, params); e != nil {
+			ss.convert(m, e, params)
+		}
 	case "monitor_cond_change":
 		ss.monitorCondChange(m, params)
 	case "monitor_cancel":
