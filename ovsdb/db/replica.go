@@ -3,7 +3,6 @@ package db
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -22,12 +21,7 @@ func (d *Database) ApplyReplica(tables map[string]map[string]json.RawMessage, re
 	defer d.mu.Unlock()
 	changes := map[string]map[UUID]*RowChange{}
 	named := map[string]map[UUID]bool{} // the rows tables names, changed or not
-	tnames := make([]string, 0, len(tables))
-	for n := range tables {
-		tnames = append(tnames, n)
-	}
-	sort.Strings(tnames)
-	for _, tname := range tnames {
+	for _, tname := range sortedKeys(tables) {
 		td := d.tables[tname]
 		if td == nil {
 			return nil, fmt.Errorf("unknown table %s", tname)
@@ -35,22 +29,16 @@ func (d *Database) ApplyReplica(tables map[string]map[string]json.RawMessage, re
 		m := map[UUID]*RowChange{}
 		named[tname] = map[UUID]bool{}
 		for us, raw := range tables[tname] {
-			u, err := ParseUUID(us)
+			u, old, cols, err := td.recordRow(us, raw)
 			if err != nil {
-				return nil, fmt.Errorf("table %s: bad row UUID %q", tname, us)
+				return nil, err
 			}
 			named[tname][u] = true
-			old := td.rows[u]
-			if string(raw) == "null" {
+			if cols == nil {
 				if old != nil {
 					m[u] = &RowChange{Old: old}
 				}
 				continue
-			}
-			dv, err := decodeJSON(raw)
-			cols, ok := dv.(map[string]any)
-			if err != nil || !ok {
-				return nil, fmt.Errorf("table %s row %s: row is not a JSON object", tname, us)
 			}
 			nr := newRow(td.schema, u)
 			for cname, v := range cols {
@@ -159,4 +147,24 @@ func SchemaEqual(a, b *Schema) bool {
 		}
 	}
 	return true
+}
+
+// recordRow decodes one row of a stored record or a replicated update: its
+// uuid, the row it replaces (nil if none), and its columns (nil for JSON
+// null, a deletion).
+func (td *tableData) recordRow(us string, raw json.RawMessage) (UUID, *Row, map[string]any, error) {
+	u, err := ParseUUID(us)
+	if err != nil {
+		return u, nil, nil, fmt.Errorf("table %s: %w", td.schema.Name, err)
+	}
+	old := td.rows[u]
+	if string(raw) == "null" {
+		return u, old, nil, nil
+	}
+	dv, err := decodeJSON(raw)
+	cols, ok := dv.(map[string]any)
+	if err != nil || !ok {
+		return u, old, nil, fmt.Errorf("table %s row %s: row is not a JSON object", td.schema.Name, us)
+	}
+	return u, old, cols, nil
 }
