@@ -73,13 +73,20 @@ func unsupportedFlags() []daemon.Flag {
 	return fs
 }
 
-// registerDBCommands registers add-db, remove-db and disable-monitor-cond.
+// registerDBCommands registers add-db, remove-db, tlog-set, tlog-list and
+// disable-monitor-cond.
 func registerDBCommands(u *daemon.UnixctlServer, srv *server.Server) {
 	u.Register("ovsdb-server/add-db", "DB", 1, 1, func(args []string) (string, error) {
 		return "", srv.AddDatabaseFile(args[0])
 	})
 	u.Register("ovsdb-server/remove-db", "DB", 1, 1, func(args []string) (string, error) {
 		return "", srv.RemoveDatabase(args[0])
+	})
+	u.Register("ovsdb-server/tlog-set", "DB:TABLE on|off", 2, 2, func(args []string) (string, error) {
+		return "", srv.SetTxnLog(args[0], args[1])
+	})
+	u.Register("ovsdb-server/tlog-list", "", 0, 0, func([]string) (string, error) {
+		return srv.TxnLogList(), nil
 	})
 	u.Register("ovsdb-server/disable-monitor-cond", "", 0, 0, func([]string) (string, error) {
 		srv.DisableMonitorCond()

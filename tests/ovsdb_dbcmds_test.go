@@ -12,8 +12,8 @@ import (
 
 const ovsdbNBSchema = "/usr/share/ovn/ovn-nb.ovsschema"
 
-// TestOvsdbAddRemoveDB compares ovsdb-server/add-db, remove-db and list-dbs
-// of Debian's server and govs', and what their clients see when a database
+// TestOvsdbAddRemoveDB compares ovsdb-server/tlog-set, tlog-list, add-db,
+// remove-db and list-dbs of Debian's server and govs', and what their clients see when a database
 // goes: a set_db_change_aware client gets monitor_canceled, another is
 // disconnected. After disable-monitor-cond, monitor_cond is an unknown
 // method and ovn-nbctl still works (it falls back to monitor).
@@ -48,6 +48,19 @@ func TestOvsdbAddRemoveDB(t *testing.T) {
 		}
 	}
 	nb, nb2 := "FILES/nb.db", "FILES/nb2.db"
+	step("ovsdb-server/tlog-list")
+	for _, a := range [][]string{{"Nope:Bridge", "maybe"}, {"OpenBridge", "on"}, {"a:b:c", "on"}, {"Nope:Bridge", "on"},
+		{"Open_vSwitch:Nope", "off"}, {"Open_vSwitch:Bridge", "ON"}, {"_Server:Database", "on"}} {
+		step(append([]string{"ovsdb-server/tlog-set"}, a...)...)
+	}
+	step("ovsdb-server/tlog-list")
+	for _, p := range servers {
+		p.mustVsctl("init", "--", "add-br", "tl0")
+		ovsdbWait(t, vswTimeout, p.kind+" transaction log", func() bool {
+			return strings.Contains(p.readLog(), "|transaction|INFO|table:Bridge,op:inserted,")
+		})
+	}
+	step("ovsdb-server/tlog-set", "Open_vSwitch:Bridge", "off")
 	step("ovsdb-server/add-db", nb)
 	step("ovsdb-server/add-db", nb)
 	step("ovsdb-server/add-db", "FILES/nonexistent.db")

@@ -56,7 +56,7 @@ type Server struct {
 	opts Options
 	uuid db.UUID
 
-	log, rpcLog, jsonLog, reconnLog Logger
+	log, rpcLog, jsonLog, reconnLog, txnLog Logger
 
 	serverDB *dbEntry // the _Server database
 
@@ -92,9 +92,10 @@ type dbEntry struct {
 	// Guarded by the database's lock: changed only inside d.Read or a
 	// commit hook.
 	monitors map[*monitor]bool
-	history  []*db.Commit  // oldest first, at most historyLength
-	commits  chan struct{} // closed and replaced at every commit (wakes triggers)
-	detached bool          // no longer served (converted, removed): commits fail
+	history  []*db.Commit    // oldest first, at most historyLength
+	commits  chan struct{}   // closed and replaced at every commit (wakes triggers)
+	detached bool            // no longer served (converted, removed): commits fail
+	tlog     map[string]bool // tables whose changes are logged (tlog-set)
 }
 
 // New returns a server with no databases; add them with OpenDatabase or
@@ -113,6 +114,7 @@ func New(opts Options) *Server {
 		rpcLog:    opts.Log("ovsdb_jsonrpc_server"),
 		jsonLog:   opts.Log("jsonrpc"),
 		reconnLog: opts.Log("reconnect"),
+		txnLog:    opts.Log("transaction"),
 		dbs:       map[string]*dbEntry{},
 		remotes:   map[string]*remote{},
 		static:    map[string]bool{},
@@ -160,6 +162,7 @@ func (s *Server) committed(e *dbEntry, c *db.Commit) {
 	for m := range e.monitors {
 		m.addCommit(c)
 	}
+	s.logTxn(e, c)
 	close(e.commits)
 	e.commits = make(chan struct{})
 	if e != s.serverDB && s.dbRemotes.Load() {
