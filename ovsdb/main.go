@@ -78,13 +78,15 @@ Passive JSON-RPC connection methods:
 Remotes from the database:
   db:DB,TABLE,COLUMN      remotes in COLUMN of TABLE (e.g. Open_vSwitch,Open_vSwitch,manager_options)
 
-`, program, program, filepath.Join(dbDir(), "conf.db")) + daemon.Usage(program)
+`, program, program, filepath.Join(dbDir(), "conf.db")) + syncUsage + daemon.Usage(program)
 }
 
 func run() error {
 	var remotes []string
+	var sync syncConfig
+	var runCmd runCommand
 	ignored := func(string) error { return nil }
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:],
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(append(append(sync.flags(), runCmd.flag()), unsupportedFlags()...),
 		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
 			remotes = append(remotes, v)
 			return nil
@@ -98,7 +100,7 @@ func run() error {
 		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: ignored},
 		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: ignored},
 		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: ignored},
-	)
+	)...)
 	if err != nil {
 		return err
 	}
@@ -114,6 +116,9 @@ func run() error {
 		if err := server.ValidateRemote(r); err != nil {
 			return err
 		}
+	}
+	if err := sync.check(); err != nil {
+		return err
 	}
 	if len(args) == 0 {
 		args = []string{filepath.Join(dbDir(), "conf.db")}
@@ -161,6 +166,8 @@ func run() error {
 	exit := make(chan struct{}, 1)
 	if u := d.Unixctl; u != nil {
 		registerCommands(u, srv, exit)
+		registerSyncCommands(u, srv)
+		registerDBCommands(u, srv)
 	}
 	d.HandleSignals(func(os.Signal) {
 		select {
@@ -169,6 +176,18 @@ func run() error {
 		}
 	})
 	d.Ready()
+	// Replication starts detached, as in OVS: its connection logs go to
+	// the log file only. CheckSyncFrom passed, so it cannot fail.
+	sync.apply(srv)
+	exitCode := 0
+	if err := runCmd.start(func(code int) {
+		exitCode = code
+		exit <- struct{}{}
+	}); err != nil {
+		srv.Close()
+		d.Close()
+		return err
+	}
 	// Logged once detached, as OVS does: only the log file gets it, and
 	// scripts that read a detaching server's stderr see nothing.
 	mod.Infof("%s", daemon.VersionString(program, version))
@@ -176,7 +195,7 @@ func run() error {
 	if err := srv.Close(); err != nil {
 		mod.Errorf("%v", err)
 	}
-	d.Exit(0)
+	d.Exit(exitCode)
 	return nil
 }
 

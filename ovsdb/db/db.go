@@ -3,7 +3,6 @@ package db
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 )
@@ -266,33 +265,22 @@ func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff b
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := &Commit{TxnID: NewUUID(), Tables: map[string]map[UUID]*RowChange{}}
-	tnames := make([]string, 0, len(tables))
-	for n := range tables {
-		tnames = append(tnames, n)
-	}
-	sort.Strings(tnames)
-	for _, tname := range tnames {
+	for _, tname := range sortedKeys(tables) {
 		td := d.tables[tname]
 		if td == nil {
 			return fmt.Errorf("record names unknown table %s", tname)
 		}
 		m := map[UUID]*RowChange{}
 		for us, raw := range tables[tname] {
-			u, err := ParseUUID(us)
+			u, old, cols, err := td.recordRow(us, raw)
 			if err != nil {
-				return fmt.Errorf("table %s: %w", tname, err)
+				return err
 			}
-			old := td.rows[u]
-			if string(raw) == "null" {
+			if cols == nil {
 				if old != nil {
 					m[u] = &RowChange{Old: old}
 				}
 				continue
-			}
-			dv, err := decodeJSON(raw)
-			cols, ok := dv.(map[string]any)
-			if err != nil || !ok {
-				return fmt.Errorf("table %s row %s: row is not a JSON object", tname, us)
 			}
 			var nr *Row
 			if old != nil {

@@ -533,6 +533,10 @@ func (s *Server) remotesFromDB(spec string) map[string]remoteOptions {
 // updateRemoteStatus writes is_connected and status to the rows that
 // configured remotes, as ovsdb-server does for the Manager table.
 func (s *Server) updateRemoteStatus() {
+	if s.IsBackup() {
+		// A backup's databases hold what the active server has.
+		return
+	}
 	s.mu.Lock()
 	byDB := map[*dbEntry][]json.RawMessage{}
 	for _, r := range s.remotes {

@@ -56,7 +56,7 @@ type Server struct {
 	opts Options
 	uuid db.UUID
 
-	log, rpcLog, jsonLog, reconnLog Logger
+	log, rpcLog, jsonLog, reconnLog, txnLog Logger
 
 	serverDB *dbEntry // the _Server database
 
@@ -70,6 +70,9 @@ type Server struct {
 	nextConn int                 // guarded by mu: for "unix#N" names
 
 	locks lockTable
+	repl  replication
+
+	noMonitorCond atomic.Bool // ovsdb-server/disable-monitor-cond
 
 	reconfig  chan struct{} // kicks the remotes reconfiguration
 	dbRemotes atomic.Bool   // some remote is read from a database
@@ -89,8 +92,10 @@ type dbEntry struct {
 	// Guarded by the database's lock: changed only inside d.Read or a
 	// commit hook.
 	monitors map[*monitor]bool
-	history  []*db.Commit  // oldest first, at most historyLength
-	commits  chan struct{} // closed and replaced at every commit (wakes triggers)
+	history  []*db.Commit    // oldest first, at most historyLength
+	commits  chan struct{}   // closed and replaced at every commit (wakes triggers)
+	detached bool            // no longer served (converted, removed): commits fail
+	tlog     map[string]bool // tables whose changes are logged (tlog-set)
 }
 
 // New returns a server with no databases; add them with OpenDatabase or
@@ -109,6 +114,7 @@ func New(opts Options) *Server {
 		rpcLog:    opts.Log("ovsdb_jsonrpc_server"),
 		jsonLog:   opts.Log("jsonrpc"),
 		reconnLog: opts.Log("reconnect"),
+		txnLog:    opts.Log("transaction"),
 		dbs:       map[string]*dbEntry{},
 		remotes:   map[string]*remote{},
 		static:    map[string]bool{},
@@ -156,6 +162,7 @@ func (s *Server) committed(e *dbEntry, c *db.Commit) {
 	for m := range e.monitors {
 		m.addCommit(c)
 	}
+	s.logTxn(e, c)
 	close(e.commits)
 	e.commits = make(chan struct{})
 	if e != s.serverDB && s.dbRemotes.Load() {
@@ -229,6 +236,9 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 	if l != nil {
 		sch := d.Schema()
 		d.OnCommit(func(c *db.Commit) error {
+			if e.detached {
+				return errDetached
+			}
 			rec := storage.Record{Tables: c.Record(sch), Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: true}
 			if len(rec.Tables) == 0 {
 				return nil
@@ -324,6 +334,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	close(s.done)
+	s.stopReplication()
 	for _, r := range remotes {
 		r.close()
 	}

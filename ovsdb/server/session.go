@@ -191,6 +191,10 @@ func (ss *session) handle(m *jsonrpc.Message) {
 		ss.conn.Close()
 		return
 	}
+	if strings.HasPrefix(m.Method, "monitor_cond") && ss.srv.noMonitorCond.Load() {
+		ss.replyError(m, "unknown method")
+		return
+	}
 	params := splitParams(m.Params)
 	switch m.Method {
 	case "transact":
@@ -200,6 +204,10 @@ func (ss *session) handle(m *jsonrpc.Message) {
 	case "monitor", "monitor_cond", "monitor_cond_since":
 		if e := ss.lookupDB(m, params); e != nil {
 			ss.monitor(m, e, params)
+		}
+	case "convert":
+		if e := ss.lookupDB(m, params); e != nil {
+			ss.convert(m, e, params)
 		}
 	case "monitor_cond_change":
 		ss.monitorCondChange(m, params)
@@ -249,8 +257,9 @@ func (ss *session) lookupDB(m *jsonrpc.Message, params []json.RawMessage) *dbEnt
 // HasLock implements db.LockChecker for the "assert" operation.
 func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name) }
 
-// ReadOnly reports whether the session may not write (db.LockChecker).
-func (ss *session) ReadOnly() bool { return ss.readOnly != nil && ss.readOnly() }
+// ReadOnly reports whether the session may not write (db.LockChecker): a
+// backup server's clients may not, nor those of a read-only remote.
+func (ss *session) ReadOnly() bool { return ss.srv.IsBackup() || ss.readOnly != nil && ss.readOnly() }
 
 func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
 	if e == ss.srv.serverDB {

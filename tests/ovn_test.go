@@ -1,0 +1,202 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Debian's OVN 23.03 (ovn-central, ovn-host) for the OVN end-to-end test.
+const (
+	ovnNorthd     = "/usr/bin/ovn-northd"
+	ovnController = "/usr/bin/ovn-controller"
+	ovnNbctl      = "/usr/bin/ovn-nbctl"
+	ovnSbctl      = "/usr/bin/ovn-sbctl"
+	ovnSBSchema   = "/usr/share/ovn/ovn-sb.ovsschema"
+	ovsVswitchd   = "/usr/sbin/ovs-vswitchd"
+)
+
+// ovnDaemon starts a daemon that detaches with --pidfile=DIR/NAME.pid, and
+// stops it by that pid when the test ends.
+func ovnDaemon(t *testing.T, dir, name, bin string, args ...string) {
+	t.Helper()
+	p := &ovsdbProc{t: t, kind: name, dir: dir, pidf: filepath.Join(dir, name+".pid")}
+	t.Cleanup(p.stop)
+	env := []string{"OVS_RUNDIR=" + dir, "OVS_LOGDIR=" + dir, "OVS_DBDIR=" + dir, "OVN_RUNDIR=" + dir, "OVN_LOGDIR=" + dir}
+	args = append(args, "--pidfile="+p.pidf, "--log-file="+filepath.Join(dir, name+".log"), "--detach", "--no-chdir")
+	if out, err := vswRunEnv(env, bin, args...); err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+		t.Fatalf("%s: %v\n%s\nlog:\n%s", name, err, out, b)
+	}
+}
+
+func ovnRun(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := vswRun(bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var ovnUUIDRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// TestOvnEndToEnd runs Debian's OVN on govs' ovsdb-server: it serves the
+// Northbound and Southbound databases to Debian's ovn-northd and to
+// Debian's ovn-controller (conditional monitoring, its default), which runs
+// a chassis on Debian's ovs-vswitchd (netdev datapath, its own Debian
+// ovsdb-server). Two namespace VIFs on one logical switch are bound
+// (Port_Binding chassis and up) and ping each other, ovn-nbctl --wait=hv
+// returns once the chassis caught up, and the Southbound Logical_Flow table
+// is the one ovn-northd makes on Debian's ovsdb-server for the same
+// Northbound script.
+func TestOvnEndToEnd(t *testing.T) {
+	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsVswitchd, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer)
+	dir, err := os.MkdirTemp("", "ovnt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("OVN test directory kept: %s", dir)
+		}
+	})
+	sub := func(name string) string {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// Central: the NB and SB databases on govs' server, and on Debian's
+	// for the reference, each with its ovn-northd.
+	type central struct{ nb, sb string }
+	var centrals [2]central
+	for i, kind := range []string{"govs", "debian"} {
+		d := sub(kind)
+		for _, db := range []struct{ file, schema string }{{"nb.db", ovsdbNBSchema}, {"sb.db", ovnSBSchema}} {
+			ovnRun(t, ovsdbTool, "create", filepath.Join(d, db.file), db.schema)
+		}
+		bin := ovsdbDebianServer
+		if kind == "govs" {
+			bin = ovsdbGovsServer(t)
+		}
+		c := central{nb: "unix:" + filepath.Join(d, "nb.sock"), sb: "unix:" + filepath.Join(d, "sb.sock")}
+		ovnDaemon(t, d, "ovsdb-server", bin, filepath.Join(d, "nb.db"), filepath.Join(d, "sb.db"),
+			"--remote=p"+c.nb, "--remote=p"+c.sb, "--unixctl="+filepath.Join(d, "ovsdb-server.ctl"))
+		ovnDaemon(t, d, "ovn-northd", ovnNorthd, "--ovnnb-db="+c.nb, "--ovnsb-db="+c.sb,
+			"--unixctl="+filepath.Join(d, "ovn-northd.ctl"))
+		centrals[i] = c
+	}
+	govs := centrals[0]
+
+	// The chassis: Debian's ovsdb-server, ovs-vswitchd and ovn-controller.
+	hv := sub("hv1")
+	chassisDB := "unix:" + filepath.Join(hv, "db.sock")
+	ovnRun(t, ovsdbTool, "create", filepath.Join(hv, "conf.db"), ovsdbVSwitchSch)
+	ovnDaemon(t, hv, "ovsdb-server", ovsdbDebianServer, filepath.Join(hv, "conf.db"), "--remote=p"+chassisDB,
+		"--unixctl="+filepath.Join(hv, "ovsdb-server.ctl"))
+	vsctl := func(args ...string) string {
+		t.Helper()
+		return ovnRun(t, ovsdbVsctl, append([]string{"--db=" + chassisDB, "--timeout=60"}, args...)...)
+	}
+	vsctl("--no-wait", "init")
+	ovnDaemon(t, hv, "ovs-vswitchd", ovsVswitchd, chassisDB, "--unixctl="+filepath.Join(hv, "ovs-vswitchd.ctl"))
+	vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail-mode=secure",
+		"other-config:disable-in-band=true")
+	vsctl("set", "open", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+govs.sb,
+		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1",
+		"external_ids:ovn-bridge-datapath-type=netdev")
+	ovnDaemon(t, hv, "ovn-controller", ovnController, chassisDB)
+
+	var vifs []*vswNS
+	for i, tag := range []string{"a", "b"} {
+		ns := vswAddPrefixedNS(t, "ovnt", tag, "10.0.0."+string(rune('1'+i))+"/24")
+		ns.mustExec("ip", "link", "set", "eth0", "address", "50:54:00:00:00:0"+string(rune('1'+i)))
+		// The userspace datapath does not fill in checksums a veth
+		// leaves to offload.
+		ns.exec("ethtool", "-K", "eth0", "tx", "off")
+		vsctl("add-port", "br-int", ns.Host, "--", "set", "interface", ns.Host,
+			"external_ids:iface-id=sw0-p"+string(rune('1'+i)))
+		vifs = append(vifs, ns)
+	}
+	script := []string{"ls-add", "sw0",
+		"--", "lsp-add", "sw0", "sw0-p1", "--", "lsp-set-addresses", "sw0-p1", "50:54:00:00:00:01 10.0.0.1",
+		"--", "lsp-add", "sw0", "sw0-p2", "--", "lsp-set-addresses", "sw0-p2", "50:54:00:00:00:02 10.0.0.2",
+		"--", "acl-add", "sw0", "to-lport", "1000", "ip4 && icmp", "allow-related",
+		"--", "lr-add", "lr0", "--", "lrp-add", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.254/24",
+		"--", "lsp-add", "sw0", "sw0-lr0", "--", "lsp-set-type", "sw0-lr0", "router",
+		"--", "lsp-set-addresses", "sw0-lr0", "router", "--", "lsp-set-options", "sw0-lr0", "router-port=lr0-sw0"}
+	for _, c := range centrals {
+		ovnRun(t, ovnNbctl, append([]string{"--db=" + c.nb, "--timeout=60"}, script...)...)
+	}
+
+	for _, port := range []string{"sw0-p1", "sw0-p2"} {
+		ovsdbWait(t, vswTimeout, port+" bound and up", func() bool {
+			out, _ := vswRun(ovnSbctl, "--db="+govs.sb, "--bare", "--columns=chassis,up", "find", "Port_Binding", "logical_port="+port)
+			f := strings.Fields(out)
+			return len(f) == 2 && ovnUUIDRe.MatchString(f[0]) && f[1] == "true"
+		})
+	}
+	// --wait=hv returns once the chassis has processed the change.
+	ovnRun(t, ovnNbctl, "--db="+govs.nb, "--timeout=60", "--wait=hv", "set", "logical_switch", "sw0", "external_ids:step=1")
+	nbCfg := strings.TrimSpace(ovnRun(t, ovnNbctl, "--db="+govs.nb, "get", "NB_Global", ".", "nb_cfg"))
+	hvCfg := strings.TrimSpace(ovnRun(t, ovnNbctl, "--db="+govs.nb, "get", "NB_Global", ".", "hv_cfg"))
+	chCfg := strings.TrimSpace(ovnRun(t, ovnSbctl, "--db="+govs.sb, "--bare", "--columns=nb_cfg", "list", "Chassis_Private"))
+	if nbCfg == "0" || hvCfg != nbCfg || chCfg != nbCfg {
+		t.Errorf("after --wait=hv: NB nb_cfg %s, hv_cfg %s, chassis nb_cfg %s", nbCfg, hvCfg, chCfg)
+	}
+
+	ovsdbWait(t, vswTimeout, "a first ping from sw0-p1 to sw0-p2", func() bool {
+		_, err := vifs[0].exec("ping", "-c", "1", "-W", "1", "10.0.0.2")
+		return err == nil
+	})
+	if out, err := vifs[0].exec("ping", "-c", "3", "-i", "0.2", "-W", "5", "10.0.0.2"); err != nil {
+		t.Errorf("ping: %v\n%s", err, out)
+	}
+	if out, err := vifs[1].exec("ping", "-c", "3", "-i", "0.2", "-W", "5", "10.0.0.254"); err != nil {
+		t.Errorf("ping of the router port: %v\n%s", err, out)
+	}
+
+	// Both northds are done with the same Northbound contents.
+	var lflows [2]string
+	for i, c := range centrals {
+		ovnRun(t, ovnNbctl, "--db="+c.nb, "--timeout=60", "--wait=sb", "sync")
+		lflows[i] = ovnSortDatapaths(ovnUUIDRe.ReplaceAllString(ovnRun(t, ovnSbctl, "--db="+c.sb, "lflow-list"), "<uuid>"))
+	}
+	if lflows[0] != lflows[1] {
+		t.Errorf("Logical_Flow differs from Debian's server's (govs %d lines, Debian %d)", strings.Count(lflows[0], "\n"), strings.Count(lflows[1], "\n"))
+	}
+	if n := strings.Count(lflows[0], "table="); n < 100 {
+		t.Errorf("only %d logical flows", n)
+	}
+	// ovn-controller turned them into OpenFlow flows on br-int.
+	flows, _ := vswRun("ovs-ofctl", "dump-flows", "unix:"+filepath.Join(hv, "br-int.mgmt"))
+	if n := strings.Count(flows, "\n"); n < 100 {
+		t.Errorf("%d OpenFlow flows on br-int", n)
+	}
+	// The daemons are stopped by pid (Cleanup); check none died meanwhile.
+	for _, d := range []string{hv, filepath.Join(dir, "govs")} {
+		pids, _ := filepath.Glob(filepath.Join(d, "*.pid"))
+		for _, pf := range pids {
+			p := &ovsdbProc{pidf: pf}
+			if pid := p.pid(); pid <= 0 || syscall.Kill(pid, 0) != nil {
+				t.Errorf("%s is not running", filepath.Base(pf))
+			}
+		}
+	}
+}
+
+// ovnSortDatapaths sorts lflow-list's per-datapath blocks: ovn-sbctl orders
+// datapaths by uuid, which differs between two databases.
+func ovnSortDatapaths(s string) string {
+	blocks := strings.Split(s, "Datapath: ")
+	sort.Strings(blocks[1:])
+	return strings.Join(blocks, "Datapath: ")
+}
