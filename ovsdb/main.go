@@ -19,31 +19,13 @@ import (
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/ovsdb/server"
 	"github.com/govs/govs/schema"
+	"golang.org/x/sys/unix"
 )
 
 const (
 	program = "ovsdb-server"
 	version = "3.1.0"
 )
-
-// logModules are registered before daemon.Start so that -v specs apply:
-// govs' own and every module Debian's ovsdb-server 3.1 lists in vlog/list,
-// so that scripts setting levels for them (-vraft:file:dbg) still work.
-var logModules = []string{"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect", "ovsdb_storage",
-	"backtrace", "bundle", "command_line", "conntrack", "conntrack_tp", "coverage", "ct_dpif", "daemon",
-	"daemon_unix", "dns_resolve", "dpdk", "dpif", "dpif_lookup_autovalidator", "dpif_lookup_generic",
-	"dpif_mfex_extract_study", "dpif_netdev", "dpif_netdev_extract", "dpif_netdev_impl", "dpif_netdev_lookup",
-	"dpif_netlink", "dpif_netlink_rtnl", "entropy", "fatal_signal", "flow", "hmap", "ipf", "lockfile", "memory",
-	"meta_flow", "native_tnl", "netdev", "netdev_afxdp", "netdev_linux", "netdev_offload", "netdev_offload_tc",
-	"netdev_vport", "netlink", "netlink_conntrack", "netlink_notifier", "netlink_socket", "nx_match",
-	"odp_execute", "odp_execute_impl", "odp_util", "ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors",
-	"ofp_flow", "ofp_group", "ofp_match", "ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet", "ofp_port",
-	"ofp_protocol", "ofp_queue", "ofp_table", "ofp_util", "ovs_numa", "ovs_rcu", "ovs_replay", "ovs_router",
-	"ovs_thread", "ovsdb", "ovsdb_cs", "ovsdb_error", "ovsdb_file", "ovsdb_idl", "ovsdb_log", "ovsdb_monitor",
-	"ovsdb_rbac", "ovsdb_util", "ox_stat", "pmd_perf", "poll_loop", "process", "raft", "raft_rpc", "relay",
-	"replication", "route_table", "sha1", "signals", "socket_util", "socket_util_unix", "storage", "stream",
-	"stream_fd", "stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec", "tc", "timeval",
-	"transaction", "transaction_forward", "trigger", "unixctl", "userspace_tso", "util", "uuid", "vlog"}
 
 func main() {
 	if err := run(); err != nil {
@@ -107,7 +89,7 @@ func run() error {
 		return nil
 	}
 	if opts.Version {
-		fmt.Println(daemon.VersionString(program, version))
+		fmt.Print(daemon.VersionText(program, version))
 		return nil
 	}
 	for _, r := range remotes {
@@ -124,10 +106,13 @@ func run() error {
 		}
 	}
 
+	// Registered before daemon.Start so that -v specs apply: every module
+	// Debian's ovsdb-server 3.1 has, so that scripts setting levels for
+	// them (-vraft:file:dbg) still work, and govs' own.
 	log := daemon.NewLogger(os.Stderr)
-	for _, m := range logModules {
-		log.Module(m)
-	}
+	daemon.RegisterOVSModules(log, program)
+	log.Module("ovsdb_storage")
+	opts.KeepCaps = []uintptr{unix.CAP_NET_BIND_SERVICE}
 	d, err := daemon.Start(program, version, opts, log)
 	if err != nil {
 		return err

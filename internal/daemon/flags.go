@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 )
 
@@ -12,10 +13,11 @@ import (
 type Options struct {
 	Detach           bool
 	NoChdir          bool
-	Monitor          bool   // --monitor: accepted and ignored
+	Monitor          bool   // --monitor: a monitor process restarts the daemon after a crash
 	Pidfile          string // "" without --pidfile
 	OverwritePidfile bool
-	User             string // --user: only the current user is accepted (by Start)
+	User             string    // --user=USER[:GROUP]: Start drops to it (see Start)
+	KeepCaps         []uintptr // capabilities (CAP_*) the daemon keeps with --user; set by its main
 
 	LogFile string   // "" without --log-file
 	Verbose []string // -v/--verbose specs, in order; "" for a bare -v
@@ -237,10 +239,11 @@ func Usage(program string) string {
 	return fmt.Sprintf(`
 Daemon options:
   --detach                run in background as daemon
-  --monitor               accepted for compatibility; ignored
+  --monitor               creates a process to monitor this daemon
   --no-chdir              do not chdir to '/'
   --pidfile[=FILE]        create pidfile (default: %s/%s.pid)
   --overwrite-pidfile     with --pidfile, start even if already running
+  --user=username[:group] changes the effective daemon user:group
   --unixctl=SOCKET        override default control socket name
 
 Logging options:
@@ -251,8 +254,35 @@ Logging options:
 `, Rundir(), program, Logdir(), program)
 }
 
-// VersionString returns "PROGRAM (govs) VERSION", the shape of OVS's
-// "PROGRAM (Open vSwitch) VERSION", for --version and the "version" command.
+// VersionString returns "PROGRAM (Open vSwitch) VERSION", OVS's first line
+// of --version and its "version" command, which scripts parse (ovs-ctl takes
+// the last word of the line that says "Open vSwitch").
 func VersionString(program, version string) string {
-	return fmt.Sprintf("%s (govs) %s", program, version)
+	return fmt.Sprintf("%s (Open vSwitch) %s", program, version)
+}
+
+// VersionText is a daemon's whole --version output: VersionString, then
+// govs' own version (its module version and VCS revision, as built).
+func VersionText(program, version string) string {
+	return VersionString(program, version) + "\n" + GovsVersion() + "\n"
+}
+
+// GovsVersion returns "govs VERSION", the build's module version and, when
+// built from a git checkout, its revision ("govs (devel) 0d46653a1b2c").
+func GovsVersion() string {
+	v := "govs"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v + " (unknown)"
+	}
+	v += " " + bi.Main.Version
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			v += " " + s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			v += "+dirty"
+		}
+	}
+	return v
 }
