@@ -3,6 +3,7 @@ GO ?= go
 BIN := bin
 OVS_RUNDIR ?= /var/run/openvswitch
 OVS_DBDIR ?= /etc/openvswitch
+OVS_LOGDIR ?= /var/log/openvswitch
 FUZZTIME ?= 30s
 
 .PHONY: all build test chaos run bench fuzz generate check-generate vet clean
@@ -29,10 +30,11 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 
-# Runs the switch with its embedded database, in the foreground.
+# Runs the switch with its embedded database, in the foreground, logging
+# where OVS does too.
 run: build
-	mkdir -p $(OVS_RUNDIR) $(OVS_DBDIR)
-	OVS_RUNDIR=$(OVS_RUNDIR) OVS_DBDIR=$(OVS_DBDIR) $(BIN)/ovs-vswitchd --embedded-db --pidfile
+	mkdir -p $(OVS_RUNDIR) $(OVS_DBDIR) $(OVS_LOGDIR)
+	OVS_RUNDIR=$(OVS_RUNDIR) OVS_DBDIR=$(OVS_DBDIR) OVS_LOGDIR=$(OVS_LOGDIR) $(BIN)/ovs-vswitchd --embedded-db --pidfile --log-file
 
 bench: build
 	./tests/bench/run.sh

@@ -10,7 +10,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -145,7 +144,12 @@ func run() error {
 
 	exit := make(chan struct{}, 1)
 	if u := d.Unixctl; u != nil {
-		registerCommands(u, srv, exit)
+		srv.RegisterCommands(u, func() {
+			select {
+			case exit <- struct{}{}:
+			default:
+			}
+		})
 	}
 	d.HandleSignals(func(os.Signal) {
 		select {
@@ -163,42 +167,4 @@ func run() error {
 	}
 	d.Exit(0)
 	return nil
-}
-
-func registerCommands(u *daemon.UnixctlServer, srv *server.Server, exit chan struct{}) {
-	u.Register("exit", "", 0, 0, func([]string) (string, error) {
-		select {
-		case exit <- struct{}{}:
-		default:
-		}
-		return "", nil
-	})
-	u.Register("ovsdb-server/compact", "", 0, 1, func(args []string) (string, error) {
-		if len(args) == 1 && args[0] == "_Server" {
-			return "", errors.New("cannot compact built-in databases")
-		}
-		if len(args) == 1 && srv.Database(args[0]) == nil {
-			return "", errors.New("no database by that name")
-		}
-		return "", srv.Compact(args...)
-	})
-	u.Register("ovsdb-server/add-remote", "REMOTE", 1, 1, func(args []string) (string, error) {
-		return "", srv.AddRemote(args[0])
-	})
-	u.Register("ovsdb-server/remove-remote", "REMOTE", 1, 1, func(args []string) (string, error) {
-		return "", srv.RemoveRemote(args[0])
-	})
-	u.Register("ovsdb-server/list-remotes", "", 0, 0, func([]string) (string, error) {
-		return joinLines(srv.Remotes()), nil
-	})
-	u.Register("ovsdb-server/list-dbs", "", 0, 0, func([]string) (string, error) {
-		return joinLines(srv.DatabaseNames()), nil
-	})
-}
-
-func joinLines(lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
 }

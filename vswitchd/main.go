@@ -101,7 +101,7 @@ func run() error {
 		// alone, every heap arena the Go runtime maps would be faulted in
 		// whole at once.
 		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
-			log.Module("ovs_vswitchd").Errorf("mlockall failed: %s", daemon.Strerror(err))
+			log.Module("vswitchd").Errorf("mlockall failed: %s", daemon.Strerror(err))
 		}
 	}
 	d.HandleSignals(nil)
@@ -119,9 +119,17 @@ func run() error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopDB := func() {}
+	dbExit := make(chan struct{}, 1)
 	if embedded != nil {
 		// After Start, so that a --detach child, not its parent, serves.
-		r, stop, err := startEmbeddedDB(*embedded, opts.Rundir, log)
+		// "ovs-appctl -t ovsdb-server exit" ends the whole daemon: the
+		// switch cannot run without its database.
+		r, stop, err := startEmbeddedDB(*embedded, opts, log, func() {
+			select {
+			case dbExit <- struct{}{}:
+			default:
+			}
+		})
 		if err != nil {
 			cancel()
 			if prof != nil {
@@ -135,6 +143,11 @@ func run() error {
 
 	plane := newDataplane(log)
 	v := newSwitchd(remote, opts.Rundir, log, plane, bridge.KernelDevices{})
+	go func() {
+		if _, ok := <-dbExit; ok {
+			v.exit(false)
+		}
+	}()
 	v.registerCommands(d.Unixctl)
 	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)
