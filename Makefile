@@ -13,6 +13,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ovsdb-server ./ovsdb
 	$(GO) build -o $(BIN)/ovs-vswitchd ./vswitchd
+	$(GO) build -o $(BIN)/ ./utilities/...
 
 # The whole suite, end-to-end tests in network namespaces included: run as root.
 test: build check-generate vet

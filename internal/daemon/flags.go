@@ -129,37 +129,52 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 	}
 	flags = append(flags, extra...)
 
+	positional, err := Getopt(args, flags, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, positional, nil
+}
+
+// Getopt parses args (without the program name) against flags as glibc's
+// getopt_long does, calling each flag's Set in command-line order, and
+// returns the non-option arguments. "--" ends the options; long options may
+// be abbreviated to a unique prefix; short options may be clustered. Unless
+// inOrder, options and non-option arguments may be interleaved; with
+// inOrder (getopt's "+"), the first non-option argument ends the options,
+// as for ovs-appctl and ovs-vsctl. Errors carry glibc's texts.
+func Getopt(args []string, flags []Flag, inOrder bool) ([]string, error) {
 	var positional []string
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		switch {
 		case arg == "--":
-			return o, append(positional, args[i+1:]...), nil
+			return append(positional, args[i+1:]...), nil
 		case strings.HasPrefix(arg, "--"):
 			name, value, hasValue := strings.Cut(arg[2:], "=")
 			f, err := lookupLong(flags, name)
 			if err != nil {
 				if err == errUnrecognized {
-					return nil, nil, fmt.Errorf("unrecognized option '%s'", arg)
+					return nil, fmt.Errorf("unrecognized option '%s'", arg)
 				}
-				return nil, nil, err
+				return nil, err
 			}
 			switch f.Arg {
 			case NoArg:
 				if hasValue {
-					return nil, nil, fmt.Errorf("option '--%s' doesn't allow an argument", f.Long)
+					return nil, fmt.Errorf("option '--%s' doesn't allow an argument", f.Long)
 				}
 			case RequiredArg:
 				if !hasValue {
 					if i+1 >= len(args) {
-						return nil, nil, fmt.Errorf("option '--%s' requires an argument", f.Long)
+						return nil, fmt.Errorf("option '--%s' requires an argument", f.Long)
 					}
 					i++
 					value = args[i]
 				}
 			}
 			if err := f.Set(value); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		case strings.HasPrefix(arg, "-") && arg != "-":
 			for j := 1; j < len(arg); {
@@ -167,7 +182,7 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 				j++
 				f := lookupShort(flags, c)
 				if f == nil {
-					return nil, nil, fmt.Errorf("invalid option -- '%c'", c)
+					return nil, fmt.Errorf("invalid option -- '%c'", c)
 				}
 				value := ""
 				switch f.Arg {
@@ -180,18 +195,21 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 						i++
 						value = args[i]
 					} else {
-						return nil, nil, fmt.Errorf("option requires an argument -- '%c'", c)
+						return nil, fmt.Errorf("option requires an argument -- '%c'", c)
 					}
 				}
 				if err := f.Set(value); err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 			}
 		default:
+			if inOrder {
+				return append(positional, args[i:]...), nil
+			}
 			positional = append(positional, arg)
 		}
 	}
-	return o, positional, nil
+	return positional, nil
 }
 
 var errUnrecognized = fmt.Errorf("unrecognized option")
