@@ -65,7 +65,7 @@ type appctl struct {
 func main() {
 	log := daemon.NewLogger(os.Stderr)
 	daemon.RegisterOVSModules(log, "ovsdb-server") // the library's modules
-	log.Set("console:warn")                         // as OVS's ovs-appctl
+	log.Set("console:warn")                        // as OVS's ovs-appctl
 	a := &appctl{log: log, target: "ovs-vswitchd"}
 	os.Exit(a.run(os.Args[1:]))
 }
