@@ -5,8 +5,13 @@ OVS_RUNDIR ?= /var/run/openvswitch
 OVS_DBDIR ?= /etc/openvswitch
 OVS_LOGDIR ?= /var/log/openvswitch
 FUZZTIME ?= 30s
+# make install: daemons into SBINDIR, utilities into BINDIR, under DESTDIR.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+UTILITIES := $(filter-out internal,$(notdir $(wildcard utilities/*)))
 
-.PHONY: all build test chaos run bench fuzz generate check-generate vet clean
+.PHONY: all build install test chaos run bench fuzz generate check-generate vet clean
 
 all: build
 
@@ -14,6 +19,14 @@ build:
 	$(GO) build -o $(BIN)/ovsdb-server ./ovsdb
 	$(GO) build -o $(BIN)/ovs-vswitchd ./vswitchd
 	$(GO) build -o $(BIN)/ ./utilities/...
+
+# Where Debian's scripts look for Open vSwitch: PREFIX=/usr/local (the
+# default) comes first in root's PATH, so ovs-ctl finds govs there and
+# Debian's package files stay untouched; PREFIX=/usr replaces them.
+install: build
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN)/ovs-vswitchd $(BIN)/ovsdb-server $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(addprefix $(BIN)/,$(UTILITIES)) $(DESTDIR)$(BINDIR)/
 
 # The whole suite, end-to-end tests in network namespaces included: run as root.
 test: build check-generate vet
