@@ -109,4 +109,3 @@ func opsParent(pid int) int {
 	fmt.Sscanf(s[strings.LastIndexByte(s, ')')+1:], " %c %d", &state, &ppid)
 	return ppid
 }
-
