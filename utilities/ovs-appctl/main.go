@@ -328,24 +328,12 @@ func compactJSON(raw json.RawMessage) string {
 // printOptions lists the options as OVS's ovs_cmdl_print_options does (for
 // bash completion).
 func printOptions(flags []daemon.Flag) {
+	arg := map[daemon.ArgMode][2]string{daemon.NoArg: {"", " "}, daemon.RequiredArg: {"=ARG", " ARG"},
+		daemon.OptionalArg: {"=[ARG]", " [ARG]"}}
 	for _, f := range flags {
-		switch f.Arg {
-		case daemon.RequiredArg:
-			fmt.Printf("--%s=ARG\n", f.Long)
-		case daemon.OptionalArg:
-			fmt.Printf("--%s=[ARG]\n", f.Long)
-		default:
-			fmt.Printf("--%s\n", f.Long)
-		}
+		fmt.Printf("--%s%s\n", f.Long, arg[f.Arg][0])
 		if f.Short != 0 {
-			switch f.Arg {
-			case daemon.RequiredArg:
-				fmt.Printf("-%c ARG\n", f.Short)
-			case daemon.OptionalArg:
-				fmt.Printf("-%c [ARG]\n", f.Short)
-			default:
-				fmt.Printf("-%c \n", f.Short)
-			}
+			fmt.Printf("-%c%s\n", f.Short, arg[f.Arg][1])
 		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/ovsdb/db"
+	"github.com/govs/govs/ovsdb/server"
 	"github.com/govs/govs/ovsdb/storage"
 )
 
@@ -259,25 +260,10 @@ func openDB(path string) (*db.Database, *storage.Log, error) {
 	if err := checkFile(path); err != nil {
 		return nil, nil, err
 	}
-	var d *db.Database
-	n := 0
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s: %s\n", program, fmt.Sprintf(format, args...))
 	}
-	l, err := storage.OpenStream(path, logf, func(schemaJSON json.RawMessage) (func(storage.Record) error, error) {
-		sch, err := db.ParseSchema(schemaJSON)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		d = db.New(sch)
-		return func(r storage.Record) error {
-			n++
-			if err := d.Replay(r.Tables, r.IsDiff); err != nil {
-				return fmt.Errorf("record %d cannot be applied: %v: %w", n, err, storage.ErrBadRecord)
-			}
-			return nil
-		}, nil
-	})
+	d, l, err := server.LoadDatabase(path, logf)
 	if err != nil {
 		return nil, nil, failf("ovsdb error: %v", err)
 	}
