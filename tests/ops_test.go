@@ -97,3 +97,52 @@ func readFileString(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// opsVlogModules returns the module names of an "ovs-appctl vlog/list".
+func opsVlogModules(out string) map[string]bool {
+	m := map[string]bool{}
+	lines := strings.Split(out, "\n")
+	if len(lines) > 2 {
+		for _, l := range lines[2:] {
+			if f := strings.Fields(l); len(f) > 0 {
+				m[f[0]] = true
+			}
+		}
+	}
+	return m
+}
+
+// TestOpsVswitchdVlogModules: every vlog module Debian's ovs-vswitchd lists
+// is one govs' ovs-vswitchd lists and accepts in vlog/set, so scripts that
+// set levels for them (-vvconn:file:dbg, -vofproto_dpif) work.
+func TestOpsVswitchdVlogModules(t *testing.T) {
+	vswNeedRoot(t)
+	db := ovsdbStart(t, ovsdbOpts{kind: "debian"})
+	debCtl := filepath.Join(db.dir, "deb-vswitchd.ctl")
+	debPidfile := filepath.Join(db.dir, "deb-vswitchd.pid")
+	if r := opsRun([]string{"OVS_RUNDIR=" + db.dir, "OVS_LOGDIR=" + db.dir}, "/usr/sbin/ovs-vswitchd", "unix:"+db.sock,
+		"--pidfile="+debPidfile, "--unixctl="+debCtl, "--detach", "--no-chdir", "--disable-system", "-vconsole:off",
+		"--log-file="+filepath.Join(db.dir, "deb-vswitchd.log")); r.code != 0 {
+		t.Fatalf("Debian's ovs-vswitchd: exit %d %s", r.code, r.stderr)
+	}
+	debPid := vswReadPid(debPidfile)
+	t.Cleanup(func() { vswKill(t, debPid) })
+	r := opsRun(nil, vswAppctl, "-t", debCtl, "vlog/list")
+	deb := opsVlogModules(r.stdout)
+	if len(deb) < 100 {
+		t.Fatalf("Debian's ovs-vswitchd vlog/list has %d modules: %s", len(deb), r.stderr)
+	}
+
+	e := &vswEnv{t: t, dir: t.TempDir(), bin: vswBinary(t)}
+	e.startEmbedded()
+	gov := opsVlogModules(e.mustAppctl("vlog/list"))
+	for m := range deb {
+		if !gov[m] {
+			t.Errorf("vlog module %s: Debian's ovs-vswitchd has it, govs' does not", m)
+		}
+	}
+	if _, err := e.appctl("vlog/set", "vconn:file:dbg", "ofproto_dpif:console:warn", "raft:off"); err != nil {
+		t.Error(err)
+	}
+	e.stopSwitch(false)
+}
