@@ -3,17 +3,30 @@ GO ?= go
 BIN := bin
 OVS_RUNDIR ?= /var/run/openvswitch
 OVS_DBDIR ?= /etc/openvswitch
+OVS_LOGDIR ?= /var/log/openvswitch
 FUZZTIME ?= 30s
+# make install: daemons into SBINDIR, utilities into BINDIR, under DESTDIR.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+UTILITIES := $(filter-out internal,$(notdir $(wildcard utilities/*)))
 
-.PHONY: all build test chaos run bench fuzz generate check-generate vet clean
+.PHONY: all build install test chaos run bench fuzz generate check-generate vet clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ovsdb-server ./ovsdb
 	$(GO) build -o $(BIN)/ovs-vswitchd ./vswitchd
-	$(GO) build -o $(BIN)/ovs-vsctl ./utilities/ovs-vsctl
-	$(GO) build -o $(BIN)/ovsdb-client ./utilities/ovsdb-client
+	$(GO) build -o $(BIN)/ ./utilities/...
+
+# Where Debian's scripts look for Open vSwitch: PREFIX=/usr/local (the
+# default) comes first in root's PATH, so ovs-ctl finds govs there and
+# Debian's package files stay untouched; PREFIX=/usr replaces them.
+install: build
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN)/ovs-vswitchd $(BIN)/ovsdb-server $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(addprefix $(BIN)/,$(UTILITIES)) $(DESTDIR)$(BINDIR)/
 
 # The whole suite, end-to-end tests in network namespaces included: run as root.
 test: build check-generate vet
@@ -30,11 +43,13 @@ chaos: build
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { $(GO) mod tidy -diff; echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
-# Runs the switch with its embedded database, in the foreground.
+# Runs the switch with its embedded database, in the foreground, logging
+# where OVS does too.
 run: build
-	mkdir -p $(OVS_RUNDIR) $(OVS_DBDIR)
-	OVS_RUNDIR=$(OVS_RUNDIR) OVS_DBDIR=$(OVS_DBDIR) $(BIN)/ovs-vswitchd --embedded-db --pidfile
+	mkdir -p $(OVS_RUNDIR) $(OVS_DBDIR) $(OVS_LOGDIR)
+	OVS_RUNDIR=$(OVS_RUNDIR) OVS_DBDIR=$(OVS_DBDIR) OVS_LOGDIR=$(OVS_LOGDIR) $(BIN)/ovs-vswitchd --embedded-db --pidfile --log-file
 
 bench: build
 	./tests/bench/run.sh

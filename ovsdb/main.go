@@ -10,7 +10,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,31 +18,13 @@ import (
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/ovsdb/server"
 	"github.com/govs/govs/schema"
+	"golang.org/x/sys/unix"
 )
 
 const (
 	program = "ovsdb-server"
 	version = "3.1.0"
 )
-
-// logModules are registered before daemon.Start so that -v specs apply:
-// govs' own and every module Debian's ovsdb-server 3.1 lists in vlog/list,
-// so that scripts setting levels for them (-vraft:file:dbg) still work.
-var logModules = []string{"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect", "ovsdb_storage",
-	"backtrace", "bundle", "command_line", "conntrack", "conntrack_tp", "coverage", "ct_dpif", "daemon",
-	"daemon_unix", "dns_resolve", "dpdk", "dpif", "dpif_lookup_autovalidator", "dpif_lookup_generic",
-	"dpif_mfex_extract_study", "dpif_netdev", "dpif_netdev_extract", "dpif_netdev_impl", "dpif_netdev_lookup",
-	"dpif_netlink", "dpif_netlink_rtnl", "entropy", "fatal_signal", "flow", "hmap", "ipf", "lockfile", "memory",
-	"meta_flow", "native_tnl", "netdev", "netdev_afxdp", "netdev_linux", "netdev_offload", "netdev_offload_tc",
-	"netdev_vport", "netlink", "netlink_conntrack", "netlink_notifier", "netlink_socket", "nx_match",
-	"odp_execute", "odp_execute_impl", "odp_util", "ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors",
-	"ofp_flow", "ofp_group", "ofp_match", "ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet", "ofp_port",
-	"ofp_protocol", "ofp_queue", "ofp_table", "ofp_util", "ovs_numa", "ovs_rcu", "ovs_replay", "ovs_router",
-	"ovs_thread", "ovsdb", "ovsdb_cs", "ovsdb_error", "ovsdb_file", "ovsdb_idl", "ovsdb_log", "ovsdb_monitor",
-	"ovsdb_rbac", "ovsdb_util", "ox_stat", "pmd_perf", "poll_loop", "process", "raft", "raft_rpc", "relay",
-	"replication", "route_table", "sha1", "signals", "socket_util", "socket_util_unix", "storage", "stream",
-	"stream_fd", "stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec", "tc", "timeval",
-	"transaction", "transaction_forward", "trigger", "unixctl", "userspace_tso", "util", "uuid", "vlog"}
 
 func main() {
 	if err := run(); err != nil {
@@ -109,7 +90,7 @@ func run() error {
 		return nil
 	}
 	if opts.Version {
-		fmt.Println(daemon.VersionString(program, version))
+		fmt.Print(daemon.VersionText(program, version))
 		return nil
 	}
 	for _, r := range remotes {
@@ -129,10 +110,13 @@ func run() error {
 		}
 	}
 
+	// Registered before daemon.Start so that -v specs apply: every module
+	// Debian's ovsdb-server 3.1 has, so that scripts setting levels for
+	// them (-vraft:file:dbg) still work, and govs' own.
 	log := daemon.NewLogger(os.Stderr)
-	for _, m := range logModules {
-		log.Module(m)
-	}
+	daemon.RegisterOVSModules(log, program)
+	log.Module("ovsdb_storage")
+	opts.KeepCaps = []uintptr{unix.CAP_NET_BIND_SERVICE}
 	d, err := daemon.Start(program, version, opts, log)
 	if err != nil {
 		return err
@@ -165,7 +149,12 @@ func run() error {
 
 	exit := make(chan struct{}, 1)
 	if u := d.Unixctl; u != nil {
-		registerCommands(u, srv, exit)
+		srv.RegisterCommands(u, func() {
+			select {
+			case exit <- struct{}{}:
+			default:
+			}
+		})
 		registerSyncCommands(u, srv)
 		registerDBCommands(u, srv)
 	}
@@ -197,42 +186,4 @@ func run() error {
 	}
 	d.Exit(exitCode)
 	return nil
-}
-
-func registerCommands(u *daemon.UnixctlServer, srv *server.Server, exit chan struct{}) {
-	u.Register("exit", "", 0, 0, func([]string) (string, error) {
-		select {
-		case exit <- struct{}{}:
-		default:
-		}
-		return "", nil
-	})
-	u.Register("ovsdb-server/compact", "", 0, 1, func(args []string) (string, error) {
-		if len(args) == 1 && args[0] == "_Server" {
-			return "", errors.New("cannot compact built-in databases")
-		}
-		if len(args) == 1 && srv.Database(args[0]) == nil {
-			return "", errors.New("no database by that name")
-		}
-		return "", srv.Compact(args...)
-	})
-	u.Register("ovsdb-server/add-remote", "REMOTE", 1, 1, func(args []string) (string, error) {
-		return "", srv.AddRemote(args[0])
-	})
-	u.Register("ovsdb-server/remove-remote", "REMOTE", 1, 1, func(args []string) (string, error) {
-		return "", srv.RemoveRemote(args[0])
-	})
-	u.Register("ovsdb-server/list-remotes", "", 0, 0, func([]string) (string, error) {
-		return joinLines(srv.Remotes()), nil
-	})
-	u.Register("ovsdb-server/list-dbs", "", 0, 0, func([]string) (string, error) {
-		return joinLines(srv.DatabaseNames()), nil
-	})
-}
-
-func joinLines(lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
 }

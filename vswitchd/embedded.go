@@ -26,8 +26,12 @@ func dbDir() string {
 // (default $OVS_DBDIR/conf.db, created if missing) on
 // punix:<rundir>/db.sock for outside clients and on the remotes of the
 // Manager table, exactly as a separate ovsdb-server started by ovs-ctl
-// would. It returns the remote the switch itself connects to.
-func startEmbeddedDB(file, rundir string, log *daemon.Logger) (remote string, stop func(), err error) {
+// would. It also answers "ovs-appctl -t ovsdb-server": with --pidfile, an
+// ovsdb-server.pid next to the daemon's pidfile, and (unless
+// --unixctl=none) a control socket <rundir>/ovsdb-server.<pid>.ctl whose
+// "exit" calls exit. It returns the remote the switch itself connects to.
+func startEmbeddedDB(file string, opts *daemon.Options, log *daemon.Logger, exit func()) (remote string, stop func(), err error) {
+	rundir := opts.Rundir
 	if file == "" {
 		file = filepath.Join(dbDir(), "conf.db")
 	}
@@ -51,12 +55,37 @@ func startEmbeddedDB(file, rundir string, log *daemon.Logger) (remote string, st
 		srv.Close()
 		return "", nil, err
 	}
-	if err := srv.Start(); err != nil {
+	var pidfile *daemon.Pidfile
+	if opts.Pidfile != "" {
+		p := filepath.Join(filepath.Dir(opts.Pidfile), "ovsdb-server.pid")
+		if pidfile, err = daemon.CreatePidfile(p, opts.OverwritePidfile); err != nil {
+			srv.Close()
+			return "", nil, err
+		}
+	}
+	var ctl *daemon.UnixctlServer
+	if opts.Unixctl != "none" {
+		path := filepath.Join(rundir, fmt.Sprintf("ovsdb-server.%d.ctl", os.Getpid()))
+		if ctl, err = daemon.ListenUnixctl(path, "ovsdb-server", version, log); err != nil {
+			pidfile.Remove()
+			srv.Close()
+			return "", nil, err
+		}
+		srv.RegisterCommands(ctl, exit)
+	}
+	stop = func() {
+		if ctl != nil {
+			ctl.Close()
+		}
 		srv.Close()
+		pidfile.Remove()
+	}
+	if err := srv.Start(); err != nil {
+		stop()
 		return "", nil, err
 	}
 	log.Module("ovsdb_server").Infof("embedded database %s serving unix:%s", file, sock)
-	return "unix:" + sock, func() { srv.Close() }, nil
+	return "unix:" + sock, stop, nil
 }
 
 // initDatabase gives a new database its Open_vSwitch row, as ovs-ctl does

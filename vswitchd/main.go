@@ -3,8 +3,9 @@
 // datapath, and writes the switch's state back, compatibly with Open
 // vSwitch's tools (ovs-vsctl, ovs-appctl).
 //
-//	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--no-chdir]
-//	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--pprof=SOCKET]
+//	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--monitor] [--no-chdir]
+//	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--user=USER[:GROUP]]
+//	             [--mlockall] [--disable-system] [--pprof=SOCKET]
 //
 // DATABASE is unix:PATH or tcp:IP:PORT, by default unix:$OVS_RUNDIR/db.sock.
 // With --embedded-db[=FILE] the switch runs govs' OVSDB server itself,
@@ -23,18 +24,13 @@ import (
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/dbclient"
+	"golang.org/x/sys/unix"
 )
 
 const (
 	program = "ovs-vswitchd"
 	version = "3.1.0"
 )
-
-// logModules are this program's vlog modules, registered before the
-// command line's -v specs are applied.
-var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev",
-	// The embedded database server's modules.
-	"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "ovsdb_storage"}
 
 func main() {
 	if err := run(); err != nil {
@@ -46,12 +42,22 @@ func main() {
 func run() error {
 	var embedded *string
 	var pprofPath string
+	var mlockall bool
 	opts, args, err := daemon.ParseFlags(program, os.Args[1:], daemon.Flag{
 		Long: "embedded-db", Arg: daemon.OptionalArg,
 		Set: func(v string) error { embedded = &v; return nil },
 	}, daemon.Flag{
 		Long: "pprof", Arg: daemon.RequiredArg,
 		Set: func(v string) error { pprofPath = v; return nil },
+	}, daemon.Flag{
+		Long: "mlockall",
+		Set:  func(string) error { mlockall = true; return nil },
+	}, daemon.Flag{
+		// govs never opens the kernel datapath: every bridge, whatever
+		// its datapath_type, runs on the userspace datapath, so the
+		// system datapath is always disabled already.
+		Long: "disable-system",
+		Set:  func(string) error { return nil },
 	})
 	if err != nil {
 		return err
@@ -62,7 +68,7 @@ func run() error {
 		return nil
 	}
 	if opts.Version {
-		fmt.Println(daemon.VersionString(program, version))
+		fmt.Print(daemon.VersionText(program, version))
 		return nil
 	}
 	if len(args) > 1 {
@@ -77,13 +83,26 @@ func run() error {
 		return err
 	}
 
+	// Every vlog module of OVS 3.1's ovs-vswitchd and, for the embedded
+	// database, of its ovsdb-server, registered before the -v specs apply.
 	log := daemon.NewLogger(os.Stderr)
-	for _, m := range logModules {
-		log.Module(m)
-	}
+	daemon.RegisterOVSModules(log, program)
+	daemon.RegisterOVSModules(log, "ovsdb-server")
+	log.Module("ovsdb_storage")
+	// What OVS's ovs-vswitchd keeps with --user: datapath and port access,
+	// privileged ports, and locking memory.
+	opts.KeepCaps = []uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW, unix.CAP_NET_BIND_SERVICE, unix.CAP_IPC_LOCK}
 	d, err := daemon.Start(program, version, opts, log)
 	if err != nil {
 		return err
+	}
+	if mlockall {
+		// MCL_ONFAULT locks pages as they are touched: with MCL_FUTURE
+		// alone, every heap arena the Go runtime maps would be faulted in
+		// whole at once.
+		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
+			log.Module("vswitchd").Errorf("mlockall failed: %s", daemon.Strerror(err))
+		}
 	}
 	d.HandleSignals(nil)
 	var prof *daemon.PprofServer
@@ -100,9 +119,17 @@ func run() error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopDB := func() {}
+	dbExit := make(chan struct{}, 1)
 	if embedded != nil {
 		// After Start, so that a --detach child, not its parent, serves.
-		r, stop, err := startEmbeddedDB(*embedded, opts.Rundir, log)
+		// "ovs-appctl -t ovsdb-server exit" ends the whole daemon: the
+		// switch cannot run without its database.
+		r, stop, err := startEmbeddedDB(*embedded, opts, log, func() {
+			select {
+			case dbExit <- struct{}{}:
+			default:
+			}
+		})
 		if err != nil {
 			cancel()
 			if prof != nil {
@@ -116,6 +143,11 @@ func run() error {
 
 	plane := newDataplane(log)
 	v := newSwitchd(remote, opts.Rundir, log, plane, bridge.KernelDevices{})
+	go func() {
+		if _, ok := <-dbExit; ok {
+			v.exit(false)
+		}
+	}()
 	v.registerCommands(d.Unixctl)
 	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)

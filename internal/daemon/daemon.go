@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -25,7 +24,8 @@ type Daemon struct {
 	Unixctl *UnixctlServer // nil with --unixctl=none
 
 	pidfile   *Pidfile
-	ready     *os.File // readiness pipe of a detached child, until Ready
+	ready     *os.File // readiness pipe of a detached or monitored child, until Ready
+	detach    bool     // --detach: Ready detaches (chdir, stdio to /dev/null)
 	mod       *ModuleLogger
 	readyOnce sync.Once
 	closeOnce sync.Once
@@ -36,7 +36,10 @@ type Daemon struct {
 //  1. With --detach, the calling process re-executes itself and exits inside
 //     Start once the child calls Ready (status 0) or dies (non-zero). So call
 //     Start before anything with side effects, and register the daemon's log
-//     modules on log before it.
+//     modules on log before it. With --monitor, the (detached) process then
+//     becomes the monitor: it never returns from Start, but runs the daemon
+//     as its child and restarts it after a crash (see runMonitor). --user
+//     applies to the first re-executed process.
 //  2. Applies the -v specs, then opens --log-file (a failure is logged as a
 //     warning, like OVS, and logging to the file is retried on vlog/reopen).
 //  3. Creates the rundir, then the locked pidfile if --pidfile was given.
@@ -53,25 +56,32 @@ func Start(program, version string, opts *Options, log *Logger) (*Daemon, error)
 	}
 	d := &Daemon{Program: program, Version: version, Options: opts, Log: log,
 		mod: log.Module("daemon_unix")}
-	if opts.Detach {
-		if d.ready = takeReadyPipe(); d.ready == nil {
-			detachParent(program)
-		}
+	monitored := takeMonitored()
+	if opts.Detach || monitored {
+		d.ready = takeReadyPipe()
 	}
-	if opts.User != "" {
-		if u, err := user.Current(); err != nil || (opts.User != u.Username && !strings.HasPrefix(opts.User, u.Username+":")) {
-			return nil, fmt.Errorf("--user %s: changing user is not supported", opts.User)
-		}
+	cred, err := resolveUser(opts.User)
+	if err != nil {
+		return nil, err
 	}
-	for _, spec := range opts.Verbose {
-		if err := log.Set(spec); err != nil {
-			return nil, fmt.Errorf("processing \"%s\": %v", spec, err)
-		}
+	if opts.Detach && d.ready == nil {
+		detachParent(program, cred, opts.KeepCaps)
 	}
-	if opts.LogFile != "" {
-		if err := log.SetLogFile(opts.LogFile); err != nil {
-			log.self.Warnf("%v", err)
+	if opts.Monitor && !monitored {
+		if err := d.applyLogOptions(); err != nil {
+			return nil, err
 		}
+		runMonitor(program, opts, log, d.ready, cred, opts.KeepCaps)
+	}
+	if cred != nil {
+		// Go cannot change the user of a running process with its
+		// capabilities kept; the re-executed child of --detach or
+		// --monitor is started as the user instead.
+		return nil, fmt.Errorf("--user %s: changing user needs --detach or --monitor", opts.User)
+	}
+	d.detach = opts.Detach
+	if err := d.applyLogOptions(); err != nil {
+		return nil, err
 	}
 	rundir := opts.Rundir
 	if rundir == "" {
@@ -102,6 +112,22 @@ func Start(program, version string, opts *Options, log *Logger) (*Daemon, error)
 	return d, nil
 }
 
+// applyLogOptions applies the -v specs, then opens --log-file (a failure is
+// logged as a warning, like OVS).
+func (d *Daemon) applyLogOptions() error {
+	for _, spec := range d.Options.Verbose {
+		if err := d.Log.Set(spec); err != nil {
+			return fmt.Errorf("processing \"%s\": %v", spec, err)
+		}
+	}
+	if d.Options.LogFile != "" {
+		if err := d.Log.SetLogFile(d.Options.LogFile); err != nil {
+			d.Log.self.Warnf("%v", err)
+		}
+	}
+	return nil
+}
+
 // Ready reports that the daemon is up (e.g. listening). For a --detach
 // child, it lets the waiting parent exit 0, chdirs to "/" (unless
 // --no-chdir), points stdin/stdout/stderr at /dev/null and turns console
@@ -110,6 +136,13 @@ func Start(program, version string, opts *Options, log *Logger) (*Daemon, error)
 func (d *Daemon) Ready() {
 	d.readyOnce.Do(func() {
 		if d.ready == nil {
+			return
+		}
+		if !d.detach {
+			// Started by a --monitor without --detach: only report.
+			d.ready.Write([]byte{'R'})
+			d.ready.Close()
+			d.ready = nil
 			return
 		}
 		err := completeDetach(d.ready, d.Options.NoChdir)

@@ -30,14 +30,15 @@ func takeReadyPipe() *os.File {
 	return os.NewFile(uintptr(fd), "ready-pipe")
 }
 
-// detachParent re-executes this program as a child in a new session and
+// detachParent re-executes this program as a child in a new session (as
+// cred, keeping caps, when cred is not nil) and
 // exits once the child is ready (status 0) or has died (the child's status,
 // at least 1). It never returns.
 //
 // The child gets the same arguments, stdin from /dev/null and the parent's
 // stdout and stderr, so its startup errors reach the user; Daemon.Ready
 // redirects them to /dev/null.
-func detachParent(program string) {
+func detachParent(program string, cred *syscall.Credential, caps []uintptr) {
 	exe, err := os.Executable()
 	if err != nil {
 		fatalf(program, "--detach: cannot find own executable: %v", err)
@@ -52,7 +53,11 @@ func detachParent(program string) {
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = userAttr(cred, caps)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
 	if err := cmd.Start(); err != nil {
 		fatalf(program, "--detach: could not start child: %v", err)
 	}

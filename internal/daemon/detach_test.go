@@ -143,7 +143,7 @@ func TestDetach(t *testing.T) {
 	}
 	if _, err := os.Stat(ovsAppctl); err == nil {
 		stdout, stderr, code := appctl(t, []string{"OVS_RUNDIR=" + rundir}, "-t", "detachtest", "version")
-		if stdout != "detachtest (govs) 0.0.1\n" || code != 0 {
+		if stdout != "detachtest (Open vSwitch) 0.0.1\n" || code != 0 {
 			t.Errorf("ovs-appctl -t detachtest version: %q %q %d", stdout, stderr, code)
 		}
 	}
@@ -205,4 +205,82 @@ func TestDetachChildFailsBeforeReady(t *testing.T) {
 	if code != 1 || out != "detachtest: unrecognized option '--bogus'\n" {
 		t.Errorf("bad option: code %d output %q", code, out)
 	}
+}
+
+// parentPid returns pid's parent, from /proc.
+func parentPid(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// TestMonitor: --detach --monitor restarts the daemon after a crash (a Go
+// panic, which the monitor turns into SIGABRT) and logs it as OVS does;
+// "exit" ends both the daemon and its monitor.
+func TestMonitor(t *testing.T) {
+	bin := buildDetachTest(t)
+	rundir := t.TempDir()
+	logFile := filepath.Join(t.TempDir(), "d.log")
+	pidfile := filepath.Join(rundir, "detachtest.pid")
+	out, code := runDaemon(t, bin, rundir, "--detach", "--monitor", "--pidfile", "--log-file="+logFile)
+	if code != 0 {
+		t.Fatalf("--detach --monitor exited %d:\n%s", code, out)
+	}
+	pid := daemonPid(t, pidfile)
+	monitor := parentPid(t, pid)
+	t.Cleanup(func() {
+		for _, p := range []int{monitor, pid} {
+			if alive(p) {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+	})
+	if monitor <= 1 || !alive(monitor) {
+		t.Fatalf("daemon %d has parent %d, want its monitor", pid, monitor)
+	}
+	ctl := func(p int) string { return filepath.Join(rundir, fmt.Sprintf("detachtest.%d.ctl", p)) }
+	UnixctlCall(ctl(pid), "test/crash") // the reply may or may not come
+	deadline := time.Now().Add(60 * time.Second)
+	pid2 := pid
+	for pid2 == pid {
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon not restarted; log:\n%s", readFile(logFile))
+		}
+		time.Sleep(20 * time.Millisecond)
+		if data, err := os.ReadFile(pidfile); err == nil {
+			if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && alive(p) {
+				if _, err := UnixctlCall(ctl(p), "version"); err == nil {
+					pid2 = p
+				}
+			}
+		}
+	}
+	if p := parentPid(t, pid2); p != monitor {
+		t.Errorf("restarted daemon's parent %d, want the monitor %d", p, monitor)
+	}
+	// ", core dumped" too if the core size limit allows one.
+	want := fmt.Sprintf("|daemon_unix(monitor)|ERR|1 crashes: pid %d died, killed (Aborted)", pid)
+	if log := readFile(logFile); !strings.Contains(log, want) || !strings.Contains(log, ", restarting\n") {
+		t.Errorf("log lacks %q...:\n%s", want, log)
+	}
+	pid = pid2
+	if r, err := UnixctlCall(ctl(pid), "exit"); err != nil || r != "" {
+		t.Fatalf("exit: %q %v", r, err)
+	}
+	waitGone(t, pid, pidfile)
+	waitGone(t, monitor)
+	if log := readFile(logFile); !strings.Contains(log, fmt.Sprintf("|daemon_unix(monitor)|INFO|pid %d died, exit status 0, exiting\n", pid)) {
+		t.Errorf("log lacks the monitor's exit:\n%s", log)
+	}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }

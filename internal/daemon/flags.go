@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 )
 
@@ -12,10 +13,11 @@ import (
 type Options struct {
 	Detach           bool
 	NoChdir          bool
-	Monitor          bool   // --monitor: accepted and ignored
+	Monitor          bool   // --monitor: a monitor process restarts the daemon after a crash
 	Pidfile          string // "" without --pidfile
 	OverwritePidfile bool
-	User             string // --user: only the current user is accepted (by Start)
+	User             string    // --user=USER[:GROUP]: Start drops to it (see Start)
+	KeepCaps         []uintptr // capabilities (CAP_*) the daemon keeps with --user; set by its main
 
 	LogFile string   // "" without --log-file
 	Verbose []string // -v/--verbose specs, in order; "" for a bare -v
@@ -127,37 +129,52 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 	}
 	flags = append(flags, extra...)
 
+	positional, err := Getopt(args, flags, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, positional, nil
+}
+
+// Getopt parses args (without the program name) against flags as glibc's
+// getopt_long does, calling each flag's Set in command-line order, and
+// returns the non-option arguments. "--" ends the options; long options may
+// be abbreviated to a unique prefix; short options may be clustered. Unless
+// inOrder, options and non-option arguments may be interleaved; with
+// inOrder (getopt's "+"), the first non-option argument ends the options,
+// as for ovs-appctl and ovs-vsctl. Errors carry glibc's texts.
+func Getopt(args []string, flags []Flag, inOrder bool) ([]string, error) {
 	var positional []string
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		switch {
 		case arg == "--":
-			return o, append(positional, args[i+1:]...), nil
+			return append(positional, args[i+1:]...), nil
 		case strings.HasPrefix(arg, "--"):
 			name, value, hasValue := strings.Cut(arg[2:], "=")
 			f, err := lookupLong(flags, name)
 			if err != nil {
 				if err == errUnrecognized {
-					return nil, nil, fmt.Errorf("unrecognized option '%s'", arg)
+					return nil, fmt.Errorf("unrecognized option '%s'", arg)
 				}
-				return nil, nil, err
+				return nil, err
 			}
 			switch f.Arg {
 			case NoArg:
 				if hasValue {
-					return nil, nil, fmt.Errorf("option '--%s' doesn't allow an argument", f.Long)
+					return nil, fmt.Errorf("option '--%s' doesn't allow an argument", f.Long)
 				}
 			case RequiredArg:
 				if !hasValue {
 					if i+1 >= len(args) {
-						return nil, nil, fmt.Errorf("option '--%s' requires an argument", f.Long)
+						return nil, fmt.Errorf("option '--%s' requires an argument", f.Long)
 					}
 					i++
 					value = args[i]
 				}
 			}
 			if err := f.Set(value); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		case strings.HasPrefix(arg, "-") && arg != "-":
 			for j := 1; j < len(arg); {
@@ -165,7 +182,7 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 				j++
 				f := lookupShort(flags, c)
 				if f == nil {
-					return nil, nil, fmt.Errorf("invalid option -- '%c'", c)
+					return nil, fmt.Errorf("invalid option -- '%c'", c)
 				}
 				value := ""
 				switch f.Arg {
@@ -178,18 +195,21 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 						i++
 						value = args[i]
 					} else {
-						return nil, nil, fmt.Errorf("option requires an argument -- '%c'", c)
+						return nil, fmt.Errorf("option requires an argument -- '%c'", c)
 					}
 				}
 				if err := f.Set(value); err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 			}
 		default:
+			if inOrder {
+				return append(positional, args[i:]...), nil
+			}
 			positional = append(positional, arg)
 		}
 	}
-	return o, positional, nil
+	return positional, nil
 }
 
 var errUnrecognized = fmt.Errorf("unrecognized option")
@@ -237,10 +257,11 @@ func Usage(program string) string {
 	return fmt.Sprintf(`
 Daemon options:
   --detach                run in background as daemon
-  --monitor               accepted for compatibility; ignored
+  --monitor               creates a process to monitor this daemon
   --no-chdir              do not chdir to '/'
   --pidfile[=FILE]        create pidfile (default: %s/%s.pid)
   --overwrite-pidfile     with --pidfile, start even if already running
+  --user=username[:group] changes the effective daemon user:group
   --unixctl=SOCKET        override default control socket name
 
 Logging options:
@@ -251,8 +272,35 @@ Logging options:
 `, Rundir(), program, Logdir(), program)
 }
 
-// VersionString returns "PROGRAM (govs) VERSION", the shape of OVS's
-// "PROGRAM (Open vSwitch) VERSION", for --version and the "version" command.
+// VersionString returns "PROGRAM (Open vSwitch) VERSION", OVS's first line
+// of --version and its "version" command, which scripts parse (ovs-ctl takes
+// the last word of the line that says "Open vSwitch").
 func VersionString(program, version string) string {
-	return fmt.Sprintf("%s (govs) %s", program, version)
+	return fmt.Sprintf("%s (Open vSwitch) %s", program, version)
+}
+
+// VersionText is a daemon's whole --version output: VersionString, then
+// govs' own version (its module version and VCS revision, as built).
+func VersionText(program, version string) string {
+	return VersionString(program, version) + "\n" + GovsVersion() + "\n"
+}
+
+// GovsVersion returns "govs VERSION", the build's module version and, when
+// built from a git checkout, its revision ("govs (devel) 0d46653a1b2c").
+func GovsVersion() string {
+	v := "govs"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v + " (unknown)"
+	}
+	v += " " + bi.Main.Version
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			v += " " + s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			v += "+dirty"
+		}
+	}
+	return v
 }

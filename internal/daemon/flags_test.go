@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -144,4 +145,28 @@ func TestRundirDefaults(t *testing.T) {
 	if Rundir() != "/var/run/openvswitch" || Logdir() != "/var/log/openvswitch" {
 		t.Fatalf("defaults: %q %q", Rundir(), Logdir())
 	}
+}
+
+// FuzzGetopt: any command line either parses or gives an error, never
+// panics, and a parse never returns more non-option arguments than given.
+func FuzzGetopt(f *testing.F) {
+	f.Add("-t\x00ovsdb-server\x00version")
+	f.Add("--targ=x\x00-T5\x00--\x00-v")
+	f.Add("-vconsole:off\x00--log-file\x00pos\x00--detach")
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, "\x00")
+		var got []string
+		flags := []Flag{
+			{Long: "target", Short: 't', Arg: RequiredArg, Set: func(v string) error { got = append(got, v); return nil }},
+			{Long: "timeout", Short: 'T', Arg: RequiredArg, Set: func(v string) error { got = append(got, v); return nil }},
+			{Long: "verbose", Short: 'v', Arg: OptionalArg, Set: func(v string) error { got = append(got, v); return nil }},
+			{Long: "help", Short: 'h', Set: func(string) error { return nil }},
+		}
+		for _, inOrder := range []bool{false, true} {
+			pos, err := Getopt(args, flags, inOrder)
+			if err == nil && len(pos) > len(args) {
+				t.Fatalf("%q: %d non-option arguments from %d", args, len(pos), len(args))
+			}
+		}
+	})
 }

@@ -141,3 +141,13 @@ func errnoOf(err error) error {
 	}
 	return err
 }
+
+// Strerror returns err's text as C's strerror writes it ("Operation not
+// permitted"; Go's errno texts are lower-case).
+func Strerror(err error) string {
+	s := errnoOf(err).Error()
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -62,7 +62,7 @@ func TestUnixctlCall(t *testing.T) {
 		want   string
 		err    string
 	}{
-		{"version", nil, "testd (govs) 1.2.3\n", ""},
+		{"version", nil, "testd (Open vSwitch) 1.2.3\n", ""},
 		{"list-commands", nil, wantListCommands, ""},
 		{"test/echo", []string{"a", "b c", `"q"`}, "a|b c|\"q\"\n", ""},
 		{"test/empty", nil, "", ""},
@@ -154,7 +154,7 @@ func TestUnixctlConcurrentAndClose(t *testing.T) {
 	}()
 	<-entered
 	// Another connection is served while test/block is pending.
-	if r, err := UnixctlCall(path, "version"); err != nil || r != "testd (govs) 1.2.3\n" {
+	if r, err := UnixctlCall(path, "version"); err != nil || r != "testd (Open vSwitch) 1.2.3\n" {
 		t.Fatalf("version while blocked: %q %v", r, err)
 	}
 	// Close waits for the in-flight request's reply.
@@ -206,7 +206,7 @@ func TestOvsAppctl(t *testing.T) {
 		stdout, stderr string
 		code           int
 	}{
-		{[]string{"version"}, "testd (govs) 1.2.3\n", "", 0},
+		{[]string{"version"}, "testd (Open vSwitch) 1.2.3\n", "", 0},
 		{[]string{"list-commands"}, wantListCommands, "", 0},
 		{[]string{"test/echo", "a", "b c"}, "a|b c\n", "", 0},
 		{[]string{"test/empty"}, "", "", 0},
@@ -261,7 +261,7 @@ func TestOvsAppctlByProgramName(t *testing.T) {
 	defer p.Remove()
 	newTestServer(t, filepath.Join(rundir, fmt.Sprintf("testd.%d.ctl", os.Getpid())))
 	stdout, stderr, code := appctl(t, env, "-t", "testd", "version")
-	if stdout != "testd (govs) 1.2.3\n" || code != 0 {
+	if stdout != "testd (Open vSwitch) 1.2.3\n" || code != 0 {
 		t.Fatalf("ovs-appctl -t testd version: %q %q %d", stdout, stderr, code)
 	}
 }

@@ -76,6 +76,7 @@ type Logger struct {
 	file        *logrus.Logger
 	logFile     *os.File // nil when no file is open
 	logFileName string   // "" when logging to a file is not configured
+	subprogram  string   // "" or a name shown after the module: "daemon_unix(monitor)"
 
 	self *ModuleLogger // module "vlog"
 }
@@ -358,6 +359,15 @@ func (l *Logger) Close() error {
 	return nil
 }
 
+// SetSubprogram makes every later line name its module as
+// "module(name)", as OVS's subprogram names do (the --monitor process logs
+// as "daemon_unix(monitor)").
+func (l *Logger) SetSubprogram(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.subprogram = name
+}
+
 // SetConsoleOff turns off console logging for all modules, as a daemon does
 // once it has detached and its stderr is /dev/null.
 func (l *Logger) SetConsoleOff() {
@@ -438,7 +448,11 @@ func (m *ModuleLogger) emit(lvl Level, msg string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	fields := logrus.Fields{fieldModule: m.name, fieldSeq: l.seq}
+	name := m.name
+	if l.subprogram != "" {
+		name += "(" + l.subprogram + ")"
+	}
+	fields := logrus.Fields{fieldModule: name, fieldSeq: l.seq}
 	now := l.now()
 	if m.Level(DestConsole) >= lvl {
 		l.console.WithTime(now).WithFields(fields).Log(toLogrus[lvl], msg)

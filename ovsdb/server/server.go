@@ -187,29 +187,12 @@ func (s *Server) OpenDatabase(path string, createSchema []byte) (*db.Database, e
 		s.log.Infof("%s: created database file from the built-in %s schema (ovsdb-server would require \"ovsdb-tool create\")", path, sch.Name)
 		d = db.New(sch)
 	} else {
-		// Each record is applied as it is read: holding them all until
-		// the end took several times the file's size in memory. A record
-		// the database refuses is handled as a damaged one, as OVS does:
-		// it and the rest of the file are dropped (after a backup).
-		n := 0
 		logf := func(format string, args ...any) { s.log.Errorf(format, args...) }
-		l2, err := storage.OpenStream(path, logf, func(schemaJSON json.RawMessage) (func(storage.Record) error, error) {
-			sch, err := db.ParseSchema(schemaJSON)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			d = db.New(sch)
-			return func(r storage.Record) error {
-				n++
-				if err := d.Replay(r.Tables, r.IsDiff); err != nil {
-					return fmt.Errorf("record %d cannot be applied: %v: %w", n, err, storage.ErrBadRecord)
-				}
-				return nil
-			}, nil
-		})
+		d2, l2, err := LoadDatabase(path, logf)
 		if err != nil {
 			return nil, err
 		}
+		d = d2
 		l = l2
 		// Reading a large log leaves a heap of garbage; give it back.
 		debug.FreeOSMemory()
@@ -219,6 +202,35 @@ func (s *Server) OpenDatabase(path string, createSchema []byte) (*db.Database, e
 		return nil, err
 	}
 	return d, nil
+}
+
+// LoadDatabase reads the database file at path into memory and returns it
+// with its log, locked and positioned for appends. Each record is applied as
+// it is read: holding them all until the end took several times the file's
+// size in memory. A record the database refuses is handled as a damaged
+// one, as OVS does: it and the rest of the file are dropped (after a
+// backup), which logf reports.
+func LoadDatabase(path string, logf func(format string, args ...any)) (*db.Database, *storage.Log, error) {
+	var d *db.Database
+	n := 0
+	l, err := storage.OpenStream(path, logf, func(schemaJSON json.RawMessage) (func(storage.Record) error, error) {
+		sch, err := db.ParseSchema(schemaJSON)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		d = db.New(sch)
+		return func(r storage.Record) error {
+			n++
+			if err := d.Replay(r.Tables, r.IsDiff); err != nil {
+				return fmt.Errorf("record %d cannot be applied: %v: %w", n, err, storage.ErrBadRecord)
+			}
+			return nil
+		}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, l, nil
 }
 
 // AddDatabase serves d. If l is not nil, every commit is appended to it

@@ -27,8 +27,10 @@ var held = struct {
 }{ids: make(map[fileID]bool)}
 
 type lockFile struct {
-	f  *os.File
-	id fileID
+	f       *os.File
+	id      fileID
+	name    string
+	created bool // lock took the file into existence
 }
 
 // lockName returns the lock file path OVS uses for the database at path.
@@ -68,7 +70,12 @@ func lock(dbPath string) (*lockFile, error) {
 	if fi, err := os.Stat(name); err == nil && held.ids[idOf(fi)] {
 		return nil, fmt.Errorf("%s: database is in use: %s is locked by this process", dbPath, name)
 	}
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	created := true
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		created = false
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot open lock file: %w", dbPath, err)
 	}
@@ -81,6 +88,9 @@ func lock(dbPath string) (*lockFile, error) {
 	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: io.SeekStart}
 	if err := syscall.FcntlFlock(fd, syscall.F_SETLK, &lk); err != nil {
 		defer f.Close()
+		if created {
+			os.Remove(name)
+		}
 		if !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EACCES) {
 			return nil, fmt.Errorf("%s: cannot lock %s: %w", dbPath, name, err)
 		}
@@ -93,7 +103,16 @@ func lock(dbPath string) (*lockFile, error) {
 	}
 	id := idOf(fi)
 	held.ids[id] = true
-	return &lockFile{f, id}, nil
+	return &lockFile{f: f, id: id, name: name, created: created}, nil
+}
+
+// discard releases the lock and, if taking it created the lock file,
+// removes the file: a failed create leaves nothing behind.
+func (l *lockFile) discard() {
+	if l.created {
+		os.Remove(l.name)
+	}
+	l.unlock()
 }
 
 func (l *lockFile) unlock() {

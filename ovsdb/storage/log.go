@@ -282,21 +282,24 @@ func Create(path string, schema json.RawMessage) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640) // OVS's mode
+	// A symlink to a file not yet created (Debian's /etc/openvswitch/conf.db
+	// -> /var/lib/openvswitch/conf.db) is followed, as ovsdb-tool create does.
+	target := followSymlinks(path)
+	f, err := os.OpenFile(target, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640) // OVS's mode
 	if err != nil {
-		lk.unlock()
+		lk.discard()
 		return nil, err
 	}
 	rec := frame(body)
 	if _, err = f.WriteAt(rec, 0); err == nil {
 		if err = f.Sync(); err == nil {
-			err = syncDir(path)
+			err = syncDir(target)
 		}
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
-		lk.unlock()
+		os.Remove(target)
+		lk.discard()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	l := newLog(path, lk, f)

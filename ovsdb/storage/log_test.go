@@ -524,3 +524,42 @@ func benchmarkCommit(b *testing.B, durable bool) {
 
 func BenchmarkCommitDurable(b *testing.B)    { benchmarkCommit(b, true) }
 func BenchmarkCommitNonDurable(b *testing.B) { benchmarkCommit(b, false) }
+
+// TestCreateThroughSymlink: Debian leaves /etc/openvswitch/conf.db as a
+// symlink to a file not yet created; Create follows it as ovsdb-tool create
+// does, the lock file sits next to the target, and a failed Create leaves
+// no lock file behind.
+func TestCreateThroughSymlink(t *testing.T) {
+	etc, lib := t.TempDir(), t.TempDir()
+	link := filepath.Join(etc, "conf.db")
+	target := filepath.Join(lib, "conf.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Create(link, json.RawMessage(testSchema))
+	if err != nil {
+		t.Fatalf("Create through a dangling symlink: %v", err)
+	}
+	l.Close()
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v %v", fi, err)
+	}
+	l2, schema, err := Open(link, nil, func(Record) error { return nil })
+	if err != nil || !bytes.Equal(schema, compact(t, testSchema)) {
+		t.Fatalf("reopening through the symlink: %v", err)
+	}
+	l2.Close()
+	if _, err := os.Stat(filepath.Join(lib, ".conf.db.~lock~")); err != nil {
+		t.Errorf("lock file not next to the target: %v", err)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	os.WriteFile(path, []byte("not a database"), 0o640)
+	if _, err := Create(path, json.RawMessage(testSchema)); err == nil {
+		t.Fatal("Create over an existing file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".x.db.~lock~")); !os.IsNotExist(err) {
+		t.Errorf("failed Create left its lock file: %v", err)
+	}
+}

@@ -54,6 +54,10 @@ func main() {
 	d.Unixctl.Register("test/cwd", "", 0, 0, func([]string) (string, error) {
 		return os.Getwd()
 	})
+	d.Unixctl.Register("test/crash", "", 0, 0, func([]string) (string, error) {
+		go panic("test/crash")
+		return "", nil
+	})
 	d.HandleSignals(nil)
 	d.Ready()
 	<-exit
