@@ -84,10 +84,16 @@ func TestMergedUpdatesNotShared(t *testing.T) {
 	w.transact(`{"op":"insert","table":"QoS","row":{"type":"b"}}`)
 	slowSS.mu.Unlock()
 
-	for i, want := range []string{`{"type":"a"}`, `{"type":"b"}`} {
-		if p := string(fast.recv().Params); !strings.Contains(p, want) || strings.Count(p, "insert") != 1 {
-			t.Errorf("fast update %d: %s", i, p)
-		}
+	// The fast client gets both rows, in one or two updates (its writer
+	// may not have flushed between the commits either).
+	var all string
+	for inserts := 0; inserts < 2; {
+		p := string(fast.recv().Params)
+		inserts += strings.Count(p, "insert")
+		all += p
+	}
+	if !strings.Contains(all, `{"type":"a"}`) || !strings.Contains(all, `{"type":"b"}`) {
+		t.Errorf("fast client's updates: %s", all)
 	}
 	p := string(slow.recv().Params)
 	if strings.Count(p, "insert") != 2 || !strings.Contains(p, `{"type":"a"}`) || !strings.Contains(p, `{"type":"b"}`) {
