@@ -73,18 +73,9 @@ func (p *fastParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			p.space()
-			if p.i >= len(p.b) {
-				return nil, false
+			if end, ok := p.after('}'); !ok || end {
+				return m, ok
 			}
-			if p.b[p.i] == '}' {
-				p.i++
-				return m, true
-			}
-			if p.b[p.i] != ',' {
-				return nil, false
-			}
-			p.i++
 		}
 	case c == '[':
 		p.i++
@@ -101,18 +92,9 @@ func (p *fastParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			p.space()
-			if p.i >= len(p.b) {
-				return nil, false
+			if end, ok := p.after(']'); !ok || end {
+				return a, ok
 			}
-			if p.b[p.i] == ']' {
-				p.i++
-				return a, true
-			}
-			if p.b[p.i] != ',' {
-				return nil, false
-			}
-			p.i++
 		}
 	case c == '"':
 		s, ok := p.str()
@@ -127,6 +109,24 @@ func (p *fastParser) value(depth int) (any, bool) {
 		return nil, p.lit("null")
 	}
 	return nil, false
+}
+
+// after consumes what follows a member or element: the closing byte
+// (end) or a comma; ok is false for anything else.
+func (p *fastParser) after(closing byte) (end, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case closing:
+		p.i++
+		return true, true
+	case ',':
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (p *fastParser) lit(s string) bool {

@@ -74,46 +74,32 @@ func (mt *monTable) match(r *db.Row) bool {
 // alone, so that N monitors with equal parameters compose and encode it
 // once instead of N times (ovsdb/monitor.c shares json_cache the same way).
 type updateCache struct {
-	mu     sync.Mutex
-	bodies map[string][]byte // by shareKey; nil value: nothing visible
-	frames map[string][]byte // encoded notification by shareKey and id
+	mu sync.Mutex
+	// by shareKey: the table-updates (nil: nothing visible); by shareKey,
+	// NUL (which compact JSON cannot hold) and id: the whole notification.
+	m map[string][]byte
 }
 
-// body returns the table-updates for key, composing it with compose on
-// the first call.
-func (uc *updateCache) body(key string, compose func() []byte) []byte {
+// get returns the bytes for key, making them on the first call (outside
+// the lock; a race makes them twice and keeps the first). They are shared:
+// nobody may modify them.
+func (uc *updateCache) get(key string, build func() []byte) []byte {
 	uc.mu.Lock()
-	b, ok := uc.bodies[key]
+	b, ok := uc.m[key]
 	uc.mu.Unlock()
 	if ok {
 		return b
 	}
-	b = compose()
+	b = build()
 	uc.mu.Lock()
 	defer uc.mu.Unlock()
-	if old, ok := uc.bodies[key]; ok {
+	if old, ok := uc.m[key]; ok {
 		return old
 	}
-	if uc.bodies == nil {
-		uc.bodies = map[string][]byte{}
+	if uc.m == nil {
+		uc.m = map[string][]byte{}
 	}
-	uc.bodies[key] = b
-	return b
-}
-
-// frame returns the encoded notification for key, encoding msg on the
-// first call. The bytes are shared: nobody may modify them.
-func (uc *updateCache) frame(key string, msg *jsonrpc.Message) []byte {
-	uc.mu.Lock()
-	defer uc.mu.Unlock()
-	if b, ok := uc.frames[key]; ok {
-		return b
-	}
-	if uc.frames == nil {
-		uc.frames = map[string][]byte{}
-	}
-	b := msg.Append(nil)
-	uc.frames[key] = b
+	uc.m[key] = b
 	return b
 }
 
@@ -177,12 +163,12 @@ func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
 		msg := m.notification(body, last)
 		return msg, msg.Append(nil)
 	}
-	body := uc.body(m.shareKey, func() []byte { return m.compose(pending, false) })
+	body := uc.get(m.shareKey, func() []byte { return m.compose(pending, false) })
 	if body == nil {
 		return nil, nil
 	}
 	msg := m.notification(body, last)
-	return msg, uc.frame(m.shareKey+"\x00"+string(m.id), msg)
+	return msg, uc.get(m.shareKey+"\x00"+string(m.id), func() []byte { return msg.Append(nil) })
 }
 
 func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
