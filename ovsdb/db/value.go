@@ -121,6 +121,9 @@ func compactString(v any) string {
 // decodeJSON parses raw once into a tree of map[string]any, []any, string,
 // json.Number, bool and nil, which the parsers below walk.
 func decodeJSON(raw []byte) (any, error) {
+	if v, ok := fastDecode(raw); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

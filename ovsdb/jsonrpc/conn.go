@@ -149,6 +149,15 @@ func (c *Conn) Send(m *Message) error {
 	return c.SendRaw(m.Append(nil))
 }
 
+// SendEncoded queues b, the encoding of m (m.Append), which may be shared
+// with other connections: it is only read. m is for the debug log.
+func (c *Conn) SendEncoded(m *Message, b []byte) error {
+	if c.opts.Log != NopLogger {
+		c.opts.Log.Debugf("%s: send %s", c.opts.Name, m)
+	}
+	return c.SendRaw(b)
+}
+
 // SendRaw queues one already encoded message.
 func (c *Conn) SendRaw(b []byte) error {
 	c.mu.Lock()

@@ -34,10 +34,17 @@ type monitor struct {
 	id      json.RawMessage // guarded by ss.mu (monitor_cond_change renames)
 	version int
 	tables  map[string]*monTable // guarded by ss.mu; conditions change
+	// shareKey is equal for monitors that compose equal updates from
+	// equal changes (same version and monitor-requests); "" after
+	// monitor_cond_change, whose conditions it no longer describes.
+	// Guarded by ss.mu.
+	shareKey string
 
 	mu      sync.Mutex                     // guards the fields below
 	pending map[string]map[db.UUID]*change // changes not yet sent
 	lastTxn db.UUID                        // the latest commit in pending
+	commits int                            // commits merged into pending
+	shared  *updateCache                   // the commit's cache, if commits == 1
 	ready   bool                           // the reply with initial contents is queued
 }
 
@@ -62,8 +69,43 @@ func (mt *monTable) match(r *db.Row) bool {
 	return r != nil && (mt.conds == nil || db.MatchAny(mt.conds, r))
 }
 
-// addCommit merges a commit into pending. Called under the database lock.
-func (m *monitor) addCommit(c *db.Commit) {
+// updateCache holds, for one commit, the update each kind of monitor
+// (shareKey, and monitor id for the whole message) sends for that commit
+// alone, so that N monitors with equal parameters compose and encode it
+// once instead of N times (ovsdb/monitor.c shares json_cache the same way).
+type updateCache struct {
+	mu sync.Mutex
+	// by shareKey: the table-updates (nil: nothing visible); by shareKey,
+	// NUL (which compact JSON cannot hold) and id: the whole notification.
+	m map[string][]byte
+}
+
+// get returns the bytes for key, making them on the first call (outside
+// the lock; a race makes them twice and keeps the first). They are shared:
+// nobody may modify them.
+func (uc *updateCache) get(key string, build func() []byte) []byte {
+	uc.mu.Lock()
+	b, ok := uc.m[key]
+	uc.mu.Unlock()
+	if ok {
+		return b
+	}
+	b = build()
+	uc.mu.Lock()
+	defer uc.mu.Unlock()
+	if old, ok := uc.m[key]; ok {
+		return old
+	}
+	if uc.m == nil {
+		uc.m = map[string][]byte{}
+	}
+	uc.m[key] = b
+	return b
+}
+
+// addCommit merges a commit into pending; uc is the commit's shared cache.
+// Called under the database lock.
+func (m *monitor) addCommit(c *db.Commit, uc *updateCache) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	touched := false
@@ -90,26 +132,43 @@ func (m *monitor) addCommit(c *db.Commit) {
 	}
 	m.lastTxn = c.TxnID
 	if touched {
+		m.commits++
+		m.shared = uc
 		m.ss.conn.Kick()
 	}
 }
 
-// takeUpdate returns a notification for the pending changes, or nil.
-// Called with ss.mu held.
-func (m *monitor) takeUpdate() *jsonrpc.Message {
+// takeUpdate returns a notification for the pending changes and its
+// encoding, or nil. When the changes are one commit's, the encoding is
+// shared with every monitor of the same kind. Called with ss.mu held.
+func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
 	m.mu.Lock()
 	if !m.ready || len(m.pending) == 0 {
 		m.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	pending, last := m.pending, m.lastTxn
-	m.pending = map[string]map[db.UUID]*change{}
-	m.mu.Unlock()
-	body := m.compose(pending, false)
-	if body == nil {
-		return nil
+	uc := m.shared
+	if m.commits != 1 || m.shareKey == "" {
+		uc = nil
 	}
-	return m.notification(body, last)
+	m.pending = map[string]map[db.UUID]*change{}
+	m.commits, m.shared = 0, nil
+	m.mu.Unlock()
+	if uc == nil {
+		body := m.compose(pending, false)
+		if body == nil {
+			return nil, nil
+		}
+		msg := m.notification(body, last)
+		return msg, msg.Append(nil)
+	}
+	body := uc.get(m.shareKey, func() []byte { return m.compose(pending, false) })
+	if body == nil {
+		return nil, nil
+	}
+	msg := m.notification(body, last)
+	return msg, uc.get(m.shareKey+"\x00"+string(m.id), func() []byte { return msg.Append(nil) })
 }
 
 func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
@@ -531,7 +590,8 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 		return
 	}
 	mon := &monitor{ss: ss, e: e, id: id, version: version, tables: tables,
-		pending: map[string]map[db.UUID]*change{}}
+		shareKey: fmt.Sprintf("%d %s", version, compactJSON(params[2])),
+		pending:  map[string]map[db.UUID]*change{}}
 
 	// Take the initial contents (or what the client missed) and start
 	// receiving commits atomically.
@@ -710,6 +770,7 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		mon.mu.Lock()
 		pending, last = mon.pending, mon.lastTxn
 		mon.pending = map[string]map[db.UUID]*change{}
+		mon.commits, mon.shared = 0, nil
 		mon.mu.Unlock()
 		rows = map[string]map[db.UUID]*db.Row{}
 		for tn := range newConds {
@@ -755,6 +816,8 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		w.endTable()
 		mt.conds = newConds[tn]
 	}
+	// The conditions differ from the request's now: compose alone.
+	mon.shareKey = ""
 	if newKey != key {
 		delete(ss.monitors, key)
 		mon.id = json.RawMessage(newKey)

@@ -159,8 +159,12 @@ func (s *Server) committed(e *dbEntry, c *db.Commit) {
 		}
 		e.history = append(e.history, c)
 	}
+	var uc *updateCache
+	if len(e.monitors) > 0 {
+		uc = &updateCache{}
+	}
 	for m := range e.monitors {
-		m.addCommit(c)
+		m.addCommit(c, uc)
 	}
 	s.logTxn(e, c)
 	close(e.commits)

@@ -99,8 +99,8 @@ func (ss *session) flush() {
 
 func (ss *session) flushLocked() {
 	for _, m := range ss.monitors {
-		if msg := m.takeUpdate(); msg != nil {
-			ss.conn.Send(msg)
+		if msg, b := m.takeUpdate(); msg != nil {
+			ss.conn.SendEncoded(msg, b)
 		}
 	}
 }

@@ -2,7 +2,7 @@
 # Side-by-side OVSDB server benchmark: govs' ovsdb-server against Debian's,
 # over raw JSON-RPC on their unix sockets (see tests/bench/ovsdbbench).
 # Needs Debian's openvswitch-switch (ovsdb-server, ovsdb-tool, ovs-vsctl).
-# Usage: tests/bench/ovsdb.sh [-secs N] [-monitors N] [-rounds N]
+# Usage: tests/bench/ovsdb.sh [-secs N] [-monitors N,N,...] [-rounds N]
 set -eu
 cd "$(dirname "$0")/../.."
 mkdir -p bin

@@ -691,9 +691,14 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
     with open(os.path.join(RESULTS, base + ".txt"), "w") as f:
         f.write(table)
     print(table)
+    for ext in ("svg", "png"):
+        if os.path.exists(os.path.join(RESULTS, base + "." + ext)):
+            os.remove(os.path.join(RESULTS, base + "." + ext))
     svg(doc, os.path.join(RESULTS, base + ".svg"))
     png(doc, os.path.join(RESULTS, base + ".png"))
-    print("results: %s/%s.{json,txt,svg,png}" % (os.path.relpath(RESULTS, TOP), base))
+    written = [e for e in ("json", "txt", "svg", "png") if os.path.exists(os.path.join(RESULTS, base + "." + e))]
+    print("results: %s/%s.{%s}%s" % (os.path.relpath(RESULTS, TOP), base, ",".join(written),
+                                     "" if "png" in written else " (no png: gnuplot missing or failed)"))
 
 
 def table_lines(v, metrics, cols, rcols):
@@ -806,6 +811,24 @@ COLORS = {"govs": "#1b7837", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "o
           "ovs-dpdk": "#762a83", "bridge": "#2166ac"}
 
 
+OVSDB_COLORS = {"debian ovsdb-server": "#e08214", "govs ovsdb-server": COLORS["govs"]}
+
+
+def ovsdb_figures(doc):
+    """The OVSDB rows as (label, debian, govs, ratio, higher_is_better); ovsdbbench's ratio is
+    already > 1 when govs is better."""
+    o = doc.get("ovsdb") or {}
+    figs = []
+    for x in o.get("rows") or []:
+        try:
+            d, g, r = float(x["debian"]), float(x["govs"]), float(x["ratio"])
+        except (KeyError, ValueError):
+            continue
+        label = x["measurement"]
+        figs.append(("OVSDB " + label, d, g, r, not (label.startswith("ms ") or label.startswith("server CPU"))))
+    return figs
+
+
 def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -816,8 +839,9 @@ def svg(doc, path):
     peers = [p for p in COLORS if p in v]
     ms = [m for m in METRICS if METRICS[m][2] is not None and m != "tcp1_retrans"
           and any(v[p].get(m) is not None for p in peers)]
+    figs = ovsdb_figures(doc)
     pw, ph, cols = 250, 190, 3
-    rows_n = (len(ms) + cols - 1) // cols
+    rows_n = (len(ms) + len(figs) + cols - 1) // cols
     W, H = cols * pw + 20, rows_n * ph + 90
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
@@ -846,6 +870,22 @@ def svg(doc, path):
             o.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"/>' % (bx, base - h, bw - 6, h, COLORS[p]))
             o.append('<text x="%d" y="%.1f" font-size="9" text-anchor="middle">%s</text>' % (
                 bx + (bw - 6) / 2, base - h - 2, fmt(val, unit)))
+    # OVSDB: Debian's ovsdb-server against govs', one panel per figure.
+    for k, (label, d, g, _, hib) in enumerate(figs):
+        i = len(ms) + k
+        ox, oy = 10 + (i % cols) * pw, 60 + (i // cols) * ph
+        o.append('<text x="%d" y="%d" font-weight="bold">%s</text>' % (ox, oy + 12, esc(label)))
+        o.append('<text x="%d" y="%d" fill="#555">%s</text>' % (ox, oy + 25, "" if hib else "lower is better"))
+        bh, bw, base = ph - 70, (pw - 30) // 2, oy + ph - 30
+        o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (ox, base, ox + pw - 20, base))
+        top = max(d, g, 1e-9)
+        for j, (name, val) in enumerate(zip(OVSDB_COLORS, (d, g))):
+            h = bh * val / top
+            bx = ox + j * bw + 3
+            o.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"/>' % (bx, base - h, bw - 6, h, OVSDB_COLORS[name]))
+            o.append('<text x="%d" y="%.1f" font-size="9" text-anchor="middle">%s</text>' % (
+                bx + (bw - 6) / 2, base - h - 2, ("%.0f" % val) if val >= 100 else "%.2f" % val))
+            o.append('<text x="%d" y="%d" font-size="9" text-anchor="middle">%s</text>' % (bx + (bw - 6) / 2, base + 12, esc(name)))
     o.append('<text x="10" y="%d" fill="#555">%s</text>' % (H - 10, esc(
         "medians of %d interleaved rounds; tests/bench/run.sh; git %s" % (doc["rounds"], doc["machine"]["git"][:12]))))
     o.append("</svg>")
@@ -860,16 +900,21 @@ def png(doc, path):
     r = doc["ratios"]
     peers = [p for p in COMPARE if p in r]
     ms = [m for m in METRICS if METRICS[m][2] is not None and any(r[p].get(m) for p in peers)]
-    if not ms or not peers:
+    figs = ovsdb_figures(doc)
+    if not figs and (not ms or not peers):
         return
+    cols = ["govs:%s" % p for p in peers] + (["govs:debian-ovsdb-server"] if figs else [])
+    colors = [COLORS[p] for p in peers] + ([OVSDB_COLORS["debian ovsdb-server"]] if figs else [])
     d = tempfile.mkdtemp(prefix="gvbench-plot-")
     try:
         with open(os.path.join(d, "data"), "w") as f:
-            f.write('metric ' + " ".join('"govs:%s"' % p for p in peers) + "\n")
+            f.write('metric ' + " ".join('"%s"' % c for c in cols) + "\n")
             for m in ms:
                 f.write('"%s" ' % METRICS[m][0].replace('"', "") + " ".join(
-                    ("%.4f" % r[p][m]) if r[p].get(m) else "NaN" for p in peers) + "\n")
-        term = "pngcairo size 1100,520" if "cairo" in out(["gnuplot", "-e", "set terminal"]) else "png size 1100,520"
+                    ("%.4f" % r[p][m]) if r[p].get(m) else "NaN" for p in peers) + (" NaN" if figs else "") + "\n")
+            for label, _, _, ratio_, _ in figs:
+                f.write('"%s" ' % label.replace('"', "") + "NaN " * len(peers) + ("%.4f" % ratio_) + "\n")
+        term = "pngcairo size 1100,620" if "cairo" in out(["gnuplot", "-e", "set terminal"]) else "png size 1100,620"
         script = """set terminal %s
 set output '%s'
 set title "govs' ratio to each switch (>1: govs better; lower-is-better metrics inverted), %s"
@@ -880,11 +925,12 @@ set logscale y 2
 set termoption noenhanced
 set grid ytics
 set key top right autotitle columnhead
-set xtics rotate by -30 scale 0 font ",9"
+set xtics rotate by 30 right scale 0 font ",9"
+set bmargin 12
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lc rgb "black" lw 2
 plot %s
 """ % (term, path, doc["date"][:10], ", ".join(
-            "'%s/data' using %d:xtic(1) lc rgb '%s'" % (d, i + 2, COLORS[p]) for i, p in enumerate(peers)))
+            "'%s/data' using %d:xtic(1) lc rgb '%s'" % (d, i + 2, c) for i, c in enumerate(colors)))
         with open(os.path.join(d, "plot.gp"), "w") as f:
             f.write(script)
         g = subprocess.run(["gnuplot", os.path.join(d, "plot.gp")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
