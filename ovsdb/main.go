@@ -71,32 +71,48 @@ JSON-RPC options (may be specified any number of times):
 
 Active JSON-RPC connection methods:
   tcp:HOST:PORT           PORT at remote HOST
+  ssl:HOST:PORT           SSL PORT at remote HOST
   unix:FILE               Unix domain socket named FILE
 Passive JSON-RPC connection methods:
   ptcp:PORT[:IP]          listen to TCP PORT on IP
+  pssl:PORT[:IP]          listen for SSL on PORT on IP
   punix:FILE              listen on Unix domain socket FILE
 Remotes from the database:
   db:DB,TABLE,COLUMN      remotes in COLUMN of TABLE (e.g. Open_vSwitch,Open_vSwitch,manager_options)
+PKI configuration (required to use SSL; each FILE may be db:DB,TABLE,COLUMN):
+  -p, --private-key=FILE  file with private key
+  -c, --certificate=FILE  file with certificate for private key
+  -C, --ca-cert=FILE      file with peer CA certificate
+  --bootstrap-ca-cert=FILE  file with peer CA certificate to read or create
+  --peer-ca-cert=FILE     file with extra certificates to send to the peer
+  --ssl-protocols=PROTOS  list of SSL protocols to enable
+  --ssl-ciphers=CIPHERS   list of SSL ciphers to enable
 
 `, program, program, filepath.Join(dbDir(), "conf.db")) + daemon.Usage(program)
 }
 
 func run() error {
 	var remotes []string
+	var ssl server.SSLOptions
 	ignored := func(string) error { return nil }
+	setString := func(p *string) func(string) error {
+		return func(v string) error { *p = v; return nil }
+	}
 	opts, args, err := daemon.ParseFlags(program, os.Args[1:],
 		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
 			remotes = append(remotes, v)
 			return nil
 		}},
-		// SSL is not supported; the options ovs-ctl passes
-		// (db:Open_vSwitch,SSL,...) are accepted and ignored.
-		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: ignored},
+		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: setString(&ssl.PrivateKey)},
+		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: setString(&ssl.Certificate)},
+		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: setString(&ssl.CACert)},
+		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: func(v string) error {
+			ssl.CACert, ssl.BootstrapCACert = v, true
+			return nil
+		}},
+		daemon.Flag{Long: "peer-ca-cert", Arg: daemon.RequiredArg, Set: setString(&ssl.PeerCACert)},
+		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: setString(&ssl.Protocols)},
+		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: setString(&ssl.Ciphers)},
 		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: ignored},
 	)
 	if err != nil {
@@ -137,6 +153,7 @@ func run() error {
 	srv := server.New(server.Options{
 		Log:     func(m string) server.Logger { return log.Module(m) },
 		Remotes: remotes,
+		SSL:     ssl,
 	})
 	for _, path := range args {
 		abs, _ := filepath.Abs(path)
@@ -152,6 +169,10 @@ func run() error {
 			// ovsdb-server ends this message with a blank line.
 			return fmt.Errorf("%w\n", err)
 		}
+	}
+	if err := srv.CheckSSLRefs(); err != nil {
+		d.Close()
+		return fmt.Errorf("%w\n", err)
 	}
 	if err := srv.Start(); err != nil {
 		// A remote that cannot listen is logged and retried, as in OVS.

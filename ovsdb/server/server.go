@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/jsonrpc"
 	"github.com/govs/govs/ovsdb/storage"
@@ -32,7 +33,8 @@ type Logger = jsonrpc.Logger
 // Options configure a Server.
 type Options struct {
 	// Log returns the logger of a vlog module: the server uses
-	// "ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc" and "reconnect".
+	// "ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect" and
+	// "stream_ssl".
 	// Nil discards all logs.
 	Log func(module string) Logger
 	// Remotes are the initial remotes (see AddRemote).
@@ -40,6 +42,8 @@ type Options struct {
 	// MaxMessageSize bounds a received JSON-RPC message
 	// (jsonrpc.DefaultMaxMessageSize if 0).
 	MaxMessageSize int
+	// SSL configures pssl: and ssl: remotes.
+	SSL SSLOptions
 	// HistoryLength is how many recent commits per database are kept for
 	// monitor_cond_since (DefaultHistoryLength if 0, none if negative).
 	HistoryLength int
@@ -56,7 +60,9 @@ type Server struct {
 	opts Options
 	uuid db.UUID
 
-	log, rpcLog, jsonLog, reconnLog Logger
+	log, rpcLog, jsonLog, reconnLog, sslLog Logger
+
+	ssl *ovsssl.Context
 
 	serverDB *dbEntry // the _Server database
 
@@ -109,6 +115,7 @@ func New(opts Options) *Server {
 		rpcLog:    opts.Log("ovsdb_jsonrpc_server"),
 		jsonLog:   opts.Log("jsonrpc"),
 		reconnLog: opts.Log("reconnect"),
+		sslLog:    opts.Log("stream_ssl"),
 		dbs:       map[string]*dbEntry{},
 		remotes:   map[string]*remote{},
 		static:    map[string]bool{},
@@ -116,6 +123,7 @@ func New(opts Options) *Server {
 		reconfig:  make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	s.ssl = ovsssl.New(s.sslLog, opts.SSL.PeerCACert)
 	ss, err := db.ParseSchema(schema.Server)
 	if err != nil {
 		panic("server: embedded _Server schema: " + err.Error())
