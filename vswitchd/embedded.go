@@ -25,7 +25,7 @@ func dbDir() string {
 // startEmbeddedDB runs govs' OVSDB server inside this process, serving file
 // (default $OVS_DBDIR/conf.db, created if missing) on
 // punix:<rundir>/db.sock for outside clients and on the remotes of the
-// Manager table, exactly as a separate ovsdb-server started by ovs-ctl
+// Manager table (SSL ones with the SSL table's files), exactly as a separate ovsdb-server started by ovs-ctl
 // would. It returns the remote the switch itself connects to.
 func startEmbeddedDB(file, rundir string, log *daemon.Logger) (remote string, stop func(), err error) {
 	if file == "" {
@@ -41,6 +41,11 @@ func startEmbeddedDB(file, rundir string, log *daemon.Logger) (remote string, st
 	srv := server.New(server.Options{
 		Log:     func(m string) server.Logger { return log.Module(m) },
 		Remotes: []string{"punix:" + sock, "db:Open_vSwitch,Open_vSwitch,manager_options"},
+		// What ovs-ctl gives ovsdb-server, so that pssl: managers
+		// work after "ovs-vsctl set-ssl".
+		SSL: server.SSLOptions{PrivateKey: "db:Open_vSwitch,SSL,private_key",
+			Certificate: "db:Open_vSwitch,SSL,certificate", CACert: "db:Open_vSwitch,SSL,ca_cert",
+			BootstrapCACert: true},
 	})
 	d, err := srv.OpenDatabase(file, schema.VSwitch)
 	if err != nil {

@@ -6,7 +6,9 @@
 //	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--no-chdir]
 //	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--pprof=SOCKET]
 //
-// DATABASE is unix:PATH or tcp:IP:PORT, by default unix:$OVS_RUNDIR/db.sock.
+// DATABASE is unix:PATH, tcp:IP:PORT or ssl:IP:PORT (with --private-key,
+// --certificate, --ca-cert or --bootstrap-ca-cert), by default
+// unix:$OVS_RUNDIR/db.sock.
 // With --embedded-db[=FILE] the switch runs govs' OVSDB server itself,
 // serving FILE (default $OVS_DBDIR/conf.db) on unix:$OVS_RUNDIR/db.sock.
 // With --pprof=SOCKET it serves Go's runtime profiles (net/http/pprof) on
@@ -21,6 +23,7 @@ import (
 	"path/filepath"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/dbclient"
 )
@@ -34,7 +37,7 @@ const (
 // command line's -v specs are applied.
 var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev",
 	// The embedded database server's modules.
-	"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "ovsdb_storage"}
+	"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "ovsdb_storage", "stream_ssl"}
 
 func main() {
 	if err := run(); err != nil {
@@ -46,13 +49,29 @@ func main() {
 func run() error {
 	var embedded *string
 	var pprofPath string
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:], daemon.Flag{
-		Long: "embedded-db", Arg: daemon.OptionalArg,
-		Set: func(v string) error { embedded = &v; return nil },
-	}, daemon.Flag{
-		Long: "pprof", Arg: daemon.RequiredArg,
-		Set: func(v string) error { pprofPath = v; return nil },
-	})
+	var ssl ovsssl.Settings
+	var peerCACert string
+	setString := func(p *string) func(string) error {
+		return func(v string) error { *p = v; return nil }
+	}
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:],
+		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: setString(&ssl.PrivateKey)},
+		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: setString(&ssl.Certificate)},
+		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: setString(&ssl.CACert)},
+		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: func(v string) error {
+			ssl.CACert, ssl.BootstrapCACert = v, true
+			return nil
+		}},
+		daemon.Flag{Long: "peer-ca-cert", Arg: daemon.RequiredArg, Set: setString(&peerCACert)},
+		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: setString(&ssl.Protocols)},
+		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: setString(&ssl.Ciphers)},
+		daemon.Flag{
+			Long: "embedded-db", Arg: daemon.OptionalArg,
+			Set: func(v string) error { embedded = &v; return nil },
+		}, daemon.Flag{
+			Long: "pprof", Arg: daemon.RequiredArg,
+			Set: func(v string) error { pprofPath = v; return nil },
+		})
 	if err != nil {
 		return err
 	}
@@ -86,6 +105,9 @@ func run() error {
 		return err
 	}
 	d.HandleSignals(nil)
+	sslCtx := ovsssl.New(log.Module("stream_ssl"), peerCACert)
+	sslCtx.Configure(ssl)
+	dbclient.UseSSL(sslCtx)
 	var prof *daemon.PprofServer
 	if pprofPath != "" {
 		// After Start, so that the --detach child serves it.
