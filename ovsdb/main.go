@@ -62,7 +62,8 @@ func dbDir() string {
 func usage(rundir string) string {
 	return fmt.Sprintf(`%s: Open vSwitch database server
 usage: %s [OPTIONS] [DATABASE...]
-where each DATABASE is a database file in ovsdb format.
+where each DATABASE is a database file in ovsdb format,
+or relay:DB:REMOTE[,REMOTE]... to relay database DB of the server at REMOTE.
 The default DATABASE, if none is given, is
 %s.
 
@@ -134,10 +135,22 @@ func run() error {
 	if len(args) == 0 {
 		args = []string{filepath.Join(dbDir(), "conf.db")}
 	}
+	type relayDB struct {
+		name    string
+		sources []string
+	}
+	var relays []relayDB
+	var files []string
 	for _, a := range args {
-		if strings.HasPrefix(a, "relay:") {
-			return fmt.Errorf("%s: relay databases (relay:DB:REMOTE) are not supported yet", a)
+		if !strings.HasPrefix(a, "relay:") {
+			files = append(files, a)
+			continue
 		}
+		name, sources, err := server.ParseRelay(a)
+		if err != nil {
+			return err
+		}
+		relays = append(relays, relayDB{name, sources})
 	}
 
 	log := daemon.NewLogger(os.Stderr)
@@ -155,7 +168,10 @@ func run() error {
 		Remotes: remotes,
 		SSL:     ssl,
 	})
-	for _, path := range args {
+	for _, r := range relays {
+		srv.AddRelay(r.name, r.sources)
+	}
+	for _, path := range files {
 		abs, _ := filepath.Abs(path)
 		if _, err := srv.OpenDatabase(abs, schema.VSwitch); err != nil {
 			mod.Errorf("%v", err)

@@ -263,6 +263,16 @@ func (d *Database) SnapshotRecord() map[string]map[string]json.RawMessage {
 // isDiff, a modified row's columns are update2-style diffs. References and
 // constraints are not re-checked, as OVS does not on reading its own log.
 func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff bool) error {
+	return d.replay(tables, isDiff, false)
+}
+
+// Mirror applies changes made elsewhere (a relay's source), given as in a
+// database file's record, as one commit that monitors see.
+func (d *Database) Mirror(tables map[string]map[string]json.RawMessage, isDiff bool) error {
+	return d.replay(tables, isDiff, true)
+}
+
+func (d *Database) replay(tables map[string]map[string]json.RawMessage, isDiff, notify bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := &Commit{TxnID: NewUUID(), Tables: map[string]map[UUID]*RowChange{}}
@@ -329,6 +339,12 @@ func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff b
 		c.Tables[tname] = m
 	}
 	d.apply(c)
+	if notify {
+		c.Date = time.Now()
+		for _, s := range d.subs {
+			s(c)
+		}
+	}
 	return nil
 }
 

@@ -74,6 +74,7 @@ type Server struct {
 	started  bool                // guarded by mu
 	closed   bool                // guarded by mu
 	nextConn int                 // guarded by mu: for "unix#N" names
+	relays   []*relay            // guarded by mu
 
 	locks lockTable
 
@@ -91,6 +92,7 @@ type dbEntry struct {
 	path    string
 	row     db.UUID // its row in _Server.Database
 	schemaS string  // schema as the _Server "schema" string
+	relay   *relay  // set for a relay database (before it is served)
 
 	// Guarded by the database's lock: changed only inside d.Read or a
 	// commit hook.
@@ -258,6 +260,9 @@ func (s *Server) addServerRow(e *dbEntry) {
 		"leader":    true,
 		"schema":    e.schemaS,
 	}
+	if e.relay != nil {
+		row["model"], row["connected"], row["leader"] = "relay", false, false
+	}
 	op := map[string]any{"op": "insert", "table": "Database", "uuid": e.row.String(), "row": row}
 	b, _ := json.Marshal(op)
 	res := s.serverDB.d.Transact([]json.RawMessage{b}, nil, time.Time{})
@@ -270,6 +275,14 @@ func (s *Server) addServerRow(e *dbEntry) {
 			s.log.Errorf("cannot add %s to _Server: %s", e.name, res.JSON)
 		}
 	}
+}
+
+// setServerRow updates e's row in _Server.Database.
+func (s *Server) setServerRow(e *dbEntry, cols map[string]any) {
+	op := map[string]any{"op": "update", "table": "Database",
+		"where": []any{[]any{"_uuid", "==", []string{"uuid", e.row.String()}}}, "row": cols}
+	b, _ := json.Marshal(op)
+	s.serverDB.d.Transact([]json.RawMessage{b}, nil, time.Time{})
 }
 
 // Database returns the served database with that name, or nil.
@@ -310,6 +323,10 @@ func (s *Server) Start() error {
 	s.started = true
 	s.mu.Unlock()
 	err := s.reconfigure()
+	for _, r := range s.relays {
+		s.wg.Add(1)
+		go r.run()
+	}
 	s.wg.Add(2)
 	go s.reconfigLoop()
 	go s.maintenanceLoop()

@@ -253,6 +253,10 @@ func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name
 func (ss *session) ReadOnly() bool { return ss.readOnly != nil && ss.readOnly() }
 
 func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
+	if e.relay != nil {
+		e.relay.forward(ss, m)
+		return
+	}
 	if e == ss.srv.serverDB {
 		if res, ok := readOnlyCheck(e, ops); !ok {
 			ss.reply(m, res)
