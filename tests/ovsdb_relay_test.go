@@ -110,3 +110,44 @@ func TestOVSDBRelay(t *testing.T) {
 		}
 	}
 }
+
+// TestOVSDBRelayReconnect: the relay survives its source's restart: it
+// reports connected false meanwhile, serves reads from its copy and
+// refuses changes with an error, and serves the source's changes again
+// once back.
+func TestOVSDBRelayReconnect(t *testing.T) {
+	src := ovsdbStart(t, ovsdbOpts{kind: "govs"})
+	src.mustVsctl("init")
+	src.mustVsctl("add-br", "br0")
+	rel := ovsdbStartRelay(t, "govs", "unix:"+src.sock)
+	relay := "unix:" + rel.sock
+	status := func() string {
+		return ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "_Server", "Database", "name", "model", "connected", "leader").stdout
+	}
+	bridges := func() string {
+		r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "Open_vSwitch", "Bridge", "name")
+		return r.stdout + r.stderr
+	}
+	ovsdbWait(t, vswTimeout, "the relay's copy", func() bool { return strings.Contains(bridges(), "br0") })
+	src.stop()
+	ovsdbWait(t, vswTimeout, "connected false", func() bool {
+		return strings.Contains(status(), "false     false  relay      Open_vSwitch")
+	})
+	r := ovsdbRun(ovsdbClient, "--timeout=10", "transact", relay,
+		`["Open_vSwitch",{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["a","b"]]]]]}]`)
+	if r.code == 0 || !strings.Contains(r.stderr, "not connected") {
+		t.Errorf("transaction without a source: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(bridges(), "br0") {
+		t.Errorf("the copy is not served while the source is down:\n%s", bridges())
+	}
+	src.start()
+	src.mustVsctl("add-br", "br1")
+	ovsdbWait(t, vswTimeout, "br1 through the relay after the restart", func() bool {
+		b := bridges()
+		return strings.Contains(b, "br0") && strings.Contains(b, "br1")
+	})
+	if !strings.Contains(status(), "true      false  relay      Open_vSwitch") {
+		t.Errorf("_Server after the reconnect:\n%s", status())
+	}
+}

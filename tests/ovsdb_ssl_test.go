@@ -236,3 +236,46 @@ func TestVswitchdSSL(t *testing.T) {
 		}
 	}
 }
+
+// TestOVSDBSSLReread: the CA file is re-read when it changes, as
+// stream-ssl does: a client refused under one CA is accepted once the file
+// holds its CA, without a restart; the same through the SSL row.
+func TestOVSDBSSLReread(t *testing.T) {
+	k := sslCerts(t)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	copyFile := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(to+".tmp", b, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(to+".tmp", to)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(k.otherCA, ca)
+	port := ovsdbFreePort(t)
+	p := ovsdbStart(t, ovsdbOpts{remotes: []string{fmt.Sprintf("pssl:%d:127.0.0.1", port)},
+		extra: []string{"--private-key=" + k.srvKey, "--certificate=" + k.srvCert, "--ca-cert=db:Open_vSwitch,SSL,ca_cert"}})
+	p.mustVsctl("init")
+	p.mustVsctl("set-ssl", "/nonexistent-key", "/nonexistent-cert", ca)
+	ovsdbWait(t, vswTimeout, "pssl listener", func() bool { return ovsdbPortOpen(port) })
+	remote := fmt.Sprintf("ssl:127.0.0.1:%d", port)
+	if r := sslClient(k.cliKey, k.cliCert, k.ca, "list-dbs", remote); r.code == 0 {
+		t.Fatalf("client accepted under another CA: %s", r.stdout)
+	}
+	copyFile(k.ca, ca)
+	ovsdbWait(t, vswTimeout, "the client accepted after the CA file changed", func() bool {
+		return sslClient(k.cliKey, k.cliCert, k.ca, "list-dbs", remote).code == 0
+	})
+	// The row now names another file, with the other CA again.
+	other := filepath.Join(dir, "other.pem")
+	copyFile(k.otherCA, other)
+	p.mustVsctl("set", "SSL", ".", "ca_cert="+other)
+	ovsdbWait(t, vswTimeout, "the client refused after the SSL row changed", func() bool {
+		return sslClient(k.cliKey, k.cliCert, k.ca, "list-dbs", remote).code != 0
+	})
+}

@@ -89,6 +89,11 @@ func (r *relay) run() {
 			return
 		case <-time.After(backoff):
 		}
+		select {
+		case <-r.srv.done:
+			return
+		default:
+		}
 		src := r.sources[i%len(r.sources)]
 		synced, err := r.session(src)
 		r.log.Infof("%s: %s", src, err)
@@ -243,8 +248,19 @@ func (r *relay) call(c *jsonrpc.Conn, method string, params any) (*jsonrpc.Messa
 	r.pending[id] = ch
 	r.mu.Unlock()
 	c.Send(&jsonrpc.Message{Method: method, Params: mustJSON(params), ID: json.RawMessage(id)})
-	m, ok := <-ch
-	if !ok {
+	var m *jsonrpc.Message
+	select {
+	case m = <-ch:
+	case <-c.Done():
+		r.mu.Lock()
+		delete(r.pending, id)
+		r.mu.Unlock()
+		select {
+		case m = <-ch: // answered just before the close
+		default:
+		}
+	}
+	if m == nil {
 		return nil, errors.New("connection closed")
 	}
 	if m.Error != nil && string(m.Error) != "null" {
@@ -339,6 +355,26 @@ func (r *relay) apply(raw json.RawMessage, initial bool) {
 	if err := e.d.Mirror(rec, true); err != nil {
 		r.log.Errorf("%s: cannot apply update from source: %v", r.name, err)
 	}
+}
+
+// readsOnly reports whether a transaction cannot change the database, so
+// that a relay runs it on its copy, as OVS's relay does, instead of
+// forwarding it.
+func readsOnly(ops []json.RawMessage) bool {
+	for _, raw := range ops {
+		var op struct {
+			Op string `json:"op"`
+		}
+		if json.Unmarshal(raw, &op) != nil {
+			return false
+		}
+		switch op.Op {
+		case "select", "wait", "comment", "assert", "abort":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // forward sends a client's transaction to the source and relays the

@@ -253,7 +253,7 @@ func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name
 func (ss *session) ReadOnly() bool { return ss.readOnly != nil && ss.readOnly() }
 
 func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
-	if e.relay != nil {
+	if e.relay != nil && !readsOnly(ops) {
 		e.relay.forward(ss, m)
 		return
 	}
