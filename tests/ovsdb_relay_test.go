@@ -114,7 +114,7 @@ func TestOVSDBRelay(t *testing.T) {
 // TestOVSDBRelayReconnect: the relay survives its source's restart: it
 // reports connected false meanwhile, serves reads from its copy and
 // refuses changes with an error, and serves the source's changes again
-// once back.
+// once back; its monitors see only what changed meanwhile.
 func TestOVSDBRelayReconnect(t *testing.T) {
 	src := ovsdbStart(t, ovsdbOpts{kind: "govs"})
 	src.mustVsctl("init")
@@ -129,6 +129,8 @@ func TestOVSDBRelayReconnect(t *testing.T) {
 		return r.stdout + r.stderr
 	}
 	ovsdbWait(t, vswTimeout, "the relay's copy", func() bool { return strings.Contains(bridges(), "br0") })
+	lines := ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")
+	ovsdbExpectLines(t, "relay monitor", lines, "row,action,name", "<uuid>,initial,br0")
 	src.stop()
 	ovsdbWait(t, vswTimeout, "connected false", func() bool {
 		return strings.Contains(status(), "false     false  relay      Open_vSwitch")
@@ -147,6 +149,8 @@ func TestOVSDBRelayReconnect(t *testing.T) {
 		b := bridges()
 		return strings.Contains(b, "br0") && strings.Contains(b, "br1")
 	})
+	// Reloading the copy showed the monitor only what changed.
+	ovsdbExpectLines(t, "relay monitor", lines, "row,action,name", "<uuid>,insert,br1")
 	if !strings.Contains(status(), "true      false  relay      Open_vSwitch") {
 		t.Errorf("_Server after the reconnect:\n%s", status())
 	}

@@ -309,7 +309,8 @@ func (r *relay) handle(m *jsonrpc.Message) {
 
 // apply mirrors table-updates2 into the copy. The initial contents of a
 // new session replace the copy: rows the source no longer has are
-// deleted, the others rewritten whole.
+// deleted, changed ones rewritten, the others left alone, so that clients
+// monitoring the relay see only what changed while it was away.
 func (r *relay) apply(raw json.RawMessage, initial bool) {
 	r.mu.Lock()
 	e := r.e
@@ -318,25 +319,6 @@ func (r *relay) apply(raw json.RawMessage, initial bool) {
 	if err := json.Unmarshal(raw, &updates); err != nil {
 		r.log.Warnf("%s: bad update from source: %v", r.name, err)
 		return
-	}
-	if initial {
-		// Clear what a previous session left, then load.
-		clear := map[string]map[string]json.RawMessage{}
-		e.d.Read(func(snap db.Snapshot) {
-			for _, t := range e.d.Schema().TableNames() {
-				for u := range snap.Rows(t) {
-					if clear[t] == nil {
-						clear[t] = map[string]json.RawMessage{}
-					}
-					clear[t][u.String()] = json.RawMessage("null")
-				}
-			}
-		})
-		if len(clear) > 0 {
-			if err := e.d.Mirror(clear, false); err != nil {
-				r.log.Errorf("%s: %v", r.name, err)
-			}
-		}
 	}
 	rec := map[string]map[string]json.RawMessage{}
 	for t, rows := range updates {
@@ -352,7 +334,13 @@ func (r *relay) apply(raw json.RawMessage, initial bool) {
 			}
 		}
 	}
-	if err := e.d.Mirror(rec, true); err != nil {
+	var err error
+	if initial {
+		err = e.d.MirrorReset(rec)
+	} else {
+		err = e.d.Mirror(rec, true)
+	}
+	if err != nil {
 		r.log.Errorf("%s: cannot apply update from source: %v", r.name, err)
 	}
 }
