@@ -96,26 +96,13 @@ func run() error {
 	var remotes []string
 	var ssl server.SSLOptions
 	ignored := func(string) error { return nil }
-	setString := func(p *string) func(string) error {
-		return func(v string) error { *p = v; return nil }
-	}
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:],
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(ssl.Flags(),
 		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
 			remotes = append(remotes, v)
 			return nil
 		}},
-		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: setString(&ssl.PrivateKey)},
-		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: setString(&ssl.Certificate)},
-		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: setString(&ssl.CACert)},
-		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: func(v string) error {
-			ssl.CACert, ssl.BootstrapCACert = v, true
-			return nil
-		}},
-		daemon.Flag{Long: "peer-ca-cert", Arg: daemon.RequiredArg, Set: setString(&ssl.PeerCACert)},
-		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: setString(&ssl.Protocols)},
-		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: setString(&ssl.Ciphers)},
 		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: ignored},
-	)
+	)...)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/server"
 	"github.com/govs/govs/schema"
@@ -43,9 +44,9 @@ func startEmbeddedDB(file, rundir string, log *daemon.Logger) (remote string, st
 		Remotes: []string{"punix:" + sock, "db:Open_vSwitch,Open_vSwitch,manager_options"},
 		// What ovs-ctl gives ovsdb-server, so that pssl: managers
 		// work after "ovs-vsctl set-ssl".
-		SSL: server.SSLOptions{PrivateKey: "db:Open_vSwitch,SSL,private_key",
+		SSL: server.SSLOptions{Settings: ovsssl.Settings{PrivateKey: "db:Open_vSwitch,SSL,private_key",
 			Certificate: "db:Open_vSwitch,SSL,certificate", CACert: "db:Open_vSwitch,SSL,ca_cert",
-			BootstrapCACert: true},
+			BootstrapCACert: true}},
 	})
 	d, err := srv.OpenDatabase(file, schema.VSwitch)
 	if err != nil {

@@ -49,29 +49,15 @@ func main() {
 func run() error {
 	var embedded *string
 	var pprofPath string
-	var ssl ovsssl.Settings
-	var peerCACert string
-	setString := func(p *string) func(string) error {
-		return func(v string) error { *p = v; return nil }
-	}
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:],
-		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: setString(&ssl.PrivateKey)},
-		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: setString(&ssl.Certificate)},
-		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: setString(&ssl.CACert)},
-		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: func(v string) error {
-			ssl.CACert, ssl.BootstrapCACert = v, true
-			return nil
-		}},
-		daemon.Flag{Long: "peer-ca-cert", Arg: daemon.RequiredArg, Set: setString(&peerCACert)},
-		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: setString(&ssl.Protocols)},
-		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: setString(&ssl.Ciphers)},
+	var ssl ovsssl.Options
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(ssl.Flags(),
 		daemon.Flag{
 			Long: "embedded-db", Arg: daemon.OptionalArg,
 			Set: func(v string) error { embedded = &v; return nil },
 		}, daemon.Flag{
 			Long: "pprof", Arg: daemon.RequiredArg,
 			Set: func(v string) error { pprofPath = v; return nil },
-		})
+		})...)
 	if err != nil {
 		return err
 	}
@@ -105,8 +91,8 @@ func run() error {
 		return err
 	}
 	d.HandleSignals(nil)
-	sslCtx := ovsssl.New(log.Module("stream_ssl"), peerCACert)
-	sslCtx.Configure(ssl)
+	sslCtx := ovsssl.New(log.Module("stream_ssl"), ssl.PeerCACert)
+	sslCtx.Configure(ssl.Settings)
 	dbclient.UseSSL(sslCtx)
 	var prof *daemon.PprofServer
 	if pprofPath != "" {

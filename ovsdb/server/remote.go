@@ -414,7 +414,7 @@ func (s *Server) reconfigure() error {
 		}
 	}
 	s.mu.Unlock()
-	sslRefs := len(s.opts.SSL.refs()) > 0
+	sslRefs := len(sslRefs(&s.opts.SSL)) > 0
 	s.dbRemotes.Store(len(dbSpecs) > 0 || sslRefs)
 	if sslRefs || s.opts.SSL != (SSLOptions{}) {
 		s.configureSSL()

@@ -17,18 +17,14 @@ import (
 // db:DB,TABLE,COLUMN references, resolved to the first non-empty string of
 // that column whenever the database changes and at each connection, as
 // ovsdb-server's reconfigure_ssl does ("db:Open_vSwitch,SSL,private_key").
-type SSLOptions struct {
-	PrivateKey, Certificate, CACert string
-	BootstrapCACert                 bool // CACert may be missing: fetch it from the first peer
-	PeerCACert                      string
-	Protocols, Ciphers              string
-}
+type SSLOptions = ovsssl.Options
 
 // handshakeTimeout bounds an SSL handshake, so that a peer that stops
 // half-way does not hold a goroutine and a socket forever.
 const handshakeTimeout = 30 * time.Second
 
-func (o *SSLOptions) refs() []string {
+// sslRefs returns the db: references among the SSL options.
+func sslRefs(o *SSLOptions) []string {
 	var out []string
 	for _, v := range []string{o.PrivateKey, o.Certificate, o.CACert, o.Protocols, o.Ciphers} {
 		if strings.HasPrefix(v, "db:") {
@@ -41,7 +37,7 @@ func (o *SSLOptions) refs() []string {
 // CheckSSLRefs checks the db: references among the SSL options, with
 // ovsdb-server's messages (it refuses to start with a bad one).
 func (s *Server) CheckSSLRefs() error {
-	for _, ref := range s.opts.SSL.refs() {
+	for _, ref := range sslRefs(&s.opts.SSL) {
 		if _, _, err := s.stringColumn(ref); err != nil {
 			return err
 		}
