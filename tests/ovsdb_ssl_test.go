@@ -279,3 +279,36 @@ func TestOVSDBSSLReread(t *testing.T) {
 		return sslClient(k.cliKey, k.cliCert, k.ca, "list-dbs", remote).code != 0
 	})
 }
+
+// TestOVSDBSSLCiphers: --ssl-protocols and --ssl-ciphers are honoured as
+// by Debian's server (a client whose only cipher is not enabled is
+// refused), and bad values are logged with stream-ssl's texts.
+func TestOVSDBSSLCiphers(t *testing.T) {
+	k := sslCerts(t)
+	for _, kind := range []string{"govs", "debian"} {
+		t.Run(kind, func(t *testing.T) {
+			port := ovsdbFreePort(t)
+			p := ovsdbStart(t, ovsdbOpts{kind: kind, remotes: []string{fmt.Sprintf("pssl:%d:127.0.0.1", port)},
+				extra: []string{"--private-key=" + k.srvKey, "--certificate=" + k.srvCert, "--ca-cert=" + k.ca,
+					"--ssl-protocols=TLSv1.2", "--ssl-ciphers=ECDHE-RSA-AES256-GCM-SHA384"}})
+			ovsdbWait(t, vswTimeout, "pssl listener", func() bool { return ovsdbPortOpen(port) })
+			remote := fmt.Sprintf("ssl:127.0.0.1:%d", port)
+			if r := sslClient(k.cliKey, k.cliCert, k.ca, "list-dbs", remote); r.code != 0 {
+				t.Fatalf("default client refused: %s\nlog:\n%s", r.stderr, p.readLog())
+			}
+			if r := sslClient(k.cliKey, k.cliCert, k.ca, "--ssl-ciphers=AES128-SHA", "list-dbs", remote); r.code == 0 {
+				t.Fatalf("client with a cipher the server does not enable was served")
+			}
+			if r := sslClient(k.cliKey, k.cliCert, k.ca, "--ssl-ciphers=ECDHE-RSA-AES256-GCM-SHA384", "list-dbs", remote); r.code != 0 {
+				t.Fatalf("client with the server's cipher refused: %s", r.stderr)
+			}
+
+			bad := ovsdbStart(t, ovsdbOpts{kind: kind, extra: []string{"--private-key=" + k.srvKey,
+				"--ssl-ciphers=FOO", "--ssl-protocols=TLSv9"}})
+			for _, want := range []string{"|stream_ssl|ERR|SSL_CTX_set_cipher_list: error:0A0000B9:SSL routines::no cipher match",
+				"|stream_ssl|ERR|TLSv9: SSL protocol not recognized"} {
+				ovsdbWait(t, vswTimeout, want, func() bool { return strings.Contains(bad.readLog(), want) })
+			}
+		})
+	}
+}
