@@ -33,7 +33,13 @@ func sslCerts(t *testing.T) sslFiles {
 	t.Helper()
 	ovsdbNeed(t, ovsdbPKI)
 	sslOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "govs-pki-")
+		// In tests/out (ignored by git), like the built binaries, and
+		// made afresh by each test binary: nothing is left in /tmp.
+		dir, err := filepath.Abs(filepath.Join("out", "pki"))
+		if err == nil {
+			os.RemoveAll(dir)
+			err = os.MkdirAll(dir, 0o755)
+		}
 		if err != nil {
 			sslErr = err
 			return
