@@ -43,7 +43,8 @@ func dbDir() string {
 func usage(rundir string) string {
 	return fmt.Sprintf(`%s: Open vSwitch database server
 usage: %s [OPTIONS] [DATABASE...]
-where each DATABASE is a database file in ovsdb format.
+where each DATABASE is a database file in ovsdb format,
+or relay:DB:REMOTE[,REMOTE]... to relay database DB of the server at REMOTE.
 The default DATABASE, if none is given, is
 %s.
 
@@ -52,12 +53,22 @@ JSON-RPC options (may be specified any number of times):
 
 Active JSON-RPC connection methods:
   tcp:HOST:PORT           PORT at remote HOST
+  ssl:HOST:PORT           SSL PORT at remote HOST
   unix:FILE               Unix domain socket named FILE
 Passive JSON-RPC connection methods:
   ptcp:PORT[:IP]          listen to TCP PORT on IP
+  pssl:PORT[:IP]          listen for SSL on PORT on IP
   punix:FILE              listen on Unix domain socket FILE
 Remotes from the database:
   db:DB,TABLE,COLUMN      remotes in COLUMN of TABLE (e.g. Open_vSwitch,Open_vSwitch,manager_options)
+PKI configuration (required to use SSL; each FILE may be db:DB,TABLE,COLUMN):
+  -p, --private-key=FILE  file with private key
+  -c, --certificate=FILE  file with certificate for private key
+  -C, --ca-cert=FILE      file with peer CA certificate
+  --bootstrap-ca-cert=FILE  file with peer CA certificate to read or create
+  --peer-ca-cert=FILE     file with extra certificates to send to the peer
+  --ssl-protocols=PROTOS  list of SSL protocols to enable
+  --ssl-ciphers=CIPHERS   list of SSL ciphers to enable
 
 `, program, program, filepath.Join(dbDir(), "conf.db")) + syncUsage + daemon.Usage(program)
 }
@@ -66,20 +77,13 @@ func run() error {
 	var remotes []string
 	var sync syncConfig
 	var runCmd runCommand
+	var ssl server.SSLOptions
 	ignored := func(string) error { return nil }
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(append(append(sync.flags(), runCmd.flag()), unsupportedFlags()...),
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(append(append(append(ssl.Flags(), sync.flags()...), runCmd.flag()), unsupportedFlags()...),
 		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
 			remotes = append(remotes, v)
 			return nil
 		}},
-		// SSL is not supported; the options ovs-ctl passes
-		// (db:Open_vSwitch,SSL,...) are accepted and ignored.
-		daemon.Flag{Long: "private-key", Short: 'p', Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "certificate", Short: 'c', Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "ca-cert", Short: 'C', Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "bootstrap-ca-cert", Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "ssl-protocols", Arg: daemon.RequiredArg, Set: ignored},
-		daemon.Flag{Long: "ssl-ciphers", Arg: daemon.RequiredArg, Set: ignored},
 		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: ignored},
 	)...)
 	if err != nil {
@@ -104,10 +108,22 @@ func run() error {
 	if len(args) == 0 {
 		args = []string{filepath.Join(dbDir(), "conf.db")}
 	}
+	type relayDB struct {
+		name    string
+		sources []string
+	}
+	var relays []relayDB
+	var files []string
 	for _, a := range args {
-		if strings.HasPrefix(a, "relay:") {
-			return fmt.Errorf("%s: relay databases (relay:DB:REMOTE) are not supported yet", a)
+		if !strings.HasPrefix(a, "relay:") {
+			files = append(files, a)
+			continue
 		}
+		name, sources, err := server.ParseRelay(a)
+		if err != nil {
+			return err
+		}
+		relays = append(relays, relayDB{name, sources})
 	}
 
 	// Registered before daemon.Start so that -v specs apply: every module
@@ -126,8 +142,12 @@ func run() error {
 	srv := server.New(server.Options{
 		Log:     func(m string) server.Logger { return log.Module(m) },
 		Remotes: remotes,
+		SSL:     ssl,
 	})
-	for _, path := range args {
+	for _, r := range relays {
+		srv.AddRelay(r.name, r.sources)
+	}
+	for _, path := range files {
 		abs, _ := filepath.Abs(path)
 		if _, err := srv.OpenDatabase(abs, schema.VSwitch); err != nil {
 			mod.Errorf("%v", err)
@@ -141,6 +161,10 @@ func run() error {
 			// ovsdb-server ends this message with a blank line.
 			return fmt.Errorf("%w\n", err)
 		}
+	}
+	if err := srv.CheckSSLRefs(); err != nil {
+		d.Close()
+		return fmt.Errorf("%w\n", err)
 	}
 	if err := srv.Start(); err != nil {
 		// A remote that cannot listen is logged and retried, as in OVS.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/server"
 	"github.com/govs/govs/schema"
@@ -25,7 +26,7 @@ func dbDir() string {
 // startEmbeddedDB runs govs' OVSDB server inside this process, serving file
 // (default $OVS_DBDIR/conf.db, created if missing) on
 // punix:<rundir>/db.sock for outside clients and on the remotes of the
-// Manager table, exactly as a separate ovsdb-server started by ovs-ctl
+// Manager table (SSL ones with the SSL table's files), exactly as a separate ovsdb-server started by ovs-ctl
 // would. It also answers "ovs-appctl -t ovsdb-server": with --pidfile, an
 // ovsdb-server.pid next to the daemon's pidfile, and (unless
 // --unixctl=none) a control socket <rundir>/ovsdb-server.<pid>.ctl whose
@@ -45,6 +46,11 @@ func startEmbeddedDB(file string, opts *daemon.Options, log *daemon.Logger, exit
 	srv := server.New(server.Options{
 		Log:     func(m string) server.Logger { return log.Module(m) },
 		Remotes: []string{"punix:" + sock, "db:Open_vSwitch,Open_vSwitch,manager_options"},
+		// What ovs-ctl gives ovsdb-server, so that pssl: managers
+		// work after "ovs-vsctl set-ssl".
+		SSL: server.SSLOptions{Settings: ovsssl.Settings{PrivateKey: "db:Open_vSwitch,SSL,private_key",
+			Certificate: "db:Open_vSwitch,SSL,certificate", CACert: "db:Open_vSwitch,SSL,ca_cert",
+			BootstrapCACert: true}},
 	})
 	d, err := srv.OpenDatabase(file, schema.VSwitch)
 	if err != nil {

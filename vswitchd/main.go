@@ -7,7 +7,9 @@
 //	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--user=USER[:GROUP]]
 //	             [--mlockall] [--disable-system] [--pprof=SOCKET]
 //
-// DATABASE is unix:PATH or tcp:IP:PORT, by default unix:$OVS_RUNDIR/db.sock.
+// DATABASE is unix:PATH, tcp:IP:PORT or ssl:IP:PORT (with --private-key,
+// --certificate, --ca-cert or --bootstrap-ca-cert), by default
+// unix:$OVS_RUNDIR/db.sock.
 // With --embedded-db[=FILE] the switch runs govs' OVSDB server itself,
 // serving FILE (default $OVS_DBDIR/conf.db) on unix:$OVS_RUNDIR/db.sock.
 // With --pprof=SOCKET it serves Go's runtime profiles (net/http/pprof) on
@@ -22,6 +24,7 @@ import (
 	"path/filepath"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/dbclient"
 	"golang.org/x/sys/unix"
@@ -43,22 +46,24 @@ func run() error {
 	var embedded *string
 	var pprofPath string
 	var mlockall bool
-	opts, args, err := daemon.ParseFlags(program, os.Args[1:], daemon.Flag{
-		Long: "embedded-db", Arg: daemon.OptionalArg,
-		Set: func(v string) error { embedded = &v; return nil },
-	}, daemon.Flag{
-		Long: "pprof", Arg: daemon.RequiredArg,
-		Set: func(v string) error { pprofPath = v; return nil },
-	}, daemon.Flag{
-		Long: "mlockall",
-		Set:  func(string) error { mlockall = true; return nil },
-	}, daemon.Flag{
-		// govs never opens the kernel datapath: every bridge, whatever
-		// its datapath_type, runs on the userspace datapath, so the
-		// system datapath is always disabled already.
-		Long: "disable-system",
-		Set:  func(string) error { return nil },
-	})
+	var ssl ovsssl.Options
+	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(ssl.Flags(),
+		daemon.Flag{
+			Long: "embedded-db", Arg: daemon.OptionalArg,
+			Set: func(v string) error { embedded = &v; return nil },
+		}, daemon.Flag{
+			Long: "pprof", Arg: daemon.RequiredArg,
+			Set: func(v string) error { pprofPath = v; return nil },
+		}, daemon.Flag{
+			Long: "mlockall",
+			Set:  func(string) error { mlockall = true; return nil },
+		}, daemon.Flag{
+			// govs never opens the kernel datapath: every bridge, whatever
+			// its datapath_type, runs on the userspace datapath, so the
+			// system datapath is always disabled already.
+			Long: "disable-system",
+			Set:  func(string) error { return nil },
+		})...)
 	if err != nil {
 		return err
 	}
@@ -105,6 +110,9 @@ func run() error {
 		}
 	}
 	d.HandleSignals(nil)
+	sslCtx := ovsssl.New(log.Module("stream_ssl"), ssl.PeerCACert)
+	sslCtx.Configure(ssl.Settings)
+	dbclient.UseSSL(sslCtx)
 	var prof *daemon.PprofServer
 	if pprofPath != "" {
 		// After Start, so that the --detach child serves it.

@@ -262,8 +262,39 @@ func (d *Database) SnapshotRecord() map[string]map[string]json.RawMessage {
 // isDiff, a modified row's columns are update2-style diffs. References and
 // constraints are not re-checked, as OVS does not on reading its own log.
 func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff bool) error {
+	return d.replay(tables, isDiff, false, false)
+}
+
+// Mirror applies changes made elsewhere (a relay's source), given as in a
+// database file's record, as one commit that monitors see.
+func (d *Database) Mirror(tables map[string]map[string]json.RawMessage, isDiff bool) error {
+	return d.replay(tables, isDiff, true, false)
+}
+
+// MirrorReset makes the database hold exactly the given rows (whole rows,
+// columns left out at their defaults), as one commit that monitors see:
+// rows not given are deleted, rows that did not change are left alone.
+func (d *Database) MirrorReset(tables map[string]map[string]json.RawMessage) error {
+	return d.replay(tables, false, true, true)
+}
+
+func (d *Database) replay(tables map[string]map[string]json.RawMessage, isDiff, notify, reset bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if reset {
+		full := make(map[string]map[string]json.RawMessage, len(d.tables))
+		for tname, td := range d.tables {
+			m := map[string]json.RawMessage{}
+			for u := range td.rows {
+				m[u.String()] = json.RawMessage("null")
+			}
+			for us, raw := range tables[tname] {
+				m[us] = raw
+			}
+			full[tname] = m
+		}
+		tables = full
+	}
 	c := &Commit{TxnID: NewUUID(), Tables: map[string]map[UUID]*RowChange{}}
 	for _, tname := range sortedKeys(tables) {
 		td := d.tables[tname]
@@ -283,7 +314,7 @@ func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff b
 				continue
 			}
 			var nr *Row
-			if old != nil {
+			if old != nil && !reset {
 				nr = old.clone()
 			} else {
 				nr = newRow(td.schema, u)
@@ -312,11 +343,20 @@ func (d *Database) Replay(tables map[string]map[string]json.RawMessage, isDiff b
 				}
 				nr.Cols[col.Index] = datum
 			}
+			if reset && old != nil && rowsEqual(old, nr) {
+				continue
+			}
 			m[u] = &RowChange{Old: old, New: nr}
 		}
 		c.Tables[tname] = m
 	}
 	d.apply(c)
+	if notify {
+		c.Date = time.Now()
+		for _, s := range d.subs {
+			s(c)
+		}
+	}
 	return nil
 }
 

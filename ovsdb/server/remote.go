@@ -87,8 +87,8 @@ func needsProbes(target string) bool {
 		strings.HasPrefix(target, "ssl:") || strings.HasPrefix(target, "pssl:")
 }
 
-// ValidateRemote checks a remote's syntax: punix:, ptcp:, unix:, tcp: or
-// db:DB,TABLE,COLUMN.
+// ValidateRemote checks a remote's syntax: punix:, ptcp:, pssl:, unix:,
+// tcp:, ssl: or db:DB,TABLE,COLUMN.
 func ValidateRemote(target string) error {
 	kind, rest, ok := strings.Cut(target, ":")
 	if !ok {
@@ -99,10 +99,10 @@ func ValidateRemote(target string) error {
 		if rest == "" {
 			return fmt.Errorf("%s: missing socket path", target)
 		}
-	case "ptcp":
+	case "ptcp", "pssl":
 		_, err := listenAddr(rest)
 		return err
-	case "tcp":
+	case "tcp", "ssl":
 		_, err := dialAddr(rest)
 		return err
 	case "db":
@@ -128,7 +128,7 @@ func (s *Server) openRemote(target string, opts remoteOptions) (*remote, error) 
 			return nil, err
 		}
 		r.ln = ln
-	case "ptcp":
+	case "ptcp", "pssl":
 		addr, err := listenAddr(rest)
 		if err != nil {
 			return nil, err
@@ -142,7 +142,7 @@ func (s *Server) openRemote(target string, opts remoteOptions) (*remote, error) 
 		if strings.HasPrefix(rest, "0") || rest == "" || strings.HasPrefix(rest, ":") {
 			s.log.Infof("%s: listening on port %d", rest, r.port)
 		}
-	case "unix", "tcp":
+	case "unix", "tcp", "ssl":
 	default:
 		return nil, fmt.Errorf("%s: unknown remote type", target)
 	}
@@ -197,6 +197,13 @@ func (r *remote) acceptLoop() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if strings.HasPrefix(r.target, "pssl:") {
+				name = "ssl:" + strings.TrimPrefix(name, "tcp:")
+				var err error
+				if nc, err = r.srv.sslHandshake(nc, name, false); err != nil {
+					return
+				}
+			}
 			r.serve(nc, name)
 		}()
 	}
@@ -236,7 +243,7 @@ func (r *remote) serve(nc net.Conn, name string) {
 func (r *remote) connectLoop(kind, rest string) {
 	defer r.srv.wg.Done()
 	network, addr := "unix", rest
-	if kind == "tcp" {
+	if kind == "tcp" || kind == "ssl" {
 		network = "tcp"
 		a, err := dialAddr(rest)
 		if err != nil {
@@ -259,6 +266,13 @@ func (r *remote) connectLoop(kind, rest string) {
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)
 			r.setState("BACKOFF", time.Time{})
 			continue
+		}
+		if kind == "ssl" {
+			if nc, err = r.srv.sslHandshake(nc, r.target, true); err != nil {
+				backoff = min(max(2*backoff, minBackoff), maxBackoff)
+				r.setState("BACKOFF", time.Time{})
+				continue
+			}
 		}
 		r.srv.reconnLog.Infof("%s: connected", r.target)
 		backoff = 0
@@ -294,7 +308,8 @@ func (r *remote) close() {
 }
 
 // AddRemote adds a remote (ovsdb-server/add-remote, or --remote): punix:PATH,
-// ptcp:PORT[:IP], unix:PATH, tcp:IP[:PORT], or db:DB,TABLE,COLUMN to read
+// ptcp:PORT[:IP], pssl:PORT[:IP], unix:PATH, tcp:IP[:PORT], ssl:IP:PORT, or
+// db:DB,TABLE,COLUMN to read
 // remotes from a column, e.g. db:Open_vSwitch,Open_vSwitch,manager_options.
 func (s *Server) AddRemote(target string) error {
 	if err := ValidateRemote(target); err != nil {
@@ -399,7 +414,11 @@ func (s *Server) reconfigure() error {
 		}
 	}
 	s.mu.Unlock()
-	s.dbRemotes.Store(len(dbSpecs) > 0)
+	sslRefs := len(sslRefs(&s.opts.SSL)) > 0
+	s.dbRemotes.Store(len(dbSpecs) > 0 || sslRefs)
+	if sslRefs || s.opts.SSL != (SSLOptions{}) {
+		s.configureSSL()
+	}
 	sort.Strings(dbSpecs)
 	for _, spec := range dbSpecs {
 		for t, o := range s.remotesFromDB(spec) {

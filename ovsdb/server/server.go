@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/jsonrpc"
 	"github.com/govs/govs/ovsdb/storage"
@@ -32,7 +33,8 @@ type Logger = jsonrpc.Logger
 // Options configure a Server.
 type Options struct {
 	// Log returns the logger of a vlog module: the server uses
-	// "ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc" and "reconnect".
+	// "ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "reconnect" and
+	// "stream_ssl".
 	// Nil discards all logs.
 	Log func(module string) Logger
 	// Remotes are the initial remotes (see AddRemote).
@@ -40,6 +42,8 @@ type Options struct {
 	// MaxMessageSize bounds a received JSON-RPC message
 	// (jsonrpc.DefaultMaxMessageSize if 0).
 	MaxMessageSize int
+	// SSL configures pssl: and ssl: remotes.
+	SSL SSLOptions
 	// HistoryLength is how many recent commits per database are kept for
 	// monitor_cond_since (DefaultHistoryLength if 0, none if negative).
 	HistoryLength int
@@ -56,7 +60,9 @@ type Server struct {
 	opts Options
 	uuid db.UUID
 
-	log, rpcLog, jsonLog, reconnLog, txnLog Logger
+	log, rpcLog, jsonLog, reconnLog, txnLog, sslLog Logger
+
+	ssl *ovsssl.Context
 
 	serverDB *dbEntry // the _Server database
 
@@ -68,6 +74,7 @@ type Server struct {
 	started  bool                // guarded by mu
 	closed   bool                // guarded by mu
 	nextConn int                 // guarded by mu: for "unix#N" names
+	relays   []*relay            // guarded by mu
 
 	locks lockTable
 	repl  replication
@@ -88,6 +95,7 @@ type dbEntry struct {
 	path    string
 	row     db.UUID // its row in _Server.Database
 	schemaS string  // schema as the _Server "schema" string
+	relay   *relay  // set for a relay database (before it is served)
 
 	// Guarded by the database's lock: changed only inside d.Read or a
 	// commit hook.
@@ -115,6 +123,7 @@ func New(opts Options) *Server {
 		jsonLog:   opts.Log("jsonrpc"),
 		reconnLog: opts.Log("reconnect"),
 		txnLog:    opts.Log("transaction"),
+		sslLog:    opts.Log("stream_ssl"),
 		dbs:       map[string]*dbEntry{},
 		remotes:   map[string]*remote{},
 		static:    map[string]bool{},
@@ -122,6 +131,7 @@ func New(opts Options) *Server {
 		reconfig:  make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	s.ssl = ovsssl.New(s.sslLog, opts.SSL.PeerCACert)
 	ss, err := db.ParseSchema(schema.Server)
 	if err != nil {
 		panic("server: embedded _Server schema: " + err.Error())
@@ -276,6 +286,9 @@ func (s *Server) addServerRow(e *dbEntry) {
 		"leader":    true,
 		"schema":    e.schemaS,
 	}
+	if e.relay != nil {
+		row["model"], row["connected"], row["leader"] = "relay", false, false
+	}
 	op := map[string]any{"op": "insert", "table": "Database", "uuid": e.row.String(), "row": row}
 	b, _ := json.Marshal(op)
 	res := s.serverDB.d.Transact([]json.RawMessage{b}, nil, time.Time{})
@@ -288,6 +301,14 @@ func (s *Server) addServerRow(e *dbEntry) {
 			s.log.Errorf("cannot add %s to _Server: %s", e.name, res.JSON)
 		}
 	}
+}
+
+// setServerRow updates e's row in _Server.Database.
+func (s *Server) setServerRow(e *dbEntry, cols map[string]any) {
+	op := map[string]any{"op": "update", "table": "Database",
+		"where": []any{[]any{"_uuid", "==", []string{"uuid", e.row.String()}}}, "row": cols}
+	b, _ := json.Marshal(op)
+	s.serverDB.d.Transact([]json.RawMessage{b}, nil, time.Time{})
 }
 
 // Database returns the served database with that name, or nil.
@@ -328,6 +349,10 @@ func (s *Server) Start() error {
 	s.started = true
 	s.mu.Unlock()
 	err := s.reconfigure()
+	for _, r := range s.relays {
+		s.wg.Add(1)
+		go r.run()
+	}
 	s.wg.Add(2)
 	go s.reconfigLoop()
 	go s.maintenanceLoop()

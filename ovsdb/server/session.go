@@ -262,6 +262,12 @@ func (ss *session) HasLock(name string) bool { return ss.srv.locks.owns(ss, name
 func (ss *session) ReadOnly() bool { return ss.srv.IsBackup() || ss.readOnly != nil && ss.readOnly() }
 
 func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessage) {
+	// A relay forwards changes, except from a read-only session: those
+	// run on the copy, which refuses them as any read-only write.
+	if e.relay != nil && !readsOnly(ops) && !ss.ReadOnly() {
+		e.relay.forward(ss, m)
+		return
+	}
 	if e == ss.srv.serverDB {
 		if res, ok := readOnlyCheck(e, ops); !ok {
 			ss.reply(m, res)

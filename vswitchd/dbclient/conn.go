@@ -56,10 +56,10 @@ func NormalizeRemote(remote string) (string, error) {
 			return "", err
 		}
 		return "unix:" + abs, nil
-	case strings.HasPrefix(remote, "tcp:"):
+	case strings.HasPrefix(remote, "tcp:"), strings.HasPrefix(remote, "ssl:"):
 		return remote, nil
 	}
-	return "", fmt.Errorf("%s: unsupported database remote (use unix:PATH or tcp:IP:PORT)", remote)
+	return "", fmt.Errorf("%s: unsupported database remote (use unix:PATH, tcp:IP:PORT or ssl:IP:PORT)", remote)
 }
 
 func newBackoff() backoff.BackOff {
@@ -96,10 +96,17 @@ func Dial(ctx context.Context, remote string, log Logger) (*Conn, error) {
 }
 
 func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote string, lg *logr.Logger) error {
-	cli, err := client.NewOVSDBClient(dbModel,
-		client.WithEndpoint(remote),
+	opts := []client.Option{client.WithEndpoint(remote),
 		client.WithReconnect(5*time.Second, newBackoff()),
-		client.WithLogger(lg))
+		client.WithLogger(lg)}
+	if strings.HasPrefix(remote, "ssl:") {
+		sc := sslContext.Load()
+		if sc == nil {
+			return errNoSSL
+		}
+		opts = append(opts, client.WithTLSConfig(sc.DynamicClientConfig()))
+	}
+	cli, err := client.NewOVSDBClient(dbModel, opts...)
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,8 @@ func dial(ctx context.Context, remote string) (net.Conn, error) {
 		return d.DialContext(ctx, "unix", strings.TrimPrefix(remote, "unix:"))
 	case strings.HasPrefix(remote, "tcp:"):
 		return d.DialContext(ctx, "tcp", strings.TrimPrefix(remote, "tcp:"))
+	case strings.HasPrefix(remote, "ssl:"):
+		return dialSSL(ctx, &d, strings.TrimPrefix(remote, "ssl:"))
 	}
 	return nil, fmt.Errorf("%s: unsupported remote", remote)
 }

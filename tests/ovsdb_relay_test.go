@@ -1,0 +1,157 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ovsdbStartRelay starts an ovsdb-server (govs' or Debian's) relaying
+// Open_vSwitch from source, serving it on a unix socket.
+func ovsdbStartRelay(t *testing.T, kind, source string, extra ...string) *ovsdbProc {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ovsdbr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	p := &ovsdbProc{t: t, kind: kind, dir: dir, sock: filepath.Join(dir, "db.sock"), ctl: filepath.Join(dir, "ovsdb-server.ctl"),
+		pidf: filepath.Join(dir, "ovsdb-server.pid"), log: filepath.Join(dir, "ovsdb-server.log"), binary: ovsdbDebianServer}
+	if kind == "govs" {
+		p.binary = ovsdbGovsServer(t)
+	}
+	p.args = append([]string{"relay:Open_vSwitch:" + source, "--remote=punix:" + p.sock, "--pidfile=" + p.pidf,
+		"--unixctl=" + p.ctl, "--log-file=" + p.log, "--detach", "--no-chdir"}, extra...)
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+// TestOVSDBRelay: Debian's ovsdb-client monitors through a relay (govs'
+// or, for comparison, Debian's) in front of govs' or Debian's server, and
+// sees changes made at the source; a transaction sent to the relay lands
+// at the source; _Server shows the relay as OVS does. One variant reaches
+// the source over ssl:.
+func TestOVSDBRelay(t *testing.T) {
+	type variant struct{ src, relay string }
+	variants := []variant{{"govs", "govs"}, {"debian", "govs"}, {"debian", "debian"}, {"govs-ssl", "govs"}}
+	outputs := map[variant][]string{}
+	for _, v := range variants {
+		t.Run(v.src+"-to-"+v.relay, func(t *testing.T) {
+			var src *ovsdbProc
+			source := ""
+			var extra []string
+			if v.src == "govs-ssl" {
+				k := sslCerts(t)
+				port := ovsdbFreePort(t)
+				src = ovsdbStart(t, ovsdbOpts{remotes: []string{fmt.Sprintf("pssl:%d:127.0.0.1", port)},
+					extra: []string{"--private-key=" + k.srvKey, "--certificate=" + k.srvCert, "--ca-cert=" + k.ca}})
+				ovsdbWait(t, vswTimeout, "pssl listener", func() bool { return ovsdbPortOpen(port) })
+				source = fmt.Sprintf("ssl:127.0.0.1:%d", port)
+				extra = []string{"--private-key=" + k.cliKey, "--certificate=" + k.cliCert, "--ca-cert=" + k.ca}
+			} else {
+				src = ovsdbStart(t, ovsdbOpts{kind: v.src})
+				source = "unix:" + src.sock
+			}
+			src.mustVsctl("init")
+			src.mustVsctl("add-br", "br0")
+			rel := ovsdbStartRelay(t, v.relay, source, extra...)
+			relay := "unix:" + rel.sock
+
+			// The relay serves once it has its copy.
+			ovsdbWait(t, vswTimeout, "the relay's copy", func() bool {
+				r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "_Server", "Database", "name", "model", "connected", "leader")
+				return strings.Contains(r.stdout, "true      false  relay      Open_vSwitch")
+			})
+			lines := ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")
+			var got []string
+			take := func(n int) {
+				for i := 0; i < n; i++ {
+					select {
+					case l := <-lines:
+						got = append(got, l)
+					case <-time.After(vswTimeout):
+						t.Fatalf("timed out waiting for the monitor through the relay; got %q\nrelay log:\n%s", got, rel.readLog())
+					}
+				}
+			}
+			take(2) // header, br0
+			src.mustVsctl("add-br", "br1")
+			take(2)
+			// A transaction through the relay: ovsdb-client forwards it,
+			// the source commits it, the relay's monitor shows it.
+			r := ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",
+				{"op":"insert","table":"Bridge","row":{"name":"viarelay"},"uuid-name":"b"},
+				{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["set",[["named-uuid","b"]]]]]}]`)
+			if r.code != 0 || !strings.Contains(r.stdout, `"uuid"`) {
+				t.Fatalf("transact through the relay: exit %d: %s%s", r.code, r.stdout, r.stderr)
+			}
+			take(2)
+			if br := src.mustVsctl("list-br"); br != "br0\nbr1\nviarelay\n" {
+				t.Errorf("source's bridges after the relayed transaction: %q", br)
+			}
+			// Errors come back from the source as they are.
+			r = ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",{"op":"insert","table":"Bridge","row":{"name":5}}]`)
+			got = append(got, r.stdout)
+			outputs[v] = got
+		})
+	}
+	want := outputs[variant{"debian", "debian"}]
+	for _, v := range variants {
+		if fmt.Sprint(outputs[v]) != fmt.Sprint(want) {
+			t.Errorf("%s source, %s relay:\n%q\nDebian's relay of Debian's server:\n%q", v.src, v.relay, outputs[v], want)
+		}
+	}
+}
+
+// TestOVSDBRelayReconnect: the relay survives its source's restart: it
+// reports connected false meanwhile, serves reads from its copy and
+// refuses changes with an error, and serves the source's changes again
+// once back; its monitors see only what changed meanwhile.
+func TestOVSDBRelayReconnect(t *testing.T) {
+	src := ovsdbStart(t, ovsdbOpts{kind: "govs"})
+	src.mustVsctl("init")
+	src.mustVsctl("add-br", "br0")
+	rel := ovsdbStartRelay(t, "govs", "unix:"+src.sock)
+	relay := "unix:" + rel.sock
+	status := func() string {
+		return ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "_Server", "Database", "name", "model", "connected", "leader").stdout
+	}
+	bridges := func() string {
+		r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "Open_vSwitch", "Bridge", "name")
+		return r.stdout + r.stderr
+	}
+	ovsdbWait(t, vswTimeout, "the relay's copy", func() bool { return strings.Contains(bridges(), "br0") })
+	lines := ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")
+	ovsdbExpectLines(t, "relay monitor", lines, "row,action,name", "<uuid>,initial,br0")
+	src.stop()
+	ovsdbWait(t, vswTimeout, "connected false", func() bool {
+		return strings.Contains(status(), "false     false  relay      Open_vSwitch")
+	})
+	r := ovsdbRun(ovsdbClient, "--timeout=10", "transact", relay,
+		`["Open_vSwitch",{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["a","b"]]]]]}]`)
+	if r.code == 0 || !strings.Contains(r.stderr, "not connected") {
+		t.Errorf("transaction without a source: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(bridges(), "br0") {
+		t.Errorf("the copy is not served while the source is down:\n%s", bridges())
+	}
+	src.start()
+	src.mustVsctl("add-br", "br1")
+	ovsdbWait(t, vswTimeout, "br1 through the relay after the restart", func() bool {
+		b := bridges()
+		return strings.Contains(b, "br0") && strings.Contains(b, "br1")
+	})
+	// Reloading the copy showed the monitor only what changed.
+	ovsdbExpectLines(t, "relay monitor", lines, "row,action,name", "<uuid>,insert,br1")
+	if !strings.Contains(status(), "true      false  relay      Open_vSwitch") {
+		t.Errorf("_Server after the reconnect:\n%s", status())
+	}
+}
