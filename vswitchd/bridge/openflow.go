@@ -30,6 +30,7 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 		return
 	}
 	rb.mgmt = m
+	rb.of.SetAsync(m)
 }
 
 // stopOpenFlow closes rb's management socket and connections. Caller
@@ -37,6 +38,7 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 // be waiting for mu); they end without it.
 func (s *Switch) stopOpenFlow(rb *runBridge) {
 	if rb != nil && rb.mgmt != nil {
+		rb.of.SetAsync(nil)
 		rb.mgmt.Close()
 		rb.mgmt = nil
 	}
@@ -189,17 +191,36 @@ func (o ofSource) PortStats() []ofp.PortStats {
 	return stats
 }
 
-// Flows reports the one flow a bridge with no controller runs, as OVS: a
-// standalone bridge's "priority=0 actions=NORMAL" in table 0, none with
-// fail_mode=secure. Its packet and byte counts are not kept (0).
-func (o ofSource) Flows() []ofp.FlowStats {
+// of returns the bridge's OpenFlow switch, nil once it is gone.
+func (o ofSource) of() OFBridge {
 	o.s.mu.Lock()
 	defer o.s.mu.Unlock()
-	rb := o.bridge()
-	if rb == nil || rb.pushed == nil || rb.pushed.FailSecure {
-		return nil
+	if rb := o.bridge(); rb != nil {
+		return rb.of
 	}
-	// Milliseconds, as OVS's clock.
-	age := time.Since(rb.flowSince).Truncate(time.Millisecond)
-	return []ofp.FlowStats{{Duration: age, IdleAge: age, Outputs: []uint32{ofp.PortNormal}}}
+	return nil
+}
+
+// Flows reports the flows of every table.
+func (o ofSource) Flows() []ofp.FlowStats {
+	if of := o.of(); of != nil {
+		return of.Flows()
+	}
+	return nil
+}
+
+// FlowMod changes the bridge's flow tables.
+func (o ofSource) FlowMod(fm *ofp.FlowMod) *ofp.Error {
+	of := o.of()
+	if of == nil {
+		return &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
+	}
+	return of.FlowMod(fm)
+}
+
+// Barrier waits for earlier flow changes to be in effect.
+func (o ofSource) Barrier() {
+	if of := o.of(); of != nil {
+		of.Barrier()
+	}
 }

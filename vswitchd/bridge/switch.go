@@ -61,9 +61,6 @@ type runBridge struct {
 	pushed  *ofproto.BridgeConfig
 	// mgmt serves the bridge's management socket; nil if none.
 	mgmt *connmgr.Manager
-	// flowSince is when the bridge's flow (NORMAL, unless fail_mode is
-	// secure) was last installed.
-	flowSince time.Time
 }
 
 // iface is one interface of the running switch.
@@ -187,7 +184,7 @@ func (s *Switch) Apply(d *Desired) {
 	}
 	for _, br := range d.Bridges {
 		if _, ok := s.bridges[br.Name]; !ok {
-			rb := &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}, flowSince: time.Now()}
+			rb := &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}}
 			s.bridges[br.Name] = rb
 			s.log.Infof("bridge %s: created", br.Name)
 			s.startOpenFlow(rb)
@@ -640,9 +637,6 @@ func (s *Switch) pushConfigs() {
 		}
 		cfg := s.ofConfig(rb, spec)
 		if rb.pushed == nil || !reflect.DeepEqual(*rb.pushed, cfg) {
-			if rb.pushed != nil && rb.pushed.FailSecure && !cfg.FailSecure {
-				rb.flowSince = time.Now() // NORMAL is installed afresh
-			}
 			rb.of.Reconfigure(cfg)
 			rb.pushed = &cfg
 		}

@@ -91,6 +91,8 @@ type xlate struct {
 	changed bool
 	// trace collects the ofproto/trace report; nil unless tracing.
 	trace *strings.Builder
+	// of is the OpenFlow pipeline's state in the current bridge.
+	of *ofState
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -98,7 +100,7 @@ type xlate struct {
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
 	x := b.newXlate(idx, u, mode, at)
 	if in := idx.byDPPort[u.Key.InPort]; in != nil {
-		x.normal(in)
+		x.pipeline(in)
 	}
 	u.Actions = x.acts
 	return x.changed
@@ -140,19 +142,6 @@ func (x *xlate) normal(in *port) {
 	x.visits++
 	br := in.br.br
 	k, m := x.key, x.mask
-	if in.br.secure {
-		// Table 0 is empty: the miss drops the packet, as OVS's
-		// fail_mode=secure bridge with no flows.
-		if x.trace != nil {
-			title := fmt.Sprintf("bridge(\"%s\")", br.name)
-			fmt.Fprintf(x.trace, "\n%s\n%s\n 0. No match.\n    drop\n", title, strings.Repeat("-", len(title)))
-		}
-		return
-	}
-	if x.trace != nil {
-		title := fmt.Sprintf("bridge(\"%s\")", br.name)
-		fmt.Fprintf(x.trace, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
-	}
 	m.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.EthDst = m.EthSrc
 	m.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
@@ -287,7 +276,7 @@ func (x *xlate) output(out *port) {
 			return
 		}
 		x.depth++
-		x.normal(peer)
+		x.pipeline(peer)
 		x.depth--
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -53,6 +54,14 @@ type conn struct {
 	refused    map[string]bool // message names logged as refused
 
 	role atomic.Uint32 // ofp.Role*, changed by other connections' requests
+	// flowModTableID: NXT_FLOW_MOD_TABLE_ID enabled table IDs in
+	// OpenFlow 1.0 flow mods' commands.
+	flowModTableID bool
+	// negotiated is version once settled and nxFormat whether the flow
+	// format is NXM, for asynchronous messages sent from other goroutines.
+	negotiated atomic.Uint32
+	nxFormat   atomic.Bool
+	sendMu     sync.Mutex // serializes writes
 }
 
 func newConn(m *Manager, nc *net.UnixConn, name string) *conn {
@@ -103,6 +112,8 @@ func (c *conn) run() {
 }
 
 func (c *conn) send(msgs ...[]byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	for _, b := range msgs {
 		if _, err := c.nc.Write(b); err != nil {
 			return err
@@ -168,6 +179,7 @@ func (c *conn) handshake(h ofp.Header, m ofp.Message, err error) bool {
 		return false
 	}
 	c.version = common.Highest()
+	c.negotiated.Store(uint32(c.version))
 	c.m.log.Debugf("%s: negotiated %s", c.name, c.version)
 	return true
 }
@@ -183,6 +195,9 @@ func (c *conn) refuse(h ofp.Header, e *ofp.Error, b []byte) bool {
 	v := h.Version
 	if v < ofp.MinVersion || v > ofp.MaxVersion {
 		v = c.version
+	}
+	if e.EchoAll {
+		return c.send(ofp.EncodeErrorData(v, h.Xid, e.Errno, b)) == nil
 	}
 	return c.send(ofp.EncodeError(v, h.Xid, e.Errno, b)) == nil
 }
@@ -211,7 +226,9 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		c.config = m.Config
 		return nil, nil
 	case *ofp.BarrierRequest:
-		// Every earlier request has been answered.
+		// Every earlier request has been answered; flow changes must be
+		// in effect too.
+		c.m.src.Barrier()
 		return [][]byte{ofp.EncodeBarrierReply(v, m.Xid)}, nil
 	case *ofp.RoleRequest:
 		if m.Role > ofp.RoleSlave {
@@ -226,6 +243,28 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "NXT_SET_FLOW_FORMAT", Detail: fmt.Sprintf("format %d", m.Format)}
 		}
 		c.flowFormat = m.Format
+		c.nxFormat.Store(m.Format == ofp.FlowFormatNXM)
+		return nil, nil
+	case *ofp.FlowModTableID:
+		c.flowModTableID = m.Enable
+		return nil, nil
+	case *ofp.FlowMod:
+		if v == ofp.V10 && !c.flowModTableID {
+			// Without NXT_FLOW_MOD_TABLE_ID the command's high byte is
+			// not a table: every table (OVS's 0xff), table 0 for an add.
+			m.Table = ofp.TableAll
+		}
+		if c.role.Load() == ofp.RoleSlave {
+			return nil, &ofp.Error{Errno: ofp.IsSlave, Name: "OFPT_FLOW_MOD"}
+		}
+		if err := c.m.src.FlowMod(m); err != nil {
+			if err.Name == "" {
+				err.Name = "OFPT_FLOW_MOD"
+			}
+			// OVS echoes a refused flow mod whole.
+			err.EchoAll = true
+			return nil, err
+		}
 		return nil, nil
 	case *ofp.SetPacketInFormat:
 		if m.Format > 2 {
@@ -264,16 +303,34 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		for i := range tables {
 			tables[i] = ofp.TableStats{ID: uint8(i), MaxEntries: maxEntries, Wildcards10: wildcards10}
 		}
-		tables[0].Active = uint32(len(c.m.src.Flows()))
+		for _, f := range c.m.src.Flows() {
+			if int(f.Table) < len(tables) {
+				tables[f.Table].Active++
+			}
+		}
 		return ofp.EncodeTableStatsReply(v, m.Xid, tables), nil
 	case ofp.StatsFlow:
 		var flows []ofp.FlowStats
 		for _, f := range c.m.src.Flows() {
 			if flowSelected(m, &f) {
+				if v == ofp.V11 && !f.Match.IsAll() {
+					return nil, &ofp.Error{Errno: ofp.BadStat, Name: "OFPST_FLOW request", Detail: "OpenFlow 1.1 standard matches are not supported"}
+				}
 				flows = append(flows, f)
 			}
 		}
 		return ofp.EncodeFlowStatsReply(v, m.Xid, m.NX, flows), nil
+	case ofp.StatsAggregate:
+		var packets, bytes uint64
+		var n uint32
+		for _, f := range c.m.src.Flows() {
+			if flowSelected(m, &f) {
+				packets += f.Packets
+				bytes += f.Bytes
+				n++
+			}
+		}
+		return ofp.EncodeAggregateReply(v, m.Xid, m.NX, packets, bytes, n), nil
 	case ofp.StatsTableFeatures:
 		tables := make([]ofp.TableFeatures, NTables)
 		for i := range tables {
@@ -290,8 +347,7 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 // flowSelected applies a flow statistics request's filters as OVS's
 // collect_rules_loose: the table, the cookie under its mask, an output
 // port or group the flow must output to, and a match the flow's must be
-// at least as specific as (every govs flow matches everything, so only an
-// empty match selects it).
+// at least as specific as.
 func flowSelected(m *ofp.StatsRequest, f *ofp.FlowStats) bool {
 	if m.Table != ofp.TableAll && m.Table != f.Table {
 		return false
@@ -299,8 +355,11 @@ func flowSelected(m *ofp.StatsRequest, f *ofp.FlowStats) bool {
 	if (f.Cookie^m.Cookie)&m.CookieMask != 0 {
 		return false
 	}
-	if m.OutPort != ofp.PortAny && !slices.Contains(f.Outputs, m.OutPort) {
+	if m.OutPort != ofp.PortAny && !slices.Contains(ofp.Outputs(f.Actions), m.OutPort) {
 		return false
 	}
-	return m.OutGroup == ofp.GroupAny && m.MatchAll
+	if m.OutGroup != ofp.GroupAny && !slices.Contains(ofp.Groups(f.Actions), m.OutGroup) {
+		return false
+	}
+	return m.Match.Includes(&f.Match)
 }

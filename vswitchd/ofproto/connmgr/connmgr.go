@@ -29,8 +29,14 @@ type Source interface {
 	Ports() []ofp.Port
 	// PortStats are the ports' counters.
 	PortStats() []ofp.PortStats
-	// Flows are the flows of table 0 that run.
+	// Flows are the flows of every table.
 	Flows() []ofp.FlowStats
+	// FlowMod changes the flow tables, or returns the error to refuse
+	// the change with.
+	FlowMod(fm *ofp.FlowMod) *ofp.Error
+	// Barrier returns when every earlier flow table change is in effect
+	// for every packet.
+	Barrier()
 }
 
 // Logger is the vlog module logger connections write to.
@@ -139,6 +145,21 @@ func (m *Manager) Close() {
 
 // Wait waits, after Close, for every goroutine of m to end.
 func (m *Manager) Wait() { m.wg.Wait() }
+
+// FlowRemoved sends f to every connection (ofproto.AsyncSink).
+func (m *Manager) FlowRemoved(f *ofp.FlowRemoved) {
+	m.mu.Lock()
+	conns := make([]*conn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		if v := ofp.Version(c.negotiated.Load()); v != 0 {
+			c.send(ofp.EncodeFlowRemoved(v, c.nxFormat.Load(), f))
+		}
+	}
+}
 
 // setRole applies a role request of c as OVS's handle_role_request: a
 // master or slave request must not carry a generation ID older than the
