@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -178,10 +179,28 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		f.Metadata = f.Metadata&^a.MetadataMask | a.Metadata&a.MetadataMask
 	case ofp.ActPushVLAN:
 		x.of.wc.VLANTCI = 0xffff
+		if f.VLANTCI&flow.VLANPresent != 0 {
+			// A second tag: the packet gets the current one, which
+			// goes below the new one (OVS's flow_push_vlan_uninit).
+			x.commitVLAN()
+			x.inner = append(x.inner, x.cur)
+			x.pkt = vlanHdr{}
+		}
 		f.VLANTPID, f.VLANTCI = a.VLAN, flow.VLANPresent|f.VLANTCI&^flow.VLANPresent
 		x.syncVLAN()
 	case ofp.ActPopVLAN:
 		x.of.wc.VLANTCI = 0xffff
+		if n := len(x.inner); n > 0 {
+			// The tag pushed over another goes; the one below shows.
+			if x.pkt.present() {
+				x.acts = append(x.acts, datapath.PopVLAN())
+			}
+			in := x.inner[n-1]
+			x.inner = x.inner[:n-1]
+			x.pkt, x.cur = in, in
+			f.VLANTPID, f.VLANTCI = in.tpid, in.tci
+			break
+		}
 		f.VLANTPID, f.VLANTCI = 0, 0
 		x.syncVLAN()
 	case ofp.ActSetVLANVID:

@@ -93,6 +93,9 @@ type xlate struct {
 	trace *strings.Builder
 	// of is the OpenFlow pipeline's state in the current bridge.
 	of *ofState
+	// inner are the tags below the outer one, pushed over by push_vlan
+	// on a tagged packet, innermost first.
+	inner []vlanHdr
 }
 
 // translate fills u's actions and mask, translating u.Key as received on

@@ -386,7 +386,7 @@ func (m *Match) CheckPrereqs() *Error {
 		}
 	}
 	for _, fd := range fields {
-		if fd == nil || fd.pre == preNone || aliased[fd.ID] {
+		if fd == nil || fd.pre == preNone || aliased[fd.ID] || fd.ID == FieldVLANPCP {
 			continue
 		}
 		if fd.inMask(m) && !prereqOK(fd.pre, m) {

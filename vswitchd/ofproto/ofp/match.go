@@ -86,6 +86,10 @@ func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
 		if err := checkValue(fd, value, mask); err != nil {
 			return m, ck, err
 		}
+		if fd.ID == FieldVLANPCP && !prereqOK(preVLAN, &m) {
+			// vlan_pcp needs a vlan_vid with OFPVID_PRESENT before it.
+			return m, ck, &Error{Errno: BadPrereq, Detail: "vlan_pcp without vlan_vid"}
+		}
 		fd.SetMasked(&m.Flow, value, mask)
 		fd.SetMasked(&m.Mask, mask, ones)
 		if fd.ID == FieldVLANPCP {
