@@ -33,6 +33,9 @@ type Action struct {
 	// TPID and TCI are the tag of an ActionPushVLAN; TCI holds PCP, DEI
 	// and VID as on the wire.
 	TPID, TCI uint16
+	// Field and Val are an ActionSet's field and value (big-endian).
+	Field SetField
+	Val   [16]byte
 }
 
 // Actions is a translation's action list; an empty list drops the packet.
@@ -97,6 +100,8 @@ func (a Action) String() string {
 		return b.String()
 	case ActionPopVLAN:
 		return "pop_vlan"
+	case ActionSet:
+		return a.setString()
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }

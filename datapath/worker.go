@@ -105,6 +105,8 @@ type op struct {
 	kind      ActionKind
 	tpid, tci uint16
 	port      *dpPort
+	field     SetField
+	val       [16]byte
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -123,6 +125,8 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			}
 		case ActionPushVLAN, ActionPopVLAN:
 			ops = append(ops, op{kind: a.Kind, tpid: a.TPID, tci: a.TCI})
+		case ActionSet:
+			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
 		}
 	}
 	for len(ops) > 0 && ops[len(ops)-1].kind != ActionOutput {
@@ -693,7 +697,7 @@ func (w *worker) apply(fa *flowActions, pkts []*packet.Packet) {
 				}
 			}
 			queued = true
-		case ActionPushVLAN, ActionPopVLAN:
+		case ActionPushVLAN, ActionPopVLAN, ActionSet:
 			for k, p := range pkts {
 				if p == nil {
 					continue
@@ -702,9 +706,12 @@ func (w *worker) apply(fa *flowActions, pkts []*packet.Packet) {
 					p = w.clone(p)
 					pkts[k] = p
 				}
-				if o.kind == ActionPopVLAN {
+				switch {
+				case o.kind == ActionSet:
+					setField(p, o.field, &o.val)
+				case o.kind == ActionPopVLAN:
 					popVLAN(p)
-				} else if !pushVLAN(p, o.tpid, o.tci) {
+				case !pushVLAN(p, o.tpid, o.tci):
 					pkts[k] = nil
 				}
 			}

@@ -495,6 +495,17 @@ func TestOpenFlowTraffic(t *testing.T) {
 	}
 	s.a.noPing("10.81.0.2") // b's kernel drops the tagged requests
 
+	// Header rewrites seen by the receivers: a pings 10.81.0.99, which
+	// the switch rewrites (with dec_ttl) to b's address and MAC; b's
+	// answers get .99 and its MAC as their source back.
+	s.a.mustExec("ip", "neigh", "replace", "10.81.0.99", "lladdr", "02:00:00:00:00:99", "dev", "eth0", "nud", "permanent")
+	s.a.mustExec("ip", "neigh", "del", "10.81.0.2", "dev", "eth0")
+	add("in_port=1,arp,actions=output:2", "in_port=2,arp,actions=output:1",
+		"in_port=1,ip,nw_dst=10.81.0.99,actions=mod_nw_dst:10.81.0.2,mod_dl_dst:"+bmac+",dec_ttl,output:2",
+		"in_port=2,ip,nw_src=10.81.0.2,actions=mod_nw_src:10.81.0.99,mod_dl_src:02:00:00:00:00:99,output:1")
+	s.a.waitPing("10.81.0.99")
+	s.a.noPing("10.81.0.2") // no flow forwards a's IP to .2 itself
+
 	// A resubmit chain over 45 tables each way, carrying a register.
 	var chain []string
 	chain = append(chain, "in_port=1,actions=load:0x1->NXM_NX_REG5[],resubmit(,1)",

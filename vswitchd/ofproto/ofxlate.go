@@ -224,6 +224,19 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
 		*x.of = saved
 		x.syncVLAN()
+	case ofp.ActDecTTL:
+		if f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
+			break
+		}
+		x.of.wc.NwTTL = 0xff
+		if f.NwTTL <= 1 {
+			// OVS sends the packet to controllers asking for invalid
+			// TTLs (none here) and stops.
+			x.report(">>", "TTL exceeded, dropping")
+			x.of.exit = true
+			break
+		}
+		f.NwTTL--
 	case ofp.ActExit:
 		x.of.exit = true
 	case ofp.ActNote, ofp.ActClearActions:
@@ -323,8 +336,6 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
 		case ofp.ActController:
 			return &ofp.Error{Errno: ofp.BadOutPort, Detail: "output to the controller is not supported"}
-		case ofp.ActDecTTL:
-			return &ofp.Error{Errno: ofp.BadActionType, Detail: "dec_ttl is not supported"}
 		case ofp.ActGotoTable:
 			if a.Table <= table || int(a.Table) >= NumTables {
 				return &ofp.Error{Errno: ofp.InstBadTableID, Detail: "goto_table must go forward"}
@@ -333,7 +344,9 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			if !translatable(a.Field.ID) {
 				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Field.Name + " is not supported"}
 			}
-			if !a.Field.Prereqs(m) {
+			if !a.Field.Prereqs(m) && !a.Legacy() {
+				// OpenFlow 1.0's mod_* actions apply to the packets that
+				// have the field, and need no prerequisite.
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: a.Field.Name + " without its prerequisites"}
 			}
 		case ofp.ActMove:
@@ -357,14 +370,17 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 }
 
 // translatable reports whether the translation can set field id: the
-// pipeline's registers and metadata, the input port and the VLAN.
+// pipeline's registers and metadata, the input port, the VLAN, the
+// Ethernet and IPv4 addresses, the TTL and the TCP/UDP ports.
 func translatable(id ofp.FieldID) bool {
 	switch {
 	case id >= ofp.FieldReg0 && id < ofp.FieldXReg0+8:
 		return true
 	}
 	switch id {
-	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP:
+	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP,
+		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
+		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst:
 		return true
 	}
 	return false

@@ -144,7 +144,7 @@ func TestFlowTableSemantics(t *testing.T) {
 		{"group", fmSpec{actions: []ofp.Action{{Type: ofp.ActGroup, ID: 1}}}, ofp.BadOutGroup},
 		{"unsupported", fmSpec{actions: []ofp.Action{{Type: ofp.ActUnsupported, Errno: ofp.BadActionVendorType}}}, ofp.BadActionVendorType},
 		{"set without prerequisite", fmSpec{actions: []ofp.Action{{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldIPv4Dst),
-			Value: []byte{1, 2, 3, 4}, Mask: []byte{255, 255, 255, 255}}}}, ofp.BadSetType},
+			Value: []byte{1, 2, 3, 4}, Mask: []byte{255, 255, 255, 255}}}}, ofp.MatchInconsistent},
 		{"bad prereq", fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldTCPDst: {80, 0}}}, ofp.BadPrereq},
 	} {
 		if err := br.FlowMod(tc.spec.mod()); err == nil || err.Errno != tc.want {

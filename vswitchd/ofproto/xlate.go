@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -93,6 +94,9 @@ type xlate struct {
 	trace *strings.Builder
 	// of is the OpenFlow pipeline's state in the current bridge.
 	of *ofState
+	// base is the packet's header fields as the actions so far leave
+	// them (what commitSets compares the flow against).
+	base flow.Key
 	// inner are the tags below the outer one, pushed over by push_vlan
 	// on a tagged packet, innermost first.
 	inner []vlanHdr
@@ -121,6 +125,7 @@ func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at tim
 	}
 	x.cur = vlanHdr{tpid: k.VLANTPID, tci: k.VLANTCI}
 	x.pkt = x.cur
+	x.base = *k
 	return x
 }
 
@@ -286,6 +291,7 @@ func (x *xlate) output(out *port) {
 	if out.dpPort == 0 {
 		return
 	}
+	x.commitSets()
 	x.commitVLAN()
 	x.acts = append(x.acts, datapath.Output(out.dpPort))
 }
@@ -306,4 +312,50 @@ func (x *xlate) commitVLAN() {
 		x.acts = append(x.acts, datapath.PushVLAN(x.cur.tpid, x.cur.tci&^flow.VLANPresent))
 	}
 	x.pkt = x.cur
+}
+
+// commitSets adds the set actions that make the packet's header fields
+// the flow's (OVS's commit_odp_actions for Ethernet, IPv4/IPv6 and
+// TCP/UDP).
+func (x *xlate) commitSets() {
+	k, b := x.key, &x.base
+	if k.EthSrc != b.EthSrc {
+		x.acts = append(x.acts, datapath.Set(datapath.SetEthSrc, k.EthSrc[:]))
+	}
+	if k.EthDst != b.EthDst {
+		x.acts = append(x.acts, datapath.Set(datapath.SetEthDst, k.EthDst[:]))
+	}
+	ip4 := b.EthType == flow.EthTypeIPv4
+	ip6 := b.EthType == flow.EthTypeIPv6
+	if ip4 {
+		if k.IPv4Src != b.IPv4Src {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Src, k.IPv4Src[:]))
+		}
+		if k.IPv4Dst != b.IPv4Dst {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Dst, k.IPv4Dst[:]))
+		}
+	}
+	if (ip4 || ip6) && k.NwTTL != b.NwTTL {
+		f := datapath.SetIPv4TTL
+		if ip6 {
+			f = datapath.SetIPv6HopLimit
+		}
+		x.acts = append(x.acts, datapath.Set(f, []byte{k.NwTTL}))
+	}
+	if (ip4 || ip6) && (k.TpSrc != b.TpSrc || k.TpDst != b.TpDst) {
+		// Which header the ports are in depends on the protocol.
+		x.mask.NwProto = 0xff
+		x.mask.NwFrag |= flow.FragLater
+		if (b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP) && b.NwFrag&flow.FragLater == 0 {
+			if k.TpSrc != b.TpSrc {
+				x.acts = append(x.acts, datapath.Set(datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc)))
+			}
+			if k.TpDst != b.TpDst {
+				x.acts = append(x.acts, datapath.Set(datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst)))
+			}
+		}
+	}
+	fields := *k
+	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort
+	x.base = fields
 }

@@ -148,17 +148,22 @@ func (m *Manager) Wait() { m.wg.Wait() }
 
 // FlowRemoved sends f to every connection (ofproto.AsyncSink).
 func (m *Manager) FlowRemoved(f *ofp.FlowRemoved) {
-	m.mu.Lock()
-	conns := make([]*conn, 0, len(m.conns))
-	for c := range m.conns {
-		conns = append(conns, c)
-	}
-	m.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range m.connList() {
 		if v := ofp.Version(c.negotiated.Load()); v != 0 {
 			c.send(ofp.EncodeFlowRemoved(v, c.nxFormat.Load(), f))
 		}
 	}
+}
+
+// connList returns the connections.
+func (m *Manager) connList() []*conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conns := make([]*conn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // setRole applies a role request of c as OVS's handle_role_request: a

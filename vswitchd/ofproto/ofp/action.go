@@ -246,6 +246,11 @@ func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
 	if v == V10 {
 		return decodeAction10(typ, b)
 	}
+	if n, ok := fixed11[typ]; ok {
+		if err := fixedLen(b, n); err != nil {
+			return Action{}, err
+		}
+	}
 	switch typ {
 	case at11Output:
 		if err := fixedLen(b, 16); err != nil {
@@ -253,38 +258,20 @@ func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
 		}
 		return outputAction(binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint16(b[8:]))
 	case at11PushVLAN:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
 		et := binary.BigEndian.Uint16(b[4:])
 		if !flow.IsVLANType(et) {
 			return Action{}, actErr(BadActionArgument, "push_vlan Ethertype")
 		}
 		return Action{Type: ActPushVLAN, VLAN: et}, nil
 	case at11PopVLAN:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
 		return Action{Type: ActPopVLAN}, nil
 	case at11Group:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
 		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(b[4:])}, nil
 	case at11SetNWTTL:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
 		return Action{Type: ActSetField, Field: fields[FieldIPTTL], Value: []byte{b[4]}, Mask: []byte{0xff}, raw: rawLegacy}, nil
 	case at11DecNWTTL:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
 		return Action{Type: ActDecTTL}, nil
 	case at11SetQueue:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
 		return Action{Type: ActUnsupported, Errno: BadActionType, Name: "set_queue"}, nil
 	case at12SetField:
 		if v < V12 {
@@ -317,6 +304,9 @@ func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
 	return Action{}, actErr(BadActionType, "unknown action type")
 }
 
+// fixed11 are the sizes of the fixed-size OpenFlow 1.1+ actions.
+var fixed11 = map[uint16]int{at11PushVLAN: 8, at11PopVLAN: 8, at11Group: 8, at11SetNWTTL: 8, at11DecNWTTL: 8, at11SetQueue: 8}
+
 func outputAction(port uint32, maxLen uint16) (Action, *Error) {
 	if port == PortController {
 		return Action{Type: ActController, Port: port, MaxLen: maxLen}, nil
@@ -330,6 +320,14 @@ func outputAction(port uint32, maxLen uint16) (Action, *Error) {
 	}
 	return Action{Type: ActOutput, Port: port, MaxLen: maxLen}, nil
 }
+
+// legacyDecode10 are OpenFlow 1.0's set actions: the field each sets and
+// the action's size.
+var legacyDecode10 = map[uint16]struct {
+	id   FieldID
+	size int
+}{at10SetDLSrc: {FieldEthSrc, 16}, at10SetDLDst: {FieldEthDst, 16}, at10SetNWSrc: {FieldIPv4Src, 8},
+	at10SetNWDst: {FieldIPv4Dst, 8}, at10SetNWTOS: {FieldIPTOS, 8}, at10SetTPSrc: {FieldTCPSrc, 8}, at10SetTPDst: {FieldTCPDst, 8}}
 
 func decodeAction10(typ uint16, b []byte) (Action, *Error) {
 	legacy := func(id FieldID, val []byte) (Action, *Error) {
@@ -364,41 +362,15 @@ func decodeAction10(typ uint16, b []byte) (Action, *Error) {
 			return Action{}, err
 		}
 		return Action{Type: ActPopVLAN}, nil
-	case at10SetDLSrc, at10SetDLDst:
-		if err := fixedLen(b, 16); err != nil {
+	case at10SetDLSrc, at10SetDLDst, at10SetNWSrc, at10SetNWDst, at10SetNWTOS, at10SetTPSrc, at10SetTPDst:
+		l := legacyDecode10[typ]
+		if err := fixedLen(b, l.size); err != nil {
 			return Action{}, err
 		}
-		id := FieldEthSrc
-		if typ == at10SetDLDst {
-			id = FieldEthDst
-		}
-		return legacy(id, bytes.Clone(b[4:10]))
-	case at10SetNWSrc, at10SetNWDst:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
-		id := FieldIPv4Src
-		if typ == at10SetNWDst {
-			id = FieldIPv4Dst
-		}
-		return legacy(id, bytes.Clone(b[4:8]))
-	case at10SetNWTOS:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
-		if b[4]&3 != 0 {
+		if typ == at10SetNWTOS && b[4]&3 != 0 {
 			return Action{}, actErr(BadActionArgument, "nw_tos")
 		}
-		return legacy(FieldIPTOS, []byte{b[4]})
-	case at10SetTPSrc, at10SetTPDst:
-		if err := fixedLen(b, 8); err != nil {
-			return Action{}, err
-		}
-		id := FieldTCPSrc
-		if typ == at10SetTPDst {
-			id = FieldTCPDst
-		}
-		return legacy(id, bytes.Clone(b[4:6]))
+		return legacy(l.id, bytes.Clone(b[4:4+fields[l.id].Len]))
 	case at10Enqueue:
 		if err := fixedLen(b, 16); err != nil {
 			return Action{}, err
@@ -469,6 +441,13 @@ func decodeRef(h uint32, ofs, nbits int) (FieldRef, *Error) {
 	return FieldRef{Field: fd, Ofs: ofs, NBits: nbits}, nil
 }
 
+// decodeOfsNBits decodes an ofs_nbits and a field header (NXAST_REG_LOAD,
+// NXAST_OUTPUT_REG).
+func decodeOfsNBits(b []byte) (FieldRef, *Error) {
+	ofsNBits := binary.BigEndian.Uint16(b)
+	return decodeRef(binary.BigEndian.Uint32(b[2:]), int(ofsNBits>>6), int(ofsNBits&0x3f)+1)
+}
+
 func decodeMove(nbits, srcOfs, dstOfs uint16, src, dst uint32) (Action, *Error) {
 	s, err := decodeRef(src, int(srcOfs), int(nbits))
 	if err != nil {
@@ -524,8 +503,7 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		if err := fixedLen(b, 24); err != nil {
 			return Action{}, err
 		}
-		ofsNBits := binary.BigEndian.Uint16(body)
-		ref, err := decodeRef(binary.BigEndian.Uint32(body[2:]), int(ofsNBits>>6), int(ofsNBits&0x3f)+1)
+		ref, err := decodeOfsNBits(body)
 		if err != nil {
 			return Action{}, err
 		}
@@ -568,8 +546,7 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		if err := fixedLen(b, 24); err != nil {
 			return Action{}, err
 		}
-		ofsNBits := binary.BigEndian.Uint16(body)
-		ref, err := decodeRef(binary.BigEndian.Uint32(body[2:]), int(ofsNBits>>6), int(ofsNBits&0x3f)+1)
+		ref, err := decodeOfsNBits(body)
 		if err != nil {
 			return Action{}, err
 		}
@@ -1043,3 +1020,7 @@ func MaskBits(b []byte) int {
 	}
 	return n
 }
+
+// Legacy reports whether a set-field action was an OpenFlow 1.0 mod_*
+// action.
+func (a *Action) Legacy() bool { return a.raw == rawLegacy }

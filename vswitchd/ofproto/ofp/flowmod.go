@@ -71,15 +71,7 @@ func decodeFlowMod10(h Header, body []byte) (Message, error) {
 	}
 	fm := &FlowMod{Header: h, Match: decodeMatch10(body), ModifyAdds: true, OutGroup: GroupAny}
 	b := body[ofp10MatchLen:]
-	fm.NewCookie, fm.HasNewCookie = binary.BigEndian.Uint64(b), true
-	cmd := binary.BigEndian.Uint16(b[8:])
-	fm.Command, fm.Table = uint8(cmd), uint8(cmd>>8)
-	fm.IdleTimeout = binary.BigEndian.Uint16(b[10:])
-	fm.HardTimeout = binary.BigEndian.Uint16(b[12:])
-	fm.Priority = binary.BigEndian.Uint16(b[14:])
-	fm.BufferID = binary.BigEndian.Uint32(b[16:])
-	fm.OutPort = widenPort10(binary.BigEndian.Uint16(b[20:]))
-	fm.Flags = flags10(binary.BigEndian.Uint16(b[22:]))
+	decodeFlowModHead10(fm, b)
 	if binary.BigEndian.Uint32(body)&fw10All == 0 {
 		fm.Priority = 0xffff // OpenFlow 1.0: a match without wildcards has the highest priority
 	}
@@ -90,6 +82,21 @@ func decodeFlowMod10(h Header, body []byte) (Message, error) {
 	}
 	fm.Actions = acts
 	return fm, nil
+}
+
+// decodeFlowModHead10 decodes what ofp10_flow_mod and nx_flow_mod share:
+// cookie, command (with a table ID in its high byte), timeouts, priority,
+// buffer, out_port and flags.
+func decodeFlowModHead10(fm *FlowMod, b []byte) {
+	fm.NewCookie, fm.HasNewCookie = binary.BigEndian.Uint64(b), true
+	cmd := binary.BigEndian.Uint16(b[8:])
+	fm.Command, fm.Table = uint8(cmd), uint8(cmd>>8)
+	fm.IdleTimeout = binary.BigEndian.Uint16(b[10:])
+	fm.HardTimeout = binary.BigEndian.Uint16(b[12:])
+	fm.Priority = binary.BigEndian.Uint16(b[14:])
+	fm.BufferID = binary.BigEndian.Uint32(b[16:])
+	fm.OutPort = widenPort10(binary.BigEndian.Uint16(b[20:]))
+	fm.Flags = flags10(binary.BigEndian.Uint16(b[22:]))
 }
 
 // flags10 maps OpenFlow 1.0 flow mod flags to 1.2+'s. RESET_COUNTS is
@@ -104,15 +111,7 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 		return nil, errorf(BadLen, name, "%d bytes", len(b))
 	}
 	fm := &FlowMod{Header: h, ModifyAdds: true, OutGroup: GroupAny}
-	fm.NewCookie, fm.HasNewCookie = binary.BigEndian.Uint64(b), true
-	cmd := binary.BigEndian.Uint16(b[8:])
-	fm.Command, fm.Table = uint8(cmd), uint8(cmd>>8)
-	fm.IdleTimeout = binary.BigEndian.Uint16(b[10:])
-	fm.HardTimeout = binary.BigEndian.Uint16(b[12:])
-	fm.Priority = binary.BigEndian.Uint16(b[14:])
-	fm.BufferID = binary.BigEndian.Uint32(b[16:])
-	fm.OutPort = widenPort10(binary.BigEndian.Uint16(b[20:]))
-	fm.Flags = flags10(binary.BigEndian.Uint16(b[22:]))
+	decodeFlowModHead10(fm, b)
 	n := int(binary.BigEndian.Uint16(b[24:]))
 	rest := b[32:]
 	padded := (n + 7) &^ 7
@@ -169,14 +168,12 @@ func decodeFlowMod11(h Header, body []byte) (Message, error) {
 	}
 	m, rest, err := decodeOXMMatch(h.Version, body[40:])
 	if err != nil {
-		err.Name = name
-		return nil, err
+		return nil, named(err, name)
 	}
 	fm.Match = m
 	acts, err := DecodeInstructions(h.Version, rest)
 	if err != nil {
-		err.Name = name
-		return nil, err
+		return nil, named(err, name)
 	}
 	fm.Actions = acts
 	return fm, nil
@@ -240,11 +237,16 @@ func decodePacketOut(h Header, body []byte) (Message, error) {
 	}
 	a, err := DecodeActions(h.Version, acts)
 	if err != nil {
-		err.Name = name
-		return nil, err
+		return nil, named(err, name)
 	}
 	po.Actions = a
 	return po, nil
+}
+
+// named sets the name of the refused message in err and returns it.
+func named(err *Error, name string) *Error {
+	err.Name = name
+	return err
 }
 
 // FlowStats is one flow of a FLOW statistics reply.
