@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // OpenFlow on govs' bridges, judged by Debian's ovs-ofctl against Debian's
@@ -568,3 +569,48 @@ while time.time() < deadline:
 print("no tagged reply")
 sys.exit(1)
 `
+
+// TestOpenFlowFailOpen: a standalone bridge given a controller loses its
+// NORMAL flow (OVS flushes the tables when controllers come or go), drops
+// while the controller may still answer, fails open to NORMAL once the
+// controller has been unreachable for three inactivity probe intervals,
+// and gets its NORMAL flow back when the controller is removed.
+func TestOpenFlowFailOpen(t *testing.T) {
+	e := vswNewEnv(t)
+	a := vswAddPrefixedNS(t, "gofo", "a", "10.77.0.1/24")
+	b := vswAddPrefixedNS(t, "gofo", "b", "10.77.0.2/24")
+	e.mustVsctl("add-br", "gofo0", "--", "add-port", "gofo0", a.Host, "--", "add-port", "gofo0", b.Host)
+	a.waitPing("10.77.0.2")
+	sw := &ofSwitch{t: t, dir: e.dir}
+
+	// Port 1 on 127.0.0.1 refuses connections: the controller never
+	// answers. The default inactivity probe is 5 s, so OVS fails open
+	// after 15 s.
+	e.mustVsctl("set-controller", "gofo0", "tcp:127.0.0.1:1")
+	vswWait(t, vswTimeout, "the NORMAL flow to be flushed", func() bool {
+		out, rc := sw.ofctl("dump-flows", "gofo0")
+		return rc == 0 && !strings.Contains(out, "actions=NORMAL")
+	})
+	// The datapath's cached flows are revalidated soon after the flush:
+	// wait for the drop (well within the 15 s before failing open).
+	vswWait(t, 10*time.Second, "pings to be dropped", func() bool {
+		_, err := a.exec("ping", "-q", "-n", "-c", "2", "-i", "0.2", "-W", "1", "10.77.0.2")
+		return err != nil
+	})
+
+	a.waitPing("10.77.0.2")
+	vswWait(t, vswTimeout, "the fail-open log line", func() bool {
+		log, _ := os.ReadFile(e.logPath())
+		return strings.Contains(string(log), "failing open")
+	})
+	if out := e.mustAppctl("ofproto/trace", "gofo0", fmt.Sprintf("in_port=%d", e.ofport(a.Host))); !strings.Contains(out, "fail-open") {
+		t.Errorf("ofproto/trace while failing open:\n%s", out)
+	}
+
+	e.mustVsctl("del-controller", "gofo0")
+	vswWait(t, vswTimeout, "the NORMAL flow to come back", func() bool {
+		out, rc := sw.ofctl("dump-flows", "gofo0")
+		return rc == 0 && strings.Contains(out, "actions=NORMAL")
+	})
+	a.waitPing("10.77.0.2")
+}

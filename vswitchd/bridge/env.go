@@ -39,6 +39,9 @@ type OFBridge interface {
 	Flows() []ofp.FlowStats
 	Barrier()
 	SetAsync(s ofproto.AsyncSink)
+	// SetFailOpen turns OVS's fail-open on or off: while on, every
+	// packet takes the NORMAL pipeline whatever the tables hold.
+	SetFailOpen(open bool)
 }
 
 // Devices opens the ports' devices and reads the kernel interfaces' state.

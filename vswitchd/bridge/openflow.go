@@ -73,9 +73,24 @@ func (s *Switch) applyOpenFlow() {
 // address, speed) since the last call, and notes (and logs, as OVS) a
 // bridge entering or leaving fail-open.
 func (s *Switch) SyncOpenFlowPorts() {
-	for _, m := range s.managers() {
-		m.SyncPorts()
-		m.FailOpen()
+	type job struct {
+		m  *connmgr.Manager
+		of OFBridge
+	}
+	var jobs []job
+	s.mu.Lock()
+	for _, name := range s.bridgeNames() {
+		if rb := s.bridges[name]; rb.mgmt != nil {
+			jobs = append(jobs, job{rb.mgmt, rb.of})
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		j.m.SyncPorts()
+		open := j.m.FailOpen()
+		if j.of != nil {
+			j.of.SetFailOpen(open)
+		}
 	}
 }
 

@@ -75,6 +75,7 @@ func (f *fakeOF) FlowMod(*ofp.FlowMod) *ofp.Error    { return &ofp.Error{Errno: 
 func (f *fakeOF) Flows() []ofp.FlowStats             { return nil }
 func (f *fakeOF) Barrier()                           {}
 func (f *fakeOF) SetAsync(ofproto.AsyncSink)         {}
+func (f *fakeOF) SetFailOpen(bool)                   {}
 
 type fakeBacker struct{ brs map[string]*fakeOF }
 

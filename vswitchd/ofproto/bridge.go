@@ -144,6 +144,9 @@ type Bridge struct {
 	// dirty: the tables changed since installed flows were last
 	// revalidated for sure (Barrier).
 	dirty atomic.Bool
+	// failOpen is OVS's fail-open: every packet takes NORMAL, as the
+	// fail-open rule OVS adds above all others (fail-open.c).
+	failOpen atomic.Bool
 
 	flowMu sync.Mutex // serializes changes to tables; guards the fields below
 	// failSecure is whether the tables were last reset without the

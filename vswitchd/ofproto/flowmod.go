@@ -102,6 +102,14 @@ func (br *Bridge) flowsChanged() {
 	br.backer.dp.RequestRevalidation()
 }
 
+// SetFailOpen turns fail-open on or off; installed datapath flows are
+// revalidated when it changes.
+func (br *Bridge) SetFailOpen(open bool) {
+	if br.failOpen.Swap(open) != open {
+		br.flowsChanged()
+	}
+}
+
 // Barrier returns once no datapath flow translated with the tables as
 // they were before the latest change remains (OVS answers a BARRIER after
 // its revalidators caught up).

@@ -60,7 +60,13 @@ func (x *xlate) pipeline(in *port) {
 		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
 	}
-	x.table(0)
+	if in.br.br.failOpen.Load() {
+		// OVS's fail-open rule: priority 0xf0f0f0, above every flow.
+		x.report("->", "fail-open: NORMAL")
+		x.normal(in)
+	} else {
+		x.table(0)
+	}
 	x.mergeWC()
 	x.key = orig
 	x.of = saved
