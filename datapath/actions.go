@@ -49,6 +49,9 @@ type Action struct {
 	// CT is an ActionCT's arguments; the action list owns it, the
 	// datapath never changes it.
 	CT *conntrack.Action
+	// Field and Val are an ActionSet's field and value (big-endian).
+	Field SetField
+	Val   [16]byte
 }
 
 // CT returns the action that tracks the packet with a's arguments.
@@ -63,7 +66,8 @@ func Recirc(id uint32) Action { return Action{Kind: ActionRecirc, RecircID: id} 
 // Equal reports whether a and b are the same action (a ct action's
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
-	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID {
+	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID ||
+		a.Field != b.Field || a.Val != b.Val {
 		return false
 	}
 	if a.CT == nil || b.CT == nil {
@@ -160,6 +164,8 @@ func (a Action) String() string {
 		if a.CT != nil {
 			return formatCT(a.CT)
 		}
+	case ActionSet:
+		return a.setString()
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }

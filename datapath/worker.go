@@ -116,6 +116,8 @@ type op struct {
 	recirc    uint32
 	port      *dpPort
 	ct        *conntrack.Action
+	field     SetField
+	val       [16]byte
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -153,6 +155,8 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind})
 		case ActionRecirc:
 			ops = append(ops, op{kind: a.Kind, recirc: a.RecircID})
+		case ActionSet:
+			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
 		}
 	}
 	// Header changes after the last output are lost work; a ct (a
@@ -757,7 +761,7 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 				}
 			}
 			queued = true
-		case ActionPushVLAN, ActionPopVLAN:
+		case ActionPushVLAN, ActionPopVLAN, ActionSet:
 			for k, p := range pkts {
 				if p == nil {
 					continue
@@ -766,9 +770,12 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 					p = w.clone(p)
 					pkts[k] = p
 				}
-				if o.kind == ActionPopVLAN {
+				switch {
+				case o.kind == ActionSet:
+					setField(p, o.field, &o.val)
+				case o.kind == ActionPopVLAN:
 					popVLAN(p)
-				} else if !pushVLAN(p, o.tpid, o.tci) {
+				case !pushVLAN(p, o.tpid, o.tci):
 					pkts[k] = nil
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/vswitchd/ofproto"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Datapath is the one datapath every bridge's ports are attached to (OVS's
@@ -33,6 +34,14 @@ type OFBridge interface {
 	FDBShow() string
 	FDBFlush()
 	FDBStatsShow() string
+	// The OpenFlow tables: see ofproto.Bridge.
+	FlowMod(fm *ofp.FlowMod) *ofp.Error
+	Flows() []ofp.FlowStats
+	Barrier()
+	SetAsync(s ofproto.AsyncSink)
+	// SetFailOpen turns OVS's fail-open on or off: while on, every
+	// packet takes the NORMAL pipeline whatever the tables hold.
+	SetFailOpen(open bool)
 }
 
 // Devices opens the ports' devices and reads the kernel interfaces' state.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/connmgr"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -72,9 +73,24 @@ func (s *Switch) applyOpenFlow() {
 // address, speed) since the last call, and notes (and logs, as OVS) a
 // bridge entering or leaving fail-open.
 func (s *Switch) SyncOpenFlowPorts() {
-	for _, m := range s.managers() {
-		m.SyncPorts()
-		m.FailOpen()
+	type job struct {
+		m  *connmgr.Manager
+		of OFBridge
+	}
+	var jobs []job
+	s.mu.Lock()
+	for _, name := range s.bridgeNames() {
+		if rb := s.bridges[name]; rb.mgmt != nil {
+			jobs = append(jobs, job{rb.mgmt, rb.of})
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		j.m.SyncPorts()
+		open := j.m.FailOpen()
+		if j.of != nil {
+			j.of.SetFailOpen(open)
+		}
 	}
 }
 
@@ -125,6 +141,7 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 	}
 	m.SetNotify(s.pokeOpenFlow)
 	rb.mgmt = m
+	rb.of.SetAsync(m)
 }
 
 // stopOpenFlow closes rb's management socket and connections. Caller
@@ -132,6 +149,7 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 // be waiting for mu); they end without it.
 func (s *Switch) stopOpenFlow(rb *runBridge) {
 	if rb != nil && rb.mgmt != nil {
+		rb.of.SetAsync(nil)
 		rb.mgmt.Close()
 		rb.mgmt = nil
 	}
@@ -285,20 +303,38 @@ func (o ofSource) PortStats() []ofp.PortStats {
 	return stats
 }
 
-// Flows reports the one flow a bridge with no controller runs, as OVS: a
-// standalone bridge's "priority=0 actions=NORMAL" in table 0, none with
-// fail_mode=secure or with primary controllers configured (OVS flushes
-// it then). Its packet and byte counts are not kept (0).
-func (o ofSource) Flows() []ofp.FlowStats {
+// of returns the bridge's OpenFlow switch, nil once it is gone.
+func (o ofSource) of() OFBridge {
 	o.s.mu.Lock()
 	defer o.s.mu.Unlock()
-	rb := o.bridge()
-	if rb == nil || rb.pushed == nil || rb.pushed.FailSecure || rb.mgmt != nil && rb.mgmt.HasPrimaryControllers() {
-		return nil
+	if rb := o.bridge(); rb != nil {
+		return rb.of
 	}
-	// Milliseconds, as OVS's clock.
-	age := time.Since(rb.flowSince).Truncate(time.Millisecond)
-	return []ofp.FlowStats{{Duration: age, IdleAge: age, Outputs: []uint32{ofp.PortNormal}}}
+	return nil
+}
+
+// Flows reports the flows of every table.
+func (o ofSource) Flows() []ofp.FlowStats {
+	if of := o.of(); of != nil {
+		return of.Flows()
+	}
+	return nil
+}
+
+// FlowMod changes the bridge's flow tables.
+func (o ofSource) FlowMod(fm *ofp.FlowMod) *ofp.Error {
+	of := o.of()
+	if of == nil {
+		return &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
+	}
+	return of.FlowMod(fm)
+}
+
+// Barrier waits for earlier flow changes to be in effect.
+func (o ofSource) Barrier() {
+	if of := o.of(); of != nil {
+		of.Barrier()
+	}
 }
 
 // ModifyPort applies OFPT_PORT_MOD as OVS's handle_port_mod: the port
@@ -376,8 +412,8 @@ func (s *Switch) OFProtoList() string {
 
 // BridgeDumpFlows is ovs-appctl bridge/dump-flows: every flow of the
 // bridge, hidden ones included, in OVS's format. govs has none of OVS's
-// hidden flows (in-band control, its internal table 254), so this is the
-// bridge's own NORMAL flow when it runs one.
+// hidden flows (in-band control, its internal table 254), so these are the
+// flows of the OpenFlow tables.
 func (s *Switch) BridgeDumpFlows(bridge string) (string, error) {
 	s.mu.Lock()
 	_, ok := s.bridges[bridge]
@@ -387,7 +423,8 @@ func (s *Switch) BridgeDumpFlows(bridge string) (string, error) {
 	}
 	var b strings.Builder
 	for _, f := range (ofSource{s, bridge}).Flows() {
-		fmt.Fprintf(&b, "duration=%ds, n_packets=%d, n_bytes=%d, priority=%d,actions=NORMAL\n", int(f.Duration/time.Second), f.Packets, f.Bytes, f.Priority)
+		b.WriteString(ofproto.FormatFlowBrief(&f))
+		b.WriteByte('\n')
 	}
 	return b.String(), nil
 }

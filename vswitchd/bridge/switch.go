@@ -65,9 +65,6 @@ type runBridge struct {
 	pushed  *ofproto.BridgeConfig
 	// mgmt serves the bridge's management socket; nil if none.
 	mgmt *connmgr.Manager
-	// flowSince is when the bridge's flow (NORMAL, unless fail_mode is
-	// secure) was last installed.
-	flowSince time.Time
 }
 
 // iface is one interface of the running switch.
@@ -205,7 +202,7 @@ func (s *Switch) Apply(d *Desired) {
 	}
 	for _, br := range d.Bridges {
 		if _, ok := s.bridges[br.Name]; !ok {
-			rb := &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}, flowSince: time.Now()}
+			rb := &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}}
 			s.bridges[br.Name] = rb
 			s.log.Infof("bridge %s: created", br.Name)
 			s.startOpenFlow(rb)
@@ -497,7 +494,7 @@ func MACFromUUID(u string) net.HardwareAddr {
 
 func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig {
 	cfg := ofproto.BridgeConfig{MACAgingTime: time.Duration(spec.MACAgingTime) * time.Second, MACTableSize: spec.MACTableSize,
-		FailSecure: spec.FailSecure}
+		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0}
 	for _, ifc := range s.ifaces {
 		if ifc.bridge != rb.name || ifc.state != StateAttached {
 			continue
@@ -610,9 +607,6 @@ func (s *Switch) pushConfigs() {
 		}
 		cfg := s.ofConfig(rb, spec)
 		if rb.pushed == nil || !reflect.DeepEqual(*rb.pushed, cfg) {
-			if rb.pushed != nil && rb.pushed.FailSecure && !cfg.FailSecure {
-				rb.flowSince = time.Now() // NORMAL is installed afresh
-			}
 			rb.of.Reconfigure(cfg)
 			rb.pushed = &cfg
 		}

@@ -175,10 +175,14 @@ func (b *Backer) Revalidate(batch []datapath.Upcall) {
 }
 
 // Run implements datapath.Revalidator: it ages out MAC entries, so that
-// flows to an expired address flood again within a revalidation.
+// flows to an expired address flood again within a revalidation, and
+// OpenFlow flows whose timeout passed.
 func (b *Backer) Run() {
 	changed := false
 	for _, br := range b.idx.Load().bridges {
+		if br.expire() {
+			changed = true
+		}
 		br.ml.mu.Lock()
 		if br.ml.run(br.now()) {
 			changed = true

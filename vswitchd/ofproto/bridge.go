@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -24,9 +25,15 @@ type BridgeConfig struct {
 	// to reserved multicast addresses (01:80:c2:00:00:0x, ...) instead
 	// of dropping them.
 	ForwardBPDU bool
-	// FailSecure is fail_mode=secure: with no OpenFlow flows (govs runs
-	// none yet) the bridge drops every packet instead of running NORMAL.
+	// FailSecure is fail_mode=secure: the bridge starts with no flows
+	// (standalone: with "priority=0 actions=NORMAL"), so it drops every
+	// packet until flows are added. A change of mode flushes the flow
+	// tables, as OVS's.
 	FailSecure bool
+	// HasControllers: Bridge.controller names controllers. A bridge with
+	// controllers starts with no flows either, and gaining or losing its
+	// controllers flushes the tables (OVS's connmgr_set_controllers).
+	HasControllers bool
 	// Ports are the bridge's ports, local port included; NORMAL floods
 	// in this order.
 	Ports []PortConfig
@@ -117,8 +124,8 @@ type snapshot struct {
 	max    int   // MAC table size
 
 	forwardBPDU bool
-	// secure: fail_mode=secure, no flows, every packet dropped.
-	secure bool
+	// byOFPort maps OpenFlow port numbers to ports.
+	byOFPort map[int]*port
 }
 
 // Bridge is one bridge's switch: its ports, MAC learning table and
@@ -131,6 +138,21 @@ type Bridge struct {
 	// clock returns the time since the bridge was made; tests replace
 	// it before traffic starts.
 	clock func() time.Duration
+
+	// tables are the OpenFlow flow tables translations read.
+	tables atomic.Pointer[flowTables]
+	// dirty: the tables changed since installed flows were last
+	// revalidated for sure (Barrier).
+	dirty atomic.Bool
+	// failOpen is OVS's fail-open: every packet takes NORMAL, as the
+	// fail-open rule OVS adds above all others (fail-open.c).
+	failOpen atomic.Bool
+
+	flowMu sync.Mutex // serializes changes to tables; guards the fields below
+	// failSecure is whether the tables were last reset without the
+	// NORMAL flow (fail_mode=secure or controllers).
+	failSecure bool
+	async      AsyncSink
 }
 
 func newBridge(b *Backer, name string) *Bridge {
@@ -138,6 +160,7 @@ func newBridge(b *Backer, name string) *Bridge {
 	start := time.Now()
 	br.clock = func() time.Duration { return time.Since(start) }
 	br.snap.Store(br.newSnapshot(BridgeConfig{}))
+	br.resetFlows(false)
 	return br
 }
 
@@ -163,6 +186,12 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	s := br.newSnapshot(cfg)
 	br.snap.Store(s)
 	b.publish()
+	br.flowMu.Lock()
+	if noNormal := cfg.FailSecure || cfg.HasControllers; noNormal != br.failSecure {
+		br.resetFlows(noNormal)
+		br.flowsChanged()
+	}
+	br.flowMu.Unlock()
 
 	// A translation of the old configuration still in flight learns
 	// only on ports the new one has unchanged (xlate.learnable), so the
@@ -180,7 +209,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 }
 
 func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
-	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU, secure: cfg.FailSecure}
+	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), byOFPort: make(map[int]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU}
 	idle := int64(cfg.MACAgingTime / time.Second)
 	if cfg.MACAgingTime <= 0 {
 		idle = DefaultMACAgingTime
@@ -199,6 +228,7 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		p := br.newPort(s, pc)
 		s.ports = append(s.ports, p)
 		s.byName[p.name] = p
+		s.byOFPort[p.ofport] = p
 	}
 	return s
 }

@@ -72,7 +72,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 		x.report(">>>>", "received packet on unknown port %d", ofport)
 		x.report(">>", "no input bundle, dropping")
 	} else {
-		x.normal(in)
+		x.pipeline(in)
 	}
 	fmt.Fprintf(&out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
 		formatMatch(&k, &u.Mask, inText, true, false), x.acts)

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -91,6 +92,14 @@ type xlate struct {
 	changed bool
 	// trace collects the ofproto/trace report; nil unless tracing.
 	trace *strings.Builder
+	// of is the OpenFlow pipeline's state in the current bridge.
+	of *ofState
+	// base is the packet's header fields as the actions so far leave
+	// them (what commitSets compares the flow against).
+	base flow.Key
+	// inner are the tags below the outer one, pushed over by push_vlan
+	// on a tagged packet, innermost first.
+	inner []vlanHdr
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -98,7 +107,7 @@ type xlate struct {
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
 	x := b.newXlate(idx, u, mode, at)
 	if in := idx.byDPPort[u.Key.InPort]; in != nil {
-		x.normal(in)
+		x.pipeline(in)
 	}
 	u.Actions = x.acts
 	return x.changed
@@ -116,6 +125,7 @@ func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at tim
 	}
 	x.cur = vlanHdr{tpid: k.VLANTPID, tci: k.VLANTCI}
 	x.pkt = x.cur
+	x.base = *k
 	return x
 }
 
@@ -140,24 +150,6 @@ func (x *xlate) normal(in *port) {
 	x.visits++
 	br := in.br.br
 	k, m := x.key, x.mask
-	if in.br.secure {
-		// Table 0 is empty: the miss drops the packet, as OVS's
-		// fail_mode=secure bridge with no flows.
-		if x.trace != nil {
-			title := fmt.Sprintf("bridge(\"%s\")", br.name)
-			fmt.Fprintf(x.trace, "\n%s\n%s\n 0. No match.\n    drop\n", title, strings.Repeat("-", len(title)))
-		}
-		return
-	}
-	if x.trace != nil {
-		title := fmt.Sprintf("bridge(\"%s\")", br.name)
-		fmt.Fprintf(x.trace, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
-	}
-	if in.noRecv {
-		// OFPPC_NO_RECV (OFPT_PORT_MOD): the port's input is dropped.
-		x.report(">>", "OFPPC_NO_RECV set, dropping")
-		return
-	}
 	m.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.EthDst = m.EthSrc
 	m.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
@@ -277,10 +269,6 @@ func outputTranslate(out *port, v xvlan) xvlan {
 
 // outputNormal outputs to out with out's tagging of VLAN v.
 func (x *xlate) outputNormal(out *port, v xvlan) {
-	if out.noFwd {
-		x.report("->", "OFPPC_NO_FWD set, skipping output")
-		return
-	}
 	saved := x.cur
 	x.cur = outputTranslate(out, v).hdr()
 	x.output(out)
@@ -290,19 +278,25 @@ func (x *xlate) outputNormal(out *port, v xvlan) {
 // output sends the packet, with its flow VLAN, to out: to its datapath
 // port, or through a patch port into the peer bridge.
 func (x *xlate) output(out *port) {
+	if out.noFwd {
+		// OFPPC_NO_FWD (OFPT_PORT_MOD), as compose_output_action__.
+		x.report("->", "OFPPC_NO_FWD set, skipping output")
+		return
+	}
 	if out.patchPeer != "" {
 		peer := x.idx.peer[out]
 		if peer == nil || x.depth >= maxDepth || x.visits >= maxBridgeVisits {
 			return
 		}
 		x.depth++
-		x.normal(peer)
+		x.pipeline(peer)
 		x.depth--
 		return
 	}
 	if out.dpPort == 0 {
 		return
 	}
+	x.commitSets()
 	x.commitVLAN()
 	x.acts = append(x.acts, datapath.Output(out.dpPort))
 }
@@ -323,4 +317,50 @@ func (x *xlate) commitVLAN() {
 		x.acts = append(x.acts, datapath.PushVLAN(x.cur.tpid, x.cur.tci&^flow.VLANPresent))
 	}
 	x.pkt = x.cur
+}
+
+// commitSets adds the set actions that make the packet's header fields
+// the flow's (OVS's commit_odp_actions for Ethernet, IPv4/IPv6 and
+// TCP/UDP).
+func (x *xlate) commitSets() {
+	k, b := x.key, &x.base
+	if k.EthSrc != b.EthSrc {
+		x.acts = append(x.acts, datapath.Set(datapath.SetEthSrc, k.EthSrc[:]))
+	}
+	if k.EthDst != b.EthDst {
+		x.acts = append(x.acts, datapath.Set(datapath.SetEthDst, k.EthDst[:]))
+	}
+	ip4 := b.EthType == flow.EthTypeIPv4
+	ip6 := b.EthType == flow.EthTypeIPv6
+	if ip4 {
+		if k.IPv4Src != b.IPv4Src {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Src, k.IPv4Src[:]))
+		}
+		if k.IPv4Dst != b.IPv4Dst {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Dst, k.IPv4Dst[:]))
+		}
+	}
+	if (ip4 || ip6) && k.NwTTL != b.NwTTL {
+		f := datapath.SetIPv4TTL
+		if ip6 {
+			f = datapath.SetIPv6HopLimit
+		}
+		x.acts = append(x.acts, datapath.Set(f, []byte{k.NwTTL}))
+	}
+	if (ip4 || ip6) && (k.TpSrc != b.TpSrc || k.TpDst != b.TpDst) {
+		// Which header the ports are in depends on the protocol.
+		x.mask.NwProto = 0xff
+		x.mask.NwFrag |= flow.FragLater
+		if (b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP) && b.NwFrag&flow.FragLater == 0 {
+			if k.TpSrc != b.TpSrc {
+				x.acts = append(x.acts, datapath.Set(datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc)))
+			}
+			if k.TpDst != b.TpDst {
+				x.acts = append(x.acts, datapath.Set(datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst)))
+			}
+		}
+	}
+	fields := *k
+	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort
+	x.base = fields
 }

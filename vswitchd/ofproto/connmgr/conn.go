@@ -74,6 +74,12 @@ type conn struct {
 	// set while an inactivity probe is unanswered.
 	lastRx atomic.Int64
 	idle   atomic.Bool
+	// flowModTableID: NXT_FLOW_MOD_TABLE_ID enabled table IDs in
+	// OpenFlow 1.0 flow mods' commands.
+	flowModTableID bool
+	// nxFormat is whether the flow format is NXM, for asynchronous
+	// messages encoded in other goroutines.
+	nxFormat atomic.Bool
 }
 
 // defaultMissSendLen is OFP_DEFAULT_MISS_SEND_LEN, a primary controller's
@@ -329,6 +335,9 @@ func (c *conn) refuse(h ofp.Header, e *ofp.Error, b []byte) bool {
 	if v < ofp.MinVersion || v > ofp.MaxVersion {
 		v = c.negotiated()
 	}
+	if e.EchoAll {
+		return c.send(ofp.EncodeErrorData(v, h.Xid, e.Errno, b)) == nil
+	}
 	return c.send(ofp.EncodeError(v, h.Xid, e.Errno, b)) == nil
 }
 
@@ -361,7 +370,9 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		c.mu.Unlock()
 		return nil, nil
 	case *ofp.BarrierRequest:
-		// Every earlier request has been answered.
+		// Every earlier request has been answered; flow changes must be
+		// in effect too.
+		c.m.src.Barrier()
 		return [][]byte{ofp.EncodeBarrierReply(v, m.Xid)}, nil
 	case *ofp.RoleRequest:
 		if m.Role > ofp.RoleSlave {
@@ -398,6 +409,28 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "NXT_SET_FLOW_FORMAT", Detail: fmt.Sprintf("format %d", m.Format)}
 		}
 		c.flowFormat = m.Format
+		c.nxFormat.Store(m.Format == ofp.FlowFormatNXM)
+		return nil, nil
+	case *ofp.FlowModTableID:
+		c.flowModTableID = m.Enable
+		return nil, nil
+	case *ofp.FlowMod:
+		if v == ofp.V10 && !c.flowModTableID {
+			// Without NXT_FLOW_MOD_TABLE_ID the command's high byte is
+			// not a table: every table (OVS's 0xff), table 0 for an add.
+			m.Table = ofp.TableAll
+		}
+		if c.role.Load() == ofp.RoleSlave {
+			return nil, &ofp.Error{Errno: ofp.IsSlave, Name: "OFPT_FLOW_MOD"}
+		}
+		if err := c.m.src.FlowMod(m); err != nil {
+			if err.Name == "" {
+				err.Name = "OFPT_FLOW_MOD"
+			}
+			// OVS echoes a refused flow mod whole.
+			err.EchoAll = true
+			return nil, err
+		}
 		return nil, nil
 	case *ofp.SetPacketInFormat:
 		if m.Format > 2 {
@@ -449,16 +482,34 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		for i := range tables {
 			tables[i] = ofp.TableStats{ID: uint8(i), MaxEntries: maxEntries, Wildcards10: wildcards10}
 		}
-		tables[0].Active = uint32(len(c.m.src.Flows()))
+		for _, f := range c.m.src.Flows() {
+			if int(f.Table) < len(tables) {
+				tables[f.Table].Active++
+			}
+		}
 		return ofp.EncodeTableStatsReply(v, m.Xid, tables), nil
 	case ofp.StatsFlow:
 		var flows []ofp.FlowStats
 		for _, f := range c.m.src.Flows() {
 			if flowSelected(m, &f) {
+				if v == ofp.V11 && !f.Match.IsAll() {
+					return nil, &ofp.Error{Errno: ofp.BadStat, Name: "OFPST_FLOW request", Detail: "OpenFlow 1.1 standard matches are not supported"}
+				}
 				flows = append(flows, f)
 			}
 		}
 		return ofp.EncodeFlowStatsReply(v, m.Xid, m.NX, flows), nil
+	case ofp.StatsAggregate:
+		var packets, bytes uint64
+		var n uint32
+		for _, f := range c.m.src.Flows() {
+			if flowSelected(m, &f) {
+				packets += f.Packets
+				bytes += f.Bytes
+				n++
+			}
+		}
+		return ofp.EncodeAggregateReply(v, m.Xid, m.NX, packets, bytes, n), nil
 	case ofp.StatsTableFeatures:
 		tables := make([]ofp.TableFeatures, NTables)
 		for i := range tables {
@@ -475,8 +526,7 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 // flowSelected applies a flow statistics request's filters as OVS's
 // collect_rules_loose: the table, the cookie under its mask, an output
 // port or group the flow must output to, and a match the flow's must be
-// at least as specific as (every govs flow matches everything, so only an
-// empty match selects it).
+// at least as specific as.
 func flowSelected(m *ofp.StatsRequest, f *ofp.FlowStats) bool {
 	if m.Table != ofp.TableAll && m.Table != f.Table {
 		return false
@@ -484,8 +534,11 @@ func flowSelected(m *ofp.StatsRequest, f *ofp.FlowStats) bool {
 	if (f.Cookie^m.Cookie)&m.CookieMask != 0 {
 		return false
 	}
-	if m.OutPort != ofp.PortAny && !slices.Contains(f.Outputs, m.OutPort) {
+	if m.OutPort != ofp.PortAny && !slices.Contains(ofp.Outputs(f.Actions), m.OutPort) {
 		return false
 	}
-	return m.OutGroup == ofp.GroupAny && m.MatchAll
+	if m.OutGroup != ofp.GroupAny && !slices.Contains(ofp.Groups(f.Actions), m.OutGroup) {
+		return false
+	}
+	return m.Match.Includes(&f.Match)
 }

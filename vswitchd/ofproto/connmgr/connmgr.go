@@ -34,8 +34,14 @@ type Source interface {
 	Ports() []ofp.Port
 	// PortStats are the ports' counters.
 	PortStats() []ofp.PortStats
-	// Flows are the flows of table 0 that run.
+	// Flows are the flows of every table.
 	Flows() []ofp.FlowStats
+	// FlowMod changes the flow tables, or returns the error to refuse
+	// the change with.
+	FlowMod(fm *ofp.FlowMod) *ofp.Error
+	// Barrier returns when every earlier flow table change is in effect
+	// for every packet.
+	Barrier()
 }
 
 // PortModifier is a Source that applies OFPT_PORT_MOD.
@@ -174,6 +180,25 @@ func (m *Manager) Close() {
 
 // Wait waits, after Close, for every goroutine of m to end.
 func (m *Manager) Wait() { m.wg.Wait() }
+
+// FlowRemoved sends f to every connection whose role and asynchronous
+// configuration want it (ofproto.AsyncSink).
+func (m *Manager) FlowRemoved(f *ofp.FlowRemoved) {
+	m.SendAsync(ofp.AsyncFlowRemoved, f.Reason, func(t AsyncTarget) []byte {
+		return ofp.EncodeFlowRemoved(t.Version, t.NXFormat, f)
+	})
+}
+
+// connList returns the connections.
+func (m *Manager) connList() []*conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conns := make([]*conn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
 
 // setRole applies a role request of c as OVS's handle_role_request: a
 // master or slave request must not carry a generation ID older than the

@@ -22,6 +22,10 @@ func (fakeSource) PortStats() []ofp.PortStats {
 	return []ofp.PortStats{{No: ofp.PortLocal}, {No: 1, RxPackets: 7}, {No: 2}}
 }
 func (s fakeSource) Flows() []ofp.FlowStats { return s.flows }
+func (fakeSource) FlowMod(*ofp.FlowMod) *ofp.Error {
+	return &ofp.Error{Errno: ofp.EPerm}
+}
+func (fakeSource) Barrier() {}
 
 type testLog struct{ t *testing.T }
 
@@ -30,7 +34,7 @@ func (l testLog) Warnf(f string, a ...any)  { l.t.Logf("WARN "+f, a...) }
 func (l testLog) Infof(f string, a ...any)  { l.t.Logf("INFO "+f, a...) }
 func (l testLog) Debugf(f string, a ...any) { l.t.Logf("DBG "+f, a...) }
 
-var normalFlow = ofp.FlowStats{Outputs: []uint32{ofp.PortNormal}}
+var normalFlow = ofp.FlowStats{Actions: []ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}}}
 
 func listen(t *testing.T, src Source) *Manager {
 	t.Helper()
@@ -132,15 +136,16 @@ func TestSocket(t *testing.T) {
 func TestRequestsInOrder(t *testing.T) {
 	m := listen(t, fakeSource{flows: []ofp.FlowStats{normalFlow}})
 	c := dial(t, m, msg(ofp.V13, ofp.TypeHello, 1, 0, 1, 0, 8, 0, 0, 0, 0x10))
-	// Pipelined: a FLOW_MOD (refused), features, an echo, a barrier.
+	// Pipelined: a FLOW_MOD (refused: an all-zero match has type 0, an
+	// OpenFlow 1.1 standard match), features, an echo, a barrier.
 	var batch []byte
 	batch = append(batch, msg(ofp.V13, ofp.TypeFlowMod, 2, make([]byte, 48)...)...)
 	batch = append(batch, msg(ofp.V13, ofp.TypeFeaturesReq, 3)...)
 	batch = append(batch, msg(ofp.V13, ofp.TypeEchoRequest, 4, 'x')...)
 	batch = append(batch, msg(ofp.V13, 20, 5)...) // OFPT_BARRIER_REQUEST
 	c.send(batch)
-	if typ, code := c.errorOf(c.recv(), 2); typ != 1 || code != 1 {
-		t.Errorf("FLOW_MOD: error (%d,%d), want OFPBRC_BAD_TYPE", typ, code)
+	if typ, code := c.errorOf(c.recv(), 2); typ != 4 || code != 0 {
+		t.Errorf("FLOW_MOD: error (%d,%d), want OFPBMC_BAD_TYPE", typ, code)
 	}
 	f := c.recv()
 	if h := ofp.ParseHeader(f); h.Type != ofp.TypeFeaturesReply || h.Xid != 3 || binary.BigEndian.Uint64(f[8:]) != 0x1234 || f[20] != NTables {

@@ -210,6 +210,9 @@ type AsyncTarget struct {
 	PacketInFormat uint32
 	// ControllerID is NXT_SET_CONTROLLER_ID's value, 0 by default.
 	ControllerID uint16
+	// NXFormat is whether the connection's flow format is NXM
+	// (NXT_SET_FLOW_FORMAT), for OpenFlow 1.0 flow removals.
+	NXFormat bool
 }
 
 // SendAsync delivers an asynchronous message of type typ for reason (the
@@ -224,12 +227,7 @@ type AsyncTarget struct {
 // not block on slow connections' writes for longer than the kernel's
 // socket buffer allows; it returns the number of connections sent to.
 func (m *Manager) SendAsync(typ ofp.AsyncType, reason uint8, encode func(AsyncTarget) []byte) int {
-	m.mu.Lock()
-	conns := make([]*conn, 0, len(m.conns))
-	for c := range m.conns {
-		conns = append(conns, c)
-	}
-	m.mu.Unlock()
+	conns := m.connList()
 	slices.SortFunc(conns, func(a, b *conn) int { return int(a.seq) - int(b.seq) })
 	n := 0
 	for _, c := range conns {
@@ -253,7 +251,8 @@ func (c *conn) wantsAsync(typ ofp.AsyncType, reason uint8) (AsyncTarget, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := AsyncTarget{Version: c.version, MissSendLen: c.config.MissSendLen, PacketInFormat: c.pinFormat, ControllerID: c.controllerID}
+	t := AsyncTarget{Version: c.version, MissSendLen: c.config.MissSendLen, PacketInFormat: c.pinFormat, ControllerID: c.controllerID,
+		NXFormat: c.nxFormat.Load()}
 	if c.version == 0 {
 		return t, false
 	}

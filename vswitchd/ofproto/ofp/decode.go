@@ -180,12 +180,12 @@ type StatsRequest struct {
 	// GROUP or GROUP_DESC request's group (GroupAny or OFPG_ALL for all).
 	Queue, Group uint32
 
-	// A FLOW request's filters. MatchAll is set when its match matches
-	// every packet (no field constrained).
+	// A FLOW or AGGREGATE request's filters: a flow is selected if its
+	// match is at least as specific as Match.
 	Table              uint8
 	OutPort, OutGroup  uint32
 	Cookie, CookieMask uint64
-	MatchAll           bool
+	Match              Match
 }
 
 // Decode decodes one complete message (as Split returns it) into a typed
@@ -251,6 +251,13 @@ func Decode(b []byte) (Message, error) {
 		return decodeStats(h, body, 8)
 	case v == V10 && h.Type == type10PortMod, v > V10 && h.Type == type11PortMod:
 		return decodePortMod(h, body)
+	case h.Type == TypeFlowMod:
+		if v == V10 {
+			return decodeFlowMod10(h, body)
+		}
+		return decodeFlowMod11(h, body)
+	case h.Type == TypePacketOut:
+		return decodePacketOut(h, body)
 	case v >= V12 && h.Type == type12RoleRequest:
 		if err := fixed(16); err != nil {
 			return nil, err
@@ -315,6 +322,13 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 			return nil, errorf(BadLen, "NXT_SET_FLOW_FORMAT", "%d bytes", len(rest))
 		}
 		return &SetFlowFormat{Header: h, Format: binary.BigEndian.Uint32(rest)}, nil
+	case nxtFlowMod:
+		return decodeNXFlowMod(h, rest)
+	case nxtFlowModTableID:
+		if len(rest) != 8 {
+			return nil, errorf(BadLen, "NXT_FLOW_MOD_TABLE_ID", "%d bytes", len(rest))
+		}
+		return &FlowModTableID{Header: h, Enable: rest[0] != 0}, nil
 	case nxtSetPacketInFormat:
 		if len(rest) != 4 {
 			return nil, errorf(BadLen, "NXT_SET_PACKET_IN_FORMAT", "%d bytes", len(rest))
@@ -415,7 +429,7 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 			return nil, errorf(TableFeaturesEPerm, name, "changing table features is not supported")
 		}
 		return m, nil
-	case StatsFlow:
+	case StatsFlow, StatsAggregate:
 		return decodeFlowStats(m, body, name)
 	case StatsVendor:
 		return decodeVendorStats(m, body)
@@ -430,7 +444,7 @@ func decodeFlowStats(m *StatsRequest, body []byte, name string) (Message, error)
 		if len(body) != ofp10MatchLen+4 {
 			return nil, errorf(BadLen, name, "%d bytes of body", len(body))
 		}
-		m.MatchAll = ofp10MatchAll(body[:ofp10MatchLen])
+		m.Match = decodeMatch10(body[:ofp10MatchLen])
 		m.Table = body[ofp10MatchLen]
 		m.OutPort = widenPort10(binary.BigEndian.Uint16(body[ofp10MatchLen+2:]))
 		return m, nil
@@ -445,11 +459,25 @@ func decodeFlowStats(m *StatsRequest, body []byte, name string) (Message, error)
 	m.OutGroup = binary.BigEndian.Uint32(body[8:])
 	m.Cookie = binary.BigEndian.Uint64(body[16:])
 	m.CookieMask = binary.BigEndian.Uint64(body[24:])
-	all, err := decodeMatch(m.Version, body[32:], name)
+	if m.Version == V11 {
+		all, err := decodeMatch(m.Version, body[32:], name)
+		if err != nil {
+			return nil, err
+		}
+		if !all {
+			return nil, errorf(BadMatchType, name, "OpenFlow 1.1 standard matches are not supported")
+		}
+		return m, nil
+	}
+	match, rest, err := decodeOXMMatch(m.Version, body[32:])
 	if err != nil {
+		err.Name = name
 		return nil, err
 	}
-	m.MatchAll = all
+	if len(rest) != 0 {
+		return nil, errorf(BadLen, name, "%d bytes after the match", len(rest))
+	}
+	m.Match = match
 	return m, nil
 }
 
@@ -463,7 +491,10 @@ func widenPort10(p uint16) uint32 {
 }
 
 // nxStatsFlow is NXST_FLOW.
-const nxStatsFlow = 0
+const (
+	nxStatsFlow      = 0
+	nxStatsAggregate = 1
+)
 
 func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 	name := statsName(m.Version, StatsVendor)
@@ -483,11 +514,14 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 		return nil, errorf(BadLen, "NXST", "%d bytes of body", len(body))
 	}
 	sub := binary.BigEndian.Uint32(body[4:])
-	if sub != nxStatsFlow {
+	if sub != nxStatsFlow && sub != nxStatsAggregate {
 		return nil, errorf(BadSubtype, "NXST", "Nicira statistics subtype %d not supported", sub)
 	}
 	body = body[hdr:]
 	m.Kind, m.NX, m.OutGroup = StatsFlow, true, GroupAny
+	if sub == nxStatsAggregate {
+		m.Kind = StatsAggregate
+	}
 	// nx_flow_stats_request: out_port, match_len, table_id, pad[3], then
 	// the nx_match padded to 8 bytes.
 	if len(body) < 8 {
@@ -500,10 +534,12 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 	if (n+7)&^7 != len(match) {
 		return nil, errorf(BadLen, "NXST_FLOW request", "match_len %d with %d bytes left", n, len(match))
 	}
-	if err := checkOXM(match[:n], "NXST_FLOW request"); err != nil {
+	mt, ck, err := decodeNXMatch(match[:n], true)
+	if err != nil {
+		err.Name = "NXST_FLOW request"
 		return nil, err
 	}
-	m.MatchAll = n == 0
+	m.Match, m.Cookie, m.CookieMask = mt, ck.Value, ck.Mask
 	return m, nil
 }
 

@@ -214,17 +214,25 @@ func (r *statsReply) start() {
 	if r.v == V10 {
 		if r.nx {
 			b = put32(b, NiciraVendor)
-			b = put32(b, nxStatsFlow)
+			b = put32(b, r.nxSub())
 			b = pad(b, 4)
 		}
 	} else {
 		b = pad(b, 4)
 		if r.nx {
 			b = put32(b, NiciraVendor)
-			b = put32(b, nxStatsFlow)
+			b = put32(b, r.nxSub())
 		}
 	}
 	r.cur, r.hdrLen = b, len(b)
+}
+
+// nxSub is the Nicira statistics subtype of an nx reply.
+func (r *statsReply) nxSub() uint32 {
+	if r.kind == StatsAggregate {
+		return nxStatsAggregate
+	}
+	return nxStatsFlow
 }
 
 func (r *statsReply) add(entry []byte) {
@@ -410,52 +418,6 @@ func EncodeTableFeaturesReply(v Version, xid uint32, tables []TableFeatures) [][
 	return r.done()
 }
 
-// FlowStats is one flow of a FLOW statistics reply. govs' flows so far
-// match every packet (an empty match) and only output.
-type FlowStats struct {
-	Table                    uint8
-	Duration                 time.Duration
-	Priority                 uint16
-	IdleTimeout, HardTimeout uint16
-	Flags                    uint16
-	Cookie                   uint64
-	Packets, Bytes           uint64
-	// IdleAge is the time since the flow last matched a packet.
-	IdleAge time.Duration
-	// Outputs are the flow's actions: output to each port in turn.
-	Outputs []uint32
-}
-
-func appendOutputs(b []byte, v Version, ports []uint32) []byte {
-	for _, p := range ports {
-		if v == V10 {
-			b = put16(b, 0) // OFPAT10_OUTPUT
-			b = put16(b, 8)
-			b = put16(b, port10(p))
-			b = put16(b, 0) // max_len
-		} else {
-			b = put16(b, 0) // OFPAT11_OUTPUT
-			b = put16(b, 16)
-			b = put32(b, p)
-			b = put16(b, 0)
-			b = pad(b, 6)
-		}
-	}
-	return b
-}
-
-// appendInstructions wraps output actions in OFPIT_APPLY_ACTIONS.
-func appendInstructions(b []byte, v Version, ports []uint32) []byte {
-	if len(ports) == 0 {
-		return b
-	}
-	acts := appendOutputs(nil, v, ports)
-	b = put16(b, 4) // OFPIT11_APPLY_ACTIONS
-	b = put16(b, uint16(8+len(acts)))
-	b = pad(b, 4)
-	return append(b, acts...)
-}
-
 func age16(d time.Duration) uint16 {
 	s := int64(d / time.Second)
 	if s < 0 {
@@ -473,20 +435,23 @@ func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][
 		var b []byte
 		switch {
 		case nx:
-			// nx_flow_stats, an empty nx_match, actions.
+			// nx_flow_stats, nx_match, actions.
 			b = appendFlowHead(b, f, nil)
+			ml := len(b)
 			b = put16(b, 0) // match_len
 			b = put16(b, age16(f.IdleAge))
-			b = put16(b, age16(f.Duration))
+			b = put16(b, age16(f.HardAge))
 			b = appendFlowCounters(b, f)
-			b = appendOutputs(b, v, f.Outputs)
+			ms := len(b)
+			b = AppendNXMatch(b, &f.Match, true)
+			binary.BigEndian.PutUint16(b[ml:], uint16(len(b)-ms))
+			b = padTo8(b, ms)
+			b = AppendActions(b, V10, f.Actions)
 		case v == V10:
-			// ofp10_flow_stats with a match that wildcards everything.
-			match := put32(nil, 0x3fffff) // OFPFW10_ALL
-			b = appendFlowHead(b, f, pad(match, ofp10MatchLen-4))
+			b = appendFlowHead(b, f, appendMatch10(nil, &f.Match))
 			b = pad(b, 6)
 			b = appendFlowCounters(b, f)
-			b = appendOutputs(b, v, f.Outputs)
+			b = AppendActions(b, v, f.Actions)
 		case v <= V14:
 			b = appendFlowHead(b, f, nil)
 			if v >= V13 {
@@ -496,8 +461,8 @@ func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][
 				b = pad(b, 6)
 			}
 			b = appendFlowCounters(b, f)
-			b = appendEmptyMatch(b, v)
-			b = appendInstructions(b, v, f.Outputs)
+			b = appendMatch11(b, v, &f.Match)
+			b = AppendInstructions(b, v, f.Actions)
 		default:
 			// ofp15_flow_desc: the counters are OXS fields.
 			b = put16(b, 0)
@@ -508,11 +473,11 @@ func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][
 			b = put16(b, f.IdleTimeout)
 			b = put16(b, f.HardTimeout)
 			b = put16(b, f.Flags)
-			b = put16(b, 0) // importance
+			b = put16(b, f.Importance)
 			b = put64(b, f.Cookie)
-			b = appendEmptyMatch(b, v)
+			b = appendOXMMatch(b, &f.Match)
 			b = appendOXS(b, f)
-			b = appendInstructions(b, v, f.Outputs)
+			b = AppendInstructions(b, v, f.Actions)
 		}
 		binary.BigEndian.PutUint16(b, uint16(len(b)))
 		r.add(b)
@@ -542,9 +507,9 @@ func appendFlowCounters(b []byte, f *FlowStats) []byte {
 	return put64(b, f.Bytes)
 }
 
-// appendEmptyMatch appends an OXM ofp_match with no fields (1.2+) or
-// OpenFlow 1.1's standard match wildcarding everything.
-func appendEmptyMatch(b []byte, v Version) []byte {
+// appendMatch11 appends m as a 1.2+ OXM match, or in 1.1 a standard
+// match that wildcards everything (govs does not encode 1.1 matches).
+func appendMatch11(b []byte, v Version, m *Match) []byte {
 	if v == V11 {
 		ones := func(n int) []byte { return append(b, bytes.Repeat([]byte{0xff}, n)...) }
 		b = put16(b, 0)     // OFPMT_STANDARD
@@ -562,9 +527,7 @@ func appendEmptyMatch(b []byte, v Version) []byte {
 		b = pad(b, 4+4+4+8) // tp_src, tp_dst; mpls_label; mpls_tc, pad; metadata
 		return ones(8)
 	}
-	b = put16(b, 1) // OFPMT_OXM
-	b = put16(b, 4)
-	return pad(b, 4)
+	return appendOXMMatch(b, m)
 }
 
 // OXS stat fields (class OFPXSC_OPENFLOW_BASIC, 0x8002).

@@ -18,22 +18,75 @@ const (
 	RoleStale                           // OFPRRFC_STALE (OpenFlow 1.2+)
 	RoleBadRole                         // OFPRRFC_BAD_ROLE (OpenFlow 1.2+)
 	TableFeaturesEPerm                  // OFPTFFC_EPERM (OpenFlow 1.3+)
-	IsSlave                             // OFPBRC_IS_SLAVE
-	BadAsyncProp                        // OFPBPC_BAD_TYPE (OpenFlow 1.4+)
-	BadAsyncLen                         // OFPBPC_BAD_LEN (OpenFlow 1.4+)
-	BadAsyncMask                        // OFPACFC_UNSUPPORTED (OpenFlow 1.4+)
-	PortModBadPort                      // OFPPMFC_BAD_PORT
-	PortModBadHWAddr                    // OFPPMFC_BAD_HW_ADDR
-	PortModBadConfig                    // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
+	BadTableID                          // OFPBRC_BAD_TABLE_ID
+	MustBeZero                          // NXBRC_MUST_BE_ZERO
+	IsSlave                             // OFPBRC_IS_SECONDARY (IS_SLAVE)
+
+	BadActionType       // OFPBAC_BAD_TYPE
+	BadActionLen        // OFPBAC_BAD_LEN
+	BadActionVendor     // OFPBAC_BAD_VENDOR
+	BadActionVendorType // OFPBAC_BAD_VENDOR_TYPE
+	BadOutPort          // OFPBAC_BAD_OUT_PORT
+	BadActionArgument   // OFPBAC_BAD_ARGUMENT
+	BadOutGroup         // OFPBAC_BAD_OUT_GROUP
+	BadSetType          // OFPBAC_BAD_SET_TYPE
+	BadSetLen           // OFPBAC_BAD_SET_LEN
+	BadSetArgument      // OFPBAC_BAD_SET_ARGUMENT
+	ActionMustBeZero    // NXBAC_MUST_BE_ZERO
+	MatchInconsistent   // OFPBAC_MATCH_INCONSISTENT
+	UnsupportedOrder    // OFPBAC_UNSUPPORTED_ORDER (NXBRC_UNENCODABLE_ERROR in 1.0)
+
+	UnknownInst    // OFPBIC_UNKNOWN_INST
+	UnsupInst      // OFPBIC_UNSUP_INST
+	InstBadTableID // OFPBIC_BAD_TABLE_ID
+	DupInst        // OFPBIC_DUP_INST
+	InstBadLen     // OFPBIC_BAD_LEN
+	InstBadVendor  // OFPBIC_BAD_EXPERIMENTER
+	InvalidMeter   // OFPMMFC_INVALID_METER
+
+	BadMatchType // OFPBMC_BAD_TYPE
+	BadMatchLen  // OFPBMC_BAD_LEN
+	BadField     // OFPBMC_BAD_FIELD
+	BadValue     // OFPBMC_BAD_VALUE
+	BadWildcards // OFPBMC_BAD_WILDCARDS
+	BadPrereq    // OFPBMC_BAD_PREREQ
+	DupField     // OFPBMC_DUP_FIELD
+	BadMask      // OFPBMC_BAD_MASK
+
+	FlowModTableFull  // OFPFMFC_TABLE_FULL
+	FlowModBadTableID // OFPFMFC_BAD_TABLE_ID
+	FlowModOverlap    // OFPFMFC_OVERLAP
+	FlowModBadCommand // OFPFMFC_BAD_COMMAND
+	FlowModBadFlags   // OFPFMFC_BAD_FLAGS
+
+	BadAsyncProp     // OFPBPC_BAD_TYPE (OpenFlow 1.4+)
+	BadAsyncLen      // OFPBPC_BAD_LEN (OpenFlow 1.4+)
+	BadAsyncMask     // OFPACFC_UNSUPPORTED (OpenFlow 1.4+)
+	PortModBadPort   // OFPPMFC_BAD_PORT
+	PortModBadHWAddr // OFPPMFC_BAD_HW_ADDR
+	PortModBadConfig // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
 	BadType: "OFPBRC_BAD_TYPE", BadStat: "OFPBRC_BAD_STAT", BadVendor: "OFPBRC_BAD_VENDOR",
 	BadSubtype: "OFPBRC_BAD_SUBTYPE", EPerm: "OFPBRC_EPERM", BadLen: "OFPBRC_BAD_LEN",
 	RoleStale: "OFPRRFC_STALE", RoleBadRole: "OFPRRFC_BAD_ROLE", TableFeaturesEPerm: "OFPTFFC_EPERM",
-	IsSlave: "OFPBRC_IS_SLAVE", BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN",
-	BadAsyncMask: "OFPACFC_UNSUPPORTED", PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR",
-	PortModBadConfig: "OFPPMFC_BAD_CONFIG"}
+	BadTableID: "OFPBRC_BAD_TABLE_ID", MustBeZero: "NXBRC_MUST_BE_ZERO", IsSlave: "OFPBRC_IS_SECONDARY",
+	BadActionType: "OFPBAC_BAD_TYPE", BadActionLen: "OFPBAC_BAD_LEN", BadActionVendor: "OFPBAC_BAD_VENDOR",
+	BadActionVendorType: "OFPBAC_BAD_VENDOR_TYPE", BadOutPort: "OFPBAC_BAD_OUT_PORT",
+	BadActionArgument: "OFPBAC_BAD_ARGUMENT", BadOutGroup: "OFPBAC_BAD_OUT_GROUP", BadSetType: "OFPBAC_BAD_SET_TYPE",
+	BadSetLen: "OFPBAC_BAD_SET_LEN", BadSetArgument: "OFPBAC_BAD_SET_ARGUMENT", ActionMustBeZero: "NXBAC_MUST_BE_ZERO",
+	MatchInconsistent: "OFPBAC_MATCH_INCONSISTENT", UnsupportedOrder: "OFPBAC_UNSUPPORTED_ORDER",
+	UnknownInst: "OFPBIC_UNKNOWN_INST", UnsupInst: "OFPBIC_UNSUP_INST", InstBadTableID: "OFPBIC_BAD_TABLE_ID",
+	DupInst: "OFPBIC_DUP_INST", InstBadLen: "OFPBIC_BAD_LEN", InstBadVendor: "OFPBIC_BAD_EXPERIMENTER",
+	InvalidMeter: "OFPMMFC_INVALID_METER",
+	BadMatchType: "OFPBMC_BAD_TYPE", BadMatchLen: "OFPBMC_BAD_LEN", BadField: "OFPBMC_BAD_FIELD",
+	BadValue: "OFPBMC_BAD_VALUE", BadWildcards: "OFPBMC_BAD_WILDCARDS", BadPrereq: "OFPBMC_BAD_PREREQ",
+	DupField: "OFPBMC_DUP_FIELD", BadMask: "OFPBMC_BAD_MASK",
+	FlowModTableFull: "OFPFMFC_TABLE_FULL", FlowModBadTableID: "OFPFMFC_BAD_TABLE_ID", FlowModOverlap: "OFPFMFC_OVERLAP",
+	FlowModBadCommand: "OFPFMFC_BAD_COMMAND", FlowModBadFlags: "OFPFMFC_BAD_FLAGS",
+	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED",
+	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG"}
 
 func (e Errno) String() string {
 	if int(e) < len(errnoNames) && errnoNames[e] != "" {
@@ -42,71 +95,93 @@ func (e Errno) String() string {
 	return fmt.Sprintf("ofperr(%d)", uint8(e))
 }
 
-// Error types (ofp_error_type); the ones used here have the same numbers
-// in every version.
-const (
-	errTypeHelloFailed = 0
-	errTypeBadRequest  = 1
-	errTypeRoleFailed  = 11 // OpenFlow 1.2+
-	errTypeTableFeat   = 13 // OpenFlow 1.3+
-	errTypeBadProperty = 14 // OpenFlow 1.4+
-	errTypeAsyncConfig = 15 // OpenFlow 1.4+
-)
-
-// OFPET_PORT_MOD_FAILED is 4 in OpenFlow 1.0, 7 from 1.1.
-func errTypePortMod(v Version) uint16 {
-	if v == V10 {
-		return 4
-	}
-	return 7
+// errCode is one error's numbers in one version: a standard
+// ofp_error_msg type and code when vendor is 0, else a vendor
+// (experimenter) error.
+type errCode struct {
+	vendor    uint32
+	typ, code uint16
 }
 
-// TypeCode returns the ofp_error_msg type and code of e in version v
-// (lib/ofp-errors.h).
-func (e Errno) TypeCode(v Version) (typ, code uint16) {
-	switch e {
-	case HelloIncompatible:
-		return errTypeHelloFailed, 0
-	case BadVersion:
-		return errTypeBadRequest, 0
-	case BadType:
-		return errTypeBadRequest, 1
-	case BadStat:
-		return errTypeBadRequest, 2
-	case BadVendor:
-		return errTypeBadRequest, 3
-	case BadSubtype:
-		return errTypeBadRequest, 4
-	case EPerm:
-		return errTypeBadRequest, 5
-	case BadLen:
-		return errTypeBadRequest, 6
-	case RoleStale:
-		return errTypeRoleFailed, 0
-	case RoleBadRole:
-		return errTypeRoleFailed, 2
-	case TableFeaturesEPerm:
-		return errTypeTableFeat, 5
-	case IsSlave:
-		// OF1.0-1.1(1,5), OF1.2+(1,10) (lib/ofp-errors.h).
-		if v <= V11 {
-			return errTypeBadRequest, 5
-		}
-		return errTypeBadRequest, 10
-	case BadAsyncProp:
-		return errTypeBadProperty, 0
-	case BadAsyncLen:
-		return errTypeBadProperty, 1
-	case BadAsyncMask:
-		return errTypeAsyncConfig, 1
-	case PortModBadPort:
-		return errTypePortMod(v), 0
-	case PortModBadHWAddr:
-		return errTypePortMod(v), 1
-	case PortModBadConfig:
-		return errTypePortMod(v), 2
+// errCodes are the numbers of each error in versions 1.0 to 1.5, as
+// Debian's `ovs-ofctl print-error` reports them (lib/ofp-errors.h).
+var errCodes = map[Errno][6]errCode{}
+
+func allVersions(typ, code uint16) [6]errCode {
+	c := errCode{typ: typ, code: code}
+	return [6]errCode{c, c, c, c, c, c}
+}
+
+func init() {
+	nx := func(typ, code uint16) errCode { return errCode{vendor: NiciraVendor, typ: typ, code: code} }
+	std := func(typ, code uint16) errCode { return errCode{typ: typ, code: code} }
+	for e, c := range map[Errno][6]errCode{
+		HelloIncompatible: allVersions(0, 0), BadVersion: allVersions(1, 0), BadType: allVersions(1, 1),
+		BadStat: allVersions(1, 2), BadVendor: allVersions(1, 3), BadSubtype: allVersions(1, 4),
+		EPerm: allVersions(1, 5), BadLen: allVersions(1, 6),
+		RoleStale: allVersions(11, 0), RoleBadRole: allVersions(11, 2), TableFeaturesEPerm: allVersions(13, 5),
+		BadTableID:          {nx(1, 512), std(1, 9), std(1, 9), std(1, 9), std(1, 9), std(1, 9)},
+		MustBeZero:          {nx(1, 515), nx(1, 515), nx(4, 0), nx(4, 0), nx(4, 0), nx(4, 0)},
+		IsSlave:             {std(1, 5), std(1, 5), std(1, 10), std(1, 10), std(1, 10), std(1, 10)},
+		BadActionType:       allVersions(2, 0),
+		BadActionLen:        allVersions(2, 1),
+		BadActionVendor:     allVersions(2, 2),
+		BadActionVendorType: allVersions(2, 3),
+		BadOutPort:          allVersions(2, 4),
+		BadActionArgument:   allVersions(2, 5),
+		BadOutGroup:         {nx(2, 9), std(2, 9), std(2, 9), std(2, 9), std(2, 9), std(2, 9)},
+		BadSetType:          {nx(1, 523), nx(1, 523), std(2, 13), std(2, 13), std(2, 13), std(2, 13)},
+		BadSetLen:           {nx(1, 524), nx(1, 524), std(2, 14), std(2, 14), std(2, 14), std(2, 14)},
+		BadSetArgument:      {nx(1, 525), nx(1, 525), std(2, 15), std(2, 15), std(2, 15), std(2, 15)},
+		ActionMustBeZero:    {nx(2, 256), nx(2, 256), nx(11, 0), nx(11, 0), nx(11, 0), nx(11, 0)},
+		MatchInconsistent:   {nx(1, 522), std(2, 10), std(2, 10), std(2, 10), std(2, 10), std(2, 10)},
+		UnsupportedOrder:    {nx(1, 521), std(2, 11), std(2, 11), std(2, 11), std(2, 11), std(2, 11)},
+		UnknownInst:         {nx(2, 257), std(3, 0), std(3, 0), std(3, 0), std(3, 0), std(3, 0)},
+		UnsupInst:           {nx(2, 257), std(3, 1), std(3, 1), std(3, 1), std(3, 1), std(3, 1)},
+		InstBadTableID:      {nx(2, 257), std(3, 2), std(3, 2), std(3, 2), std(3, 2), std(3, 2)},
+		DupInst:             {nx(2, 257), nx(3, 256), {vendor: 0x4f4e4600, typ: 2600}, {vendor: 0x4f4e4600, typ: 2600}, std(3, 9), std(3, 9)},
+		InstBadLen:          {nx(2, 257), std(3, 1), std(3, 7), std(3, 7), std(3, 7), std(3, 7)},
+		InstBadVendor:       {nx(2, 257), std(3, 5), std(3, 5), std(3, 5), std(3, 5), std(3, 5)},
+		InvalidMeter:        {nx(2, 257), std(3, 1), std(3, 1), std(12, 2), std(12, 2), std(12, 2)},
+		BadMatchType:        {nx(1, 260), std(4, 0), std(4, 0), std(4, 0), std(4, 0), std(4, 0)},
+		BadMatchLen:         {std(1, 6), std(4, 1), std(4, 1), std(4, 1), std(4, 1), std(4, 1)},
+		BadField:            {nx(0, 263), std(4, 6), std(4, 6), std(4, 6), std(4, 6), std(4, 6)},
+		BadValue:            {nx(1, 258), std(4, 7), std(4, 7), std(4, 7), std(4, 7), std(4, 7)},
+		BadWildcards:        {nx(1, 262), std(4, 5), std(4, 5), std(4, 5), std(4, 5), std(4, 5)},
+		BadPrereq:           {nx(1, 260), nx(1, 260), std(4, 9), std(4, 9), std(4, 9), std(4, 9)},
+		DupField:            {nx(1, 261), nx(1, 261), std(4, 10), std(4, 10), std(4, 10), std(4, 10)},
+		BadMask:             {nx(1, 259), nx(1, 259), std(4, 8), std(4, 8), std(4, 8), std(4, 8)},
+		FlowModTableFull:    {std(3, 0), std(5, 1), std(5, 1), std(5, 1), std(5, 1), std(5, 1)},
+		FlowModBadTableID:   {nx(1, 512), std(5, 2), std(5, 2), std(5, 2), std(5, 2), std(5, 2)},
+		FlowModOverlap:      {std(3, 1), std(5, 3), std(5, 3), std(5, 3), std(5, 3), std(5, 3)},
+		FlowModBadCommand:   {std(3, 4), std(5, 6), std(5, 6), std(5, 6), std(5, 6), std(5, 6)},
+		FlowModBadFlags:     {nx(3, 258), nx(5, 258), std(5, 7), std(5, 7), std(5, 7), std(5, 7)},
+		BadAsyncProp:        {nx(13, 2), nx(13, 2), nx(25, 0), std(13, 2), std(14, 0), std(14, 0)},
+		BadAsyncLen:         {nx(13, 3), nx(13, 3), nx(26, 0), std(13, 3), std(14, 1), std(14, 1)},
+		BadAsyncMask:        {std(15, 1), std(15, 1), std(15, 1), {vendor: 0x4f4e4600, typ: 2371}, std(15, 1), std(15, 1)}, // 1.4+ and ONF 1.3 only
+		PortModBadPort:      {std(4, 0), std(7, 0), std(7, 0), std(7, 0), std(7, 0), std(7, 0)},
+		PortModBadHWAddr:    {std(4, 1), std(7, 1), std(7, 1), std(7, 1), std(7, 1), std(7, 1)},
+		PortModBadConfig:    {std(4, 2), std(7, 2), std(7, 2), std(7, 2), std(7, 2), std(7, 2)},
+	} {
+		errCodes[e] = c
 	}
-	return errTypeBadRequest, 5
+}
+
+// code returns e's numbers in version v.
+func (e Errno) code(v Version) errCode {
+	c, ok := errCodes[e]
+	if !ok {
+		return errCode{typ: 1, code: 5} // OFPBRC_EPERM
+	}
+	v = min(max(v, V10), V15)
+	return c[v-V10]
+}
+
+// TypeCode returns the ofp_error_msg type and code of a standard error e
+// in version v (lib/ofp-errors.h); a vendor error's are its vendor's.
+func (e Errno) TypeCode(v Version) (typ, code uint16) {
+	c := e.code(v)
+	return c.typ, c.code
 }
 
 // Error is a request the codec or the switch refuses: the OFPT_ERROR to
@@ -117,6 +192,9 @@ type Error struct {
 	Name string
 	// Detail says what is wrong, for the log.
 	Detail string
+	// EchoAll: the OFPT_ERROR carries the whole request, not its first
+	// 64 bytes (OVS's reply to a refused flow mod).
+	EchoAll bool
 }
 
 func (e *Error) Error() string {
@@ -150,9 +228,24 @@ func EncodeError(v Version, xid uint32, e Errno, req []byte) []byte {
 // EncodeErrorData returns an OFPT_ERROR with arbitrary data (a HELLO
 // failure carries text).
 func EncodeErrorData(v Version, xid uint32, e Errno, data []byte) []byte {
-	typ, code := e.TypeCode(v)
-	b := newMsg(v, TypeError, xid, 4+len(data))
-	b = put16(b, typ)
-	b = put16(b, code)
+	c := e.code(v)
+	b := newMsg(v, TypeError, xid, 16+len(data))
+	switch {
+	case c.vendor == 0:
+		b = put16(b, c.typ)
+		b = put16(b, c.code)
+	case v <= V11:
+		// NXET_VENDOR, NXVC_VENDOR_ERROR, then nx_vendor_error.
+		b = put16(b, 0xb0c2)
+		b = put16(b, 0)
+		b = put32(b, c.vendor)
+		b = put16(b, c.typ)
+		b = put16(b, c.code)
+	default:
+		// OFPET12_EXPERIMENTER: exp_type, experimenter.
+		b = put16(b, 0xffff)
+		b = put16(b, c.typ)
+		b = put32(b, c.vendor)
+	}
 	return finish(append(b, data...))
 }

@@ -1,0 +1,329 @@
+package ofproto
+
+import (
+	"time"
+
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// AsyncSink receives a bridge's asynchronous OpenFlow messages (its
+// management channel).
+type AsyncSink interface {
+	FlowRemoved(f *ofp.FlowRemoved)
+}
+
+// SetAsync makes s receive the bridge's FLOW_REMOVED messages; nil stops.
+func (br *Bridge) SetAsync(s AsyncSink) {
+	br.flowMu.Lock()
+	br.async = s
+	br.flowMu.Unlock()
+}
+
+// normalRule is the flow a standalone bridge without controllers starts
+// with, as OVS's connmgr adds it: priority=0 actions=NORMAL.
+func (br *Bridge) normalRule(now time.Duration) *rule {
+	return &rule{actions: []ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}}, created: now, modified: now, stats: &ruleStats{}}
+}
+
+// resetFlows empties every table and, unless secure, adds the NORMAL
+// flow (OVS flushes the tables when fail_mode changes). flowMu must be
+// held.
+func (br *Bridge) resetFlows(secure bool) {
+	ft := &flowTables{}
+	if !secure {
+		ft.t[0] = []*rule{br.normalRule(br.clock())}
+	}
+	br.tables.Store(ft)
+	br.failSecure = secure
+}
+
+// FlowMod applies a flow mod (add, modify, delete, strict or not) as OVS's
+// ofproto handle_flow_mod does, or returns the error to refuse it with,
+// changing nothing. Installed datapath flows are revalidated before the
+// next Barrier returns.
+func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
+	if fm.Table == hiddenTable {
+		return &ofp.Error{Errno: ofp.EPerm, Detail: "table 254 is read-only"}
+	}
+	if fm.Table == ofp.TableAll && fm.Command == ofp.FlowAdd {
+		fm.Table = 0 // an OpenFlow 1.0 add without a table goes to table 0
+	}
+	if fm.Command > ofp.FlowDeleteStrict {
+		return &ofp.Error{Errno: ofp.FlowModBadCommand, Detail: "unknown command"}
+	}
+	if fm.Flags&^(ofp.FlagSendFlowRem|ofp.FlagCheckOverlap|ofp.FlagResetCounts|ofp.FlagNoPktCounts|ofp.FlagNoBytCounts) != 0 {
+		return &ofp.Error{Errno: ofp.FlowModBadFlags, Detail: "unknown flags"}
+	}
+	if fm.BufferID != 0xffffffff && fm.Command < ofp.FlowDelete {
+		// govs buffers no packets: OVS's error for an unknown buffer.
+		return &ofp.Error{Errno: ofp.BadActionArgument, Detail: "no buffered packet"}
+	}
+	if err := fm.Match.CheckPrereqs(); err != nil {
+		return err
+	}
+	fm.Match.Normalize()
+	if fm.Command < ofp.FlowDelete {
+		if err := checkActions(fm.Actions, &fm.Match, fm.Table); err != nil {
+			return err
+		}
+	}
+	br.flowMu.Lock()
+	defer br.flowMu.Unlock()
+	old := br.tables.Load()
+	ft := *old
+	now := br.clock()
+	var removed []*rule
+	switch fm.Command {
+	case ofp.FlowAdd:
+		if err := br.add(&ft, fm, now); err != nil {
+			return err
+		}
+	case ofp.FlowModify, ofp.FlowModifyStrict:
+		if !br.modify(&ft, fm, now) && fm.ModifyAdds && fm.Table != ofp.TableAll {
+			if err := br.add(&ft, fm, now); err != nil {
+				return err
+			}
+		}
+	default:
+		removed = br.delete(&ft, fm)
+	}
+	br.tables.Store(&ft)
+	br.flowsChanged()
+	for _, r := range removed {
+		br.sendRemoved(r, ofp.RemovedDelete, now)
+	}
+	return nil
+}
+
+// flowsChanged has installed datapath flows revalidated: soon, and for
+// sure before the next Barrier returns.
+func (br *Bridge) flowsChanged() {
+	br.dirty.Store(true)
+	br.backer.dp.RequestRevalidation()
+}
+
+// SetFailOpen turns fail-open on or off; installed datapath flows are
+// revalidated when it changes.
+func (br *Bridge) SetFailOpen(open bool) {
+	if br.failOpen.Swap(open) != open {
+		br.flowsChanged()
+	}
+}
+
+// Barrier returns once no datapath flow translated with the tables as
+// they were before the latest change remains (OVS answers a BARRIER after
+// its revalidators caught up).
+func (br *Bridge) Barrier() {
+	if br.dirty.Swap(false) {
+		br.backer.dp.Revalidate()
+	}
+}
+
+func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration) *ofp.Error {
+	tbl := ft.t[fm.Table]
+	if fm.Flags&ofp.FlagCheckOverlap != 0 {
+		for _, r := range tbl {
+			if !r.sameMatch(&fm.Match, fm.Priority) && r.overlaps(&fm.Match, fm.Priority) {
+				return &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
+			}
+		}
+	}
+	nr := &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
+		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags & ruleFlags, imp: fm.Importance, created: now, modified: now, stats: &ruleStats{}}
+	for i, r := range tbl {
+		if r.sameMatch(&fm.Match, fm.Priority) {
+			// An add replaces an identical flow; its counters restart
+			// unless... OVS keeps none of the old flow's counters.
+			n := make([]*rule, len(tbl))
+			copy(n, tbl)
+			n[i] = nr
+			ft.t[fm.Table] = n
+			return nil
+		}
+	}
+	if len(tbl) >= maxFlowsPerTable {
+		return &ofp.Error{Errno: ofp.FlowModTableFull, Detail: "table full"}
+	}
+	ft.t[fm.Table] = insert(tbl, nr)
+	return nil
+}
+
+// ruleFlags are the flow mod flags a flow keeps and reports: all but
+// CHECK_OVERLAP, as OVS's.
+const ruleFlags = ofp.FlagSendFlowRem | ofp.FlagResetCounts | ofp.FlagNoPktCounts | ofp.FlagNoBytCounts
+
+// maxFlowsPerTable is a table's capacity (OVS's default, 1000000 flows
+// as table statistics report).
+const maxFlowsPerTable = 1000000
+
+// selected applies a modify or delete's filters to r.
+func selected(r *rule, fm *ofp.FlowMod, strict bool) bool {
+	if strict {
+		if !r.sameMatch(&fm.Match, fm.Priority) {
+			return false
+		}
+	} else if !r.narrower(&fm.Match) {
+		return false
+	}
+	if (r.cookie^fm.Cookie.Value)&fm.Cookie.Mask != 0 {
+		return false
+	}
+	if fm.Command >= ofp.FlowDelete {
+		return r.outputsTo(fm.OutPort, fm.OutGroup)
+	}
+	return true
+}
+
+func tablesOf(table uint8) (lo, hi int) {
+	if table == ofp.TableAll {
+		return 0, NumTables - 1
+	}
+	return int(table), int(table)
+}
+
+func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration) bool {
+	strict := fm.Command == ofp.FlowModifyStrict
+	lo, hi := tablesOf(fm.Table)
+	found := false
+	for t := lo; t <= hi; t++ {
+		tbl := ft.t[t]
+		var n []*rule
+		for i, r := range tbl {
+			if !selected(r, fm, strict) {
+				continue
+			}
+			if n == nil {
+				n = make([]*rule, len(tbl))
+				copy(n, tbl)
+			}
+			found = true
+			nr := *r
+			nr.actions = fm.Actions
+			nr.modified = now
+			if fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
+				nr.cookie = fm.NewCookie
+			}
+			if fm.Flags&ofp.FlagResetCounts != 0 {
+				nr.stats = &ruleStats{}
+			}
+			n[i] = &nr
+		}
+		if n != nil {
+			ft.t[t] = n
+		}
+	}
+	return found
+}
+
+func (br *Bridge) delete(ft *flowTables, fm *ofp.FlowMod) []*rule {
+	strict := fm.Command == ofp.FlowDeleteStrict
+	lo, hi := tablesOf(fm.Table)
+	var removed []*rule
+	for t := lo; t <= hi; t++ {
+		if t == hiddenTable {
+			continue
+		}
+		tbl := ft.t[t]
+		var keep []*rule
+		changed := false
+		for _, r := range tbl {
+			if selected(r, fm, strict) {
+				removed = append(removed, r)
+				changed = true
+				continue
+			}
+			keep = append(keep, r)
+		}
+		if changed {
+			ft.t[t] = keep
+		}
+	}
+	return removed
+}
+
+// sendRemoved reports r's removal if it asked for it. flowMu must be
+// held.
+func (br *Bridge) sendRemoved(r *rule, reason uint8, now time.Duration) {
+	if r.flags&ofp.FlagSendFlowRem == 0 || br.async == nil {
+		return
+	}
+	fs := br.flowStats(r, now)
+	br.async.FlowRemoved(&ofp.FlowRemoved{FlowStats: fs, Reason: reason})
+}
+
+func (br *Bridge) flowStats(r *rule, now time.Duration) ofp.FlowStats {
+	used := time.Duration(r.stats.used.Load())
+	if used < r.created {
+		used = r.created
+	}
+	return ofp.FlowStats{Table: r.table, Duration: (now - r.created).Truncate(time.Millisecond), Priority: r.priority,
+		IdleTimeout: r.idle, HardTimeout: r.hard, Flags: r.flags, Importance: r.imp, Cookie: r.cookie,
+		Packets: r.stats.packets.Load(), Bytes: r.stats.bytes.Load(), IdleAge: (now - used).Truncate(time.Millisecond), HardAge: (now - r.modified).Truncate(time.Millisecond),
+		Match: r.match, Actions: r.actions}
+}
+
+// Flows returns every flow of every table, table by table, each in
+// priority order.
+func (br *Bridge) Flows() []ofp.FlowStats {
+	ft := br.tables.Load()
+	now := br.clock()
+	var out []ofp.FlowStats
+	for t := range ft.t {
+		for _, r := range ft.t[t] {
+			out = append(out, br.flowStats(r, now))
+		}
+	}
+	return out
+}
+
+// expire removes the flows whose idle or hard timeout passed, sending
+// FLOW_REMOVED for those that asked; it reports whether any went.
+func (br *Bridge) expire() bool {
+	br.flowMu.Lock()
+	defer br.flowMu.Unlock()
+	old := br.tables.Load()
+	now := br.clock()
+	var ft *flowTables
+	type gone struct {
+		r      *rule
+		reason uint8
+	}
+	var removed []gone
+	for t := range old.t {
+		var keep []*rule
+		changed := false
+		for _, r := range old.t[t] {
+			reason := -1
+			if r.hard != 0 && now-r.modified >= time.Duration(r.hard)*time.Second {
+				reason = ofp.RemovedHardTimeout
+			} else if r.idle != 0 {
+				used := max(time.Duration(r.stats.used.Load()), r.created)
+				if now-used >= time.Duration(r.idle)*time.Second {
+					reason = ofp.RemovedIdleTimeout
+				}
+			}
+			if reason < 0 {
+				keep = append(keep, r)
+				continue
+			}
+			changed = true
+			removed = append(removed, gone{r, uint8(reason)})
+		}
+		if changed {
+			if ft == nil {
+				c := *old
+				ft = &c
+			}
+			ft.t[t] = keep
+		}
+	}
+	if ft == nil {
+		return false
+	}
+	br.tables.Store(ft)
+	br.dirty.Store(true)
+	for _, g := range removed {
+		br.sendRemoved(g.r, g.reason, now)
+	}
+	return true
+}

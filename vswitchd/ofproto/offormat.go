@@ -1,0 +1,157 @@
+package ofproto
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// ofPortString formats an OpenFlow port number as OVS's
+// ofputil_port_to_string.
+func ofPortString(p uint32) string {
+	switch p {
+	case ofp.PortInPort:
+		return "IN_PORT"
+	case 0xfffffff9:
+		return "TABLE"
+	case ofp.PortNormal:
+		return "NORMAL"
+	case ofp.PortFlood:
+		return "FLOOD"
+	case ofp.PortAll:
+		return "ALL"
+	case ofp.PortController:
+		return "CONTROLLER"
+	case ofp.PortLocal:
+		return "LOCAL"
+	case ofp.PortAny:
+		return "ANY"
+	}
+	return strconv.FormatUint(uint64(p), 10)
+}
+
+// formatOFMatch formats an OpenFlow match as OVS's match_format does for
+// the fields govs matches on (empty for a match-all).
+func formatOFMatch(m *ofp.Match) string {
+	k, mk := m.Flow.Key, flow.Mask(m.Mask.Key)
+	s := formatMatch(&k, &mk, ofPortString(m.Flow.InPort), false, false)
+	var extra []string
+	for i := range m.Mask.Regs {
+		if mk := m.Mask.Regs[i]; mk != 0 {
+			if mk == ^uint32(0) {
+				extra = append(extra, fmt.Sprintf("reg%d=%#x", i, m.Flow.Regs[i]))
+			} else {
+				extra = append(extra, fmt.Sprintf("reg%d=%#x/%#x", i, m.Flow.Regs[i], mk))
+			}
+		}
+	}
+	if mk := m.Mask.Metadata; mk != 0 {
+		if mk == ^uint64(0) {
+			extra = append(extra, fmt.Sprintf("metadata=%#x", m.Flow.Metadata))
+		} else {
+			extra = append(extra, fmt.Sprintf("metadata=%#x/%#x", m.Flow.Metadata, mk))
+		}
+	}
+	if len(extra) == 0 {
+		return s
+	}
+	if s == "" {
+		return strings.Join(extra, ",")
+	}
+	return s + "," + strings.Join(extra, ",")
+}
+
+func formatRef(r ofp.FieldRef) string {
+	name := strings.ToUpper(r.Field.Name)
+	if r.Ofs == 0 && r.NBits == r.Field.Len*8 {
+		return name + "[]"
+	}
+	if r.NBits == 1 {
+		return fmt.Sprintf("%s[%d]", name, r.Ofs)
+	}
+	return fmt.Sprintf("%s[%d..%d]", name, r.Ofs, r.Ofs+r.NBits-1)
+}
+
+// formatAction formats an action as ofproto/trace lists it (OVS's
+// ofpact_format, for the actions govs executes).
+func formatAction(a *ofp.Action) string {
+	switch a.Type {
+	case ofp.ActOutput:
+		switch a.Port {
+		case ofp.PortNormal, ofp.PortFlood, ofp.PortAll, ofp.PortLocal, ofp.PortInPort:
+			return ofPortString(a.Port)
+		}
+		return "output:" + ofPortString(a.Port)
+	case ofp.ActOutputReg:
+		return "output:" + formatRef(a.Src)
+	case ofp.ActResubmit:
+		port := ""
+		if a.Port != ofp.PortInPort {
+			port = ofPortString(a.Port)
+		}
+		if a.Table == 0xff {
+			return "resubmit:" + port
+		}
+		return fmt.Sprintf("resubmit(%s,%d)", port, a.Table)
+	case ofp.ActGotoTable:
+		return fmt.Sprintf("goto_table:%d", a.Table)
+	case ofp.ActSetField:
+		return fmt.Sprintf("set_field:0x%s/0x%s->%s", hex.EncodeToString(a.Value), hex.EncodeToString(a.Mask), a.Field.Name)
+	case ofp.ActMove:
+		return "move:" + formatRef(a.Src) + "->" + formatRef(a.Dst)
+	case ofp.ActWriteMetadata:
+		return fmt.Sprintf("write_metadata:%#x/%#x", a.Metadata, a.MetadataMask)
+	case ofp.ActPushVLAN:
+		return fmt.Sprintf("push_vlan:%#x", a.VLAN)
+	case ofp.ActPopVLAN:
+		return "pop_vlan"
+	case ofp.ActSetVLANVID:
+		return fmt.Sprintf("mod_vlan_vid:%d", a.VLAN)
+	case ofp.ActSetVLANPCP:
+		return fmt.Sprintf("mod_vlan_pcp:%d", a.VLAN)
+	case ofp.ActNote:
+		return "note:" + hex.EncodeToString(a.Data)
+	case ofp.ActExit:
+		return "exit"
+	case ofp.ActClone:
+		parts := make([]string, len(a.Nested))
+		for i := range a.Nested {
+			parts[i] = formatAction(&a.Nested[i])
+		}
+		return "clone(" + strings.Join(parts, ",") + ")"
+	case ofp.ActClearActions:
+		return "clear_actions"
+	}
+	return fmt.Sprintf("action(%d)", a.Type)
+}
+
+// FormatFlowBrief formats a flow as ovs-appctl bridge/dump-flows lists it
+// (OVS's flow_stats_ds): "duration=Ns, n_packets=N, n_bytes=N,
+// priority=N,MATCH,actions=ACTIONS", the table when not 0.
+func FormatFlowBrief(f *ofp.FlowStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "duration=%ds, ", int(f.Duration/time.Second))
+	if f.Table != 0 {
+		fmt.Fprintf(&b, "table_id=%d, ", f.Table)
+	}
+	fmt.Fprintf(&b, "n_packets=%d, n_bytes=%d, priority=%d,", f.Packets, f.Bytes, f.Priority)
+	if m := formatOFMatch(&f.Match); m != "" {
+		b.WriteString(m + ",")
+	}
+	b.WriteString("actions=")
+	if len(f.Actions) == 0 {
+		b.WriteString("drop")
+	}
+	for i := range f.Actions {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(formatAction(&f.Actions[i]))
+	}
+	return b.String()
+}

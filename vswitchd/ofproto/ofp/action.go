@@ -1,0 +1,1026 @@
+package ofp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/govs/govs/datapath/flow"
+)
+
+// ActionType is the kind of a decoded action or instruction (OVS's enum
+// ofpact_type, a subset).
+type ActionType uint8
+
+const (
+	ActOutput ActionType = iota + 1
+	// ActController is output to the controller (Port OFPP_CONTROLLER
+	// or NXAST_CONTROLLER).
+	ActController
+	ActSetVLANVID // OpenFlow 1.0 mod_vlan_vid: push a tag if none
+	ActSetVLANPCP
+	ActPushVLAN
+	ActPopVLAN
+	ActSetField
+	ActMove
+	ActResubmit
+	ActNote
+	ActDecTTL
+	ActExit
+	ActClone
+	ActGroup
+	ActOutputReg
+	// ActUnsupported is an action govs decodes but does not execute:
+	// a flow with it is refused with Errno.
+	ActUnsupported
+
+	// Instructions (OpenFlow 1.1+), in the order they must appear.
+	ActMeter
+	ActClearActions
+	ActWriteActions
+	ActWriteMetadata
+	ActGotoTable
+)
+
+// How a set-field action was encoded, so that it is encoded back the
+// same way (ovs-ofctl shows "mod_dl_src", "load" or "set_field").
+const (
+	rawSetField = iota
+	rawLegacy   // an OpenFlow 1.0 mod_* action
+	rawRegLoad  // NXAST_REG_LOAD
+)
+
+// FieldRef is a bit range of a field (OVS's mf_subfield).
+type FieldRef struct {
+	Field *Field
+	Ofs   int
+	NBits int
+}
+
+// Action is one decoded action or instruction. Which fields are set
+// depends on Type.
+type Action struct {
+	Type ActionType
+	// Port: ActOutput's port, ActResubmit's in_port (PortInPort for
+	// the packet's own); MaxLen: ActOutput/ActController's max_len.
+	Port   uint32
+	MaxLen uint16
+	// Table: ActResubmit's table (0xff: the current one) or
+	// ActGotoTable's.
+	Table uint8
+	// Reason and ControllerID are NXAST_CONTROLLER's.
+	Reason       uint8
+	ControllerID uint16
+	// VLAN: ActSetVLANVID's VID, ActSetVLANPCP's PCP, ActPushVLAN's
+	// Ethertype.
+	VLAN uint16
+	// Field, Value and Mask: ActSetField (Value and Mask of the field's
+	// length).
+	Field       *Field
+	Value, Mask []byte
+	raw         int
+	// Src and Dst: ActMove; Dst: ActOutputReg's source register.
+	Src, Dst FieldRef
+	// Data: ActNote's bytes.
+	Data []byte
+	// Nested: ActClone's and ActWriteActions' actions.
+	Nested []Action
+	// Metadata and MetadataMask: ActWriteMetadata; ID: ActGroup's group,
+	// ActMeter's meter.
+	Metadata, MetadataMask uint64
+	ID                     uint32
+	// Errno and Name: why and what an ActUnsupported is.
+	Errno Errno
+	Name  string
+	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
+	resubmitTable bool
+}
+
+// OpenFlow 1.0 action types.
+const (
+	at10Output     = 0
+	at10SetVLANVID = 1
+	at10SetVLANPCP = 2
+	at10StripVLAN  = 3
+	at10SetDLSrc   = 4
+	at10SetDLDst   = 5
+	at10SetNWSrc   = 6
+	at10SetNWDst   = 7
+	at10SetNWTOS   = 8
+	at10SetTPSrc   = 9
+	at10SetTPDst   = 10
+	at10Enqueue    = 11
+	atVendor       = 0xffff
+)
+
+// OpenFlow 1.1+ action types.
+const (
+	at11Output    = 0
+	at11PushVLAN  = 17
+	at11PopVLAN   = 18
+	at11SetQueue  = 21
+	at11Group     = 22
+	at11SetNWTTL  = 23
+	at11DecNWTTL  = 24
+	at12SetField  = 25
+	at15CopyField = 28
+	at15Meter     = 29
+)
+
+// Nicira action subtypes (NXAST_*).
+const (
+	nxastResubmit       = 1
+	nxastSetTunnel      = 2
+	nxastSetQueue       = 4
+	nxastPopQueue       = 5
+	nxastRegMove        = 6
+	nxastRegLoad        = 7
+	nxastNote           = 8
+	nxastSetTunnel64    = 9
+	nxastMultipath      = 10
+	nxastBundle         = 12
+	nxastBundleLoad     = 13
+	nxastResubmitTable  = 14
+	nxastOutputReg      = 15
+	nxastLearn          = 16
+	nxastExit           = 17
+	nxastDecTTL         = 18
+	nxastFinTimeout     = 19
+	nxastController     = 20
+	nxastDecTTLCntIDs   = 21
+	nxastWriteMetadata  = 22
+	nxastStackPush      = 27
+	nxastStackPop       = 28
+	nxastSample         = 29
+	nxastSetMPLSLabel   = 30
+	nxastOutputReg2     = 32
+	nxastRegLoad2       = 33
+	nxastConjunction    = 34
+	nxastCT             = 35
+	nxastNAT            = 36
+	nxastController2    = 37
+	nxastSample2        = 38
+	nxastOutputTrunc    = 39
+	nxastGroup          = 40
+	nxastDebugRecirc    = 41
+	nxastClone          = 42
+	nxastCTClear        = 43
+	nxastResubmitCT     = 44
+	nxastLearn2         = 45
+	nxastEncap          = 46
+	nxastDecap          = 47
+	nxastDecNSHTTL      = 48
+	nxastDebugSlow      = 49
+	nxastCheckPktLarger = 49 + 1
+	nxastDeleteField    = 51
+)
+
+// nxastNames are the Nicira actions govs decodes without executing.
+var nxastNames = map[uint16]string{
+	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
+	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
+	nxastLearn: "learn", nxastFinTimeout: "fin_timeout", nxastDecTTLCntIDs: "dec_ttl(ids)", nxastStackPush: "push",
+	nxastStackPop: "pop", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label", nxastConjunction: "conjunction",
+	nxastCT: "ct", nxastNAT: "nat", nxastController2: "controller2", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
+	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)", nxastLearn2: "learn",
+	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
+	nxastCheckPktLarger: "check_pkt_larger", nxastDeleteField: "delete_field",
+}
+
+func actErr(e Errno, detail string) *Error { return &Error{Errno: e, Detail: detail} }
+
+// DecodeActions decodes a list of actions of version v (OVS's
+// ofpacts_pull_openflow_actions).
+func DecodeActions(v Version, b []byte) ([]Action, *Error) {
+	acts, err := decodeActions(v, b, 0)
+	if err != nil {
+		return nil, err
+	}
+	// In an OpenFlow 1.0 list, write_metadata is an instruction: nothing
+	// may follow it (OVS's ofpacts_verify ordering).
+	for i := range acts {
+		if acts[i].Type == ActWriteMetadata && i != len(acts)-1 {
+			return nil, actErr(UnsupportedOrder, "write_metadata must be last")
+		}
+	}
+	return acts, nil
+}
+
+func decodeActions(v Version, b []byte, depth int) ([]Action, *Error) {
+	if depth > 8 {
+		return nil, actErr(BadActionLen, "actions nested too deep")
+	}
+	if len(b)%8 != 0 {
+		return nil, actErr(BadActionLen, "action list not a multiple of 8 bytes")
+	}
+	var acts []Action
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return nil, actErr(BadActionLen, "truncated action")
+		}
+		typ, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
+		if n < 8 || n%8 != 0 || n > len(b) {
+			return nil, actErr(BadActionLen, "bad action length")
+		}
+		a, err := decodeAction(v, typ, b[:n], depth)
+		if err != nil {
+			return nil, err
+		}
+		acts = append(acts, a)
+		b = b[n:]
+	}
+	return acts, nil
+}
+
+func fixedLen(b []byte, n int) *Error {
+	if len(b) != n {
+		return actErr(BadActionLen, "bad action length")
+	}
+	return nil
+}
+
+func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
+	if typ == atVendor {
+		return decodeNXAction(v, b, depth)
+	}
+	if v == V10 {
+		return decodeAction10(typ, b)
+	}
+	if n, ok := fixed11[typ]; ok {
+		if err := fixedLen(b, n); err != nil {
+			return Action{}, err
+		}
+	}
+	switch typ {
+	case at11Output:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return outputAction(binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint16(b[8:]))
+	case at11PushVLAN:
+		et := binary.BigEndian.Uint16(b[4:])
+		if !flow.IsVLANType(et) {
+			return Action{}, actErr(BadActionArgument, "push_vlan Ethertype")
+		}
+		return Action{Type: ActPushVLAN, VLAN: et}, nil
+	case at11PopVLAN:
+		return Action{Type: ActPopVLAN}, nil
+	case at11Group:
+		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(b[4:])}, nil
+	case at11SetNWTTL:
+		return Action{Type: ActSetField, Field: fields[FieldIPTTL], Value: []byte{b[4]}, Mask: []byte{0xff}, raw: rawLegacy}, nil
+	case at11DecNWTTL:
+		return Action{Type: ActDecTTL}, nil
+	case at11SetQueue:
+		return Action{Type: ActUnsupported, Errno: BadActionType, Name: "set_queue"}, nil
+	case at12SetField:
+		if v < V12 {
+			break
+		}
+		return decodeSetField(v, b[4:])
+	case at15CopyField:
+		if v < V15 {
+			break
+		}
+		// ofp15_action_copy_field: n_bits, src_offset, dst_offset, pad,
+		// src and dst OXM headers.
+		if len(b) < 20 {
+			return Action{}, actErr(BadActionLen, "copy_field")
+		}
+		return decodeMove(binary.BigEndian.Uint16(b[4:]), binary.BigEndian.Uint16(b[6:]), binary.BigEndian.Uint16(b[8:]),
+			binary.BigEndian.Uint32(b[12:]), binary.BigEndian.Uint32(b[16:]))
+	case at15Meter:
+		if v < V15 {
+			break
+		}
+		if err := fixedLen(b, 8); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActMeter, ID: binary.BigEndian.Uint32(b[4:])}, nil
+	case 11, 12, 15, 16, 19, 20, 26, 27:
+		// MPLS and PBB actions.
+		return Action{Type: ActUnsupported, Errno: BadActionType, Name: "mpls/pbb"}, nil
+	}
+	return Action{}, actErr(BadActionType, "unknown action type")
+}
+
+// fixed11 are the sizes of the fixed-size OpenFlow 1.1+ actions.
+var fixed11 = map[uint16]int{at11PushVLAN: 8, at11PopVLAN: 8, at11Group: 8, at11SetNWTTL: 8, at11DecNWTTL: 8, at11SetQueue: 8}
+
+func outputAction(port uint32, maxLen uint16) (Action, *Error) {
+	if port == PortController {
+		return Action{Type: ActController, Port: port, MaxLen: maxLen}, nil
+	}
+	if port >= PortMax && port != PortInPort && port != PortNormal && port != PortFlood && port != PortAll &&
+		port != PortLocal && port != 0xfffffff9 {
+		return Action{}, actErr(BadOutPort, "output port")
+	}
+	if port == 0xfffffff9 { // OFPP_TABLE: only in packet-outs
+		return Action{Type: ActUnsupported, Errno: BadOutPort, Name: "output:TABLE"}, nil
+	}
+	return Action{Type: ActOutput, Port: port, MaxLen: maxLen}, nil
+}
+
+// legacyDecode10 are OpenFlow 1.0's set actions: the field each sets and
+// the action's size.
+var legacyDecode10 = map[uint16]struct {
+	id   FieldID
+	size int
+}{at10SetDLSrc: {FieldEthSrc, 16}, at10SetDLDst: {FieldEthDst, 16}, at10SetNWSrc: {FieldIPv4Src, 8},
+	at10SetNWDst: {FieldIPv4Dst, 8}, at10SetNWTOS: {FieldIPTOS, 8}, at10SetTPSrc: {FieldTCPSrc, 8}, at10SetTPDst: {FieldTCPDst, 8}}
+
+func decodeAction10(typ uint16, b []byte) (Action, *Error) {
+	legacy := func(id FieldID, val []byte) (Action, *Error) {
+		fd := fields[id]
+		return Action{Type: ActSetField, Field: fd, Value: val, Mask: bytes.Clone(ones[:fd.Len]), raw: rawLegacy}, nil
+	}
+	switch typ {
+	case at10Output:
+		if err := fixedLen(b, 8); err != nil {
+			return Action{}, err
+		}
+		return outputAction(widenPort10(binary.BigEndian.Uint16(b[4:])), binary.BigEndian.Uint16(b[6:]))
+	case at10SetVLANVID:
+		if err := fixedLen(b, 8); err != nil {
+			return Action{}, err
+		}
+		vid := binary.BigEndian.Uint16(b[4:])
+		if vid > flow.VLANVIDMask {
+			return Action{}, actErr(BadActionArgument, "VLAN ID")
+		}
+		return Action{Type: ActSetVLANVID, VLAN: vid}, nil
+	case at10SetVLANPCP:
+		if err := fixedLen(b, 8); err != nil {
+			return Action{}, err
+		}
+		if b[4] > 7 {
+			return Action{}, actErr(BadActionArgument, "VLAN PCP")
+		}
+		return Action{Type: ActSetVLANPCP, VLAN: uint16(b[4])}, nil
+	case at10StripVLAN:
+		if err := fixedLen(b, 8); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActPopVLAN}, nil
+	case at10SetDLSrc, at10SetDLDst, at10SetNWSrc, at10SetNWDst, at10SetNWTOS, at10SetTPSrc, at10SetTPDst:
+		l := legacyDecode10[typ]
+		if err := fixedLen(b, l.size); err != nil {
+			return Action{}, err
+		}
+		if typ == at10SetNWTOS && b[4]&3 != 0 {
+			return Action{}, actErr(BadActionArgument, "nw_tos")
+		}
+		return legacy(l.id, bytes.Clone(b[4:4+fields[l.id].Len]))
+	case at10Enqueue:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActUnsupported, Errno: BadActionType, Name: "enqueue"}, nil
+	}
+	return Action{}, actErr(BadActionType, "unknown action type")
+}
+
+// decodeSetField decodes OFPAT12_SET_FIELD's OXM TLV (masked from 1.5).
+func decodeSetField(v Version, b []byte) (Action, *Error) {
+	if len(b) < 4 {
+		return Action{}, actErr(BadSetLen, "set_field")
+	}
+	h := binary.BigEndian.Uint32(b)
+	masked := h&0x100 != 0
+	n := int(b[3])
+	if masked {
+		n /= 2
+	}
+	fd := FieldByHeader(h&^0xff | uint32(n))
+	if fd == nil {
+		return Action{}, actErr(BadSetType, "set_field: unknown field")
+	}
+	l := fd.Len
+	if masked {
+		if v < V15 {
+			return Action{}, actErr(BadSetArgument, "masked set_field before OpenFlow 1.5")
+		}
+		l *= 2
+	}
+	if 4+l > len(b) {
+		return Action{}, actErr(BadSetLen, "set_field")
+	}
+	for _, c := range b[4+l:] {
+		if c != 0 {
+			return Action{}, actErr(BadSetArgument, "set_field padding")
+		}
+	}
+	if !fd.Writable {
+		return Action{}, actErr(BadSetType, "set_field: read-only field "+fd.Name)
+	}
+	val := bytes.Clone(b[4 : 4+fd.Len])
+	mask := bytes.Clone(ones[:fd.Len])
+	if masked {
+		mask = bytes.Clone(b[4+fd.Len : 4+l])
+	}
+	if checkValue(fd, val, mask) != nil {
+		return Action{}, actErr(BadSetArgument, "set_field value")
+	}
+	if fd.ID == FieldVLANVID && binary.BigEndian.Uint16(val)&0x1000 == 0 {
+		// OVS requires OFPVID_PRESENT in a set_field to vlan_vid.
+		return Action{}, actErr(BadSetArgument, "set_field vlan_vid without OFPVID_PRESENT")
+	}
+	return Action{Type: ActSetField, Field: fd, Value: val, Mask: mask}, nil
+}
+
+// decodeRef decodes a header plus ofs/nbits into a FieldRef, checking
+// the range lies in the field.
+func decodeRef(h uint32, ofs, nbits int) (FieldRef, *Error) {
+	fd := FieldByHeader(h)
+	if fd == nil || h&0x100 != 0 {
+		return FieldRef{}, actErr(BadActionArgument, "unknown field")
+	}
+	if nbits <= 0 || ofs+nbits > fd.Len*8 {
+		return FieldRef{}, actErr(BadActionArgument, "field range")
+	}
+	return FieldRef{Field: fd, Ofs: ofs, NBits: nbits}, nil
+}
+
+// decodeOfsNBits decodes an ofs_nbits and a field header (NXAST_REG_LOAD,
+// NXAST_OUTPUT_REG).
+func decodeOfsNBits(b []byte) (FieldRef, *Error) {
+	ofsNBits := binary.BigEndian.Uint16(b)
+	return decodeRef(binary.BigEndian.Uint32(b[2:]), int(ofsNBits>>6), int(ofsNBits&0x3f)+1)
+}
+
+func decodeMove(nbits, srcOfs, dstOfs uint16, src, dst uint32) (Action, *Error) {
+	s, err := decodeRef(src, int(srcOfs), int(nbits))
+	if err != nil {
+		return Action{}, err
+	}
+	d, err := decodeRef(dst, int(dstOfs), int(nbits))
+	if err != nil {
+		return Action{}, err
+	}
+	if !d.Field.Writable {
+		return Action{}, actErr(BadSetType, "move to read-only field")
+	}
+	return Action{Type: ActMove, Src: s, Dst: d}, nil
+}
+
+func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
+	if len(b) < 10 {
+		return Action{}, actErr(BadActionLen, "vendor action")
+	}
+	if vendor := binary.BigEndian.Uint32(b[4:]); vendor != NiciraVendor {
+		return Action{}, actErr(BadActionVendor, "vendor")
+	}
+	sub := binary.BigEndian.Uint16(b[8:])
+	body := b[10:]
+	zero := func(p []byte) *Error {
+		for _, c := range p {
+			if c != 0 {
+				return actErr(ActionMustBeZero, "padding")
+			}
+		}
+		return nil
+	}
+	switch sub {
+	case nxastResubmit, nxastResubmitTable:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		a := Action{Type: ActResubmit, Port: widenPort10(binary.BigEndian.Uint16(body)), Table: 0xff, resubmitTable: sub == nxastResubmitTable}
+		if sub == nxastResubmitTable {
+			a.Table = body[2]
+			if err := zero(body[3:6]); err != nil {
+				return Action{}, err
+			}
+		}
+		return a, nil
+	case nxastRegMove:
+		if err := fixedLen(b, 24); err != nil {
+			return Action{}, err
+		}
+		return decodeMove(binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]), binary.BigEndian.Uint16(body[4:]),
+			binary.BigEndian.Uint32(body[6:]), binary.BigEndian.Uint32(body[10:]))
+	case nxastRegLoad:
+		if err := fixedLen(b, 24); err != nil {
+			return Action{}, err
+		}
+		ref, err := decodeOfsNBits(body)
+		if err != nil {
+			return Action{}, err
+		}
+		value := binary.BigEndian.Uint64(body[6:])
+		if ref.NBits < 64 && value>>ref.NBits != 0 {
+			return Action{}, actErr(BadActionArgument, "load value wider than its field range")
+		}
+		if !ref.Field.Writable {
+			return Action{}, actErr(BadSetType, "load to read-only field")
+		}
+		a := Action{Type: ActSetField, Field: ref.Field, raw: rawRegLoad}
+		a.Value, a.Mask = refValue(ref, value)
+		return a, nil
+	case nxastRegLoad2:
+		// An OXM TLV, possibly masked, padded.
+		a, err := decodeSetField(V15, body)
+		if err != nil {
+			return Action{}, err
+		}
+		a.raw = rawRegLoad
+		return a, nil
+	case nxastNote:
+		return Action{Type: ActNote, Data: bytes.Clone(body)}, nil
+	case nxastExit:
+		return Action{Type: ActExit}, nil
+	case nxastDecTTL:
+		return Action{Type: ActDecTTL}, nil
+	case nxastController:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActController, Port: PortController, MaxLen: binary.BigEndian.Uint16(body),
+			ControllerID: binary.BigEndian.Uint16(body[2:]), Reason: body[4]}, nil
+	case nxastWriteMetadata:
+		if err := fixedLen(b, 32); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActWriteMetadata, Metadata: binary.BigEndian.Uint64(body[6:]), MetadataMask: binary.BigEndian.Uint64(body[14:])}, nil
+	case nxastOutputReg:
+		if err := fixedLen(b, 24); err != nil {
+			return Action{}, err
+		}
+		ref, err := decodeOfsNBits(body)
+		if err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActOutputReg, Src: ref, MaxLen: binary.BigEndian.Uint16(body[6:])}, nil
+	case nxastGroup:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body)}, nil
+	case nxastClone:
+		if len(b) < 16 {
+			return Action{}, actErr(BadActionLen, "clone")
+		}
+		nested, err := decodeActions(v, b[16:], depth+1)
+		if err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActClone, Nested: nested}, nil
+	}
+	if name, ok := nxastNames[sub]; ok {
+		return Action{Type: ActUnsupported, Errno: BadActionVendorType, Name: name}, nil
+	}
+	return Action{}, actErr(BadActionVendorType, "unknown Nicira action")
+}
+
+// refValue returns a field-sized value and mask setting ref's bits to v.
+func refValue(ref FieldRef, v uint64) (value, mask []byte) {
+	n := ref.Field.Len
+	value, mask = make([]byte, n), make([]byte, n)
+	for i := 0; i < ref.NBits; i++ {
+		bit := ref.Ofs + i
+		byteIdx := n - 1 - bit/8
+		mask[byteIdx] |= 1 << (bit % 8)
+		if i < 64 && v>>i&1 != 0 {
+			value[byteIdx] |= 1 << (bit % 8)
+		}
+	}
+	return value, mask
+}
+
+// maskRange returns the offset and width of a contiguous mask, ok false
+// if it is not contiguous.
+func maskRange(mask []byte) (ofs, nbits int, ok bool) {
+	n := len(mask) * 8
+	first, last := -1, -1
+	for bit := 0; bit < n; bit++ {
+		if mask[len(mask)-1-bit/8]>>(bit%8)&1 != 0 {
+			if first < 0 {
+				first = bit
+			}
+			if last >= 0 && last != bit-1 {
+				return 0, 0, false
+			}
+			last = bit
+		}
+	}
+	if first < 0 {
+		return 0, 0, false
+	}
+	return first, last - first + 1, true
+}
+
+// rangeValue extracts the bits of value at ofs.. as an integer (up to 64
+// bits).
+func rangeValue(value []byte, ofs, nbits int) uint64 {
+	var v uint64
+	n := len(value)
+	for i := 0; i < nbits && i < 64; i++ {
+		bit := ofs + i
+		if value[n-1-bit/8]>>(bit%8)&1 != 0 {
+			v |= 1 << i
+		}
+	}
+	return v
+}
+
+// DecodeInstructions decodes OpenFlow 1.1+ instructions into one action
+// list, instructions after the apply-actions (as OVS's
+// ofpacts_pull_openflow_instructions).
+func DecodeInstructions(v Version, b []byte) ([]Action, *Error) {
+	var meter, apply, clear, write, meta, gotoT []Action
+	seen := map[uint16]bool{}
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return nil, actErr(InstBadLen, "truncated instruction")
+		}
+		typ, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
+		if n < 8 || n%8 != 0 || n > len(b) {
+			return nil, actErr(InstBadLen, "instruction length")
+		}
+		ib := b[:n]
+		b = b[n:]
+		if seen[typ] {
+			return nil, actErr(DupInst, "instruction twice")
+		}
+		seen[typ] = true
+		switch typ {
+		case 1: // OFPIT11_GOTO_TABLE
+			if n != 8 {
+				return nil, actErr(InstBadLen, "goto_table")
+			}
+			gotoT = []Action{{Type: ActGotoTable, Table: ib[4]}}
+		case 2: // OFPIT11_WRITE_METADATA
+			if n != 24 {
+				return nil, actErr(InstBadLen, "write_metadata")
+			}
+			meta = []Action{{Type: ActWriteMetadata, Metadata: binary.BigEndian.Uint64(ib[8:]), MetadataMask: binary.BigEndian.Uint64(ib[16:])}}
+		case 3, 4: // OFPIT11_WRITE_ACTIONS, APPLY_ACTIONS
+			acts, err := DecodeActions(v, ib[8:])
+			if err != nil {
+				return nil, err
+			}
+			if typ == 4 {
+				apply = acts
+			} else {
+				write = []Action{{Type: ActWriteActions, Nested: acts}}
+			}
+		case 5: // OFPIT11_CLEAR_ACTIONS
+			if n != 8 {
+				return nil, actErr(InstBadLen, "clear_actions")
+			}
+			clear = []Action{{Type: ActClearActions}}
+		case 6: // OFPIT13_METER
+			if v < V13 || v >= V15 {
+				return nil, actErr(UnknownInst, "meter instruction")
+			}
+			if n != 8 {
+				return nil, actErr(InstBadLen, "meter")
+			}
+			meter = []Action{{Type: ActMeter, ID: binary.BigEndian.Uint32(ib[4:])}}
+		case 0xffff:
+			return nil, actErr(InstBadVendor, "experimenter instruction")
+		default:
+			return nil, actErr(UnknownInst, "unknown instruction")
+		}
+	}
+	var acts []Action
+	for _, l := range [][]Action{meter, apply, clear, write, meta, gotoT} {
+		acts = append(acts, l...)
+	}
+	return acts, nil
+}
+
+// nxActionHeader starts a Nicira action of n bytes.
+func nxActionHeader(b []byte, n int, sub uint16) []byte {
+	b = put16(b, atVendor)
+	b = put16(b, uint16(n))
+	b = put32(b, NiciraVendor)
+	return put16(b, sub)
+}
+
+func padTo8(b []byte, start int) []byte {
+	return pad(b, (8-(len(b)-start)%8)%8)
+}
+
+// legacy10 is the OpenFlow 1.0 action that sets a whole field, if any.
+var legacy10 = map[FieldID]uint16{FieldEthSrc: at10SetDLSrc, FieldEthDst: at10SetDLDst, FieldIPv4Src: at10SetNWSrc,
+	FieldIPv4Dst: at10SetNWDst, FieldIPTOS: at10SetNWTOS, FieldTCPSrc: at10SetTPSrc, FieldTCPDst: at10SetTPDst,
+	FieldUDPSrc: at10SetTPSrc, FieldUDPDst: at10SetTPDst}
+
+// AppendActions appends acts as version v's actions (instructions are
+// left out: AppendInstructions places them).
+func AppendActions(b []byte, v Version, acts []Action) []byte {
+	for i := range acts {
+		if v == V10 && acts[i].Type == ActWriteMetadata {
+			continue
+		}
+		b = appendAction(b, v, &acts[i])
+	}
+	if v == V10 {
+		// write_metadata, an instruction, ends an OpenFlow 1.0 list.
+		for i := range acts {
+			if acts[i].Type == ActWriteMetadata {
+				b = appendAction(b, v, &acts[i])
+			}
+		}
+	}
+	return b
+}
+
+func appendAction(b []byte, v Version, a *Action) []byte {
+	start := len(b)
+	switch a.Type {
+	case ActOutput, ActController:
+		if a.Type == ActController && (a.Reason != 0 || a.ControllerID != 0) {
+			b = nxActionHeader(b, 16, nxastController)
+			b = put16(b, a.MaxLen)
+			b = put16(b, a.ControllerID)
+			b = put8(b, a.Reason)
+			return pad(b, 1)
+		}
+		if v == V10 {
+			b = put16(b, at10Output)
+			b = put16(b, 8)
+			b = put16(b, port10(a.Port))
+			return put16(b, a.MaxLen)
+		}
+		b = put16(b, at11Output)
+		b = put16(b, 16)
+		b = put32(b, a.Port)
+		b = put16(b, a.MaxLen)
+		return pad(b, 6)
+	case ActSetVLANVID:
+		if v == V10 {
+			b = put16(b, at10SetVLANVID)
+			b = put16(b, 8)
+			b = put16(b, a.VLAN)
+			return pad(b, 2)
+		}
+		// OVS's mod_vlan_vid pushes a tag if there is none.
+		b = appendAction(b, v, &Action{Type: ActPushVLAN, VLAN: flow.EthTypeVLAN})
+		return appendSetField(b, v, fields[FieldVLANVID], binary.BigEndian.AppendUint16(nil, a.VLAN|0x1000), []byte{0xff, 0xff})
+	case ActSetVLANPCP:
+		if v == V10 {
+			b = put16(b, at10SetVLANPCP)
+			b = put16(b, 8)
+			b = put8(b, uint8(a.VLAN))
+			return pad(b, 3)
+		}
+		b = appendAction(b, v, &Action{Type: ActPushVLAN, VLAN: flow.EthTypeVLAN})
+		return appendSetField(b, v, fields[FieldVLANPCP], []byte{uint8(a.VLAN)}, []byte{0xff})
+	case ActPushVLAN:
+		if v == V10 {
+			return b // OpenFlow 1.0 pushes as a side effect of mod_vlan_vid
+		}
+		b = put16(b, at11PushVLAN)
+		b = put16(b, 8)
+		b = put16(b, a.VLAN)
+		return pad(b, 2)
+	case ActPopVLAN:
+		if v == V10 {
+			b = put16(b, at10StripVLAN)
+		} else {
+			b = put16(b, at11PopVLAN)
+		}
+		b = put16(b, 8)
+		return pad(b, 4)
+	case ActSetField:
+		full := bytes.Equal(a.Mask, ones[:len(a.Mask)])
+		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANVID {
+			return appendAction(b, v, &Action{Type: ActSetVLANVID, VLAN: binary.BigEndian.Uint16(a.Value) & flow.VLANVIDMask})
+		}
+		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANPCP {
+			return appendAction(b, v, &Action{Type: ActSetVLANPCP, VLAN: uint16(a.Value[0])})
+		}
+		if v == V10 && full && a.raw != rawRegLoad {
+			if t, ok := legacy10[a.Field.ID]; ok {
+				b = put16(b, t)
+				if t == at10SetDLSrc || t == at10SetDLDst {
+					b = put16(b, 16)
+					b = append(b, a.Value...)
+					return pad(b, 6)
+				}
+				b = put16(b, 8)
+				b = append(b, a.Value...)
+				return padTo8(b, start)
+			}
+		}
+		if v >= V15 || (a.raw != rawRegLoad && full && v >= V12) {
+			return appendSetField(b, v, a.Field, a.Value, a.Mask)
+		}
+		if ofs, nbits, ok := maskRange(a.Mask); ok && nbits <= 64 {
+			b = nxActionHeader(b, 24, nxastRegLoad)
+			b = put16(b, uint16(ofs<<6|(nbits-1)))
+			b = put32(b, a.Field.header(true))
+			return put64(b, rangeValue(a.Value, ofs, nbits))
+		}
+		b = nxActionHeader(b, 0, nxastRegLoad2)
+		b = appendOXMField(b, a.Field, a.Value, a.Mask, v == V10)
+		b = padTo8(b, start)
+		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+		return b
+	case ActMove:
+		if v >= V15 {
+			b = put16(b, at15CopyField)
+			b = put16(b, 24)
+			b = put16(b, uint16(a.Src.NBits))
+			b = put16(b, uint16(a.Src.Ofs))
+			b = put16(b, uint16(a.Dst.Ofs))
+			b = pad(b, 2)
+			b = put32(b, a.Src.Field.header(false))
+			b = put32(b, a.Dst.Field.header(false))
+			return pad(b, 4)
+		}
+		b = nxActionHeader(b, 24, nxastRegMove)
+		b = put16(b, uint16(a.Src.NBits))
+		b = put16(b, uint16(a.Src.Ofs))
+		b = put16(b, uint16(a.Dst.Ofs))
+		b = put32(b, a.Src.Field.header(v == V10))
+		return put32(b, a.Dst.Field.header(v == V10))
+	case ActResubmit:
+		if a.Table == 0xff && !a.resubmitTable {
+			b = nxActionHeader(b, 16, nxastResubmit)
+			b = put16(b, port10(a.Port))
+			return pad(b, 4)
+		}
+		b = nxActionHeader(b, 16, nxastResubmitTable)
+		b = put16(b, port10(a.Port))
+		b = put8(b, a.Table)
+		return pad(b, 3)
+	case ActNote:
+		b = nxActionHeader(b, 0, nxastNote)
+		b = append(b, a.Data...)
+		b = padTo8(b, start)
+		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+		return b
+	case ActExit:
+		b = nxActionHeader(b, 16, nxastExit)
+		return pad(b, 6)
+	case ActDecTTL:
+		if v == V10 {
+			b = nxActionHeader(b, 16, nxastDecTTL)
+			return pad(b, 6)
+		}
+		b = put16(b, at11DecNWTTL)
+		b = put16(b, 8)
+		return pad(b, 4)
+	case ActGroup:
+		if v == V10 {
+			b = nxActionHeader(b, 16, nxastGroup)
+			b = put32(b, a.ID)
+			return pad(b, 2)
+		}
+		b = put16(b, at11Group)
+		b = put16(b, 8)
+		return put32(b, a.ID)
+	case ActOutputReg:
+		b = nxActionHeader(b, 24, nxastOutputReg)
+		b = put16(b, uint16(a.Src.Ofs<<6|(a.Src.NBits-1)))
+		b = put32(b, a.Src.Field.header(true))
+		b = put16(b, a.MaxLen)
+		return pad(b, 6)
+	case ActClone:
+		b = nxActionHeader(b, 0, nxastClone)
+		b = pad(b, 6)
+		b = AppendActions(b, v, a.Nested)
+		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+		return b
+	case ActGotoTable:
+		if v == V10 {
+			// OpenFlow 1.0 has no goto_table: OVS encodes it as a resubmit.
+			return appendAction(b, v, &Action{Type: ActResubmit, Port: PortInPort, Table: a.Table, resubmitTable: true})
+		}
+	case ActWriteMetadata:
+		if v == V10 {
+			b = nxActionHeader(b, 32, nxastWriteMetadata)
+			b = pad(b, 6)
+			b = put64(b, a.Metadata)
+			return put64(b, a.MetadataMask)
+		}
+	}
+	return b
+}
+
+func appendOXMField(b []byte, fd *Field, value, mask []byte, nx bool) []byte {
+	h := fd.header(nx)
+	if bytes.Equal(mask, ones[:fd.Len]) {
+		b = put32(b, h)
+		return append(b, value...)
+	}
+	b = put32(b, h&^0xff|0x100|uint32(2*fd.Len))
+	b = append(b, value...)
+	return append(b, mask...)
+}
+
+func appendSetField(b []byte, v Version, fd *Field, value, mask []byte) []byte {
+	start := len(b)
+	b = put16(b, at12SetField)
+	b = put16(b, 0)
+	b = appendOXMField(b, fd, value, mask, false)
+	b = padTo8(b, start)
+	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+	return b
+}
+
+// AppendInstructions appends acts as OpenFlow 1.1+ instructions.
+func AppendInstructions(b []byte, v Version, acts []Action) []byte {
+	var apply []Action
+	var rest []*Action
+	for i := range acts {
+		if acts[i].Type >= ActMeter {
+			rest = append(rest, &acts[i])
+		} else {
+			apply = append(apply, acts[i])
+		}
+	}
+	for _, a := range rest {
+		if a.Type == ActMeter {
+			b = appendMeter(b, v, a)
+		}
+	}
+	if len(apply) > 0 {
+		start := len(b)
+		b = put16(b, 4)
+		b = put16(b, 0)
+		b = pad(b, 4)
+		b = AppendActions(b, v, apply)
+		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+	}
+	for _, a := range rest {
+		switch a.Type {
+		case ActClearActions:
+			b = put16(b, 5)
+			b = put16(b, 8)
+			b = pad(b, 4)
+		case ActWriteActions:
+			start := len(b)
+			b = put16(b, 3)
+			b = put16(b, 0)
+			b = pad(b, 4)
+			b = AppendActions(b, v, a.Nested)
+			binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+		case ActWriteMetadata:
+			b = put16(b, 2)
+			b = put16(b, 24)
+			b = pad(b, 4)
+			b = put64(b, a.Metadata)
+			b = put64(b, a.MetadataMask)
+		case ActGotoTable:
+			b = put16(b, 1)
+			b = put16(b, 8)
+			b = put8(b, a.Table)
+			b = pad(b, 3)
+		}
+	}
+	return b
+}
+
+func appendMeter(b []byte, v Version, a *Action) []byte {
+	if v >= V15 {
+		return b // a meter action: govs never keeps one (it has no meters)
+	}
+	b = put16(b, 6)
+	b = put16(b, 8)
+	return put32(b, a.ID)
+}
+
+// Outputs returns the ports acts output to (for out_port filters).
+func Outputs(acts []Action) []uint32 {
+	var ports []uint32
+	for _, a := range acts {
+		switch a.Type {
+		case ActOutput, ActController:
+			ports = append(ports, a.Port)
+		case ActClone, ActWriteActions:
+			ports = append(ports, Outputs(a.Nested)...)
+		}
+	}
+	return ports
+}
+
+// Groups returns the groups acts output to.
+func Groups(acts []Action) []uint32 {
+	var g []uint32
+	for _, a := range acts {
+		switch a.Type {
+		case ActGroup:
+			g = append(g, a.ID)
+		case ActClone, ActWriteActions:
+			g = append(g, Groups(a.Nested)...)
+		}
+	}
+	return g
+}
+
+// MaskBits returns the number of one bits in b.
+func MaskBits(b []byte) int {
+	n := 0
+	for _, c := range b {
+		n += bits.OnesCount8(c)
+	}
+	return n
+}
+
+// Legacy reports whether a set-field action was an OpenFlow 1.0 mod_*
+// action.
+func (a *Action) Legacy() bool { return a.raw == rawLegacy }

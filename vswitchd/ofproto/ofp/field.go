@@ -1,0 +1,495 @@
+package ofp
+
+import (
+	"encoding/binary"
+
+	"github.com/govs/govs/datapath/flow"
+)
+
+// Flow is what an OpenFlow match or action can read or write: the
+// datapath flow key plus the pipeline's own metadata (OVS's struct flow).
+// Fields a packet of govs never carries (tunnel, conntrack, packet mark)
+// are kept so that matches on them decode; they are always zero in a
+// packet's flow.
+type Flow struct {
+	flow.Key
+	Regs     [16]uint32
+	Metadata uint64
+	TunID    uint64
+	PktMark  uint32
+	CtState  uint32
+	CtZone   uint16
+	CtMark   uint32
+	CtLabel  [16]byte
+}
+
+// Match is a flow with a mask: a one bit in Mask is a bit the flow must
+// equal; Flow has no bit set outside Mask.
+type Match struct {
+	Flow Flow
+	Mask Flow
+}
+
+// FieldID names a field govs knows (OVS's enum mf_field_id, a subset).
+type FieldID uint8
+
+const (
+	FieldNone FieldID = iota
+	FieldInPort
+	FieldEthDst
+	FieldEthSrc
+	FieldEthType
+	FieldVLANTCI
+	FieldVLANVID // OXM: VID plus OFPVID_PRESENT (the CFI bit)
+	FieldVLANPCP
+	FieldIPDSCP // OXM: DSCP in the low 6 bits
+	FieldIPTOS  // NXM_OF_IP_TOS: the DSCP bits in place
+	FieldIPECN
+	FieldIPProto
+	FieldIPTTL
+	FieldIPFrag
+	FieldIPv4Src
+	FieldIPv4Dst
+	FieldTCPSrc
+	FieldTCPDst
+	FieldUDPSrc
+	FieldUDPDst
+	FieldSCTPSrc
+	FieldSCTPDst
+	FieldICMPType
+	FieldICMPCode
+	FieldARPOp
+	FieldARPSPA
+	FieldARPTPA
+	FieldARPSHA
+	FieldARPTHA
+	FieldIPv6Src
+	FieldIPv6Dst
+	FieldIPv6Label
+	FieldICMPv6Type
+	FieldICMPv6Code
+	FieldTCPFlags
+	FieldMetadata
+	FieldTunID
+	FieldPktMark
+	FieldCtState
+	FieldCtZone
+	FieldCtMark
+	FieldCtLabel
+	FieldReg0                   // FieldReg0+n is reg<n>, n < 16
+	FieldXReg0 = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
+	fieldEnd   = FieldXReg0 + 8
+)
+
+// prereq is what a field needs the rest of a match to say (OVS's enum
+// mf_prereqs).
+type prereq uint8
+
+const (
+	preNone prereq = iota
+	preVLAN        // a VLAN tag present
+	preARP         // ARP or RARP
+	preIPv4
+	preIPv6
+	preIP // IPv4 or IPv6
+	preTCP
+	preUDP
+	preSCTP
+	preICMPv4
+	preICMPv6
+)
+
+// Field describes one field: its size, where it lives in a Flow, and its
+// NXM and OXM headers (class<<16 | field<<9 | length, no mask bit; 0 if
+// it has none).
+type Field struct {
+	ID       FieldID
+	Name     string
+	Len      int
+	Maskable bool
+	NXM, OXM uint32
+	// Writable: set_field/load may write it.
+	Writable bool
+	// full is the mask of the bits the field has, if not all of its
+	// bytes' (an exact match).
+	full []byte
+	pre  prereq
+	get  func(f *Flow, b []byte)
+	set  func(f *Flow, b []byte)
+}
+
+func nxmHeader(class uint16, field uint8, n int) uint32 {
+	return uint32(class)<<16 | uint32(field)<<9 | uint32(n)
+}
+
+// OXM/NXM classes.
+const (
+	classNXM0   = 0x0000
+	classNXM1   = 0x0001
+	classOXM    = 0x8000
+	classPktReg = 0x8001
+	classExp    = 0xffff
+)
+
+var (
+	fields     [fieldEnd]*Field
+	byHeader   = map[uint32]*Field{} // header without mask bit and with length
+	fieldNames = map[string]*Field{}
+)
+
+func be16(v uint16) func(b []byte) { return func(b []byte) { binary.BigEndian.PutUint16(b, v) } }
+
+func addField(fd *Field) {
+	fields[fd.ID] = fd
+	for _, h := range []uint32{fd.NXM, fd.OXM} {
+		if h != 0 {
+			byHeader[h] = fd
+		}
+	}
+	fieldNames[fd.Name] = fd
+}
+
+func u16Field(id FieldID, name string, nxm, oxm uint32, maskable, writable bool, pre prereq, p func(f *Flow) *uint16) {
+	addField(&Field{ID: id, Name: name, Len: 2, Maskable: maskable, NXM: nxm, OXM: oxm, Writable: writable, pre: pre,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint16(b, *p(f)) },
+		set: func(f *Flow, b []byte) { *p(f) = binary.BigEndian.Uint16(b) }})
+}
+
+func u32Field(id FieldID, name string, nxm, oxm uint32, maskable, writable bool, pre prereq, p func(f *Flow) *uint32) {
+	addField(&Field{ID: id, Name: name, Len: 4, Maskable: maskable, NXM: nxm, OXM: oxm, Writable: writable, pre: pre,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint32(b, *p(f)) },
+		set: func(f *Flow, b []byte) { *p(f) = binary.BigEndian.Uint32(b) }})
+}
+
+func u8Field(id FieldID, name string, nxm, oxm uint32, maskable, writable bool, pre prereq, p func(f *Flow) *uint8) {
+	addField(&Field{ID: id, Name: name, Len: 1, Maskable: maskable, NXM: nxm, OXM: oxm, Writable: writable, pre: pre,
+		get: func(f *Flow, b []byte) { b[0] = *p(f) },
+		set: func(f *Flow, b []byte) { *p(f) = b[0] }})
+}
+
+func bytesField(id FieldID, name string, n int, nxm, oxm uint32, maskable, writable bool, pre prereq, p func(f *Flow) []byte) {
+	addField(&Field{ID: id, Name: name, Len: n, Maskable: maskable, NXM: nxm, OXM: oxm, Writable: writable, pre: pre,
+		get: func(f *Flow, b []byte) { copy(b, p(f)) },
+		set: func(f *Flow, b []byte) { copy(p(f), b) }})
+}
+
+func init() {
+	addField(&Field{ID: FieldInPort, Name: "in_port", Len: 2, NXM: nxmHeader(classNXM0, 0, 2), Writable: true,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint16(b, port10(f.InPort)) },
+		set: func(f *Flow, b []byte) { f.InPort = widenPort10(binary.BigEndian.Uint16(b)) }})
+	// OXM_OF_IN_PORT is 32 bits: a separate field over the same value.
+	addField(&Field{ID: FieldInPort, Name: "in_port_oxm", Len: 4, OXM: nxmHeader(classOXM, 0, 4), Writable: true,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint32(b, f.InPort) },
+		set: func(f *Flow, b []byte) { f.InPort = binary.BigEndian.Uint32(b) }})
+	fields[FieldInPort] = fieldNames["in_port"]
+	bytesField(FieldEthDst, "eth_dst", 6, nxmHeader(classNXM0, 1, 6), nxmHeader(classOXM, 3, 6), true, true, preNone, func(f *Flow) []byte { return f.EthDst[:] })
+	bytesField(FieldEthSrc, "eth_src", 6, nxmHeader(classNXM0, 2, 6), nxmHeader(classOXM, 4, 6), true, true, preNone, func(f *Flow) []byte { return f.EthSrc[:] })
+	u16Field(FieldEthType, "eth_type", nxmHeader(classNXM0, 3, 2), nxmHeader(classOXM, 5, 2), false, false, preNone, func(f *Flow) *uint16 { return &f.EthType })
+	u16Field(FieldVLANTCI, "vlan_tci", nxmHeader(classNXM0, 4, 2), 0, true, true, preNone, func(f *Flow) *uint16 { return &f.VLANTCI })
+	addField(&Field{ID: FieldVLANVID, Name: "vlan_vid", Len: 2, Maskable: true, OXM: nxmHeader(classOXM, 6, 2), Writable: true,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint16(b, f.VLANTCI&0x1fff) },
+		set: func(f *Flow, b []byte) { f.VLANTCI = f.VLANTCI&^0x1fff | binary.BigEndian.Uint16(b)&0x1fff }})
+	addField(&Field{ID: FieldVLANPCP, Name: "vlan_pcp", Len: 1, OXM: nxmHeader(classOXM, 7, 1), Writable: true, pre: preVLAN,
+		get: func(f *Flow, b []byte) { b[0] = uint8(f.VLANTCI >> 13) },
+		set: func(f *Flow, b []byte) { f.VLANTCI = f.VLANTCI&^flow.VLANPCPMask | uint16(b[0]&7)<<13 }})
+	addField(&Field{ID: FieldIPDSCP, Name: "ip_dscp", Len: 1, OXM: nxmHeader(classOXM, 8, 1), Writable: true, pre: preIP,
+		get: func(f *Flow, b []byte) { b[0] = f.NwTOS >> 2 },
+		set: func(f *Flow, b []byte) { f.NwTOS = f.NwTOS&3 | b[0]<<2 }})
+	addField(&Field{ID: FieldIPTOS, Name: "nw_tos", Len: 1, NXM: nxmHeader(classNXM0, 5, 1), Writable: true, pre: preIP,
+		get: func(f *Flow, b []byte) { b[0] = f.NwTOS & 0xfc },
+		set: func(f *Flow, b []byte) { f.NwTOS = f.NwTOS&3 | b[0]&0xfc }})
+	addField(&Field{ID: FieldIPECN, Name: "ip_ecn", Len: 1, NXM: nxmHeader(classNXM1, 28, 1), OXM: nxmHeader(classOXM, 9, 1), Writable: true, pre: preIP,
+		get: func(f *Flow, b []byte) { b[0] = f.NwTOS & 3 },
+		set: func(f *Flow, b []byte) { f.NwTOS = f.NwTOS&0xfc | b[0]&3 }})
+	u8Field(FieldIPProto, "ip_proto", nxmHeader(classNXM0, 6, 1), nxmHeader(classOXM, 10, 1), false, false, preIP, func(f *Flow) *uint8 { return &f.NwProto })
+	u8Field(FieldIPTTL, "nw_ttl", nxmHeader(classNXM1, 29, 1), 0, false, true, preIP, func(f *Flow) *uint8 { return &f.NwTTL })
+	u8Field(FieldIPFrag, "ip_frag", nxmHeader(classNXM1, 26, 1), 0, true, false, preIP, func(f *Flow) *uint8 { return &f.NwFrag })
+	bytesField(FieldIPv4Src, "ip_src", 4, nxmHeader(classNXM0, 7, 4), nxmHeader(classOXM, 11, 4), true, true, preIPv4, func(f *Flow) []byte { return f.IPv4Src[:] })
+	bytesField(FieldIPv4Dst, "ip_dst", 4, nxmHeader(classNXM0, 8, 4), nxmHeader(classOXM, 12, 4), true, true, preIPv4, func(f *Flow) []byte { return f.IPv4Dst[:] })
+	u16Field(FieldTCPSrc, "tcp_src", nxmHeader(classNXM0, 9, 2), nxmHeader(classOXM, 13, 2), true, true, preTCP, func(f *Flow) *uint16 { return &f.TpSrc })
+	u16Field(FieldTCPDst, "tcp_dst", nxmHeader(classNXM0, 10, 2), nxmHeader(classOXM, 14, 2), true, true, preTCP, func(f *Flow) *uint16 { return &f.TpDst })
+	u16Field(FieldUDPSrc, "udp_src", nxmHeader(classNXM0, 11, 2), nxmHeader(classOXM, 15, 2), true, true, preUDP, func(f *Flow) *uint16 { return &f.TpSrc })
+	u16Field(FieldUDPDst, "udp_dst", nxmHeader(classNXM0, 12, 2), nxmHeader(classOXM, 16, 2), true, true, preUDP, func(f *Flow) *uint16 { return &f.TpDst })
+	u16Field(FieldSCTPSrc, "sctp_src", 0, nxmHeader(classOXM, 17, 2), true, true, preSCTP, func(f *Flow) *uint16 { return &f.TpSrc })
+	u16Field(FieldSCTPDst, "sctp_dst", 0, nxmHeader(classOXM, 18, 2), true, true, preSCTP, func(f *Flow) *uint16 { return &f.TpDst })
+	addField(&Field{ID: FieldICMPType, Name: "icmp_type", Len: 1, NXM: nxmHeader(classNXM0, 13, 1), OXM: nxmHeader(classOXM, 19, 1), pre: preICMPv4, Writable: true,
+		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpSrc) }, set: func(f *Flow, b []byte) { f.TpSrc = uint16(b[0]) }})
+	addField(&Field{ID: FieldICMPCode, Name: "icmp_code", Len: 1, NXM: nxmHeader(classNXM0, 14, 1), OXM: nxmHeader(classOXM, 20, 1), pre: preICMPv4, Writable: true,
+		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpDst) }, set: func(f *Flow, b []byte) { f.TpDst = uint16(b[0]) }})
+	addField(&Field{ID: FieldARPOp, Name: "arp_op", Len: 2, NXM: nxmHeader(classNXM0, 15, 2), OXM: nxmHeader(classOXM, 21, 2), pre: preARP, Writable: true,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint16(b, uint16(f.NwProto)) },
+		set: func(f *Flow, b []byte) { f.NwProto = uint8(binary.BigEndian.Uint16(b)) }})
+	bytesField(FieldARPSPA, "arp_spa", 4, nxmHeader(classNXM0, 16, 4), nxmHeader(classOXM, 22, 4), true, true, preARP, func(f *Flow) []byte { return f.IPv4Src[:] })
+	bytesField(FieldARPTPA, "arp_tpa", 4, nxmHeader(classNXM0, 17, 4), nxmHeader(classOXM, 23, 4), true, true, preARP, func(f *Flow) []byte { return f.IPv4Dst[:] })
+	bytesField(FieldARPSHA, "arp_sha", 6, nxmHeader(classNXM1, 17, 6), nxmHeader(classOXM, 24, 6), true, true, preARP, func(f *Flow) []byte { return f.ArpSHA[:] })
+	bytesField(FieldARPTHA, "arp_tha", 6, nxmHeader(classNXM1, 18, 6), nxmHeader(classOXM, 25, 6), true, true, preARP, func(f *Flow) []byte { return f.ArpTHA[:] })
+	bytesField(FieldIPv6Src, "ipv6_src", 16, nxmHeader(classNXM1, 19, 16), nxmHeader(classOXM, 26, 16), true, true, preIPv6, func(f *Flow) []byte { return f.IPv6Src[:] })
+	bytesField(FieldIPv6Dst, "ipv6_dst", 16, nxmHeader(classNXM1, 20, 16), nxmHeader(classOXM, 27, 16), true, true, preIPv6, func(f *Flow) []byte { return f.IPv6Dst[:] })
+	u32Field(FieldIPv6Label, "ipv6_label", nxmHeader(classNXM1, 40, 4), nxmHeader(classOXM, 28, 4), true, true, preIPv6, func(f *Flow) *uint32 { return &f.IPv6Label })
+	addField(&Field{ID: FieldICMPv6Type, Name: "icmpv6_type", Len: 1, NXM: nxmHeader(classNXM1, 21, 1), OXM: nxmHeader(classOXM, 29, 1), pre: preICMPv6, Writable: true,
+		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpSrc) }, set: func(f *Flow, b []byte) { f.TpSrc = uint16(b[0]) }})
+	addField(&Field{ID: FieldICMPv6Code, Name: "icmpv6_code", Len: 1, NXM: nxmHeader(classNXM1, 22, 1), OXM: nxmHeader(classOXM, 30, 1), pre: preICMPv6, Writable: true,
+		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpDst) }, set: func(f *Flow, b []byte) { f.TpDst = uint16(b[0]) }})
+	u16Field(FieldTCPFlags, "tcp_flags", nxmHeader(classNXM1, 34, 2), 0, true, false, preTCP, func(f *Flow) *uint16 { return &f.TCPFlags })
+	addField(&Field{ID: FieldMetadata, Name: "metadata", Len: 8, Maskable: true, OXM: nxmHeader(classOXM, 2, 8), Writable: true,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.Metadata) },
+		set: func(f *Flow, b []byte) { f.Metadata = binary.BigEndian.Uint64(b) }})
+	addField(&Field{ID: FieldTunID, Name: "tun_id", Len: 8, Maskable: true, NXM: nxmHeader(classNXM1, 16, 8), OXM: nxmHeader(classOXM, 38, 8), Writable: true,
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.TunID) },
+		set: func(f *Flow, b []byte) { f.TunID = binary.BigEndian.Uint64(b) }})
+	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
+	u32Field(FieldCtState, "ct_state", nxmHeader(classNXM1, 105, 4), 0, true, false, preNone, func(f *Flow) *uint32 { return &f.CtState })
+	u16Field(FieldCtZone, "ct_zone", nxmHeader(classNXM1, 106, 2), 0, false, false, preNone, func(f *Flow) *uint16 { return &f.CtZone })
+	u32Field(FieldCtMark, "ct_mark", nxmHeader(classNXM1, 107, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.CtMark })
+	bytesField(FieldCtLabel, "ct_label", 16, nxmHeader(classNXM1, 108, 16), 0, true, true, preNone, func(f *Flow) []byte { return f.CtLabel[:] })
+	for id, full := range map[FieldID][]byte{FieldIPTOS: {0xfc}, FieldIPECN: {3}, FieldIPDSCP: {0x3f}, FieldVLANVID: {0x1f, 0xff},
+		FieldVLANPCP: {7}, FieldIPv6Label: {0, 0x0f, 0xff, 0xff}, FieldTCPFlags: {0x0f, 0xff}, FieldIPFrag: {3}} {
+		fields[id].full = full
+	}
+	for i := 0; i < 16; i++ {
+		i := i
+		u32Field(FieldReg0+FieldID(i), "reg"+itoa(i), nxmHeader(classNXM1, uint8(i), 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.Regs[i] })
+	}
+	for i := 0; i < 8; i++ {
+		i := i
+		addField(&Field{ID: FieldXReg0 + FieldID(i), Name: "xreg" + itoa(i), Len: 8, Maskable: true, OXM: nxmHeader(classPktReg, uint8(i), 8), Writable: true,
+			get: func(f *Flow, b []byte) {
+				binary.BigEndian.PutUint32(b, f.Regs[2*i])
+				binary.BigEndian.PutUint32(b[4:], f.Regs[2*i+1])
+			},
+			set: func(f *Flow, b []byte) {
+				f.Regs[2*i] = binary.BigEndian.Uint32(b)
+				f.Regs[2*i+1] = binary.BigEndian.Uint32(b[4:])
+			}})
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return "1" + string(rune('0'+i-10))
+}
+
+// FieldByID returns the field id, nil if unknown.
+func FieldByID(id FieldID) *Field {
+	if int(id) < len(fields) {
+		return fields[id]
+	}
+	return nil
+}
+
+// FieldByHeader returns the field an NXM/OXM header (mask bit clear)
+// names, nil if none.
+func FieldByHeader(h uint32) *Field { return byHeader[h&^0x100] }
+
+// Get returns the field's value in f, big-endian.
+func (fd *Field) Get(f *Flow) []byte {
+	b := make([]byte, fd.Len)
+	fd.get(f, b)
+	return b
+}
+
+// Set sets the field's value in f from big-endian b.
+func (fd *Field) Set(f *Flow, b []byte) { fd.set(f, b) }
+
+// SetMasked sets the bits of the field under mask to value's.
+func (fd *Field) SetMasked(f *Flow, value, mask []byte) {
+	cur := fd.Get(f)
+	for i := range cur {
+		cur[i] = cur[i]&^mask[i] | value[i]&mask[i]
+	}
+	fd.set(f, cur)
+}
+
+// header returns the field's header for an NXM (nx) or OXM match.
+func (fd *Field) header(nx bool) uint32 {
+	if nx && fd.NXM != 0 || fd.OXM == 0 {
+		return fd.NXM
+	}
+	return fd.OXM
+}
+
+// Prereqs reports whether m satisfies fd's prerequisites.
+func (fd *Field) Prereqs(m *Match) bool { return prereqOK(fd.pre, m) }
+
+func prereqOK(p prereq, m *Match) bool {
+	typeIs := func(ts ...uint16) bool {
+		if m.Mask.EthType != 0xffff {
+			return false
+		}
+		for _, t := range ts {
+			if m.Flow.EthType == t {
+				return true
+			}
+		}
+		return false
+	}
+	protoIs := func(p uint8) bool { return m.Mask.NwProto == 0xff && m.Flow.NwProto == p }
+	switch p {
+	case preVLAN:
+		return m.Mask.VLANTCI&flow.VLANPresent != 0 && m.Flow.VLANTCI&flow.VLANPresent != 0
+	case preARP:
+		return typeIs(flow.EthTypeARP, flow.EthTypeRARP)
+	case preIPv4:
+		return typeIs(flow.EthTypeIPv4)
+	case preIPv6:
+		return typeIs(flow.EthTypeIPv6)
+	case preIP:
+		return typeIs(flow.EthTypeIPv4, flow.EthTypeIPv6)
+	case preTCP:
+		return typeIs(flow.EthTypeIPv4, flow.EthTypeIPv6) && protoIs(flow.IPProtoTCP)
+	case preUDP:
+		return typeIs(flow.EthTypeIPv4, flow.EthTypeIPv6) && protoIs(flow.IPProtoUDP)
+	case preSCTP:
+		return typeIs(flow.EthTypeIPv4, flow.EthTypeIPv6) && protoIs(flow.IPProtoSCTP)
+	case preICMPv4:
+		return typeIs(flow.EthTypeIPv4) && protoIs(flow.IPProtoICMP)
+	case preICMPv6:
+		return typeIs(flow.EthTypeIPv6) && protoIs(flow.IPProtoICMPv6)
+	}
+	return true
+}
+
+// fieldSet reports, for each field, whether a match constrains any bit
+// of it (the mask is nonzero).
+func (fd *Field) inMask(m *Match) bool {
+	for _, c := range fd.Get(&m.Mask) {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPrereqs checks every constrained field's prerequisites, as OVS's
+// match validation: OFPBMC_BAD_PREREQ otherwise.
+//
+// Fields that share storage (nw_proto and arp_op, the transport ports and
+// ICMP type and code, ...) are checked together: one of them must have
+// its prerequisites.
+func (m *Match) CheckPrereqs() *Error {
+	for _, group := range aliases {
+		fd := fields[group[0]]
+		if !fd.inMask(m) {
+			continue
+		}
+		ok := false
+		for _, id := range group {
+			if prereqOK(fields[id].pre, m) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return &Error{Errno: BadPrereq, Detail: fd.Name + " without its prerequisites"}
+		}
+	}
+	for _, fd := range fields {
+		if fd == nil || fd.pre == preNone || aliased[fd.ID] || fd.ID == FieldVLANPCP {
+			continue
+		}
+		if fd.inMask(m) && !prereqOK(fd.pre, m) {
+			return &Error{Errno: BadPrereq, Detail: fd.Name + " without its prerequisites"}
+		}
+	}
+	return nil
+}
+
+// aliases are the groups of fields stored in the same bits of a Flow.
+var aliases = [][]FieldID{
+	{FieldIPProto, FieldARPOp},
+	{FieldIPv4Src, FieldARPSPA},
+	{FieldIPv4Dst, FieldARPTPA},
+	{FieldTCPSrc, FieldUDPSrc, FieldSCTPSrc, FieldICMPType, FieldICMPv6Type},
+	{FieldTCPDst, FieldUDPDst, FieldSCTPDst, FieldICMPCode, FieldICMPv6Code},
+}
+
+var aliased = map[FieldID]bool{}
+
+func init() {
+	for _, g := range aliases {
+		for _, id := range g {
+			aliased[id] = true
+		}
+	}
+}
+
+// IsAll reports whether m matches every packet.
+func (m *Match) IsAll() bool { return m.Mask == Flow{} }
+
+// Normalize clears the bits of Flow outside Mask.
+func (m *Match) Normalize() { m.Flow = m.Flow.masked(&m.Mask) }
+
+func (f *Flow) masked(m *Flow) Flow {
+	r := *f
+	r.Key = f.Key.Masked((*flow.Mask)(&m.Key))
+	for i := range r.Regs {
+		r.Regs[i] &= m.Regs[i]
+	}
+	r.Metadata &= m.Metadata
+	r.TunID &= m.TunID
+	r.PktMark &= m.PktMark
+	r.CtState &= m.CtState
+	r.CtZone &= m.CtZone
+	r.CtMark &= m.CtMark
+	for i := range r.CtLabel {
+		r.CtLabel[i] &= m.CtLabel[i]
+	}
+	return r
+}
+
+// Masked returns f with the bits outside m cleared.
+func (f *Flow) Masked(m *Flow) Flow { return f.masked(m) }
+
+// Or adds o's bits to f (for masks).
+func (f *Flow) Or(o *Flow) {
+	km := (*flow.Mask)(&f.Key)
+	km.Or((*flow.Mask)(&o.Key))
+	for i := range f.Regs {
+		f.Regs[i] |= o.Regs[i]
+	}
+	f.Metadata |= o.Metadata
+	f.TunID |= o.TunID
+	f.PktMark |= o.PktMark
+	f.CtState |= o.CtState
+	f.CtZone |= o.CtZone
+	f.CtMark |= o.CtMark
+	for i := range f.CtLabel {
+		f.CtLabel[i] |= o.CtLabel[i]
+	}
+}
+
+// GetRef returns the bits of ref in f as an integer (up to 64 bits).
+func GetRef(f *Flow, ref FieldRef) uint64 {
+	return rangeValue(ref.Field.Get(f), ref.Ofs, ref.NBits)
+}
+
+// MarkRef sets ref's bits in the mask wc.
+func MarkRef(wc *Flow, ref FieldRef) {
+	_, mask := refValue(ref, 0)
+	ref.Field.SetMasked(wc, ones[:ref.Field.Len], mask)
+}
+
+// Move copies the bits of src in f to dst (NXAST_REG_MOVE).
+func Move(f *Flow, src, dst FieldRef) {
+	sv := src.Field.Get(f)
+	dv := dst.Field.Get(f)
+	n := len(sv)
+	m := len(dv)
+	for i := 0; i < src.NBits; i++ {
+		sb, db := src.Ofs+i, dst.Ofs+i
+		bit := sv[n-1-sb/8] >> (sb % 8) & 1
+		dv[m-1-db/8] = dv[m-1-db/8]&^(1<<(db%8)) | bit<<(db%8)
+	}
+	dst.Field.Set(f, dv)
+}
+
+// Includes reports whether every packet r matches, m matches too (r is at
+// least as specific: OVS's loose match of flow mods and statistics).
+func (m *Match) Includes(r *Match) bool {
+	if r.Flow.Masked(&m.Mask) != m.Flow {
+		return false
+	}
+	return r.Mask.Masked(&m.Mask) == m.Mask
+}

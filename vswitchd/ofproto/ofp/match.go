@@ -1,0 +1,449 @@
+package ofp
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/govs/govs/datapath/flow"
+)
+
+var ones = bytes.Repeat([]byte{0xff}, 16)
+
+// DecodeNXMatch decodes a sequence of NXM/OXM entries (OVS's nx_pull_raw):
+// every entry known, of the right length, maskable if masked, without
+// value bits outside its mask, no field twice, prerequisites met.
+func DecodeNXMatch(b []byte) (Match, *Error) {
+	m, _, err := decodeNXMatch(b, false)
+	return m, err
+}
+
+// Cookie is a cookie filter: the cookie under its mask.
+type Cookie struct {
+	Value, Mask uint64
+}
+
+// nxmCookie is NXM_NX_COOKIE, a flow's cookie as a field of the match in
+// Nicira flow mods and statistics requests.
+var nxmCookie = nxmHeader(classNXM1, 30, 8)
+
+// decodeNXMatch is DecodeNXMatch, also taking NXM_NX_COOKIE if
+// withCookie.
+func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
+	var m Match
+	var ck Cookie
+	seen := map[FieldID]bool{}
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return m, ck, &Error{Errno: BadMatchLen, Detail: "truncated match field"}
+		}
+		h := binary.BigEndian.Uint32(b)
+		n := int(b[3])
+		hdr := 4
+		if h>>16 == classExp {
+			hdr = 8
+		}
+		if n < hdr-4 || hdr+n-(hdr-4) > len(b) {
+			return m, ck, &Error{Errno: BadMatchLen, Detail: "match field overruns the match"}
+		}
+		payload := b[hdr : 4+n]
+		b = b[4+n:]
+		hasMask := h&0x100 != 0
+		if withCookie && h&^0x1ff == nxmCookie&^0x1ff && (n == 8 || n == 16 && hasMask) {
+			ck.Value, ck.Mask = binary.BigEndian.Uint64(payload), ^uint64(0)
+			if hasMask {
+				ck.Mask = binary.BigEndian.Uint64(payload[8:])
+			}
+			ck.Value &= ck.Mask
+			continue
+		}
+		l := n - (hdr - 4)
+		if hasMask {
+			l /= 2
+		}
+		fd := FieldByHeader(h&^0xff | uint32(l))
+		if fd == nil || hdr == 8 {
+			return m, ck, &Error{Errno: BadField, Detail: "unknown match field"}
+		}
+		if (hasMask && len(payload) != 2*fd.Len) || (!hasMask && len(payload) != fd.Len) {
+			return m, ck, &Error{Errno: BadMatchLen, Detail: fd.Name + ": bad length"}
+		}
+		if hasMask && !fd.Maskable {
+			return m, ck, &Error{Errno: BadMask, Detail: fd.Name + " is not maskable"}
+		}
+		if seen[fd.ID] {
+			return m, ck, &Error{Errno: DupField, Detail: fd.Name + " twice"}
+		}
+		seen[fd.ID] = true
+		value, mask := payload[:fd.Len], ones[:fd.Len]
+		if hasMask {
+			mask = payload[fd.Len:]
+			for i := range value {
+				if value[i]&^mask[i] != 0 {
+					return m, ck, &Error{Errno: BadWildcards, Detail: fd.Name + ": value bits outside the mask"}
+				}
+			}
+		}
+		if err := checkValue(fd, value, mask); err != nil {
+			return m, ck, err
+		}
+		if fd.ID == FieldVLANPCP && !prereqOK(preVLAN, &m) {
+			// vlan_pcp needs a vlan_vid with OFPVID_PRESENT before it.
+			return m, ck, &Error{Errno: BadPrereq, Detail: "vlan_pcp without vlan_vid"}
+		}
+		fd.SetMasked(&m.Flow, value, mask)
+		fd.SetMasked(&m.Mask, mask, ones)
+		if fd.ID == FieldVLANPCP {
+			m.Flow.VLANTCI |= flow.VLANPresent
+			m.Mask.VLANTCI |= flow.VLANPresent
+		}
+	}
+	if err := m.CheckPrereqs(); err != nil {
+		return m, ck, err
+	}
+	return m, ck, nil
+}
+
+// checkValue rejects values a field cannot hold (OFPBMC_BAD_VALUE).
+func checkValue(fd *Field, value, mask []byte) *Error {
+	bad := false
+	switch fd.ID {
+	case FieldVLANVID:
+		bad = binary.BigEndian.Uint16(value)&^0x1fff != 0
+	case FieldVLANPCP:
+		bad = value[0] > 7
+	case FieldIPDSCP:
+		bad = value[0] > 63
+	case FieldIPECN:
+		bad = value[0] > 3
+	case FieldIPFrag:
+		bad = value[0]&^3 != 0
+	case FieldIPv6Label:
+		bad = binary.BigEndian.Uint32(value)&^0xfffff != 0
+	case FieldTCPFlags:
+		bad = binary.BigEndian.Uint16(value)&^0xfff != 0
+	case FieldIPTOS:
+		bad = value[0]&3 != 0
+	}
+	if bad {
+		return &Error{Errno: BadValue, Detail: fd.Name + ": bad value"}
+	}
+	return nil
+}
+
+// AppendNXMatch appends m's entries as NXM (nx, for OpenFlow 1.0's
+// Nicira messages) or OXM (OpenFlow 1.2+), in an order that puts every
+// field after its prerequisites (as OVS's nx_put_raw).
+func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
+	put := func(h uint32, n int, value, mask []byte) {
+		exact := bytes.Equal(mask, ones[:n])
+		if fd := FieldByHeader(h); fd != nil && fd.full != nil && bytes.Equal(mask, fd.full) {
+			exact, mask = true, ones
+		}
+		if !exact {
+			h |= 0x100
+			h = h&^0xff | uint32(2*n)
+		}
+		b = put32(b, h)
+		for i := 0; i < n; i++ {
+			b = append(b, value[i]&mask[i])
+		}
+		if !exact {
+			b = append(b, mask[:n]...)
+		}
+	}
+	field := func(id FieldID) {
+		fd := fields[id]
+		mask := fd.Get(&m.Mask)
+		if bytes.Equal(mask, make([]byte, fd.Len)) {
+			return
+		}
+		put(fd.header(nx), fd.Len, fd.Get(&m.Flow), mask)
+	}
+	k, mk := &m.Flow.Key, &m.Mask.Key
+	if mk.InPort != 0 {
+		if nx {
+			field(FieldInPort)
+		} else {
+			put(nxmHeader(classOXM, 0, 4), 4, binary.BigEndian.AppendUint32(nil, k.InPort), ones)
+		}
+	}
+	field(FieldEthDst)
+	field(FieldEthSrc)
+	field(FieldEthType)
+	if nx {
+		field(FieldVLANTCI)
+	} else {
+		if mk.VLANTCI&0x1fff != 0 {
+			field(FieldVLANVID)
+		}
+		if mk.VLANTCI&flow.VLANPCPMask != 0 {
+			put(fields[FieldVLANPCP].OXM, 1, []byte{uint8(k.VLANTCI >> 13)}, ones)
+		}
+	}
+	isARP := mk.EthType == 0xffff && (k.EthType == flow.EthTypeARP || k.EthType == flow.EthTypeRARP)
+	isIP := mk.EthType == 0xffff && (k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6)
+	if isIP {
+		if nx {
+			field(FieldIPTOS)
+		} else if mk.NwTOS&0xfc != 0 {
+			put(fields[FieldIPDSCP].OXM, 1, []byte{k.NwTOS >> 2}, ones)
+		}
+		field(FieldIPECN)
+		field(FieldIPTTL)
+		field(FieldIPFrag)
+		field(FieldIPProto)
+		if k.EthType == flow.EthTypeIPv4 {
+			field(FieldIPv4Src)
+			field(FieldIPv4Dst)
+		} else {
+			field(FieldIPv6Src)
+			field(FieldIPv6Dst)
+			field(FieldIPv6Label)
+		}
+		if mk.NwProto == 0xff {
+			switch {
+			case k.NwProto == flow.IPProtoTCP:
+				field(FieldTCPSrc)
+				field(FieldTCPDst)
+				field(FieldTCPFlags)
+			case k.NwProto == flow.IPProtoUDP:
+				field(FieldUDPSrc)
+				field(FieldUDPDst)
+			case k.NwProto == flow.IPProtoSCTP:
+				field(FieldSCTPSrc)
+				field(FieldSCTPDst)
+			case k.NwProto == flow.IPProtoICMP && k.EthType == flow.EthTypeIPv4:
+				field(FieldICMPType)
+				field(FieldICMPCode)
+			case k.NwProto == flow.IPProtoICMPv6 && k.EthType == flow.EthTypeIPv6:
+				field(FieldICMPv6Type)
+				field(FieldICMPv6Code)
+			}
+		}
+	}
+	if isARP {
+		field(FieldARPOp)
+		field(FieldARPSPA)
+		field(FieldARPTPA)
+		field(FieldARPSHA)
+		field(FieldARPTHA)
+	}
+	field(FieldTunID)
+	field(FieldPktMark)
+	field(FieldCtState)
+	field(FieldCtZone)
+	field(FieldCtMark)
+	field(FieldCtLabel)
+	for i := FieldID(0); i < 16; i++ {
+		field(FieldReg0 + i)
+	}
+	field(FieldMetadata)
+	return b
+}
+
+// OpenFlow 1.0 wildcard bits (ofp10_flow_wildcards).
+const (
+	fw10InPort    = 1 << 0
+	fw10DLVLAN    = 1 << 1
+	fw10DLSrc     = 1 << 2
+	fw10DLDst     = 1 << 3
+	fw10DLType    = 1 << 4
+	fw10NWProto   = 1 << 5
+	fw10TPSrc     = 1 << 6
+	fw10TPDst     = 1 << 7
+	fw10NWSrcShft = 8
+	fw10NWDstShft = 14
+	fw10DLVLANPCP = 1 << 20
+	fw10NWTOS     = 1 << 21
+	fw10All       = 1<<22 - 1
+)
+
+func prefixMask(n uint32) uint32 {
+	if n >= 32 {
+		return 0
+	}
+	return ^uint32(0) << n
+}
+
+// decodeMatch10 converts an ofp10_match to a Match, as OVS's
+// ofputil_match_from_ofp10_match (which ignores what the wildcards do
+// not constrain and fields without their prerequisites).
+func decodeMatch10(b []byte) Match {
+	var m Match
+	w := binary.BigEndian.Uint32(b)
+	f, mk := &m.Flow, &m.Mask
+	if w&fw10InPort == 0 {
+		f.InPort, mk.InPort = widenPort10(binary.BigEndian.Uint16(b[4:])), ^uint32(0)
+	}
+	if w&fw10DLSrc == 0 {
+		copy(f.EthSrc[:], b[6:12])
+		mk.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	if w&fw10DLDst == 0 {
+		copy(f.EthDst[:], b[12:18])
+		mk.EthDst = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	vid := binary.BigEndian.Uint16(b[18:])
+	pcp := b[20]
+	if w&fw10DLVLAN == 0 {
+		if vid == 0xffff {
+			f.VLANTCI, mk.VLANTCI = 0, 0xffff
+		} else {
+			f.VLANTCI |= vid&flow.VLANVIDMask | flow.VLANPresent
+			mk.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
+		}
+	}
+	if w&fw10DLVLANPCP == 0 && !(w&fw10DLVLAN == 0 && vid == 0xffff) {
+		f.VLANTCI |= uint16(pcp&7)<<13 | flow.VLANPresent
+		mk.VLANTCI |= flow.VLANPCPMask | flow.VLANPresent
+	}
+	if w&fw10DLType == 0 {
+		f.EthType, mk.EthType = binary.BigEndian.Uint16(b[22:]), 0xffff
+		if f.EthType < flow.EthTypeMin {
+			f.EthType = flow.EthTypeNone
+		}
+	}
+	isIP := mk.EthType == 0xffff && f.EthType == flow.EthTypeIPv4
+	isARP := mk.EthType == 0xffff && f.EthType == flow.EthTypeARP
+	if isIP || isARP {
+		if w&fw10NWProto == 0 {
+			f.NwProto, mk.NwProto = b[25], 0xff
+		}
+		src := prefixMask((w >> fw10NWSrcShft) & 0x3f)
+		dst := prefixMask((w >> fw10NWDstShft) & 0x3f)
+		binary.BigEndian.PutUint32(mk.IPv4Src[:], src)
+		binary.BigEndian.PutUint32(mk.IPv4Dst[:], dst)
+		binary.BigEndian.PutUint32(f.IPv4Src[:], binary.BigEndian.Uint32(b[28:])&src)
+		binary.BigEndian.PutUint32(f.IPv4Dst[:], binary.BigEndian.Uint32(b[32:])&dst)
+	}
+	if isIP {
+		if w&fw10NWTOS == 0 {
+			f.NwTOS, mk.NwTOS = b[24]&0xfc, 0xfc
+		}
+		if mk.NwProto == 0xff {
+			switch f.NwProto {
+			case flow.IPProtoTCP, flow.IPProtoUDP, flow.IPProtoSCTP, flow.IPProtoICMP:
+				if w&fw10TPSrc == 0 {
+					f.TpSrc, mk.TpSrc = binary.BigEndian.Uint16(b[36:]), 0xffff
+				}
+				if w&fw10TPDst == 0 {
+					f.TpDst, mk.TpDst = binary.BigEndian.Uint16(b[38:]), 0xffff
+				}
+				if f.NwProto == flow.IPProtoICMP {
+					f.TpSrc &= 0xff
+					f.TpDst &= 0xff
+					mk.TpSrc &= 0xff
+					mk.TpDst &= 0xff
+				}
+			}
+		}
+	}
+	return m
+}
+
+// Representable10 reports whether an ofp10_match can express m.
+func (m *Match) Representable10() bool {
+	r := appendMatch10(nil, m)
+	back := decodeMatch10(r)
+	return back == *m
+}
+
+// appendMatch10 appends m as an ofp10_match (ofputil_match_to_ofp10_match).
+func appendMatch10(b []byte, m *Match) []byte {
+	f, mk := &m.Flow, &m.Mask
+	w := uint32(fw10All)
+	if mk.InPort != 0 {
+		w &^= fw10InPort
+	}
+	if mk.EthSrc != [6]byte{} {
+		w &^= fw10DLSrc
+	}
+	if mk.EthDst != [6]byte{} {
+		w &^= fw10DLDst
+	}
+	vid := uint16(0)
+	pcp := uint8(0)
+	switch {
+	case mk.VLANTCI == 0:
+	case mk.VLANTCI == 0xffff && f.VLANTCI == 0:
+		w &^= fw10DLVLAN
+		vid = 0xffff
+	default:
+		if mk.VLANTCI&flow.VLANVIDMask != 0 {
+			w &^= fw10DLVLAN
+			vid = f.VLANTCI & flow.VLANVIDMask
+		}
+		if mk.VLANTCI&flow.VLANPCPMask != 0 {
+			w &^= fw10DLVLANPCP
+			pcp = uint8(f.VLANTCI >> 13)
+		}
+	}
+	if mk.EthType != 0 {
+		w &^= fw10DLType
+	}
+	if mk.NwProto != 0 {
+		w &^= fw10NWProto
+	}
+	if mk.NwTOS&0xfc != 0 {
+		w &^= fw10NWTOS
+	}
+	if mk.TpSrc != 0 {
+		w &^= fw10TPSrc
+	}
+	if mk.TpDst != 0 {
+		w &^= fw10TPDst
+	}
+	plen := func(a [4]byte) uint32 {
+		v := binary.BigEndian.Uint32(a[:])
+		n := uint32(0)
+		for v != 0 && v&(1<<31) != 0 {
+			v <<= 1
+			n++
+		}
+		return 32 - n
+	}
+	w = w&^(0x3f<<fw10NWSrcShft|0x3f<<fw10NWDstShft) | plen(mk.IPv4Src)<<fw10NWSrcShft | plen(mk.IPv4Dst)<<fw10NWDstShft
+	b = put32(b, w)
+	b = put16(b, port10(f.InPort))
+	b = append(b, f.EthSrc[:]...)
+	b = append(b, f.EthDst[:]...)
+	b = put16(b, vid)
+	b = put8(b, pcp)
+	b = pad(b, 1)
+	b = put16(b, f.EthType)
+	b = put8(b, f.NwTOS&0xfc)
+	b = put8(b, f.NwProto)
+	b = pad(b, 2)
+	b = append(b, f.IPv4Src[:]...)
+	b = append(b, f.IPv4Dst[:]...)
+	b = put16(b, f.TpSrc)
+	return put16(b, f.TpDst)
+}
+
+// decodeOXMMatch decodes a 1.2+ ofp_match (OXM) at the start of b,
+// returning it and the bytes after its padding.
+func decodeOXMMatch(v Version, b []byte) (Match, []byte, *Error) {
+	if len(b) < 4 {
+		return Match{}, nil, &Error{Errno: BadLen, Detail: "truncated match"}
+	}
+	typ, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
+	if typ != 1 || v < V12 {
+		return Match{}, nil, &Error{Errno: BadMatchType, Detail: "match type not supported"}
+	}
+	padded := (n + 7) &^ 7
+	if n < 4 || padded > len(b) {
+		return Match{}, nil, &Error{Errno: BadMatchLen, Detail: "match length"}
+	}
+	m, err := DecodeNXMatch(b[4:n])
+	return m, b[padded:], err
+}
+
+// appendOXMMatch appends m as a 1.2+ ofp_match, padded to 8 bytes.
+func appendOXMMatch(b []byte, m *Match) []byte {
+	start := len(b)
+	b = put16(b, 1)
+	b = put16(b, 0)
+	b = AppendNXMatch(b, m, false)
+	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+	return pad(b, (8-(len(b)-start)%8)%8)
+}

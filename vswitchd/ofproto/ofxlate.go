@@ -1,0 +1,400 @@
+package ofproto
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// OpenFlow translation limits, as OVS's: resubmits to the same or an
+// earlier table nest at most maxResubmitDepth deep, and one translation
+// does at most maxResubmits table lookups in all.
+const (
+	maxResubmitDepth = 64
+	maxResubmits     = 4096
+)
+
+// ofState is the OpenFlow side of a translation: the flow as the actions
+// so far changed it (OpenFlow port numbers in InPort) and the bits of it
+// the lookups consulted.
+type ofState struct {
+	flow ofp.Flow
+	wc   ofp.Flow
+	in   *port
+	// resubmits counts lookups; depth nests resubmits to the same or an
+	// earlier table; exit is set by the exit action.
+	resubmits, depth int
+	exit             bool
+	indent           int
+}
+
+// ofPortNo is the OpenFlow number of p as a match or output sees it.
+func ofPortNo(p *port) uint32 {
+	if p.ofport == LocalOFPort {
+		return ofp.PortLocal
+	}
+	return uint32(p.ofport)
+}
+
+// pipeline runs the packet through the OpenFlow tables of in's bridge,
+// from table 0, as received on in.
+func (x *xlate) pipeline(in *port) {
+	x.visits++
+	if in.noRecv {
+		// OFPPC_NO_RECV (OFPT_PORT_MOD): the port's input is dropped
+		// before any table (OVS's may_receive).
+		x.report(">>", "OFPPC_NO_RECV set, dropping")
+		return
+	}
+	saved := x.of
+	x.of = &ofState{in: in}
+	x.of.flow.Key = *x.key
+	x.of.flow.InPort = ofPortNo(in)
+	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
+	orig := x.key
+	x.key = &x.of.flow.Key
+	if x.trace != nil {
+		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
+		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
+	}
+	if in.br.br.failOpen.Load() {
+		// OVS's fail-open rule: priority 0xf0f0f0, above every flow.
+		x.report("->", "fail-open: NORMAL")
+		x.normal(in)
+	} else {
+		x.table(0)
+	}
+	x.mergeWC()
+	x.key = orig
+	x.of = saved
+}
+
+// mergeWC adds the consulted bits of the OpenFlow flow to the datapath
+// mask: the key's fields are the packet's (registers and metadata start
+// at zero in every translation and need no bits).
+func (x *xlate) mergeWC() {
+	wc := x.of.wc.Key
+	wc.InPort = 0 // an OpenFlow port number; the datapath port is always matched
+	x.mask.Or((*flow.Mask)(&wc))
+}
+
+// lookup finds the highest-priority rule of table id matching the flow,
+// adding to wc the bits of every rule it tried (rules of a lower priority
+// than the match are not tried, so one megaflow serves every packet that
+// agrees on those bits).
+func (x *xlate) lookup(id uint8) *rule {
+	ft := x.of.in.br.br.tables.Load()
+	f := &x.of.flow
+	for _, r := range ft.t[id] {
+		x.of.wc.Or(&r.match.Mask)
+		if f.Masked(&r.match.Mask) == r.match.Flow {
+			return r
+		}
+	}
+	return nil
+}
+
+// table looks the flow up in table id and executes the matching rule's
+// actions (xlate_table_action).
+func (x *xlate) table(id uint8) {
+	for {
+		if x.of.resubmits >= maxResubmits {
+			x.report(">>>>", "over %d resubmit actions on bridge %s while processing %s", maxResubmits, x.of.in.br.br.name, "the packet")
+			x.of.exit = true
+			return
+		}
+		x.of.resubmits++
+		r := x.lookup(id)
+		if x.trace != nil {
+			pad := strings.Repeat(" ", 4*x.of.indent)
+			if r == nil {
+				fmt.Fprintf(x.trace, "%s%2d. No match.\n%s    drop\n", pad, id, pad)
+			} else {
+				fmt.Fprintf(x.trace, "%s%2d. %s\n", pad, id, ruleTitle(r))
+			}
+		}
+		if r == nil {
+			return
+		}
+		if x.mode == modePacket || x.mode == modeRefresh {
+			r.stats.used.Store(int64(x.of.in.br.br.clock()))
+			if x.mode == modePacket {
+				r.stats.packets.Add(1)
+			}
+		}
+		next, ok := x.ofActions(r.actions, id)
+		if !ok || x.of.exit {
+			return
+		}
+		id = next
+	}
+}
+
+// ruleTitle is how ofproto/trace names a rule: its match, priority and
+// cookie.
+func ruleTitle(r *rule) string {
+	var b strings.Builder
+	if m := formatOFMatch(&r.match); m != "" {
+		b.WriteString(m)
+		b.WriteString(", ")
+	}
+	fmt.Fprintf(&b, "priority %d", r.priority)
+	if r.cookie != 0 {
+		fmt.Fprintf(&b, ", cookie %#x", r.cookie)
+	}
+	return b.String()
+}
+
+// ofActions executes actions of a rule of table id; it returns the table
+// a goto_table continues with and true, or false when the walk ends.
+func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
+	for i := range acts {
+		if x.of.exit {
+			return 0, false
+		}
+		a := &acts[i]
+		if x.trace != nil {
+			fmt.Fprintf(x.trace, "%s    %s\n", strings.Repeat(" ", 4*x.of.indent), formatAction(a))
+		}
+		switch a.Type {
+		case ofp.ActGotoTable:
+			return a.Table, true
+		default:
+			x.ofAction(a, id)
+		}
+	}
+	return 0, false
+}
+
+func (x *xlate) ofAction(a *ofp.Action, id uint8) {
+	f := &x.of.flow
+	switch a.Type {
+	case ofp.ActOutput:
+		x.ofOutput(a.Port)
+	case ofp.ActOutputReg:
+		v := ofp.GetRef(f, a.Src)
+		ofp.MarkRef(&x.of.wc, a.Src)
+		x.ofOutput(uint32(v))
+	case ofp.ActResubmit:
+		x.resubmit(a, id)
+	case ofp.ActSetField:
+		a.Field.SetMasked(f, a.Value, a.Mask)
+		x.syncVLAN()
+	case ofp.ActMove:
+		ofp.MarkRef(&x.of.wc, a.Src)
+		ofp.Move(f, a.Src, a.Dst)
+		x.syncVLAN()
+	case ofp.ActWriteMetadata:
+		f.Metadata = f.Metadata&^a.MetadataMask | a.Metadata&a.MetadataMask
+	case ofp.ActPushVLAN:
+		x.of.wc.VLANTCI = 0xffff
+		if f.VLANTCI&flow.VLANPresent != 0 {
+			// A second tag: the packet gets the current one, which
+			// goes below the new one (OVS's flow_push_vlan_uninit).
+			x.commitVLAN()
+			x.inner = append(x.inner, x.cur)
+			x.pkt = vlanHdr{}
+		}
+		f.VLANTPID, f.VLANTCI = a.VLAN, flow.VLANPresent|f.VLANTCI&^flow.VLANPresent
+		x.syncVLAN()
+	case ofp.ActPopVLAN:
+		x.of.wc.VLANTCI = 0xffff
+		if n := len(x.inner); n > 0 {
+			// The tag pushed over another goes; the one below shows.
+			if x.pkt.present() {
+				x.acts = append(x.acts, datapath.PopVLAN())
+			}
+			in := x.inner[n-1]
+			x.inner = x.inner[:n-1]
+			x.pkt, x.cur = in, in
+			f.VLANTPID, f.VLANTCI = in.tpid, in.tci
+			break
+		}
+		f.VLANTPID, f.VLANTCI = 0, 0
+		x.syncVLAN()
+	case ofp.ActSetVLANVID:
+		if f.VLANTCI&flow.VLANPresent == 0 {
+			f.VLANTPID = flow.EthTypeVLAN
+		}
+		f.VLANTCI = f.VLANTCI&^flow.VLANVIDMask | a.VLAN | flow.VLANPresent
+		x.syncVLAN()
+	case ofp.ActSetVLANPCP:
+		if f.VLANTCI&flow.VLANPresent == 0 {
+			f.VLANTPID = flow.EthTypeVLAN
+		}
+		f.VLANTCI = f.VLANTCI&^flow.VLANPCPMask | a.VLAN<<13 | flow.VLANPresent
+		x.syncVLAN()
+	case ofp.ActClone:
+		// The clone's changes to the flow and an exit in it end with it;
+		// what its lookups consulted stays consulted.
+		saved := *x.of
+		x.of.indent++
+		x.ofActions(a.Nested, id)
+		saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
+		*x.of = saved
+		x.syncVLAN()
+	case ofp.ActDecTTL:
+		if f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
+			break
+		}
+		x.of.wc.NwTTL = 0xff
+		if f.NwTTL <= 1 {
+			// OVS sends the packet to controllers asking for invalid
+			// TTLs (none here) and stops.
+			x.report(">>", "TTL exceeded, dropping")
+			x.of.exit = true
+			break
+		}
+		f.NwTTL--
+	case ofp.ActExit:
+		x.of.exit = true
+	case ofp.ActNote, ofp.ActClearActions:
+	}
+}
+
+// syncVLAN makes the NORMAL pipeline's view of the VLAN the flow's.
+func (x *xlate) syncVLAN() {
+	f := &x.of.flow
+	if f.VLANTCI&flow.VLANPresent == 0 {
+		f.VLANTCI, f.VLANTPID = 0, 0
+	} else if f.VLANTPID == 0 {
+		f.VLANTPID = flow.EthTypeVLAN
+	}
+	x.cur = vlanHdr{tpid: f.VLANTPID, tci: f.VLANTCI}
+}
+
+// resubmit is resubmit(port,table): a lookup with in_port replaced, in a
+// table, then back to the rest of the actions. Resubmits to the same or
+// an earlier table count towards the depth limit.
+func (x *xlate) resubmit(a *ofp.Action, id uint8) {
+	table := a.Table
+	if table == 0xff {
+		table = id
+	}
+	deeper := table <= id
+	if deeper && x.of.depth >= maxResubmitDepth {
+		x.report(">>>>", "over max translation depth %d", maxResubmitDepth)
+		x.of.exit = true
+		return
+	}
+	f := &x.of.flow
+	savedIn := f.InPort
+	if a.Port != ofp.PortInPort {
+		f.InPort = a.Port
+	}
+	if deeper {
+		x.of.depth++
+	}
+	x.of.indent++
+	x.table(table)
+	x.of.indent--
+	if deeper {
+		x.of.depth--
+	}
+	f.InPort = savedIn
+}
+
+// ofOutput outputs to OpenFlow port no of the current bridge.
+func (x *xlate) ofOutput(no uint32) {
+	s := x.of.in.br
+	in := x.of.in
+	switch no {
+	case ofp.PortNormal:
+		x.normal(in)
+	case ofp.PortInPort:
+		x.output(in)
+	case ofp.PortFlood, ofp.PortAll:
+		for _, p := range s.ports {
+			// OFPPC_NO_FLOOD leaves a port out of FLOOD, not ALL.
+			if p != in && !(no == ofp.PortFlood && p.noFlood) {
+				x.output(p)
+			}
+		}
+	default:
+		var p *port
+		if no == ofp.PortLocal {
+			p = s.byOFPort[LocalOFPort]
+		} else if no < ofp.PortMax {
+			p = s.byOFPort[int(no)]
+		}
+		if p == nil {
+			x.report(">>", "Nonexistent output port")
+			return
+		}
+		if p == in && no != ofp.PortInPort {
+			x.report(">>", "skipping output to input port")
+			return
+		}
+		x.output(p)
+	}
+}
+
+// checkActions refuses, at FLOW_MOD time, what the translation would not
+// carry out, with the error OVS gives for it, and actions whose fields'
+// prerequisites the match does not guarantee.
+func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
+	for i := range acts {
+		a := &acts[i]
+		switch a.Type {
+		case ofp.ActUnsupported:
+			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
+		case ofp.ActGroup:
+			return &ofp.Error{Errno: ofp.BadOutGroup, Detail: "no such group"}
+		case ofp.ActMeter:
+			return &ofp.Error{Errno: ofp.InvalidMeter, Detail: "no such meter"}
+		case ofp.ActWriteActions:
+			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
+		case ofp.ActController:
+			return &ofp.Error{Errno: ofp.BadOutPort, Detail: "output to the controller is not supported"}
+		case ofp.ActGotoTable:
+			if a.Table <= table || int(a.Table) >= NumTables {
+				return &ofp.Error{Errno: ofp.InstBadTableID, Detail: "goto_table must go forward"}
+			}
+		case ofp.ActSetField:
+			if !translatable(a.Field.ID) {
+				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Field.Name + " is not supported"}
+			}
+			if !a.Field.Prereqs(m) && !a.Legacy() {
+				// OpenFlow 1.0's mod_* actions apply to the packets that
+				// have the field, and need no prerequisite.
+				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: a.Field.Name + " without its prerequisites"}
+			}
+		case ofp.ActMove:
+			if !translatable(a.Dst.Field.ID) {
+				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Dst.Field.Name + " is not supported"}
+			}
+			if !a.Src.Field.Prereqs(m) || !a.Dst.Field.Prereqs(m) {
+				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "move without its fields' prerequisites"}
+			}
+		case ofp.ActOutputReg:
+			if !a.Src.Field.Prereqs(m) {
+				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "output_reg without its field's prerequisites"}
+			}
+		case ofp.ActClone:
+			if err := checkActions(a.Nested, m, table); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// translatable reports whether the translation can set field id: the
+// pipeline's registers and metadata, the input port, the VLAN, the
+// Ethernet and IPv4 addresses, the TTL and the TCP/UDP ports.
+func translatable(id ofp.FieldID) bool {
+	switch {
+	case id >= ofp.FieldReg0 && id < ofp.FieldXReg0+8:
+		return true
+	}
+	switch id {
+	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP,
+		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
+		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst:
+		return true
+	}
+	return false
+}

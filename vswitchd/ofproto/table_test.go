@@ -1,0 +1,309 @@
+package ofproto
+
+import (
+	"encoding/binary"
+	"math/rand"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/dptest"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// fm builds a flow mod: match fields as name=value pairs of
+// ofp.FieldByID's fields (value, or value/mask, as integers).
+type fmSpec struct {
+	cmd      uint8
+	table    uint8
+	prio     uint16
+	cookie   uint64
+	ckMask   uint64
+	flags    uint16
+	idle     uint16
+	hard     uint16
+	match    map[ofp.FieldID][2]uint64 // value, mask (0: exact)
+	actions  []ofp.Action
+	outPort  uint32
+	newCkSet bool
+}
+
+func buildMatch(spec map[ofp.FieldID][2]uint64) ofp.Match {
+	var m ofp.Match
+	for id, vm := range spec {
+		fd := ofp.FieldByID(id)
+		val, mask := make([]byte, 8), make([]byte, 8)
+		binary.BigEndian.PutUint64(val, vm[0])
+		if vm[1] == 0 {
+			binary.BigEndian.PutUint64(mask, ^uint64(0))
+		} else {
+			binary.BigEndian.PutUint64(mask, vm[1])
+		}
+		v, mk := val[8-fd.Len:], mask[8-fd.Len:]
+		if fd.Len > 8 {
+			panic("wide field")
+		}
+		fd.SetMasked(&m.Flow, v, mk)
+		fd.SetMasked(&m.Mask, mk, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}[:fd.Len])
+	}
+	m.Normalize()
+	return m
+}
+
+func (s fmSpec) mod() *ofp.FlowMod {
+	f := &ofp.FlowMod{Command: s.cmd, Table: s.table, Priority: s.prio, Flags: s.flags, IdleTimeout: s.idle,
+		HardTimeout: s.hard, Match: buildMatch(s.match), Actions: s.actions, BufferID: 0xffffffff,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: ofp.Cookie{Value: s.cookie, Mask: s.ckMask}}
+	if s.outPort != 0 {
+		f.OutPort = s.outPort
+	}
+	if s.cmd == ofp.FlowAdd || s.newCkSet {
+		f.NewCookie, f.HasNewCookie = s.cookie, true
+	}
+	return f
+}
+
+func output(p uint32) ofp.Action { return ofp.Action{Type: ofp.ActOutput, Port: p} }
+func resubmitTo(t uint8) ofp.Action {
+	return ofp.Action{Type: ofp.ActResubmit, Port: ofp.PortInPort, Table: t}
+}
+
+type removedSink struct{ got []ofp.FlowRemoved }
+
+func (s *removedSink) FlowRemoved(f *ofp.FlowRemoved) { s.got = append(s.got, *f) }
+
+func mustMod(t *testing.T, br *Bridge, s fmSpec) {
+	t.Helper()
+	if err := br.FlowMod(s.mod()); err != nil {
+		t.Fatalf("flow mod %+v: %v", s, err)
+	}
+}
+
+func flowsOf(br *Bridge) string {
+	var b strings.Builder
+	for _, f := range br.Flows() {
+		b.WriteString(strings.TrimSpace(ruleTitleStats(f)))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+func ruleTitleStats(f ofp.FlowStats) string {
+	r := &rule{match: f.Match, priority: f.Priority, cookie: f.Cookie}
+	acts := make([]string, len(f.Actions))
+	for i := range f.Actions {
+		acts[i] = formatAction(&f.Actions[i])
+	}
+	return "t" + string(rune('0'+f.Table)) + " " + ruleTitle(r) + " " + strings.Join(acts, ",")
+}
+
+func TestFlowTableSemantics(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
+	if got := flowsOf(br); got != "t0 priority 0 NORMAL;" {
+		t.Fatalf("a new bridge: %s", got)
+	}
+	inPort := func(p uint64) map[ofp.FieldID][2]uint64 { return map[ofp.FieldID][2]uint64{ofp.FieldInPort: {p, 0}} }
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	if got := flowsOf(br); got != "" {
+		t.Fatalf("after deleting all: %s", got)
+	}
+	mustMod(t, br, fmSpec{prio: 10, match: inPort(1), actions: []ofp.Action{output(2)}, cookie: 0x10})
+	mustMod(t, br, fmSpec{prio: 10, match: inPort(2), actions: []ofp.Action{output(1)}, cookie: 0x20})
+	mustMod(t, br, fmSpec{prio: 5, actions: []ofp.Action{output(ofp.PortNormal)}, cookie: 0x30})
+	// An identical add replaces.
+	mustMod(t, br, fmSpec{prio: 5, actions: []ofp.Action{output(1)}, cookie: 0x31})
+	want := "t0 in_port=1, priority 10, cookie 0x10 output:1;"
+	_ = want
+	if got := flowsOf(br); got != "t0 in_port=1, priority 10, cookie 0x10 output:2;t0 in_port=2, priority 10, cookie 0x20 output:1;t0 priority 5, cookie 0x31 output:1;" {
+		t.Fatalf("after adds: %s", got)
+	}
+	// CHECK_OVERLAP refuses an overlapping flow of the same priority.
+	if err := br.FlowMod(fmSpec{prio: 10, flags: ofp.FlagCheckOverlap, actions: []ofp.Action{output(1)}}.mod()); err == nil || err.Errno != ofp.FlowModOverlap {
+		t.Errorf("overlap: %v", err)
+	}
+	// Loose modify with a cookie filter changes only matching cookies.
+	mustMod(t, br, fmSpec{cmd: ofp.FlowModify, table: ofp.TableAll, cookie: 0x20, ckMask: 0xff, actions: []ofp.Action{output(ofp.PortFlood)}})
+	// Strict delete needs the exact match and priority.
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDeleteStrict, prio: 9, match: inPort(1)})
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll, outPort: 1})
+	if got := flowsOf(br); got != "t0 in_port=1, priority 10, cookie 0x10 output:2;t0 in_port=2, priority 10, cookie 0x20 FLOOD;" {
+		t.Fatalf("after modify and deletes: %s", got)
+	}
+	// Errors change nothing.
+	for _, tc := range []struct {
+		name string
+		spec fmSpec
+		want ofp.Errno
+	}{
+		{"read-only table", fmSpec{table: 254}, ofp.EPerm},
+		{"goto backwards", fmSpec{table: 3, actions: []ofp.Action{{Type: ofp.ActGotoTable, Table: 2}}}, ofp.InstBadTableID},
+		{"group", fmSpec{actions: []ofp.Action{{Type: ofp.ActGroup, ID: 1}}}, ofp.BadOutGroup},
+		{"unsupported", fmSpec{actions: []ofp.Action{{Type: ofp.ActUnsupported, Errno: ofp.BadActionVendorType}}}, ofp.BadActionVendorType},
+		{"set without prerequisite", fmSpec{actions: []ofp.Action{{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldIPv4Dst),
+			Value: []byte{1, 2, 3, 4}, Mask: []byte{255, 255, 255, 255}}}}, ofp.MatchInconsistent},
+		{"bad prereq", fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldTCPDst: {80, 0}}}, ofp.BadPrereq},
+	} {
+		if err := br.FlowMod(tc.spec.mod()); err == nil || err.Errno != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if got := flowsOf(br); got != "t0 in_port=1, priority 10, cookie 0x10 output:2;t0 in_port=2, priority 10, cookie 0x20 FLOOD;" {
+		t.Fatalf("after refused mods: %s", got)
+	}
+	// fail_mode changes flush, as OVS.
+	br.Reconfigure(BridgeConfig{FailSecure: true, Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
+	if got := flowsOf(br); got != "" {
+		t.Fatalf("secure: %s", got)
+	}
+	br.Reconfigure(BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
+	if got := flowsOf(br); got != "t0 priority 0 NORMAL;" {
+		t.Fatalf("standalone again: %s", got)
+	}
+}
+
+func TestFlowTimeouts(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
+	sink := &removedSink{}
+	br.SetAsync(sink)
+	mustMod(t, br, fmSpec{prio: 10, hard: 10, flags: ofp.FlagSendFlowRem, actions: []ofp.Action{output(2)}, cookie: 1})
+	mustMod(t, br, fmSpec{prio: 9, idle: 5, flags: ofp.FlagSendFlowRem, actions: []ofp.Action{output(2)}, cookie: 2})
+	tb.clock.advance(4 * time.Second)
+	tb.xlate(1, eth(macA, macB)) // refreshes nothing: priority 10 matches
+	tb.Run()
+	if len(sink.got) != 0 {
+		t.Fatalf("removed early: %+v", sink.got)
+	}
+	tb.clock.advance(2 * time.Second)
+	tb.Run()
+	if len(sink.got) != 1 || sink.got[0].Cookie != 2 || sink.got[0].Reason != ofp.RemovedIdleTimeout {
+		t.Fatalf("idle timeout: %+v", sink.got)
+	}
+	tb.clock.advance(5 * time.Second)
+	tb.Run()
+	if len(sink.got) != 2 || sink.got[1].Cookie != 1 || sink.got[1].Reason != ofp.RemovedHardTimeout {
+		t.Fatalf("hard timeout: %+v", sink.got)
+	}
+	if got := flowsOf(br); got != "t0 priority 0 NORMAL;" {
+		t.Fatalf("after timeouts: %s", got)
+	}
+}
+
+func TestOpenFlowTranslation(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	// A chain over 50 tables, carrying a register.
+	mustMod(t, br, fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: []ofp.Action{
+		{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldReg0 + 3), Value: []byte{0, 0, 0, 7}, Mask: []byte{255, 255, 255, 255}},
+		resubmitTo(1)}})
+	for i := uint8(1); i < 50; i++ {
+		mustMod(t, br, fmSpec{table: i, actions: []ofp.Action{resubmitTo(i + 1)}})
+	}
+	mustMod(t, br, fmSpec{table: 50, prio: 5, match: map[ofp.FieldID][2]uint64{ofp.FieldReg0 + 3: {7, 0}},
+		actions: []ofp.Action{{Type: ofp.ActPushVLAN, VLAN: 0x8100}, {Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldVLANVID),
+			Value: []byte{0x10, 10}, Mask: []byte{0xff, 0xff}}, output(2), {Type: ofp.ActPopVLAN}, output(3)}})
+	// in_port=2: a loop back into table 0 stops at the depth limit.
+	mustMod(t, br, fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {2, 0}}, actions: []ofp.Action{resubmitTo(0)}})
+	// in_port=3: exit ends the walk.
+	mustMod(t, br, fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {3, 0}}, actions: []ofp.Action{
+		output(1), {Type: ofp.ActExit}, output(2)}})
+	for _, tc := range []struct {
+		in   uint32
+		want string
+	}{
+		{1, "push_vlan(vid=10,pcp=0),2,pop_vlan,3"},
+		{2, "drop"},
+		{3, "1"},
+	} {
+		if got, _ := tb.xlate(tc.in, eth(macA, macB)); got != tc.want {
+			t.Errorf("in_port %d: %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	out, err := tb.Trace("br0", "in_port=1,dl_src="+macA+",dl_dst="+macB)
+	if err != nil || !strings.Contains(out, "50. reg3=0x7, priority 5") || !strings.Contains(out, "Datapath actions: push_vlan(vid=10,pcp=0),2,pop_vlan,3") {
+		t.Errorf("trace: %v\n%s", err, out)
+	}
+}
+
+// TestMegaflowProperty: a packet that agrees with another on the bits its
+// translation's mask holds gets the same actions from a fresh
+// translation, so the installed megaflow may serve it.
+func TestMegaflowProperty(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	ip := func(fields map[ofp.FieldID][2]uint64) map[ofp.FieldID][2]uint64 {
+		fields[ofp.FieldEthType] = [2]uint64{flow.EthTypeIPv4, 0}
+		return fields
+	}
+	mustMod(t, br, fmSpec{prio: 30, match: ip(map[ofp.FieldID][2]uint64{ofp.FieldIPv4Dst: {0x0a000000, 0xff000000}}), actions: []ofp.Action{resubmitTo(1)}})
+	mustMod(t, br, fmSpec{prio: 20, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: []ofp.Action{output(2)}})
+	mustMod(t, br, fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldEthSrc: {0x010000000000, 0x010000000000}}, actions: []ofp.Action{output(3)}})
+	mustMod(t, br, fmSpec{prio: 0, actions: []ofp.Action{output(ofp.PortNormal)}})
+	mustMod(t, br, fmSpec{table: 1, prio: 5, match: ip(map[ofp.FieldID][2]uint64{ofp.FieldIPProto: {6, 0}, ofp.FieldTCPDst: {80, 0}}), actions: []ofp.Action{output(1)}})
+	mustMod(t, br, fmSpec{table: 1, prio: 4, match: map[ofp.FieldID][2]uint64{ofp.FieldVLANVID: {0x1000 | 5, 0}}, actions: []ofp.Action{{Type: ofp.ActPopVLAN}, output(2)}})
+	mustMod(t, br, fmSpec{table: 1, prio: 1, actions: []ofp.Action{output(3)}})
+
+	rng := rand.New(rand.NewSource(1))
+	macs := []string{macA, macB, "01:00:5e:00:00:01", "ff:ff:ff:ff:ff:ff"}
+	addrs := []string{"10.1.2.3", "10.9.9.9", "192.168.0.1"}
+	frame := func() []byte {
+		f := dptest.Frame{Src: dptest.MAC(macs[rng.Intn(len(macs))]), Dst: dptest.MAC(macs[rng.Intn(len(macs))])}
+		if rng.Intn(3) == 0 {
+			f.Tags = []dptest.Tag{{VID: uint16(4 + rng.Intn(3))}}
+		}
+		if rng.Intn(4) != 0 {
+			f.IPv4 = &dptest.IPv4{Src: netip.MustParseAddr(addrs[rng.Intn(3)]), Dst: netip.MustParseAddr(addrs[rng.Intn(3)])}
+			if rng.Intn(2) == 0 {
+				f.TCP = &dptest.TCP{Src: uint16(rng.Intn(3) + 79), Dst: uint16(rng.Intn(3) + 79)}
+			} else {
+				f.UDP = &dptest.UDP{Src: 53, Dst: uint16(rng.Intn(3) + 79)}
+			}
+		} else {
+			f.EtherType, f.Payload = 0x88b5, make([]byte, 46)
+		}
+		return f.Bytes()
+	}
+	type entry struct {
+		key  flow.Key
+		mask flow.Mask
+		acts string
+	}
+	var installed []entry
+	hits := 0
+	for i := 0; i < 3000; i++ {
+		in := uint32(1 + rng.Intn(3))
+		u := []datapath.Upcall{{}}
+		flow.Extract(frame(), in, &u[0].Key)
+		// The cached path: an installed megaflow this packet matches.
+		var cached *entry
+		for j := range installed {
+			e := &installed[j]
+			mk := e.key.Masked(&e.mask)
+			if u[0].Key.MatchesMasked(&mk, &e.mask) {
+				cached = e
+				break
+			}
+		}
+		k := u[0].Key
+		tb.Revalidate(u) // a fresh translation without side effects
+		fresh := u[0].Actions.String()
+		if cached != nil {
+			hits++
+			if cached.acts != fresh {
+				t.Fatalf("packet %v: megaflow %v/%v gives %s, a fresh translation %s", k, cached.key, cached.mask, cached.acts, fresh)
+			}
+			continue
+		}
+		installed = append(installed, entry{key: k, mask: u[0].Mask, acts: fresh})
+	}
+	if hits < 1000 {
+		t.Errorf("only %d of 3000 packets hit an installed megaflow", hits)
+	}
+	t.Logf("%d megaflows served %d packets", len(installed), hits)
+}
