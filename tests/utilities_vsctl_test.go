@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +123,39 @@ func TestUtilitiesOwnVsctl(t *testing.T) {
 	if r.code != -1 || !strings.HasSuffix(r.stderr, "|fatal_signal|WARN|terminating with signal 14 (Alarm clock)\n") {
 		t.Fatalf("--timeout: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// Concurrent clients lose nothing: setting different keys of one map
+	// column is a mutation, so none conflict; whole-column writes
+	// (br-set-external-id, add-port rewriting Bridge.ports) verify what
+	// they read, and the losers of a race run their commands again.
+	parallel := func(n int, args func(i int) []string) {
+		t.Helper()
+		res := make(chan ovsdbResult, n)
+		for i := 0; i < n; i++ {
+			go func(i int) { res <- vsctl(append([]string{"--no-wait"}, args(i)...)...) }(i)
+		}
+		for i := 0; i < n; i++ {
+			if r := <-res; r.code != 0 || r.stderr != "" {
+				t.Fatalf("concurrent ovs-vsctl %v: exit %d: %s", args(i), r.code, r.stderr)
+			}
+		}
+	}
+	var keys []string
+	for i := 0; i < 20; i++ {
+		keys = append(keys, fmt.Sprintf("k%02d=v%d", i, i))
+	}
+	parallel(20, func(i int) []string { return []string{"set", "Bridge", "gvswut1", "external_ids:" + keys[i]} })
+	if got := mustVsctl("get", "Bridge", "gvswut1", "external_ids"); got != "{"+strings.Join(keys, ", ")+"}\n" {
+		t.Fatalf("20 concurrent set external_ids:KEY=VALUE left %q", got)
+	}
+	parallel(10, func(i int) []string { return []string{"br-set-external-id", "gvswut1", fmt.Sprintf("b%d", i), "x"} })
+	if got := mustVsctl("br-get-external-id", "gvswut1"); strings.Count(got, "=x\n") != 10 {
+		t.Fatalf("10 concurrent br-set-external-id left %q", got)
+	}
+	parallel(10, func(i int) []string { return []string{"add-port", "gvswut1", fmt.Sprintf("gvswutc%d", i)} })
+	if got := strings.Fields(mustVsctl("list-ports", "gvswut1")); len(got) != 10 {
+		t.Fatalf("10 concurrent add-port left ports %q", got)
+	}
+
 	mustVsctl("del-br", "gvswut1", "--", "del-br", "gvswut0")
 	if out := mustVsctl("list-br"); out != "" {
 		t.Fatalf("list-br after del-br: %q", out)

@@ -461,6 +461,7 @@ func cmdGet(c *ctx) {
 		}
 		col, key, _, _, err := parseColumnKeyValue(arg, t, nil, false)
 		dieIf(err)
+		c.t.verify(r, col)
 		d := r.get(col)
 		if key != nil {
 			if !col.Type.IsMap() {
@@ -578,16 +579,7 @@ func (c *ctx) setColumn(t *db.Table, r *row, arg string) {
 		dieIf(err)
 		v, err := dbtext.ParseAtom(col.Type.Value, *value, c.syms, false)
 		dieIf(err)
-		old := r.get(col)
-		d := db.Datum{Keys: []db.Atom{k[0]}, Vals: []db.Atom{v[0]}}
-		for i := range old.Keys {
-			if db.CompareAtoms(old.Keys[i], k[0]) != 0 {
-				d.Keys = append(d.Keys, old.Keys[i])
-				d.Vals = append(d.Vals, old.Vals[i])
-			}
-		}
-		d.SortUnique()
-		c.t.writeColumn(r, col, d)
+		c.t.setKey(r, col, k[0], v[0])
 		return
 	}
 	d, err := dbtext.ParseDatum(&col.Type, *value, c.syms)

@@ -559,98 +559,27 @@ func run(o *options, cmds []*command, args string) (status int) {
 	}()
 	rep := connect(o)
 	var a *attempt
+	var c *commit
 	for {
+		seq := rep.Seq
 		var ok bool
 		a, ok = execute(rep, cmds)
 		if ok {
-			break
+			checkSymbols(a.syms)
+			if c = a.commit(o, rep, args); c != nil {
+				break
+			}
+			// A verified column changed under us: try again on the
+			// contents as they are now, as OVS's ovs-vsctl does.
+			if rep.Seq != seq {
+				continue
+			}
 		}
 		if err := rep.WaitUpdate(time.Time{}); err != nil {
 			die("%s: database connection failed (%s)", o.db, ovsdbc.Errno(err))
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(a.syms)) {
-		sym := a.syms[name]
-		if !sym.Created {
-			fatalf("row id \"%s\" is referenced but never created (e.g. with \"-- --id=%s create ...\")", name, name)
-		}
-		if !sym.StrongRef {
-			if !sym.WeakRef {
-				logWarn("vsctl", "row id \"%s\" was created but no reference to it was inserted, so it will not actually appear in the database", name)
-			} else {
-				logWarn("vsctl", "row id \"%s\" was created but only a weak reference to it was inserted, so it will not actually appear in the database", name)
-			}
-		}
-	}
-
-	ops, changed := a.t.ops()
-	var nextCfg int64
-	realUUID := map[db.UUID]db.UUID{}
-	if changed {
-		ovs := a.t.list("Open_vSwitch")[0]
-		selectIdx := -1
-		if o.wait {
-			where := whereUUID(ovs.uuid)
-			if ovs.inserted {
-				where = `[["_uuid","==",["named-uuid",` + quote(namedUUID(ovs.uuid)) + `]]]`
-			}
-			ops = append(ops, json.RawMessage(`{"op":"mutate","table":"Open_vSwitch","where":`+where+`,"mutations":[["next_cfg","+=",1]]}`))
-			selectIdx = len(ops)
-			ops = append(ops, json.RawMessage(`{"op":"select","table":"Open_vSwitch","where":`+where+`,"columns":["next_cfg"]}`))
-		}
-		ops = append(ops, json.RawMessage(`{"op":"comment","comment":`+quote("ovs-vsctl: "+args)+`}`))
-		if o.dryRun {
-			ops = append(ops, json.RawMessage(`{"op":"abort"}`))
-		}
-		res, err := rep.Transact(ops)
-		if err != nil {
-			die("%s: database connection failed (%s)", o.db, ovsdbc.Errno(err))
-		}
-		for _, r := range res {
-			var m map[string]any
-			dec := json.NewDecoder(bytes.NewReader(r))
-			dec.UseNumber()
-			if dec.Decode(&m) != nil || m == nil {
-				continue
-			}
-			e, ok := m["error"].(string)
-			if !ok || e == "aborted" && o.dryRun {
-				continue
-			}
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			enc.Encode(m)
-			msg := strings.TrimSuffix(b.String(), "\n")
-			logWarn("ovsdb_idl", "transaction error: %s", msg)
-			fatalf("transaction error: %s", msg)
-		}
-		n := 0
-		for _, r := range a.t.inserted {
-			if r.deleted {
-				continue
-			}
-			var ir struct {
-				UUID []string `json:"uuid"`
-			}
-			if n < len(res) && json.Unmarshal(res[n], &ir) == nil && len(ir.UUID) == 2 {
-				if u, err := db.ParseUUID(ir.UUID[1]); err == nil {
-					realUUID[r.uuid] = u
-				}
-			}
-			n++
-		}
-		if selectIdx >= 0 && selectIdx < len(res) && !o.dryRun {
-			var sr struct {
-				Rows []struct {
-					NextCfg int64 `json:"next_cfg"`
-				} `json:"rows"`
-			}
-			if json.Unmarshal(res[selectIdx], &sr) == nil && len(sr.Rows) == 1 {
-				nextCfg = sr.Rows[0].NextCfg
-			}
-		}
-	}
+	changed, nextCfg, realUUID := c.changed, c.nextCfg, c.realUUID
 	for _, cmd := range cmds {
 		if cmd.syn.post != nil {
 			cmd.syn.post(&ctx{command: cmd, realUUID: realUUID})
@@ -690,6 +619,108 @@ func run(o *options, cmds []*command, args string) (status int) {
 		postReloadChecks(rep, a.newIfaces, realUUID)
 	}
 	return 0
+}
+
+// checkSymbols reports the --id symbols used but never created (fatal) and
+// those created without a strong reference (a warning).
+func checkSymbols(syms dbtext.Symbols) {
+	for _, name := range slices.Sorted(maps.Keys(syms)) {
+		sym := syms[name]
+		if !sym.Created {
+			fatalf("row id \"%s\" is referenced but never created (e.g. with \"-- --id=%s create ...\")", name, name)
+		}
+		if !sym.StrongRef {
+			if !sym.WeakRef {
+				logWarn("vsctl", "row id \"%s\" was created but no reference to it was inserted, so it will not actually appear in the database", name)
+			} else {
+				logWarn("vsctl", "row id \"%s\" was created but only a weak reference to it was inserted, so it will not actually appear in the database", name)
+			}
+		}
+	}
+}
+
+// commit is what committing an attempt's changes gave.
+type commit struct {
+	changed  bool
+	nextCfg  int64
+	realUUID map[db.UUID]db.UUID
+}
+
+// commit sends the attempt's changes, if any. It returns nil if a verified
+// column changed since it was read: the commands must run again.
+func (a *attempt) commit(o *options, rep *ovsdbc.Replica, args string) *commit {
+	ops, nWaits, changed := a.t.ops()
+	var nextCfg int64
+	realUUID := map[db.UUID]db.UUID{}
+	if changed {
+		ovs := a.t.list("Open_vSwitch")[0]
+		selectIdx := -1
+		if o.wait {
+			where := whereUUID(ovs.uuid)
+			if ovs.inserted {
+				where = `[["_uuid","==",["named-uuid",` + quote(namedUUID(ovs.uuid)) + `]]]`
+			}
+			ops = append(ops, json.RawMessage(`{"op":"mutate","table":"Open_vSwitch","where":`+where+`,"mutations":[["next_cfg","+=",1]]}`))
+			selectIdx = len(ops)
+			ops = append(ops, json.RawMessage(`{"op":"select","table":"Open_vSwitch","where":`+where+`,"columns":["next_cfg"]}`))
+		}
+		ops = append(ops, json.RawMessage(`{"op":"comment","comment":`+quote("ovs-vsctl: "+args)+`}`))
+		if o.dryRun {
+			ops = append(ops, json.RawMessage(`{"op":"abort"}`))
+		}
+		res, err := rep.Transact(ops)
+		if err != nil {
+			die("%s: database connection failed (%s)", o.db, ovsdbc.Errno(err))
+		}
+		for i, r := range res {
+			var m map[string]any
+			dec := json.NewDecoder(bytes.NewReader(r))
+			dec.UseNumber()
+			if dec.Decode(&m) != nil || m == nil {
+				continue
+			}
+			e, ok := m["error"].(string)
+			if !ok || e == "aborted" && o.dryRun {
+				continue
+			}
+			if i < nWaits && e == "timed out" {
+				return nil
+			}
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.Encode(m)
+			msg := strings.TrimSuffix(b.String(), "\n")
+			logWarn("ovsdb_idl", "transaction error: %s", msg)
+			fatalf("transaction error: %s", msg)
+		}
+		n := nWaits
+		for _, r := range a.t.inserted {
+			if r.deleted {
+				continue
+			}
+			var ir struct {
+				UUID []string `json:"uuid"`
+			}
+			if n < len(res) && json.Unmarshal(res[n], &ir) == nil && len(ir.UUID) == 2 {
+				if u, err := db.ParseUUID(ir.UUID[1]); err == nil {
+					realUUID[r.uuid] = u
+				}
+			}
+			n++
+		}
+		if selectIdx >= 0 && selectIdx < len(res) && !o.dryRun {
+			var sr struct {
+				Rows []struct {
+					NextCfg int64 `json:"next_cfg"`
+				} `json:"rows"`
+			}
+			if json.Unmarshal(res[selectIdx], &sr) == nil && len(sr.Rows) == 1 {
+				nextCfg = sr.Rows[0].NextCfg
+			}
+		}
+	}
+	return &commit{changed, nextCfg, realUUID}
 }
 
 // postReloadChecks reports the interfaces the commands added that

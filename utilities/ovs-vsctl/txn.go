@@ -23,6 +23,8 @@ type row struct {
 	// columns changed only by add and remove.
 	whole map[int]bool
 	muts  map[int][]mutation
+	// verified marks the columns the transaction requires unchanged.
+	verified map[int]bool
 }
 
 // mutation is one insert or delete mutation of a set or map column.
@@ -76,6 +78,10 @@ type txn struct {
 	rows     map[string]map[db.UUID]*row
 	inserted []*row
 	deleted  []*row
+	// verified lists the rows whose columns (r.verified) the commands
+	// read and rely on, in the order first verified; the transaction
+	// waits for them to be as read, as ovsdb_idl_txn_verify does.
+	verified []*row
 }
 
 func newTxn(rep *ovsdbc.Replica) *txn {
@@ -145,6 +151,47 @@ func (t *txn) mutate(r *row, c *db.Column, muts []mutation, result db.Datum) {
 	r.cur[c.Index] = result
 }
 
+// verify requires that column c of r still be as read when the transaction
+// commits; if another client changed it, the commit fails with "timed out"
+// and the commands run again on the new contents.
+func (t *txn) verify(r *row, c *db.Column) {
+	if r.inserted || c.Index < 0 {
+		return
+	}
+	if r.verified == nil {
+		r.verified = map[int]bool{}
+		t.verified = append(t.verified, r)
+	}
+	r.verified[c.Index] = true
+}
+
+// setKey is set_column with a key: a mutation that replaces one key of a
+// map column, so that clients setting other keys do not conflict. A column
+// this transaction already changed is verified and written whole instead,
+// as OVS does.
+func (t *txn) setKey(r *row, c *db.Column, k, v db.Atom) {
+	old := r.get(c)
+	d := db.Datum{Keys: []db.Atom{k}, Vals: []db.Atom{v}}
+	for i := range old.Keys {
+		if db.CompareAtoms(old.Keys[i], k) != 0 {
+			d.Keys = append(d.Keys, old.Keys[i])
+			d.Vals = append(d.Vals, old.Vals[i])
+		}
+	}
+	d.SortUnique()
+	if r.inserted || r.whole[c.Index] || len(r.muts[c.Index]) > 0 {
+		t.verify(r, c)
+		t.writeColumn(r, c, d)
+		return
+	}
+	var muts []mutation
+	if old.Find(k) >= 0 {
+		muts = append(muts, mutation{"delete", db.Datum{Keys: []db.Atom{k}}, false})
+	}
+	muts = append(muts, mutation{"insert", db.Datum{Keys: []db.Atom{k}, Vals: []db.Atom{v}}, true})
+	t.mutate(r, c, muts, d)
+}
+
 func (t *txn) setString(r *row, col, v string) {
 	t.write(r, col, db.Datum{Keys: []db.Atom{v}})
 }
@@ -193,9 +240,28 @@ func (t *txn) delete(r *row) {
 // namedUUID is the uuid-name an inserted row is sent with.
 func namedUUID(u db.UUID) string { return "row" + strings.ReplaceAll(u.String(), "-", "_") }
 
-// ops turns the changes into transact operations: inserts, updates of the
-// changed columns, deletes of root rows (the server collects the others).
-func (t *txn) ops() (ops []json.RawMessage, changed bool) {
+// ops turns the changes into transact operations: waits for the verified
+// columns (the first nWaits operations), inserts, updates of the changed
+// columns, deletes of root rows (the server collects the others).
+func (t *txn) ops() (ops []json.RawMessage, nWaits int, changed bool) {
+	for _, r := range t.verified {
+		var cols, vals bytes.Buffer
+		for i, c := range r.t.Columns {
+			if !r.verified[i] {
+				continue
+			}
+			if cols.Len() > 0 {
+				cols.WriteByte(',')
+				vals.WriteByte(',')
+			}
+			cols.WriteString(quote(c.Name))
+			vals.WriteString(quote(c.Name) + ":")
+			vals.Write(appendDatum(nil, c, r.orig[i], nil))
+		}
+		ops = append(ops, json.RawMessage(`{"op":"wait","table":`+quote(r.t.Name)+`,"timeout":0,"where":`+whereUUID(r.uuid)+
+			`,"until":"==","columns":[`+cols.String()+`],"rows":[{`+vals.String()+`}]}`))
+	}
+	nWaits = len(ops)
 	newRows := map[db.UUID]bool{}
 	for _, r := range t.inserted {
 		if !r.deleted {
@@ -250,7 +316,7 @@ func (t *txn) ops() (ops []json.RawMessage, changed bool) {
 			ops = append(ops, json.RawMessage(`{"op":"delete","table":`+quote(r.t.Name)+`,"where":`+whereUUID(r.uuid)+`}`))
 		}
 	}
-	return ops, changed
+	return ops, nWaits, changed
 }
 
 func whereUUID(u db.UUID) string { return `[["_uuid","==",["uuid","` + u.String() + `"]]]` }

@@ -61,6 +61,7 @@ func (c *ctx) populate() *vcache {
 		vc.bridges[name] = br
 		return br
 	}
+	c.verifyPorts()
 	brs := c.t.refs(c.ovs, "bridges")
 	bridges, ports := map[string]bool{}, map[string]bool{}
 	for _, b := range brs {
@@ -126,6 +127,19 @@ func (c *ctx) populate() *vcache {
 		}
 	}
 	return vc
+}
+
+// verifyPorts is verify_ports: the cache is built from the bridges, their
+// ports and the ports' interfaces, so a change to any of them by another
+// client makes the commands run again.
+func (c *ctx) verifyPorts() {
+	c.t.verify(c.ovs, c.ovs.col("bridges"))
+	for _, b := range c.t.list("Bridge") {
+		c.t.verify(b, b.col("ports"))
+	}
+	for _, p := range c.t.list("Port") {
+		c.t.verify(p, p.col("interfaces"))
+	}
 }
 
 func (c *ctx) addPortToCache(parent *vbridge, p *row) *vport {
@@ -403,9 +417,11 @@ func cmdBrSetExternalID(c *ctx) {
 		value = &c.args[3]
 	}
 	if br.cfg != nil {
+		c.t.verify(br.cfg, br.cfg.col("external_ids"))
 		c.t.write(br.cfg, "external_ids", setExternalID(br.cfg.get(br.cfg.col("external_ids")), c.args[2], value))
 	} else {
 		p := c.cache.ports[c.args[1]].cfg
+		c.t.verify(p, p.col("external_ids"))
 		c.t.write(p, "external_ids", setExternalID(p.get(p.col("external_ids")), "fake-bridge-"+c.args[2], value))
 	}
 }
@@ -431,9 +447,11 @@ func cmdBrGetExternalID(c *ctx) {
 		key = &c.args[2]
 	}
 	if br.cfg != nil {
+		c.t.verify(br.cfg, br.cfg.col("external_ids"))
 		c.getExternalID(br.cfg.get(br.cfg.col("external_ids")), "", key)
 	} else {
 		p := c.cache.ports[c.args[1]].cfg
+		c.t.verify(p, p.col("external_ids"))
 		c.getExternalID(p.get(p.col("external_ids")), "fake-bridge-", key)
 	}
 }
