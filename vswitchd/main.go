@@ -19,8 +19,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/dbclient"
 )
@@ -32,7 +34,7 @@ const (
 
 // logModules are this program's vlog modules, registered before the
 // command line's -v specs are applied.
-var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev",
+var logModules = []string{"bridge", "reconnect", "ovsdb_idl", "netdev_linux", "ofproto_dpif", "dpif_netdev", "route_table",
 	// The embedded database server's modules.
 	"ovsdb_server", "ovsdb_jsonrpc_server", "jsonrpc", "ovsdb_storage"}
 
@@ -117,6 +119,11 @@ func run() error {
 	plane := newDataplane(log)
 	v := newSwitchd(remote, opts.Rundir, log, plane, bridge.KernelDevices{})
 	v.registerCommands(d.Unixctl)
+	routes := tunnel.NewRouter(tunnel.KernelAddrs)
+	tunnel.Sync(ctx, routes, log.Module("route_table"))
+	neigh := tunnel.NewNeighCache(nil)
+	go neigh.ExpireEvery(ctx, time.Second)
+	registerTunnelCommands(d.Unixctl, routes, neigh)
 	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)
 	plane.close()
