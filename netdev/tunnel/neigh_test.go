@@ -20,7 +20,7 @@ func TestNeighCommands(t *testing.T) {
 	c := NewNeighCache(clk.now)
 	header := "IP                                            MAC                 Bridge\n" +
 		"==========================================================================\n"
-	steps := []struct{ cmd, args, out, err string }{
+	steps := []cmdStep{
 		{"show", "", header, ""},
 		{"set", "br0 10.1.1.9 aa:bb:cc:dd:ee:ff", "OK\n", ""},
 		{"set", "br0 2001:db8::9 aa:bb:cc:dd:ee:01", "OK\n", ""},
@@ -39,17 +39,7 @@ func TestNeighCommands(t *testing.T) {
 		{"flush", "", "OK\n", ""},
 		{"show", "", header, ""},
 	}
-	cmds := map[string]func([]string) (string, error){"show": c.ShowCmd, "set": c.SetCmd, "aging": c.AgingCmd, "flush": c.FlushCmd}
-	for _, s := range steps {
-		out, err := cmds[s.cmd](strings.Fields(s.args))
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if out != s.out || got != s.err {
-			t.Errorf("%s %s: got %q, %q; want %q, %q", s.cmd, s.args, out, got, s.out, s.err)
-		}
-	}
+	runSteps(t, map[string]func([]string) (string, error){"show": c.ShowCmd, "set": c.SetCmd, "aging": c.AgingCmd, "flush": c.FlushCmd}, steps)
 }
 
 func TestNeighExpiry(t *testing.T) {

@@ -56,15 +56,29 @@ func testRouter(t *testing.T) *Router {
 	return r
 }
 
+// cmdStep is one unixctl command and what it must answer: out, or the
+// error text err.
+type cmdStep struct{ cmd, args, out, err string }
+
+// runSteps runs steps through cmds (by command name) in order.
+func runSteps(t *testing.T, cmds map[string]func([]string) (string, error), steps []cmdStep) {
+	t.Helper()
+	for _, s := range steps {
+		out, err := cmds[s.cmd](strings.Fields(s.args))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if out != s.out || got != s.err {
+			t.Errorf("%s %s: got %q, %q; want %q, %q", s.cmd, s.args, out, got, s.out, s.err)
+		}
+	}
+}
+
 // The expected texts are Debian ovs-vswitchd 3.1's for the same commands.
 func TestRouteCommands(t *testing.T) {
 	r := testRouter(t)
-	steps := []struct {
-		cmd  string
-		args string
-		out  string
-		err  string
-	}{
+	steps := []cmdStep{
 		{"add", "10.2.0.0/16 d0", "", "Error while inserting route."},
 		{"add", "10.3.0.0/16 d0 10.1.1.200", "OK\n", ""},
 		{"add", "10.4.0.0/16 d0 10.1.1.200 pkt_mark=7", "OK\n", ""},
@@ -101,17 +115,7 @@ func TestRouteCommands(t *testing.T) {
 		{"del", "bogus", "", "Invalid parameters"},
 		{"del", "10.9.0.0/16 pkt_mark=zz", "", "Invalid pkt_mark"},
 	}
-	cmds := map[string]func([]string) (string, error){"add": r.AddCmd, "del": r.DelCmd, "lookup": r.LookupCmd}
-	for _, s := range steps {
-		out, err := cmds[s.cmd](strings.Fields(s.args))
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if out != s.out || got != s.err {
-			t.Errorf("%s %s: got %q, %q; want %q, %q", s.cmd, s.args, out, got, s.out, s.err)
-		}
-	}
+	runSteps(t, map[string]func([]string) (string, error){"add": r.AddCmd, "del": r.DelCmd, "lookup": r.LookupCmd}, steps)
 	want := `Route Table:
 Cached: 10.1.1.1/32 dev d0 SRC 10.1.1.1 local
 Cached: 10.1.1.5/32 dev d0 SRC 10.1.1.1 local

@@ -40,12 +40,9 @@ func (r *Router) AddCmd(args []string) (string, error) {
 			return "", errors.New("Invalid pkt_mark or gateway")
 		}
 	}
-	if len(args) > 3 {
-		m, ok := scanMark(args[3])
-		if !ok {
-			return "", errors.New("Invalid pkt_mark")
-		}
-		mark = m
+	mark, err = optMark(args, 3, mark)
+	if err != nil {
+		return "", err
 	}
 	if err := r.InsertUser(mark, dst, plen, args[1], gw); err != nil {
 		return "", errors.New("Error while inserting route.")
@@ -59,13 +56,9 @@ func (r *Router) DelCmd(args []string) (string, error) {
 	if err != nil {
 		return "", errors.New("Invalid parameters")
 	}
-	var mark uint32
-	if len(args) > 1 {
-		m, ok := scanMark(args[1])
-		if !ok {
-			return "", errors.New("Invalid pkt_mark")
-		}
-		mark = m
+	mark, err := optMark(args, 1, 0)
+	if err != nil {
+		return "", err
 	}
 	if !r.DeleteUser(mark, dst, plen) {
 		return "", errors.New("Not found")
@@ -79,13 +72,9 @@ func (r *Router) LookupCmd(args []string) (string, error) {
 	if err != nil || plen != 128 {
 		return "", errors.New("Invalid parameters")
 	}
-	var mark uint32
-	if len(args) > 1 {
-		m, ok := scanMark(args[1])
-		if !ok {
-			return "", errors.New("Invalid pkt_mark")
-		}
-		mark = m
+	mark, err := optMark(args, 1, 0)
+	if err != nil {
+		return "", err
 	}
 	rt, ok := r.Lookup(mark, dst)
 	if !ok {
@@ -96,3 +85,15 @@ func (r *Router) LookupCmd(args []string) (string, error) {
 
 // ShowCmd is ovs/route/show (no arguments).
 func (r *Router) ShowCmd([]string) (string, error) { return r.Show(), nil }
+
+// optMark parses the optional "pkt_mark=N" at args[i], def if absent.
+func optMark(args []string, i int, def uint32) (uint32, error) {
+	if len(args) <= i {
+		return def, nil
+	}
+	m, ok := scanMark(args[i])
+	if !ok {
+		return 0, errors.New("Invalid pkt_mark")
+	}
+	return m, nil
+}
