@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/govs/govs/netdev/offload"
 )
 
 // Kind is a tunnel encapsulation.
@@ -131,7 +133,7 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 		s, d := h.Src.Unmap().As4(), h.Dst.Unmap().As4()
 		copy(ip[12:16], s[:])
 		copy(ip[16:20], d[:])
-		binary.BigEndian.PutUint16(ip[10:], ^csumFold(csumAdd(0, ip[:ipv4Len])))
+		binary.BigEndian.PutUint16(ip[10:], offload.Checksum(ip[:ipv4Len], 0))
 	} else {
 		binary.BigEndian.PutUint16(b[12:], 0x86dd)
 		l4 = ip[ipv6Len:]
@@ -161,7 +163,7 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 		binary.BigEndian.PutUint16(l4[0:], flags)
 		binary.BigEndian.PutUint16(l4[2:], etherTEB)
 		if h.Csum {
-			binary.BigEndian.PutUint16(l4[4:], ^csumFold(csumAdd(0, l4)))
+			binary.BigEndian.PutUint16(l4[4:], offload.Checksum(l4, 0))
 		}
 		return b, nil
 	}
@@ -179,7 +181,7 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 		copy(t[geneveLen:], h.Options)
 	}
 	if h.Csum {
-		c := ^csumFold(csumAdd(pseudoSum(ip, v4, len(l4)), l4))
+		c := offload.Checksum(l4, pseudoSum(ip, v4, len(l4)))
 		if c == 0 {
 			c = 0xffff
 		}
@@ -218,7 +220,7 @@ func Parse(frame []byte) (Header, []byte, error) {
 		if len(ip) < tot {
 			return h, nil, ErrTruncated
 		}
-		if csumFold(csumAdd(0, ip[:ihl])) != 0xffff {
+		if offload.Checksum(ip[:ihl], 0) != 0 {
 			return h, nil, ErrCsum
 		}
 		if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
@@ -267,7 +269,7 @@ func Parse(frame []byte) (Header, []byte, error) {
 	h.SrcPort, h.DstPort = binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
 	if binary.BigEndian.Uint16(l4[6:]) != 0 {
 		h.Csum = true
-		if csumFold(csumAdd(pseudoSum(ip, v4, len(l4)), l4)) != 0xffff {
+		if offload.Checksum(l4, pseudoSum(ip, v4, len(l4))) != 0 {
 			return h, nil, ErrCsum
 		}
 	}
@@ -324,7 +326,7 @@ func parseGRE(h Header, g []byte) (Header, []byte, error) {
 		switch f {
 		case greCsum:
 			h.Csum = true
-			if csumFold(csumAdd(0, g)) != 0xffff {
+			if offload.Checksum(g, 0) != 0 {
 				return h, nil, ErrCsum
 			}
 		case greKey:
@@ -337,32 +339,12 @@ func parseGRE(h Header, g []byte) (Header, []byte, error) {
 	return h, g[off:], nil
 }
 
-// csumAdd adds b to the one's-complement sum s (RFC 1071).
-func csumAdd(s uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		s += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	return s
-}
-
-func csumFold(s uint32) uint16 {
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
-}
-
-// pseudoSum is the UDP pseudo-header sum for the IP header ip.
-func pseudoSum(ip []byte, v4 bool, l4Len int) uint32 {
-	var s uint32
+// pseudoSum is the folded UDP pseudo-header sum (addresses, protocol,
+// length) for the IP header ip.
+func pseudoSum(ip []byte, v4 bool, l4Len int) uint64 {
+	addrs := ip[8:40]
 	if v4 {
-		s = csumAdd(0, ip[12:20])
-	} else {
-		s = csumAdd(0, ip[8:40])
+		addrs = ip[12:20]
 	}
-	return s + 17 + uint32(l4Len)
+	return uint64(^offload.Checksum(addrs, 0)) + 17 + uint64(l4Len)
 }

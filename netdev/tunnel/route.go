@@ -73,8 +73,8 @@ func mask16(a netip.Addr, plen int) netip.Addr {
 // sourceFor picks the address of dev in the longest prefix that holds dst
 // (ovs_router_get_netdev_source_address); an IPv4 dst only considers IPv4
 // addresses.
-func (r *Router) sourceFor(dst netip.Addr, dev string) (netip.Addr, error) {
-	pfxs, err := r.addrs(dev)
+func sourceFor(addrs AddrFunc, dst netip.Addr, dev string) (netip.Addr, error) {
+	pfxs, err := addrs(dev)
 	if err != nil {
 		return netip.Addr{}, err
 	}
@@ -102,15 +102,15 @@ func (r *Router) sourceFor(dst netip.Addr, dev string) (netip.Addr, error) {
 }
 
 // insert adds or replaces the route for (dst/plen, mark, priority).
-func (r *Router) insert(mark uint32, priority int, local bool, dst netip.Addr, plen int, dev string, gw netip.Addr) error {
+func (r *Router) insert(addrs AddrFunc, mark uint32, priority int, local bool, dst netip.Addr, plen int, dev string, gw netip.Addr) error {
 	dst = to16(dst)
 	if !gw.IsValid() {
 		gw = netip.IPv6Unspecified()
 	}
 	gw = to16(gw)
-	src, err := r.sourceFor(dst, dev)
+	src, err := sourceFor(addrs, dst, dev)
 	if err != nil && !gw.IsUnspecified() {
-		src, err = r.sourceFor(gw, dev)
+		src, err = sourceFor(addrs, gw, dev)
 	}
 	if err != nil {
 		return err
@@ -125,17 +125,22 @@ func (r *Router) insert(mark uint32, priority int, local bool, dst netip.Addr, p
 // InsertKernel adds a route learned from the kernel (ovs_router_insert):
 // priority plen, or plen+64 for a local route.
 func (r *Router) InsertKernel(mark uint32, dst netip.Addr, plen int, local bool, dev string, gw netip.Addr) error {
-	prio := plen
+	return r.insert(r.addrs, mark, kernelPriority(plen, local), local, dst, plen, dev, gw)
+}
+
+// kernelPriority is a kernel route's priority: longest prefix first, local
+// routes before all others.
+func kernelPriority(plen int, local bool) int {
 	if local {
-		prio += 64
+		return plen + 64
 	}
-	return r.insert(mark, prio, local, dst, plen, dev, gw)
+	return plen
 }
 
 // InsertUser adds a route as ovs/route/add does: priority plen+32, so it
 // wins over a kernel route for the same prefix.
 func (r *Router) InsertUser(mark uint32, dst netip.Addr, plen int, dev string, gw netip.Addr) error {
-	return r.insert(mark, plen+32, false, dst, plen, dev, gw)
+	return r.insert(r.addrs, mark, plen+32, false, dst, plen, dev, gw)
 }
 
 // DeleteUser removes the user route for dst/plen and mark, reporting

@@ -61,6 +61,20 @@ func Reload(r *Router) error {
 		return err
 	}
 	names := map[int]string{}
+	// One address dump per device, not per route.
+	type devAddrs struct {
+		p   []netip.Prefix
+		err error
+	}
+	seen := map[string]devAddrs{}
+	addrs := func(dev string) ([]netip.Prefix, error) {
+		a, ok := seen[dev]
+		if !ok {
+			a.p, a.err = r.addrs(dev)
+			seen[dev] = a
+		}
+		return a.p, a.err
+	}
 	r.FlushCached()
 	for i := range routes {
 		rt := &routes[i]
@@ -97,7 +111,8 @@ func Reload(r *Router) error {
 		}
 		// A route whose device has no usable source is left out, as OVS
 		// does (it logs that at debug level only).
-		_ = r.InsertKernel(0, dst, plen, rt.Type == unix.RTN_LOCAL, name, gw)
+		local := rt.Type == unix.RTN_LOCAL
+		_ = r.insert(addrs, 0, kernelPriority(plen, local), local, dst, plen, name, gw)
 	}
 	return nil
 }
