@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/netdev/tunnel"
 )
 
 // registerCommands adds ovs-vswitchd's unixctl commands, with OVS's usage
@@ -100,4 +101,21 @@ func sampleUint(s metrics.Sample) uint64 {
 		return s.Value.Uint64()
 	}
 	return 0
+}
+
+// registerTunnelCommands adds the commands of native tunnelling's tables.
+func registerTunnelCommands(u *daemon.UnixctlServer, routes *tunnel.Router, neigh *tunnel.NeighCache) {
+	if u == nil {
+		return
+	}
+	u.Register("ovs/route/add", tunnel.RouteAddUsage, 2, 4, routes.AddCmd)
+	u.Register("ovs/route/del", tunnel.RouteDelUsage, 1, 2, routes.DelCmd)
+	u.Register("ovs/route/lookup", tunnel.RouteLookupUsage, 1, 2, routes.LookupCmd)
+	u.Register("ovs/route/show", "", 0, 0, routes.ShowCmd)
+	for _, p := range []string{"tnl/neigh/", "tnl/arp/"} {
+		u.Register(p+"show", "", 0, 0, neigh.ShowCmd)
+		u.Register(p+"set", tunnel.NeighSetUsage, 3, 3, neigh.SetCmd)
+		u.Register(p+"flush", "", 0, 0, neigh.FlushCmd)
+		u.Register(p+"aging", "[SECS]", 0, 1, neigh.AgingCmd)
+	}
 }

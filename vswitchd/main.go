@@ -22,9 +22,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/internal/ovsssl"
+	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/dbclient"
 	"golang.org/x/sys/unix"
@@ -157,6 +159,11 @@ func run() error {
 		}
 	}()
 	v.registerCommands(d.Unixctl)
+	routes := tunnel.NewRouter(tunnel.KernelAddrs)
+	tunnel.Sync(ctx, routes, log.Module("route_table"))
+	neigh := tunnel.NewNeighCache(nil)
+	go neigh.ExpireEvery(ctx, time.Second)
+	registerTunnelCommands(d.Unixctl, routes, neigh)
 	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)
 	plane.close()
