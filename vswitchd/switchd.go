@@ -139,6 +139,8 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			dirty = true
 		case <-v.sw.OpenFlowChanged():
 			dirty = true
+		case <-v.sw.BondsChanged():
+			v.sw.RunBonds()
 		case <-v.lock.Changed():
 			switch v.lock.State() {
 			case dbclient.LockContended:
