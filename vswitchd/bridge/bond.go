@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -38,14 +39,16 @@ type BondSpec struct {
 func bondSpec(p vswitchd.Port, problems *[]string) *BondSpec {
 	b := &BondSpec{Mode: BondActiveBackup, Updelay: max(0, p.BondUpdelay), Downdelay: max(0, p.BondDowndelay),
 		Primary: p.OtherConfig["bond-primary"]}
-	switch mode := ""; {
+	switch {
 	case p.BondMode == nil:
 		*problems = append(*problems, fmt.Sprintf("port %s: Using the default bond_mode %s. Note that in previous versions, the default bond_mode was balance-slb", p.Name, b.Mode))
 	case *p.BondMode == vswitchd.PortBondModeBalanceSLB:
 		b.Mode = BondBalanceSLB
 	case *p.BondMode == vswitchd.PortBondModeBalanceTCP:
-		mode = *p.BondMode
-		*problems = append(*problems, fmt.Sprintf("port %s: bond_mode=%s needs LACP, which is not supported by govs; the bond runs %s", p.Name, mode, b.Mode))
+		*problems = append(*problems, fmt.Sprintf("port %s: bond_mode=balance-tcp needs LACP, which is not supported by govs; the bond runs %s", p.Name, b.Mode))
+	case *p.BondMode != vswitchd.PortBondModeActiveBackup:
+		// The schema allows no other; OVS's text all the same.
+		*problems = append(*problems, fmt.Sprintf("port %s: unknown bond_mode %s, defaulting to %s", p.Name, *p.BondMode, b.Mode))
 	}
 	switch d := p.OtherConfig["bond-detect-mode"]; d {
 	case "", "carrier":
@@ -80,14 +83,7 @@ type member struct {
 }
 
 // names returns the bond's attached members, sorted.
-func (b *bondRun) names() []string {
-	names := make([]string, 0, len(b.members))
-	for n := range b.members {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (b *bondRun) names() []string { return slices.Sorted(maps.Keys(b.members)) }
 
 // syncBonds makes s.bonds those of the last snapshot, with their attached
 // members, and runs them. Caller holds mu.
@@ -301,14 +297,7 @@ func (s *Switch) BondList() string {
 	return w.String()
 }
 
-func (s *Switch) bondNames() []string {
-	names := make([]string, 0, len(s.bonds))
-	for n := range s.bonds {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (s *Switch) bondNames() []string { return slices.Sorted(maps.Keys(s.bonds)) }
 
 // BondShow is `ovs-appctl bond/show [port]`.
 func (s *Switch) BondShow(args []string) (string, error) {

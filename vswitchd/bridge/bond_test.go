@@ -152,3 +152,26 @@ func TestBondDelays(t *testing.T) {
 		t.Errorf("after the bond's removal NORMAL got %q, bonds %v", got, h.sw.bonds)
 	}
 }
+
+// FuzzBondSpec: any bond settings give a mode govs runs, non-negative
+// delays, and a report of what it does not run.
+func FuzzBondSpec(f *testing.F) {
+	f.Add("balance-tcp", "miimon", "p1", -5, 100)
+	f.Add("balance-slb", "carrier", "", 0, 0)
+	f.Add("", "bogus", "", 1<<31-1, -1)
+	f.Fuzz(func(t *testing.T, mode, detect, primary string, up, down int) {
+		p := vswitchd.Port{Name: "b", BondUpdelay: up, BondDowndelay: down,
+			OtherConfig: map[string]string{"bond-detect-mode": detect, "bond-primary": primary}}
+		if mode != "" {
+			p.BondMode = &mode
+		}
+		var problems []string
+		b := bondSpec(p, &problems)
+		if b.Mode != BondActiveBackup && b.Mode != BondBalanceSLB || b.Updelay < 0 || b.Downdelay < 0 || b.Primary != primary {
+			t.Errorf("bondSpec(%+v) = %+v", p, b)
+		}
+		if mode != BondActiveBackup && mode != BondBalanceSLB && len(problems) == 0 {
+			t.Errorf("bond_mode %q not reported", mode)
+		}
+	})
+}
