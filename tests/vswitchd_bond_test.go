@@ -60,7 +60,7 @@ func TestVswitchdBondFailover(t *testing.T) {
 	if got := active(); got != m0 {
 		t.Fatalf("active member %q, want %s:\n%s", got, m0, e.mustAppctl("bond/show", bond))
 	}
-	if got, want := e.mustAppctl("bond/list"), "bond\ttype\trecircID\tmembers\n"+bond+"\tactive-backup\t-1\t"+m0+", "+m1+"\n"; got != want {
+	if got, want := e.mustAppctl("bond/list"), "bond\ttype\trecircID\tmembers\n"+bond+"\tactive-backup\t0\t"+m0+", "+m1+"\n"; got != want {
 		t.Errorf("bond/list:\n%q\nwant\n%q", got, want)
 	}
 
@@ -101,7 +101,7 @@ func TestVswitchdBondFailover(t *testing.T) {
 		t.Errorf("the failover lost %d packets: %s", lost, m[0])
 	}
 	show := e.mustAppctl("bond/show", bond)
-	if got := active(); got != m1 || !strings.Contains(show, "\nmember "+m0+": disabled\n") {
+	if got := active(); got != m1 || !strings.Contains(show, "\nmember "+m0+": disabled\n  may_enable: false\n") {
 		t.Errorf("after the failover bond/show:\n%s", show)
 	}
 	for _, l := range []string{"member " + m0 + ": link state down", "member " + m0 + ": disabled", "bond " + bond + ": active member is now " + m1} {

@@ -109,8 +109,9 @@ func (s *Switch) syncBonds() {
 						delete(b.members, spec.Name)
 					} else if !ok && attached {
 						// bond_member_register: enabled as the carrier is, at once.
-						up := s.carrier(ifc, false)
-						b.members[spec.Name] = &member{carrier: up, enabled: up}
+						m := &member{carrier: s.carrier(ifc, false)}
+						s.enableMember(spec.Name, m, m.carrier)
+						b.members[spec.Name] = m
 					}
 				}
 				for n := range b.members {
@@ -292,7 +293,7 @@ func (s *Switch) BondList() string {
 	w.WriteString("bond\ttype\trecircID\tmembers\n")
 	for _, name := range s.bondNames() {
 		b := s.bonds[name]
-		fmt.Fprintf(&w, "%s\t%s\t%d\t%s\n", name, b.spec.Mode, -1, strings.Join(b.names(), ", "))
+		fmt.Fprintf(&w, "%s\t%s\t%d\t%s\n", name, b.spec.Mode, 0, strings.Join(b.names(), ", "))
 	}
 	return w.String()
 }
@@ -319,9 +320,14 @@ func (s *Switch) BondShow(args []string) (string, error) {
 		w.WriteString("bond may use recirculation: no, Recirc-ID : -1\n")
 		w.WriteString("bond-hash-basis: 0\n")
 		w.WriteString("lb_output action: disabled, bond-id: -1\n")
+		slb := b.spec.Mode == BondBalanceSLB
+		if slb {
+			w.WriteString("all members active: false\n")
+		}
 		fmt.Fprintf(&w, "updelay: %d ms\n", b.spec.Updelay)
 		fmt.Fprintf(&w, "downdelay: %d ms\n", b.spec.Downdelay)
-		if b.spec.Mode == BondBalanceSLB {
+		if slb {
+			// govs does not rebalance.
 			w.WriteString("next rebalance: 0 ms\n")
 		}
 		w.WriteString("lacp_status: off\n")
@@ -345,7 +351,7 @@ func (s *Switch) BondShow(args []string) (string, error) {
 			if !m.delay.IsZero() {
 				fmt.Fprintf(&w, "  %s expires in %d ms\n", upDown(m.enabled, "downdelay", "updelay"), m.delay.Sub(now).Milliseconds())
 			}
-			w.WriteString("  may_enable: true\n")
+			fmt.Fprintf(&w, "  may_enable: %t\n", m.carrier)
 		}
 		w.WriteString("\n")
 	}
@@ -392,5 +398,5 @@ func (s *Switch) EnableMember(port, name string, enable bool) (string, error) {
 	s.enableMember(name, m, enable)
 	s.chooseActive(b, time.Now())
 	s.pushConfigs()
-	return "DONE", nil
+	return upDown(enable, "enabled", "disabled"), nil
 }
