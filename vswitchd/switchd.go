@@ -167,6 +167,7 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			v.cov.Tick()
 			v.trimHeap()
 			v.sw.Refresh()
+			v.sw.RunBonds() // in case a carrier change went unnoticed
 			v.sw.SyncOpenFlowPorts()
 			dirty = true
 			// Link notifications can be missed (a device gone before
