@@ -358,18 +358,28 @@ func (s *Switch) BondShow(args []string) (string, error) {
 	return w.String(), nil
 }
 
+// lookupMember finds member name of bond port, with OVS's errors. Caller
+// holds mu.
+func (s *Switch) lookupMember(port, name string) (*bondRun, *member, error) {
+	b := s.bonds[port]
+	if b == nil {
+		return nil, nil, fmt.Errorf("no such bond")
+	}
+	m := b.members[name]
+	if m == nil {
+		return nil, nil, fmt.Errorf("no such member")
+	}
+	return b, m, nil
+}
+
 // SetActiveMember is `ovs-appctl bond/set-active-member port member`.
 func (s *Switch) SetActiveMember(port, name string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.bonds[port]
-	if b == nil {
-		return "", fmt.Errorf("no such bond")
-	}
-	m := b.members[name]
+	b, m, err := s.lookupMember(port, name)
 	switch {
-	case m == nil:
-		return "", fmt.Errorf("no such member")
+	case err != nil:
+		return "", err
 	case !m.enabled:
 		return "", fmt.Errorf("cannot make disabled member active")
 	case b.active == name:
@@ -381,19 +391,15 @@ func (s *Switch) SetActiveMember(port, name string) (string, error) {
 	return "done", nil
 }
 
-// EnableMember is `ovs-appctl bond/enable-member port member on|off`
-// (and bond/disable-member): the member's state until its carrier next
+// EnableMember is `ovs-appctl bond/enable-member port member` (enable)
+// and bond/disable-member: the member's state until its carrier next
 // changes, as OVS's.
 func (s *Switch) EnableMember(port, name string, enable bool) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.bonds[port]
-	if b == nil {
-		return "", fmt.Errorf("no such bond")
-	}
-	m := b.members[name]
-	if m == nil {
-		return "", fmt.Errorf("no such member")
+	b, m, err := s.lookupMember(port, name)
+	if err != nil {
+		return "", err
 	}
 	s.enableMember(name, m, enable)
 	s.chooseActive(b, time.Now())

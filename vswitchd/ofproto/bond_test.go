@@ -11,6 +11,15 @@ func member(name string, no uint32, bond string, slb, enabled, active bool) Port
 	return pc
 }
 
+// abPorts is an active-backup bond0 of a0 and a1, with members enabled as
+// en0 and en1 and a0 or a1 (or neither: -1) active, and ports p3 and p4.
+func abPorts(en0, en1 bool, active int) BridgeConfig {
+	return BridgeConfig{Ports: []PortConfig{
+		member("a0", 1, "bond0", false, en0, active == 0), member("a1", 2, "bond0", false, en1, active == 1),
+		trunk("p3", 3), trunk("p4", 4),
+	}}
+}
+
 // TestNormalActiveBackup: NORMAL treats an active-backup bond as one port:
 // it learns on the bond, floods to it once (on its active member) and
 // never back into it, sends on the active member and drops what arrives
@@ -18,10 +27,7 @@ func member(name string, no uint32, bond string, slb, enabled, active bool) Port
 // active member.
 func TestNormalActiveBackup(t *testing.T) {
 	tb := newTestBacker(t)
-	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{
-		member("a0", 1, "bond0", false, true, true), member("a1", 2, "bond0", false, true, false),
-		trunk("p3", 3), trunk("p4", 4),
-	}})
+	br := tb.bridge("br0", abPorts(true, true, 0))
 	tb.run(t, []step{
 		{3, eth(macA, macB), "1,4"},   // flood: once into the bond, on its active member
 		{1, eth(macB, macA), "3"},     // learned on the bond, received on the active member
@@ -35,20 +41,14 @@ func TestNormalActiveBackup(t *testing.T) {
 		t.Errorf("fdb/show does not show B on the bond's first member:\n%s", got)
 	}
 	// Failover: a0 disabled, a1 active. B stays learned on the bond.
-	br.Reconfigure(BridgeConfig{Ports: []PortConfig{
-		member("a0", 1, "bond0", false, false, false), member("a1", 2, "bond0", false, true, true),
-		trunk("p3", 3), trunk("p4", 4),
-	}})
+	br.Reconfigure(abPorts(false, true, 1))
 	tb.run(t, []step{
 		{3, eth(macA, macB), "2"},
 		{1, eth(macB, macA), "drop"},
 		{2, eth(macB, macA), "3"},
 	})
 	// No member enabled: the bond is a port that sends nothing.
-	br.Reconfigure(BridgeConfig{Ports: []PortConfig{
-		member("a0", 1, "bond0", false, false, false), member("a1", 2, "bond0", false, false, false),
-		trunk("p3", 3), trunk("p4", 4),
-	}})
+	br.Reconfigure(abPorts(false, false, -1))
 	tb.run(t, []step{
 		{3, eth(macA, macB), "drop"},
 		{3, eth(macA, bcast), "4"},
