@@ -104,6 +104,12 @@ func TestVswitchdBondFailover(t *testing.T) {
 	if got := active(); got != m1 || !strings.Contains(show, "\nmember "+m0+": disabled\n  may_enable: false\n") {
 		t.Errorf("after the failover bond/show:\n%s", show)
 	}
+	mac, _ := vswRun("cat", "/sys/class/net/"+m1+"/address")
+	want := `"` + strings.TrimSpace(mac) + `"`
+	vswWait(t, vswTimeout, "Port.bond_active_slave to be "+want, func() bool {
+		out, _ := e.vsctl("get", "port", bond, "bond_active_slave")
+		return strings.TrimSpace(out) == want
+	})
 	for _, l := range []string{"member " + m0 + ": link state down", "member " + m0 + ": disabled", "bond " + bond + ": active member is now " + m1} {
 		if !e.logged(l) {
 			t.Errorf("not logged: %q", l)

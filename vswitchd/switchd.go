@@ -141,6 +141,7 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			dirty = true
 		case <-v.sw.BondsChanged():
 			v.sw.RunBonds()
+			dirty = true // Port.bond_active_slave
 		case <-v.lock.Changed():
 			switch v.lock.State() {
 			case dbclient.LockContended:

@@ -180,8 +180,8 @@ func (s *Switch) wakeBonds() {
 	}
 }
 
-// BondsChanged is signalled when a bond member's delay expired: the daemon
-// then calls RunBonds.
+// BondsChanged is signalled when a bond member's delay expired or its
+// carrier changed: the daemon then calls RunBonds and writes the status.
 func (s *Switch) BondsChanged() <-chan struct{} { return s.bondWake }
 
 // RunBonds runs the bonds with the kernel's carrier states.
@@ -273,6 +273,14 @@ func (s *Switch) chooseActive(b *bondRun, now time.Time) {
 	}
 }
 
+// activeMAC is the MAC of b's active member, "" if none or unknown.
+func (s *Switch) activeMAC(b *bondRun) string {
+	if ifc := s.ifaces[b.active]; ifc != nil && ifc.link != nil && len(ifc.link.MAC) == 6 {
+		return ifc.link.MAC.String()
+	}
+	return ""
+}
+
 // bondOf returns the running bond ifc is a member of, nil if none.
 func (s *Switch) bondOf(ifc *iface) *bondRun {
 	if ifc.port.Bond == nil {
@@ -337,8 +345,8 @@ func (s *Switch) BondShow(args []string) (string, error) {
 			primary = "<none>"
 		}
 		fmt.Fprintf(&w, "active-backup primary: %s\n", primary)
-		if ifc := s.ifaces[b.active]; ifc != nil && ifc.link != nil {
-			fmt.Fprintf(&w, "active member mac: %s(%s)\n", ifc.link.MAC, b.active)
+		if mac := s.activeMAC(b); mac != "" {
+			fmt.Fprintf(&w, "active member mac: %s(%s)\n", mac, b.active)
 		} else {
 			w.WriteString("active member mac: 00:00:00:00:00:00(none)\n")
 		}

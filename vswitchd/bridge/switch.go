@@ -538,8 +538,10 @@ func (s *Switch) LinkChanged(name string, ifindex int, present bool) bool {
 	case StateAttached:
 		if ifc.link == nil || ifc.link.Index == ifindex && present {
 			if s.bondOf(ifc) != nil {
-				// A member's carrier may have changed.
+				// A member's carrier may have changed; the daemon
+				// then writes Port.bond_active_slave (BondsChanged).
 				s.runBonds(true)
+				s.wakeBonds()
 			}
 			return false
 		}
