@@ -53,6 +53,18 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		}
 		return "table successfully flushed\n", nil
 	})
+	u.Register("bond/list", "", 0, 0, func([]string) (string, error) {
+		return v.sw.BondList(), nil
+	})
+	u.Register("bond/show", "[port]", 0, 1, v.sw.BondShow)
+	u.Register("bond/set-active-member", "port member", 2, 2, func(args []string) (string, error) {
+		return v.sw.SetActiveMember(args[0], args[1])
+	})
+	for _, c := range []string{"bond/enable-member", "bond/disable-member"} {
+		u.Register(c, "port member", 2, 2, func(args []string) (string, error) {
+			return v.sw.EnableMember(args[0], args[1], c == "bond/enable-member")
+		})
+	}
 	u.Register("ofproto/list", "", 0, 0, func([]string) (string, error) {
 		return v.sw.OFProtoList(), nil
 	})

@@ -139,6 +139,9 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			dirty = true
 		case <-v.sw.OpenFlowChanged():
 			dirty = true
+		case <-v.sw.BondsChanged():
+			v.sw.RunBonds()
+			dirty = true // Port.bond_active_slave
 		case <-v.lock.Changed():
 			switch v.lock.State() {
 			case dbclient.LockContended:
@@ -165,6 +168,7 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			v.cov.Tick()
 			v.trimHeap()
 			v.sw.Refresh()
+			v.sw.RunBonds() // in case a carrier change went unnoticed
 			v.sw.SyncOpenFlowPorts()
 			dirty = true
 			// Link notifications can be missed (a device gone before

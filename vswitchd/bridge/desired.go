@@ -98,6 +98,8 @@ type PortSpec struct {
 	QoS QoSSpec
 	// Ifaces are sorted by name. A port with more than one is a bond.
 	Ifaces []IfaceSpec
+	// Bond is the bond's configuration; nil unless Ifaces has more than one.
+	Bond *BondSpec
 }
 
 // IfaceSpec is one Interface row.
@@ -268,7 +270,10 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			if len(ps.Ifaces) == 0 {
 				continue
 			}
-			reportUnsupportedPort(br.Name, p, len(ps.Ifaces), &d.Problems)
+			reportUnsupportedPort(br.Name, p, &d.Problems)
+			if len(ps.Ifaces) > 1 {
+				ps.Bond = bondSpec(p, &d.Problems)
+			}
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {
 					ps.QoS = qosSpec(p.Name, &q, queues, &d.Problems)

@@ -28,6 +28,16 @@ type Report struct {
 	Ifaces  []IfaceStatus
 	// Controllers are every bridge's Controller rows.
 	Controllers []ControllerStatus
+	// Ports are the bonds' Port rows.
+	Ports []PortStatus
+}
+
+// PortStatus is the Port columns the switch writes: bond_active_slave,
+// the MAC of the bond's active member ("" clears it), as OVS's
+// port_refresh_bond_status.
+type PortStatus struct {
+	UUID            string
+	BondActiveSlave string
 }
 
 // ControllerStatus is the Controller columns the switch writes:
@@ -87,6 +97,9 @@ func (s *Switch) Report(d *Desired) Report {
 			}
 		}
 		for _, p := range br.Ports {
+			if b := s.bonds[p.Name]; b != nil && p.Bond != nil {
+				r.Ports = append(r.Ports, PortStatus{UUID: p.UUID, BondActiveSlave: s.activeMAC(b)})
+			}
 			for _, spec := range p.Ifaces {
 				if spec.UUID == "" {
 					continue

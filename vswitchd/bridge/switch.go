@@ -53,6 +53,9 @@ type Switch struct {
 	ofLog     connmgr.Logger
 	ofRconn   connmgr.Logger
 	ofChanged chan struct{} // see OpenFlowChanged
+	// bonds are the running bonds by port name; bondWake: BondsChanged.
+	bonds    map[string]*bondRun
+	bondWake chan struct{}
 }
 
 type runBridge struct {
@@ -134,6 +137,8 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		tso:     true,
 
 		ofChanged: make(chan struct{}, 1),
+		bonds:     map[string]*bondRun{},
+		bondWake:  make(chan struct{}, 1),
 	}
 }
 
@@ -240,7 +245,7 @@ func (s *Switch) Apply(d *Desired) {
 	for i := range d.Bridges {
 		s.pickAddress(s.bridges[d.Bridges[i].Name], &d.Bridges[i])
 	}
-	s.pushConfigs()
+	s.syncBonds()
 }
 
 // collect lists the interfaces d asks for, by name, and their order of
@@ -257,7 +262,7 @@ func collect(d *Desired) (map[string]want, []string) {
 		for _, p := range br.Ports {
 			port := p
 			port.Ifaces = nil
-			for i, spec := range p.Ifaces {
+			for _, spec := range p.Ifaces {
 				if spec.Name == br.Name {
 					// The database's row for the local port configures
 					// it, whatever its type.
@@ -273,9 +278,6 @@ func collect(d *Desired) (map[string]want, []string) {
 					continue
 				}
 				w := want{bridge: br.Name, port: port, spec: spec, err: spec.ConfigError}
-				if i > 0 {
-					w.err = fmt.Sprintf("port %s: bonding of interface %s is not supported", p.Name, spec.Name)
-				}
 				wants[spec.Name] = w
 				order = append(order, spec.Name)
 			}
@@ -508,6 +510,10 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		if !ifc.local {
 			pc.PatchPeer = ifc.spec.PatchPeer
 		}
+		if b := s.bondOf(ifc); b != nil {
+			pc.Bond, pc.BondSLB = b.name, b.spec.Mode == BondBalanceSLB
+			pc.BondEnabled, pc.BondActive = b.members[ifc.spec.Name].enabled, b.active == ifc.spec.Name
+		}
 		cfg.Ports = append(cfg.Ports, pc)
 	}
 	slices.SortFunc(cfg.Ports, func(a, b ofproto.PortConfig) int { return strings.Compare(a.Name, b.Name) })
@@ -531,6 +537,12 @@ func (s *Switch) LinkChanged(name string, ifindex int, present bool) bool {
 	switch ifc.state {
 	case StateAttached:
 		if ifc.link == nil || ifc.link.Index == ifindex && present {
+			if s.bondOf(ifc) != nil {
+				// A member's carrier may have changed; the daemon
+				// then writes Port.bond_active_slave (BondsChanged).
+				s.runBonds(true)
+				s.wakeBonds()
+			}
 			return false
 		}
 		if ifc.link.Index != ifindex {
@@ -626,6 +638,7 @@ func (s *Switch) Close() {
 		delete(s.bridges, name)
 	}
 	s.last = nil
+	s.syncBonds()
 }
 
 // State returns the lifecycle state of the named interface and whether

@@ -92,6 +92,8 @@ type fakeDevs struct {
 	macs  map[string]net.HardwareAddr
 	mtus  map[string]int
 	vhost map[string]*fakeVhost
+	// noCarrier are the interfaces without carrier.
+	noCarrier map[string]bool
 }
 
 func (f *fakeDevs) SockBufDefaults() (int, int, error) { return 212992, 212992, nil }
@@ -128,7 +130,7 @@ func (f *fakeDevs) Link(name string) (netdev.LinkInfo, error) {
 			return netdev.LinkInfo{}, syscall.ENODEV
 		}
 	}
-	return netdev.LinkInfo{Index: idx, MTU: 1500, MAC: f.macs[name], AdminUp: true, OperUp: true}, nil
+	return netdev.LinkInfo{Index: idx, MTU: 1500, MAC: f.macs[name], AdminUp: true, OperUp: !f.noCarrier[name]}, nil
 }
 
 func (f *fakeDevs) SetMTU(name string, mtu int) error { f.mtus[name] = mtu; return nil }

@@ -29,6 +29,9 @@ var unsupportedOtherConfig = []string{
 func unsupportedKeys(oc map[string]string) []string {
 	var keys []string
 	for k := range oc {
+		if k == "bond-detect-mode" || k == "bond-primary" {
+			continue // bond.go runs them
+		}
 		for _, p := range unsupportedOtherConfig {
 			if strings.HasPrefix(k, p) {
 				keys = append(keys, k)
@@ -85,30 +88,16 @@ func report(where string, what []string, oc map[string]string, problems *[]strin
 }
 
 // reportUnsupportedPort adds what p sets that govs does not run. A bond
-// (more than one interface) runs its first interface as a plain port; the
-// others get an Interface.error (collect).
-func reportUnsupportedPort(br string, p vswitchd.Port, nifaces int, problems *[]string) {
+// (more than one interface) runs (bond.go), but not LACP; bondSpec reports
+// its modes govs does not run. A single interface's bond settings do
+// nothing, in OVS too.
+func reportUnsupportedPort(br string, p vswitchd.Port, problems *[]string) {
 	var what []string
-	if nifaces > 1 {
-		what = append(what, fmt.Sprintf("bonding (%d interfaces; only the first runs, as a plain port)", nifaces))
-	}
-	if p.BondMode != nil {
-		what = append(what, "bond_mode="+string(*p.BondMode))
-	}
 	if p.LACP != nil && *p.LACP != vswitchd.PortLACPOff {
 		what = append(what, "lacp="+string(*p.LACP)+" (LACP)")
 	}
-	if p.BondUpdelay != 0 {
-		what = append(what, "bond_updelay")
-	}
-	if p.BondDowndelay != 0 {
-		what = append(what, "bond_downdelay")
-	}
 	if p.BondFakeIface {
 		what = append(what, "bond_fake_iface=true")
-	}
-	if p.BondActiveSlave != nil {
-		what = append(what, "bond_active_slave")
 	}
 	if p.MAC != nil {
 		what = append(what, "mac")

@@ -35,8 +35,6 @@ func TestUnsupportedReported(t *testing.T) {
 		"bridge br0: other_config:stp-priority " + notRunning,
 		"interface p1: cfm_mpid (CFM) " + notRunning,
 		"p1: arguments provided to device that is not configurable",
-		"bridge br0: port bond0: bonding (2 interfaces; only the first runs, as a plain port) " + notRunning,
-		"bridge br0: port bond0: bond_mode=active-backup " + notRunning,
 		`interface vh: ignoring invalid options:dq-zero-copy="maybe" (must be "true" or "false"; using "false")`,
 		`interface vh: ignoring invalid options:tx-retries-max="999" (must be an integer in the range 0..32; using the default, 8)`,
 	}

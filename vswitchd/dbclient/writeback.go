@@ -89,6 +89,20 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		errs = append(errs, add(m, f...))
 	}
 
+	for _, st := range r.Ports {
+		cur := &vswitchd.Port{UUID: st.UUID}
+		if err := c.cli.Get(ctx, cur); err != nil {
+			continue
+		}
+		m := &vswitchd.Port{UUID: st.UUID}
+		if st.BondActiveSlave != "" {
+			m.BondActiveSlave = ptr(st.BondActiveSlave)
+		}
+		if !samePtr(cur.BondActiveSlave, m.BondActiveSlave) {
+			errs = append(errs, add(m, &m.BondActiveSlave))
+		}
+	}
+
 	for _, st := range r.Ifaces {
 		cur := &vswitchd.Interface{UUID: st.UUID}
 		if err := c.cli.Get(ctx, cur); err != nil {

@@ -39,8 +39,7 @@ type BridgeConfig struct {
 	Ports []PortConfig
 }
 
-// PortConfig is one port of a bridge (one interface: bonds are not
-// supported).
+// PortConfig is one interface of a bridge: a port, or a member of a bond.
 type PortConfig struct {
 	// Name is the interface name.
 	Name string
@@ -62,6 +61,16 @@ type PortConfig struct {
 	// (OFPT_PORT_MOD): drop what it receives, send it nothing, leave it
 	// out of floods.
 	NoRecv, NoFwd, NoFlood bool
+	// Bond is the bond (Port) the interface is a member of, "" if it is a
+	// port by itself. NORMAL treats a bond's members as one port; they
+	// share its VLAN configuration.
+	Bond string
+	// BondSLB: the bond is balance-slb (members chosen by source MAC and
+	// VLAN), else active-backup.
+	BondSLB bool
+	// BondEnabled: the member may carry traffic; BondActive: it is the
+	// bond's active member (at most one per bond).
+	BondEnabled, BondActive bool
 }
 
 // vlanMode is a port's VLAN mode (OVS's enum port_vlan_mode).
@@ -112,6 +121,21 @@ type port struct {
 	trunks *vlanSet
 	// noRecv, noFwd, noFlood: PortConfig's.
 	noRecv, noFwd, noFlood bool
+	// bond is the bond p is a member of, nil if none; enabled: p may
+	// carry the bond's traffic.
+	bond    *bond
+	enabled bool
+}
+
+// bond is the members of one bond, which NORMAL treats as one port named
+// after the bond: it learns on the bond and floods to it once.
+type bond struct {
+	name string
+	slb  bool
+	// members are sorted by name; enabled are those that carry traffic;
+	// active is the active member, nil when none is enabled.
+	members, enabled []*port
+	active           *port
 }
 
 // snapshot is an immutable configuration of one bridge, swapped in whole
@@ -126,6 +150,17 @@ type snapshot struct {
 	forwardBPDU bool
 	// byOFPort maps OpenFlow port numbers to ports.
 	byOFPort map[int]*port
+	// bonds are the bonds by name.
+	bonds map[string]*bond
+}
+
+// learned returns the port MAC entries name the port of: a port, or for a
+// bond its first member (which has the bond's VLAN configuration).
+func (s *snapshot) learned(name string) *port {
+	if b := s.bonds[name]; b != nil {
+		return b.members[0]
+	}
+	return s.byName[name]
 }
 
 // Bridge is one bridge's switch: its ports, MAC learning table and
@@ -199,7 +234,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	br.ml.mu.Lock()
 	br.ml.idle, br.ml.max = s.idle, s.max
 	for name := range br.ml.ports {
-		if np, op := s.byName[name], old.byName[name]; np == nil || op == nil || !sameVLANConfig(np, op) {
+		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) {
 			br.ml.flushPort(name)
 		}
 	}
@@ -229,6 +264,25 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		s.ports = append(s.ports, p)
 		s.byName[p.name] = p
 		s.byOFPort[p.ofport] = p
+		if pc.Bond == "" {
+			continue
+		}
+		if s.bonds == nil {
+			s.bonds = map[string]*bond{}
+		}
+		b := s.bonds[pc.Bond]
+		if b == nil {
+			b = &bond{name: pc.Bond, slb: pc.BondSLB}
+			s.bonds[pc.Bond] = b
+		}
+		p.bond, p.enabled = b, pc.BondEnabled
+		b.members = append(b.members, p)
+		if pc.BondEnabled {
+			b.enabled = append(b.enabled, p)
+			if pc.BondActive {
+				b.active = p
+			}
+		}
 	}
 	return s
 }
@@ -338,7 +392,7 @@ func (br *Bridge) FDBShow() string {
 	now := br.now()
 	expired := br.ml.run(now)
 	for e := br.ml.head; e != nil; e = e.links[lruList].next {
-		p := s.byName[e.port.name]
+		p := s.learned(e.port.name)
 		if p == nil {
 			continue
 		}

@@ -176,6 +176,9 @@ func (x *xlate) normal(in *port) {
 		return
 	}
 	x.gratuitousARP()
+	if in.bond != nil && !x.bondAdmits(in, src, dst, v.vid) {
+		return
+	}
 
 	ml := br.ml
 	now := br.now()
@@ -184,7 +187,7 @@ func (x *xlate) normal(in *port) {
 		x.changed = true
 	}
 	if x.mode == modePacket || x.mode == modeRefresh {
-		if x.learnable(in) && ml.learn(src, v.vid, in.name, now, x.usedAt, x.mode == modeRefresh) {
+		if x.learnable(in) && ml.learn(src, v.vid, in.learnName(), now, x.usedAt, x.mode == modeRefresh) {
 			x.changed = true
 		}
 	}
@@ -194,17 +197,17 @@ func (x *xlate) normal(in *port) {
 	if !known {
 		x.report("->", "no learned MAC for destination, flooding")
 		for _, p := range in.br.ports {
-			if p != in && !p.noFlood && p.includesVLAN(v.vid) {
+			if !p.noFlood && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
 				x.outputNormal(p, v)
 			}
 		}
 		return
 	}
-	switch out := in.br.byName[outName]; {
+	switch out, isIn := x.learnedPort(in, outName, v.vid); {
+	case isIn:
+		x.report("->", "learned port is input port, dropping")
 	case out == nil:
 		x.report(">>", "learned port is unknown, dropping")
-	case out == in:
-		x.report("->", "learned port is input port, dropping")
 	default:
 		x.report("->", "forwarding to learned port")
 		x.outputNormal(out, v)

@@ -1,0 +1,86 @@
+package ofproto
+
+import (
+	"strings"
+	"testing"
+)
+
+func member(name string, no uint32, bond string, slb, enabled, active bool) PortConfig {
+	pc := trunk(name, no)
+	pc.Bond, pc.BondSLB, pc.BondEnabled, pc.BondActive = bond, slb, enabled, active
+	return pc
+}
+
+// abPorts is an active-backup bond0 of a0 and a1, with members enabled as
+// en0 and en1 and a0 or a1 (or neither: -1) active, and ports p3 and p4.
+func abPorts(en0, en1 bool, active int) BridgeConfig {
+	return BridgeConfig{Ports: []PortConfig{
+		member("a0", 1, "bond0", false, en0, active == 0), member("a1", 2, "bond0", false, en1, active == 1),
+		trunk("p3", 3), trunk("p4", 4),
+	}}
+}
+
+// TestNormalActiveBackup: NORMAL treats an active-backup bond as one port:
+// it learns on the bond, floods to it once (on its active member) and
+// never back into it, sends on the active member and drops what arrives
+// on the backup one; after a failover the same MAC entry sends on the new
+// active member.
+func TestNormalActiveBackup(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", abPorts(true, true, 0))
+	tb.run(t, []step{
+		{3, eth(macA, macB), "1,4"},   // flood: once into the bond, on its active member
+		{1, eth(macB, macA), "3"},     // learned on the bond, received on the active member
+		{2, eth(macC, macA), "drop"},  // the backup member's traffic is refused
+		{2, eth(macC, bcast), "drop"}, // and its broadcasts
+		{1, eth(macB, bcast), "3,4"},  // a flood from the bond does not go back into it
+		{3, eth(macA, macB), "1"},     // B is on the bond
+		{3, eth(macA, macC), "1,4"},   // C was not learned
+	})
+	if got := br.FDBShow(); !strings.Contains(got, "    1     0  00:00:00:00:00:0b") {
+		t.Errorf("fdb/show does not show B on the bond's first member:\n%s", got)
+	}
+	// Failover: a0 disabled, a1 active. B stays learned on the bond.
+	br.Reconfigure(abPorts(false, true, 1))
+	tb.run(t, []step{
+		{3, eth(macA, macB), "2"},
+		{1, eth(macB, macA), "drop"},
+		{2, eth(macB, macA), "3"},
+	})
+	// No member enabled: the bond is a port that sends nothing.
+	br.Reconfigure(abPorts(false, false, -1))
+	tb.run(t, []step{
+		{3, eth(macA, macB), "drop"},
+		{3, eth(macA, bcast), "4"},
+	})
+}
+
+// TestNormalSLB: a balance-slb bond sends each source MAC on one enabled
+// member, takes unicast on any member but multicast only on the active
+// one, and drops a packet whose source it learned elsewhere (its own
+// flood come back).
+func TestNormalSLB(t *testing.T) {
+	tb := newTestBacker(t)
+	tb.bridge("br0", BridgeConfig{Ports: []PortConfig{
+		member("a0", 1, "bond0", true, true, true), member("a1", 2, "bond0", true, true, false),
+		trunk("p3", 3), trunk("p4", 4),
+	}})
+	seen := map[string]bool{}
+	for _, src := range []string{"00:00:00:00:01:01", "00:00:00:00:01:02", "00:00:00:00:01:03", "00:00:00:00:01:04", "00:00:00:00:01:05", "00:00:00:00:01:06"} {
+		got, _ := tb.xlate(3, eth(src, bcast))
+		seen[got] = true
+		again, _ := tb.xlate(3, eth(src, bcast))
+		if again != got {
+			t.Errorf("source %s sent on %s, then on %s", src, got, again)
+		}
+	}
+	if !seen["1,4"] || !seen["2,4"] || len(seen) != 2 {
+		t.Errorf("floods from six sources went to %v, want both members", seen)
+	}
+	tb.run(t, []step{
+		{2, eth(macB, "00:00:00:00:01:02"), "3"},    // unicast on the non-active member is taken
+		{2, eth(macC, bcast), "drop"},               // multicast only on the active member
+		{1, eth("00:00:00:00:01:01", macB), "drop"}, // a source learned on p3 came back
+		{1, eth(macC, bcast), "3,4"},                // broadcast on the active member
+	})
+}
