@@ -151,6 +151,9 @@ def out(argv):
 PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iperf3", "nginx": "/usr/sbin/nginx",
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
         "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
+if not set(SECTIONS) & {"net", "vhost", "multiflow"}:
+    # ovsdb and flowmod need no traffic tools
+    PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")}
 if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
     # adds the ovs-vswitchd alternative at priority 50: Debian's default ovs-vswitchd (100) stays selected
     PKGS["openvswitch-switch-dpdk"] = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
