@@ -34,7 +34,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECS = int(os.environ.get("BENCH_SECS", "4"))
 ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb"]
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "flowmod"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
 for _x in SECTIONS:
     if _x not in ALL_SECTIONS:
@@ -151,6 +151,9 @@ def out(argv):
 PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iperf3", "nginx": "/usr/sbin/nginx",
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
         "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
+if not set(SECTIONS) & {"net", "vhost", "multiflow"}:
+    # ovsdb and flowmod need no traffic tools
+    PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")}
 if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
     # adds the ovs-vswitchd alternative at priority 50: Debian's default ovs-vswitchd (100) stays selected
     PKGS["openvswitch-switch-dpdk"] = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -554,6 +557,13 @@ def ovsdb_bench():
     return {"rc": r.returncode, "output": r.stdout, "rows": rows}
 
 
+def flowmod_bench():
+    """tests/bench/flowmod.sh: ovs-ofctl add-flows of 100000 flows, govs against Debian's ovs-vswitchd."""
+    r = subprocess.run([os.path.join(HERE, "flowmod.sh"), "-rounds", str(ROUNDS)], cwd=TOP, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=1800)
+    return {"rc": r.returncode, "output": r.stdout}
+
+
 def med(vals):
     v = [x for x in vals if isinstance(x, (int, float))]
     return statistics.median(v) if v else None
@@ -585,7 +595,7 @@ def inner(ns):
     rn = Runner(workdir)
     samples, vsamples, msamples = {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
-    ovsdb = micro = None
+    ovsdb = micro = flowmod = None
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
@@ -608,13 +618,16 @@ def inner(ns):
         if "ovsdb" in SECTIONS:
             log("ovsdbbench")
             ovsdb = ovsdb_bench()
+        if "flowmod" in SECTIONS:
+            log("flowmod.sh")
+            flowmod = flowmod_bench()
     except Interrupted:
         log("interrupted: cleaning up")
         cleanup(rn)
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns, vsamples, msamples, micro)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod)
 
 
 def cleanup(rn):
@@ -655,7 +668,7 @@ def results_base():
     return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-latest"
 
 
-def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None):
+def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None):
     vsamples, msamples = vsamples or {}, msamples or {}
     allsamples = {}
     for src in (samples, vsamples, msamples):
@@ -684,7 +697,7 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
         "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
-        "micro": micro, "ovsdb": ovsdb}
+        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod}
     with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     table = render_table(doc)
@@ -800,6 +813,11 @@ def render_table(doc):
         lines += ["| %s | %s | %s | %sx |" % (x["measurement"], x["debian"], x["govs"], x["ratio"]) for x in o["rows"]]
     elif o:
         lines += ["", "OVSDB bench failed: %s" % (o.get("error") or o.get("output", "")[-500:])]
+    fm = doc.get("flowmod")
+    if fm:
+        lines += ["", "Flow-mod rate (tests/bench/flowmod.sh; ratio debian/govs seconds, > 1: govs faster):", ""]
+        lines += [l for l in fm["output"].splitlines() if l.startswith("|")] or [
+            "flowmod.sh failed: " + fm["output"][-500:]]
     errs = ["%s %s %d: %s" % (sec, p, i + 1, s["error"]) for sec in ("samples", "samples_vhost", "samples_multiflow")
             for p, ss in doc.get(sec, {}).items() for i, s in enumerate(ss) if s.get("error")]
     if errs:

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"slices"
 	"time"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -31,7 +32,10 @@ func (br *Bridge) normalRule(now time.Duration) *rule {
 func (br *Bridge) resetFlows(secure bool) {
 	ft := &flowTables{}
 	if !secure {
-		ft.t[0] = []*rule{br.normalRule(br.clock())}
+		r := br.normalRule(br.clock())
+		r.seq = seqs.Add(1)
+		gen := gens.Add(1)
+		ft.mutable(0, gen).put(r, nil, gen)
 	}
 	br.tables.Store(ft)
 	br.failSecure = secure
@@ -72,20 +76,21 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	old := br.tables.Load()
 	ft := *old
 	now := br.clock()
+	gen := gens.Add(1)
 	var removed []*rule
 	switch fm.Command {
 	case ofp.FlowAdd:
-		if err := br.add(&ft, fm, now); err != nil {
+		if err := br.add(&ft, fm, now, gen); err != nil {
 			return err
 		}
 	case ofp.FlowModify, ofp.FlowModifyStrict:
-		if !br.modify(&ft, fm, now) && fm.ModifyAdds && fm.Table != ofp.TableAll {
-			if err := br.add(&ft, fm, now); err != nil {
+		if !br.modify(&ft, fm, now, gen) && fm.ModifyAdds && fm.Table != ofp.TableAll {
+			if err := br.add(&ft, fm, now, gen); err != nil {
 				return err
 			}
 		}
 	default:
-		removed = br.delete(&ft, fm)
+		removed = br.delete(&ft, fm, gen)
 	}
 	br.tables.Store(&ft)
 	br.flowsChanged()
@@ -119,32 +124,30 @@ func (br *Bridge) Barrier() {
 	}
 }
 
-func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration) *ofp.Error {
+func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) *ofp.Error {
 	tbl := ft.t[fm.Table]
 	if fm.Flags&ofp.FlagCheckOverlap != 0 {
-		for _, r := range tbl {
-			if !r.sameMatch(&fm.Match, fm.Priority) && r.overlaps(&fm.Match, fm.Priority) {
-				return &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
-			}
+		overlap := false
+		tbl.each(func(r *rule) {
+			overlap = overlap || !r.sameMatch(&fm.Match, fm.Priority) && r.overlaps(&fm.Match, fm.Priority)
+		})
+		if overlap {
+			return &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
 		}
 	}
 	nr := &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
 		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags & ruleFlags, imp: fm.Importance, created: now, modified: now, stats: &ruleStats{}}
-	for i, r := range tbl {
-		if r.sameMatch(&fm.Match, fm.Priority) {
-			// An add replaces an identical flow; its counters restart
-			// unless... OVS keeps none of the old flow's counters.
-			n := make([]*rule, len(tbl))
-			copy(n, tbl)
-			n[i] = nr
-			ft.t[fm.Table] = n
-			return nil
-		}
-	}
-	if len(tbl) >= maxFlowsPerTable {
+	// An add replaces an identical flow in its place; OVS keeps none of
+	// the old flow's counters.
+	old := tbl.find(&fm.Match, fm.Priority)
+	if old != nil {
+		nr.seq = old.seq
+	} else if tbl.len() >= maxFlowsPerTable {
 		return &ofp.Error{Errno: ofp.FlowModTableFull, Detail: "table full"}
+	} else {
+		nr.seq = seqs.Add(1)
 	}
-	ft.t[fm.Table] = insert(tbl, nr)
+	ft.mutable(fm.Table, gen).put(nr, old, gen)
 	return nil
 }
 
@@ -181,21 +184,30 @@ func tablesOf(table uint8) (lo, hi int) {
 	return int(table), int(table)
 }
 
-func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration) bool {
+// matching returns the rules of table t that fm selects; a strict one
+// is found by its hash.
+func matching(ft *flowTables, t int, fm *ofp.FlowMod, strict bool) []*rule {
+	var rs []*rule
+	if strict {
+		if r := ft.t[t].find(&fm.Match, fm.Priority); r != nil && selected(r, fm, true) {
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	ft.t[t].each(func(r *rule) {
+		if selected(r, fm, false) {
+			rs = append(rs, r)
+		}
+	})
+	return rs
+}
+
+func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) bool {
 	strict := fm.Command == ofp.FlowModifyStrict
 	lo, hi := tablesOf(fm.Table)
 	found := false
 	for t := lo; t <= hi; t++ {
-		tbl := ft.t[t]
-		var n []*rule
-		for i, r := range tbl {
-			if !selected(r, fm, strict) {
-				continue
-			}
-			if n == nil {
-				n = make([]*rule, len(tbl))
-				copy(n, tbl)
-			}
+		for _, r := range matching(ft, t, fm, strict) {
 			found = true
 			nr := *r
 			nr.actions = fm.Actions
@@ -206,16 +218,13 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration) boo
 			if fm.Flags&ofp.FlagResetCounts != 0 {
 				nr.stats = &ruleStats{}
 			}
-			n[i] = &nr
-		}
-		if n != nil {
-			ft.t[t] = n
+			ft.mutable(uint8(t), gen).put(&nr, r, gen)
 		}
 	}
 	return found
 }
 
-func (br *Bridge) delete(ft *flowTables, fm *ofp.FlowMod) []*rule {
+func (br *Bridge) delete(ft *flowTables, fm *ofp.FlowMod, gen uint64) []*rule {
 	strict := fm.Command == ofp.FlowDeleteStrict
 	lo, hi := tablesOf(fm.Table)
 	var removed []*rule
@@ -223,20 +232,12 @@ func (br *Bridge) delete(ft *flowTables, fm *ofp.FlowMod) []*rule {
 		if t == hiddenTable {
 			continue
 		}
-		tbl := ft.t[t]
-		var keep []*rule
-		changed := false
-		for _, r := range tbl {
-			if selected(r, fm, strict) {
-				removed = append(removed, r)
-				changed = true
-				continue
-			}
-			keep = append(keep, r)
+		rs := matching(ft, t, fm, strict)
+		slices.SortFunc(rs, byRank)
+		for _, r := range rs {
+			ft.mutable(uint8(t), gen).remove(r, gen)
 		}
-		if changed {
-			ft.t[t] = keep
-		}
+		removed = append(removed, rs...)
 	}
 	return removed
 }
@@ -269,7 +270,7 @@ func (br *Bridge) Flows() []ofp.FlowStats {
 	now := br.clock()
 	var out []ofp.FlowStats
 	for t := range ft.t {
-		for _, r := range ft.t[t] {
+		for _, r := range ft.t[t].sorted() {
 			out = append(out, br.flowStats(r, now))
 		}
 	}
@@ -284,15 +285,17 @@ func (br *Bridge) expire() bool {
 	old := br.tables.Load()
 	now := br.clock()
 	var ft *flowTables
+	gen := gens.Add(1)
 	type gone struct {
 		r      *rule
 		reason uint8
 	}
 	var removed []gone
 	for t := range old.t {
-		var keep []*rule
-		changed := false
-		for _, r := range old.t[t] {
+		if old.t[t] == nil || old.t[t].timed == 0 {
+			continue
+		}
+		for _, r := range old.t[t].sorted() {
 			reason := -1
 			if r.hard != 0 && now-r.modified >= time.Duration(r.hard)*time.Second {
 				reason = ofp.RemovedHardTimeout
@@ -303,18 +306,14 @@ func (br *Bridge) expire() bool {
 				}
 			}
 			if reason < 0 {
-				keep = append(keep, r)
 				continue
 			}
-			changed = true
-			removed = append(removed, gone{r, uint8(reason)})
-		}
-		if changed {
 			if ft == nil {
 				c := *old
 				ft = &c
 			}
-			ft.t[t] = keep
+			ft.mutable(uint8(t), gen).remove(r, gen)
+			removed = append(removed, gone{r, uint8(reason)})
 		}
 	}
 	if ft == nil {

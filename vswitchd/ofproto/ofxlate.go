@@ -82,19 +82,9 @@ func (x *xlate) mergeWC() {
 }
 
 // lookup finds the highest-priority rule of table id matching the flow,
-// adding to wc the bits of every rule it tried (rules of a lower priority
-// than the match are not tried, so one megaflow serves every packet that
-// agrees on those bits).
+// adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	ft := x.of.in.br.br.tables.Load()
-	f := &x.of.flow
-	for _, r := range ft.t[id] {
-		x.of.wc.Or(&r.match.Mask)
-		if f.Masked(&r.match.Mask) == r.match.Flow {
-			return r
-		}
-	}
-	return nil
+	return x.of.in.br.br.tables.Load().t[id].lookup(&x.of.flow, &x.of.wc)
 }
 
 // table looks the flow up in table id and executes the matching rule's

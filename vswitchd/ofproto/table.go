@@ -1,6 +1,8 @@
 package ofproto
 
 import (
+	"hash/maphash"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,9 @@ type rule struct {
 	// the hard timeout, which counts from the last modification).
 	created, modified time.Duration
 	stats             *ruleStats
+	// seq orders rules of equal priority: insertion order (a replacing
+	// add or a modify keeps it).
+	seq uint64
 }
 
 // ruleStats are a rule's counters, shared by the rule's successive
@@ -40,12 +45,6 @@ type ruleStats struct {
 	packets, bytes atomic.Uint64
 	// used is the bridge clock when a packet last matched, as nanoseconds.
 	used atomic.Int64
-}
-
-// flowTables is an immutable set of tables; a change makes a new one
-// (sharing the tables it does not change) and swaps it in.
-type flowTables struct {
-	t [NumTables][]*rule // by priority, highest first; ties in insertion order
 }
 
 // sameMatch reports whether r has exactly m and priority (strict match).
@@ -76,15 +75,275 @@ func (r *rule) outputsTo(port, group uint32) bool {
 	return group == ofp.GroupAny || slices.Contains(ofp.Groups(r.actions), group)
 }
 
-// insert returns tbl with r added after the rules of higher or equal
-// priority.
-func insert(tbl []*rule, r *rule) []*rule {
-	i := 0
-	for i < len(tbl) && tbl[i].priority >= r.priority {
-		i++
+// flowTables is an immutable set of tables once published; a change
+// makes a new one, copying only the parts it changes (see gen), and
+// swaps it in, so that the packet path reads a consistent snapshot
+// without locks.
+type flowTables struct {
+	t [NumTables]*table // nil: empty
+}
+
+// A table is a tuple-space classifier, as OVS's: one subtable per
+// distinct mask, each a hash on the masked key. Every node (table,
+// subtable, shard) carries the generation of the change that made it:
+// a change with generation g copies a node of an older generation
+// before writing it and writes in place a node of generation g (made by
+// this very change, not yet published). Copies are thus bounded by the
+// path to what changes: one shard of at most about sqrt(2n) rules.
+type table struct {
+	gen  uint64
+	subs []*subtable // by max priority, highest first
+	n    int
+	// timed counts the rules with an idle or hard timeout (expiry
+	// visits only tables that have some).
+	timed int
+}
+
+type subtable struct {
+	gen     uint64
+	mask    ofp.Flow
+	maxPrio uint16
+	prios   map[uint16]int // rules per priority, for maxPrio
+	n       int
+	shards  []*shard // len is a power of two
+}
+
+// shard holds the rules whose masked key hashes to it, by that hash;
+// each list by priority, highest first, ties in insertion order.
+type shard struct {
+	gen   uint64
+	rules map[uint64][]*rule
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// gens numbers changes to flow tables; seqs numbers rules (both across
+// bridges: only their order matters).
+var gens, seqs atomic.Uint64
+
+func hashKey(k *ofp.Flow) uint64 { return maphash.Comparable(hashSeed, *k) }
+
+// before reports whether a ranks before b: higher priority, then older.
+func (a *rule) before(b *rule) bool {
+	return a.priority > b.priority || a.priority == b.priority && a.seq < b.seq
+}
+
+// lookup returns the best rule matching f, adding to wc the mask of
+// every subtable it consulted. Subtables are visited by decreasing max
+// priority; the search stops at the first whose rules all rank below
+// the match found, so a packet agreeing with f on wc finds the same.
+func (t *table) lookup(f, wc *ofp.Flow) *rule {
+	if t == nil {
+		return nil
 	}
-	n := make([]*rule, 0, len(tbl)+1)
-	n = append(n, tbl[:i]...)
-	n = append(n, r)
-	return append(n, tbl[i:]...)
+	var best *rule
+	for _, st := range t.subs {
+		if best != nil && st.maxPrio < best.priority {
+			break
+		}
+		wc.Or(&st.mask)
+		k := f.Masked(&st.mask)
+		h := hashKey(&k)
+		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
+			if r.match.Flow == k {
+				if best == nil || r.before(best) {
+					best = r
+				}
+				break
+			}
+		}
+	}
+	return best
+}
+
+// find returns the rule with exactly m and prio (a strict match).
+func (t *table) find(m *ofp.Match, prio uint16) *rule {
+	if t == nil {
+		return nil
+	}
+	for _, st := range t.subs {
+		if st.mask != m.Mask {
+			continue
+		}
+		h := hashKey(&m.Flow)
+		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
+			if r.match.Flow == m.Flow && r.priority == prio {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// each calls fn with every rule of t, in no particular order.
+func (t *table) each(fn func(*rule)) {
+	if t == nil {
+		return
+	}
+	for _, st := range t.subs {
+		for _, sh := range st.shards {
+			for _, l := range sh.rules {
+				for _, r := range l {
+					fn(r)
+				}
+			}
+		}
+	}
+}
+
+// sorted returns t's rules by priority, highest first, ties in
+// insertion order.
+func (t *table) sorted() []*rule {
+	var rs []*rule
+	t.each(func(r *rule) { rs = append(rs, r) })
+	slices.SortFunc(rs, byRank)
+	return rs
+}
+
+func byRank(a, b *rule) int {
+	switch {
+	case a.before(b):
+		return -1
+	case b.before(a):
+		return 1
+	}
+	return 0
+}
+
+func (t *table) len() int {
+	if t == nil {
+		return 0
+	}
+	return t.n
+}
+
+// mutable returns a copy of table id of ft that change gen may write.
+func (ft *flowTables) mutable(id uint8, gen uint64) *table {
+	t := ft.t[id]
+	if t != nil && t.gen == gen {
+		return t
+	}
+	n := &table{gen: gen}
+	if t != nil {
+		n.subs, n.n, n.timed = slices.Clone(t.subs), t.n, t.timed
+	}
+	ft.t[id] = n
+	return n
+}
+
+func (st *subtable) mutable(gen uint64) *subtable {
+	if st.gen == gen {
+		return st
+	}
+	n := *st
+	n.gen, n.prios, n.shards = gen, maps.Clone(st.prios), slices.Clone(st.shards)
+	return &n
+}
+
+func (st *subtable) shard(h, gen uint64) *shard {
+	i := h & uint64(len(st.shards)-1)
+	sh := st.shards[i]
+	if sh.gen != gen {
+		sh = &shard{gen: gen, rules: maps.Clone(sh.rules)}
+		st.shards[i] = sh
+	}
+	return sh
+}
+
+// put adds r to t (a change of generation gen); old, if not nil, is the
+// rule with r's match and priority that r replaces.
+func (t *table) put(r, old *rule, gen uint64) {
+	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
+	var st *subtable
+	if i < 0 {
+		st = &subtable{gen: gen, mask: r.match.Mask, prios: map[uint16]int{}, shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
+		t.subs = append(t.subs, st)
+		i = len(t.subs) - 1
+	} else {
+		st = t.subs[i].mutable(gen)
+		t.subs[i] = st
+	}
+	h := hashKey(&r.match.Flow)
+	sh := st.shard(h, gen)
+	l := sh.rules[h]
+	t.timed += r.isTimed()
+	if old != nil {
+		t.timed -= old.isTimed()
+		l = slices.Clone(l)
+		l[slices.Index(l, old)] = r
+		sh.rules[h] = l
+		return
+	}
+	j := 0
+	for j < len(l) && l[j].before(r) {
+		j++
+	}
+	sh.rules[h] = slices.Insert(slices.Clip(l), j, r)
+	st.n++
+	t.n++
+	st.prios[r.priority]++
+	if st.n == 1 || r.priority > st.maxPrio {
+		st.maxPrio = r.priority
+		t.resort()
+	}
+	if 2*st.n > len(st.shards)*len(st.shards) {
+		st.grow(gen)
+	}
+}
+
+// remove takes r out of t (a change of generation gen).
+func (t *table) remove(r *rule, gen uint64) {
+	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
+	st := t.subs[i].mutable(gen)
+	t.subs[i] = st
+	h := hashKey(&r.match.Flow)
+	sh := st.shard(h, gen)
+	l := slices.DeleteFunc(slices.Clone(sh.rules[h]), func(o *rule) bool { return o == r })
+	if len(l) == 0 {
+		delete(sh.rules, h)
+	} else {
+		sh.rules[h] = l
+	}
+	st.n--
+	t.n--
+	t.timed -= r.isTimed()
+	if st.n == 0 {
+		t.subs = slices.Delete(t.subs, i, i+1)
+		return
+	}
+	if st.prios[r.priority]--; st.prios[r.priority] == 0 {
+		delete(st.prios, r.priority)
+		if r.priority == st.maxPrio {
+			st.maxPrio = 0
+			for p := range st.prios {
+				st.maxPrio = max(st.maxPrio, p)
+			}
+			t.resort()
+		}
+	}
+}
+
+func (r *rule) isTimed() int {
+	if r.idle != 0 || r.hard != 0 {
+		return 1
+	}
+	return 0
+}
+
+func (t *table) resort() {
+	slices.SortStableFunc(t.subs, func(a, b *subtable) int { return int(b.maxPrio) - int(a.maxPrio) })
+}
+
+// grow doubles st's shards (st is of generation gen).
+func (st *subtable) grow(gen uint64) {
+	n := make([]*shard, 2*len(st.shards))
+	for i := range n {
+		n[i] = &shard{gen: gen, rules: map[uint64][]*rule{}}
+	}
+	for _, sh := range st.shards {
+		for h, l := range sh.rules {
+			n[h&uint64(len(n)-1)].rules[h] = l
+		}
+	}
+	st.shards = n
 }

@@ -1,0 +1,94 @@
+#!/bin/bash
+# flowmod.sh [-n FLOWS] [-rounds N]: the flow-mod rate of govs' ovs-vswitchd against Debian's (netdev
+# datapath): seconds for `ovs-ofctl add-flows` of FLOWS flows (default 100000) into an empty bridge, and for
+# the same with `-O OpenFlow14 --bundle` (one atomic bundle). Each switch runs with Debian's ovsdb-server in
+# a network namespace of its own (the netdev datapath's tap ovs-netdev is per namespace); they alternate
+# round by round. Prints seconds (median) and the ratio debian/govs (> 1: govs is faster). Needs root and a
+# built bin/ovs-vswitchd (make build). Stops only the processes of its own pidfiles.
+set -u
+n=100000 rounds=2
+while [ $# -gt 0 ]; do
+  case "$1" in -n) n=$2; shift 2 ;; -rounds) rounds=$2; shift 2 ;; *) echo "usage: $0 [-n FLOWS] [-rounds N]" >&2; exit 2 ;; esac
+done
+top=$(cd "$(dirname "$0")/../.." && pwd)
+[ -x $top/bin/ovs-vswitchd ] || { echo "flowmod.sh: $top/bin/ovs-vswitchd missing (make build)" >&2; exit 1; }
+work=$(mktemp -d /tmp/gvflowmod-XXXXXX)
+ns=gvflowmod-$$
+flows=$work/flows.txt
+python3 - "$n" > $flows <<'PY'
+import sys
+for i in range(int(sys.argv[1])):
+    m = ("", ",in_port=1", ",nw_proto=17", ",nw_src=10.0.0.1")[i % 8] if i % 8 < 4 else ""
+    print("priority=%d,ip,nw_dst=%d.%d.%d.%d%s,actions=output:%d" % (100 + i % 4, 10 + (i >> 24), (i >> 16) & 255, (i >> 8) & 255, i & 255, m, 1 + i % 3))
+PY
+
+stop() { # stop the daemons of directory $1 by their pidfiles
+  for x in ovs-vswitchd ovsdb-server; do
+    f=$1/$x.pid; [ -f $f ] || continue; pid=$(cat $f)
+    kill $pid 2>/dev/null; for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  done
+}
+cleanup() { stop $work/govs; stop $work/debian; ip netns del $ns 2>/dev/null; rm -rf $work; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+N="ip netns exec $ns"
+
+# measure PEER: prints "add bundle" seconds (or "failed")
+measure() {
+  local peer=$1 d=$work/$1
+  rm -rf $d; mkdir -p $d
+  ip netns add $ns || return 1 # a fresh namespace: nothing left by the previous switch
+  export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVS_SYSCONFDIR=$d
+  local V="/usr/bin/ovs-vsctl --timeout=20 --db=unix:$d/db.sock"
+  ovsdb-tool create $d/conf.db /usr/share/openvswitch/vswitch.ovsschema >&2
+  $N /usr/sbin/ovsdb-server $d/conf.db --remote=punix:$d/db.sock --pidfile=$d/ovsdb-server.pid \
+    --unixctl=$d/ovsdb-server.ctl --detach --no-chdir --log-file=$d/ovsdb-server.log >&2
+  $V --no-wait init >&2
+  local vs=/usr/sbin/ovs-vswitchd; [ $peer = govs ] && vs=$top/bin/ovs-vswitchd
+  $N $vs unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl --detach --no-chdir \
+    --log-file=$d/ovs-vswitchd.log >&2
+  $N $V add-br br0 -- set bridge br0 datapath_type=netdev protocols=OpenFlow10,OpenFlow13,OpenFlow14 >&2
+  local res=""
+  for mode in add bundle; do
+    $N ovs-ofctl del-flows br0 >&2
+    local opts=""; [ $mode = bundle ] && opts="-O OpenFlow14 --bundle"
+    local t0=$(date +%s.%N)
+    if $N ovs-ofctl $opts add-flows br0 $flows 2>$d/err; then
+      local t1=$(date +%s.%N)
+      local c=$($N ovs-ofctl dump-aggregate br0 | sed -n 's/.*flow_count=\([0-9]*\).*/\1/p')
+      if [ "$c" = "$n" ]; then res="$res $(echo "$t1 - $t0" | bc)"; else res="$res failed(count=$c)"; fi
+    else
+      res="$res failed($(tail -n1 $d/err | head -c 100 | tr ' \n' '__'))"
+    fi
+  done
+  stop $d
+  ip netns del $ns
+  unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVS_SYSCONFDIR
+  echo $res
+}
+
+declare -A add bundle
+for r in $(seq $rounds); do
+  order="govs debian"; [ $((r % 2)) = 0 ] && order="debian govs"
+  for p in $order; do
+    set -- $(measure $p) failed failed
+    echo "round $r $p: add-flows ${1}s, bundle ${2}s" >&2
+    add[$p]="${add[$p]:-} $1"; bundle[$p]="${bundle[$p]:-} $2"
+  done
+done
+python3 - "$n" "${add[govs]}" "${add[debian]}" "${bundle[govs]}" "${bundle[debian]}" <<'PY'
+import statistics, sys
+n = sys.argv[1]
+def med(s):
+    v = []
+    for x in s.split():
+        try: v.append(float(x))
+        except ValueError: return None, x
+    return statistics.median(v), None
+print("| %s flows, seconds (median) | debian ovs-vswitchd | govs ovs-vswitchd | debian/govs |" % n)
+print("|---|---|---|---|")
+for label, g, d in (("ovs-ofctl add-flows", sys.argv[2], sys.argv[3]), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", sys.argv[4], sys.argv[5])):
+    (gv, ge), (dv, de) = med(g), med(d)
+    ratio = "%.2fx" % (dv / gv) if gv and dv else "n/a"
+    print("| %s | %s | %s | %s |" % (label, "%.2f" % dv if dv else de, "%.2f" % gv if gv else ge, ratio))
+PY
