@@ -73,8 +73,9 @@ func (x *xlate) pipeline(in *port) {
 }
 
 // mergeWC adds the consulted bits of the OpenFlow flow to the datapath
-// mask: the key's fields are the packet's (registers and metadata start
-// at zero in every translation and need no bits).
+// mask: the key's fields are the packet's, its ct_* fields included
+// (registers and metadata start at zero in every translation and need no
+// bits).
 func (x *xlate) mergeWC() {
 	wc := x.of.wc.Key
 	wc.InPort = 0 // an OpenFlow port number; the datapath port is always matched
