@@ -88,3 +88,22 @@ func TestCtPrereqsAsOVS(t *testing.T) {
 		}
 	}
 }
+
+// NXAST_CT_CLEAR as ovs-ofctl sends it ("actions=ct_clear") decodes and
+// encodes back to the same bytes; a longer one is refused.
+func TestCtClearAction(t *testing.T) {
+	wire, _ := hex.DecodeString("ffff001000002320002b000000000000")
+	for _, v := range []Version{V10, V13} {
+		acts, err := DecodeActions(v, wire)
+		if err != nil || len(acts) != 1 || acts[0].Type != ActCTClear {
+			t.Fatalf("%s: %v %+v", v, err, acts)
+		}
+		if back := AppendActions(nil, v, acts); !bytes.Equal(back, wire) {
+			t.Errorf("%s: encoded %x, want %x", v, back, wire)
+		}
+	}
+	long, _ := hex.DecodeString("ffff001800002320002b0000000000000000000000000000")
+	if _, err := DecodeActions(V10, long); err == nil || err.Errno != BadActionLen {
+		t.Errorf("long ct_clear: %v", err)
+	}
+}
