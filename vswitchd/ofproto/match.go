@@ -24,7 +24,15 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 		b.WriteByte(',')
 	}
 	if megaflow {
-		b.WriteString("recirc_id=0,eth,")
+		if k.RecircID == 0 {
+			b.WriteString("recirc_id=0,")
+		} else {
+			put("recirc_id=%#x", k.RecircID)
+		}
+	}
+	formatCtMatch(put, k, m)
+	if megaflow {
+		b.WriteString("eth,")
 	}
 	skipType, skipProto := false, false
 	typ := k.EthType
@@ -176,6 +184,107 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 		put("tcp_flags=%s", flow.FormatTCPFlagsMasked(k.TCPFlags, m.TCPFlags))
 	}
 	return strings.TrimSuffix(b.String(), ",")
+}
+
+// ctStateNames are the ct_state bits' names, lowest bit first (OVS's
+// ct_state_to_string).
+var ctStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+
+// formatCtState formats ct_state as match_format does: "new|trk" for an
+// exact match, "+new-est" for a masked one.
+func formatCtState(v, m uint8) string {
+	var b strings.Builder
+	if m == 0xff {
+		if v == 0 {
+			return "0"
+		}
+		for i, n := range ctStateNames {
+			if v&(1<<i) != 0 {
+				if b.Len() > 0 {
+					b.WriteByte('|')
+				}
+				b.WriteString(n)
+			}
+		}
+		return b.String()
+	}
+	for i, n := range ctStateNames {
+		if m&(1<<i) != 0 {
+			b.WriteByte("-+"[v>>i&1])
+			b.WriteString(n)
+		}
+	}
+	return b.String()
+}
+
+// formatCtMatch formats the conntrack fields of a match in match_format's
+// order (they come before the Ethernet fields).
+func formatCtMatch(put func(string, ...any), k *flow.Key, m *flow.Mask) {
+	if m.CtState != 0 {
+		put("ct_state=%s", formatCtState(k.CtState, m.CtState))
+	}
+	switch m.CtZone {
+	case 0:
+	case 0xffff:
+		put("ct_zone=%d", k.CtZone)
+	default:
+		put("ct_zone=%#x/%#x", k.CtZone, m.CtZone)
+	}
+	switch m.CtMark {
+	case 0:
+	case ^uint32(0):
+		put("ct_mark=%s", hex0(uint64(k.CtMark)))
+	default:
+		put("ct_mark=%s/%s", hex0(uint64(k.CtMark)), hex0(uint64(m.CtMark)))
+	}
+	if m.CtLabel != [16]byte{} {
+		if m.CtLabel == [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
+			put("ct_label=%s", hex128(k.CtLabel))
+		} else {
+			put("ct_label=%s/%s", hex128(k.CtLabel), hex128(m.CtLabel))
+		}
+	}
+	v6 := k.EthType == flow.EthTypeIPv6
+	if v6 {
+		putIPv6Net(put, "ct_ipv6_src", k.CtNwSrc, m.CtNwSrc)
+		putIPv6Net(put, "ct_ipv6_dst", k.CtNwDst, m.CtNwDst)
+	} else {
+		putIPNet(put, "ct_nw_src", [4]byte(k.CtNwSrc[:4]), [4]byte(m.CtNwSrc[:4]))
+		putIPNet(put, "ct_nw_dst", [4]byte(k.CtNwDst[:4]), [4]byte(m.CtNwDst[:4]))
+	}
+	if m.CtNwProto != 0 {
+		put("ct_nw_proto=%d", k.CtNwProto)
+	}
+	for _, p := range []struct {
+		name string
+		v, m uint16
+	}{{"ct_tp_src", k.CtTpSrc, m.CtTpSrc}, {"ct_tp_dst", k.CtTpDst, m.CtTpDst}} {
+		switch p.m {
+		case 0:
+		case 0xffff:
+			put("%s=%d", p.name, p.v)
+		default:
+			put("%s=%#x/%#x", p.name, p.v, p.m)
+		}
+	}
+}
+
+// hex0 is C's "%#x": 0 without a prefix.
+func hex0(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
+}
+
+// hex128 formats a 128-bit big-endian value as OVS's ovs_u128 hex: "0x"
+// and the digits without leading zeros.
+func hex128(b [16]byte) string {
+	s := strings.TrimLeft(fmt.Sprintf("%x", b[:]), "0")
+	if s == "" {
+		s = "0"
+	}
+	return "0x" + s
 }
 
 // putIPNet is format_ip_netmask: a CIDR prefix when the mask is one.

@@ -118,6 +118,8 @@ func formatAction(a *ofp.Action) string {
 		return "note:" + hex.EncodeToString(a.Data)
 	case ofp.ActExit:
 		return "exit"
+	case ofp.ActCTClear:
+		return "ct_clear"
 	case ofp.ActClone:
 		parts := make([]string, len(a.Nested))
 		for i := range a.Nested {

@@ -73,8 +73,9 @@ func (x *xlate) pipeline(in *port) {
 }
 
 // mergeWC adds the consulted bits of the OpenFlow flow to the datapath
-// mask: the key's fields are the packet's (registers and metadata start
-// at zero in every translation and need no bits).
+// mask: the key's fields are the packet's, its ct_* fields included
+// (registers and metadata start at zero in every translation and need no
+// bits).
 func (x *xlate) mergeWC() {
 	wc := x.of.wc.Key
 	wc.InPort = 0 // an OpenFlow port number; the datapath port is always matched
@@ -241,6 +242,16 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		f.NwTTL--
 	case ofp.ActExit:
 		x.of.exit = true
+	case ofp.ActCTClear:
+		// OVS's OFPACT_CT_CLEAR: the flow forgets its conntrack fields,
+		// and the datapath the packet's if it was tracked (OVS's
+		// ctx->conntracked, which consults no bit of the flow: a tracked
+		// packet is a recirculated one, and recirc_id is matched).
+		if f.CtState&ofp.CtTrk != 0 {
+			x.acts = append(x.acts, datapath.CTClear())
+		}
+		f.CtState, f.CtZone, f.CtMark, f.CtLabel = 0, 0, 0, [16]byte{}
+		f.CtNwProto, f.CtNwSrc, f.CtNwDst, f.CtTpSrc, f.CtTpDst = 0, [16]byte{}, [16]byte{}, 0, 0
 	case ofp.ActNote, ofp.ActClearActions:
 	}
 }

@@ -30,6 +30,7 @@ const (
 	ActClone
 	ActGroup
 	ActOutputReg
+	ActCTClear // ct_clear: the packet's conntrack state is forgotten
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -529,6 +530,11 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return Action{Type: ActNote, Data: bytes.Clone(body)}, nil
 	case nxastExit:
 		return Action{Type: ActExit}, nil
+	case nxastCTClear:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActCTClear}, nil
 	case nxastDecTTL:
 		return Action{Type: ActDecTTL}, nil
 	case nxastController:
@@ -855,6 +861,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		return b
 	case ActExit:
 		b = nxActionHeader(b, 16, nxastExit)
+		return pad(b, 6)
+	case ActCTClear:
+		b = nxActionHeader(b, 16, nxastCTClear)
 		return pad(b, 6)
 	case ActDecTTL:
 		if v == V10 {

@@ -8,19 +8,16 @@ import (
 
 // Flow is what an OpenFlow match or action can read or write: the
 // datapath flow key plus the pipeline's own metadata (OVS's struct flow).
-// Fields a packet of govs never carries (tunnel, conntrack, packet mark)
-// are kept so that matches on them decode; they are always zero in a
-// packet's flow.
+// The conntrack fields (ct_state, ct_zone, ct_mark, ct_label, ct_nw_*,
+// ct_ipv6_*, ct_tp_*) are the key's. Fields a packet of govs never
+// carries (tunnel, packet mark) are kept so that matches on them decode;
+// they are always zero in a packet's flow.
 type Flow struct {
 	flow.Key
 	Regs     [16]uint32
 	Metadata uint64
 	TunID    uint64
 	PktMark  uint32
-	CtState  uint32
-	CtZone   uint16
-	CtMark   uint32
-	CtLabel  [16]byte
 }
 
 // Match is a flow with a mask: a one bit in Mask is a bit the flow must
@@ -76,6 +73,13 @@ const (
 	FieldCtZone
 	FieldCtMark
 	FieldCtLabel
+	FieldCtNwProto
+	FieldCtNwSrc
+	FieldCtNwDst
+	FieldCtIPv6Src
+	FieldCtIPv6Dst
+	FieldCtTpSrc
+	FieldCtTpDst
 	FieldReg0                   // FieldReg0+n is reg<n>, n < 16
 	FieldXReg0 = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
 	fieldEnd   = FieldXReg0 + 8
@@ -97,6 +101,10 @@ const (
 	preSCTP
 	preICMPv4
 	preICMPv6
+	// preCT: ct_state says the packet was tracked into a connection
+	// (OVS's MFP_CT_VALID). The IP version the ct_nw_* and ct_ipv6_*
+	// fields need is checked after (OFPBAC_MATCH_INCONSISTENT).
+	preCT
 )
 
 // Field describes one field: its size, where it lives in a Flow, and its
@@ -238,10 +246,21 @@ func init() {
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.TunID) },
 		set: func(f *Flow, b []byte) { f.TunID = binary.BigEndian.Uint64(b) }})
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
-	u32Field(FieldCtState, "ct_state", nxmHeader(classNXM1, 105, 4), 0, true, false, preNone, func(f *Flow) *uint32 { return &f.CtState })
+	// ct_state is 32 bits on the wire; the key keeps the 8 defined ones
+	// (checkValue refuses the others).
+	addField(&Field{ID: FieldCtState, Name: "ct_state", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 105, 4),
+		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint32(b, uint32(f.CtState)) },
+		set: func(f *Flow, b []byte) { f.CtState = uint8(binary.BigEndian.Uint32(b)) }})
 	u16Field(FieldCtZone, "ct_zone", nxmHeader(classNXM1, 106, 2), 0, false, false, preNone, func(f *Flow) *uint16 { return &f.CtZone })
 	u32Field(FieldCtMark, "ct_mark", nxmHeader(classNXM1, 107, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.CtMark })
 	bytesField(FieldCtLabel, "ct_label", 16, nxmHeader(classNXM1, 108, 16), 0, true, true, preNone, func(f *Flow) []byte { return f.CtLabel[:] })
+	u8Field(FieldCtNwProto, "ct_nw_proto", nxmHeader(classNXM1, 119, 1), 0, false, false, preCT, func(f *Flow) *uint8 { return &f.CtNwProto })
+	bytesField(FieldCtNwSrc, "ct_nw_src", 4, nxmHeader(classNXM1, 120, 4), 0, true, false, preCT, func(f *Flow) []byte { return f.CtNwSrc[:4] })
+	bytesField(FieldCtNwDst, "ct_nw_dst", 4, nxmHeader(classNXM1, 121, 4), 0, true, false, preCT, func(f *Flow) []byte { return f.CtNwDst[:4] })
+	bytesField(FieldCtIPv6Src, "ct_ipv6_src", 16, nxmHeader(classNXM1, 122, 16), 0, true, false, preCT, func(f *Flow) []byte { return f.CtNwSrc[:] })
+	bytesField(FieldCtIPv6Dst, "ct_ipv6_dst", 16, nxmHeader(classNXM1, 123, 16), 0, true, false, preCT, func(f *Flow) []byte { return f.CtNwDst[:] })
+	u16Field(FieldCtTpSrc, "ct_tp_src", nxmHeader(classNXM1, 124, 2), 0, true, false, preCT, func(f *Flow) *uint16 { return &f.CtTpSrc })
+	u16Field(FieldCtTpDst, "ct_tp_dst", nxmHeader(classNXM1, 125, 2), 0, true, false, preCT, func(f *Flow) *uint16 { return &f.CtTpDst })
 	for id, full := range map[FieldID][]byte{FieldIPTOS: {0xfc}, FieldIPECN: {3}, FieldIPDSCP: {0x3f}, FieldVLANVID: {0x1f, 0xff},
 		FieldVLANPCP: {7}, FieldIPv6Label: {0, 0x0f, 0xff, 0xff}, FieldTCPFlags: {0x0f, 0xff}, FieldIPFrag: {3}} {
 		fields[id].full = full
@@ -347,8 +366,30 @@ func prereqOK(p prereq, m *Match) bool {
 		return typeIs(flow.EthTypeIPv4) && protoIs(flow.IPProtoICMP)
 	case preICMPv6:
 		return typeIs(flow.EthTypeIPv6) && protoIs(flow.IPProtoICMPv6)
+	case preCT:
+		return ctValid(m)
 	}
 	return true
+}
+
+// Conntrack state bits (OVS's CS_*), as the key's CtState holds them.
+const (
+	CtNew     = 0x01
+	CtEst     = 0x02
+	CtRel     = 0x04
+	CtRpl     = 0x08
+	CtInv     = 0x10
+	CtTrk     = 0x20
+	CtSrcNAT  = 0x40
+	CtDstNAT  = 0x80
+	ctAnyConn = CtNew | CtEst | CtRel | CtRpl | CtSrcNAT | CtDstNAT
+)
+
+// ctValid is OVS's is_ct_valid for a match: it requires a state that
+// implies a connection, or +trk-inv.
+func ctValid(m *Match) bool {
+	s, mk := m.Flow.CtState, m.Mask.CtState
+	return s&mk&ctAnyConn != 0 || s&mk&CtTrk != 0 && mk&CtInv != 0 && s&CtInv == 0
 }
 
 // fieldSet reports, for each field, whether a match constrains any bit
@@ -403,6 +444,8 @@ var aliases = [][]FieldID{
 	{FieldIPv4Dst, FieldARPTPA},
 	{FieldTCPSrc, FieldUDPSrc, FieldSCTPSrc, FieldICMPType, FieldICMPv6Type},
 	{FieldTCPDst, FieldUDPDst, FieldSCTPDst, FieldICMPCode, FieldICMPv6Code},
+	{FieldCtIPv6Src, FieldCtNwSrc},
+	{FieldCtIPv6Dst, FieldCtNwDst},
 }
 
 var aliased = map[FieldID]bool{}
@@ -430,12 +473,6 @@ func (f *Flow) masked(m *Flow) Flow {
 	r.Metadata &= m.Metadata
 	r.TunID &= m.TunID
 	r.PktMark &= m.PktMark
-	r.CtState &= m.CtState
-	r.CtZone &= m.CtZone
-	r.CtMark &= m.CtMark
-	for i := range r.CtLabel {
-		r.CtLabel[i] &= m.CtLabel[i]
-	}
 	return r
 }
 
@@ -452,12 +489,6 @@ func (f *Flow) Or(o *Flow) {
 	f.Metadata |= o.Metadata
 	f.TunID |= o.TunID
 	f.PktMark |= o.PktMark
-	f.CtState |= o.CtState
-	f.CtZone |= o.CtZone
-	f.CtMark |= o.CtMark
-	for i := range f.CtLabel {
-		f.CtLabel[i] |= o.CtLabel[i]
-	}
 }
 
 // GetRef returns the bits of ref in f as an integer (up to 64 bits).

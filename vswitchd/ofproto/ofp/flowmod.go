@@ -120,7 +120,9 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 	}
 	m, ck, err := decodeNXMatch(rest[:n], true)
 	if err != nil {
-		err.Name = name
+		// OVS refuses a flow mod's bad match whole, as its other errors
+		// (checked against Debian's ovs-vswitchd with ct_* matches).
+		err.Name, err.EchoAll = name, true
 		return nil, err
 	}
 	fm.Match, fm.Cookie = m, ck
@@ -168,6 +170,7 @@ func decodeFlowMod11(h Header, body []byte) (Message, error) {
 	}
 	m, rest, err := decodeOXMMatch(h.Version, body[40:])
 	if err != nil {
+		err.EchoAll = true // as decodeNXFlowMod's
 		return nil, named(err, name)
 	}
 	fm.Match = m

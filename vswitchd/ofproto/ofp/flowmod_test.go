@@ -97,6 +97,9 @@ func FuzzFlowModRoundTrip(f *testing.F) {
 				return // encoded as something else, as OVS does
 			}
 		}
+		if mk := &fm.Match.Mask; (mk.CtTpSrc != 0 || mk.CtTpDst != 0) && mk.CtNwProto == 0 {
+			return // OVS's nx_put_raw leaves ct_tp_* out without ct_nw_proto
+		}
 		fm.Match.Normalize()
 		roundTrip(t, fm)
 	})

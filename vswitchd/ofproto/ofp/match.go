@@ -100,6 +100,13 @@ func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
 	if err := m.CheckPrereqs(); err != nil {
 		return m, ck, err
 	}
+	// The original direction's addresses share storage between IP
+	// versions: OVS refuses the other version's as an inconsistent match.
+	v4 := m.Mask.EthType == 0xffff && m.Flow.EthType == flow.EthTypeIPv4
+	v6 := m.Mask.EthType == 0xffff && m.Flow.EthType == flow.EthTypeIPv6
+	if (seen[FieldCtNwSrc] || seen[FieldCtNwDst]) && !v4 || (seen[FieldCtIPv6Src] || seen[FieldCtIPv6Dst]) && !v6 {
+		return m, ck, &Error{Errno: MatchInconsistent, Detail: "conntrack addresses of the other IP version"}
+	}
 	return m, ck, nil
 }
 
@@ -123,6 +130,10 @@ func checkValue(fd *Field, value, mask []byte) *Error {
 		bad = binary.BigEndian.Uint16(value)&^0xfff != 0
 	case FieldIPTOS:
 		bad = value[0]&3 != 0
+	case FieldCtState:
+		// A state bit OVS's conntrack does not define (mf_is_value_valid);
+		// mask bits beyond them are dropped, as OVS's u8 ct_state does.
+		bad = binary.BigEndian.Uint32(value)&^0xff != 0
 	}
 	if bad {
 		return &Error{Errno: BadValue, Detail: fd.Name + ": bad value"}
@@ -234,6 +245,22 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldCtZone)
 	field(FieldCtMark)
 	field(FieldCtLabel)
+	// OVS's nx_put_raw: the original direction's tuple, for the IP
+	// version the match has; the ports only with the protocol.
+	if ctValid(m) {
+		field(FieldCtNwProto)
+		if isIP && k.EthType == flow.EthTypeIPv4 {
+			field(FieldCtNwSrc)
+			field(FieldCtNwDst)
+		} else if isIP {
+			field(FieldCtIPv6Src)
+			field(FieldCtIPv6Dst)
+		}
+		if k.CtNwProto != 0 {
+			field(FieldCtTpSrc)
+			field(FieldCtTpDst)
+		}
+	}
 	for i := FieldID(0); i < 16; i++ {
 		field(FieldReg0 + i)
 	}
