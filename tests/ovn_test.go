@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,9 +54,14 @@ var ovnUUIDRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 // (Port_Binding chassis and up) and ping each other, ovn-nbctl --wait=hv
 // returns once the chassis caught up, and the Southbound Logical_Flow table
 // is the one ovn-northd makes on Debian's ovsdb-server for the same
-// Northbound script.
+// Northbound script. Then, sharing that set-up, the chassis moves to the
+// Southbound served over pssl: (certificates from ovs-pki) and then
+// through a govs relay (relay:OVN_Southbound:...): in each, both VIFs are
+// unbound and bound again through the new connection and ping.
 func TestOvnEndToEnd(t *testing.T) {
 	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsVswitchd, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer)
+	k := sslCerts(t)
+	sslPort := ovsdbFreePort(t)
 	dir, err := os.MkdirTemp("", "ovnt-")
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +94,13 @@ func TestOvnEndToEnd(t *testing.T) {
 			bin = ovsdbGovsServer(t)
 		}
 		c := central{nb: "unix:" + filepath.Join(d, "nb.sock"), sb: "unix:" + filepath.Join(d, "sb.sock")}
-		ovnDaemon(t, d, "ovsdb-server", bin, filepath.Join(d, "nb.db"), filepath.Join(d, "sb.db"),
-			"--remote=p"+c.nb, "--remote=p"+c.sb, "--unixctl="+filepath.Join(d, "ovsdb-server.ctl"))
+		args := []string{filepath.Join(d, "nb.db"), filepath.Join(d, "sb.db"),
+			"--remote=p" + c.nb, "--remote=p" + c.sb, "--unixctl=" + filepath.Join(d, "ovsdb-server.ctl")}
+		if kind == "govs" {
+			args = append(args, fmt.Sprintf("--remote=pssl:%d:127.0.0.1", sslPort),
+				"--private-key="+k.srvKey, "--certificate="+k.srvCert, "--ca-cert="+k.ca)
+		}
+		ovnDaemon(t, d, "ovsdb-server", bin, args...)
 		ovnDaemon(t, d, "ovn-northd", ovnNorthd, "--ovnnb-db="+c.nb, "--ovnsb-db="+c.sb,
 			"--unixctl="+filepath.Join(d, "ovn-northd.ctl"))
 		centrals[i] = c
@@ -113,7 +124,9 @@ func TestOvnEndToEnd(t *testing.T) {
 	vsctl("set", "open", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+govs.sb,
 		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1",
 		"external_ids:ovn-bridge-datapath-type=netdev")
-	ovnDaemon(t, hv, "ovn-controller", ovnController, chassisDB)
+	// Its SSL files serve the pssl: variant below.
+	ovnDaemon(t, hv, "ovn-controller", ovnController, chassisDB,
+		"--private-key="+k.cliKey, "--certificate="+k.cliCert, "--ca-cert="+k.ca)
 
 	var vifs []*vswNS
 	for i, tag := range []string{"a", "b"} {
@@ -137,13 +150,20 @@ func TestOvnEndToEnd(t *testing.T) {
 		ovnRun(t, ovnNbctl, append([]string{"--db=" + c.nb, "--timeout=60"}, script...)...)
 	}
 
-	for _, port := range []string{"sw0-p1", "sw0-p2"} {
-		ovsdbWait(t, vswTimeout, port+" bound and up", func() bool {
-			out, _ := vswRun(ovnSbctl, "--db="+govs.sb, "--bare", "--columns=chassis,up", "find", "Port_Binding", "logical_port="+port)
-			f := strings.Fields(out)
-			return len(f) == 2 && ovnUUIDRe.MatchString(f[0]) && f[1] == "true"
-		})
+	bound := func(what string, want bool) {
+		t.Helper()
+		for _, port := range []string{"sw0-p1", "sw0-p2"} {
+			ovsdbWait(t, vswTimeout, port+" "+what, func() bool {
+				out, _ := vswRun(ovnSbctl, "--db="+govs.sb, "--bare", "--columns=chassis,up", "find", "Port_Binding", "logical_port="+port)
+				f := strings.Fields(out)
+				if !want {
+					return len(f) == 1 && f[0] == "false"
+				}
+				return len(f) == 2 && ovnUUIDRe.MatchString(f[0]) && f[1] == "true"
+			})
+		}
 	}
+	bound("bound and up", true)
 	// --wait=hv returns once the chassis has processed the change.
 	ovnRun(t, ovnNbctl, "--db="+govs.nb, "--timeout=60", "--wait=hv", "set", "logical_switch", "sw0", "external_ids:step=1")
 	nbCfg := strings.TrimSpace(ovnRun(t, ovnNbctl, "--db="+govs.nb, "get", "NB_Global", ".", "nb_cfg"))
@@ -164,6 +184,45 @@ func TestOvnEndToEnd(t *testing.T) {
 		t.Errorf("ping of the router port: %v\n%s", err, out)
 	}
 
+	// The variants: the chassis's Southbound connection moves; both VIFs
+	// are unbound and bound again through it, and ping.
+	relayDir := sub("relay")
+	relaySB := "unix:" + filepath.Join(relayDir, "sb.sock")
+	ovnDaemon(t, relayDir, "ovsdb-server", ovsdbGovsServer(t), "relay:OVN_Southbound:"+govs.sb,
+		"--remote=p"+relaySB, "--unixctl="+filepath.Join(relayDir, "ovsdb-server.ctl"))
+	for _, v := range []struct{ name, remote string }{
+		{"ssl", fmt.Sprintf("ssl:127.0.0.1:%d", sslPort)},
+		{"relay", relaySB},
+	} {
+		vsctl("set", "open", ".", "external_ids:ovn-remote="+v.remote)
+		// Its reconnect module logs the new connection: then the old
+		// one is gone.
+		ovsdbWait(t, vswTimeout, v.name+": ovn-controller connected to "+v.remote, func() bool {
+			b, _ := os.ReadFile(filepath.Join(hv, "ovn-controller.log"))
+			return strings.Contains(string(b), "|reconnect|INFO|"+v.remote+": connected")
+		})
+		ovsdbWait(t, vswTimeout, v.name+": ovn-controller connected", func() bool {
+			// ovn-controller has no --unixctl: its socket is named by pid.
+			p := &ovsdbProc{pidf: filepath.Join(hv, "ovn-controller.pid")}
+			ctl := filepath.Join(hv, fmt.Sprintf("ovn-controller.%d.ctl", p.pid()))
+			out, _ := vswRun("ovs-appctl", "-t", ctl, "connection-status")
+			return strings.TrimSpace(out) == "connected"
+		})
+		for i := range vifs {
+			vsctl("remove", "interface", vifs[i].Host, "external_ids", "iface-id")
+		}
+		bound(v.name+": unbound", false)
+		for i := range vifs {
+			vsctl("set", "interface", vifs[i].Host, "external_ids:iface-id=sw0-p"+string(rune('1'+i)))
+		}
+		bound(v.name+": bound again and up", true)
+		ovnRun(t, ovnNbctl, "--db="+govs.nb, "--timeout=60", "--wait=hv", "set", "logical_switch", "sw0", "external_ids:step="+v.name)
+		ovsdbWait(t, vswTimeout, v.name+": a ping from sw0-p1 to sw0-p2", func() bool {
+			_, err := vifs[0].exec("ping", "-c", "1", "-W", "1", "10.0.0.2")
+			return err == nil
+		})
+	}
+
 	// Both northds are done with the same Northbound contents.
 	var lflows [2]string
 	for i, c := range centrals {
@@ -182,7 +241,7 @@ func TestOvnEndToEnd(t *testing.T) {
 		t.Errorf("%d OpenFlow flows on br-int", n)
 	}
 	// The daemons are stopped by pid (Cleanup); check none died meanwhile.
-	for _, d := range []string{hv, filepath.Join(dir, "govs")} {
+	for _, d := range []string{hv, filepath.Join(dir, "govs"), relayDir} {
 		pids, _ := filepath.Glob(filepath.Join(d, "*.pid"))
 		for _, pf := range pids {
 			p := &ovsdbProc{pidf: pf}

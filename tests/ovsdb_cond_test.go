@@ -174,6 +174,14 @@ def cond(c):
     idl.cond_change("Bridge", c)
     run_until(lambda: idl.cond_seqno >= seq)
     show("cond " + json.dumps(c))
+def conds(*cs):
+    # Back to back, without waiting: the IDL sends each once the one
+    # before is acknowledged; the rows are those of the last.
+    for c in cs:
+        idl.cond_change("Bridge", c)
+    st = idl.tables["Bridge"].condition_state
+    run_until(lambda: st.new is None and st.requested is None and st.acked == cs[-1])
+    show("conds " + json.dumps(cs))
 run_until(lambda: idl.has_ever_connected() and len(idl.tables["Open_vSwitch"].rows) == 1)
 show("start")
 cond([["name", "==", "br0"], ["name", "==", "br1"]])
@@ -190,12 +198,18 @@ cond([True])
 cond([True, False])
 cond([False, ["name", "!=", "br0"]])
 vsctl("add-br", "br4")
+# [] is [False] to the IDL (its cond_change says so).
+cond([])
+vsctl("add-br", "br5")
+conds([["name", "==", "br5"]], [True], [["name", "==", "br1"], ["name", "==", "br5"], False])
+vsctl("set", "Bridge", "br5", "external_ids:k=b", "--", "set", "Bridge", "br4", "external_ids:k=b")
+conds([], [["external_ids", "includes", ["map", [["k", "b"]]]]])
 idl.close()
 `
 
 // TestOvsdbMonitorCondIDLDifferential runs the Python IDL's conditional
-// monitoring (cond_change with several clauses, [True], [False], rows
-// entering and leaving the condition) against Debian's server and govs'
+// monitoring (cond_change with several clauses, [], [True], [False],
+// changes back to back, rows entering and leaving the condition) against Debian's server and govs'
 // and requires the same rows at every step.
 func TestOvsdbMonitorCondIDLDifferential(t *testing.T) {
 	ovsdbNeed(t, ovsdbPython)

@@ -132,6 +132,8 @@ func TestOvsdbReplicationControl(t *testing.T) {
 	step("ovsdb-server/get-sync-exclude-tables")
 	step("ovsdb-server/set-active-ovsdb-server-probe-interval", "x")
 	step("ovsdb-server/set-active-ovsdb-server-probe-interval", "30000")
+	step("ovsdb-server/set-active-ovsdb-server", "ssl:127.0.0.1:6640")
+	step("ovsdb-server/get-active-ovsdb-server")
 	step("ovsdb-server/set-active-ovsdb-server", "unix:"+src.sock)
 	step("ovsdb-server/get-active-ovsdb-server")
 	step("ovsdb-server/sync-status")
@@ -157,4 +159,35 @@ func TestOvsdbReplicationControl(t *testing.T) {
 			t.Errorf("%s: no self-replication error in the log", p.kind)
 		}
 	}
+}
+
+// TestOvsdbReplicationSSL: a govs backup replicates from Debian's active
+// server over ssl:, set with ovsdb-server/set-active-ovsdb-server, with
+// certificates made by ovs-pki.
+func TestOvsdbReplicationSSL(t *testing.T) {
+	k := sslCerts(t)
+	port := ovsdbFreePort(t)
+	active := ovsdbStart(t, ovsdbOpts{kind: "debian", remotes: []string{fmt.Sprintf("pssl:%d:127.0.0.1", port)},
+		extra: []string{"--private-key=" + k.srvKey, "--certificate=" + k.srvCert, "--ca-cert=" + k.ca}})
+	active.mustVsctl("init", "--", "add-br", "br0")
+	ovsdbWait(t, vswTimeout, "pssl listener", func() bool { return ovsdbPortOpen(port) })
+	backup := ovsdbStart(t, ovsdbOpts{kind: "govs",
+		extra: []string{"--private-key=" + k.cliKey, "--certificate=" + k.cliCert, "--ca-cert=" + k.ca}})
+	target := fmt.Sprintf("ssl:127.0.0.1:%d", port)
+	for _, args := range [][]string{{"ovsdb-server/set-active-ovsdb-server", target}, {"ovsdb-server/connect-active-ovsdb-server"}} {
+		if r := backup.appctl(args...); r.code != 0 || r.stdout != "" {
+			t.Fatalf("%s: exit %d %q %s", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
+	want := "state: backup\nreplicating: " + target + "\ndatabase: Open_vSwitch\n"
+	ovsdbWait(t, vswTimeout, "replicating over ssl", func() bool {
+		return backup.appctl("ovsdb-server/sync-status").stdout == want
+	})
+	active.mustVsctl("add-br", "br1")
+	if r := backup.vsctl("--timeout=30", "wait-until", "Bridge", "br1"); r.code != 0 {
+		t.Fatalf("wait-until on the backup: %s\nlog:\n%s", r.stderr, backup.readLog())
+	}
+	ovsdbWait(t, vswTimeout, "the backup to have the active's rows", func() bool {
+		return ovsdbDumpLines(t, backup) == ovsdbDumpLines(t, active)
+	})
 }

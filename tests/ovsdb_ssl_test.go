@@ -243,6 +243,54 @@ func TestVswitchdSSL(t *testing.T) {
 	}
 }
 
+// TestVswitchdSSLRow: govs' ovs-vswitchd takes its SSL files from the SSL
+// row once it reads it, over those of its command line, as OVS's bridge.c
+// does. The server (ovs-ctl's db: references) and the row move to another
+// PKI together; after the server restarts, the switch reconnects only if
+// it now presents the other PKI's certificate and trusts its CA.
+func TestVswitchdSSLRow(t *testing.T) {
+	vswNeedRoot(t)
+	k := sslCerts(t)
+	bin := vswBinary(t)
+	for _, kind := range []string{"govs", "debian"} {
+		t.Run(kind, func(t *testing.T) {
+			port := ovsdbFreePort(t)
+			p := ovsdbStart(t, ovsdbOpts{kind: kind, remotes: []string{fmt.Sprintf("pssl:%d:127.0.0.1", port)},
+				extra: []string{"--private-key=db:Open_vSwitch,SSL,private_key",
+					"--certificate=db:Open_vSwitch,SSL,certificate", "--ca-cert=db:Open_vSwitch,SSL,ca_cert"}})
+			p.mustVsctl("init", "--", "set-ssl", k.srvKey, k.srvCert, k.ca)
+			ovsdbWait(t, vswTimeout, "pssl listener", func() bool { return ovsdbPortOpen(port) })
+			dir := t.TempDir()
+			logf := filepath.Join(dir, "ovs-vswitchd.log")
+			_, err := vswRunEnv([]string{"OVS_RUNDIR=" + dir}, bin, fmt.Sprintf("ssl:127.0.0.1:%d", port),
+				"--pidfile", "--detach", "--no-chdir", "--log-file="+logf, "-vconsole:off",
+				"--private-key="+k.cliKey, "--certificate="+k.cliCert, "--ca-cert="+k.ca)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := vswReadPid(filepath.Join(dir, "ovs-vswitchd.pid"))
+			t.Cleanup(func() { vswKill(t, pid) })
+			vsctl := func(what string, args ...string) {
+				t.Helper()
+				// Without --no-wait: ovs-vsctl returns once the switch
+				// has applied the change and written cur_cfg back.
+				if r := p.vsctl(append([]string{"--timeout=30"}, args...)...); r.code != 0 {
+					b, _ := os.ReadFile(logf)
+					t.Fatalf("%s: exit %d: %s\nswitch log:\n%s\nserver log:\n%s",
+						what, r.code, r.stderr, vswTail(string(b), 30), vswTail(p.readLog(), 30))
+				}
+			}
+			vsctl("the switch connected with its command line's files", "set", "Open_vSwitch", ".", "external_ids:step=1")
+			// Applied by the switch before it acknowledges the change.
+			vsctl("set-ssl to the other PKI", "set-ssl", k.strangerKey, k.stranger, k.otherCA)
+			p.stop()
+			p.start()
+			ovsdbWait(t, vswTimeout, "pssl listener", func() bool { return ovsdbPortOpen(port) })
+			vsctl("the switch reconnected with the SSL row's files", "set", "Open_vSwitch", ".", "external_ids:step=2")
+		})
+	}
+}
+
 // TestOVSDBSSLReread: the CA file is re-read when it changes, as
 // stream-ssl does: a client refused under one CA is accepted once the file
 // holds its CA, without a restart; the same through the SSL row.

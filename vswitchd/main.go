@@ -9,7 +9,8 @@
 //
 // DATABASE is unix:PATH, tcp:IP:PORT or ssl:IP:PORT (with --private-key,
 // --certificate, --ca-cert or --bootstrap-ca-cert), by default
-// unix:$OVS_RUNDIR/db.sock.
+// unix:$OVS_RUNDIR/db.sock. The SSL row Open_vSwitch.ssl names, once read,
+// takes over from the command line's files, as in OVS.
 // With --embedded-db[=FILE] the switch runs govs' OVSDB server itself,
 // serving FILE (default $OVS_DBDIR/conf.db) on unix:$OVS_RUNDIR/db.sock.
 // With --pprof=SOCKET it serves Go's runtime profiles (net/http/pprof) on
@@ -153,6 +154,7 @@ func run() error {
 
 	plane := newDataplane(log)
 	v := newSwitchd(remote, opts.Rundir, log, plane, bridge.KernelDevices{})
+	v.ssl = sslCtx
 	go func() {
 		if _, ok := <-dbExit; ok {
 			v.exit(false)

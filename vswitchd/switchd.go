@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/internal/ovsssl"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/coverage"
 	"github.com/govs/govs/vswitchd/dbclient"
@@ -37,6 +38,7 @@ type switchd struct {
 	sw     *bridge.Switch
 	cov    *coverage.Counters
 	lock   *dbclient.Lock
+	ssl    *ovsssl.Context // the process's SSL configuration, nil in tests
 
 	conn    atomic.Pointer[dbclient.Conn] // nil until the first connection
 	links   chan linkwatch.Event
@@ -214,6 +216,7 @@ func (v *switchd) reconfigure(ctx context.Context, conn *dbclient.Conn, force bo
 	if err != nil {
 		return err
 	}
+	v.configureSSL(ctx, conn, rows)
 	d := bridge.BuildIn(rows, v.rundir)
 	if force || v.last == nil || !reflect.DeepEqual(d, v.last) {
 		if v.last == nil || !slices.Equal(d.Problems, v.last.Problems) {
@@ -235,6 +238,23 @@ func (v *switchd) reconfigure(ctx context.Context, conn *dbclient.Conn, force bo
 		v.cov.Inc("txn_success")
 	}
 	return nil
+}
+
+// configureSSL applies the SSL row Open_vSwitch.ssl names over the
+// command line's files, as OVS's bridge_run does on every trip through its
+// main loop: besides database changes, reconfigure runs at every tick, so
+// files that changed are re-read (the context compares mtimes). Without a
+// row, the files last configured stay, as in OVS.
+func (v *switchd) configureSSL(ctx context.Context, conn *dbclient.Conn, rows bridge.Rows) {
+	if v.ssl == nil || len(rows.OpenVSwitch) == 0 {
+		return
+	}
+	row, ok := conn.SSL(ctx, rows.OpenVSwitch[0])
+	if !ok {
+		return
+	}
+	v.ssl.Configure(ovsssl.Settings{PrivateKey: row.PrivateKey, Certificate: row.Certificate,
+		CACert: row.CaCert, BootstrapCACert: row.BootstrapCaCert})
 }
 
 // exit stops the main loop and returns once it has stopped; with cleanup

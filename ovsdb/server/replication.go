@@ -112,14 +112,12 @@ func CheckSyncFrom(target string) error {
 		if rest != "" {
 			return nil
 		}
-	case "tcp":
+	case "tcp", "ssl":
 		if _, err := dialAddr(rest); err == nil {
 			return nil
 		}
-	case "ssl":
-		return fmt.Errorf("%s: replicating over SSL is not supported", target)
 	}
-	return fmt.Errorf("%s: active server must be unix:FILE or tcp:HOST[:PORT]", target)
+	return fmt.Errorf("%s: active server must be unix:FILE, tcp:HOST[:PORT] or ssl:HOST[:PORT]", target)
 }
 
 // SetSyncFrom sets the active server to replicate from (--sync-from,
@@ -293,11 +291,15 @@ func (r *replRun) loop() {
 		rlog.Infof("%s: connecting...", r.target)
 		kind, rest, _ := strings.Cut(r.target, ":")
 		network, addr := "unix", rest
-		if kind == "tcp" {
+		if kind == "tcp" || kind == "ssl" {
 			network = "tcp"
 			addr, _ = dialAddr(rest)
 		}
 		nc, err := net.DialTimeout(network, addr, 10*time.Second)
+		if err == nil && kind == "ssl" {
+			// The handshake logs why it failed, as stream-ssl does.
+			nc, err = r.srv.sslHandshake(nc, r.target, true)
+		}
 		if err != nil {
 			rlog.Infof("%s: connection attempt failed (%s)", r.target, dialErrText(err))
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)

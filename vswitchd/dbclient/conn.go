@@ -129,6 +129,7 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.QoS{}),
 		client.WithTable(&vswitchd.Queue{}),
 		client.WithTable(&vswitchd.Controller{}),
+		client.WithTable(&vswitchd.SSL{}),
 	))
 	if err != nil {
 		cli.Close()
@@ -163,6 +164,18 @@ func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 		}
 	}
 	return r, nil
+}
+
+// SSL returns the SSL row Open_vSwitch's ssl column points to, if any.
+func (c *Conn) SSL(ctx context.Context, ovs vswitchd.OpenvSwitch) (vswitchd.SSL, bool) {
+	if ovs.SSL == nil {
+		return vswitchd.SSL{}, false
+	}
+	row := vswitchd.SSL{UUID: *ovs.SSL}
+	if err := c.cli.Get(ctx, &row); err != nil {
+		return vswitchd.SSL{}, false
+	}
+	return row, true
 }
 
 // IDLCells counts the replica's cells (rows times columns) over every
