@@ -55,6 +55,11 @@ func TestUtilitiesClientDifferential(t *testing.T) {
 			{[]string{"dump", db, "Nope"}, false},
 			{[]string{"dump", db, "Bridge", "nope"}, false},
 			{[]string{"list-tables", db, "Open_vSwitch", "extra"}, false},
+			{[]string{"monitor", db, "Nope"}, false},
+			{[]string{"monitor", db, "Bridge", "name,nope"}, false},
+			{[]string{"monitor", db, "Bridge", "name", "name"}, false},
+			{[]string{"monitor-cond", db, "[]", "Nope"}, false},
+			{[]string{"monitor-cond", db, `[["nope","==",1]]`, "Bridge"}, false},
 			{[]string{"bogus", db}, false},
 		}
 		for _, st := range steps {

@@ -47,10 +47,12 @@ var commands = map[string]*command{
 	"transact":           {1, 1, false, cmdTransact},
 	"query":              {1, 1, false, cmdQuery},
 	"dump":               {0, maxInt, true, cmdDump},
+	"monitor":            {1, maxInt, true, cmdMonitor},
+	"monitor-cond":       {2, maxInt, true, cmdMonitorCond},
 }
 
 // unsupported are OVS's commands this client refuses rather than half-does.
-var unsupported = []string{"monitor", "monitor-cond", "monitor-cond-since", "backup", "restore", "wait",
+var unsupported = []string{"monitor-cond-since", "backup", "restore", "wait",
 	"convert", "needs-conversion", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
 
 const maxInt = int(^uint(0) >> 1)
@@ -61,6 +63,8 @@ type client struct {
 	db     string
 	style  dbtext.Style
 	out    *dbtext.Printer
+	// timestamp puts the time above each table monitor prints.
+	timestamp bool
 }
 
 func isRemote(s string) bool {
@@ -105,6 +109,8 @@ func main() {
 			}
 		case "--no-headings":
 			c.style.NoHeadings = true
+		case "--timestamp":
+			c.timestamp = true
 		case "--pretty":
 			c.style.Pretty = true
 		case "--bare":
@@ -153,7 +159,9 @@ func main() {
 		if err == nil {
 			json.Unmarshal(raw, &dbs)
 		}
-		if len(args) > 0 {
+		// An argument names the database only if the command has more
+		// than it needs without it, as in OVS's open_rpc.
+		if len(args) > cmd.min {
 			for _, d := range dbs {
 				if d == args[0] {
 					c.db = d
@@ -360,18 +368,7 @@ func parseTxn(s string) []json.RawMessage {
 }
 
 func cmdTransact(c *client, args []string) {
-	fmt.Println(sortedJSON(c.call("transact", parseTxn(args[0]))))
-}
-
-// sortedJSON re-encodes raw compactly with object keys sorted.
-func sortedJSON(raw []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return string(raw)
-	}
-	return compact(v)
+	fmt.Println(dbtext.SortedJSON(c.call("transact", parseTxn(args[0]))))
 }
 
 // cmdQuery is transact with an abort at the end, so nothing is committed.
@@ -384,7 +381,7 @@ func cmdQuery(c *client, args []string) {
 		res = res[:n]
 	}
 	out, _ := json.Marshal(res)
-	fmt.Println(sortedJSON(out))
+	fmt.Println(dbtext.SortedJSON(out))
 }
 
 func cmdDump(c *client, args []string) {
