@@ -36,24 +36,28 @@ type command struct {
 	min, max int
 	needDB   bool
 	run      func(c *client, args []string)
+	// ownDial commands connect when they are ready to (wait retries).
+	ownDial bool
 }
 
 var commands = map[string]*command{
-	"list-dbs":           {0, 0, false, cmdListDbs},
-	"get-schema":         {0, 0, true, cmdGetSchema},
-	"get-schema-version": {0, 0, true, cmdGetSchemaVersion},
-	"list-tables":        {0, 0, true, cmdListTables},
-	"list-columns":       {0, 1, true, cmdListColumns},
-	"transact":           {1, 1, false, cmdTransact},
-	"query":              {1, 1, false, cmdQuery},
-	"dump":               {0, maxInt, true, cmdDump},
-	"monitor":            {1, maxInt, true, cmdMonitor},
-	"monitor-cond":       {2, maxInt, true, cmdMonitorCond},
+	"list-dbs":           {0, 0, false, cmdListDbs, false},
+	"get-schema":         {0, 0, true, cmdGetSchema, false},
+	"get-schema-version": {0, 0, true, cmdGetSchemaVersion, false},
+	"list-tables":        {0, 0, true, cmdListTables, false},
+	"list-columns":       {0, 1, true, cmdListColumns, false},
+	"transact":           {1, 1, false, cmdTransact, false},
+	"query":              {1, 1, false, cmdQuery, false},
+	"dump":               {0, maxInt, true, cmdDump, false},
+	"monitor":            {1, maxInt, true, cmdMonitor, false},
+	"monitor-cond":       {2, maxInt, true, cmdMonitorCond, false},
+	"needs-conversion":   {1, 1, false, cmdNeedsConversion, true},
+	"convert":            {1, 1, false, cmdConvert, true},
+	"wait":               {2, 2, false, cmdWait, true},
 }
 
 // unsupported are OVS's commands this client refuses rather than half-does.
-var unsupported = []string{"monitor-cond-since", "backup", "restore", "wait",
-	"convert", "needs-conversion", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
+var unsupported = []string{"monitor-cond-since", "backup", "restore", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
 
 const maxInt = int(^uint(0) >> 1)
 
@@ -143,19 +147,19 @@ func main() {
 		die("unknown command '%s'; use --help for help", name)
 	}
 	c.remote = defaultRemote()
-	if len(args) > 0 && isRemote(args[0]) {
+	// wait's server is positional, as in OVS: only its third argument
+	// from the end is one.
+	if len(args) > 0 && isRemote(args[0]) && (name != "wait" || len(args) > 2) {
 		c.remote = args[0]
 		args = args[1:]
 	}
-	conn, err := ovsdbc.Dial(c.remote)
-	if err != nil {
-		die("failed to connect to \"%s\" (%s)", c.remote, ovsdbc.Errno(err))
+	if !cmd.ownDial {
+		c.dial()
 	}
-	c.conn = conn
 	if cmd.needDB {
 		c.db = "Open_vSwitch"
 		var dbs []string
-		raw, err := conn.Call("list_dbs", []any{})
+		raw, err := c.conn.Call("list_dbs", []any{})
 		if err == nil {
 			json.Unmarshal(raw, &dbs)
 		}
@@ -176,6 +180,15 @@ func main() {
 	}
 	c.out = &dbtext.Printer{W: os.Stdout, Style: c.style}
 	cmd.run(c, args)
+}
+
+// dial connects to the server or dies, as OVS's open_jsonrpc.
+func (c *client) dial() {
+	conn, err := ovsdbc.Dial(c.remote)
+	if err != nil {
+		die("failed to connect to \"%s\" (%s)", c.remote, ovsdbc.Errno(err))
+	}
+	c.conn = conn
 }
 
 func (c *client) call(method string, params any) json.RawMessage {
