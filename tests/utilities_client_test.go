@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +23,22 @@ func TestUtilitiesClientDifferential(t *testing.T) {
 	}
 	sel := func(table, col string) string {
 		return fmt.Sprintf(`["Open_vSwitch",{"op":"select","table":"%s","where":[],"columns":["%s"]}]`, table, col)
+	}
+	// A schema with one more column, to convert the database to.
+	newSchema := filepath.Join(t.TempDir(), "new.ovsschema")
+	var sch map[string]any
+	data, err := os.ReadFile(ovsdbVSwitchSch)
+	if err == nil {
+		err = json.Unmarshal(data, &sch)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch["version"] = "99.0.0"
+	sch["tables"].(map[string]any)["Bridge"].(map[string]any)["columns"].(map[string]any)["zz"] = map[string]any{"type": "string"}
+	data, _ = json.Marshal(sch)
+	if err := os.WriteFile(newSchema, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, kind := range []string{"debian", "govs"} {
 		p := ovsdbStart(t, ovsdbOpts{kind: kind})
@@ -55,13 +74,29 @@ func TestUtilitiesClientDifferential(t *testing.T) {
 			{[]string{"dump", db, "Nope"}, false},
 			{[]string{"dump", db, "Bridge", "nope"}, false},
 			{[]string{"list-tables", db, "Open_vSwitch", "extra"}, false},
+			{[]string{"monitor", db, "Nope"}, false},
+			{[]string{"monitor", db, "Bridge", "name,nope"}, false},
+			{[]string{"monitor", db, "Bridge", "name", "name"}, false},
+			{[]string{"monitor-cond", db, "[]", "Nope"}, false},
+			{[]string{"monitor-cond", db, `[["nope","==",1]]`, "Bridge"}, false},
 			{[]string{"bogus", db}, false},
+			{[]string{"needs-conversion", db, newSchema}, false},
+			{[]string{"needs-conversion", db, "/nonexistent.ovsschema"}, false},
+			{[]string{"wait", db, "Open_vSwitch", "added"}, false},
+			{[]string{"wait", db, "Open_vSwitch", "connected"}, false},
+			{[]string{"wait", db, "Nope", "removed"}, false},
+			{[]string{"wait", db, "Open_vSwitch", "bogus"}, false},
+			{[]string{"wait", db, "Open_vSwitch"}, false},
+			// Debian's converts, then ours finds nothing to do.
+			{[]string{"convert", db, newSchema}, false},
+			{[]string{"needs-conversion", db, newSchema}, false},
 		}
 		for _, st := range steps {
 			var res [2]ovsdbResult
 			for j, tool := range []string{ovsdbClient, ours} {
 				r := ovsdbRun(tool, st.args...)
 				r.stdout = ovsdbNormalize(r.stdout, false)
+				r.stderr = ovsdbNormalizeLog(r.stderr)
 				if st.sorted {
 					lines := strings.Split(r.stdout, "\n")
 					sort.Strings(lines)

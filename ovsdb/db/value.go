@@ -89,6 +89,15 @@ func (e *Error) Error() string {
 	return e.Name + ": " + e.Details
 }
 
+// Text renders the error as OVS's ovsdb_error_to_string does: the
+// offending JSON first, if any.
+func (e *Error) Text() string {
+	if e.Syntax == nil {
+		return e.Error()
+	}
+	return "syntax \"" + compactString(e.Syntax) + "\": " + e.Error()
+}
+
 // MarshalJSON encodes the error object.
 func (e *Error) MarshalJSON() ([]byte, error) {
 	m := map[string]any{"error": e.Name}

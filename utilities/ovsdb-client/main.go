@@ -36,22 +36,28 @@ type command struct {
 	min, max int
 	needDB   bool
 	run      func(c *client, args []string)
+	// ownDial commands connect when they are ready to (wait retries).
+	ownDial bool
 }
 
 var commands = map[string]*command{
-	"list-dbs":           {0, 0, false, cmdListDbs},
-	"get-schema":         {0, 0, true, cmdGetSchema},
-	"get-schema-version": {0, 0, true, cmdGetSchemaVersion},
-	"list-tables":        {0, 0, true, cmdListTables},
-	"list-columns":       {0, 1, true, cmdListColumns},
-	"transact":           {1, 1, false, cmdTransact},
-	"query":              {1, 1, false, cmdQuery},
-	"dump":               {0, maxInt, true, cmdDump},
+	"list-dbs":           {0, 0, false, cmdListDbs, false},
+	"get-schema":         {0, 0, true, cmdGetSchema, false},
+	"get-schema-version": {0, 0, true, cmdGetSchemaVersion, false},
+	"list-tables":        {0, 0, true, cmdListTables, false},
+	"list-columns":       {0, 1, true, cmdListColumns, false},
+	"transact":           {1, 1, false, cmdTransact, false},
+	"query":              {1, 1, false, cmdQuery, false},
+	"dump":               {0, maxInt, true, cmdDump, false},
+	"monitor":            {1, maxInt, true, cmdMonitor, false},
+	"monitor-cond":       {2, maxInt, true, cmdMonitorCond, false},
+	"needs-conversion":   {1, 1, false, cmdNeedsConversion, true},
+	"convert":            {1, 1, false, cmdConvert, true},
+	"wait":               {2, 2, false, cmdWait, true},
 }
 
 // unsupported are OVS's commands this client refuses rather than half-does.
-var unsupported = []string{"monitor", "monitor-cond", "monitor-cond-since", "backup", "restore", "wait",
-	"convert", "needs-conversion", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
+var unsupported = []string{"monitor-cond-since", "backup", "restore", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
 
 const maxInt = int(^uint(0) >> 1)
 
@@ -61,6 +67,8 @@ type client struct {
 	db     string
 	style  dbtext.Style
 	out    *dbtext.Printer
+	// timestamp puts the time above each table monitor prints.
+	timestamp bool
 }
 
 func isRemote(s string) bool {
@@ -105,6 +113,8 @@ func main() {
 			}
 		case "--no-headings":
 			c.style.NoHeadings = true
+		case "--timestamp":
+			c.timestamp = true
 		case "--pretty":
 			c.style.Pretty = true
 		case "--bare":
@@ -137,23 +147,25 @@ func main() {
 		die("unknown command '%s'; use --help for help", name)
 	}
 	c.remote = defaultRemote()
-	if len(args) > 0 && isRemote(args[0]) {
+	// wait's server is positional, as in OVS: only its third argument
+	// from the end is one.
+	if len(args) > 0 && isRemote(args[0]) && (name != "wait" || len(args) > 2) {
 		c.remote = args[0]
 		args = args[1:]
 	}
-	conn, err := ovsdbc.Dial(c.remote)
-	if err != nil {
-		die("failed to connect to \"%s\" (%s)", c.remote, ovsdbc.Errno(err))
+	if !cmd.ownDial {
+		c.dial()
 	}
-	c.conn = conn
 	if cmd.needDB {
 		c.db = "Open_vSwitch"
 		var dbs []string
-		raw, err := conn.Call("list_dbs", []any{})
+		raw, err := c.conn.Call("list_dbs", []any{})
 		if err == nil {
 			json.Unmarshal(raw, &dbs)
 		}
-		if len(args) > 0 {
+		// An argument names the database only if the command has more
+		// than it needs without it, as in OVS's open_rpc.
+		if len(args) > cmd.min {
 			for _, d := range dbs {
 				if d == args[0] {
 					c.db = d
@@ -168,6 +180,15 @@ func main() {
 	}
 	c.out = &dbtext.Printer{W: os.Stdout, Style: c.style}
 	cmd.run(c, args)
+}
+
+// dial connects to the server or dies, as OVS's open_jsonrpc.
+func (c *client) dial() {
+	conn, err := ovsdbc.Dial(c.remote)
+	if err != nil {
+		die("failed to connect to \"%s\" (%s)", c.remote, ovsdbc.Errno(err))
+	}
+	c.conn = conn
 }
 
 func (c *client) call(method string, params any) json.RawMessage {
@@ -360,18 +381,7 @@ func parseTxn(s string) []json.RawMessage {
 }
 
 func cmdTransact(c *client, args []string) {
-	fmt.Println(sortedJSON(c.call("transact", parseTxn(args[0]))))
-}
-
-// sortedJSON re-encodes raw compactly with object keys sorted.
-func sortedJSON(raw []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return string(raw)
-	}
-	return compact(v)
+	fmt.Println(dbtext.SortedJSON(c.call("transact", parseTxn(args[0]))))
 }
 
 // cmdQuery is transact with an abort at the end, so nothing is committed.
@@ -384,7 +394,7 @@ func cmdQuery(c *client, args []string) {
 		res = res[:n]
 	}
 	out, _ := json.Marshal(res)
-	fmt.Println(sortedJSON(out))
+	fmt.Println(dbtext.SortedJSON(out))
 }
 
 func cmdDump(c *client, args []string) {

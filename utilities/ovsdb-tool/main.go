@@ -30,6 +30,7 @@ import (
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/server"
 	"github.com/govs/govs/ovsdb/storage"
+	"github.com/govs/govs/utilities/internal/ovsdbc"
 )
 
 const (
@@ -222,14 +223,9 @@ func (s schemaInfo) field(f string) string {
 // readSchema reads and checks a schema file.
 func readSchema(path string) (*db.Schema, schemaInfo, error) {
 	var info schemaInfo
-	data, err := os.ReadFile(path)
+	s, data, err := ovsdbc.ReadSchema(path)
 	if err != nil {
-		return nil, info, failf("failed to read schema: \"%s\" could not be read as JSON (error opening \"%s\": %s)",
-			path, path, daemon.Strerror(err))
-	}
-	s, err := db.ParseSchema(data)
-	if err != nil {
-		return nil, info, failf("failed to parse \"%s\" as ovsdb schema: %v", path, err)
+		return nil, info, failf("%v", err)
 	}
 	json.Unmarshal(data, &info)
 	return s, info, nil

@@ -2,6 +2,7 @@ package dbtext
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -71,27 +72,55 @@ func (s *Style) ParseCellFormat(f string) error {
 	return nil
 }
 
-// Cell is one table cell: fixed text, or a datum of a type.
+// Cell is one table cell: fixed text, a datum of a type, a value as the
+// server sent it (Raw), or nothing (the zero Cell: empty text, JSON null).
 type Cell struct {
 	Text    string
 	HasText bool
 	Datum   db.Datum
 	Type    *db.ColumnType // nil for a text cell
+	Raw     json.RawMessage
 }
 
 // DatumCell returns a cell holding d.
 func DatumCell(d db.Datum, t *db.ColumnType) Cell { return Cell{Datum: d, Type: t} }
 
+// JSONCell returns a cell holding a value as the server sent it: it prints
+// as a datum of type t where it parses as one, else as its JSON, as OVS's
+// cell_to_text does.
+func JSONCell(raw json.RawMessage, t *db.ColumnType) Cell { return Cell{Raw: raw, Type: t} }
+
 // TextCell returns a cell holding fixed text.
 func TextCell(s string) Cell { return Cell{Text: s, HasText: true} }
 
 func (c *Cell) json() []byte {
+	switch {
+	case c.HasText:
+		return []byte(QuoteJSON(c.Text))
+	case c.Raw != nil:
+		return []byte(SortedJSON(c.Raw))
+	case c.Type == nil:
+		return []byte("null")
+	}
 	return db.AppendDatumJSON(nil, c.Datum, c.Type.IsMap())
 }
 
 func (c *Cell) text(st *Style) string {
-	if c.HasText || c.Type == nil {
+	if c.HasText || (c.Type == nil && c.Raw == nil) {
 		return c.Text
+	}
+	if c.Raw != nil {
+		if st.Cell == CellJSON || c.Type == nil {
+			return SortedJSON(c.Raw)
+		}
+		d, err := db.ParseDatum(c.Type, c.Raw, nil)
+		if err != nil {
+			return SortedJSON(c.Raw)
+		}
+		if st.Cell == CellBare {
+			return DatumBare(d, c.Type)
+		}
+		return DatumString(d, c.Type)
 	}
 	switch st.Cell {
 	case CellJSON:
@@ -104,9 +133,11 @@ func (c *Cell) text(st *Style) string {
 
 // Table is a table of cells with column headings.
 type Table struct {
-	Caption  string
-	Headings []string
-	Rows     [][]Cell
+	// Timestamp, if set, is printed above the caption ("time" in JSON).
+	Timestamp string
+	Caption   string
+	Headings  []string
+	Rows      [][]Cell
 }
 
 // Printer prints tables; like OVS, it separates the tables it prints in
@@ -127,6 +158,12 @@ func (p *Printer) Print(t *Table) {
 			b.WriteByte('\n')
 		}
 		p.n++
+	}
+	if t.Timestamp != "" && st.Format != FormatJSON {
+		b.WriteString(t.Timestamp + "\n")
+	}
+	switch st.Format {
+	case FormatTable, FormatList, FormatCSV:
 		if t.Caption != "" {
 			b.WriteString(t.Caption + "\n")
 		}
@@ -155,7 +192,8 @@ func (p *Printer) Print(t *Table) {
 					fmt.Fprintf(&l, "%-*s", widths[x], c)
 				}
 			}
-			b.WriteString(l.String() + "\n")
+			// OVS trims every line's trailing spaces.
+			b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
 		}
 		if !st.NoHeadings {
 			line(t.Headings)
@@ -249,11 +287,7 @@ func (p *Printer) Print(t *Table) {
 				if x > 0 {
 					j.WriteByte(',')
 				}
-				if r[x].HasText || r[x].Type == nil {
-					j.WriteString(QuoteJSON(r[x].Text))
-				} else {
-					j.Write(r[x].json())
-				}
+				j.Write(r[x].json())
 			}
 			j.WriteByte(']')
 		}
@@ -264,7 +298,11 @@ func (p *Printer) Print(t *Table) {
 			}
 			j.WriteString(QuoteJSON(h))
 		}
-		j.WriteString("]}")
+		j.WriteByte(']')
+		if t.Timestamp != "" {
+			j.WriteString(`,"time":` + QuoteJSON(t.Timestamp))
+		}
+		j.WriteByte('}')
 		if st.Pretty {
 			b.WriteString(PrettyJSON(j.Bytes()))
 		} else {
@@ -273,6 +311,22 @@ func (p *Printer) Print(t *Table) {
 		b.WriteByte('\n')
 	}
 	p.W.Write(b.Bytes())
+}
+
+// SortedJSON re-encodes raw compactly with object keys sorted, as OVS
+// serializes with JSSF_SORT; raw that does not parse is returned as is.
+func SortedJSON(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func csvCell(s string) string {
