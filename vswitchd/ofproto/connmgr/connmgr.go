@@ -258,3 +258,25 @@ func (m *Manager) generation() uint64 {
 	}
 	return m.electionID
 }
+
+// PacketIn sends pi to every connection with its controller ID whose role
+// and asynchronous configuration want it (ofproto.PacketInSink), as OVS's
+// connmgr_send_async_msg: unbuffered, cut to the controller action's
+// max_len for OFPR_ACTION and to the connection's miss_send_len for the
+// other reasons.
+func (m *Manager) PacketIn(pi *ofp.PacketIn) {
+	m.SendAsync(ofp.AsyncPacketIn, pi.WireReason(ofp.V13), func(t AsyncTarget) []byte {
+		if t.ControllerID != pi.ControllerID {
+			return nil
+		}
+		out := *pi
+		limit := t.MissSendLen
+		if pi.WireReason(t.Version) == ofp.PacketInAction {
+			limit = pi.MaxLen
+		}
+		if len(out.Data) > int(limit) {
+			out.Data = out.Data[:limit]
+		}
+		return ofp.EncodePacketIn(t.Version, t.PacketInFormat, &out)
+	})
+}
