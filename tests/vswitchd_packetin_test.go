@@ -73,3 +73,49 @@ func TestOpenFlowPacketIn(t *testing.T) {
 		t.Logf("monitor %v:\n%s", args, got)
 	}
 }
+
+// rxPackets is eth0's received packet count in ns.
+func rxPackets(t *testing.T, ns *vswNS) string {
+	t.Helper()
+	out := ns.mustExec("cat", "/sys/class/net/eth0/statistics/rx_packets")
+	return strings.TrimSpace(out)
+}
+
+// TestOpenFlowPacketOut: `ovs-ofctl packet-out` gives the same output and
+// exit status as on Debian's ovs-vswitchd, for outputs to a port, to the
+// tables and refused requests, and the frame reaches the namespace.
+func TestOpenFlowPacketOut(t *testing.T) {
+	deb := startDebianSwitch(t)
+	deb.setUp("gqpd", "10.77.0")
+	govs := startGovsSwitch(t)
+	govs.setUp("gqpo", "10.77.0")
+	// An ARP request from a for b's address.
+	frame := "ffffffffffff020000770001080600010800060400010200007700010a4d00010000000000000a4d0002"
+	for _, s := range []*ofSwitch{deb, govs} {
+		if out, rc := s.ofctl("del-flows", s.br); rc != 0 {
+			t.Fatal(out)
+		}
+		if out, rc := s.ofctl("add-flow", s.br, "in_port=3,actions=output:2"); rc != 0 {
+			t.Fatal(out)
+		}
+	}
+	for _, req := range []string{"in_port=1 packet=" + frame + " actions=output:2",
+		"in_port=3 packet=" + frame + " actions=table",
+		"in_port=CONTROLLER packet=" + frame + " actions=output:2",
+		"in_port=LOCAL packet=" + frame + " actions=output:2,output:1",
+		"in_port=1 packet=" + frame + " actions=mod_dl_src:02:00:00:00:00:09,output:2",
+		"in_port=1 packet=" + frame + " actions=set_field:10.0.0.9->ip_src,output:2"} {
+		for _, version := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+			before := rxPackets(t, govs.b)
+			want, wantRC := deb.ofctl("-O", version, "packet-out", deb.br, req)
+			got, gotRC := govs.ofctl("-O", version, "packet-out", govs.br, req)
+			if gotRC != wantRC || govs.normalizeOfctl(got) != deb.normalizeOfctl(want) {
+				t.Errorf("packet-out %s %q: exit %d:\n%s\nDebian's: exit %d:\n%s", version, req, gotRC, got, wantRC, want)
+			}
+			t.Logf("packet-out %s %q: exit %d %s", version, req, gotRC, strings.TrimSpace(got))
+			if gotRC == 0 {
+				vswWait(t, vswTimeout, "the frame in namespace b", func() bool { return rxPackets(t, govs.b) != before })
+			}
+		}
+	}
+}

@@ -31,6 +31,8 @@ type ofState struct {
 	indent           int
 	// rule is the rule whose actions run (nil before the first lookup).
 	rule *rule
+	// packetOut: the actions are a packet-out's.
+	packetOut bool
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -315,6 +317,10 @@ func (x *xlate) ofOutput(no uint32) {
 		x.output(in)
 	case ofp.PortController:
 		x.controller(ofp.PacketInAction, 0xffff, 0)
+	case portTable:
+		if x.of.packetOut {
+			x.table(0)
+		}
 	case ofp.PortFlood, ofp.PortAll:
 		for _, p := range s.ports {
 			// OFPPC_NO_FLOOD leaves a port out of FLOOD, not ALL.

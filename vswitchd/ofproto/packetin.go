@@ -55,6 +55,9 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16) {
 	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow}
 	c.meta.Key = flow.Key{}
 	c.meta.InPort = s.flow.InPort
+	if s.rule == nil && s.packetOut && reason == ofp.PacketInAction {
+		c.reason = ofp.PacketInPacketOut
+	}
 	if r := s.rule; r != nil {
 		c.table, c.cookie = r.table, r.cookie
 		c.explicitMiss = r.priority == 0 && r.match.Mask == (ofp.Flow{})

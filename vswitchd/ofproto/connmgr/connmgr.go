@@ -53,6 +53,12 @@ type PortModifier interface {
 	ModifyPort(m *ofp.PortMod) *ofp.Error
 }
 
+// PacketOuter is a Source that executes packet-outs.
+type PacketOuter interface {
+	// PacketOut executes po, or returns the error to refuse it with.
+	PacketOut(po *ofp.PacketOut) *ofp.Error
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
 	Errorf(format string, args ...any)
