@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,4 +119,20 @@ func TestOpenFlowPacketOut(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOpenFlowTestcontrollerSwitch: with fail_mode=secure the bridge
+// forwards only what Debian's ovs-testcontroller, a learning switch over
+// PACKET_IN, PACKET_OUT and FLOW_MOD, tells it to: two namespaces ping.
+func TestOpenFlowTestcontrollerSwitch(t *testing.T) {
+	e := vswNewEnv(t)
+	a := vswAddPrefixedNS(t, "gotc", "a", "10.75.0.1/24")
+	b := vswAddPrefixedNS(t, "gotc", "b", "10.75.0.2/24")
+	port := ovsdbFreePort(t)
+	startTestcontroller(t, e.dir, port)
+	e.mustVsctl("add-br", "gotc0", "--", "set", "bridge", "gotc0", "fail_mode=secure",
+		"--", "add-port", "gotc0", a.Host, "--", "add-port", "gotc0", b.Host,
+		"--", "set-controller", "gotc0", fmt.Sprintf("tcp:127.0.0.1:%d", port))
+	a.waitPing("10.75.0.2")
+	b.waitPing("10.75.0.1")
 }
