@@ -88,7 +88,7 @@ func (pi *PacketIn) metadataMatch() Match {
 		f.PktMark, mk.PktMark = md.PktMark, ^uint32(0)
 	}
 	if md.CtState != 0 {
-		f.CtState, mk.CtState = md.CtState, ^uint32(0)
+		f.CtState, mk.CtState = md.CtState, ^uint8(0)
 	}
 	if md.CtZone != 0 {
 		f.CtZone, mk.CtZone = md.CtZone, ^uint16(0)
