@@ -32,6 +32,10 @@ const (
 	// with recirc_id RecircID and its ct_* metadata in the key; it ends
 	// the packet's actions.
 	ActionRecirc
+	// ActionUserspace hands a copy of the packet, as the actions before
+	// it left it, to the Upcaller's UserspaceHandler with Cookie (OVS's
+	// userspace action, as the controller action uses it).
+	ActionUserspace
 )
 
 // Action is one datapath action, in the sense of OVS's ODP actions
@@ -46,6 +50,8 @@ type Action struct {
 	TPID, TCI uint16
 	// RecircID is an ActionRecirc's recirculation ID.
 	RecircID uint32
+	// Cookie is an ActionUserspace's cookie, the Upcaller's to interpret.
+	Cookie uint32
 	// CT is an ActionCT's arguments; the action list owns it, the
 	// datapath never changes it.
 	CT *conntrack.Action
@@ -63,10 +69,14 @@ func CTClear() Action { return Action{Kind: ActionCTClear} }
 // Recirc returns the action that recirculates the packet with id.
 func Recirc(id uint32) Action { return Action{Kind: ActionRecirc, RecircID: id} }
 
+// Userspace returns the action that hands the packet to the Upcaller's
+// UserspaceHandler with cookie.
+func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cookie: cookie} }
+
 // Equal reports whether a and b are the same action (a ct action's
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
-	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID ||
+	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie ||
 		a.Field != b.Field || a.Val != b.Val {
 		return false
 	}
@@ -160,6 +170,8 @@ func (a Action) String() string {
 		return "ct_clear"
 	case ActionRecirc:
 		return "recirc(" + hexAlt(uint64(a.RecircID)) + ")"
+	case ActionUserspace:
+		return "userspace(pid=0,controller(cookie=" + strconv.FormatUint(uint64(a.Cookie), 10) + "))"
 	case ActionCT:
 		if a.CT != nil {
 			return formatCT(a.CT)

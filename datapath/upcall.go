@@ -48,6 +48,15 @@ type Revalidator interface {
 	Run()
 }
 
+// UserspaceHandler is implemented by an Upcaller whose translations emit
+// ActionUserspace: the datapath calls Userspace, from the goroutine
+// executing the actions, for every packet that reaches such an action,
+// with the action's cookie and the packet as the actions before it left
+// it. It must not keep or modify p, and must not block for long.
+type UserspaceHandler interface {
+	Userspace(cookie uint32, p *packet.Packet)
+}
+
 // Upcall is one miss, or one installed flow being revalidated.
 type Upcall struct {
 	// Key is the packet's flow key.

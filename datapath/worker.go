@@ -114,6 +114,7 @@ type op struct {
 	kind      ActionKind
 	tpid, tci uint16
 	recirc    uint32
+	cookie    uint32
 	port      *dpPort
 	ct        *conntrack.Action
 	field     SetField
@@ -155,6 +156,8 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind})
 		case ActionRecirc:
 			ops = append(ops, op{kind: a.Kind, recirc: a.RecircID})
+		case ActionUserspace:
+			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie})
 		case ActionSet:
 			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
 		}
@@ -162,7 +165,7 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 	// Header changes after the last output are lost work; a ct (a
 	// commit) and a recirculation are not.
 	for len(ops) > 0 {
-		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT {
+		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace {
 			break
 		}
 		ops = ops[:len(ops)-1]
@@ -827,6 +830,18 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 			}
 		case ActionCTClear:
 			clear(mds)
+		case ActionUserspace:
+			box := w.dp.upcaller.Load()
+			if box == nil {
+				break
+			}
+			if h, ok := box.u.(UserspaceHandler); ok {
+				for _, p := range pkts {
+					if p != nil {
+						h.Userspace(o.cookie, p)
+					}
+				}
+			}
 		case ActionRecirc:
 			for k, p := range pkts {
 				if p != nil {

@@ -42,6 +42,8 @@ type OFBridge interface {
 	// SetFailOpen turns OVS's fail-open on or off: while on, every
 	// packet takes the NORMAL pipeline whatever the tables hold.
 	SetFailOpen(open bool)
+	// PacketOut executes an OFPT_PACKET_OUT.
+	PacketOut(po *ofp.PacketOut) *ofp.Error
 }
 
 // Devices opens the ports' devices and reads the kernel interfaces' state.

@@ -330,6 +330,15 @@ func (o ofSource) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	return of.FlowMod(fm)
 }
 
+// PacketOut executes an OFPT_PACKET_OUT on the bridge.
+func (o ofSource) PacketOut(po *ofp.PacketOut) *ofp.Error {
+	of := o.of()
+	if of == nil {
+		return &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
+	}
+	return of.PacketOut(po)
+}
+
 // Barrier waits for earlier flow changes to be in effect.
 func (o ofSource) Barrier() {
 	if of := o.of(); of != nil {

@@ -67,15 +67,16 @@ type fakeOF struct {
 	cfgs []ofproto.BridgeConfig
 }
 
-func (f *fakeOF) Reconfigure(c ofproto.BridgeConfig) { f.cfgs = append(f.cfgs, c) }
-func (f *fakeOF) FDBShow() string                    { return " port  VLAN  MAC                Age\n" }
-func (f *fakeOF) FDBFlush()                          {}
-func (f *fakeOF) FDBStatsShow() string               { return "" }
-func (f *fakeOF) FlowMod(*ofp.FlowMod) *ofp.Error    { return &ofp.Error{Errno: ofp.EPerm} }
-func (f *fakeOF) Flows() []ofp.FlowStats             { return nil }
-func (f *fakeOF) Barrier()                           {}
-func (f *fakeOF) SetAsync(ofproto.AsyncSink)         {}
-func (f *fakeOF) SetFailOpen(bool)                   {}
+func (f *fakeOF) Reconfigure(c ofproto.BridgeConfig)  { f.cfgs = append(f.cfgs, c) }
+func (f *fakeOF) FDBShow() string                     { return " port  VLAN  MAC                Age\n" }
+func (f *fakeOF) FDBFlush()                           {}
+func (f *fakeOF) FDBStatsShow() string                { return "" }
+func (f *fakeOF) FlowMod(*ofp.FlowMod) *ofp.Error     { return &ofp.Error{Errno: ofp.EPerm} }
+func (f *fakeOF) Flows() []ofp.FlowStats              { return nil }
+func (f *fakeOF) Barrier()                            {}
+func (f *fakeOF) SetAsync(ofproto.AsyncSink)          {}
+func (f *fakeOF) PacketOut(*ofp.PacketOut) *ofp.Error { return nil }
+func (f *fakeOF) SetFailOpen(bool)                    {}
 
 type fakeBacker struct{ brs map[string]*fakeOF }
 

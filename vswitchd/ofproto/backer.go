@@ -39,6 +39,9 @@ type Backer struct {
 
 	mu      sync.Mutex // guards bridges; serializes reconfiguration and publish
 	bridges map[string]*Bridge
+
+	pinMu sync.Mutex // serializes additions to pins
+	pins  pins
 }
 
 // index is the immutable view translations start from: every bridge's

@@ -182,6 +182,8 @@ type Bridge struct {
 	// failOpen is OVS's fail-open: every packet takes NORMAL, as the
 	// fail-open rule OVS adds above all others (fail-open.c).
 	failOpen atomic.Bool
+	// pinSink receives packet-ins (nil: none).
+	pinSink atomic.Pointer[pinSinkBox]
 
 	flowMu sync.Mutex // serializes changes to tables; guards the fields below
 	// failSecure is whether the tables were last reset without the

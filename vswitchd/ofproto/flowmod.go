@@ -13,10 +13,12 @@ type AsyncSink interface {
 	FlowRemoved(f *ofp.FlowRemoved)
 }
 
-// SetAsync makes s receive the bridge's FLOW_REMOVED messages; nil stops.
+// SetAsync makes s receive the bridge's FLOW_REMOVED messages, and its
+// packet-ins if s is a PacketInSink; nil stops.
 func (br *Bridge) SetAsync(s AsyncSink) {
 	br.flowMu.Lock()
 	br.async = s
+	br.setPacketInSink(s)
 	br.flowMu.Unlock()
 }
 

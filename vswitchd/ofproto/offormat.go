@@ -89,6 +89,11 @@ func formatAction(a *ofp.Action) string {
 		return "output:" + ofPortString(a.Port)
 	case ofp.ActOutputReg:
 		return "output:" + formatRef(a.Src)
+	case ofp.ActController:
+		if a.Reason == ofp.PacketInAction && a.ControllerID == 0 {
+			return fmt.Sprintf("CONTROLLER:%d", a.MaxLen)
+		}
+		return fmt.Sprintf("controller(reason=%s,max_len=%d,id=%d)", pinReasonName(a.Reason), a.MaxLen, a.ControllerID)
 	case ofp.ActResubmit:
 		port := ""
 		if a.Port != ofp.PortInPort {
@@ -156,4 +161,24 @@ func FormatFlowBrief(f *ofp.FlowStats) string {
 		b.WriteString(formatAction(&f.Actions[i]))
 	}
 	return b.String()
+}
+
+// pinReasonName names a packet-in reason as OVS's
+// ofputil_packet_in_reason_to_string.
+func pinReasonName(r uint8) string {
+	switch r {
+	case ofp.PacketInNoMatch:
+		return "no_match"
+	case ofp.PacketInAction:
+		return "action"
+	case ofp.PacketInInvalidTTL:
+		return "invalid_ttl"
+	case ofp.PacketInActionSet:
+		return "action_set"
+	case ofp.PacketInGroup:
+		return "group"
+	case ofp.PacketInPacketOut:
+		return "packet_out"
+	}
+	return fmt.Sprint(r)
 }

@@ -29,6 +29,10 @@ type ofState struct {
 	resubmits, depth int
 	exit             bool
 	indent           int
+	// rule is the rule whose actions run (nil before the first lookup).
+	rule *rule
+	// packetOut: the actions are a packet-out's.
+	packetOut bool
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -116,6 +120,7 @@ func (x *xlate) table(id uint8) {
 				r.stats.packets.Add(1)
 			}
 		}
+		x.of.rule = r
 		next, ok := x.ofActions(r.actions, id)
 		if !ok || x.of.exit {
 			return
@@ -240,6 +245,8 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 			break
 		}
 		f.NwTTL--
+	case ofp.ActController:
+		x.controller(a.Reason, a.MaxLen, a.ControllerID)
 	case ofp.ActExit:
 		x.of.exit = true
 	case ofp.ActCTClear:
@@ -290,7 +297,9 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 		x.of.depth++
 	}
 	x.of.indent++
+	savedRule := x.of.rule
 	x.table(table)
+	x.of.rule = savedRule
 	x.of.indent--
 	if deeper {
 		x.of.depth--
@@ -307,6 +316,12 @@ func (x *xlate) ofOutput(no uint32) {
 		x.normal(in)
 	case ofp.PortInPort:
 		x.output(in)
+	case ofp.PortController:
+		x.controller(ofp.PacketInAction, 0xffff, 0)
+	case portTable:
+		if x.of.packetOut {
+			x.table(0)
+		}
 	case ofp.PortFlood, ofp.PortAll:
 		for _, p := range s.ports {
 			// OFPPC_NO_FLOOD leaves a port out of FLOOD, not ALL.
@@ -348,8 +363,6 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			return &ofp.Error{Errno: ofp.InvalidMeter, Detail: "no such meter"}
 		case ofp.ActWriteActions:
 			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
-		case ofp.ActController:
-			return &ofp.Error{Errno: ofp.BadOutPort, Detail: "output to the controller is not supported"}
 		case ofp.ActGotoTable:
 			if a.Table <= table || int(a.Table) >= NumTables {
 				return &ofp.Error{Errno: ofp.InstBadTableID, Detail: "goto_table must go forward"}

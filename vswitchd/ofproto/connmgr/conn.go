@@ -442,6 +442,17 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		return nil, nil
 	case *ofp.StatsRequest:
 		return c.stats(m)
+	case *ofp.PacketOut:
+		po, ok := c.m.src.(PacketOuter)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadType, Name: "OFPT_PACKET_OUT", Detail: "not supported"}
+		}
+		if err := po.PacketOut(m); err != nil {
+			// As for flow mods, OVS echoes a refused packet-out whole.
+			err.EchoAll = true
+			return nil, err
+		}
+		return nil, nil
 	case *ofp.PortMod:
 		pm, ok := c.m.src.(PortModifier)
 		if !ok {

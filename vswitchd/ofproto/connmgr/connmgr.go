@@ -53,6 +53,12 @@ type PortModifier interface {
 	ModifyPort(m *ofp.PortMod) *ofp.Error
 }
 
+// PacketOuter is a Source that executes packet-outs.
+type PacketOuter interface {
+	// PacketOut executes po, or returns the error to refuse it with.
+	PacketOut(po *ofp.PacketOut) *ofp.Error
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
 	Errorf(format string, args ...any)
@@ -95,7 +101,17 @@ type Manager struct {
 	electionID   uint64
 	haveElection bool
 	closed       bool
+
+	// pinQ queues packet-ins for sendPacketIns, so that a slow
+	// connection never stalls the datapath; pinDone ends it.
+	pinQ     chan *ofp.PacketIn
+	pinDone  chan struct{}
+	pinDrops atomic.Uint64
 }
+
+// pinQueueLen is how many packet-ins may wait for slow connections before
+// more are dropped (OVS's rconn_send_with_limit allows 100 per connection).
+const pinQueueLen = 256
 
 // SocketMode is the management socket's permission bits, as OVS's.
 const SocketMode = 0o750
@@ -108,11 +124,13 @@ func Listen(bridge, path string, src Source, log Logger) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{bridge: bridge, path: path, rundir: filepath.Dir(path), src: src, log: log, rlog: log, ln: ln,
-		conns: map[*conn]struct{}{}, services: map[string]*service{}}
+		conns: map[*conn]struct{}{}, services: map[string]*service{},
+		pinQ: make(chan *ofp.PacketIn, pinQueueLen), pinDone: make(chan struct{})}
 	m.versions.Store(uint32(ofp.AllVersions))
 	m.failMode.Store(true)
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.accept()
+	go m.sendPacketIns()
 	return m, nil
 }
 
@@ -160,6 +178,7 @@ func (m *Manager) Close() {
 		return
 	}
 	m.closed = true
+	close(m.pinDone)
 	conns := make([]*conn, 0, len(m.conns))
 	for c := range m.conns {
 		conns = append(conns, c)
@@ -257,4 +276,49 @@ func (m *Manager) generation() uint64 {
 		return 0
 	}
 	return m.electionID
+}
+
+// PacketIn sends pi to every connection with its controller ID whose role
+// and asynchronous configuration want it (ofproto.PacketInSink), as OVS's
+// connmgr_send_async_msg: unbuffered, cut to the controller action's
+// max_len for OFPR_ACTION and to the connection's miss_send_len for the
+// other reasons.
+func (m *Manager) PacketIn(pi *ofp.PacketIn) {
+	select {
+	case m.pinQ <- pi:
+	default:
+		if n := m.pinDrops.Add(1); n&(n-1) == 0 {
+			m.log.Infof("%s: dropping packet-in due to queue overflow (%d dropped)", m.bridge, n)
+		}
+	}
+}
+
+// sendPacketIns sends the queued packet-ins until Close.
+func (m *Manager) sendPacketIns() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.pinDone:
+			return
+		case pi := <-m.pinQ:
+			m.sendPacketIn(pi)
+		}
+	}
+}
+
+func (m *Manager) sendPacketIn(pi *ofp.PacketIn) {
+	m.SendAsync(ofp.AsyncPacketIn, pi.WireReason(ofp.V13), func(t AsyncTarget) []byte {
+		if t.ControllerID != pi.ControllerID {
+			return nil
+		}
+		out := *pi
+		limit := t.MissSendLen
+		if pi.WireReason(t.Version) == ofp.PacketInAction {
+			limit = pi.MaxLen
+		}
+		if len(out.Data) > int(limit) {
+			out.Data = out.Data[:limit]
+		}
+		return ofp.EncodePacketIn(t.Version, t.PacketInFormat, &out)
+	})
 }

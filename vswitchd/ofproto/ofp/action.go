@@ -310,7 +310,7 @@ var fixed11 = map[uint16]int{at11PushVLAN: 8, at11PopVLAN: 8, at11Group: 8, at11
 
 func outputAction(port uint32, maxLen uint16) (Action, *Error) {
 	if port == PortController {
-		return Action{Type: ActController, Port: port, MaxLen: maxLen}, nil
+		return Action{Type: ActController, Port: port, MaxLen: maxLen, Reason: PacketInAction}, nil
 	}
 	if port >= PortMax && port != PortInPort && port != PortNormal && port != PortFlood && port != PortAll &&
 		port != PortLocal && port != 0xfffffff9 {
@@ -737,7 +737,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 	start := len(b)
 	switch a.Type {
 	case ActOutput, ActController:
-		if a.Type == ActController && (a.Reason != 0 || a.ControllerID != 0) {
+		if a.Type == ActController && (a.Reason != PacketInAction || a.ControllerID != 0) {
 			b = nxActionHeader(b, 16, nxastController)
 			b = put16(b, a.MaxLen)
 			b = put16(b, a.ControllerID)

@@ -65,6 +65,8 @@ const (
 	PortModBadPort   // OFPPMFC_BAD_PORT
 	PortModBadHWAddr // OFPPMFC_BAD_HW_ADDR
 	PortModBadConfig // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
+	BufferUnknown    // OFPBRC_BUFFER_UNKNOWN
+	BadPort          // OFPBRC_BAD_PORT
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
@@ -86,7 +88,8 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	FlowModTableFull: "OFPFMFC_TABLE_FULL", FlowModBadTableID: "OFPFMFC_BAD_TABLE_ID", FlowModOverlap: "OFPFMFC_OVERLAP",
 	FlowModBadCommand: "OFPFMFC_BAD_COMMAND", FlowModBadFlags: "OFPFMFC_BAD_FLAGS",
 	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED",
-	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG"}
+	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
+	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT"}
 
 func (e Errno) String() string {
 	if int(e) < len(errnoNames) && errnoNames[e] != "" {
@@ -162,6 +165,8 @@ func init() {
 		PortModBadPort:      {std(4, 0), std(7, 0), std(7, 0), std(7, 0), std(7, 0), std(7, 0)},
 		PortModBadHWAddr:    {std(4, 1), std(7, 1), std(7, 1), std(7, 1), std(7, 1), std(7, 1)},
 		PortModBadConfig:    {std(4, 2), std(7, 2), std(7, 2), std(7, 2), std(7, 2), std(7, 2)},
+		BufferUnknown:       {std(1, 8), std(1, 8), std(1, 8), std(1, 8), std(1, 8), std(1, 8)},
+		BadPort:             {nx(1, 514), nx(1, 514), std(1, 11), std(1, 11), std(1, 11), std(1, 11)},
 	} {
 		errCodes[e] = c
 	}

@@ -175,7 +175,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 		if nx {
 			field(FieldInPort)
 		} else {
-			put(nxmHeader(classOXM, 0, 4), 4, binary.BigEndian.AppendUint32(nil, k.InPort), ones)
+			put(nxmHeader(classOXM, 0, 4), 4, binary.BigEndian.AppendUint32(nil, k.InPort), ones[:4])
 		}
 	}
 	field(FieldEthDst)

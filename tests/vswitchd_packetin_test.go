@@ -1,0 +1,138 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// firstPacketIn starts `ovs-ofctl monitor` on s's bridge with args, makes
+// namespace a send ARP requests (a ping to an address nobody has) until
+// one is reported, and returns the first report, normalised.
+func (s *ofSwitch) firstPacketIn(args ...string) string {
+	s.t.Helper()
+	out := filepath.Join(s.dir, "monitor.out")
+	f, err := os.Create(out)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(vswOfctl, append(args, "monitor", s.br, "65534")...)
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+s.dir)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	var report string
+	vswWait(s.t, vswTimeout, "a packet-in on "+s.br, func() bool {
+		s.a.ping("10.77.0.9", 1)
+		b, _ := os.ReadFile(out)
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
+			if strings.Contains(l, "PACKET_IN") && i+2 < len(lines) && lines[i+1] != "" {
+				report = l + "\n" + lines[i+1]
+				return true
+			}
+		}
+		return false
+	})
+	return s.normalizeOfctl(report)
+}
+
+// TestOpenFlowPacketIn: a flow's controller action reaches `ovs-ofctl
+// monitor` with the same report (reason, table, cookie, registers,
+// in_port, frame) as Debian's ovs-vswitchd gives for the same flow and
+// frame, in the Nicira and the OpenFlow 1.3 packet-in formats.
+func TestOpenFlowPacketIn(t *testing.T) {
+	deb := startDebianSwitch(t)
+	deb.setUp("gopd", "10.77.0")
+	govs := startGovsSwitch(t)
+	govs.setUp("gopo", "10.77.0")
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.a.mustExec("ip", "link", "set", "eth0", "address", "02:00:00:77:00:01")
+		for _, flow := range []string{"cookie=0x7,table=0,arp,actions=load:0x5->NXM_NX_REG1[],resubmit(,3)",
+			"table=3,priority=0,actions=controller"} {
+			if out, rc := s.ofctl("add-flow", s.br, flow); rc != 0 {
+				t.Fatalf("add-flow %s: %s", flow, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"-P", "nxt_packet_in"}, {"-O", "OpenFlow13"}} {
+		want := deb.firstPacketIn(args...)
+		got := govs.firstPacketIn(args...)
+		if got != want {
+			t.Errorf("monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+		}
+		t.Logf("monitor %v:\n%s", args, got)
+	}
+}
+
+// rxPackets is eth0's received packet count in ns.
+func rxPackets(t *testing.T, ns *vswNS) string {
+	t.Helper()
+	out := ns.mustExec("cat", "/sys/class/net/eth0/statistics/rx_packets")
+	return strings.TrimSpace(out)
+}
+
+// TestOpenFlowPacketOut: `ovs-ofctl packet-out` gives the same output and
+// exit status as on Debian's ovs-vswitchd, for outputs to a port, to the
+// tables and refused requests, and the frame reaches the namespace.
+func TestOpenFlowPacketOut(t *testing.T) {
+	deb := startDebianSwitch(t)
+	deb.setUp("gqpd", "10.77.0")
+	govs := startGovsSwitch(t)
+	govs.setUp("gqpo", "10.77.0")
+	// An ARP request from a for b's address.
+	frame := "ffffffffffff020000770001080600010800060400010200007700010a4d00010000000000000a4d0002"
+	for _, s := range []*ofSwitch{deb, govs} {
+		if out, rc := s.ofctl("del-flows", s.br); rc != 0 {
+			t.Fatal(out)
+		}
+		if out, rc := s.ofctl("add-flow", s.br, "in_port=3,actions=output:2"); rc != 0 {
+			t.Fatal(out)
+		}
+	}
+	for _, req := range []string{"in_port=1 packet=" + frame + " actions=output:2",
+		"in_port=3 packet=" + frame + " actions=table",
+		"in_port=CONTROLLER packet=" + frame + " actions=output:2",
+		"in_port=LOCAL packet=" + frame + " actions=output:2,output:1",
+		"in_port=1 packet=" + frame + " actions=mod_dl_src:02:00:00:00:00:09,output:2",
+		"in_port=1 packet=" + frame + " actions=set_field:10.0.0.9->ip_src,output:2"} {
+		for _, version := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+			before := rxPackets(t, govs.b)
+			want, wantRC := deb.ofctl("-O", version, "packet-out", deb.br, req)
+			got, gotRC := govs.ofctl("-O", version, "packet-out", govs.br, req)
+			if gotRC != wantRC || govs.normalizeOfctl(got) != deb.normalizeOfctl(want) {
+				t.Errorf("packet-out %s %q: exit %d:\n%s\nDebian's: exit %d:\n%s", version, req, gotRC, got, wantRC, want)
+			}
+			t.Logf("packet-out %s %q: exit %d %s", version, req, gotRC, strings.TrimSpace(got))
+			if gotRC == 0 {
+				vswWait(t, vswTimeout, "the frame in namespace b", func() bool { return rxPackets(t, govs.b) != before })
+			}
+		}
+	}
+}
+
+// TestOpenFlowTestcontrollerSwitch: with fail_mode=secure the bridge
+// forwards only what Debian's ovs-testcontroller, a learning switch over
+// PACKET_IN, PACKET_OUT and FLOW_MOD, tells it to: two namespaces ping.
+func TestOpenFlowTestcontrollerSwitch(t *testing.T) {
+	e := vswNewEnv(t)
+	a := vswAddPrefixedNS(t, "gotc", "a", "10.75.0.1/24")
+	b := vswAddPrefixedNS(t, "gotc", "b", "10.75.0.2/24")
+	port := ovsdbFreePort(t)
+	startTestcontroller(t, e.dir, port)
+	e.mustVsctl("add-br", "gotc0", "--", "set", "bridge", "gotc0", "fail_mode=secure",
+		"--", "add-port", "gotc0", a.Host, "--", "add-port", "gotc0", b.Host,
+		"--", "set-controller", "gotc0", fmt.Sprintf("tcp:127.0.0.1:%d", port))
+	a.waitPing("10.75.0.2")
+	b.waitPing("10.75.0.1")
+}

@@ -1,0 +1,122 @@
+package ofproto
+
+import (
+	"bytes"
+	"sync/atomic"
+
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// PacketInSink receives a bridge's packet-ins; an AsyncSink given to
+// SetAsync that implements it gets them.
+type PacketInSink interface {
+	PacketIn(pi *ofp.PacketIn)
+}
+
+// maxPinContexts bounds the distinct controller-action contexts (bridge,
+// reason, table, cookie, metadata) the datapath's userspace actions
+// refer to.
+const maxPinContexts = 1 << 16
+
+// pinCtx is what a packet-in reports besides the packet: everything the
+// translation knew at the controller action.
+type pinCtx struct {
+	br           *Bridge
+	reason       uint8
+	explicitMiss bool
+	maxLen, id   uint16
+	table        uint8
+	cookie       uint64
+	meta         ofp.Flow // the metadata only: the Key is zero
+}
+
+// pinSinkBox holds a bridge's PacketInSink for atomic swaps.
+type pinSinkBox struct{ s PacketInSink }
+
+// setPacketInSink is SetAsync's: s gets packet-ins if it can.
+func (br *Bridge) setPacketInSink(s AsyncSink) {
+	var box *pinSinkBox
+	if ps, ok := s.(PacketInSink); ok {
+		box = &pinSinkBox{ps}
+	}
+	br.pinSink.Store(box)
+}
+
+// controller translates output to the controller: a userspace action
+// that hands each packet, as the actions so far left it, to the bridge's
+// controllers (OVS's execute_controller_action). The metadata reported
+// comes from the flow, which may hold values derived from any field of
+// the packet, so the datapath flow matches the packet exactly.
+func (x *xlate) controller(reason uint8, maxLen, id uint16) {
+	s := x.of
+	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow}
+	c.meta.Key = flow.Key{}
+	c.meta.InPort = s.flow.InPort
+	if s.rule == nil && s.packetOut && reason == ofp.PacketInAction {
+		c.reason = ofp.PacketInPacketOut
+	}
+	if r := s.rule; r != nil {
+		c.table, c.cookie = r.table, r.cookie
+		c.explicitMiss = r.priority == 0 && r.match.Mask == (ofp.Flow{})
+	}
+	*x.mask = flow.Exact()
+	cookie, ok := c.br.backer.internPin(c)
+	if !ok {
+		x.report(">>", "too many controller contexts, dropping")
+		return
+	}
+	x.commitSets()
+	x.commitVLAN()
+	x.acts = append(x.acts, datapath.Userspace(cookie))
+}
+
+// pins interns controller-action contexts: the datapath's userspace
+// actions carry an index into them.
+type pins struct {
+	byCtx map[pinCtx]uint32
+	list  atomic.Pointer[[]pinCtx]
+}
+
+// internPin returns c's cookie, adding c if new; false when full.
+func (b *Backer) internPin(c pinCtx) (uint32, bool) {
+	b.pinMu.Lock()
+	defer b.pinMu.Unlock()
+	if b.pins.byCtx == nil {
+		b.pins.byCtx = map[pinCtx]uint32{}
+	}
+	if id, ok := b.pins.byCtx[c]; ok {
+		return id, true
+	}
+	var old []pinCtx
+	if l := b.pins.list.Load(); l != nil {
+		old = *l
+	}
+	if len(old) >= maxPinContexts {
+		return 0, false
+	}
+	id := uint32(len(old))
+	l := append(old[:len(old):len(old)], c)
+	b.pins.list.Store(&l)
+	b.pins.byCtx[c] = id
+	return id, true
+}
+
+// Userspace implements datapath.UserspaceHandler: a packet that reached
+// a controller action goes to the bridge's controllers.
+func (b *Backer) Userspace(cookie uint32, p *packet.Packet) {
+	l := b.pins.list.Load()
+	if l == nil || int(cookie) >= len(*l) {
+		return
+	}
+	c := &(*l)[cookie]
+	box := c.br.pinSink.Load()
+	if box == nil {
+		return
+	}
+	data := bytes.Clone(p.Data())
+	box.s.PacketIn(&ofp.PacketIn{Reason: c.reason, ExplicitMiss: c.explicitMiss, TableID: c.table, Cookie: c.cookie,
+		Metadata: c.meta, Data: data, TotalLen: len(data), MaxLen: c.maxLen, ControllerID: c.id})
+}

@@ -1,0 +1,74 @@
+package ofproto
+
+import (
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// Reserved OpenFlow ports a packet-out may name besides LOCAL and
+// CONTROLLER: TABLE (output: run the tables) and NONE (in_port: none).
+const (
+	portTable = 0xfffffff9
+	portNone  = 0xffffffff
+)
+
+// PacketOut executes an OFPT_PACKET_OUT as OVS's handle_packet_out: the
+// actions are translated for the frame as received on the in_port (a
+// bridge port, LOCAL, CONTROLLER or NONE; output:TABLE runs the tables)
+// and the datapath executes the result once. Buffered packets do not
+// exist (OFPBRC_BUFFER_UNKNOWN).
+func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
+	const name = "OFPT_PACKET_OUT"
+	if po.BufferID != ofp.NoBuffer {
+		return &ofp.Error{Errno: ofp.BufferUnknown, Name: name, Detail: "no buffered packets"}
+	}
+	no := po.InPort
+	if no >= ofp.PortMax && no != ofp.PortLocal && no != ofp.PortController && no != portNone {
+		return &ofp.Error{Errno: ofp.BadPort, Name: name, Detail: "in_port"}
+	}
+	acts := make([]ofp.Action, len(po.Actions))
+	for i, a := range po.Actions {
+		if a.Type == ofp.ActUnsupported && a.Name == "output:TABLE" {
+			a = ofp.Action{Type: ofp.ActOutput, Port: portTable}
+		}
+		acts[i] = a
+	}
+	s := br.snap.Load()
+	var in *port
+	switch {
+	case no == ofp.PortLocal:
+		in = s.byOFPort[LocalOFPort]
+	case no < ofp.PortMax:
+		in = s.byOFPort[int(no)]
+	}
+	if in == nil {
+		in = &port{br: s, ofport: int(no)}
+		if no == ofp.PortLocal {
+			in.ofport = LocalOFPort
+		}
+	}
+	var k flow.Key
+	flow.Extract(po.Data, in.dpPort, &k)
+	m := ofp.Match{Flow: ofp.Flow{Key: k}, Mask: ofp.Flow{Key: flow.Key(flow.Exact())}}
+	if err := checkActions(acts, &m, 0); err != nil {
+		err.Name = name
+		return err
+	}
+	b := br.backer
+	u := datapath.Upcall{Key: k}
+	x := b.newXlate(b.idx.Load(), &u, modePacket, b.dp.Now())
+	x.of = &ofState{in: in, packetOut: true}
+	x.of.flow.Key = k
+	x.of.flow.InPort = ofPortNo(in)
+	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
+	x.key = &x.of.flow.Key
+	x.ofActions(acts, 0)
+	if x.changed {
+		b.dp.RequestRevalidation()
+	}
+	if err := b.dp.Execute(po.Data, in.dpPort, x.acts); err != nil {
+		return &ofp.Error{Errno: ofp.BadLen, Name: name, Detail: err.Error()}
+	}
+	return nil
+}
