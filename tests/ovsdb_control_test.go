@@ -22,6 +22,14 @@ var ovsdbLogStampRe = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT[0-9:.]+Z\|\d+\|`
 // pidfile when the test ends.
 func ovsdbStartOnce(t *testing.T, kind, schema string, args ...string) (*ovsdbProc, string, int) {
 	t.Helper()
+	return ovsdbStartFirst(t, kind, schema, nil, args...)
+}
+
+// ovsdbStartFirst is ovsdbStartOnce with options first that come before
+// --log-file on the command line (OVS fixes its syslog method at the first
+// message logged, which --log-file's "opened log file" is).
+func ovsdbStartFirst(t *testing.T, kind, schema string, first []string, args ...string) (*ovsdbProc, string, int) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ovsdbt-")
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +45,10 @@ func ovsdbStartOnce(t *testing.T, kind, schema string, args ...string) (*ovsdbPr
 	p := &ovsdbProc{t: t, kind: kind, dir: dir, pidf: filepath.Join(dir, "pid"), sock: filepath.Join(dir, "db.sock"),
 		ctl: filepath.Join(dir, "ctl"), log: filepath.Join(dir, "log")}
 	t.Cleanup(p.stop)
-	cmd := exec.Command(bin, append([]string{filepath.Join(dir, "conf.db"), "--pidfile=" + p.pidf, "--remote=punix:" + p.sock,
-		"--unixctl=" + p.ctl, "--log-file=" + p.log, "--detach", "--no-chdir"}, args...)...)
+	argv := append([]string{filepath.Join(dir, "conf.db")}, first...)
+	argv = append(argv, "--pidfile="+p.pidf, "--remote=punix:"+p.sock,
+		"--unixctl="+p.ctl, "--log-file="+p.log, "--detach", "--no-chdir")
+	cmd := exec.Command(bin, append(argv, args...)...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	code := 0
@@ -69,6 +79,8 @@ func TestOvsdbControlDifferential(t *testing.T) {
 		{"db remote no database", []string{"--remote=db:x,y,z"}},
 		{"db remote no table", []string{"--remote=db:Open_vSwitch,Nope,x"}},
 		{"db remote no column", []string{"--remote=db:Open_vSwitch,Bridge,nope"}},
+		{"syslog method after log file", []string{"--syslog-method=tcp:127.0.0.1:9"}},
+		{"syslog methods", []string{"--syslog-method=null", "--syslog-method=bogus"}},
 	}
 	for _, st := range starts {
 		var got [2]res
@@ -93,6 +105,13 @@ func TestOvsdbControlDifferential(t *testing.T) {
 		{"ovsdb-server/add-remote", "db:Open_vSwitch,Open_vSwitch,manager_options"},
 		{"vlog/set", "raft:file:dbg"},
 		{"vlog/set", "ovsdb_cs:off"},
+		{"vlog/set", "PATTERN"},
+		{"vlog/set", "PATTERN:bogus:%m"},
+		{"vlog/set", "FACILITY:bogus"},
+		{"vlog/set", "FACILITY:local3"},
+		{"vlog/set", "PATTERN:console:%p %m"},
+		{"vlog/set", "pattern:FILE"},
+		{"vlog/list-pattern"},
 	}
 	for _, c := range cmds {
 		var got [2]res
@@ -222,5 +241,40 @@ func TestOvsdbRefusesRelayAndCluster(t *testing.T) {
 		if strings.HasPrefix(e.Name(), "relay") {
 			t.Errorf("a relay: argument made a file %s", e.Name())
 		}
+	}
+}
+
+// TestOvsdbSyslogAsDebian starts Debian's ovsdb-server and govs' with
+// --syslog-method=unix:SOCKET and compares the datagrams each sends up to
+// its version line: priorities, patterns and numbering.
+func TestOvsdbSyslogAsDebian(t *testing.T) {
+	var got [2][]string
+	for i, kind := range []string{"debian", "govs"} {
+		dir := t.TempDir()
+		sock := filepath.Join(dir, "sl")
+		ux, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ux.Close()
+		p, out, code := ovsdbStartFirst(t, kind, ovsdbVSwitchSch, []string{"--syslog-method=unix:" + sock, "-vsyslog:info"})
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", kind, code, out)
+		}
+		buf := make([]byte, 4096)
+		for {
+			ux.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, _, err := ux.ReadFrom(buf)
+			if err != nil {
+				t.Fatalf("%s: no version line among %q: %v", kind, got[i], err)
+			}
+			got[i] = append(got[i], strings.ReplaceAll(string(buf[:n]), p.dir, "DIR"))
+			if strings.Contains(string(buf[:n]), "(Open vSwitch)") {
+				break
+			}
+		}
+	}
+	if strings.Join(got[0], "\n") != strings.Join(got[1], "\n") {
+		t.Errorf("syslog datagrams:\ndebian: %q\ngovs:   %q", got[0], got[1])
 	}
 }

@@ -115,6 +115,17 @@ func Start(program, version string, opts *Options, log *Logger) (*Daemon, error)
 // applyLogOptions applies the -v specs, then opens --log-file (a failure is
 // logged as a warning, like OVS).
 func (d *Daemon) applyLogOptions() error {
+	d.Log.SetProgram(d.Program)
+	if d.Options.SyslogMethod != "" {
+		if err := d.Log.SetSyslogMethod(d.Options.SyslogMethod); err != nil {
+			return err
+		}
+	}
+	if d.Options.SyslogTarget != "" {
+		if err := d.Log.SetSyslogTarget(d.Options.SyslogTarget); err != nil {
+			d.Log.self.Warnf("%v", err)
+		}
+	}
 	for _, spec := range d.Options.Verbose {
 		if err := d.Log.Set(spec); err != nil {
 			return fmt.Errorf("processing \"%s\": %v", spec, err)

@@ -21,6 +21,9 @@ type Options struct {
 
 	LogFile string   // "" without --log-file
 	Verbose []string // -v/--verbose specs, in order; "" for a bare -v
+
+	SyslogMethod string // --syslog-method: libc, null, unix:FILE, udp:HOST:PORT; "" for the default
+	SyslogTarget string // --syslog-target=HOST:PORT, or ""
 	Unixctl string   // "" for the default <rundir>/<program>.<pid>.ctl, or "none"
 
 	Help    bool // -h/--help: the daemon prints its usage and exits 0
@@ -86,6 +89,7 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 	}
 	set := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
 	ignore := func(string) error { return nil }
+	syslogFixed := false
 	flags := []Flag{
 		{Long: "detach", Set: set(&o.Detach)},
 		{Long: "no-chdir", Set: set(&o.NoChdir)},
@@ -101,6 +105,7 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 		{Long: "user", Arg: RequiredArg, Set: func(v string) error { o.User = v; return nil }},
 		{Long: "no-self-confinement", Set: ignore},
 		{Long: "log-file", Arg: OptionalArg, Set: func(v string) error {
+			syslogFixed = true
 			if v == "" {
 				v = filepath.Join(o.Logdir, program+".log")
 			}
@@ -115,8 +120,21 @@ func ParseFlags(program string, args []string, extra ...Flag) (*Options, []strin
 			o.Verbose = append(o.Verbose, v)
 			return nil
 		}},
-		{Long: "syslog-method", Arg: RequiredArg, Set: ignore},
-		{Long: "syslog-target", Arg: RequiredArg, Set: ignore},
+		{Long: "syslog-method", Arg: RequiredArg, Set: func(v string) error {
+			// OVS fixes its syslog method at the first --syslog-method or
+			// the first message logged, which an earlier --log-file
+			// ("opened log file") is; later methods are not even checked.
+			if syslogFixed {
+				return nil
+			}
+			syslogFixed = true
+			if err := CheckSyslogMethod(v); err != nil {
+				return err
+			}
+			o.SyslogMethod = v
+			return nil
+		}},
+		{Long: "syslog-target", Arg: RequiredArg, Set: func(v string) error { o.SyslogTarget = v; return nil }},
 		{Long: "unixctl", Arg: RequiredArg, Set: func(v string) error {
 			if v != "none" {
 				v = inRundir(v)

@@ -89,7 +89,11 @@ func TestParseFlags(t *testing.T) {
 			want: with(func(o *Options) { o.Help, o.Version = true, true })},
 		{name: "clustered short options", args: []string{"-hvfile:dbg"},
 			want: with(func(o *Options) { o.Help, o.Verbose = true, []string{"file:dbg"} })},
-		{name: "syslog options ignored", args: []string{"--syslog-method=libc", "--syslog-target", "h:1"}, want: base},
+		{name: "syslog options", args: []string{"--syslog-method=udp:127.0.0.1:9", "--syslog-method=null", "--syslog-target", "h:1"},
+			want: with(func(o *Options) { o.SyslogMethod, o.SyslogTarget = "udp:127.0.0.1:9", "h:1" })},
+		{name: "bad syslog method", args: []string{"--syslog-method=tcp:1.2.3.4:5"}, err: "unsupported syslog method 'tcp:1.2.3.4:5'"},
+		{name: "later syslog method unchecked", args: []string{"--syslog-method=null", "--syslog-method=tcp:x"},
+			want: with(func(o *Options) { o.SyslogMethod = "null" })},
 
 		{name: "unknown long", args: []string{"--bogus=1"}, err: "unrecognized option '--bogus=1'"},
 		{name: "unknown short", args: []string{"-q"}, err: "invalid option -- 'q'"},

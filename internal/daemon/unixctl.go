@@ -243,7 +243,7 @@ func (s *UnixctlServer) registerBuiltins(program, version string, log *Logger) {
 		return log.ListLevels(), nil
 	})
 	s.Register("vlog/list-pattern", "", 0, 0, func([]string) (string, error) {
-		return listPatterns(), nil
+		return log.ListPatterns(), nil
 	})
 	s.Register("vlog/set", "[spec]...", 0, math.MaxInt, func(args []string) (string, error) {
 		for _, a := range args {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -41,8 +43,8 @@ func (l Level) String() string {
 // Destination is where log messages go.
 type Destination int
 
-// The vlog destinations. Syslog levels are tracked and listed, but messages
-// for syslog are discarded.
+// The vlog destinations. Syslog messages go through the --syslog-method
+// (by default the local syslog socket, /dev/log, as OVS's libc method).
 const (
 	DestConsole Destination = iota
 	DestSyslog
@@ -78,6 +80,14 @@ type Logger struct {
 	logFileName string   // "" when logging to a file is not configured
 	subprogram  string   // "" or a name shown after the module: "daemon_unix(monitor)"
 
+	patterns     [numDests]string // "PATTERN:destination:pattern"
+	facility     int              // "FACILITY:name"; 0 for the default
+	program      string           // %A
+	start        time.Time        // %r counts from here
+	syslog       syslogger        // nil until the first syslog message
+	syslogMethod string           // "" for $OVS_SYSLOG_METHOD, then "libc"
+	syslogTarget net.Conn         // --syslog-target, or nil
+
 	self *ModuleLogger // module "vlog"
 }
 
@@ -93,8 +103,11 @@ func NewLogger(console io.Writer) *Logger {
 		modules:  make(map[string]*ModuleLogger),
 		defaults: [numDests]Level{LevelInfo, LevelInfo, LevelInfo},
 		now:      time.Now,
-		console:  newVlogOutput(console, false),
-		file:     newVlogOutput(io.Discard, true),
+		console:  newVlogOutput(console),
+		file:     newVlogOutput(io.Discard),
+		patterns: defaultPatterns,
+		program:  filepath.Base(os.Args[0]),
+		start:    time.Now(),
 	}
 	l.self = l.Module("vlog")
 	for _, m := range []string{"unixctl", "daemon_unix", "fatal_signal"} {
@@ -103,10 +116,10 @@ func NewLogger(console io.Writer) *Logger {
 	return l
 }
 
-func newVlogOutput(w io.Writer, millis bool) *logrus.Logger {
+func newVlogOutput(w io.Writer) *logrus.Logger {
 	lg := logrus.New()
 	lg.SetOutput(w)
-	lg.SetFormatter(vlogFormatter{millis: millis})
+	lg.SetFormatter(vlogFormatter{})
 	lg.SetLevel(logrus.DebugLevel) // filtering is ours
 	lg.SetNoLock()                 // Logger.mu serializes all writes
 	return lg
@@ -140,6 +153,11 @@ func (l *Logger) Module(name string) *ModuleLogger {
 // An omitted module or destination means all; an omitted level means dbg.
 // The errors are OVS's texts.
 func (l *Logger) Set(spec string) error {
+	if w, rest, _ := strings.Cut(spec, ":"); strings.EqualFold(w, "PATTERN") {
+		return l.setPattern(rest, strings.Contains(spec, ":"))
+	} else if strings.EqualFold(w, "FACILITY") {
+		return l.setFacility(rest)
+	}
 	s, err := l.ParseSpec(spec)
 	if err != nil {
 		return err
@@ -194,13 +212,6 @@ func (l *Logger) ParseSpec(spec string) (Spec, error) {
 
 func parseSpec(spec string, lookup func(string) (string, bool)) (Spec, error) {
 	s := Spec{Dest: destAny, Level: -1}
-	upper := strings.ToUpper(spec)
-	if strings.HasPrefix(upper, "PATTERN:") {
-		return s, errors.New("setting log patterns is not supported")
-	}
-	if strings.HasPrefix(upper, "FACILITY:") {
-		return s, errors.New("setting the syslog facility is not supported")
-	}
 	words := strings.FieldsFunc(spec, func(r rune) bool {
 		return r == ':' || r == ',' || r == ' ' || r == '\t'
 	})
@@ -270,15 +281,17 @@ func (l *Logger) ListLevels() string {
 	return b.String()
 }
 
-// listPatterns returns the "vlog/list-pattern" table. The patterns are fixed.
-func listPatterns() string {
+// ListPatterns returns the "vlog/list-pattern" table, in OVS's format.
+func (l *Logger) ListPatterns() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var b strings.Builder
 	row := func(a, b2, c string) { fmt.Fprintf(&b, "%-8s %-33s %s\n", a, b2, c) }
 	row("", "prefix", "format")
 	row("", "------", "------")
-	row("SYSLOG", "<%B> %D{%h %e %T} %E %A:", "ovs|%05N|%c|%p|%m")
-	row("CONSOLE", "none", "%D{%Y-%m-%dT%H:%M:%SZ}|%05N|%c|%p|%m")
-	row("FILE", "none", "%D{%Y-%m-%dT%H:%M:%S.###Z}|%05N|%c|%p|%m")
+	row("SYSLOG", l.syslogLocked().prefix(), l.patterns[DestSyslog])
+	row("CONSOLE", "none", l.patterns[DestConsole])
+	row("FILE", "none", l.patterns[DestFile])
 	return b.String()
 }
 
@@ -402,10 +415,10 @@ func (m *ModuleLogger) Enabled(lvl Level) bool {
 	return m != nil && lvl > LevelOff && Level(m.max.Load()) >= lvl
 }
 
-// updateMaxLocked recomputes max; the caller holds l.mu. Syslog output is
-// discarded and the file only counts while open, as in OVS's min_level.
+// updateMaxLocked recomputes max; the caller holds l.mu. The file only
+// counts while open, as in OVS's min_level.
 func (m *ModuleLogger) updateMaxLocked() {
-	max := m.Level(DestConsole)
+	max := maxLevel(m.Level(DestConsole), m.Level(DestSyslog))
 	if m.l.logFile != nil {
 		max = maxLevel(max, m.Level(DestFile))
 	}
@@ -448,17 +461,25 @@ func (m *ModuleLogger) emit(lvl Level, msg string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	name := m.name
-	if l.subprogram != "" {
-		name += "(" + l.subprogram + ")"
-	}
-	fields := logrus.Fields{fieldModule: name, fieldSeq: l.seq}
-	now := l.now()
+	r := record{t: l.now(), seq: l.seq, module: m.name, subprogram: l.subprogram,
+		level: lvl, msg: msg, program: l.program, facility: l.facility, start: l.start}
 	if m.Level(DestConsole) >= lvl {
-		l.console.WithTime(now).WithFields(fields).Log(toLogrus[lvl], msg)
+		l.console.Log(toLogrus[lvl], formatPattern(l.patterns[DestConsole], &r))
+	}
+	if m.Level(DestSyslog) >= lvl {
+		line := formatPattern(l.patterns[DestSyslog], &r)
+		sl := l.syslogLocked()
+		for _, part := range strings.Split(line, "\n") {
+			if part != "" {
+				sl.log(syslogLevels[lvl]|l.facility, part, r.t)
+			}
+		}
+		if l.syslogTarget != nil {
+			sendTruncating(l.syslogTarget, formatPattern(syslogTargetPattern, &r))
+		}
 	}
 	if l.logFile != nil && m.Level(DestFile) >= lvl {
-		l.file.WithTime(now).WithFields(fields).Log(toLogrus[lvl], msg)
+		l.file.Log(toLogrus[lvl], formatPattern(l.patterns[DestFile], &r))
 	}
 }
 
@@ -487,19 +508,10 @@ func fromLogrus(l logrus.Level) Level {
 	return LevelDbg
 }
 
-// vlogFormatter produces OVS's default line formats: for files
-// "%D{%Y-%m-%dT%H:%M:%S.###Z}|%05N|%c|%p|%m", for the console the same
-// without milliseconds.
-type vlogFormatter struct{ millis bool }
+// vlogFormatter writes the line emit rendered from the destination's
+// pattern, as OVS writes it.
+type vlogFormatter struct{}
 
-func (f vlogFormatter) Format(e *logrus.Entry) ([]byte, error) {
-	layout := "2006-01-02T15:04:05Z"
-	if f.millis {
-		layout = "2006-01-02T15:04:05.000Z"
-	}
-	seq, _ := e.Data[fieldSeq].(uint64)
-	mod, _ := e.Data[fieldModule].(string)
-	line := fmt.Sprintf("%s|%05d|%s|%s|%s\n", e.Time.UTC().Format(layout), seq, mod,
-		fromLogrus(e.Level), e.Message)
-	return []byte(line), nil
+func (vlogFormatter) Format(e *logrus.Entry) ([]byte, error) {
+	return []byte(e.Message + "\n"), nil
 }

@@ -34,7 +34,6 @@ func TestParseSpec(t *testing.T) {
 		{"file:dbg:info", Spec{}, "cannot specify multiple levels"},
 		{"file:console", Spec{}, "cannot specify multiple destinations"},
 		{"jsonrpc:ovsdb_server", Spec{}, "cannot specify multiple modules"},
-		{"PATTERN:file:%m", Spec{}, "setting log patterns is not supported"},
 	}
 	for _, tc := range tests {
 		got, err := parseSpec(tc.spec, lookup)
