@@ -78,13 +78,16 @@ func run() error {
 	var sync syncConfig
 	var runCmd runCommand
 	var ssl server.SSLOptions
-	ignored := func(string) error { return nil }
+	noColumnDiff := false
 	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(append(append(append(ssl.Flags(), sync.flags()...), runCmd.flag()), unsupportedFlags()...),
 		daemon.Flag{Long: "remote", Arg: daemon.RequiredArg, Set: func(v string) error {
 			remotes = append(remotes, v)
 			return nil
 		}},
-		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: ignored},
+		daemon.Flag{Long: "disable-file-column-diff", Arg: daemon.NoArg, Set: func(string) error {
+			noColumnDiff = true
+			return nil
+		}},
 	)...)
 	if err != nil {
 		return err
@@ -140,9 +143,10 @@ func run() error {
 	mod := log.Module("ovsdb_server")
 
 	srv := server.New(server.Options{
-		Log:     func(m string) server.Logger { return log.Module(m) },
-		Remotes: remotes,
-		SSL:     ssl,
+		Log:          func(m string) server.Logger { return log.Module(m) },
+		Remotes:      remotes,
+		SSL:          ssl,
+		NoColumnDiff: noColumnDiff,
 	})
 	for _, r := range relays {
 		srv.AddRelay(r.name, r.sources)

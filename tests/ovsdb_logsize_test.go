@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -96,4 +97,45 @@ func (p *ovsdbProc) vsctlListAfterRestart(t *testing.T, kind string) string {
 	q := ovsdbStart(t, ovsdbOpts{kind: kind, dir: p.dir})
 	defer q.stop()
 	return q.mustVsctl("--columns=name,external_ids", "list", "Port")
+}
+
+// TestOvsdbLogNoColumnDiff runs a small workload on Debian's server and
+// govs', both with --disable-file-column-diff: neither file then holds an
+// "_is_diff" record, the files are of like size, and Debian's ovsdb-tool
+// reads the same rows from both.
+func TestOvsdbLogNoColumnDiff(t *testing.T) {
+	var size [2]int64
+	var query [2]string
+	for i, kind := range []string{"debian", "govs"} {
+		p := ovsdbStart(t, ovsdbOpts{kind: kind, extra: []string{"--disable-file-column-diff"}})
+		p.mustVsctl("init")
+		p.mustVsctl("add-br", "br0")
+		for j := 1; j <= 10; j++ {
+			n := fmt.Sprintf("p%d", j)
+			p.mustVsctl("add-port", "br0", n, "--", "set", "Interface", n, "type=internal", "external_ids:k=v"+n)
+		}
+		for j := 1; j <= 5; j++ {
+			p.mustVsctl("set", "Bridge", "br0", fmt.Sprintf("external_ids:x%d=%d", j, j))
+		}
+		for j := 1; j <= 3; j++ {
+			p.mustVsctl("del-port", "br0", fmt.Sprintf("p%d", j))
+		}
+		p.stop()
+		b, err := os.ReadFile(p.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), `"_is_diff"`); n != 0 {
+			t.Errorf("%s: %d \"_is_diff\" records with --disable-file-column-diff", kind, n)
+		}
+		size[i] = int64(len(b))
+		query[i] = ovsdbToolQuery(t, p.db)
+	}
+	t.Logf("log file: Debian %d bytes, govs %d bytes (%.2fx)", size[0], size[1], float64(size[1])/float64(size[0]))
+	if float64(size[1]) > 1.2*float64(size[0]) || float64(size[1]) < 0.8*float64(size[0]) {
+		t.Errorf("govs' log is %d bytes, Debian's %d", size[1], size[0])
+	}
+	if query[0] != query[1] {
+		t.Errorf("ovsdb-tool query of govs' file differs from Debian's:\ndebian: %s\ngovs:   %s", query[0], query[1])
+	}
 }

@@ -195,6 +195,17 @@ func (td *tableData) unindex(r *Row) {
 // (ovsdb/file.c ovsdb_file_update_row_from_json). Ephemeral columns are
 // not stored.
 func (c *Commit) Record(s *Schema) map[string]map[string]json.RawMessage {
+	return c.record(s, true)
+}
+
+// RecordWhole encodes a commit as a record without "_is_diff", as
+// ovsdb-server --disable-file-column-diff writes them: a modified row's
+// changed columns carry their whole new values.
+func (c *Commit) RecordWhole(s *Schema) map[string]map[string]json.RawMessage {
+	return c.record(s, false)
+}
+
+func (c *Commit) record(s *Schema, diffs bool) map[string]map[string]json.RawMessage {
 	out := make(map[string]map[string]json.RawMessage, len(c.Tables))
 	for tname, rows := range c.Tables {
 		t := s.Tables[tname]
@@ -224,7 +235,7 @@ func (c *Commit) Record(s *Schema) map[string]map[string]json.RawMessage {
 			diff := &Row{UUID: u, Cols: make([]Datum, len(ch.New.Cols))}
 			for _, col := range cols {
 				old, nv := ch.Old.Cols[col.Index], ch.New.Cols[col.Index]
-				if IsDefault(&col.Type, old) {
+				if !diffs || IsDefault(&col.Type, old) {
 					diff.Cols[col.Index] = nv
 				} else {
 					diff.Cols[col.Index] = Diff(&col.Type, old, nv)

@@ -47,6 +47,10 @@ type Options struct {
 	// HistoryLength is how many recent commits per database are kept for
 	// monitor_cond_since (DefaultHistoryLength if 0, none if negative).
 	HistoryLength int
+	// NoColumnDiff writes modified rows' changed columns whole, without
+	// "_is_diff", as ovsdb-server --disable-file-column-diff does (for
+	// readers older than OVS 2.15).
+	NoColumnDiff bool
 }
 
 // DefaultHistoryLength is the number of commits kept per database so that a
@@ -265,7 +269,12 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 			if e.detached {
 				return errDetached
 			}
-			rec := storage.Record{Tables: c.Record(sch), Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: true}
+			rec := storage.Record{Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: !s.opts.NoColumnDiff}
+			if rec.IsDiff {
+				rec.Tables = c.Record(sch)
+			} else {
+				rec.Tables = c.RecordWhole(sch)
+			}
 			if len(rec.Tables) == 0 {
 				return nil
 			}
