@@ -149,3 +149,23 @@ func TestVlogSyslogDatagrams(t *testing.T) {
 		t.Errorf("unix: got %q, want %q", got, want)
 	}
 }
+
+// FuzzFormatPattern renders arbitrary patterns (vlog/set PATTERN: takes
+// any text): it must never panic, and text without '%' or '#' passes
+// through unchanged.
+func FuzzFormatPattern(f *testing.F) {
+	for _, p := range defaultPatterns {
+		f.Add(p)
+	}
+	f.Add("%-10A|%5p|%t|%T|%r|%B|%D{%H}|%d{%Y}|%c{abc}|%-7N|%07N|%m")
+	f.Add("%D{%q %% ### %e}%")
+	f.Add("%c{")
+	f.Add("%-")
+	f.Fuzz(func(t *testing.T, pattern string) {
+		r := record{t: time.Unix(1, 5e6), seq: 3, module: "m", level: LevelInfo, msg: "x", program: "p", start: time.Unix(0, 0)}
+		got := formatPattern(pattern, &r)
+		if !strings.ContainsAny(pattern, "%#") && got != pattern {
+			t.Errorf("formatPattern(%q) = %q", pattern, got)
+		}
+	})
+}
