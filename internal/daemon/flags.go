@@ -24,7 +24,7 @@ type Options struct {
 
 	SyslogMethod string // --syslog-method: libc, null, unix:FILE, udp:HOST:PORT; "" for the default
 	SyslogTarget string // --syslog-target=HOST:PORT, or ""
-	Unixctl string   // "" for the default <rundir>/<program>.<pid>.ctl, or "none"
+	Unixctl      string // "" for the default <rundir>/<program>.<pid>.ctl, or "none"
 
 	Help    bool // -h/--help: the daemon prints its usage and exits 0
 	Version bool // -V/--version: the daemon prints VersionString and exits 0
