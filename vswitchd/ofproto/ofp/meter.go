@@ -194,15 +194,7 @@ func EncodeMeterConfigReply(v Version, xid uint32, ms []MeterConfig) [][]byte {
 		b = put16(b, uint16(8+meterBandLen*len(m.Bands)))
 		b = put16(b, m.Flags)
 		b = put32(b, m.ID)
-		for _, mb := range m.Bands {
-			b = put16(b, mb.Type)
-			b = put16(b, meterBandLen)
-			b = put32(b, mb.Rate)
-			b = put32(b, mb.Burst)
-			b = put8(b, mb.PrecLevel)
-			b = pad(b, 3)
-		}
-		r.add(b)
+		r.add(appendBands(b, m.Bands))
 	}
 	return r.done()
 }
@@ -248,7 +240,12 @@ func EncodeMeterMod(v Version, xid uint32, m *MeterMod) []byte {
 	b = put16(b, m.Command)
 	b = put16(b, m.Flags)
 	b = put32(b, m.ID)
-	for _, mb := range m.Bands {
+	return finish(appendBands(b, m.Bands))
+}
+
+// appendBands appends bands as ofp13_meter_band_drop or _dscp_remark.
+func appendBands(b []byte, bands []MeterBand) []byte {
+	for _, mb := range bands {
 		b = put16(b, mb.Type)
 		b = put16(b, meterBandLen)
 		b = put32(b, mb.Rate)
@@ -256,7 +253,7 @@ func EncodeMeterMod(v Version, xid uint32, m *MeterMod) []byte {
 		b = put8(b, mb.PrecLevel)
 		b = pad(b, 3)
 	}
-	return finish(b)
+	return b
 }
 
 // Meters returns the meters acts use.
