@@ -140,6 +140,12 @@ func (br *Bridge) MeterMod(m *ofp.MeterMod) *ofp.Error {
 	default:
 		return &ofp.Error{Errno: ofp.MeterBadCommand}
 	}
+	if m.Command != ofp.MeterDelete && (m.ID == ofp.MeterController || m.ID == ofp.MeterSlowpath) {
+		// OVS limits packet-ins and slow-path upcalls with these; govs
+		// keeps them but does not.
+		br.backer.log.Warnf("bridge %s: meter %s is not enforced by govs (packet-in and slow-path rate limiting are not supported)",
+			br.name, map[uint32]string{ofp.MeterController: "controller", ofp.MeterSlowpath: "slowpath"}[m.ID])
+	}
 	br.publishMetersLocked()
 	return nil
 }
