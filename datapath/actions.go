@@ -52,6 +52,8 @@ type Action struct {
 	RecircID uint32
 	// Cookie is an ActionUserspace's cookie, the Upcaller's to interpret.
 	Cookie uint32
+	// MeterID is an ActionMeter's meter.
+	MeterID uint32
 	// CT is an ActionCT's arguments; the action list owns it, the
 	// datapath never changes it.
 	CT *conntrack.Action
@@ -76,7 +78,7 @@ func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cook
 // Equal reports whether a and b are the same action (a ct action's
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
-	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie ||
+	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie || a.MeterID != b.MeterID ||
 		a.Field != b.Field || a.Val != b.Val {
 		return false
 	}
@@ -178,6 +180,8 @@ func (a Action) String() string {
 		}
 	case ActionSet:
 		return a.setString()
+	case ActionMeter:
+		return meterString(a.MeterID)
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }

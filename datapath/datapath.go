@@ -87,6 +87,11 @@ type Datapath struct {
 	// recircDrops counts packets dropped for recirculating too deep.
 	recircDrops atomic.Uint64
 
+	// meters are the meters of ActionMeter (meter.go); meterMu
+	// serializes their replacement.
+	meters  atomic.Pointer[meterTable]
+	meterMu sync.Mutex
+
 	revalWake chan struct{}
 	stop      chan struct{} // closed by Close
 	revalDone chan struct{} // closed when the revalidator exits
@@ -181,6 +186,7 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 	dp.maxIdle.Store(int64(DefaultMaxIdle))
 	dp.megaflows.Store(true)
 	dp.ports.Store(newPortTable(map[uint32]*dpPort{}))
+	dp.meters.Store(&meterTable{})
 	// The tracker runs on the datapath's clock, so that a batch reads
 	// the time once for its lookups and its ct actions.
 	dp.ct = conntrack.New(conntrack.Config{Clock: dp.clock})

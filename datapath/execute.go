@@ -12,7 +12,7 @@ var ErrFrameTooLong = errors.New("frame too long")
 
 // Execute runs acts on a copy of frame, as received on datapath port
 // inPort (0 for none), outside any flow (OVS's dpif_execute, for
-// OpenFlow packet-outs): outputs, VLAN and set actions, and userspace
+// OpenFlow packet-outs): outputs, VLAN and set actions, meters and userspace
 // actions; connection tracking and recirculation are not carried out.
 func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 	table := dp.ports.Load()
@@ -47,6 +47,11 @@ func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 			popVLAN(p)
 		case ActionPushVLAN:
 			if !pushVLAN(p, o.tpid, o.tci) {
+				return nil
+			}
+		case ActionMeter:
+			pk := [1]*packet.Packet{p}
+			if dp.meter(o.meter, pk[:], dp.clock()); pk[0] == nil {
 				return nil
 			}
 		case ActionUserspace:

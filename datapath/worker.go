@@ -115,6 +115,7 @@ type op struct {
 	tpid, tci uint16
 	recirc    uint32
 	cookie    uint32
+	meter     uint32
 	port      *dpPort
 	ct        *conntrack.Action
 	field     SetField
@@ -160,12 +161,14 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie})
 		case ActionSet:
 			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
+		case ActionMeter:
+			ops = append(ops, op{kind: a.Kind, meter: a.MeterID})
 		}
 	}
 	// Header changes after the last output are lost work; a ct (a
-	// commit) and a recirculation are not.
+	// commit), a recirculation and a meter (its counters) are not.
 	for len(ops) > 0 {
-		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace {
+		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace || k == ActionMeter {
 			break
 		}
 		ops = ops[:len(ops)-1]
@@ -849,6 +852,8 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 				}
 			}
 			queued = true
+		case ActionMeter:
+			w.dp.meter(o.meter, pkts, now)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 // compareOfctl runs ovs-ofctl args ("BR" standing for the bridge) against
 // Debian's switch and govs and requires the same normalised output and
 // exit status.
-func compareOfctl(t *testing.T, deb, govs *ofSwitch, args []string) {
+func compareOfctl(t *testing.T, deb, govs *ofSwitch, args []string, norms ...func(string) string) {
 	t.Helper()
 	sub := func(s *ofSwitch) []string {
 		out := slices.Clone(args)
@@ -25,6 +25,9 @@ func compareOfctl(t *testing.T, deb, govs *ofSwitch, args []string) {
 	want, wantRC := deb.ofctl(sub(deb)...)
 	got, gotRC := govs.ofctl(sub(govs)...)
 	g, w := govs.normalizeOfctl(got), deb.normalizeOfctl(want)
+	for _, n := range norms {
+		g, w = n(g), n(w)
+	}
 	if gotRC != wantRC || g != w {
 		t.Errorf("ovs-ofctl %v: exit %d, Debian's %d\ngovs:\n%s\nDebian's ovs-vswitchd:\n%s", args, gotRC, wantRC, g, w)
 	}

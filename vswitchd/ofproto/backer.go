@@ -42,6 +42,8 @@ type Backer struct {
 
 	pinMu sync.Mutex // serializes additions to pins
 	pins  pins
+
+	meterPool meterIDs // the datapath meters of every bridge's meters
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -100,6 +102,7 @@ func (b *Backer) DelBridge(name string) {
 	}
 	delete(b.bridges, name)
 	b.publish()
+	br.deleteMeters()
 	br.ml.mu.Lock()
 	br.ml.flush()
 	br.ml.mu.Unlock()

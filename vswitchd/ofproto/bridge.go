@@ -190,6 +190,10 @@ type Bridge struct {
 	// NORMAL flow (fail_mode=secure or controllers).
 	failSecure bool
 	async      AsyncSink
+	// meters are the OpenFlow meters (meter.go); meterMap publishes
+	// their datapath ids to translations.
+	meters   map[uint32]*meter
+	meterMap atomic.Pointer[map[uint32]uint32]
 }
 
 func newBridge(b *Backer, name string) *Bridge {

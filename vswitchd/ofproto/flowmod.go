@@ -75,6 +75,11 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	}
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
+	if fm.Command < ofp.FlowDelete {
+		if err := br.checkMeters(fm.Actions); err != nil {
+			return err
+		}
+	}
 	old := br.tables.Load()
 	ft := *old
 	now := br.clock()

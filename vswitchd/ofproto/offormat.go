@@ -131,6 +131,8 @@ func formatAction(a *ofp.Action) string {
 			parts[i] = formatAction(&a.Nested[i])
 		}
 		return "clone(" + strings.Join(parts, ",") + ")"
+	case ofp.ActMeter:
+		return fmt.Sprintf("meter:%d", a.ID)
 	case ofp.ActClearActions:
 		return "clear_actions"
 	}

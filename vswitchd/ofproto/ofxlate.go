@@ -259,6 +259,8 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		}
 		f.CtState, f.CtZone, f.CtMark, f.CtLabel = 0, 0, 0, [16]byte{}
 		f.CtNwProto, f.CtNwSrc, f.CtNwDst, f.CtTpSrc, f.CtTpDst = 0, [16]byte{}, [16]byte{}, 0, 0
+	case ofp.ActMeter:
+		x.ofMeter(a.ID)
 	case ofp.ActNote, ofp.ActClearActions:
 	}
 }
@@ -359,8 +361,6 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
 		case ofp.ActGroup:
 			return &ofp.Error{Errno: ofp.BadOutGroup, Detail: "no such group"}
-		case ofp.ActMeter:
-			return &ofp.Error{Errno: ofp.InvalidMeter, Detail: "no such meter"}
 		case ofp.ActWriteActions:
 			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
 		case ofp.ActGotoTable:

@@ -55,6 +55,10 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 		err.Name = name
 		return err
 	}
+	if err := br.checkMeters(acts); err != nil {
+		err.Name = name
+		return err
+	}
 	b := br.backer
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(b.idx.Load(), &u, modePacket, b.dp.Now())

@@ -442,6 +442,8 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		return nil, nil
 	case *ofp.StatsRequest:
 		return c.stats(m)
+	case *ofp.MeterMod:
+		return c.meterMod(m)
 	case *ofp.PacketOut:
 		po, ok := c.m.src.(PacketOuter)
 		if !ok {
@@ -527,6 +529,8 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 			tables[i] = ofp.TableFeatures{ID: uint8(i), MaxEntries: maxEntries}
 		}
 		return ofp.EncodeTableFeaturesReply(v, m.Xid, tables), nil
+	case ofp.StatsMeter, ofp.StatsMeterConfig, ofp.StatsMeterFeatures:
+		return c.meterStats(m)
 	case ofp.StatsGroup, ofp.StatsGroupDesc, ofp.StatsQueue:
 		// No groups and no queues exist: the lists are empty.
 		return ofp.EncodeEmptyStatsReply(v, m.Xid, m.Kind), nil

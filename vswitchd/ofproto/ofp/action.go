@@ -894,6 +894,11 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = AppendActions(b, v, a.Nested)
 		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 		return b
+	case ActMeter:
+		if v >= V15 {
+			return appendMeter(b, v, a)
+		}
+		return b
 	case ActGotoTable:
 		if v == V10 {
 			// OpenFlow 1.0 has no goto_table: OVS encodes it as a resubmit.
@@ -936,7 +941,7 @@ func AppendInstructions(b []byte, v Version, acts []Action) []byte {
 	var apply []Action
 	var rest []*Action
 	for i := range acts {
-		if acts[i].Type >= ActMeter {
+		if acts[i].Type >= ActMeter && (acts[i].Type != ActMeter || v < V15) {
 			rest = append(rest, &acts[i])
 		} else {
 			apply = append(apply, acts[i])
@@ -982,15 +987,6 @@ func AppendInstructions(b []byte, v Version, acts []Action) []byte {
 		}
 	}
 	return b
-}
-
-func appendMeter(b []byte, v Version, a *Action) []byte {
-	if v >= V15 {
-		return b // a meter action: govs never keeps one (it has no meters)
-	}
-	b = put16(b, 6)
-	b = put16(b, 8)
-	return put32(b, a.ID)
 }
 
 // Outputs returns the ports acts output to (for out_port filters).

@@ -179,6 +179,9 @@ type StatsRequest struct {
 	// Queue is a QUEUE request's queue (0xffffffff for all); Group a
 	// GROUP or GROUP_DESC request's group (GroupAny or OFPG_ALL for all).
 	Queue, Group uint32
+	// Meter is a METER or METER_CONFIG request's meter (MeterAll for
+	// all).
+	Meter uint32
 
 	// A FLOW or AGGREGATE request's filters: a flow is selected if its
 	// match is at least as specific as Match.
@@ -258,6 +261,8 @@ func Decode(b []byte) (Message, error) {
 		return decodeFlowMod11(h, body)
 	case h.Type == TypePacketOut:
 		return decodePacketOut(h, body)
+	case v >= V13 && h.Type == type13MeterMod:
+		return decodeMeterMod(h, body)
 	case v >= V12 && h.Type == type12RoleRequest:
 		if err := fixed(16); err != nil {
 			return nil, err
@@ -431,6 +436,8 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 		return m, nil
 	case StatsFlow, StatsAggregate:
 		return decodeFlowStats(m, body, name)
+	case StatsMeter, StatsMeterConfig, StatsMeterFeatures:
+		return decodeMeterStats(m, body, name)
 	case StatsVendor:
 		return decodeVendorStats(m, body)
 	}

@@ -91,9 +91,15 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT"}
 
+// errnoExtra names the errors defined next to their messages (meter.go).
+var errnoExtra = map[Errno]string{}
+
 func (e Errno) String() string {
 	if int(e) < len(errnoNames) && errnoNames[e] != "" {
 		return errnoNames[e]
+	}
+	if n, ok := errnoExtra[e]; ok {
+		return n
 	}
 	return fmt.Sprintf("ofperr(%d)", uint8(e))
 }
