@@ -312,18 +312,24 @@ func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTa
 var errTnlKind = errors.New("tunnel of another kind")
 
 // decap parses frame's outer headers for a tunnel of kind k: the inner
-// frame is frame[off:off+n]. It completes a partial outer checksum (a
-// local sender's) first, so that the outer UDP header verifies, and moves
-// o's offsets to the inner frame. A super-frame is taken when its
+// frame is frame[off:off+n], and o's offsets are moved to it.
+//
+// A local sender (the kernel's vxlan device, through a veth) leaves the
+// inner L4 checksum partial and computes the outer UDP checksum as if it
+// were complete (local checksum offload): the checksum is completed first,
+// so that the outer one verifies. A super-frame is taken when its
 // segmentation is the inner frame's (the kernel's UDP tunnel GSO, which
-// AF_PACKET reports as the inner TCP's): it stays one after
-// decapsulation. A partial checksum outside the inner frame is refused.
+// AF_PACKET reports as the inner TCP's); its outer UDP checksum is a
+// per-segment seed, not verifiable, and is ignored. A partial checksum
+// outside the inner frame is refused.
 func decap(frame []byte, o *packet.Offload, k tunnel.Kind) (h tunnel.Header, off, n int, err error) {
 	partial := o.Flags&packet.NeedsCsum != 0
-	if o.GSO != packet.GSONone && (!partial || int(o.CsumStart) < tunnelHdrMin(frame)) {
-		return h, 0, 0, tunnel.ErrMalformed
-	}
-	if partial && int(o.CsumStart) < tunnelHdrMin(frame) {
+	if o.GSO != packet.GSONone {
+		if !partial || int(o.CsumStart) < tunnelHdrMin(frame) {
+			return h, 0, 0, tunnel.ErrMalformed
+		}
+		clearOuterUDPCsum(frame)
+	} else if partial {
 		if err := offload.CompleteChecksum(frame, o); err != nil {
 			return h, 0, 0, err
 		}
@@ -345,6 +351,24 @@ func decap(frame []byte, o *packet.Offload, k tunnel.Kind) (h tunnel.Header, off
 	}
 	shiftOffload(o, -off)
 	return h, off, n, nil
+}
+
+// clearOuterUDPCsum zeroes the UDP checksum of an IPv4 or IPv6 frame
+// carrying UDP right after the IP header.
+func clearOuterUDPCsum(frame []byte) {
+	at := tunnelHdrMin(frame) - 2
+	if at+2 > len(frame) || at < 14+20+6 {
+		return
+	}
+	proto := byte(0)
+	if binary.BigEndian.Uint16(frame[12:]) == flow.EthTypeIPv6 {
+		proto = frame[14+6]
+	} else if binary.BigEndian.Uint16(frame[12:]) == flow.EthTypeIPv4 {
+		proto = frame[14+9]
+	}
+	if proto == flow.IPProtoUDP {
+		frame[at], frame[at+1] = 0, 0
+	}
 }
 
 // offsetOf is where sub, a subslice of b ending at b's end or before,

@@ -9,6 +9,7 @@ import (
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/netdev/offload"
 	"github.com/govs/govs/netdev/tunnel"
 )
 
@@ -117,4 +118,33 @@ func FuzzDecap(f *testing.F) {
 			t.Fatalf("partial checksum at %d+%d outside the %d-byte inner frame", o.CsumStart, o.CsumOffset, n)
 		}
 	})
+}
+
+// The kernel's vxlan device, with checksum offload, sends the inner TCP
+// checksum partial and the outer UDP checksum computed as if it were
+// complete: decapsulation completes the inner one and verifies the outer.
+func TestDecapLocalChecksumOffload(t *testing.T) {
+	inner := dptest.Frame{Src: dptest.MAC("02:00:00:00:00:01"), Dst: dptest.MAC("02:00:00:00:00:02"),
+		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+		TCP:  &dptest.TCP{Src: 40000, Dst: 5201, Flags: dptest.SYN}, Payload: []byte("hello")}.Checksummed()
+	h := tunnel.Header{Kind: tunnel.KindVXLAN, Src: netip.MustParseAddr("172.31.0.2"), Dst: netip.MustParseAddr("172.31.0.1"),
+		TTL: 64, SrcPort: 40000, DstPort: 4789, Key: 5, Csum: true}
+	enc, err := tunnel.Build(&h, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl := len(enc) - len(inner)
+	tcp := enc[hl+34:]
+	// The partial checksum: the pseudo-header sum, not complemented.
+	ph := append(append(append([]byte{}, inner[26:30]...), inner[30:34]...), 0, 6, 0, byte(len(tcp)))
+	seed := ^offload.Checksum(ph, 0)
+	tcp[16], tcp[17] = byte(seed>>8), byte(seed)
+	o := packet.Offload{Flags: packet.NeedsCsum, CsumStart: uint16(hl + 34), CsumOffset: 16}
+	_, off, n, err := decap(enc, &o, tunnel.KindVXLAN)
+	if err != nil {
+		t.Fatalf("decap: %v", err)
+	}
+	if !bytes.Equal(enc[off:off+n], inner) || o.Flags&packet.NeedsCsum != 0 {
+		t.Errorf("inner %x (offload %+v), want %x", enc[off:off+n], o, inner)
+	}
 }
