@@ -127,8 +127,8 @@ func TestTunnelGovsToGovs(t *testing.T) {
 }
 
 // TestTunnelVXLANKernelInterop: the far side is a Linux vxlan device at
-// its default offloads (checksum offload on); govs and it ping both ways.
-// TCP between them does not work yet.
+// its default offloads (checksum offload on); govs and it ping both ways
+// and run iperf3 TCP both ways.
 func TestTunnelVXLANKernelInterop(t *testing.T) {
 	start := time.Now()
 	a := tunSetup(t, "k", "172.31.1.1/24", "172.31.1.2", "vxlan", "10.9.1.1/24")
@@ -151,5 +151,9 @@ func TestTunnelVXLANKernelInterop(t *testing.T) {
 	farNS := &vswNS{t: t, Name: far}
 	a.vif.waitPing("10.9.1.2")
 	farNS.waitPing("10.9.1.1")
+	out := a.vif.iperf(farNS, "10.9.1.2", "-t", "2")
+	t.Logf("iperf3 TCP govs to kernel vxlan: %s", vswIperfSummary(out))
+	out = farNS.iperf(a.vif, "10.9.1.1", "-t", "2")
+	t.Logf("iperf3 TCP kernel vxlan to govs: %s", vswIperfSummary(out))
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
