@@ -60,6 +60,8 @@ type Action struct {
 	// Field and Val are an ActionSet's field and value (big-endian).
 	Field SetField
 	Val   [16]byte
+	// Tnl is an ActionTnlPush's arguments; the action list owns it.
+	Tnl *TnlPush
 }
 
 // CT returns the action that tracks the packet with a's arguments.
@@ -79,7 +81,7 @@ func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cook
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
 	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie || a.MeterID != b.MeterID ||
-		a.Field != b.Field || a.Val != b.Val {
+		a.Field != b.Field || a.Val != b.Val || !tnlEqual(a.Tnl, b.Tnl) {
 		return false
 	}
 	if a.CT == nil || b.CT == nil {
@@ -182,6 +184,12 @@ func (a Action) String() string {
 		return a.setString()
 	case ActionMeter:
 		return meterString(a.MeterID)
+	case ActionTnlPush:
+		if a.Tnl != nil {
+			return tnlString(a.Tnl)
+		}
+	case ActionTnlPop:
+		return "tnl_pop(" + strconv.FormatUint(uint64(a.Port), 10) + ")"
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }

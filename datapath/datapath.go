@@ -86,6 +86,9 @@ type Datapath struct {
 	ct *conntrack.Tracker
 	// recircDrops counts packets dropped for recirculating too deep.
 	recircDrops atomic.Uint64
+	// tnlPopErrors and tnlPushErrors count packets the tunnel actions
+	// dropped: malformed outer headers, frames they could not encapsulate.
+	tnlPopErrors, tnlPushErrors atomic.Uint64
 
 	// meters are the meters of ActionMeter (meter.go); meterMu
 	// serializes their replacement.

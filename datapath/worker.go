@@ -120,6 +120,7 @@ type op struct {
 	ct        *conntrack.Action
 	field     SetField
 	val       [16]byte
+	tnl       *tnlOp
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -132,7 +133,7 @@ func resolve(acts Actions, table *portTable) *flowActions {
 func usesMeta(ops []op) bool {
 	for i := range ops {
 		switch ops[i].kind {
-		case ActionCT, ActionCTClear, ActionRecirc:
+		case ActionCT, ActionCTClear, ActionRecirc, ActionTnlPop:
 			return true
 		}
 	}
@@ -163,12 +164,21 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
 		case ActionMeter:
 			ops = append(ops, op{kind: a.Kind, meter: a.MeterID})
+		case ActionTnlPush:
+			if t := resolveTnl(a.Tnl, table); t != nil {
+				ops = append(ops, op{kind: a.Kind, tnl: t})
+			}
+		case ActionTnlPop:
+			if p := table.byNo[a.Port]; p != nil {
+				ops = append(ops, op{kind: a.Kind, port: p})
+			}
 		}
 	}
 	// Header changes after the last output are lost work; a ct (a
 	// commit), a recirculation and a meter (its counters) are not.
 	for len(ops) > 0 {
-		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace || k == ActionMeter {
+		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace || k == ActionMeter ||
+			k == ActionTnlPush || k == ActionTnlPop {
 			break
 		}
 		ops = ops[:len(ops)-1]
@@ -328,6 +338,7 @@ type worker struct {
 	sub      [netdev.BatchSize]*packet.Packet
 	mds      [netdev.BatchSize]conntrack.Meta // sub's conntrack metadata
 	recActs  Actions                          // the action buffer of recirculation upcalls
+	tnlID    uint16                           // IPv4 ID of the next encapsulated packet
 	bno      uint64
 	sink     uint32                // keeps loads made only to start cache misses
 	emc      *[emcEntries]emcEntry // allocated on a miss after emcMinRx frames
@@ -854,6 +865,11 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 			queued = true
 		case ActionMeter:
 			w.dp.meter(o.meter, pkts, now)
+		case ActionTnlPush:
+			w.tnlPush(o.tnl, pkts, depth, table, now)
+		case ActionTnlPop:
+			w.tnlPopBatch(o.port, pkts, queued, depth+1, table, now)
+			queued = true
 		}
 	}
 }
@@ -874,6 +890,13 @@ func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth i
 	}
 	k.RecircID = id
 	setCtKey(&k, md)
+	w.reenter(p, &k, md, depth, table, now)
+}
+
+// reenter looks up (or translates) the flow of key k, of a packet p that
+// is recirculated or was decapsulated, and executes it on p.
+func (w *worker) reenter(p *packet.Packet, kp *flow.Key, md *conntrack.Meta, depth int, table *portTable, now int64) {
+	k := *kp
 	h := k.Hash()
 	f := w.emcLookup(&k, h)
 	if f != nil {

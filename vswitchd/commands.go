@@ -25,12 +25,14 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		return v.memoryShow(), nil
 	})
 	u.Register("coverage/show", "", 0, 0, func([]string) (string, error) {
+		v.syncDatapathCoverage()
 		return v.cov.Show(), nil
 	})
 	u.Register("dpif/show", "", 0, 0, func([]string) (string, error) {
 		return v.sw.DpifShow(), nil
 	})
 	u.Register("dpctl/show", "[-s] [dp...]", 0, 64, v.sw.DpctlShow)
+	u.Register("tnl/ports/show", "[-v]", 0, 1, v.sw.TunnelPortsShow)
 	u.Register("dpctl/dump-dps", "", 0, 0, func([]string) (string, error) {
 		return v.sw.DumpDps(), nil
 	})

@@ -165,6 +165,8 @@ func run() error {
 	tunnel.Sync(ctx, routes, log.Module("route_table"))
 	neigh := tunnel.NewNeighCache(nil)
 	go neigh.ExpireEvery(ctx, time.Second)
+	plane.ofproto.SetTunnelEnv(tunnelEnv{routes: routes, neigh: neigh})
+	v.sw.SetRouter(routes)
 	registerTunnelCommands(d.Unixctl, routes, neigh)
 	plane.registerFlowCommands(d.Unixctl)
 	code := v.run(ctx, d.Ready)

@@ -37,8 +37,10 @@ type switchd struct {
 	brLog  *daemon.ModuleLogger
 	sw     *bridge.Switch
 	cov    *coverage.Counters
-	lock   *dbclient.Lock
-	ssl    *ovsssl.Context // the process's SSL configuration, nil in tests
+	// plane is the datapath, for the drop counters coverage/show copies.
+	plane *dataplane
+	lock  *dbclient.Lock
+	ssl   *ovsssl.Context // the process's SSL configuration, nil in tests
 
 	conn    atomic.Pointer[dbclient.Conn] // nil until the first connection
 	links   chan linkwatch.Event
@@ -64,6 +66,7 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 		log:    log,
 		brLog:  log.Module("bridge"),
 		sw:     bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), cov.Inc),
+		plane:  plane,
 		cov:    cov,
 		lock:   dbclient.NewLock(remote, "ovs_vswitchd", log.Module("reconnect")),
 		links:  make(chan linkwatch.Event, 256),
@@ -167,6 +170,7 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			}
 			v.sw.SyncOpenFlowPorts()
 		case <-ticker.C:
+			v.syncDatapathCoverage()
 			v.cov.Tick()
 			v.trimHeap()
 			v.sw.Refresh()

@@ -15,6 +15,7 @@ import (
 // in encap(...).
 func (k Key) String() string {
 	var b strings.Builder
+	k.formatTunnel(&b)
 	fmt.Fprintf(&b, "in_port(%d),eth(src=%s,dst=%s)", k.InPort, MAC(k.EthSrc), MAC(k.EthDst))
 	sep := ","
 	switch {
@@ -97,3 +98,33 @@ func (m MAC) IsMulticast() bool { return m[0]&1 != 0 }
 
 // IsBroadcast reports whether m is ff:ff:ff:ff:ff:ff.
 func (m MAC) IsBroadcast() bool { return m == MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} }
+
+// formatTunnel writes a decapsulated packet's tunnel metadata as OVS's
+// format_odp_tun_attr, e.g.
+// "tunnel(tun_id=0x5,src=10.0.0.1,dst=10.0.0.2,ttl=64,tp_src=1,tp_dst=4789,flags(-df-csum+key)),".
+func (k *Key) formatTunnel(b *strings.Builder) {
+	if !k.HasTunnel() {
+		return
+	}
+	addr := func(a [16]byte) netip.Addr { return netip.AddrFrom16(a).Unmap() }
+	fmt.Fprintf(b, "tunnel(tun_id=%#x,src=%s,dst=%s,", k.TunID, addr(k.TunSrc), addr(k.TunDst))
+	if k.TunTOS != 0 {
+		fmt.Fprintf(b, "tos=%#x,", k.TunTOS)
+	}
+	fmt.Fprintf(b, "ttl=%d,", k.TunTTL)
+	if k.TunTpDst != 0 {
+		fmt.Fprintf(b, "tp_src=%d,tp_dst=%d,", k.TunTpSrc, k.TunTpDst)
+	}
+	b.WriteString("flags(")
+	for _, f := range []struct {
+		bit  uint16
+		name string
+	}{{TunFlagDontFragment, "df"}, {TunFlagCsum, "csum"}, {TunFlagKey, "key"}} {
+		if k.TunFlags&f.bit != 0 {
+			b.WriteString("+" + f.name)
+		} else {
+			b.WriteString("-" + f.name)
+		}
+	}
+	b.WriteString(")),")
+}

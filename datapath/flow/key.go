@@ -3,7 +3,7 @@
 // translation layer reads, with a mask of the same shape saying which bits
 // of a key a translation consulted. It follows OVS's struct flow
 // (lib/flow.h) for the fields a switch without tunnels needs, with the
-// recirculation and conntrack metadata.
+// recirculation, conntrack and tunnel metadata.
 package flow
 
 import (
@@ -95,7 +95,33 @@ type Key struct {
 	// in the first 4 bytes for an IPv4 packet (OVS's ct_nw_src), IPv6
 	// otherwise (ct_ipv6_src).
 	CtNwSrc, CtNwDst [16]byte
+
+	// The tunnel metadata of a packet a tnl_pop action decapsulated (OVS's
+	// flow_tnl), zero for one that came in on a port: the outer headers
+	// it arrived in.
+
+	// TunID is the VNI (VXLAN, Geneve) or GRE key.
+	TunID uint64
+	// TunSrc and TunDst are the outer source and destination addresses,
+	// IPv4 in v4-mapped IPv6 form.
+	TunSrc, TunDst [16]byte
+	// TunFlags are TunFlag bits.
+	TunFlags uint16
+	// TunTpSrc and TunTpDst are the outer UDP ports (0 for GRE).
+	TunTpSrc, TunTpDst uint16
+	// TunTOS and TunTTL are the outer IP TOS and TTL.
+	TunTOS, TunTTL uint8
 }
+
+// Bits of Key.TunFlags (OVS's FLOW_TNL_F_*, as tun_flags matches them).
+const (
+	TunFlagDontFragment = 1 << 0
+	TunFlagCsum         = 1 << 1
+	TunFlagKey          = 1 << 3
+)
+
+// HasTunnel reports whether the packet was decapsulated.
+func (k *Key) HasTunnel() bool { return k.TunDst != [16]byte{} }
 
 // Mask has the shape of a Key: a one bit means the bit of the key was
 // consulted and must match.
@@ -141,6 +167,7 @@ const (
 	IPProtoTCP      = 6
 	IPProtoUDP      = 17
 	IPProtoRouting  = 43
+	IPProtoGRE      = 47
 	IPProtoFragment = 44
 	IPProtoAH       = 51
 	IPProtoICMPv6   = 58
@@ -191,6 +218,10 @@ func (k *Key) Hash() uint64 {
 	// when set, so that the common key hashes as before.
 	if m := w[11] | w[12] | w[13] | w[14] | w[15] | w[16] | w[17] | w[18]; m != 0 {
 		h ^= mix(w[12]^s2, w[13]^s0) ^ mix(w[14]^s3, w[15]^s1) ^ mix(w[16]^s0, w[17]^s3) ^ mix(w[18]^s1, KeySize^s2)
+	}
+	// So are the tunnel words, but on decapsulated packets.
+	if t := w[19] | w[20] | w[21] | w[22] | w[23] | w[24]; t != 0 {
+		h ^= mix(w[19]^s1, w[20]^s3) ^ mix(w[21]^s2, w[22]^s0) ^ mix(w[23]^s3, w[24]^s1)
 	}
 	return mix(h^s0, h^s1)
 }

@@ -181,7 +181,7 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 		copy(t[geneveLen:], h.Options)
 	}
 	if h.Csum {
-		c := offload.Checksum(l4, pseudoSum(ip, v4, len(l4)))
+		c := offload.Checksum(l4, UDPPseudoSum(ip, v4, len(l4)))
 		if c == 0 {
 			c = 0xffff
 		}
@@ -269,7 +269,7 @@ func Parse(frame []byte) (Header, []byte, error) {
 	h.SrcPort, h.DstPort = binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
 	if binary.BigEndian.Uint16(l4[6:]) != 0 {
 		h.Csum = true
-		if offload.Checksum(l4, pseudoSum(ip, v4, len(l4))) != 0 {
+		if offload.Checksum(l4, UDPPseudoSum(ip, v4, len(l4))) != 0 {
 			return h, nil, ErrCsum
 		}
 	}
@@ -339,12 +339,14 @@ func parseGRE(h Header, g []byte) (Header, []byte, error) {
 	return h, g[off:], nil
 }
 
-// pseudoSum is the folded UDP pseudo-header sum (addresses, protocol,
+// UDPPseudoSum is the folded UDP pseudo-header sum (addresses, protocol,
 // length) for the IP header ip.
-func pseudoSum(ip []byte, v4 bool, l4Len int) uint64 {
-	addrs := ip[8:40]
+func UDPPseudoSum(ip []byte, v4 bool, l4Len int) uint64 {
+	var addrs []byte
 	if v4 {
 		addrs = ip[12:20]
+	} else {
+		addrs = ip[8:40]
 	}
 	return uint64(^offload.Checksum(addrs, 0)) + 17 + uint64(l4Len)
 }

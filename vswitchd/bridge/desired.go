@@ -136,6 +136,8 @@ type IfaceSpec struct {
 	TxRetries int
 	// PatchPeer is a patch port's options:peer.
 	PatchPeer string
+	// Tunnel is a tunnel port's options (vxlan, geneve, gre).
+	Tunnel *ofproto.TunnelConfig
 }
 
 // identity is what, when it changes, requires the interface to be

@@ -18,6 +18,7 @@ import (
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/netdev/vhostuser"
 	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/connmgr"
@@ -56,6 +57,17 @@ type Switch struct {
 	// bonds are the running bonds by port name; bondWake: BondsChanged.
 	bonds    map[string]*bondRun
 	bondWake chan struct{}
+	// vports are the running tunnel vports by name; router is the
+	// route table tunnel status reads (SetRouter), nil for none.
+	vports map[string]*vportRun
+	router *tunnel.Router
+}
+
+// SetRouter gives tunnel ports the route table their status reads.
+func (s *Switch) SetRouter(r *tunnel.Router) {
+	s.mu.Lock()
+	s.router = r
+	s.mu.Unlock()
 }
 
 type runBridge struct {
@@ -80,6 +92,10 @@ type iface struct {
 	err    string // Interface.error; "" when fine
 	ofport int    // -1 when it has none
 	dpPort uint32 // 0 when not in the datapath (patch ports, detached)
+	// vport is a tunnel port's datapath vport (dpPort its number);
+	// router the route table its status reads.
+	vport  string
+	router *tunnel.Router
 	// attachedAt is when the interface last became attached (the
 	// OpenFlow port's duration).
 	attachedAt time.Time
@@ -353,6 +369,9 @@ func (s *Switch) detach(ifc *iface) {
 		ifc.dev.Close()
 		ifc.dev, ifc.dpPort = nil, 0
 	}
+	if ifc.vport != "" {
+		s.releaseVport(ifc)
+	}
 	ifc.state = StateNew
 }
 
@@ -508,7 +527,7 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 			NoFlood: ifc.ofConfig&ofp.PortConfigNoFlood != 0,
 		}
 		if !ifc.local {
-			pc.PatchPeer = ifc.spec.PatchPeer
+			pc.PatchPeer, pc.Tunnel = ifc.spec.PatchPeer, ifc.spec.Tunnel
 		}
 		if b := s.bondOf(ifc); b != nil {
 			pc.Bond, pc.BondSLB = b.name, b.spec.Mode == BondBalanceSLB

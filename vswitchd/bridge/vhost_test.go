@@ -44,7 +44,7 @@ func (f *fakeDevs) openVhost(req OpenRequest) (netdev.Port, error) {
 func TestKindOf(t *testing.T) {
 	for typ, want := range map[string]PortKind{
 		TypeSystem: KindKernel, TypeInternal: KindKernel, TypeTap: KindKernel, TypePatch: KindPatch,
-		TypeVhostUser: KindVhost, TypeVhostUserClient: KindVhost, "vxlan": KindUnknown,
+		TypeVhostUser: KindVhost, TypeVhostUserClient: KindVhost, TypeVXLAN: KindPatch, "stt": KindUnknown,
 	} {
 		if got := KindOf(typ); got != want {
 			t.Errorf("KindOf(%q) = %v, want %v", typ, got, want)

@@ -49,13 +49,27 @@ func New(names ...string) *Counters {
 func (c *Counters) Inc(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.event(name).total++
+}
+
+// event returns the named event, registering it. c.mu must be held.
+func (c *Counters) event(name string) *event {
 	e, ok := c.events[name]
 	if !ok {
 		e = &event{}
 		c.events[name] = e
 		c.order = append(c.order, name)
 	}
-	e.total++
+	return e
+}
+
+// Raise sets the named event's total to total if that is more: for
+// events counted elsewhere (the datapath's drops) and copied in.
+func (c *Counters) Raise(name string, total uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.event(name)
+	e.total = max(e.total, total)
 }
 
 // Tick closes a TickSeconds interval.

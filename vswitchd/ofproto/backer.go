@@ -44,6 +44,9 @@ type Backer struct {
 	pins  pins
 
 	meterPool meterIDs // the datapath meters of every bridge's meters
+	tnlEnv atomic.Pointer[tnlEnvBox]
+	// tnlRetry: a tunnel output failed for want of a route or neighbour.
+	tnlRetry atomic.Bool
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -56,6 +59,17 @@ type index struct {
 	// peer maps each patch port whose peer exists (and names it back) to
 	// that peer.
 	peer map[*port]*port
+	// byName maps interface names to ports, over all bridges.
+	byName map[string]*port
+	// tunnels maps tunnel vports to the tunnel ports they receive for;
+	// tnlVports maps what a vport receives to it.
+	tunnels   map[uint32][]*port
+	tnlVports map[tnlRecv]uint32
+}
+
+func newIndex() *index {
+	return &index{byDPPort: map[uint32]*port{}, peer: map[*port]*port{}, byName: map[string]*port{},
+		tunnels: map[uint32][]*port{}, tnlVports: map[tnlRecv]uint32{}}
 }
 
 var _ datapath.Revalidator = (*Backer)(nil)
@@ -67,7 +81,7 @@ func NewBacker(dp *datapath.Datapath, log datapath.Logger) *Backer {
 		log = nopLogger{}
 	}
 	b := &Backer{dp: dp, log: log, bridges: map[string]*Bridge{}}
-	b.idx.Store(&index{byDPPort: map[uint32]*port{}, peer: map[*port]*port{}})
+	b.idx.Store(newIndex())
 	dp.SetUpcall(b)
 	return b
 }
@@ -113,8 +127,8 @@ func (b *Backer) DelBridge(name string) {
 // Interface names are global, so patch peers are found by name across
 // bridges. b.mu must be held.
 func (b *Backer) publish() {
-	idx := &index{byDPPort: map[uint32]*port{}, peer: map[*port]*port{}}
-	byName := map[string]*port{}
+	idx := newIndex()
+	byName := idx.byName
 	for _, br := range b.bridges {
 		idx.bridges = append(idx.bridges, br)
 		for _, p := range br.snap.Load().ports {
@@ -123,6 +137,10 @@ func (b *Backer) publish() {
 			}
 			byName[p.name] = p
 			if p.dpPort == 0 {
+				continue
+			}
+			if p.tnl != nil {
+				idx.indexTunnel(p)
 				continue
 			}
 			if q := idx.byDPPort[p.dpPort]; q != nil {
@@ -184,7 +202,7 @@ func (b *Backer) Revalidate(batch []datapath.Upcall) {
 // flows to an expired address flood again within a revalidation, and
 // OpenFlow flows whose timeout passed.
 func (b *Backer) Run() {
-	changed := false
+	changed := b.retryTunnels()
 	for _, br := range b.idx.Load().bridges {
 		if br.expire() {
 			changed = true

@@ -49,6 +49,10 @@ type PortConfig struct {
 	DPPort uint32
 	// PatchPeer is, for type=patch, the peer interface (options:peer).
 	PatchPeer string
+	// Tunnel is a tunnel port's configuration, nil for other types;
+	// DPPort is then its vport, which tunnels of one kind and UDP port
+	// share.
+	Tunnel *TunnelConfig
 	// Tag is the access or native VLAN, -1 if none.
 	Tag int
 	// Trunks are the trunked VLANs; empty means all.
@@ -113,6 +117,8 @@ type port struct {
 	ofport    int
 	dpPort    uint32
 	patchPeer string
+	// tnl is a tunnel port's configuration; nil for other types.
+	tnl *TunnelConfig
 
 	mode vlanMode
 	// vlan is the access or native VLAN (0 if none); unused in trunk mode.
@@ -294,7 +300,7 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 }
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
-	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer,
+	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer, tnl: pc.Tunnel,
 		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood}
 	tag := -1
 	if pc.Tag >= 0 && pc.Tag <= 4095 {

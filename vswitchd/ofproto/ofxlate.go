@@ -407,7 +407,8 @@ func translatable(id ofp.FieldID) bool {
 	switch id {
 	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP,
 		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
-		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst:
+		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst,
+		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst:
 		return true
 	}
 	return false

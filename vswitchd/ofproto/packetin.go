@@ -55,6 +55,7 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16) {
 	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow}
 	c.meta.Key = flow.Key{}
 	c.meta.InPort = s.flow.InPort
+	c.meta.TunID = s.flow.TunID
 	if s.rule == nil && s.packetOut && reason == ofp.PacketInAction {
 		c.reason = ofp.PacketInPacketOut
 	}

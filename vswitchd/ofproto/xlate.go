@@ -106,7 +106,11 @@ type xlate struct {
 // its datapath port. It reports whether a MAC table changed.
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
 	x := b.newXlate(idx, u, mode, at)
-	if in := idx.byDPPort[u.Key.InPort]; in != nil {
+	in := idx.byDPPort[u.Key.InPort]
+	if in == nil && u.Key.HasTunnel() {
+		in = x.tunnelIn(&u.Key)
+	}
+	if in != nil {
 		x.pipeline(in)
 	}
 	u.Actions = x.acts
@@ -297,6 +301,19 @@ func (x *xlate) output(out *port) {
 		return
 	}
 	if out.dpPort == 0 {
+		return
+	}
+	if out.tnl != nil {
+		x.tunnelOutput(out)
+		return
+	}
+	if out.ofport == LocalOFPort {
+		x.snoopNeigh(out)
+	}
+	if vport, ok := x.terminates(out); ok {
+		x.commitSets()
+		x.commitVLAN()
+		x.acts = append(x.acts, datapath.TnlPop(vport))
 		return
 	}
 	x.commitSets()

@@ -16,7 +16,6 @@ type Flow struct {
 	flow.Key
 	Regs     [16]uint32
 	Metadata uint64
-	TunID    uint64
 	PktMark  uint32
 }
 
@@ -68,6 +67,9 @@ const (
 	FieldTCPFlags
 	FieldMetadata
 	FieldTunID
+	FieldTunSrc
+	FieldTunDst
+	FieldTunFlags
 	FieldPktMark
 	FieldCtState
 	FieldCtZone
@@ -245,6 +247,18 @@ func init() {
 	addField(&Field{ID: FieldTunID, Name: "tun_id", Len: 8, Maskable: true, NXM: nxmHeader(classNXM1, 16, 8), OXM: nxmHeader(classOXM, 38, 8), Writable: true,
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.TunID) },
 		set: func(f *Flow, b []byte) { f.TunID = binary.BigEndian.Uint64(b) }})
+	// tun_src and tun_dst are IPv4; the key keeps them v4-mapped.
+	addField(&Field{ID: FieldTunSrc, Name: "tun_src", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 31, 4), Writable: true,
+		get: func(f *Flow, b []byte) { copy(b, f.TunSrc[12:16]) },
+		set: func(f *Flow, b []byte) { setTunAddr(&f.TunSrc, b) }})
+	addField(&Field{ID: FieldTunDst, Name: "tun_dst", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 32, 4), Writable: true,
+		get: func(f *Flow, b []byte) { copy(b, f.TunDst[12:16]) },
+		set: func(f *Flow, b []byte) { setTunAddr(&f.TunDst, b) }})
+	// tun_flags shows OpenFlow only the OAM flag (OVS's
+	// FLOW_TNL_PUB_F_OAM), which no tunnel here sets: always 0.
+	addField(&Field{ID: FieldTunFlags, Name: "tun_flags", Len: 2, Maskable: true, NXM: nxmHeader(classNXM1, 104, 2),
+		get: func(f *Flow, b []byte) { b[0], b[1] = 0, 0 },
+		set: func(f *Flow, b []byte) {}})
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
 	// ct_state is 32 bits on the wire; the key keeps the 8 defined ones
 	// (checkValue refuses the others).
@@ -281,6 +295,17 @@ func init() {
 				f.Regs[2*i+1] = binary.BigEndian.Uint32(b[4:])
 			}})
 	}
+}
+
+// setTunAddr sets a v4-mapped tunnel address from 4 bytes; all zero
+// clears it (no tunnel).
+func setTunAddr(a *[16]byte, b []byte) {
+	if b[0]|b[1]|b[2]|b[3] == 0 {
+		*a = [16]byte{}
+		return
+	}
+	*a = [16]byte{10: 0xff, 11: 0xff}
+	copy(a[12:], b)
 }
 
 func itoa(i int) string {
@@ -471,7 +496,6 @@ func (f *Flow) masked(m *Flow) Flow {
 		r.Regs[i] &= m.Regs[i]
 	}
 	r.Metadata &= m.Metadata
-	r.TunID &= m.TunID
 	r.PktMark &= m.PktMark
 	return r
 }
@@ -487,7 +511,6 @@ func (f *Flow) Or(o *Flow) {
 		f.Regs[i] |= o.Regs[i]
 	}
 	f.Metadata |= o.Metadata
-	f.TunID |= o.TunID
 	f.PktMark |= o.PktMark
 }
 

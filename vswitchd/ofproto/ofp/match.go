@@ -240,6 +240,8 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 		field(FieldARPTHA)
 	}
 	field(FieldTunID)
+	field(FieldTunSrc)
+	field(FieldTunDst)
 	field(FieldPktMark)
 	field(FieldCtState)
 	field(FieldCtZone)

@@ -1,0 +1,399 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/maphash"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/datapath/conntrack"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/netdev/offload"
+	"github.com/govs/govs/netdev/tunnel"
+)
+
+// Tunnel actions (OVS's native tunnelling in lib/dpif-netdev.c and
+// lib/netdev-native-tnl.c).
+const (
+	// ActionTnlPush encapsulates a copy of the packet in Tnl's outer
+	// headers and runs Tnl.Nested on it (OVS's
+	// clone(tnl_push(...),...)); the packet itself goes on unchanged.
+	ActionTnlPush ActionKind = 32 + iota
+	// ActionTnlPop decapsulates the packet and sends it back through the
+	// lookup as received on the tunnel vport Port, with the outer headers
+	// in its key's tunnel metadata. It ends the packet's actions.
+	ActionTnlPop
+)
+
+// TnlPush is a tnl_push action's arguments.
+type TnlPush struct {
+	// Port is the tunnel's vport; OutPort the egress bridge port the
+	// route chose (both shown in dumps only).
+	Port, OutPort uint32
+	// Header is the outer headers; SrcPort, ID and lengths are set per
+	// packet.
+	Header tunnel.Header
+	// Nested are the egress bridge's actions for the encapsulated packet.
+	Nested Actions
+}
+
+// TnlPushAction returns the tnl_push action of t.
+func TnlPushAction(t TnlPush) Action { return Action{Kind: ActionTnlPush, Tnl: &t} }
+
+// TnlPop returns the action that decapsulates for tunnel vport port.
+func TnlPop(port uint32) Action { return Action{Kind: ActionTnlPop, Port: port} }
+
+func tnlEqual(a, b *TnlPush) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	ha, hb := a.Header, b.Header
+	if !bytes.Equal(ha.Options, hb.Options) {
+		return false
+	}
+	ha.Options, hb.Options = nil, nil
+	ba, _ := tunnel.Build(&ha, nil)
+	bb, _ := tunnel.Build(&hb, nil)
+	return a.Port == b.Port && a.OutPort == b.OutPort && bytes.Equal(ba, bb) && ha.SeqPresent == hb.SeqPresent &&
+		a.Nested.Equal(b.Nested)
+}
+
+// tnlString formats a tnl_push as ovs-dpctl does, in short:
+// clone(tnl_push(tnl_port(4),header(vxlan(vni=0x5),src=...,dst=...),out_port(2)),1).
+func tnlString(t *TnlPush) string {
+	h := &t.Header
+	var b strings.Builder
+	b.WriteString("clone(tnl_push(tnl_port(" + strconv.Itoa(int(t.Port)) + "),header(")
+	b.WriteString("eth(dst=" + flow.MAC(h.EthDst).String() + ",src=" + flow.MAC(h.EthSrc).String() + "),")
+	v := "ipv4"
+	if !h.Dst.Unmap().Is4() {
+		v = "ipv6"
+	}
+	b.WriteString(v + "(src=" + h.Src.Unmap().String() + ",dst=" + h.Dst.Unmap().String() + ",ttl=" + strconv.Itoa(int(h.TTL)) + "),")
+	switch h.Kind {
+	case tunnel.KindVXLAN:
+		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),vxlan(vni=" + hexAlt(uint64(h.Key)) + ")")
+	case tunnel.KindGeneve:
+		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),geneve(vni=" + hexAlt(uint64(h.Key)) + ")")
+	case tunnel.KindGRE:
+		b.WriteString("gre((flags=0x" + strconv.FormatUint(uint64(greFlags(h)), 16) + ",proto=0x6558)")
+		if h.KeyPresent {
+			b.WriteString(",key=" + hexAlt(uint64(h.Key)))
+		}
+		b.WriteString(")")
+	}
+	b.WriteString("),out_port(" + strconv.Itoa(int(t.OutPort)) + "))")
+	if len(t.Nested) > 0 {
+		b.WriteString("," + t.Nested.String())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func greFlags(h *tunnel.Header) uint16 {
+	var f uint16
+	if h.Csum {
+		f |= 0x8000
+	}
+	if h.KeyPresent {
+		f |= 0x2000
+	}
+	return f
+}
+
+// tnlOp is a resolved tnl_push: the outer headers prebuilt for an empty
+// payload, and the nested actions.
+type tnlOp struct {
+	hdr    []byte
+	h      tunnel.Header
+	v4     bool
+	nested []op
+	meta   bool
+}
+
+func resolveTnl(t *TnlPush, table *portTable) *tnlOp {
+	hdr, err := tunnel.Build(&t.Header, nil)
+	if err != nil {
+		return nil
+	}
+	nested := resolveOps(nil, t.Nested, table)
+	return &tnlOp{hdr: hdr, h: t.Header, v4: t.Header.Dst.Unmap().Is4(), nested: nested, meta: usesMeta(nested)}
+}
+
+// portSeed keys the UDP source port hash.
+var portSeed = maphash.MakeSeed()
+
+// tnlPush encapsulates copies of pkts (segmented first if they are
+// super-frames, since the outer headers must be on every segment) and
+// runs the nested actions on them.
+func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *portTable, now int64) {
+	var out []*packet.Packet
+	for _, p := range pkts {
+		if p == nil {
+			continue
+		}
+		if p.Offload.GSO != packet.GSONone {
+			var seg offload.Segmenter
+			if seg.Reset(p.Data(), &p.Offload) != nil {
+				w.dp.tnlPushErrors.Add(1)
+				continue
+			}
+			for {
+				q := w.dp.pool.Get()
+				n := seg.Next(q.Tail())
+				if n == 0 {
+					w.dp.pool.Put(q)
+					break
+				}
+				q.SetLen(n)
+				q.Offload = packet.Offload{Flags: packet.CsumValid}
+				q.InPort = p.InPort
+				w.clones = append(w.clones, q)
+				if w.encap(t, q) {
+					out = append(out, q)
+				}
+			}
+			continue
+		}
+		q := w.clone(p)
+		if q.Offload.Flags&packet.NeedsCsum != 0 {
+			// The inner checksum cannot be left to the egress: its
+			// offsets would have to survive the outer headers, and the
+			// kernel takes no partial inner checksum through AF_PACKET.
+			if offload.CompleteChecksum(q.Data(), &q.Offload) != nil {
+				w.dp.tnlPushErrors.Add(1)
+				continue
+			}
+		}
+		if w.encap(t, q) {
+			out = append(out, q)
+		}
+	}
+	if len(out) == 0 {
+		return
+	}
+	var mds []conntrack.Meta
+	if t.meta {
+		mds = make([]conntrack.Meta, len(out))
+	}
+	w.apply(t.nested, out, mds, depth, table, now)
+}
+
+// encap puts t's outer headers in front of p and fixes the lengths,
+// checksums and UDP source port.
+func (w *worker) encap(t *tnlOp, p *packet.Packet) bool {
+	inner := p.Data()
+	hl := len(t.hdr)
+	if p.Headroom() < hl {
+		w.dp.tnlPushErrors.Add(1)
+		return false
+	}
+	// The source port spreads flows over the receiver's queues, as the
+	// kernel's udp_flow_src_port: a hash of the inner addresses and ports.
+	var sport uint16
+	if t.h.Kind != tunnel.KindGRE {
+		sport = 32768 + uint16(maphash.Bytes(portSeed, flowBytes(inner))%28232)
+	}
+	b := p.Push(hl)
+	copy(b, t.hdr)
+	frame := p.Data()
+	ip := frame[14:]
+	var l4 []byte
+	if t.v4 {
+		binary.BigEndian.PutUint16(ip[2:], uint16(len(frame)-14))
+		w.tnlID++
+		binary.BigEndian.PutUint16(ip[4:], w.tnlID)
+		ip[10], ip[11] = 0, 0
+		binary.BigEndian.PutUint16(ip[10:], offload.Checksum(ip[:20], 0))
+		l4 = ip[20:]
+	} else {
+		binary.BigEndian.PutUint16(ip[4:], uint16(len(frame)-54))
+		l4 = ip[40:]
+	}
+	if t.h.Kind == tunnel.KindGRE {
+		if t.h.Csum {
+			l4[4], l4[5] = 0, 0
+			binary.BigEndian.PutUint16(l4[4:], offload.Checksum(l4, 0))
+		}
+		return true
+	}
+	binary.BigEndian.PutUint16(l4[0:], sport)
+	binary.BigEndian.PutUint16(l4[4:], uint16(len(l4)))
+	l4[6], l4[7] = 0, 0
+	if t.h.Csum {
+		c := offload.Checksum(l4, tunnel.UDPPseudoSum(ip, t.v4, len(l4)))
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(l4[6:], c)
+	}
+	p.Offload = packet.Offload{Flags: packet.CsumValid}
+	return true
+}
+
+// flowBytes is what the source port hashes: the inner IPv4 or IPv6
+// addresses and the 4 bytes after them (ports), else the MAC addresses.
+func flowBytes(f []byte) []byte {
+	if len(f) >= 14+20+4 && binary.BigEndian.Uint16(f[12:]) == flow.EthTypeIPv4 && f[14]&0x0f == 5 {
+		return f[26:38]
+	}
+	if len(f) >= 14+40+4 && binary.BigEndian.Uint16(f[12:]) == flow.EthTypeIPv6 {
+		return f[22:58]
+	}
+	return f[:min(len(f), 12)]
+}
+
+// tnlPopBatch decapsulates pkts (copies, if they were queued for output)
+// for vport port and sends them through the lookup again.
+func (w *worker) tnlPopBatch(port *dpPort, pkts []*packet.Packet, queued bool, depth int, table *portTable, now int64) {
+	if depth > maxRecircDepth {
+		w.dp.recircDrops.Add(uint64(len(pkts)))
+		return
+	}
+	for _, p := range pkts {
+		if p != nil && queued {
+			w.tnlPop(w.clone(p), port, depth, table, now)
+		} else if p != nil {
+			w.tnlPop(p, port, depth, table, now)
+		}
+	}
+}
+
+// tnlPop decapsulates p, received for tunnel vport port, and sends it
+// through the lookup again with the outer headers in its key. A packet
+// whose outer headers are not a well-formed tunnel packet of port's kind
+// is dropped and counted (datapath_drop_tunnel_pop_error).
+func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTable, now int64) {
+	if p.Ext() != nil {
+		p.Linearize()
+	}
+	vp, _ := port.dev.(*tunnel.Vport)
+	if vp == nil {
+		w.tnlPopDrop(port)
+		return
+	}
+	h, off, n, err := decap(p.Data(), &p.Offload, vp.Kind())
+	if err != nil {
+		w.tnlPopDrop(port)
+		return
+	}
+	p.Pull(off)
+	p.SetLen(n)
+	p.InPort = port.no
+	port.rxPackets.Add(1)
+	port.rxBytes.Add(uint64(n))
+	var k flow.Key
+	if !extract(p, port.no, &k) {
+		return
+	}
+	k.TunID = uint64(h.Key)
+	k.TunSrc, k.TunDst = h.Src.As16(), h.Dst.As16()
+	k.TunTOS, k.TunTTL = h.TOS, h.TTL
+	if h.Kind != tunnel.KindGRE {
+		k.TunTpSrc, k.TunTpDst = h.SrcPort, h.DstPort
+	}
+	if h.DF {
+		k.TunFlags |= flow.TunFlagDontFragment
+	}
+	if h.Csum {
+		k.TunFlags |= flow.TunFlagCsum
+	}
+	if h.Kind != tunnel.KindGRE || h.KeyPresent {
+		k.TunFlags |= flow.TunFlagKey
+	}
+	var md conntrack.Meta
+	w.reenter(p, &k, &md, depth, table, now)
+}
+
+// errTnlKind: the outer headers are another kind of tunnel's.
+var errTnlKind = errors.New("tunnel of another kind")
+
+// decap parses frame's outer headers for a tunnel of kind k: the inner
+// frame is frame[off:off+n], and o's offsets are moved to it.
+//
+// A local sender (the kernel's vxlan device, through a veth) leaves the
+// inner L4 checksum partial and computes the outer UDP checksum as if it
+// were complete (local checksum offload): the checksum is completed first,
+// so that the outer one verifies. A super-frame is taken when its
+// segmentation is the inner frame's (the kernel's UDP tunnel GSO, which
+// AF_PACKET reports as the inner TCP's); its outer UDP checksum is a
+// per-segment seed, not verifiable, and is ignored. A partial checksum
+// outside the inner frame is refused.
+func decap(frame []byte, o *packet.Offload, k tunnel.Kind) (h tunnel.Header, off, n int, err error) {
+	partial := o.Flags&packet.NeedsCsum != 0
+	if o.GSO != packet.GSONone {
+		if !partial || int(o.CsumStart) < tunnelHdrMin(frame) {
+			return h, 0, 0, tunnel.ErrMalformed
+		}
+		clearOuterUDPCsum(frame)
+	} else if partial {
+		if err := offload.CompleteChecksum(frame, o); err != nil {
+			return h, 0, 0, err
+		}
+		partial = false
+	}
+	h, inner, err := tunnel.Parse(frame)
+	if err != nil {
+		return h, 0, 0, err
+	}
+	if h.Kind != k {
+		return h, 0, 0, errTnlKind
+	}
+	off, n = offsetOf(frame, inner), len(inner)
+	if partial && (int(o.CsumStart) < off || int(o.CsumStart)+int(o.CsumOffset)+2 > off+n) {
+		return h, 0, 0, tunnel.ErrMalformed
+	}
+	if o.GSO != packet.GSONone && (int(o.HdrLen) <= off || int(o.HdrLen) > off+n) {
+		return h, 0, 0, tunnel.ErrMalformed
+	}
+	shiftOffload(o, -off)
+	return h, off, n, nil
+}
+
+// clearOuterUDPCsum zeroes the UDP checksum of an IPv4 or IPv6 frame
+// carrying UDP right after the IP header.
+func clearOuterUDPCsum(frame []byte) {
+	at := tunnelHdrMin(frame) - 2
+	if at+2 > len(frame) || at < 14+20+6 {
+		return
+	}
+	proto := byte(0)
+	if binary.BigEndian.Uint16(frame[12:]) == flow.EthTypeIPv6 {
+		proto = frame[14+6]
+	} else if binary.BigEndian.Uint16(frame[12:]) == flow.EthTypeIPv4 {
+		proto = frame[14+9]
+	}
+	if proto == flow.IPProtoUDP {
+		frame[at], frame[at+1] = 0, 0
+	}
+}
+
+// offsetOf is where sub, a subslice of b ending at b's end or before,
+// starts in b.
+func offsetOf(b, sub []byte) int { return cap(b) - cap(sub) }
+
+// tunnelHdrMin is the offset below which a checksum is in the outer
+// headers: the end of the outer UDP header.
+func tunnelHdrMin(frame []byte) int {
+	if len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == flow.EthTypeIPv6 {
+		return 14 + 40 + 8
+	}
+	if len(frame) >= 15 {
+		return 14 + int(frame[14]&0x0f)*4 + 8
+	}
+	return 0
+}
+
+func (w *worker) tnlPopDrop(port *dpPort) {
+	w.dp.tnlPopErrors.Add(1)
+	port.rxErrors.Add(1)
+}
+
+// TunnelErrors returns the packets tnl_pop dropped as malformed and those
+// tnl_push could not encapsulate.
+func (dp *Datapath) TunnelErrors() (pop, push uint64) {
+	return dp.tnlPopErrors.Load(), dp.tnlPushErrors.Load()
+}

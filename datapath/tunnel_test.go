@@ -1,0 +1,150 @@
+package datapath
+
+import (
+	"bytes"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/govs/govs/datapath/dptest"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/datapath/packet"
+	"github.com/govs/govs/netdev/offload"
+	"github.com/govs/govs/netdev/tunnel"
+)
+
+// A frame from port 1 leaves port 2 in VXLAN, Geneve or GRE; the
+// encapsulated frame coming back on port 2 is decapsulated for vport 3 and
+// reaches port 1 again, with the outer headers in its key. Malformed
+// outer headers are dropped and counted.
+func TestTunnelPushPop(t *testing.T) {
+	for _, kind := range []tunnel.Kind{tunnel.KindVXLAN, tunnel.KindGeneve, tunnel.KindGRE} {
+		t.Run(kind.String(), func(t *testing.T) {
+			r := newRig(t, 2)
+			vport := tunnel.NewVport("vp", kind)
+			if err := r.dp.AddPort(3, vport); err != nil {
+				t.Fatal(err)
+			}
+			h := tunnel.Header{Kind: kind, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
+				Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, DF: true,
+				Key: 5, KeyPresent: true, Csum: kind == tunnel.KindGeneve}
+			switch kind {
+			case tunnel.KindVXLAN:
+				h.DstPort = 4789
+			case tunnel.KindGeneve:
+				h.DstPort = 6081
+			}
+			var mu sync.Mutex
+			var popped []flow.Key
+			r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
+				for i := range batch {
+					u := &batch[i]
+					u.Mask = flow.Exact()
+					switch u.Key.InPort {
+					case 1:
+						u.Actions = append(u.Actions, TnlPushAction(TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}}))
+					case 2:
+						u.Actions = append(u.Actions, TnlPop(3))
+					case 3:
+						mu.Lock()
+						popped = append(popped, u.Key)
+						mu.Unlock()
+						u.Actions = append(u.Actions, Output(1))
+					}
+				}
+			}))
+			inner := frame()
+			r.ports[1].Inject(inner)
+			dptest.Eventually(t, "encapsulated frame on port 2", func() bool { return len(r.ports[2].Sent()) == 1 })
+			enc := r.ports[2].Sent()[0]
+			got, in, err := tunnel.Parse(enc)
+			if err != nil || !bytes.Equal(in, inner) || got.Key != 5 || got.Dst != h.Dst || got.Src != h.Src {
+				t.Fatalf("encapsulated frame %x: %+v, %v", enc, got, err)
+			}
+			r.ports[2].Inject(enc)
+			dptest.Eventually(t, "decapsulated frame on port 1", func() bool { return len(r.ports[1].Sent()) == 1 })
+			if s := r.ports[1].Sent()[0]; !bytes.Equal(s, inner) {
+				t.Fatalf("decapsulated %x, want %x", s, inner)
+			}
+			mu.Lock()
+			k := popped[0]
+			mu.Unlock()
+			if k.TunID != 5 || netip.AddrFrom16(k.TunSrc).Unmap() != h.Src || netip.AddrFrom16(k.TunDst).Unmap() != h.Dst || k.TunTTL != 64 {
+				t.Errorf("key after tnl_pop: %v", k)
+			}
+			// Truncated outer headers: dropped, counted, nothing sent.
+			r.ports[2].Inject(enc[:40])
+			dptest.Eventually(t, "pop error counted", func() bool { pop, _ := r.dp.TunnelErrors(); return pop == 1 })
+			if n := len(r.ports[1].Sent()); n != 1 {
+				t.Errorf("port 1 sent %d frames, want 1", n)
+			}
+		})
+	}
+}
+
+// FuzzDecap feeds tnl_pop's decapsulation arbitrary frames and offload
+// metadata: it must refuse or return an inner frame inside the outer one,
+// with any partial checksum inside the inner frame, never panic.
+func FuzzDecap(f *testing.F) {
+	inner := frame()
+	for _, kind := range []tunnel.Kind{tunnel.KindVXLAN, tunnel.KindGeneve, tunnel.KindGRE} {
+		h := tunnel.Header{Kind: kind, Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"),
+			TTL: 64, Key: 5, KeyPresent: true, DstPort: 4789, Csum: true}
+		if kind == tunnel.KindGeneve {
+			h.DstPort, h.Options = 6081, []byte{1, 2, 0x80, 1, 0, 0, 0, 1}
+		}
+		b, _ := tunnel.Build(&h, inner)
+		f.Add(b, uint8(kind), uint8(0), uint16(0), uint16(0))
+		// A partial inner UDP checksum, as a local sender leaves it.
+		f.Add(b, uint8(kind), uint8(packet.NeedsCsum), uint16(len(b)-len(inner)+34), uint16(6))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, kind, flags uint8, start, off uint16) {
+		o := packet.Offload{Flags: packet.Flag(flags) & packet.NeedsCsum, CsumStart: start, CsumOffset: off}
+		if flags&0x80 != 0 {
+			o.GSO, o.GSOSize, o.HdrLen = packet.GSOTCPv4, 1400, start+20
+		}
+		frame := append([]byte(nil), b...)
+		_, at, n, err := decap(frame, &o, tunnel.Kind(kind%4))
+		if err != nil {
+			return
+		}
+		if at < 0 || n < 0 || at+n > len(frame) {
+			t.Fatalf("inner [%d:%d] of %d bytes", at, at+n, len(frame))
+		}
+		if o.GSO != packet.GSONone && (o.HdrLen == 0 || int(o.HdrLen) > n) {
+			t.Fatalf("super-frame headers %d of a %d-byte inner frame", o.HdrLen, n)
+		}
+		if o.Flags&packet.NeedsCsum != 0 && int(o.CsumStart)+int(o.CsumOffset)+2 > n {
+			t.Fatalf("partial checksum at %d+%d outside the %d-byte inner frame", o.CsumStart, o.CsumOffset, n)
+		}
+	})
+}
+
+// The kernel's vxlan device, with checksum offload, sends the inner TCP
+// checksum partial and the outer UDP checksum computed as if it were
+// complete: decapsulation completes the inner one and verifies the outer.
+func TestDecapLocalChecksumOffload(t *testing.T) {
+	inner := dptest.Frame{Src: dptest.MAC("02:00:00:00:00:01"), Dst: dptest.MAC("02:00:00:00:00:02"),
+		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+		TCP:  &dptest.TCP{Src: 40000, Dst: 5201, Flags: dptest.SYN}, Payload: []byte("hello")}.Checksummed()
+	h := tunnel.Header{Kind: tunnel.KindVXLAN, Src: netip.MustParseAddr("172.31.0.2"), Dst: netip.MustParseAddr("172.31.0.1"),
+		TTL: 64, SrcPort: 40000, DstPort: 4789, Key: 5, Csum: true}
+	enc, err := tunnel.Build(&h, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl := len(enc) - len(inner)
+	tcp := enc[hl+34:]
+	// The partial checksum: the pseudo-header sum, not complemented.
+	ph := append(append(append([]byte{}, inner[26:30]...), inner[30:34]...), 0, 6, 0, byte(len(tcp)))
+	seed := ^offload.Checksum(ph, 0)
+	tcp[16], tcp[17] = byte(seed>>8), byte(seed)
+	o := packet.Offload{Flags: packet.NeedsCsum, CsumStart: uint16(hl + 34), CsumOffset: 16}
+	_, off, n, err := decap(enc, &o, tunnel.KindVXLAN)
+	if err != nil {
+		t.Fatalf("decap: %v", err)
+	}
+	if !bytes.Equal(enc[off:off+n], inner) || o.Flags&packet.NeedsCsum != 0 {
+		t.Errorf("inner %x (offload %+v), want %x", enc[off:off+n], o, inner)
+	}
+}

@@ -1,0 +1,159 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// tunNode is one side of a tunnel test: a namespace with a govs switch
+// (its own rundir), an underlay bridge br-phy holding the underlay veth
+// "ul" with the tunnel address on br-phy's internal port, an integration
+// bridge br-int with the tunnel port tun0, and a VIF namespace behind
+// br-int (its eth0 at MTU 1450, so that encapsulated frames fit the
+// underlay's 1500).
+type tunNode struct {
+	sw  *tnlSwitch
+	vif *vswNS
+}
+
+// tunNS creates namespace name, removed when the test ends.
+func tunNS(t *testing.T, name string) {
+	t.Helper()
+	vswRun("ip", "netns", "del", name)
+	if _, err := vswRun("ip", "netns", "add", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vswRun("ip", "netns", "del", name) })
+	if _, err := vswRun("ip", "-n", name, "link", "set", "lo", "up"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tunStartSwitch starts govs' ovs-vswitchd in namespace ns with its own
+// database and rundir.
+func tunStartSwitch(t *testing.T, ns string) *tnlSwitch {
+	t.Helper()
+	e := vswNewEnv(t, true)
+	args := []string{"netns", "exec", ns, vswBinary(t), "unix:" + e.sock(), "--pidfile", "--detach", "--no-chdir",
+		"--log-file=" + e.logPath(), "-vconsole:off"}
+	if _, err := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, "ip", args...); err != nil {
+		t.Fatal(err)
+	}
+	pid := vswReadPid(e.dir + "/ovs-vswitchd.pid")
+	if pid <= 0 {
+		t.Fatal("ovs-vswitchd --detach returned without a pidfile")
+	}
+	t.Cleanup(func() { vswKill(t, pid) })
+	return &tnlSwitch{e: e, ns: ns}
+}
+
+// tunSetup builds one side: namespace tag's switch, underlay address
+// local (CIDR) on br-phy, tunnel port of typ towards remote, VIF
+// namespace with vifAddr.
+func tunSetup(t *testing.T, tag, local, remote, typ, vifAddr string) *tunNode {
+	t.Helper()
+	ns := "gtun-" + tag
+	tunNS(t, ns)
+	sw := tunStartSwitch(t, ns)
+	vif := &vswNS{t: t, Name: "gtun-v" + tag, Host: "vif"}
+	tunNS(t, vif.Name)
+	for _, c := range []string{
+		"ip link add vif netns " + ns + " type veth peer name eth0 netns " + vif.Name,
+		"ip -n " + ns + " link set vif up",
+		"ip -n " + vif.Name + " link set eth0 mtu 1450 up",
+		"ip -n " + vif.Name + " addr add " + vifAddr + " dev eth0",
+	} {
+		if _, err := vswRun("sh", "-c", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := sw.e
+	e.mustVsctl("add-br", "br-phy", "--", "add-br", "br-int")
+	sw.ip(t, "ip addr add "+local+" dev br-phy")
+	sw.ip(t, "ip link set br-phy up")
+	e.mustVsctl("add-port", "br-int", "vif", "--", "add-port", "br-int", "tun0", "--", "set", "interface", "tun0",
+		"type="+typ, "options:remote_ip="+remote, "options:key=5")
+	return &tunNode{sw: sw, vif: vif}
+}
+
+// tunUnderlay joins the two sides' namespaces with the veth "ul" and puts
+// it on each br-phy.
+func tunUnderlay(t *testing.T, a, b *tunNode) {
+	t.Helper()
+	if _, err := vswRun("ip", "link", "add", "ul", "netns", a.sw.ns, "type", "veth", "peer", "name", "ul", "netns", b.sw.ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*tunNode{a, b} {
+		n.sw.ip(t, "ip link set ul up")
+		n.sw.e.mustVsctl("add-port", "br-phy", "ul")
+	}
+}
+
+// TestTunnelGovsToGovs runs VXLAN, then Geneve, then GRE between two govs
+// switches in their own namespaces, joined by a veth underlay: ping both
+// ways, iperf3 TCP over VXLAN (its figure is logged), and the status and
+// tnl/ports/show of the tunnel port.
+func TestTunnelGovsToGovs(t *testing.T) {
+	start := time.Now()
+	a := tunSetup(t, "a", "172.31.0.1/24", "172.31.0.2", "vxlan", "10.9.0.1/24")
+	b := tunSetup(t, "b", "172.31.0.2/24", "172.31.0.1", "vxlan", "10.9.0.2/24")
+	tunUnderlay(t, a, b)
+
+	vswWait(t, vswTimeout, "tunnel status", func() bool {
+		out, _ := a.sw.e.vsctl("get", "interface", "tun0", "status")
+		return strings.Contains(out, `tunnel_egress_iface=br-phy`) && strings.Contains(out, `tunnel_egress_iface_carrier=up`)
+	})
+	if of := a.sw.e.ofport("tun0"); of <= 0 {
+		t.Fatalf("tun0 ofport %d", of)
+	}
+	a.vif.waitPing("10.9.0.2")
+	b.vif.waitPing("10.9.0.1")
+	out := a.vif.iperf(b.vif, "10.9.0.2", "-t", "3")
+	t.Logf("iperf3 TCP over VXLAN, govs to govs: %s", vswIperfSummary(out))
+	if dump := a.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "tnl_push") || !strings.Contains(dump, "tnl_pop") {
+		t.Errorf("no tunnel actions in the datapath flows:\n%s", dump)
+	}
+
+	for _, typ := range []string{"geneve", "gre"} {
+		for _, n := range []*tunNode{a, b} {
+			n.sw.e.mustVsctl("set", "interface", "tun0", "type="+typ)
+		}
+		a.vif.waitPing("10.9.0.2")
+		b.vif.waitPing("10.9.0.1")
+		t.Logf("%s: ping both ways", typ)
+	}
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestTunnelVXLANKernelInterop: the far side is a Linux vxlan device at
+// its default offloads (checksum offload on); govs and it ping both ways
+// and run iperf3 TCP both ways.
+func TestTunnelVXLANKernelInterop(t *testing.T) {
+	start := time.Now()
+	a := tunSetup(t, "k", "172.31.1.1/24", "172.31.1.2", "vxlan", "10.9.1.1/24")
+	far := "gtun-kfar"
+	tunNS(t, far)
+	for _, c := range []string{
+		"ip link add ul netns " + a.sw.ns + " type veth peer name ul netns " + far,
+		"ip -n " + a.sw.ns + " link set ul up",
+		"ip -n " + far + " link set ul up",
+		"ip -n " + far + " addr add 172.31.1.2/24 dev ul",
+		"ip -n " + far + " link add vx0 type vxlan id 5 remote 172.31.1.1 local 172.31.1.2 dstport 4789 dev ul",
+		"ip -n " + far + " link set vx0 mtu 1450 up",
+		"ip -n " + far + " addr add 10.9.1.2/24 dev vx0",
+	} {
+		if _, err := vswRun("sh", "-c", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.sw.e.mustVsctl("add-port", "br-phy", "ul")
+	farNS := &vswNS{t: t, Name: far}
+	a.vif.waitPing("10.9.1.2")
+	farNS.waitPing("10.9.1.1")
+	out := a.vif.iperf(farNS, "10.9.1.2", "-t", "2")
+	t.Logf("iperf3 TCP govs to kernel vxlan: %s", vswIperfSummary(out))
+	out = farNS.iperf(a.vif, "10.9.1.1", "-t", "2")
+	t.Logf("iperf3 TCP kernel vxlan to govs: %s", vswIperfSummary(out))
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,249 @@
+package bridge
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/netdev/tunnel"
+	"github.com/govs/govs/vswitchd/ofproto"
+)
+
+// Tunnel port types: no device of their own; the tunnels of one kind and
+// UDP port share one datapath vport (OVS's vxlan_sys_4789), and the
+// datapath's tnl_push/tnl_pop actions encapsulate and decapsulate.
+const (
+	TypeVXLAN  = "vxlan"
+	TypeGeneve = "geneve"
+	TypeGRE    = "gre"
+)
+
+type tunnelPort struct {
+	noLive
+	typ     string
+	encap   tunnel.Kind
+	dstPort uint16 // IANA's UDP port; 0 for GRE
+}
+
+func init() {
+	registerPort(TypeVXLAN, tunnelPort{typ: TypeVXLAN, encap: tunnel.KindVXLAN, dstPort: 4789})
+	registerPort(TypeGeneve, tunnelPort{typ: TypeGeneve, encap: tunnel.KindGeneve, dstPort: 6081})
+	registerPort(TypeGRE, tunnelPort{typ: TypeGRE, encap: tunnel.KindGRE})
+}
+
+// vportRun is one running tunnel vport and the tunnel ports sharing it.
+type vportRun struct {
+	no   uint32
+	dev  *tunnel.Vport
+	refs int
+}
+
+func (tunnelPort) kind() PortKind                      { return KindPatch }
+func (tunnelPort) request(*Switch, *iface) OpenRequest { return OpenRequest{} }
+func (tunnelPort) apply(*Switch, *iface, bool)         {}
+func (tunnelPort) refresh(*Switch, *iface)             {}
+
+func (d tunnelPort) netdevType(ifc *iface) string {
+	var opts []string
+	for _, k := range slices.Sorted(maps.Keys(ifc.spec.Options)) {
+		opts = append(opts, k+"="+ifc.spec.Options[k])
+	}
+	if len(opts) == 0 {
+		return d.typ
+	}
+	return d.typ + ": " + strings.Join(opts, ", ")
+}
+
+// parse reads a tunnel's options as OVS's set_tunnel_config
+// (lib/netdev-vport.c): what it cannot use it warns about and ignores;
+// a missing remote_ip or inconsistent addresses refuse the port.
+func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
+	name := spec.Name
+	c := &ofproto.TunnelConfig{Kind: d.encap, DstPort: d.dstPort}
+	var srcV6, dstV6 *bool
+	for _, k := range slices.Sorted(maps.Keys(spec.Options)) {
+		v := spec.Options[k]
+		switch k {
+		case "remote_ip":
+			c.RemoteFlow, c.Remote, dstV6 = d.tunnelIP(name, k, v, problems)
+		case "local_ip":
+			c.LocalFlow, c.Local, srcV6 = d.tunnelIP(name, k, v, problems)
+		case "tos":
+			if v == "inherit" {
+				c.TOSInherit = true
+				break
+			}
+			t, err := strconv.ParseInt(v, 0, 32)
+			if err != nil || t != t&0xfc {
+				*problems = append(*problems, fmt.Sprintf("%s: invalid TOS %s", name, v))
+				break
+			}
+			c.TOS = uint8(t)
+		case "ttl":
+			// atoi's value, as OVS's: 0 (or junk) is the default 64.
+			t, _ := strconv.Atoi(v)
+			c.TTL, c.TTLInherit = uint8(t), v == "inherit"
+
+		case "csum":
+			// Other values leave the default, as OVS's.
+			if v == "true" || v == "false" {
+				c.Csum = v == "true"
+			}
+		case "dst_port":
+			if d.encap == tunnel.KindGRE {
+				*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
+				break
+			}
+			p, _ := strconv.Atoi(v)
+			c.DstPort = uint16(p)
+		case "df_default":
+			if v == "true" || v == "false" {
+				c.NoDF = v == "false"
+			}
+		case "key", "in_key", "out_key", "egress_pkt_mark", "packet_type":
+			// Keys below; the others have no effect here.
+		default:
+			*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
+		}
+	}
+	if !c.Remote.IsValid() && !c.RemoteFlow {
+		return fmt.Sprintf("%s: %s type requires valid 'remote_ip' argument", name, d.typ)
+	}
+	if c.LocalFlow && !c.RemoteFlow {
+		return fmt.Sprintf("%s: %s type requires 'remote_ip=flow' with 'local_ip=flow'", name, d.typ)
+	}
+	if srcV6 != nil && dstV6 != nil && *srcV6 != *dstV6 {
+		return fmt.Sprintf("%s: 'remote_ip' and 'local_ip' has to be of the same address family", name)
+	}
+	c.InKey, c.InKeyPresent, c.InKeyFlow = tunnelKey(spec.Options, "in_key")
+	c.OutKey, c.OutKeyPresent, c.OutKeyFlow = tunnelKey(spec.Options, "out_key")
+	spec.Tunnel = c
+	return ""
+}
+
+// tunnelIP parses remote_ip or local_ip (key): "flow", or an address,
+// with whether it is IPv6 (nil when there is none).
+func (d tunnelPort) tunnelIP(name, key, v string, problems *[]string) (flow bool, a netip.Addr, v6 *bool) {
+	if v == "flow" {
+		return true, a, nil
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil || a.Zone() != "" {
+		*problems = append(*problems, fmt.Sprintf("%s: bad %s '%s'", name, d.typ, key))
+		return false, netip.Addr{}, nil
+	}
+	if key == "remote_ip" && a.IsMulticast() {
+		*problems = append(*problems, fmt.Sprintf("%s: multicast remote_ip=%s not allowed", name, v))
+		return false, netip.Addr{}, nil
+	}
+	b := !a.Is4()
+	return false, a, &b
+}
+
+// tunnelKey is OVS's parse_key: in_key or out_key, else key; "flow", or a
+// number as strtoull reads it.
+func tunnelKey(opts map[string]string, name string) (key uint64, present, flow bool) {
+	v, ok := opts[name]
+	if !ok {
+		v, ok = opts["key"]
+	}
+	if !ok {
+		return 0, false, false
+	}
+	if v == "flow" {
+		return 0, true, true
+	}
+	k, _ := strconv.ParseUint(v, 0, 64)
+	return k, true, false
+}
+
+// attach adds ifc to the vport of its kind and UDP port, creating it.
+func (d tunnelPort) attach(s *Switch, ifc *iface) bool {
+	c := ifc.spec.Tunnel
+	name := tunnel.VportName(d.encap, c.DstPort)
+	vp := s.vports[name]
+	if vp == nil {
+		dev := tunnel.NewVport(name, d.encap)
+		// A UDP tunnel's vport is numbered after its port, as OVS's
+		// ofproto-dpif port_add numbers it.
+		no := uint32(c.DstPort)
+		if no == 0 || s.dpPorts[no] {
+			no = s.allocDPPort()
+		}
+		if err := s.dp.AddPort(no, dev); err != nil {
+			s.fail(ifc, StateFailed, fmt.Sprintf("could not add network device %s to ofproto (%s)", ifc.spec.Name, Strerror(err)))
+			return false
+		}
+		s.count("dpif_port_add")
+		s.dpPorts[no] = true
+		vp = &vportRun{no: no, dev: dev}
+		if s.vports == nil {
+			s.vports = map[string]*vportRun{}
+		}
+		s.vports[name] = vp
+	}
+	vp.refs++
+	ifc.vport, ifc.dpPort, ifc.router = name, vp.no, s.router
+	return true
+}
+
+// releaseVport takes ifc out of its vport, deleting the vport when no
+// tunnel uses it any more. Caller holds mu.
+func (s *Switch) releaseVport(ifc *iface) {
+	vp := s.vports[ifc.vport]
+	ifc.vport, ifc.dpPort = "", 0
+	if vp == nil {
+		return
+	}
+	if vp.refs--; vp.refs > 0 {
+		return
+	}
+	delete(s.vports, vp.dev.Name())
+	if err := s.dp.DelPort(vp.no); err != nil {
+		s.log.Warnf("%s: deleting datapath port %d: %v", vp.dev.Name(), vp.no, err)
+	}
+	s.count("dpif_port_del")
+	delete(s.dpPorts, vp.no)
+	vp.dev.Close()
+}
+
+// status writes what OVS's tunnel_get_status does: the egress interface
+// the route to remote_ip leaves by, and its carrier.
+func (d tunnelPort) status(ifc *iface, st *IfaceStatus) {
+	st.Link = &LinkStatus{AdminUp: true, LinkUp: true}
+	c := ifc.spec.Tunnel
+	if c == nil || c.RemoteFlow || ifc.router == nil {
+		return
+	}
+	rt, ok := ifc.router.Lookup(0, c.Remote)
+	if !ok || rt.Local {
+		return
+	}
+	st.Status = map[string]string{"tunnel_egress_iface": rt.Dev}
+	carrier := "down"
+	if ifi, err := net.InterfaceByName(rt.Dev); err == nil && ifi.Flags&net.FlagRunning != 0 {
+		carrier = "up"
+	}
+	st.Status["tunnel_egress_iface_carrier"] = carrier
+}
+
+// TunnelPortsShow is tnl/ports/show: the vports listening for tunnels and
+// how many tunnel ports use each (OVS's tnl_port_show, its lines sorted).
+func (s *Switch) TunnelPortsShow(args []string) (string, error) {
+	if len(args) > 0 {
+		return "", fmt.Errorf("tnl/ports/show: %s is not supported", args[0])
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("Listening ports:\n")
+	for _, name := range slices.Sorted(maps.Keys(s.vports)) {
+		vp := s.vports[name]
+		fmt.Fprintf(&b, "%-16s (%d) ref_cnt=%d\n", name, vp.no, vp.refs)
+	}
+	return b.String(), nil
+}

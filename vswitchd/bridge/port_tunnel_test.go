@@ -1,0 +1,44 @@
+package bridge
+
+import (
+	"slices"
+	"testing"
+)
+
+// Tunnel options are read as OVS's set_tunnel_config: a port without a
+// usable remote_ip or with inconsistent addresses is refused with OVS's
+// text; options it cannot use are warned about and ignored.
+func TestTunnelParse(t *testing.T) {
+	for _, tt := range []struct {
+		typ      string
+		opts     map[string]string
+		err      string
+		problems []string
+	}{
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "key": "5"}, "", nil},
+		{"vxlan", map[string]string{"key": "5"}, "t0: vxlan type requires valid 'remote_ip' argument", nil},
+		{"geneve", map[string]string{"remote_ip": "x"}, "t0: geneve type requires valid 'remote_ip' argument", []string{"t0: bad geneve 'remote_ip'"}},
+		{"gre", map[string]string{"remote_ip": "10.0.0.2", "local_ip": "flow"}, "t0: gre type requires 'remote_ip=flow' with 'local_ip=flow'", nil},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "local_ip": "2001:db8::1"}, "t0: 'remote_ip' and 'local_ip' has to be of the same address family", nil},
+		{"vxlan", map[string]string{"remote_ip": "224.0.0.1"}, "t0: vxlan type requires valid 'remote_ip' argument", []string{"t0: multicast remote_ip=224.0.0.1 not allowed"}},
+		{"vxlan", map[string]string{"remote_ip": "flow", "tos": "3", "foo": "1"}, "", []string{"t0: invalid TOS 3", "t0: unknown vxlan argument 'foo'"}},
+		{"gre", map[string]string{"remote_ip": "10.0.0.2", "dst_port": "1"}, "", []string{"t0: unknown gre argument 'dst_port'"}},
+	} {
+		spec := IfaceSpec{Name: "t0", Type: tt.typ, Options: tt.opts}
+		var problems []string
+		err := driverOf(tt.typ).parse(&spec, parseEnv{}, &problems)
+		slices.Sort(problems)
+		if err != tt.err || !slices.Equal(problems, tt.problems) {
+			t.Errorf("%s %v: error %q problems %q, want %q %q", tt.typ, tt.opts, err, problems, tt.err, tt.problems)
+		}
+		if err == "" && spec.Tunnel == nil {
+			t.Errorf("%s %v: no tunnel configuration", tt.typ, tt.opts)
+		}
+	}
+	spec := IfaceSpec{Name: "t0", Type: "vxlan", Options: map[string]string{"remote_ip": "10.0.0.2", "in_key": "flow", "out_key": "0x10"}}
+	var problems []string
+	driverOf("vxlan").parse(&spec, parseEnv{}, &problems)
+	if c := spec.Tunnel; !c.InKeyFlow || c.OutKey != 16 || c.DstPort != 4789 {
+		t.Errorf("keys and port: %+v", c)
+	}
+}

@@ -1,0 +1,353 @@
+package ofproto
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/netdev/tunnel"
+)
+
+// TunnelConfig is a tunnel port's options (type=vxlan|geneve|gre), parsed.
+type TunnelConfig struct {
+	Kind tunnel.Kind
+	// Remote and Local are remote_ip and local_ip; RemoteFlow and
+	// LocalFlow say "flow" (the flow's tun_dst / tun_src). An invalid
+	// Local means the route's source address.
+	Remote, Local         netip.Addr
+	RemoteFlow, LocalFlow bool
+	// InKey and OutKey are in_key and out_key (key sets both);
+	// *KeyFlow say "flow". For GRE, *KeyPresent say whether a key is
+	// carried at all.
+	InKey, OutKey                uint64
+	InKeyFlow, OutKeyFlow        bool
+	InKeyPresent, OutKeyPresent  bool
+	DstPort                      uint16
+	Csum                         bool
+	TOS, TTL                     uint8
+	TOSInherit, TTLInherit, NoDF bool
+}
+
+// TunnelEnv is what tunnel translation reads from the host: govs' route
+// table and neighbour cache, and the underlay devices' addresses.
+type TunnelEnv interface {
+	// Route returns the egress device, source address and next hop
+	// (dst itself when on link) for dst.
+	Route(dst netip.Addr) (dev string, src, nextHop netip.Addr, ok bool)
+	// IsLocal reports whether a is one of the host's addresses.
+	IsLocal(a netip.Addr) bool
+	// Neigh returns the MAC of ip as learned on bridge.
+	Neigh(bridge string, ip netip.Addr) (net.HardwareAddr, bool)
+	// LearnNeigh records ip at mac on bridge; it reports whether that
+	// is news (no entry, or another MAC).
+	LearnNeigh(bridge string, ip netip.Addr, mac net.HardwareAddr) bool
+	// DevMAC returns the MAC address of kernel device dev.
+	DevMAC(dev string) (net.HardwareAddr, bool)
+}
+
+// SetTunnelEnv gives the tunnel translation its environment; without one
+// output to a tunnel port drops and nothing is decapsulated.
+func (b *Backer) SetTunnelEnv(env TunnelEnv) { b.tnlEnv.Store(&tnlEnvBox{env}) }
+
+type tnlEnvBox struct{ env TunnelEnv }
+
+// retryTunnels reports whether a tunnel output failed for want of a route
+// or neighbour since the last call: the revalidator then translates the
+// installed flows again, so that those dropping for it recover once the
+// route or neighbour is there (OVS revalidates on route and neighbour
+// changes).
+func (b *Backer) retryTunnels() bool { return b.tnlRetry.Swap(false) }
+
+func (b *Backer) tunnelEnv() TunnelEnv {
+	if box := b.tnlEnv.Load(); box != nil {
+		return box.env
+	}
+	return nil
+}
+
+// tnlRecv is what a tunnel receives: the vport's kind and UDP port.
+type tnlRecv struct {
+	proto   uint8 // IP protocol: 17 (UDP) or 47 (GRE)
+	dstPort uint16
+}
+
+func (c *TunnelConfig) recv() tnlRecv {
+	if c.Kind == tunnel.KindGRE {
+		return tnlRecv{proto: flow.IPProtoGRE}
+	}
+	return tnlRecv{proto: flow.IPProtoUDP, dstPort: c.DstPort}
+}
+
+// indexTunnel adds tunnel port p to idx.
+func (idx *index) indexTunnel(p *port) {
+	idx.tunnels[p.dpPort] = append(idx.tunnels[p.dpPort], p)
+	idx.tnlVports[p.tnl.recv()] = p.dpPort
+}
+
+// tunnelIn is the tunnel port a packet decapsulated for vport k.InPort
+// belongs to (OVS's tnl_port_receive): one whose key, remote and local
+// address match, an exact match preferred to a "flow" one.
+func (x *xlate) tunnelIn(k *flow.Key) *port {
+	m := x.mask
+	m.TunID, m.TunFlags = ^uint64(0), 0xffff
+	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	m.TunDst = m.TunSrc
+	src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
+	var best *port
+	bestScore := -1
+	for _, p := range x.idx.tunnels[k.InPort] {
+		c := p.tnl
+		score := 0
+		switch {
+		case c.InKeyFlow:
+		case c.Kind == tunnel.KindGRE && !c.InKeyPresent && k.TunFlags&flow.TunFlagKey == 0:
+			score += 4
+		case c.InKey == k.TunID && (c.Kind != tunnel.KindGRE || k.TunFlags&flow.TunFlagKey != 0):
+			score += 4
+		default:
+			continue
+		}
+		switch {
+		case c.RemoteFlow:
+		case to16(c.Remote) == src:
+			score += 2
+		default:
+			continue
+		}
+		switch {
+		case c.LocalFlow || !c.Local.IsValid():
+		case to16(c.Local) == dst:
+			score++
+		default:
+			continue
+		}
+		if score > bestScore {
+			best, bestScore = p, score
+		}
+	}
+	return best
+}
+
+func to16(a netip.Addr) netip.Addr { return netip.AddrFrom16(a.As16()) }
+
+// terminates reports, for a packet output to a bridge's local port,
+// whether it is tunnel traffic for this host that a tunnel port receives
+// (OVS's terminate_native_tunnel), and that tunnel's vport.
+func (x *xlate) terminates(out *port) (uint32, bool) {
+	k, m := x.key, x.mask
+	if out.ofport != LocalOFPort || len(x.idx.tnlVports) == 0 {
+		return 0, false
+	}
+	env := out.br.br.backer.tunnelEnv()
+	if env == nil {
+		return 0, false
+	}
+	var dst netip.Addr
+	switch k.EthType {
+	case flow.EthTypeIPv4:
+		m.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}
+		dst = netip.AddrFrom4(k.IPv4Dst)
+	case flow.EthTypeIPv6:
+		m.IPv6Dst = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		dst = netip.AddrFrom16(k.IPv6Dst)
+	default:
+		return 0, false
+	}
+	m.NwProto = 0xff
+	m.NwFrag = flow.FragAny | flow.FragLater
+	if k.NwFrag != 0 {
+		return 0, false
+	}
+	r := tnlRecv{proto: k.NwProto}
+	if k.NwProto == flow.IPProtoUDP {
+		m.TpDst = 0xffff
+		r.dstPort = k.TpDst
+	}
+	vport, ok := x.idx.tnlVports[r]
+	if !ok || !env.IsLocal(dst) {
+		return 0, false
+	}
+	return vport, true
+}
+
+// snoopNeigh learns the tunnel next hops from ARP output to a bridge's
+// local port (OVS's tnl_neigh_snoop in terminate_native_tunnel): a
+// reply, or a gratuitous request, maps the sender's address to its MAC.
+func (x *xlate) snoopNeigh(in *port) {
+	k, m := x.key, x.mask
+	if k.EthType != flow.EthTypeARP || (x.mode != modePacket && x.mode != modeRefresh) {
+		return
+	}
+	env := in.br.br.backer.tunnelEnv()
+	if env == nil {
+		return
+	}
+	m.NwProto = 0xff
+	m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
+	m.IPv4Dst = m.IPv4Src
+	m.ArpSHA = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	if k.NwProto == 2 || (k.NwProto == 1 && k.IPv4Src == k.IPv4Dst) {
+		if k.IPv4Src != ([4]byte{}) {
+			if env.LearnNeigh(in.br.br.name, netip.AddrFrom4(k.IPv4Src), net.HardwareAddr(k.ArpSHA[:])) {
+				// Flows that dropped for want of this neighbour
+				// translate again.
+				x.changed = true
+			}
+		}
+	}
+}
+
+// tunnelOutput sends the packet out of tunnel port out: it routes the
+// remote address to an underlay bridge's port, builds the outer headers
+// with its neighbour's MAC, and translates the encapsulated packet
+// through that bridge, all inside one tnl_push (OVS's
+// native_tunnel_output). Without a route or neighbour the packet is
+// dropped; for a missing neighbour an ARP request goes out instead.
+func (x *xlate) tunnelOutput(out *port) {
+	c := out.tnl
+	env := out.br.br.backer.tunnelEnv()
+	if env == nil {
+		return
+	}
+	k, m := x.key, x.mask
+	dst := c.Remote
+	if c.RemoteFlow {
+		m.TunDst = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		dst = netip.AddrFrom16(k.TunDst).Unmap()
+		if !k.HasTunnel() {
+			x.report(">>", "no tunnel destination in the flow, dropping")
+			return
+		}
+	}
+	b := out.br.br.backer
+	dev, src, nh, ok := env.Route(dst)
+	if !ok {
+		x.report(">>", "native tunnel routing failed")
+		b.tnlRetry.Store(true)
+		return
+	}
+	if c.Local.IsValid() {
+		src = c.Local
+	}
+	if c.LocalFlow && k.TunSrc != ([16]byte{}) {
+		m.TunSrc = m.TunDst
+		src = netip.AddrFrom16(k.TunSrc).Unmap()
+	}
+	egress := x.idx.byName[dev]
+	if egress == nil || egress.dpPort == 0 {
+		x.report(">>", "native tunnel: egress device %s is not a bridge port, dropping", dev)
+		return
+	}
+	smac, ok := env.DevMAC(dev)
+	if !ok {
+		b.tnlRetry.Store(true)
+		return
+	}
+	brName := egress.br.br.name
+	dmac, ok := env.Neigh(brName, nh)
+	if !ok {
+		x.report(">>", "native tunnel: no neighbour entry for %s, sending ARP/ND", nh)
+		if x.mode == modePacket || x.mode == modeRefresh {
+			x.sendNeighRequest(egress, smac, src, nh)
+		}
+		b.tnlRetry.Store(true)
+		return
+	}
+	h := tunnel.Header{Kind: c.Kind, Src: src.Unmap(), Dst: dst.Unmap(), TOS: c.TOS, TTL: c.TTL, DF: !c.NoDF,
+		DstPort: c.DstPort, Csum: c.Csum}
+	if h.Src.Is4() != h.Dst.Is4() {
+		x.report(">>", "native tunnel: source and destination of different families, dropping")
+		return
+	}
+	copy(h.EthSrc[:], smac)
+	copy(h.EthDst[:], dmac)
+	if h.TTL == 0 {
+		h.TTL = 64
+	}
+	key := c.OutKey
+	if c.OutKeyFlow {
+		m.TunID = ^uint64(0)
+		key = k.TunID
+	}
+	h.Key = uint32(key)
+	h.KeyPresent = c.Kind != tunnel.KindGRE || c.OutKeyPresent || c.OutKeyFlow
+	if c.Kind != tunnel.KindGRE {
+		h.Key &= 0xffffff
+	}
+	x.commitSets()
+	x.commitVLAN()
+	nested := x.egress(egress, &h)
+	x.acts = append(x.acts, datapath.TnlPushAction(datapath.TnlPush{Port: out.dpPort, OutPort: egress.dpPort, Header: h, Nested: nested}))
+}
+
+// egress translates the packet encapsulated in h as received on the
+// underlay bridge port in, and returns its actions. The inner flow's
+// mask is not touched: what the outer packet's translation reads depends
+// on the configuration, not on the inner packet.
+func (x *xlate) egress(in *port, h *tunnel.Header) datapath.Actions {
+	outer := flow.Key{InPort: in.dpPort, EthDst: h.EthDst, EthSrc: h.EthSrc, NwTTL: h.TTL, NwTOS: h.TOS}
+	if h.Dst.Is4() {
+		outer.EthType = flow.EthTypeIPv4
+		outer.IPv4Src, outer.IPv4Dst = h.Src.As4(), h.Dst.As4()
+	} else {
+		outer.EthType = flow.EthTypeIPv6
+		outer.IPv6Src, outer.IPv6Dst = h.Src.As16(), h.Dst.As16()
+	}
+	if h.Kind == tunnel.KindGRE {
+		outer.NwProto = flow.IPProtoGRE
+	} else {
+		outer.NwProto = flow.IPProtoUDP
+		outer.TpDst = h.DstPort
+	}
+	var scratch flow.Mask
+	key, mask, acts, cur, pkt, base, inner := x.key, x.mask, x.acts, x.cur, x.pkt, x.base, x.inner
+	x.key, x.mask, x.acts, x.cur, x.pkt, x.base, x.inner = &outer, &scratch, nil, vlanHdr{}, vlanHdr{}, outer, nil
+	if x.depth < maxDepth && x.visits < maxBridgeVisits {
+		x.depth++
+		x.pipeline(in)
+		x.depth--
+	}
+	nested := x.acts
+	x.key, x.mask, x.acts, x.cur, x.pkt, x.base, x.inner = key, mask, acts, cur, pkt, base, inner
+	return nested
+}
+
+// sendNeighRequest sends an ARP request for ip from the underlay bridge
+// port in (its address src, MAC smac), translated through in's bridge as
+// a packet it sent (OVS's tnl_send_arp_request). IPv6 next hops get no
+// neighbour solicitation yet.
+func (x *xlate) sendNeighRequest(in *port, smac net.HardwareAddr, src, ip netip.Addr) {
+	if !ip.Is4() || !src.Is4() {
+		return
+	}
+	f := make([]byte, 42)
+	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(f[6:12], smac)
+	binary.BigEndian.PutUint16(f[12:], flow.EthTypeARP)
+	a := f[14:]
+	binary.BigEndian.PutUint16(a[0:], 1)
+	binary.BigEndian.PutUint16(a[2:], flow.EthTypeIPv4)
+	a[4], a[5] = 6, 4
+	binary.BigEndian.PutUint16(a[6:], 1)
+	copy(a[8:14], smac)
+	s4, d4 := src.As4(), ip.As4()
+	copy(a[14:18], s4[:])
+	copy(a[24:28], d4[:])
+	in.br.br.backer.sendFrom(in, f)
+}
+
+// sendFrom translates frame as received on in and executes the actions,
+// outside any flow.
+func (b *Backer) sendFrom(in *port, frame []byte) {
+	var u datapath.Upcall
+	if !flow.Extract(frame, in.dpPort, &u.Key) {
+		return
+	}
+	x := b.newXlate(b.idx.Load(), &u, modeCheck, 0)
+	x.pipeline(in)
+	if len(x.acts) > 0 {
+		go b.dp.Execute(frame, in.dpPort, x.acts)
+	}
+}
