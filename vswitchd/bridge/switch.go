@@ -56,6 +56,10 @@ type Switch struct {
 	// bonds are the running bonds by port name; bondWake: BondsChanged.
 	bonds    map[string]*bondRun
 	bondWake chan struct{}
+	// lacpRx queues bond members' slow protocols frames (slowFrame);
+	// lacpWarned is when lacpWarn last logged.
+	lacpRx     chan lacpFrame
+	lacpWarned time.Time
 }
 
 type runBridge struct {
@@ -129,7 +133,7 @@ func (ifc *iface) kind() PortKind { return ifc.driver().kind() }
 // NewSwitch returns an empty switch over the given datapath. counter, if
 // not nil, is called with the name of each coverage event.
 func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter func(string)) *Switch {
-	return &Switch{
+	s := &Switch{
 		dp: dp, backer: backer, devs: devs, log: log, counter: counter,
 		bridges: map[string]*runBridge{},
 		ifaces:  map[string]*iface{},
@@ -139,7 +143,12 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		ofChanged: make(chan struct{}, 1),
 		bonds:     map[string]*bondRun{},
 		bondWake:  make(chan struct{}, 1),
+		lacpRx:    make(chan lacpFrame, lacpQueueLen),
 	}
+	if sp, ok := backer.(SlowProtocols); ok {
+		sp.SetSlowProtocolsHandler(s.slowFrame)
+	}
+	return s
 }
 
 func (s *Switch) count(name string) {
@@ -511,8 +520,12 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 			pc.PatchPeer = ifc.spec.PatchPeer
 		}
 		if b := s.bondOf(ifc); b != nil {
-			pc.Bond, pc.BondSLB = b.name, b.spec.Mode == BondBalanceSLB
+			pc.Bond, pc.BondSLB, pc.BondTCP = b.name, b.spec.Mode == BondBalanceSLB, b.spec.Mode == BondBalanceTCP
 			pc.BondEnabled, pc.BondActive = b.members[ifc.spec.Name].enabled, b.active == ifc.spec.Name
+			if b.lacp != nil {
+				pc.BondLACP, pc.BondFallbackAB = b.lacp.Status(), b.spec.LACP.FallbackAB
+				pc.BondMayEnable = b.members[ifc.spec.Name].carrier
+			}
 		}
 		cfg.Ports = append(cfg.Ports, pc)
 	}

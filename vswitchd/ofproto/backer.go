@@ -42,6 +42,9 @@ type Backer struct {
 
 	pinMu sync.Mutex // serializes additions to pins
 	pins  pins
+
+	// slow receives bond members' slow protocols frames (lacp.go).
+	slow atomic.Pointer[slowHandler]
 }
 
 // index is the immutable view translations start from: every bridge's
