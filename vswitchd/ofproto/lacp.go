@@ -15,7 +15,9 @@ import (
 // it to the bridge's LACP state machine.
 
 // slowHandler is what SetSlowProtocolsHandler installed.
-type slowHandler struct{ f func(dpPort uint32, frame []byte) }
+type slowHandler struct {
+	f func(dpPort uint32, frame []byte)
+}
 
 // SetSlowProtocolsHandler makes f receive the slow protocols frames bond
 // members running LACP receive, with the member's datapath port. f is
