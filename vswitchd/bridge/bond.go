@@ -349,13 +349,12 @@ func (s *Switch) BondShow(args []string) (string, error) {
 		w.WriteString("bond may use recirculation: no, Recirc-ID : -1\n")
 		w.WriteString("bond-hash-basis: 0\n")
 		w.WriteString("lb_output action: disabled, bond-id: -1\n")
-		slb := b.spec.Mode != BondActiveBackup
-		if slb {
+		if b.spec.Mode == BondBalanceSLB {
 			w.WriteString("all members active: false\n")
 		}
 		fmt.Fprintf(&w, "updelay: %d ms\n", b.spec.Updelay)
 		fmt.Fprintf(&w, "downdelay: %d ms\n", b.spec.Downdelay)
-		if slb {
+		if b.spec.Mode != BondActiveBackup {
 			// govs does not rebalance.
 			w.WriteString("next rebalance: 0 ms\n")
 		}
