@@ -164,3 +164,23 @@ func FuzzDecode(f *testing.F) {
 		l.Run(now, func(string, PDU) {})
 	})
 }
+
+// TestPartnerViewSettles: once negotiated, each side's view of the other
+// carries no expired or defaulted bit (the PDUs after the first ones say
+// current).
+func TestPartnerViewSettles(t *testing.T) {
+	p := newPair(false)
+	for range 3 {
+		p.round(t)
+	}
+	for _, c := range []struct {
+		l *LACP
+		m string
+	}{{p.a, "a0"}, {p.a, "a1"}, {p.b, "b0"}, {p.b, "b1"}} {
+		if st := c.l.members[c.m].partner.State; st&(StateExpired|StateDefaulted) != 0 || st&StateSync == 0 {
+			var w strings.Builder
+			c.l.Show(&w)
+			t.Errorf("%s's partner state%s\n%s", c.m, stateString(st), w.String())
+		}
+	}
+}
