@@ -73,6 +73,11 @@ func CTClear() Action { return Action{Kind: ActionCTClear} }
 // Recirc returns the action that recirculates the packet with id.
 func Recirc(id uint32) Action { return Action{Kind: ActionRecirc, RecircID: id} }
 
+// CookieSlowPath marks a userspace action's cookie as OVS's slow_path
+// (a frame a protocol of the control path handles, LACP's), not a
+// controller action's.
+const CookieSlowPath = 1 << 31
+
 // Userspace returns the action that hands the packet to the Upcaller's
 // UserspaceHandler with cookie.
 func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cookie: cookie} }
@@ -175,6 +180,9 @@ func (a Action) String() string {
 	case ActionRecirc:
 		return "recirc(" + hexAlt(uint64(a.RecircID)) + ")"
 	case ActionUserspace:
+		if a.Cookie&CookieSlowPath != 0 {
+			return "userspace(pid=0,slow_path(lacp))"
+		}
 		return "userspace(pid=0,controller(cookie=" + strconv.FormatUint(uint64(a.Cookie), 10) + "))"
 	case ActionCT:
 		if a.CT != nil {

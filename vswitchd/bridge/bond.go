@@ -8,20 +8,24 @@ import (
 	"time"
 
 	"github.com/govs/govs/schema/vswitchd"
+	"github.com/govs/govs/vswitchd/lacp"
 )
 
-// Bonds without LACP, as OVS's bond.c: a Port with more than one Interface
-// runs all of them; NORMAL treats them as one port (ofproto). Each member
-// is enabled while it has carrier (bond-detect-mode=carrier; miimon is not
-// run), after bond_updelay/bond_downdelay; an active-backup bond sends on
-// its active member, which changes only when it is disabled (or
-// bond-primary comes back, or bond/set-active-member); balance-slb hashes
-// source MAC and VLAN over the enabled members, without rebalancing.
+// Bonds, as OVS's bond.c: a Port with more than one Interface runs all of
+// them; NORMAL treats them as one port (ofproto). Each member is enabled
+// while it has carrier (bond-detect-mode=carrier; miimon is not run) and,
+// with lacp=active|passive, LACP lets it (bond_lacp.go), after
+// bond_updelay/bond_downdelay; an active-backup bond sends on its active
+// member, which changes only when it is disabled (or bond-primary comes
+// back, or bond/set-active-member); balance-slb hashes source MAC and VLAN
+// over the enabled members, balance-tcp (LACP negotiated only) the L3 and
+// L4 headers, neither with rebalancing.
 
 // Bond modes govs runs.
 const (
 	BondActiveBackup = "active-backup"
 	BondBalanceSLB   = "balance-slb"
+	BondBalanceTCP   = "balance-tcp"
 )
 
 // BondSpec is a bond's configuration, from its Port row.
@@ -32,6 +36,8 @@ type BondSpec struct {
 	Updelay, Downdelay int
 	// Primary is other_config:bond-primary, "" if unset.
 	Primary string
+	// LACP is the bond's LACP configuration; nil for lacp=off.
+	LACP *LACPSpec
 }
 
 // bondSpec reads p's bond settings, as bridge.c's port_configure_bond,
@@ -45,7 +51,7 @@ func bondSpec(p vswitchd.Port, problems *[]string) *BondSpec {
 	case *p.BondMode == vswitchd.PortBondModeBalanceSLB:
 		b.Mode = BondBalanceSLB
 	case *p.BondMode == vswitchd.PortBondModeBalanceTCP:
-		*problems = append(*problems, fmt.Sprintf("port %s: bond_mode=balance-tcp needs LACP, which is not supported by govs; the bond runs %s", p.Name, b.Mode))
+		b.Mode = BondBalanceTCP
 	case *p.BondMode != vswitchd.PortBondModeActiveBackup:
 		// The schema allows no other; OVS's text all the same.
 		*problems = append(*problems, fmt.Sprintf("port %s: unknown bond_mode %s, defaulting to %s", p.Name, *p.BondMode, b.Mode))
@@ -56,6 +62,10 @@ func bondSpec(p vswitchd.Port, problems *[]string) *BondSpec {
 		*problems = append(*problems, fmt.Sprintf("port %s: other_config:bond-detect-mode=miimon %s; carrier detection runs", p.Name, notRunning))
 	default:
 		*problems = append(*problems, fmt.Sprintf("port %s: unsupported bond-detect-mode %s, defaulting to carrier", p.Name, d))
+	}
+	b.LACP = lacpSpec(p, problems)
+	if b.Mode == BondBalanceTCP && b.LACP == nil {
+		*problems = append(*problems, fmt.Sprintf("port %s: bond_mode=balance-tcp needs LACP (lacp=active or passive); without it the bond drops every packet, as OVS's does", p.Name))
 	}
 	return b
 }
@@ -68,15 +78,19 @@ type bondRun struct {
 	members map[string]*member
 	// active is the active member's name, "" if none.
 	active string
-	// timer fires at the earliest pending up/down delay.
+	// timer fires at the earliest pending up/down delay or LACP timer.
 	timer *time.Timer
+	// lacp runs the bond's LACP; nil for lacp=off.
+	lacp *lacp.LACP
 }
 
 // member is one member's state (bond.c's struct bond_member).
 type member struct {
-	// carrier is the carrier as last seen: enable-member's setting holds
-	// until it changes.
+	// carrier is may_enable as last seen (carrier, and LACP's consent):
+	// enable-member's setting holds until it changes.
 	carrier, enabled bool
+	// link is the carrier as LACP last heard of it.
+	link bool
 	// delay is when a pending change of enabled takes effect; zero if
 	// none is pending.
 	delay time.Time
@@ -102,21 +116,26 @@ func (s *Switch) syncBonds() {
 					s.bonds[p.Name] = b
 				}
 				b.bridge, b.spec = br.Name, *p.Bond
+				s.configureLACP(b)
 				for _, spec := range p.Ifaces {
 					ifc := s.ifaces[spec.Name]
 					attached := ifc != nil && ifc.state == StateAttached && ifc.bridge == br.Name
 					if _, ok := b.members[spec.Name]; ok && !attached {
-						delete(b.members, spec.Name)
+						s.removeMember(b, spec.Name)
 					} else if !ok && attached {
 						// bond_member_register: enabled as the carrier is, at once.
-						m := &member{carrier: s.carrier(ifc, false)}
+						m := &member{link: s.carrier(ifc, false)}
+						m.carrier = m.link && (b.lacp == nil || b.lacp.MayEnable(spec.Name))
 						s.enableMember(spec.Name, m, m.carrier)
 						b.members[spec.Name] = m
+					}
+					if attached {
+						s.registerLACPMember(b, ifc)
 					}
 				}
 				for n := range b.members {
 					if !slices.ContainsFunc(p.Ifaces, func(i IfaceSpec) bool { return i.Name == n }) {
-						delete(b.members, n)
+						s.removeMember(b, n)
 					}
 				}
 			}
@@ -148,11 +167,13 @@ func (s *Switch) carrier(ifc *iface, fresh bool) bool {
 // another. fresh reads the carriers from the kernel. Caller holds mu.
 func (s *Switch) runBonds(fresh bool) {
 	now := time.Now()
+	s.receiveLACP(now)
 	for _, b := range s.bonds {
-		var next time.Time
+		next := s.runLACP(b, fresh, now)
 		for _, n := range b.names() {
 			m, ifc := b.members[n], s.ifaces[n]
-			if up := s.carrier(ifc, fresh); up != m.carrier || !m.delay.IsZero() {
+			up := s.carrier(ifc, false) && (b.lacp == nil || b.lacp.MayEnable(n))
+			if up != m.carrier || !m.delay.IsZero() {
 				m.carrier = up
 				s.linkStatusUpdate(b, n, m, up, now)
 			}
@@ -328,18 +349,21 @@ func (s *Switch) BondShow(args []string) (string, error) {
 		w.WriteString("bond may use recirculation: no, Recirc-ID : -1\n")
 		w.WriteString("bond-hash-basis: 0\n")
 		w.WriteString("lb_output action: disabled, bond-id: -1\n")
-		slb := b.spec.Mode == BondBalanceSLB
-		if slb {
+		if b.spec.Mode == BondBalanceSLB {
 			w.WriteString("all members active: false\n")
 		}
 		fmt.Fprintf(&w, "updelay: %d ms\n", b.spec.Updelay)
 		fmt.Fprintf(&w, "downdelay: %d ms\n", b.spec.Downdelay)
-		if slb {
+		if b.spec.Mode != BondActiveBackup {
 			// govs does not rebalance.
 			w.WriteString("next rebalance: 0 ms\n")
 		}
-		w.WriteString("lacp_status: off\n")
-		w.WriteString("lacp_fallback_ab: false\n")
+		lacpStatus, fallback := "off", false
+		if b.lacp != nil {
+			lacpStatus, fallback = b.lacp.Status().String(), b.spec.LACP.FallbackAB
+		}
+		fmt.Fprintf(&w, "lacp_status: %s\n", lacpStatus)
+		fmt.Fprintf(&w, "lacp_fallback_ab: %t\n", fallback)
 		primary := b.spec.Primary
 		if primary == "" {
 			primary = "<none>"

@@ -138,6 +138,9 @@ type IfaceSpec struct {
 	PatchPeer string
 	// Tunnel is a tunnel port's options (vxlan, geneve, gre).
 	Tunnel *ofproto.TunnelConfig
+	// LACPPortID and LACPPortPriority are other_config:lacp-port-id and
+	// lacp-port-priority, 0 if absent or not integers (bond_lacp.go).
+	LACPPortID, LACPPortPriority int
 }
 
 // identity is what, when it changes, requires the interface to be
@@ -272,7 +275,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			if len(ps.Ifaces) == 0 {
 				continue
 			}
-			reportUnsupportedPort(br.Name, p, &d.Problems)
+			reportUnsupportedPort(br.Name, p, len(ps.Ifaces) > 1, &d.Problems)
 			if len(ps.Ifaces) > 1 {
 				ps.Bond = bondSpec(p, &d.Problems)
 			}
@@ -291,7 +294,8 @@ func BuildIn(rows Rows, rundir string) *Desired {
 
 func ifaceSpec(row vswitchd.Interface, problems *[]string) IfaceSpec {
 	s := IfaceSpec{UUID: row.UUID, Name: row.Name, Type: row.Type, Options: row.Options,
-		SockBufSize: parseOption(row.OtherConfig, KeySockBufSize, "interface "+row.Name, 0, ParseSockBufSize, problems)}
+		SockBufSize: parseOption(row.OtherConfig, KeySockBufSize, "interface "+row.Name, 0, ParseSockBufSize, problems),
+		LACPPortID:  smapInt(row.OtherConfig, "lacp-port-id", 0), LACPPortPriority: smapInt(row.OtherConfig, "lacp-port-priority", 0)}
 	if s.Type == "" {
 		s.Type = TypeSystem
 	}

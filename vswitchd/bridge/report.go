@@ -65,6 +65,9 @@ type IfaceStatus struct {
 	Stats map[string]int
 	// Status is the status column's map (the Status* keys); nil clears it.
 	Status map[string]string
+	// LACPCurrent is lacp_current: nil (empty) unless the interface is a
+	// member of a bond running LACP.
+	LACPCurrent *bool
 }
 
 // LinkStatus is the Interface status columns; zero values of MTU, Ifindex,
@@ -112,7 +115,9 @@ func (s *Switch) Report(d *Desired) Report {
 					r.Ifaces = append(r.Ifaces, IfaceStatus{UUID: spec.UUID, OFPort: -1,
 						Error: fmt.Sprintf("could not add network device %s to ofproto (%s)", spec.Name, Strerror(syscall.EEXIST))})
 				default:
-					r.Ifaces = append(r.Ifaces, ifc.status(spec.UUID))
+					st := ifc.status(spec.UUID)
+					st.LACPCurrent = s.lacpCurrent(ifc)
+					r.Ifaces = append(r.Ifaces, st)
 				}
 			}
 		}

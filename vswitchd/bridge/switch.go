@@ -61,6 +61,10 @@ type Switch struct {
 	// route table tunnel status reads (SetRouter), nil for none.
 	vports map[string]*vportRun
 	router *tunnel.Router
+	// lacpRx queues bond members' slow protocols frames (slowFrame);
+	// lacpWarned is when lacpWarn last logged.
+	lacpRx     chan lacpFrame
+	lacpWarned time.Time
 }
 
 // SetRouter gives tunnel ports the route table their status reads.
@@ -145,7 +149,7 @@ func (ifc *iface) kind() PortKind { return ifc.driver().kind() }
 // NewSwitch returns an empty switch over the given datapath. counter, if
 // not nil, is called with the name of each coverage event.
 func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter func(string)) *Switch {
-	return &Switch{
+	s := &Switch{
 		dp: dp, backer: backer, devs: devs, log: log, counter: counter,
 		bridges: map[string]*runBridge{},
 		ifaces:  map[string]*iface{},
@@ -155,7 +159,12 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		ofChanged: make(chan struct{}, 1),
 		bonds:     map[string]*bondRun{},
 		bondWake:  make(chan struct{}, 1),
+		lacpRx:    make(chan lacpFrame, lacpQueueLen),
 	}
+	if sp, ok := backer.(SlowProtocols); ok {
+		sp.SetSlowProtocolsHandler(s.slowFrame)
+	}
+	return s
 }
 
 func (s *Switch) count(name string) {
@@ -530,8 +539,12 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 			pc.PatchPeer, pc.Tunnel = ifc.spec.PatchPeer, ifc.spec.Tunnel
 		}
 		if b := s.bondOf(ifc); b != nil {
-			pc.Bond, pc.BondSLB = b.name, b.spec.Mode == BondBalanceSLB
+			pc.Bond, pc.BondSLB, pc.BondTCP = b.name, b.spec.Mode == BondBalanceSLB, b.spec.Mode == BondBalanceTCP
 			pc.BondEnabled, pc.BondActive = b.members[ifc.spec.Name].enabled, b.active == ifc.spec.Name
+			if b.lacp != nil {
+				pc.BondLACP, pc.BondFallbackAB = b.lacp.Status(), b.spec.LACP.FallbackAB
+				pc.BondMayEnable = b.members[ifc.spec.Name].carrier
+			}
 		}
 		cfg.Ports = append(cfg.Ports, pc)
 	}

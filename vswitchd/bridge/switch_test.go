@@ -78,7 +78,12 @@ func (f *fakeOF) SetAsync(ofproto.AsyncSink)          {}
 func (f *fakeOF) PacketOut(*ofp.PacketOut) *ofp.Error { return nil }
 func (f *fakeOF) SetFailOpen(bool)                    {}
 
-type fakeBacker struct{ brs map[string]*fakeOF }
+type fakeBacker struct {
+	brs map[string]*fakeOF
+	// slow and sent: SlowProtocols (bond_lacp_test.go).
+	slow func(dpPort uint32, frame []byte)
+	sent []sentFrame
+}
 
 func (b *fakeBacker) AddBridge(name string) OFBridge {
 	of := &fakeOF{}

@@ -17,10 +17,11 @@ import (
 const notRunning = "is not supported by govs and has no effect"
 
 // unsupportedOtherConfig are the other_config key prefixes of features
-// govs does not run: spanning trees, multicast snooping, bonds and LACP,
-// CFM, LLDP, in-band control.
+// govs does not run: spanning trees, multicast snooping, bond settings
+// but those bond.go runs, CFM, LLDP, in-band control. (The lacp-* keys
+// matter only with LACP on a bond, which runs.)
 var unsupportedOtherConfig = []string{
-	"stp-", "rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "lacp-", "cfm_", "lldp",
+	"stp-", "rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "cfm_", "lldp",
 	"disable-in-band", "in-band-queue",
 }
 
@@ -88,13 +89,14 @@ func report(where string, what []string, oc map[string]string, problems *[]strin
 }
 
 // reportUnsupportedPort adds what p sets that govs does not run. A bond
-// (more than one interface) runs (bond.go), but not LACP; bondSpec reports
-// its modes govs does not run. A single interface's bond settings do
-// nothing, in OVS too.
-func reportUnsupportedPort(br string, p vswitchd.Port, problems *[]string) {
+// (more than one interface) runs (bond.go), LACP included
+// (bond_lacp.go); bondSpec reports what it does not run. A single
+// interface's bond settings do nothing, in OVS too, but OVS would run
+// LACP on it.
+func reportUnsupportedPort(br string, p vswitchd.Port, bond bool, problems *[]string) {
 	var what []string
-	if p.LACP != nil && *p.LACP != vswitchd.PortLACPOff {
-		what = append(what, "lacp="+string(*p.LACP)+" (LACP)")
+	if p.LACP != nil && *p.LACP != vswitchd.PortLACPOff && !bond {
+		what = append(what, "lacp="+string(*p.LACP)+" (LACP on a port of one interface)")
 	}
 	if p.BondFakeIface {
 		what = append(what, "bond_fake_iface=true")

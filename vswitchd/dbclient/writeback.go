@@ -149,7 +149,7 @@ func (c *Conn) writeCapabilities(ctx context.Context, dps map[string]string, add
 
 // ifaceColumns renders st as Interface column values.
 func ifaceColumns(st bridge.IfaceStatus) *vswitchd.Interface {
-	m := &vswitchd.Interface{UUID: st.UUID, Ofport: ptr(st.OFPort), Statistics: st.Stats, Status: st.Status}
+	m := &vswitchd.Interface{UUID: st.UUID, Ofport: ptr(st.OFPort), Statistics: st.Stats, Status: st.Status, LACPCurrent: st.LACPCurrent}
 	if st.Error != "" {
 		m.Error = ptr(st.Error)
 	}
@@ -197,6 +197,7 @@ func changedIfaceFields(cur, want *vswitchd.Interface) []any {
 	check(!samePtr(cur.LinkResets, want.LinkResets), &want.LinkResets)
 	check(!maps.Equal(cur.Statistics, want.Statistics), &want.Statistics)
 	check(!maps.Equal(cur.Status, want.Status), &want.Status)
+	check(!samePtr(cur.LACPCurrent, want.LACPCurrent), &want.LACPCurrent)
 	return f
 }
 

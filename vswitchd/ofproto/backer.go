@@ -44,9 +44,11 @@ type Backer struct {
 	pins  pins
 
 	meterPool meterIDs // the datapath meters of every bridge's meters
-	tnlEnv atomic.Pointer[tnlEnvBox]
+	tnlEnv    atomic.Pointer[tnlEnvBox]
 	// tnlRetry: a tunnel output failed for want of a route or neighbour.
 	tnlRetry atomic.Bool
+	// slow receives bond members' slow protocols frames (lacp.go).
+	slow atomic.Pointer[slowHandler]
 }
 
 // index is the immutable view translations start from: every bridge's

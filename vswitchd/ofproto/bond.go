@@ -1,8 +1,11 @@
 package ofproto
 
-import "github.com/govs/govs/datapath/flow"
+import (
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/lacp"
+)
 
-// NORMAL's view of bonds, as OVS's bond.c without LACP: a bond is one port
+// NORMAL's view of bonds, as OVS's bond.c: a bond is one port
 // named after it; what it receives is admitted by bond_check_admissibility
 // and what it sends leaves on the member bond_choose_output_member picks.
 
@@ -15,15 +18,40 @@ func (p *port) learnName() string {
 }
 
 // bondAdmits reports whether a packet received on in, a bond member, may
-// enter the bridge: multicast only on the active member, anything only on
-// the active member of an active-backup bond; a balance-slb bond drops
-// what has its source learned on another port (its own flood coming back
-// on another member), but gratuitous ARPs (the host moved).
+// enter the bridge (bond_check_admissibility). With LACP negotiated,
+// anything on a member LACP enables; LACP without a partner drops
+// everything, unless lacp-fallback-ab makes the bond active-backup, and
+// so does balance-tcp without LACP. Otherwise multicast only on the
+// active member, anything only on the active member of an active-backup
+// bond; a balance-slb bond drops what has its source learned on another
+// port (its own flood coming back on another member), but gratuitous ARPs
+// (the host moved).
 func (x *xlate) bondAdmits(in *port, src, dst flow.MAC, vid uint16) bool {
 	b := in.bond
-	if (dst.IsMulticast() || !b.slb) && in != b.active {
+	refuse := func() bool {
 		x.report("->", "bonding refused admissibility, dropping")
 		return false
+	}
+	switch b.lacp {
+	case lacp.Negotiated:
+		if !in.enabled && !in.mayEnable {
+			return refuse()
+		}
+		return true
+	case lacp.Configured:
+		if !b.fallbackAB {
+			return refuse()
+		}
+	case lacp.Disabled:
+		if b.tcp {
+			return refuse()
+		}
+	}
+	if dst.IsMulticast() && in != b.active {
+		return refuse()
+	}
+	if b.tcp && !b.fallbackAB || !b.slb && in != b.active {
+		return refuse()
 	}
 	if !b.slb {
 		return true
@@ -49,20 +77,98 @@ func (x *xlate) isGratuitousARP() bool {
 	return k.NwProto == 2 || k.NwProto == 1 && k.IPv4Src == k.IPv4Dst
 }
 
-// bondOut is the member of b that sends this flow, nil if none is
-// enabled: the active member, or for balance-slb the enabled member the
-// source MAC and VLAN hash to. (OVS hashes to one of 256 buckets that
-// rebalancing moves between members; govs does not rebalance.)
+// bondOut is the member of b that sends this flow, nil if none
+// (bond_choose_output_member): the active member of an active-backup
+// bond, or of any bond whose LACP has no partner and lacp-fallback-ab
+// (none without it); for balance-slb the enabled member the source MAC
+// and VLAN hash to; for balance-tcp, with LACP negotiated only, the one
+// the L3 and L4 headers hash to. (OVS hashes to one of 256 buckets that
+// rebalancing moves between members; govs hashes straight onto the
+// enabled members and does not rebalance.)
 func (x *xlate) bondOut(b *bond, vid uint16) *port {
-	if !b.slb || len(b.enabled) == 0 {
+	slb, tcp := b.slb, b.tcp
+	if b.lacp == lacp.Configured {
+		if !b.fallbackAB {
+			return nil
+		}
+		slb, tcp = false, false
+	}
+	switch {
+	case tcp && b.lacp != lacp.Negotiated:
+		return nil
+	case !slb && !tcp || len(b.enabled) == 0:
 		return b.active
 	}
-	h := uint32(2166136261)
-	for _, c := range x.key.EthSrc {
+	var h uint32
+	if tcp {
+		h = x.hashL3L4()
+	} else {
+		h = fnv(2166136261, x.key.EthSrc[:])
+		h = (h ^ uint32(vid)) * 16777619
+	}
+	return b.enabled[h%uint32(len(b.enabled))]
+}
+
+func fnv(h uint32, b []byte) uint32 {
+	for _, c := range b {
 		h = (h ^ uint32(c)) * 16777619
 	}
-	h = (h ^ uint32(vid)) * 16777619
-	return b.enabled[h%uint32(len(b.enabled))]
+	return h
+}
+
+// hashL3L4 hashes what OVS's balance-tcp hashes (symmetric L3 and L4:
+// both directions of a connection hash alike), adding the fields to the
+// mask: the IP addresses and protocol, and the ports of TCP, UDP and
+// SCTP; for other packets the Ethernet addresses, which NORMAL consulted
+// already.
+func (x *xlate) hashL3L4() uint32 {
+	k, m := x.key, x.mask
+	h := uint32(2166136261)
+	switch k.EthType {
+	case flow.EthTypeIPv4:
+		m.IPv4Src, m.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}, [4]byte{0xff, 0xff, 0xff, 0xff}
+		var a [4]byte
+		for i := range a {
+			a[i] = k.IPv4Src[i] ^ k.IPv4Dst[i]
+		}
+		h = fnv(h, a[:])
+	case flow.EthTypeIPv6:
+		ones := [16]byte{}
+		for i := range ones {
+			ones[i] = 0xff
+		}
+		m.IPv6Src, m.IPv6Dst = ones, ones
+		var a [16]byte
+		for i := range a {
+			a[i] = k.IPv6Src[i] ^ k.IPv6Dst[i]
+		}
+		h = fnv(h, a[:])
+	default:
+		var a [6]byte
+		for i := range a {
+			a[i] = k.EthSrc[i] ^ k.EthDst[i]
+		}
+		return mix(fnv(h, a[:]))
+	}
+	m.NwProto = 0xff
+	h = (h ^ uint32(k.NwProto)) * 16777619
+	switch k.NwProto {
+	case flow.IPProtoTCP, flow.IPProtoUDP, flow.IPProtoSCTP:
+		m.TpSrc, m.TpDst = 0xffff, 0xffff
+		p := k.TpSrc ^ k.TpDst
+		h = fnv(h, []byte{byte(p >> 8), byte(p)})
+	}
+	return mix(h)
+}
+
+// mix is MurmurHash3's finalizer: FNV's low bits depend only on the low
+// bits of the bytes hashed, and the member is chosen by the low bits.
+func mix(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	return h ^ h>>16
 }
 
 // floodsTo reports whether a flood of a packet received on in goes out p:

@@ -1,8 +1,12 @@
 package ofproto
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/govs/govs/datapath/dptest"
+	"github.com/govs/govs/vswitchd/lacp"
 )
 
 func member(name string, no uint32, bond string, slb, enabled, active bool) PortConfig {
@@ -83,4 +87,47 @@ func TestNormalSLB(t *testing.T) {
 		{1, eth("00:00:00:00:01:01", macB), "drop"}, // a source learned on p3 came back
 		{1, eth(macC, bcast), "3,4"},                // broadcast on the active member
 	})
+}
+
+// tcpPorts is a balance-tcp bond0 of a0 and a1 with LACP st, both
+// enabled, a0 active, and port p3.
+func tcpPorts(st lacp.Status, fallback bool) BridgeConfig {
+	cfg := BridgeConfig{Ports: []PortConfig{member("a0", 1, "bond0", false, true, true), member("a1", 2, "bond0", false, true, false), trunk("p3", 3)}}
+	for i := range 2 {
+		cfg.Ports[i].BondTCP, cfg.Ports[i].BondLACP, cfg.Ports[i].BondFallbackAB = true, st, fallback
+	}
+	return cfg
+}
+
+// TestNormalBalanceTCP: with LACP negotiated, a balance-tcp bond sends
+// each TCP connection on the member its addresses and ports hash to, the
+// megaflow matching them; slow protocols frames received on a member go
+// to the LACP state machine; without a partner nothing passes, or the
+// bond runs active-backup with lacp-fallback-ab.
+func TestNormalBalanceTCP(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", tcpPorts(lacp.Negotiated, false))
+	tb.run(t, []step{{1, eth(macB, macA), "3"}}) // learn B on the bond
+	seen := map[string]bool{}
+	for sport := uint16(40000); sport < 40016; sport++ {
+		f := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+			IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+			TCP:  &dptest.TCP{Src: sport, Dst: 5201}}.Bytes()
+		got, mask := tb.xlate(3, f)
+		seen[got] = true
+		if mask.TpSrc != 0xffff || mask.TpDst != 0xffff || mask.NwProto != 0xff {
+			t.Errorf("megaflow mask does not cover the hashed fields: %+v", mask)
+		}
+	}
+	if !seen["1"] || !seen["2"] || len(seen) != 2 {
+		t.Errorf("16 connections went to %v, want both members", seen)
+	}
+	slow := dptest.Frame{Src: dptest.MAC(macB), Dst: [6]byte{0x01, 0x80, 0xc2, 0, 0, 2}, EtherType: lacp.EthTypeSlow, Payload: make([]byte, 110)}.Bytes()
+	if got, _ := tb.xlate(2, slow); got != "userspace(pid=0,slow_path(lacp))" {
+		t.Errorf("slow protocols frame: %s", got)
+	}
+	br.Reconfigure(tcpPorts(lacp.Configured, false))
+	tb.run(t, []step{{3, eth(macA, macB), "drop"}, {1, eth(macB, macA), "drop"}})
+	br.Reconfigure(tcpPorts(lacp.Configured, true))
+	tb.run(t, []step{{3, eth(macA, macB), "1"}, {2, eth(macB, macA), "drop"}, {1, eth(macB, macA), "3"}})
 }

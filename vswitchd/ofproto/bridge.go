@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/govs/govs/vswitchd/lacp"
 )
 
 // LocalOFPort is OFPP_LOCAL, the OpenFlow number of a bridge's own port.
@@ -72,6 +74,19 @@ type PortConfig struct {
 	// BondSLB: the bond is balance-slb (members chosen by source MAC and
 	// VLAN), else active-backup.
 	BondSLB bool
+	// BondTCP: the bond is balance-tcp (members chosen by a hash of the
+	// L2-L4 headers; only with LACP negotiated).
+	BondTCP bool
+	// BondLACP is the bond's LACP status. A member of a bond running LACP
+	// hands what it receives of the slow protocols to the handler of
+	// SetSlowProtocolsHandler, never to the pipeline.
+	BondLACP lacp.Status
+	// BondFallbackAB is lacp-fallback-ab: without a partner the bond runs
+	// active-backup rather than dropping everything.
+	BondFallbackAB bool
+	// BondMayEnable: LACP lets the member carry traffic, though the bond
+	// has not enabled it yet (it accepts what the member receives).
+	BondMayEnable bool
 	// BondEnabled: the member may carry traffic; BondActive: it is the
 	// bond's active member (at most one per bond).
 	BondEnabled, BondActive bool
@@ -131,13 +146,18 @@ type port struct {
 	// carry the bond's traffic.
 	bond    *bond
 	enabled bool
+	// mayEnable: LACP lets the member carry traffic.
+	mayEnable bool
 }
 
 // bond is the members of one bond, which NORMAL treats as one port named
 // after the bond: it learns on the bond and floods to it once.
 type bond struct {
-	name string
-	slb  bool
+	name     string
+	slb, tcp bool
+	lacp     lacp.Status
+	// fallbackAB is lacp-fallback-ab.
+	fallbackAB bool
 	// members are sorted by name; enabled are those that carry traffic;
 	// active is the active member, nil when none is enabled.
 	members, enabled []*port
@@ -284,10 +304,10 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		}
 		b := s.bonds[pc.Bond]
 		if b == nil {
-			b = &bond{name: pc.Bond, slb: pc.BondSLB}
+			b = &bond{name: pc.Bond, slb: pc.BondSLB, tcp: pc.BondTCP, lacp: pc.BondLACP, fallbackAB: pc.BondFallbackAB}
 			s.bonds[pc.Bond] = b
 		}
-		p.bond, p.enabled = b, pc.BondEnabled
+		p.bond, p.enabled, p.mayEnable = b, pc.BondEnabled, pc.BondMayEnable
 		b.members = append(b.members, p)
 		if pc.BondEnabled {
 			b.enabled = append(b.enabled, p)

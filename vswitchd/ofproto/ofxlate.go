@@ -47,6 +47,9 @@ func ofPortNo(p *port) uint32 {
 // from table 0, as received on in.
 func (x *xlate) pipeline(in *port) {
 	x.visits++
+	if x.slowPath(in) {
+		return
+	}
 	if in.noRecv {
 		// OFPPC_NO_RECV (OFPT_PORT_MOD): the port's input is dropped
 		// before any table (OVS's may_receive).

@@ -108,6 +108,10 @@ func (b *Backer) internPin(c pinCtx) (uint32, bool) {
 // Userspace implements datapath.UserspaceHandler: a packet that reached
 // a controller action goes to the bridge's controllers.
 func (b *Backer) Userspace(cookie uint32, p *packet.Packet) {
+	if cookie&datapath.CookieSlowPath != 0 {
+		b.slowPathPacket(cookie, p)
+		return
+	}
 	l := b.pins.list.Load()
 	if l == nil || int(cookie) >= len(*l) {
 		return
