@@ -135,4 +135,13 @@ func TestOpenFlowTestcontrollerSwitch(t *testing.T) {
 		"--", "set-controller", "gotc0", fmt.Sprintf("tcp:127.0.0.1:%d", port))
 	a.waitPing("10.75.0.2")
 	b.waitPing("10.75.0.1")
+	// The controller's OpenFlow 1.0 matches (dl_vlan=0xffff: untagged)
+	// decode in Debian's ovs-ofctl from the NXST_FLOW and OF1.3 replies.
+	for _, version := range []string{"OpenFlow10", "OpenFlow13"} {
+		out, err := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, vswOfctl, "-O", version, "dump-flows", "gotc0")
+		if err != nil || !strings.Contains(out, "vlan_tci=0x0000") {
+			t.Fatalf("dump-flows -O %s: %v\n%s", version, err, out)
+		}
+		t.Logf("dump-flows -O %s:\n%s", version, out)
+	}
 }

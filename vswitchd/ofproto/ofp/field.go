@@ -262,7 +262,7 @@ func init() {
 	u16Field(FieldCtTpSrc, "ct_tp_src", nxmHeader(classNXM1, 124, 2), 0, true, false, preCT, func(f *Flow) *uint16 { return &f.CtTpSrc })
 	u16Field(FieldCtTpDst, "ct_tp_dst", nxmHeader(classNXM1, 125, 2), 0, true, false, preCT, func(f *Flow) *uint16 { return &f.CtTpDst })
 	for id, full := range map[FieldID][]byte{FieldIPTOS: {0xfc}, FieldIPECN: {3}, FieldIPDSCP: {0x3f}, FieldVLANVID: {0x1f, 0xff},
-		FieldVLANPCP: {7}, FieldIPv6Label: {0, 0x0f, 0xff, 0xff}, FieldTCPFlags: {0x0f, 0xff}, FieldIPFrag: {3}} {
+		FieldVLANPCP: {7}, FieldARPOp: {0, 0xff}, FieldIPv6Label: {0, 0x0f, 0xff, 0xff}, FieldTCPFlags: {0x0f, 0xff}, FieldIPFrag: {3}} {
 		fields[id].full = full
 	}
 	for i := 0; i < 16; i++ {
