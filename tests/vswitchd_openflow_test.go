@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -506,6 +507,39 @@ func TestOpenFlowTraffic(t *testing.T) {
 		regexp.MustCompile(`(\S+) 2/(\d+):`).FindStringSubmatch(s.appctl("dpif/show"))[2]) {
 		t.Errorf("trace of the chain:\n%s", out)
 	}
+
+	// Rule and table counters from the datapath: ten pings each way
+	// count in new ICMP flows with their bytes (98-byte frames), though
+	// all but the first take the cached datapath flow, and keep flows
+	// with a shorter idle_timeout than the pings last alive.
+	add("in_port=1,arp,actions=output:2", "in_port=2,arp,actions=output:1",
+		"idle_timeout=2,in_port=1,icmp,actions=output:2", "idle_timeout=2,in_port=2,icmp,actions=output:1")
+	if out, err := s.a.exec("ping", "-q", "-n", "-c", "10", "-i", "0.4", "-w", vswPingDeadline, "10.81.0.2"); err != nil {
+		t.Fatalf("10 pings over flows with idle_timeout=2: %v\n%s", err, out)
+	}
+	counts := regexp.MustCompile(`n_packets=(\d+), n_bytes=(\d+), idle_timeout=2,.*icmp,in_port=\d`)
+	vswWait(t, vswTimeout, "the ICMP flows to count 10 pings each", func() bool {
+		out, _ := s.ofctl("dump-flows", s.br, "icmp")
+		m := counts.FindAllStringSubmatch(out, -1)
+		for _, c := range m {
+			if n, _ := strconv.Atoi(c[1]); n < 10 {
+				return false
+			}
+		}
+		return len(m) == 2
+	})
+	out, _ = s.ofctl("dump-flows", s.br, "icmp")
+	for _, c := range counts.FindAllStringSubmatch(out, -1) {
+		if n, _ := strconv.Atoi(c[1]); c[2] != strconv.Itoa(98*n) {
+			t.Errorf("n_packets=%s but n_bytes=%s, want 98 bytes each:\n%s", c[1], c[2], out)
+		}
+	}
+	tables, _ := s.ofctl("dump-tables", s.br)
+	if m := regexp.MustCompile(`table 0:\s+active=4, lookup=(\d+), matched=(\d+)`).FindStringSubmatch(tables); m == nil ||
+		len(m[1]) < 2 || len(m[2]) < 2 {
+		t.Errorf("dump-tables after 20+ packets:\n%s", tables)
+	}
+	t.Logf("%s\n%s", out, tables)
 }
 
 // vlanEchoScript sends, from a packet socket on eth0, ICMP echo requests

@@ -184,6 +184,9 @@ type Bridge struct {
 	failOpen atomic.Bool
 	// pinSink receives packet-ins (nil: none).
 	pinSink atomic.Pointer[pinSinkBox]
+	// tableStats count each table's lookups and matches (OVS's
+	// n_matched/n_missed), credited by translations.
+	tableStats [NumTables]tableCounters
 
 	flowMu sync.Mutex // serializes changes to tables; guards the fields below
 	// failSecure is whether the tables were last reset without the

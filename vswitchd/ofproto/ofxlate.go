@@ -111,13 +111,22 @@ func (x *xlate) table(id uint8) {
 				fmt.Fprintf(x.trace, "%s%2d. %s\n", pad, id, ruleTitle(r))
 			}
 		}
+		if x.packets > 0 {
+			// OVS's table stats: every lookup, and those that matched.
+			ts := &x.of.in.br.br.tableStats[id]
+			ts.lookups.Add(x.packets)
+			if r != nil {
+				ts.matched.Add(x.packets)
+			}
+		}
 		if r == nil {
 			return
 		}
 		if x.mode == modePacket || x.mode == modeRefresh {
 			r.stats.used.Store(int64(x.of.in.br.br.clock()))
-			if x.mode == modePacket {
-				r.stats.packets.Add(1)
+			if x.packets > 0 {
+				r.stats.packets.Add(x.packets)
+				r.stats.bytes.Add(x.bytes)
 			}
 		}
 		x.of.rule = r

@@ -58,6 +58,7 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 	b := br.backer
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(b.idx.Load(), &u, modePacket, b.dp.Now())
+	x.bytes = uint64(len(po.Data))
 	x.of = &ofState{in: in, packetOut: true}
 	x.of.flow.Key = k
 	x.of.flow.InPort = ofPortNo(in)

@@ -47,6 +47,20 @@ type ruleStats struct {
 	used atomic.Int64
 }
 
+// tableCounters are a table's packet counters.
+type tableCounters struct {
+	lookups, matched atomic.Uint64
+}
+
+// TableCounts returns table id's lookup and matched packet counts.
+func (br *Bridge) TableCounts(id uint8) (lookups, matched uint64) {
+	if int(id) >= NumTables {
+		return 0, 0
+	}
+	ts := &br.tableStats[id]
+	return ts.lookups.Load(), ts.matched.Load()
+}
+
 // sameMatch reports whether r has exactly m and priority (strict match).
 func (r *rule) sameMatch(m *ofp.Match, prio uint16) bool {
 	return r.priority == prio && r.match == *m

@@ -492,6 +492,9 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		tables := make([]ofp.TableStats, NTables)
 		for i := range tables {
 			tables[i] = ofp.TableStats{ID: uint8(i), MaxEntries: maxEntries, Wildcards10: wildcards10}
+			if tc, ok := c.m.src.(TableCounter); ok {
+				tables[i].Lookup, tables[i].Matched = tc.TableCounts(uint8(i))
+			}
 		}
 		for _, f := range c.m.src.Flows() {
 			if int(f.Table) < len(tables) {

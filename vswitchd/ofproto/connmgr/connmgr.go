@@ -53,6 +53,12 @@ type PortModifier interface {
 	ModifyPort(m *ofp.PortMod) *ofp.Error
 }
 
+// TableCounter is a Source that counts its tables' lookups.
+type TableCounter interface {
+	// TableCounts returns table id's lookup and matched packet counts.
+	TableCounts(id uint8) (lookups, matched uint64)
+}
+
 // PacketOuter is a Source that executes packet-outs.
 type PacketOuter interface {
 	// PacketOut executes po, or returns the error to refuse it with.
