@@ -73,6 +73,16 @@ func TestOpenFlowPacketIn(t *testing.T) {
 		}
 		t.Logf("monitor %v:\n%s", args, got)
 	}
+	// No flow: an OpenFlow 1.0 connection gets the miss (OVS's miss rule).
+	for _, s := range []*ofSwitch{deb, govs} {
+		if out, rc := s.ofctl("del-flows", s.br); rc != 0 {
+			t.Fatalf("del-flows: %s", out)
+		}
+	}
+	want := deb.firstPacketIn("-O", "OpenFlow10")
+	if got := govs.firstPacketIn("-O", "OpenFlow10"); got != want || !strings.Contains(got, "no_match") {
+		t.Errorf("monitor OpenFlow10 on a miss: govs:\n%s\nDebian's ovs-vswitchd:\n%s", got, want)
+	}
 }
 
 // rxPackets is eth0's received packet count in ns.

@@ -331,6 +331,13 @@ func (o ofSource) TableCounts(id uint8) (lookups, matched uint64) {
 	return 0, 0
 }
 
+// SetPacketInOnMiss turns the bridge's miss rule on or off.
+func (o ofSource) SetPacketInOnMiss(on bool) {
+	if ms, ok := o.of().(interface{ SetPacketInOnMiss(bool) }); ok {
+		ms.SetPacketInOnMiss(on)
+	}
+}
+
 // FlowMod changes the bridge's flow tables.
 func (o ofSource) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	of := o.of()

@@ -33,6 +33,11 @@ type ofState struct {
 	rule *rule
 	// packetOut: the actions are a packet-out's.
 	packetOut bool
+	// resubmitting: the next lookup is a resubmit's, which never takes
+	// the miss rule. missTable is the table whose miss the controller
+	// action being translated reports, or -1.
+	resubmitting bool
+	missTable    int
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -54,7 +59,7 @@ func (x *xlate) pipeline(in *port) {
 		return
 	}
 	saved := x.of
-	x.of = &ofState{in: in}
+	x.of = &ofState{in: in, missTable: -1}
 	x.of.flow.Key = *x.key
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
@@ -95,6 +100,8 @@ func (x *xlate) lookup(id uint8) *rule {
 // table looks the flow up in table id and executes the matching rule's
 // actions (xlate_table_action).
 func (x *xlate) table(id uint8) {
+	honorMiss := !x.of.resubmitting
+	x.of.resubmitting = false
 	for {
 		if x.of.resubmits >= maxResubmits {
 			x.report(">>>>", "over %d resubmit actions on bridge %s while processing %s", maxResubmits, x.of.in.br.br.name, "the packet")
@@ -120,8 +127,12 @@ func (x *xlate) table(id uint8) {
 			}
 		}
 		if r == nil {
+			if honorMiss {
+				x.miss(id)
+			}
 			return
 		}
+		honorMiss = true // a goto_table's lookup
 		if x.mode == modePacket || x.mode == modeRefresh {
 			r.stats.used.Store(int64(x.of.in.br.br.clock()))
 			if x.packets > 0 {
@@ -307,6 +318,7 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 	}
 	x.of.indent++
 	savedRule := x.of.rule
+	x.of.resubmitting = true
 	x.table(table)
 	x.of.rule = savedRule
 	x.of.indent--

@@ -292,6 +292,7 @@ func (c *conn) handshake(h ofp.Header, m ofp.Message, err error) bool {
 	c.version = common.Highest()
 	c.mu.Unlock()
 	c.m.log.Debugf("%s: negotiated %s", c.name, common.Highest())
+	c.m.updateMiss()
 	c.m.changed()
 	return true
 }

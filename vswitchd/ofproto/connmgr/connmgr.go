@@ -79,11 +79,14 @@ type Manager struct {
 	path   string
 	rundir string // unix: and punix: targets are relative to it
 	src    Source
-	log    Logger
-	rlog   Logger // the rconn module's, for controller connections
-	ln     *net.UnixListener
-	seq    atomic.Uint64 // connection numbers, for log names
-	wg     sync.WaitGroup
+
+	missMu                sync.Mutex // serializes updateMiss; guards the two below
+	missKnown, missWanted bool
+	log                   Logger
+	rlog                  Logger // the rconn module's, for controller connections
+	ln                    *net.UnixListener
+	seq                   atomic.Uint64 // connection numbers, for log names
+	wg                    sync.WaitGroup
 	// versions is Bridge.protocols (ofp.Versions), what new connections
 	// may negotiate.
 	versions atomic.Uint32
@@ -314,7 +317,7 @@ func (m *Manager) sendPacketIns() {
 
 func (m *Manager) sendPacketIn(pi *ofp.PacketIn) {
 	m.SendAsync(ofp.AsyncPacketIn, pi.WireReason(ofp.V13), func(t AsyncTarget) []byte {
-		if t.ControllerID != pi.ControllerID {
+		if t.ControllerID != pi.ControllerID || pi.ImplicitMiss && !wantsImplicitMiss(t.Version) {
 			return nil
 		}
 		out := *pi

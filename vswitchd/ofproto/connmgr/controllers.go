@@ -128,6 +128,7 @@ func (m *Manager) addConn(c *conn) {
 	m.mu.Lock()
 	m.conns[c] = struct{}{}
 	m.mu.Unlock()
+	m.updateMiss()
 	m.changed()
 }
 
@@ -135,6 +136,7 @@ func (m *Manager) delConn(c *conn) {
 	m.mu.Lock()
 	delete(m.conns, c)
 	m.mu.Unlock()
+	m.updateMiss()
 	if c.svc != nil {
 		m.changed()
 	}
