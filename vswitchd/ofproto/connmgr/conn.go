@@ -50,7 +50,9 @@ type conn struct {
 	nc   net.Conn
 	name string
 	svc  *service // nil for the management socket
-	seq  uint64   // order of creation in m
+	// pins limits packet-ins (Controller rate limits); nil: no limit.
+	pins *pinsched
+	seq  uint64 // order of creation in m
 	// versions are the versions the connection may negotiate
 	// (Bridge.protocols when it started).
 	versions ofp.Versions
@@ -92,6 +94,9 @@ func newConn(m *Manager, nc net.Conn, name string, svc *service) *conn {
 		seq: m.seq.Add(1), versions: m.allowedVersions()}
 	if c.primary() {
 		c.config.MissSendLen = defaultMissSendLen
+	}
+	if svc != nil && svc.cfg.RateLimit > 0 {
+		c.pins = newPinsched(svc.cfg.RateLimit, svc.cfg.BurstLimit, func(b []byte) error { return c.send(b) })
 	}
 	c.role.Store(ofp.RoleEqual)
 	c.lastRx.Store(time.Now().UnixNano())

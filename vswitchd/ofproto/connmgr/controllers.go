@@ -237,7 +237,11 @@ func (m *Manager) SendAsync(typ ofp.AsyncType, reason uint8, encode func(AsyncTa
 		if !ok {
 			continue
 		}
-		if b := encode(t); b != nil && c.send(b) == nil {
+		b := encode(t)
+		if b != nil && typ == ofp.AsyncPacketIn && c.pins != nil {
+			c.pins.submit(b)
+			n++
+		} else if b != nil && c.send(b) == nil {
 			n++
 		}
 	}
