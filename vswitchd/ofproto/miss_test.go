@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -59,6 +60,11 @@ func TestTableMissPacketIn(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Errorf("%d packet-ins, want 2", len(got))
+	}
+
+	out, err := r.b.Trace("br0", "in_port=2,dl_src="+macB+",dl_dst="+macA)
+	if err != nil || !strings.Contains(out, ` 0. No match, and a "packet-in" is called for.`) {
+		t.Errorf("trace of a miss: %v\n%s", err, out)
 	}
 
 	br.SetPacketInOnMiss(false)

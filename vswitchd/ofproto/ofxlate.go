@@ -112,7 +112,10 @@ func (x *xlate) table(id uint8) {
 		r := x.lookup(id)
 		if x.trace != nil {
 			pad := strings.Repeat(" ", 4*x.of.indent)
-			if r == nil {
+			if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
+				// OVS's xlate_report_table for its miss rule.
+				fmt.Fprintf(x.trace, "%s%2d. No match, and a \"packet-in\" is called for.\n", pad, id)
+			} else if r == nil {
 				fmt.Fprintf(x.trace, "%s%2d. No match.\n%s    drop\n", pad, id, pad)
 			} else {
 				fmt.Fprintf(x.trace, "%s%2d. %s\n", pad, id, ruleTitle(r))

@@ -141,7 +141,6 @@ func (x *xlate) miss(id uint8) {
 	if !x.of.in.br.br.missPin.Load() {
 		return
 	}
-	x.report("->", "no match: packets are sent to the controllers speaking OpenFlow 1.0-1.2")
 	x.of.missTable = int(id)
 	x.controller(ofp.PacketInNoMatch, 0xffff, 0)
 	x.of.missTable = -1
