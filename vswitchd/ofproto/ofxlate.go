@@ -282,7 +282,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		}
 		f.CtState, f.CtZone, f.CtMark, f.CtLabel = 0, 0, 0, [16]byte{}
 		f.CtNwProto, f.CtNwSrc, f.CtNwDst, f.CtTpSrc, f.CtTpDst = 0, [16]byte{}, [16]byte{}, 0, 0
-	case ofp.ActNote, ofp.ActClearActions:
+	case ofp.ActNote, ofp.ActClearActions, ofp.ActConjunction:
 	}
 }
 
@@ -376,6 +376,9 @@ func (x *xlate) ofOutput(no uint32) {
 // carry out, with the error OVS gives for it, and actions whose fields'
 // prerequisites the match does not guarantee.
 func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
+	if err := ofp.CheckConjunction(acts); err != nil {
+		return err
+	}
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {

@@ -18,6 +18,9 @@ type Flow struct {
 	Metadata uint64
 	TunID    uint64
 	PktMark  uint32
+	// ConjID is the conjunction a conjunctive match found (conj_id),
+	// set only for the lookup that follows it.
+	ConjID uint32
 }
 
 // Match is a flow with a mask: a one bit in Mask is a bit the flow must
@@ -69,6 +72,7 @@ const (
 	FieldMetadata
 	FieldTunID
 	FieldPktMark
+	FieldConjID
 	FieldCtState
 	FieldCtZone
 	FieldCtMark
@@ -246,6 +250,7 @@ func init() {
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.TunID) },
 		set: func(f *Flow, b []byte) { f.TunID = binary.BigEndian.Uint64(b) }})
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
+	u32Field(FieldConjID, "conj_id", nxmHeader(classNXM1, 37, 4), 0, false, false, preNone, func(f *Flow) *uint32 { return &f.ConjID })
 	// ct_state is 32 bits on the wire; the key keeps the 8 defined ones
 	// (checkValue refuses the others).
 	addField(&Field{ID: FieldCtState, Name: "ct_state", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 105, 4),
@@ -473,6 +478,7 @@ func (f *Flow) masked(m *Flow) Flow {
 	r.Metadata &= m.Metadata
 	r.TunID &= m.TunID
 	r.PktMark &= m.PktMark
+	r.ConjID &= m.ConjID
 	return r
 }
 
@@ -489,6 +495,7 @@ func (f *Flow) Or(o *Flow) {
 	f.Metadata |= o.Metadata
 	f.TunID |= o.TunID
 	f.PktMark |= o.PktMark
+	f.ConjID |= o.ConjID
 }
 
 // GetRef returns the bits of ref in f as an integer (up to 64 bits).

@@ -243,6 +243,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	}
 	field(FieldTunID)
 	field(FieldPktMark)
+	field(FieldConjID)
 	field(FieldCtState)
 	field(FieldCtZone)
 	field(FieldCtMark)
