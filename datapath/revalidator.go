@@ -160,9 +160,10 @@ func (dp *Datapath) revalidate() {
 			if fa := f.acts.Load(); fa.gen != table.gen {
 				f.acts.CompareAndSwap(fa, resolve(fa.actions, table))
 			}
-			pk := f.packets.Load()
+			pk, by := f.packets.Load(), f.bytes.Load()
 			f.revalActive = pk != f.revalPackets
-			f.revalPackets = pk
+			f.deltaPackets, f.deltaBytes = pk-f.revalPackets, by-f.revalBytes
+			f.revalPackets, f.revalBytes = pk, by
 			if box != nil && (f.seq.Load() != seq || f.revalActive) {
 				rs.todo = append(rs.todo, f)
 			}
@@ -208,6 +209,7 @@ func (dp *Datapath) retranslate(box *upcallerBox, fs []*megaflow, seq uint64, ta
 		ups[i] = Upcall{Key: f.key, Actions: rs.acts[i][:0]}
 		if last, used := f.usedAt(); used && f.revalActive {
 			ups[i].Used, ups[i].UsedAt = true, time.Duration(last)
+			ups[i].Packets, ups[i].Bytes = f.deltaPackets, f.deltaBytes
 		}
 	}
 	if r, ok := box.u.(Revalidator); ok {

@@ -76,6 +76,10 @@ type Upcall struct {
 	// its last packet.
 	Used   bool
 	UsedAt time.Duration
+	// Packets and Bytes are, when revalidating, what the flow forwarded
+	// since the last pass, for the upcaller to credit to whatever the
+	// translation went through (OVS's xlate cache stats push).
+	Packets, Bytes uint64
 }
 
 // UpcallFunc adapts a function to Upcaller.

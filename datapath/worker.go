@@ -86,6 +86,10 @@ type megaflow struct {
 	// revalidator.
 	revalPackets uint64
 	revalActive  bool
+	// revalBytes is bytes as the last pass saw it; deltaPackets and
+	// deltaBytes what the flow forwarded between the last two passes.
+	revalBytes               uint64
+	deltaPackets, deltaBytes uint64
 
 	// key is the key of the packet that created the flow, unmasked, as
 	// the revalidator translates it again.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -360,6 +361,51 @@ table=4,reg1=0x2,actions=output:3,exit,output:1
 		}
 	}
 
+	// Conjunctive matches (OVN's ACLs on address sets): the flows dump
+	// the same, a conjunction mixed with output is refused the same, and
+	// traces agree (a complete conjunction without a conj_id flow too).
+	conj := `priority=100,tcp,nw_src=10.0.0.1,actions=conjunction(1,1/2)
+priority=100,tcp,nw_src=10.0.0.2,actions=conjunction(1,1/2)
+priority=100,tcp,nw_src=10.0.0.3,actions=conjunction(1,1/2),conjunction(2,1/2)
+priority=100,tcp,tp_dst=80,actions=conjunction(1,2/2)
+priority=100,tcp,tp_dst=443,actions=conjunction(1,2/2)
+priority=100,conj_id=1,tcp,actions=output:2
+priority=200,tcp,nw_src=10.0.0.3,actions=conjunction(3,1/2)
+priority=200,tcp,tp_dst=443,actions=conjunction(3,2/2)
+priority=150,tcp,nw_src=10.0.0.2,tp_dst=22,actions=output:3
+priority=0,actions=output:1
+`
+	if err := os.WriteFile(f("conj"), []byte(conj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, args := range [][]string{
+		{"replace-flows", "BR", f("conj")},
+		{"add-flow", "BR", "tcp,actions=conjunction(4,1/2),output:1"},
+	} {
+		t.Run(fmt.Sprintf("conj/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+	// OVS dumps flows of one mask in hash order: compare sorted lines.
+	for _, version := range []string{"OpenFlow10", "OpenFlow13"} {
+		dump := func(s *ofSwitch) string {
+			out, rc := s.ofctl("-O", version, "dump-flows", s.br)
+			lines := strings.Split(s.normalizeOfctl(out), "\n")
+			slices.Sort(lines)
+			return fmt.Sprintf("exit %d\n%s", rc, strings.Join(lines, "\n"))
+		}
+		if got, want := dump(govs), dump(deb); got != want {
+			t.Errorf("conjunctive dump-flows %s: govs:\n%s\nDebian's:\n%s", version, got, want)
+		}
+	}
+	for _, src := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"} {
+		for _, port := range []string{"80", "443", "22"} {
+			pkt := "in_port=1,tcp,nw_src=" + src + ",tp_dst=" + port
+			want, got := deb.traceActions(pkt), govs.traceActions(pkt)
+			if got != want {
+				t.Errorf("ofproto/trace %s: govs %q, Debian's %q", pkt, got, want)
+			}
+		}
+	}
+
 	// With no flows both drop; NORMAL back, both forward.
 	for _, s := range []*ofSwitch{deb, govs} {
 		if out, rc := s.ofctl("del-flows", s.br); rc != 0 {
@@ -506,6 +552,39 @@ func TestOpenFlowTraffic(t *testing.T) {
 		regexp.MustCompile(`(\S+) 2/(\d+):`).FindStringSubmatch(s.appctl("dpif/show"))[2]) {
 		t.Errorf("trace of the chain:\n%s", out)
 	}
+
+	// Rule and table counters from the datapath: ten pings each way
+	// count in new ICMP flows with their bytes (98-byte frames), though
+	// all but the first take the cached datapath flow, and keep flows
+	// with a shorter idle_timeout than the pings last alive.
+	add("in_port=1,arp,actions=output:2", "in_port=2,arp,actions=output:1",
+		"idle_timeout=2,in_port=1,icmp,actions=output:2", "idle_timeout=2,in_port=2,icmp,actions=output:1")
+	if out, err := s.a.exec("ping", "-q", "-n", "-c", "10", "-i", "0.4", "-w", vswPingDeadline, "10.81.0.2"); err != nil {
+		t.Fatalf("10 pings over flows with idle_timeout=2: %v\n%s", err, out)
+	}
+	counts := regexp.MustCompile(`n_packets=(\d+), n_bytes=(\d+), idle_timeout=2,.*icmp,in_port=\d`)
+	vswWait(t, vswTimeout, "the ICMP flows to count 10 pings each", func() bool {
+		out, _ := s.ofctl("dump-flows", s.br, "icmp")
+		m := counts.FindAllStringSubmatch(out, -1)
+		for _, c := range m {
+			if n, _ := strconv.Atoi(c[1]); n < 10 {
+				return false
+			}
+		}
+		return len(m) == 2
+	})
+	out, _ = s.ofctl("dump-flows", s.br, "icmp")
+	for _, c := range counts.FindAllStringSubmatch(out, -1) {
+		if n, _ := strconv.Atoi(c[1]); c[2] != strconv.Itoa(98*n) {
+			t.Errorf("n_packets=%s but n_bytes=%s, want 98 bytes each:\n%s", c[1], c[2], out)
+		}
+	}
+	tables, _ := s.ofctl("dump-tables", s.br)
+	if m := regexp.MustCompile(`table 0:\s+active=4, lookup=(\d+), matched=(\d+)`).FindStringSubmatch(tables); m == nil ||
+		len(m[1]) < 2 || len(m[2]) < 2 {
+		t.Errorf("dump-tables after 20+ packets:\n%s", tables)
+	}
+	t.Logf("%s\n%s", out, tables)
 }
 
 // vlanEchoScript sends, from a packet socket on eth0, ICMP echo requests

@@ -396,7 +396,8 @@ func controllerSpecs(br vswitchd.Bridge, rows map[string]vswitchd.Controller, ru
 			typ = *c.Type
 		}
 		specs = append(specs, ControllerSpec{UUID: c.UUID,
-			Controller: connmgr.ParseController(c.Target, typ, c.MaxBackoff, c.InactivityProbe, c.EnableAsyncMessages)})
+			Controller: connmgr.ParseController(c.Target, typ, c.MaxBackoff, c.InactivityProbe, c.EnableAsyncMessages).
+				WithRateLimit(c.ControllerRateLimit, c.ControllerBurstLimit)})
 	}
 	slices.SortFunc(specs, func(a, b ControllerSpec) int { return strings.Compare(a.Target, b.Target) })
 	return specs

@@ -321,6 +321,23 @@ func (o ofSource) Flows() []ofp.FlowStats {
 	return nil
 }
 
+// TableCounts reports table id's lookup and matched packet counts.
+func (o ofSource) TableCounts(id uint8) (lookups, matched uint64) {
+	if tc, ok := o.of().(interface {
+		TableCounts(uint8) (uint64, uint64)
+	}); ok {
+		return tc.TableCounts(id)
+	}
+	return 0, 0
+}
+
+// SetPacketInOnMiss turns the bridge's miss rule on or off.
+func (o ofSource) SetPacketInOnMiss(on bool) {
+	if ms, ok := o.of().(interface{ SetPacketInOnMiss(bool) }); ok {
+		ms.SetPacketInOnMiss(on)
+	}
+}
+
 // FlowMod changes the bridge's flow tables.
 func (o ofSource) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	of := o.of()

@@ -210,6 +210,12 @@ type Bridge struct {
 	failOpen atomic.Bool
 	// pinSink receives packet-ins (nil: none).
 	pinSink atomic.Pointer[pinSinkBox]
+	// missPin is OVS's miss rule: a table miss sends a packet-in
+	// (OFPR_NO_MATCH) for the OpenFlow 1.0-1.2 connections.
+	missPin atomic.Bool
+	// tableStats count each table's lookups and matches (OVS's
+	// n_matched/n_missed), credited by translations.
+	tableStats [NumTables]tableCounters
 
 	flowMu sync.Mutex // serializes changes to tables; guards the fields below
 	// failSecure is whether the tables were last reset without the

@@ -41,6 +41,14 @@ func formatOFMatch(m *ofp.Match) string {
 	k, mk := m.Flow.Key, flow.Mask(m.Mask.Key)
 	s := formatMatch(&k, &mk, ofPortString(m.Flow.InPort), false, false)
 	var extra []string
+	if m.Mask.ConjID != 0 {
+		// OVS's match_format puts conj_id before the packet fields.
+		if s == "" {
+			s = fmt.Sprintf("conj_id=%d", m.Flow.ConjID)
+		} else {
+			s = fmt.Sprintf("conj_id=%d,%s", m.Flow.ConjID, s)
+		}
+	}
 	for i := range m.Mask.Regs {
 		if mk := m.Mask.Regs[i]; mk != 0 {
 			if mk == ^uint32(0) {
@@ -123,6 +131,8 @@ func formatAction(a *ofp.Action) string {
 		return "note:" + hex.EncodeToString(a.Data)
 	case ofp.ActExit:
 		return "exit"
+	case ofp.ActConjunction:
+		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, a.Clause+1, a.NClauses)
 	case ofp.ActCTClear:
 		return "ct_clear"
 	case ofp.ActClone:

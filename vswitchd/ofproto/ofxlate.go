@@ -33,6 +33,11 @@ type ofState struct {
 	rule *rule
 	// packetOut: the actions are a packet-out's.
 	packetOut bool
+	// resubmitting: the next lookup is a resubmit's, which never takes
+	// the miss rule. missTable is the table whose miss the controller
+	// action being translated reports, or -1.
+	resubmitting bool
+	missTable    int
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -57,7 +62,7 @@ func (x *xlate) pipeline(in *port) {
 		return
 	}
 	saved := x.of
-	x.of = &ofState{in: in}
+	x.of = &ofState{in: in, missTable: -1}
 	x.of.flow.Key = *x.key
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
@@ -98,6 +103,8 @@ func (x *xlate) lookup(id uint8) *rule {
 // table looks the flow up in table id and executes the matching rule's
 // actions (xlate_table_action).
 func (x *xlate) table(id uint8) {
+	honorMiss := !x.of.resubmitting
+	x.of.resubmitting = false
 	for {
 		if x.of.resubmits >= maxResubmits {
 			x.report(">>>>", "over %d resubmit actions on bridge %s while processing %s", maxResubmits, x.of.in.br.br.name, "the packet")
@@ -108,19 +115,35 @@ func (x *xlate) table(id uint8) {
 		r := x.lookup(id)
 		if x.trace != nil {
 			pad := strings.Repeat(" ", 4*x.of.indent)
-			if r == nil {
+			if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
+				// OVS's xlate_report_table for its miss rule.
+				fmt.Fprintf(x.trace, "%s%2d. No match, and a \"packet-in\" is called for.\n", pad, id)
+			} else if r == nil {
 				fmt.Fprintf(x.trace, "%s%2d. No match.\n%s    drop\n", pad, id, pad)
 			} else {
 				fmt.Fprintf(x.trace, "%s%2d. %s\n", pad, id, ruleTitle(r))
 			}
 		}
+		if x.packets > 0 {
+			// OVS's table stats: every lookup, and those that matched.
+			ts := &x.of.in.br.br.tableStats[id]
+			ts.lookups.Add(x.packets)
+			if r != nil {
+				ts.matched.Add(x.packets)
+			}
+		}
 		if r == nil {
+			if honorMiss {
+				x.miss(id)
+			}
 			return
 		}
+		honorMiss = true // a goto_table's lookup
 		if x.mode == modePacket || x.mode == modeRefresh {
 			r.stats.used.Store(int64(x.of.in.br.br.clock()))
-			if x.mode == modePacket {
-				r.stats.packets.Add(1)
+			if x.packets > 0 {
+				r.stats.packets.Add(x.packets)
+				r.stats.bytes.Add(x.bytes)
 			}
 		}
 		x.of.rule = r
@@ -264,7 +287,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		f.CtNwProto, f.CtNwSrc, f.CtNwDst, f.CtTpSrc, f.CtTpDst = 0, [16]byte{}, [16]byte{}, 0, 0
 	case ofp.ActMeter:
 		x.ofMeter(a.ID)
-	case ofp.ActNote, ofp.ActClearActions:
+	case ofp.ActNote, ofp.ActClearActions, ofp.ActConjunction:
 	}
 }
 
@@ -303,6 +326,7 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 	}
 	x.of.indent++
 	savedRule := x.of.rule
+	x.of.resubmitting = true
 	x.table(table)
 	x.of.rule = savedRule
 	x.of.indent--
@@ -357,6 +381,9 @@ func (x *xlate) ofOutput(no uint32) {
 // carry out, with the error OVS gives for it, and actions whose fields'
 // prerequisites the match does not guarantee.
 func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
+	if err := ofp.CheckConjunction(acts); err != nil {
+		return err
+	}
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {

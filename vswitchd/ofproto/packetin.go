@@ -27,6 +27,7 @@ type pinCtx struct {
 	br           *Bridge
 	reason       uint8
 	explicitMiss bool
+	implicitMiss bool
 	maxLen, id   uint16
 	table        uint8
 	cookie       uint64
@@ -62,6 +63,9 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16) {
 	if r := s.rule; r != nil {
 		c.table, c.cookie = r.table, r.cookie
 		c.explicitMiss = r.priority == 0 && r.match.Mask == (ofp.Flow{})
+	}
+	if s.missTable >= 0 {
+		c.table, c.cookie, c.explicitMiss, c.implicitMiss = uint8(s.missTable), 0, false, true
 	}
 	*x.mask = flow.Exact()
 	cookie, ok := c.br.backer.internPin(c)
@@ -122,6 +126,27 @@ func (b *Backer) Userspace(cookie uint32, p *packet.Packet) {
 		return
 	}
 	data := bytes.Clone(p.Data())
-	box.s.PacketIn(&ofp.PacketIn{Reason: c.reason, ExplicitMiss: c.explicitMiss, TableID: c.table, Cookie: c.cookie,
+	box.s.PacketIn(&ofp.PacketIn{Reason: c.reason, ExplicitMiss: c.explicitMiss, ImplicitMiss: c.implicitMiss, TableID: c.table, Cookie: c.cookie,
 		Metadata: c.meta, Data: data, TotalLen: len(data), MaxLen: c.maxLen, ControllerID: c.id})
+}
+
+// SetPacketInOnMiss turns the miss rule on or off (connmgr.MissSink);
+// installed datapath flows are translated again soon.
+func (br *Bridge) SetPacketInOnMiss(on bool) {
+	if br.missPin.Swap(on) != on {
+		br.backer.dp.RequestRevalidation()
+	}
+}
+
+// miss is a lookup in table id that matched nothing: with the miss rule
+// on, the packet goes to the controllers (OVS's rule_dpif_lookup_from_table
+// returning the miss rule, for the first lookup and goto_table, not for
+// resubmit).
+func (x *xlate) miss(id uint8) {
+	if !x.of.in.br.br.missPin.Load() {
+		return
+	}
+	x.of.missTable = int(id)
+	x.controller(ofp.PacketInNoMatch, 0xffff, 0)
+	x.of.missTable = -1
 }

@@ -62,7 +62,8 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 	b := br.backer
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(b.idx.Load(), &u, modePacket, b.dp.Now())
-	x.of = &ofState{in: in, packetOut: true}
+	x.bytes = uint64(len(po.Data))
+	x.of = &ofState{in: in, packetOut: true, missTable: -1}
 	x.of.flow.Key = k
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid

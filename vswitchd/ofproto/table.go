@@ -47,6 +47,20 @@ type ruleStats struct {
 	used atomic.Int64
 }
 
+// tableCounters are a table's packet counters.
+type tableCounters struct {
+	lookups, matched atomic.Uint64
+}
+
+// TableCounts returns table id's lookup and matched packet counts.
+func (br *Bridge) TableCounts(id uint8) (lookups, matched uint64) {
+	if int(id) >= NumTables {
+		return 0, 0
+	}
+	ts := &br.tableStats[id]
+	return ts.lookups.Load(), ts.matched.Load()
+}
+
 // sameMatch reports whether r has exactly m and priority (strict match).
 func (r *rule) sameMatch(m *ofp.Match, prio uint16) bool {
 	return r.priority == prio && r.match == *m
@@ -136,7 +150,14 @@ func (t *table) lookup(f, wc *ofp.Flow) *rule {
 	if t == nil {
 		return nil
 	}
+	return t.search(f, wc, true)
+}
+
+// search is lookup; conj says whether conjunctive clauses count (they
+// do not in the lookup that follows a conjunctive match).
+func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	var best *rule
+	var soft []*rule // conjunctive clauses that matched (conj.go)
 	for _, st := range t.subs {
 		if best != nil && st.maxPrio < best.priority {
 			break
@@ -145,13 +166,23 @@ func (t *table) lookup(f, wc *ofp.Flow) *rule {
 		k := f.Masked(&st.mask)
 		h := hashKey(&k)
 		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
-			if r.match.Flow == k {
-				if best == nil || r.before(best) {
-					best = r
-				}
-				break
+			if r.match.Flow != k {
+				continue
 			}
+			if r.conjunctive() {
+				if conj {
+					soft = append(soft, r)
+				}
+				continue
+			}
+			if best == nil || r.before(best) {
+				best = r
+			}
+			break
 		}
+	}
+	if soft != nil {
+		return t.conjunctiveMatch(f, wc, best, soft)
 	}
 	return best
 }

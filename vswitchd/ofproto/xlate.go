@@ -82,6 +82,10 @@ type xlate struct {
 	usedAt time.Duration
 	// acts are the datapath actions so far.
 	acts datapath.Actions
+	// packets and bytes are what the translation credits to every rule
+	// and table it goes through: the missed packet, or in modeRefresh
+	// what the datapath flow forwarded since the last revalidation.
+	packets, bytes uint64
 	// cur is the flow's VLAN at this point of the translation; pkt is the
 	// VLAN the packet has after acts (what commit compares against).
 	cur, pkt vlanHdr
@@ -120,6 +124,15 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) *xlate {
 	k := &u.Key
 	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions}
+	switch mode {
+	case modePacket:
+		x.packets = 1
+		if u.Packet != nil {
+			x.bytes = uint64(u.Packet.Len())
+		}
+	case modeRefresh:
+		x.packets, x.bytes = u.Packets, u.Bytes
+	}
 	// What OVS considers always examined (xlate_wc_init): the input port,
 	// the Ethernet type, and whether an IP packet is a fragment.
 	u.Mask.InPort = ^uint32(0)

@@ -50,7 +50,9 @@ type conn struct {
 	nc   net.Conn
 	name string
 	svc  *service // nil for the management socket
-	seq  uint64   // order of creation in m
+	// pins limits packet-ins (Controller rate limits); nil: no limit.
+	pins *pinsched
+	seq  uint64 // order of creation in m
 	// versions are the versions the connection may negotiate
 	// (Bridge.protocols when it started).
 	versions ofp.Versions
@@ -92,6 +94,9 @@ func newConn(m *Manager, nc net.Conn, name string, svc *service) *conn {
 		seq: m.seq.Add(1), versions: m.allowedVersions()}
 	if c.primary() {
 		c.config.MissSendLen = defaultMissSendLen
+	}
+	if svc != nil && svc.cfg.RateLimit > 0 {
+		c.pins = newPinsched(svc.cfg.RateLimit, svc.cfg.BurstLimit, func(b []byte) error { return c.send(b) })
 	}
 	c.role.Store(ofp.RoleEqual)
 	c.lastRx.Store(time.Now().UnixNano())
@@ -292,6 +297,7 @@ func (c *conn) handshake(h ofp.Header, m ofp.Message, err error) bool {
 	c.version = common.Highest()
 	c.mu.Unlock()
 	c.m.log.Debugf("%s: negotiated %s", c.name, common.Highest())
+	c.m.updateMiss()
 	c.m.changed()
 	return true
 }
@@ -494,6 +500,9 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		tables := make([]ofp.TableStats, NTables)
 		for i := range tables {
 			tables[i] = ofp.TableStats{ID: uint8(i), MaxEntries: maxEntries, Wildcards10: wildcards10}
+			if tc, ok := c.m.src.(TableCounter); ok {
+				tables[i].Lookup, tables[i].Matched = tc.TableCounts(uint8(i))
+			}
 		}
 		for _, f := range c.m.src.Flows() {
 			if int(f.Table) < len(tables) {

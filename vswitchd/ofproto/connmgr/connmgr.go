@@ -53,6 +53,12 @@ type PortModifier interface {
 	ModifyPort(m *ofp.PortMod) *ofp.Error
 }
 
+// TableCounter is a Source that counts its tables' lookups.
+type TableCounter interface {
+	// TableCounts returns table id's lookup and matched packet counts.
+	TableCounts(id uint8) (lookups, matched uint64)
+}
+
 // PacketOuter is a Source that executes packet-outs.
 type PacketOuter interface {
 	// PacketOut executes po, or returns the error to refuse it with.
@@ -73,11 +79,14 @@ type Manager struct {
 	path   string
 	rundir string // unix: and punix: targets are relative to it
 	src    Source
-	log    Logger
-	rlog   Logger // the rconn module's, for controller connections
-	ln     *net.UnixListener
-	seq    atomic.Uint64 // connection numbers, for log names
-	wg     sync.WaitGroup
+
+	missMu                sync.Mutex // serializes updateMiss; guards the two below
+	missKnown, missWanted bool
+	log                   Logger
+	rlog                  Logger // the rconn module's, for controller connections
+	ln                    *net.UnixListener
+	seq                   atomic.Uint64 // connection numbers, for log names
+	wg                    sync.WaitGroup
 	// versions is Bridge.protocols (ofp.Versions), what new connections
 	// may negotiate.
 	versions atomic.Uint32
@@ -308,7 +317,7 @@ func (m *Manager) sendPacketIns() {
 
 func (m *Manager) sendPacketIn(pi *ofp.PacketIn) {
 	m.SendAsync(ofp.AsyncPacketIn, pi.WireReason(ofp.V13), func(t AsyncTarget) []byte {
-		if t.ControllerID != pi.ControllerID {
+		if t.ControllerID != pi.ControllerID || pi.ImplicitMiss && !wantsImplicitMiss(t.Version) {
 			return nil
 		}
 		out := *pi

@@ -32,6 +32,9 @@ type Controller struct {
 	Probe time.Duration
 	// EnableAsync is enable_async_messages (default true).
 	EnableAsync bool
+	// RateLimit and BurstLimit limit packet-ins (WithRateLimit; 0: no
+	// limit).
+	RateLimit, BurstLimit int
 }
 
 // Defaults of a Controller row, as OVS's bridge.c and rconn.c.
@@ -425,6 +428,9 @@ func (s *service) serve(c *conn) error {
 	c.run()
 	close(stop)
 	s.m.delConn(c)
+	if c.pins != nil {
+		c.pins.stop()
+	}
 	s.mu.Lock()
 	delete(s.conns, c)
 	n := len(s.conns)

@@ -128,6 +128,7 @@ func (m *Manager) addConn(c *conn) {
 	m.mu.Lock()
 	m.conns[c] = struct{}{}
 	m.mu.Unlock()
+	m.updateMiss()
 	m.changed()
 }
 
@@ -135,6 +136,7 @@ func (m *Manager) delConn(c *conn) {
 	m.mu.Lock()
 	delete(m.conns, c)
 	m.mu.Unlock()
+	m.updateMiss()
 	if c.svc != nil {
 		m.changed()
 	}
@@ -235,7 +237,11 @@ func (m *Manager) SendAsync(typ ofp.AsyncType, reason uint8, encode func(AsyncTa
 		if !ok {
 			continue
 		}
-		if b := encode(t); b != nil && c.send(b) == nil {
+		b := encode(t)
+		if b != nil && typ == ofp.AsyncPacketIn && c.pins != nil {
+			c.pins.submit(b)
+			n++
+		} else if b != nil && c.send(b) == nil {
 			n++
 		}
 	}

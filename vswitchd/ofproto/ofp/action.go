@@ -31,6 +31,9 @@ const (
 	ActGroup
 	ActOutputReg
 	ActCTClear // ct_clear: the packet's conntrack state is forgotten
+	// ActConjunction is conjunction(ID, Clause+1/NClauses): the flow is
+	// one clause of a conjunctive match (conjunction.go).
+	ActConjunction
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -93,6 +96,8 @@ type Action struct {
 	// Errno and Name: why and what an ActUnsupported is.
 	Errno Errno
 	Name  string
+	// Clause (from 0) and NClauses: ActConjunction's, with ID.
+	Clause, NClauses uint8
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -181,7 +186,7 @@ var nxastNames = map[uint16]string{
 	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
 	nxastLearn: "learn", nxastFinTimeout: "fin_timeout", nxastDecTTLCntIDs: "dec_ttl(ids)", nxastStackPush: "push",
-	nxastStackPop: "pop", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label", nxastConjunction: "conjunction",
+	nxastStackPop: "pop", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastController2: "controller2", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)", nxastLearn2: "learn",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
@@ -528,6 +533,8 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return a, nil
 	case nxastNote:
 		return Action{Type: ActNote, Data: bytes.Clone(body)}, nil
+	case nxastConjunction:
+		return decodeConjunction(b)
 	case nxastExit:
 		return Action{Type: ActExit}, nil
 	case nxastCTClear:
@@ -859,6 +866,8 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = padTo8(b, start)
 		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 		return b
+	case ActConjunction:
+		return appendConjunction(b, a)
 	case ActExit:
 		b = nxActionHeader(b, 16, nxastExit)
 		return pad(b, 6)

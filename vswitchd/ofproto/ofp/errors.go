@@ -67,6 +67,7 @@ const (
 	PortModBadConfig // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
 	BufferUnknown    // OFPBRC_BUFFER_UNKNOWN
 	BadPort          // OFPBRC_BAD_PORT
+	BadConjunction   // NXBAC_BAD_CONJUNCTION
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
@@ -89,7 +90,7 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	FlowModBadCommand: "OFPFMFC_BAD_COMMAND", FlowModBadFlags: "OFPFMFC_BAD_FLAGS",
 	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED",
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
-	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT"}
+	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION"}
 
 // errnoExtra names the errors defined next to their messages (meter.go).
 var errnoExtra = map[Errno]string{}
@@ -173,6 +174,7 @@ func init() {
 		PortModBadConfig:    {std(4, 2), std(7, 2), std(7, 2), std(7, 2), std(7, 2), std(7, 2)},
 		BufferUnknown:       {std(1, 8), std(1, 8), std(1, 8), std(1, 8), std(1, 8), std(1, 8)},
 		BadPort:             {nx(1, 514), nx(1, 514), std(1, 11), std(1, 11), std(1, 11), std(1, 11)},
+		BadConjunction:      {nx(2, 526), nx(2, 526), nx(15, 0), nx(15, 0), nx(15, 0), nx(15, 0)},
 	} {
 		errCodes[e] = c
 	}

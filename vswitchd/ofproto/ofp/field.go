@@ -17,6 +17,9 @@ type Flow struct {
 	Regs     [16]uint32
 	Metadata uint64
 	PktMark  uint32
+	// ConjID is the conjunction a conjunctive match found (conj_id),
+	// set only for the lookup that follows it.
+	ConjID uint32
 }
 
 // Match is a flow with a mask: a one bit in Mask is a bit the flow must
@@ -71,6 +74,7 @@ const (
 	FieldTunDst
 	FieldTunFlags
 	FieldPktMark
+	FieldConjID
 	FieldCtState
 	FieldCtZone
 	FieldCtMark
@@ -260,6 +264,7 @@ func init() {
 		get: func(f *Flow, b []byte) { b[0], b[1] = 0, 0 },
 		set: func(f *Flow, b []byte) {}})
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
+	u32Field(FieldConjID, "conj_id", nxmHeader(classNXM1, 37, 4), 0, false, false, preNone, func(f *Flow) *uint32 { return &f.ConjID })
 	// ct_state is 32 bits on the wire; the key keeps the 8 defined ones
 	// (checkValue refuses the others).
 	addField(&Field{ID: FieldCtState, Name: "ct_state", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 105, 4),
@@ -276,7 +281,7 @@ func init() {
 	u16Field(FieldCtTpSrc, "ct_tp_src", nxmHeader(classNXM1, 124, 2), 0, true, false, preCT, func(f *Flow) *uint16 { return &f.CtTpSrc })
 	u16Field(FieldCtTpDst, "ct_tp_dst", nxmHeader(classNXM1, 125, 2), 0, true, false, preCT, func(f *Flow) *uint16 { return &f.CtTpDst })
 	for id, full := range map[FieldID][]byte{FieldIPTOS: {0xfc}, FieldIPECN: {3}, FieldIPDSCP: {0x3f}, FieldVLANVID: {0x1f, 0xff},
-		FieldVLANPCP: {7}, FieldIPv6Label: {0, 0x0f, 0xff, 0xff}, FieldTCPFlags: {0x0f, 0xff}, FieldIPFrag: {3}} {
+		FieldVLANPCP: {7}, FieldARPOp: {0, 0xff}, FieldIPv6Label: {0, 0x0f, 0xff, 0xff}, FieldTCPFlags: {0x0f, 0xff}, FieldIPFrag: {3}} {
 		fields[id].full = full
 	}
 	for i := 0; i < 16; i++ {
@@ -497,6 +502,7 @@ func (f *Flow) masked(m *Flow) Flow {
 	}
 	r.Metadata &= m.Metadata
 	r.PktMark &= m.PktMark
+	r.ConjID &= m.ConjID
 	return r
 }
 
@@ -512,6 +518,7 @@ func (f *Flow) Or(o *Flow) {
 	}
 	f.Metadata |= o.Metadata
 	f.PktMark |= o.PktMark
+	f.ConjID |= o.ConjID
 }
 
 // GetRef returns the bits of ref in f as an integer (up to 64 bits).

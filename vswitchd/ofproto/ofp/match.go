@@ -187,7 +187,9 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 		if mk.VLANTCI&0x1fff != 0 {
 			field(FieldVLANVID)
 		}
-		if mk.VLANTCI&flow.VLANPCPMask != 0 {
+		// OVS's nx_put_raw: vlan_pcp only with a VID or OFPVID_PRESENT
+		// (its prerequisite); an untagged match is vlan_vid=0 alone.
+		if mk.VLANTCI&flow.VLANPCPMask != 0 && k.VLANTCI&mk.VLANTCI&0x1fff != 0 {
 			put(fields[FieldVLANPCP].OXM, 1, []byte{uint8(k.VLANTCI >> 13)}, ones)
 		}
 	}
@@ -243,6 +245,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldTunSrc)
 	field(FieldTunDst)
 	field(FieldPktMark)
+	field(FieldConjID)
 	field(FieldCtState)
 	field(FieldCtZone)
 	field(FieldCtMark)

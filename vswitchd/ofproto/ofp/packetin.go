@@ -51,6 +51,9 @@ type PacketIn struct {
 	// everything) for OFPR_ACTION, which OpenFlow 1.3+ reports as
 	// OFPR_NO_MATCH.
 	ExplicitMiss bool
+	// ImplicitMiss: sent by OVS's miss rule (no flow matched), which only
+	// OpenFlow 1.0-1.2 connections get, as OFPR_NO_MATCH.
+	ImplicitMiss bool
 }
 
 // WireReason is the reason pi carries on version v: the OpenFlow 1.4
