@@ -91,9 +91,15 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT"}
 
+// extraErrnoNames name the errors other files define (group.go).
+var extraErrnoNames = map[Errno]string{}
+
 func (e Errno) String() string {
 	if int(e) < len(errnoNames) && errnoNames[e] != "" {
 		return errnoNames[e]
+	}
+	if n, ok := extraErrnoNames[e]; ok {
+		return n
 	}
 	return fmt.Sprintf("ofperr(%d)", uint8(e))
 }
