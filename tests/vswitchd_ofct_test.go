@@ -24,7 +24,7 @@ func compareOfctl(t *testing.T, deb, govs *ofSwitch, args []string) {
 	}
 	want, wantRC := deb.ofctl(sub(deb)...)
 	got, gotRC := govs.ofctl(sub(govs)...)
-	g, w := govs.normalizeOfctl(got), deb.normalizeOfctl(want)
+	g, w := sortGroupLines(govs.normalizeOfctl(got)), sortGroupLines(deb.normalizeOfctl(want))
 	if gotRC != wantRC || g != w {
 		t.Errorf("ovs-ofctl %v: exit %d, Debian's %d\ngovs:\n%s\nDebian's ovs-vswitchd:\n%s", args, gotRC, wantRC, g, w)
 	}
