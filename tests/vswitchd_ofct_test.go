@@ -24,7 +24,7 @@ func compareOfctl(t *testing.T, deb, govs *ofSwitch, args []string, norms ...fun
 	}
 	want, wantRC := deb.ofctl(sub(deb)...)
 	got, gotRC := govs.ofctl(sub(govs)...)
-	g, w := govs.normalizeOfctl(got), deb.normalizeOfctl(want)
+	g, w := sortGroupLines(govs.normalizeOfctl(got)), sortGroupLines(deb.normalizeOfctl(want))
 	for _, n := range norms {
 		g, w = n(g), n(w)
 	}

@@ -90,6 +90,9 @@ func (s *Switch) SyncOpenFlowPorts() {
 		open := j.m.FailOpen()
 		if j.of != nil {
 			j.of.SetFailOpen(open)
+			if g, ok := j.of.(ofGroups); ok {
+				g.SetLivePorts(j.m.LivePorts())
+			}
 		}
 	}
 }

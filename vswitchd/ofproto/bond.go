@@ -103,13 +103,13 @@ func (x *xlate) bondOut(b *bond, vid uint16) *port {
 	if tcp {
 		h = x.hashL3L4()
 	} else {
-		h = fnv(2166136261, x.key.EthSrc[:])
+		h = fnv1a(2166136261, x.key.EthSrc[:])
 		h = (h ^ uint32(vid)) * 16777619
 	}
 	return b.enabled[h%uint32(len(b.enabled))]
 }
 
-func fnv(h uint32, b []byte) uint32 {
+func fnv1a(h uint32, b []byte) uint32 {
 	for _, c := range b {
 		h = (h ^ uint32(c)) * 16777619
 	}
@@ -131,7 +131,7 @@ func (x *xlate) hashL3L4() uint32 {
 		for i := range a {
 			a[i] = k.IPv4Src[i] ^ k.IPv4Dst[i]
 		}
-		h = fnv(h, a[:])
+		h = fnv1a(h, a[:])
 	case flow.EthTypeIPv6:
 		ones := [16]byte{}
 		for i := range ones {
@@ -142,13 +142,13 @@ func (x *xlate) hashL3L4() uint32 {
 		for i := range a {
 			a[i] = k.IPv6Src[i] ^ k.IPv6Dst[i]
 		}
-		h = fnv(h, a[:])
+		h = fnv1a(h, a[:])
 	default:
 		var a [6]byte
 		for i := range a {
 			a[i] = k.EthSrc[i] ^ k.EthDst[i]
 		}
-		return mix(fnv(h, a[:]))
+		return mix(fnv1a(h, a[:]))
 	}
 	m.NwProto = 0xff
 	h = (h ^ uint32(k.NwProto)) * 16777619
@@ -156,7 +156,7 @@ func (x *xlate) hashL3L4() uint32 {
 	case flow.IPProtoTCP, flow.IPProtoUDP, flow.IPProtoSCTP:
 		m.TpSrc, m.TpDst = 0xffff, 0xffff
 		p := k.TpSrc ^ k.TpDst
-		h = fnv(h, []byte{byte(p >> 8), byte(p)})
+		h = fnv1a(h, []byte{byte(p >> 8), byte(p)})
 	}
 	return mix(h)
 }

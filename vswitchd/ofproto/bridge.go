@@ -208,6 +208,9 @@ type Bridge struct {
 	// failOpen is OVS's fail-open: every packet takes NORMAL, as the
 	// fail-open rule OVS adds above all others (fail-open.c).
 	failOpen atomic.Bool
+	// live are the live OpenFlow ports (SetLivePorts), nil before the
+	// first report.
+	live atomic.Pointer[map[uint32]bool]
 	// pinSink receives packet-ins (nil: none).
 	pinSink atomic.Pointer[pinSinkBox]
 	// missPin is OVS's miss rule: a table miss sends a packet-in

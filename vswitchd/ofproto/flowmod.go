@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -81,6 +82,11 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 		}
 	}
 	old := br.tables.Load()
+	if fm.Command < ofp.FlowDelete {
+		if g, missing := old.missingGroup(fm.Actions); missing {
+			return &ofp.Error{Errno: ofp.BadOutGroup, Detail: fmt.Sprintf("group %d does not exist", g)}
+		}
+	}
 	ft := *old
 	now := br.clock()
 	gen := gens.Add(1)

@@ -38,6 +38,8 @@ type ofState struct {
 	// action being translated reports, or -1.
 	resubmitting bool
 	missTable    int
+	// groupDepth nests group buckets.
+	groupDepth int
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -275,6 +277,8 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.controller(a.Reason, a.MaxLen, a.ControllerID)
 	case ofp.ActExit:
 		x.of.exit = true
+	case ofp.ActGroup:
+		x.group(a.ID, id)
 	case ofp.ActCTClear:
 		// OVS's OFPACT_CT_CLEAR: the flow forgets its conntrack fields,
 		// and the datapath the packet's if it was tracked (OVS's
@@ -379,7 +383,8 @@ func (x *xlate) ofOutput(no uint32) {
 
 // checkActions refuses, at FLOW_MOD time, what the translation would not
 // carry out, with the error OVS gives for it, and actions whose fields'
-// prerequisites the match does not guarantee.
+// prerequisites the match does not guarantee (none for a group's bucket,
+// m nil, which has no match: OVS checks no prerequisites there).
 func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 	if err := ofp.CheckConjunction(acts); err != nil {
 		return err
@@ -389,8 +394,6 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 		switch a.Type {
 		case ofp.ActUnsupported:
 			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
-		case ofp.ActGroup:
-			return &ofp.Error{Errno: ofp.BadOutGroup, Detail: "no such group"}
 		case ofp.ActWriteActions:
 			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
 		case ofp.ActGotoTable:
@@ -401,7 +404,7 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			if !translatable(a.Field.ID) {
 				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Field.Name + " is not supported"}
 			}
-			if !a.Field.Prereqs(m) && !a.Legacy() {
+			if m != nil && !a.Field.Prereqs(m) && !a.Legacy() {
 				// OpenFlow 1.0's mod_* actions apply to the packets that
 				// have the field, and need no prerequisite.
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: a.Field.Name + " without its prerequisites"}
@@ -410,11 +413,11 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			if !translatable(a.Dst.Field.ID) {
 				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Dst.Field.Name + " is not supported"}
 			}
-			if !a.Src.Field.Prereqs(m) || !a.Dst.Field.Prereqs(m) {
+			if m != nil && (!a.Src.Field.Prereqs(m) || !a.Dst.Field.Prereqs(m)) {
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "move without its fields' prerequisites"}
 			}
 		case ofp.ActOutputReg:
-			if !a.Src.Field.Prereqs(m) {
+			if m != nil && !a.Src.Field.Prereqs(m) {
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "output_reg without its field's prerequisites"}
 			}
 		case ofp.ActClone:

@@ -95,6 +95,9 @@ func (r *rule) outputsTo(port, group uint32) bool {
 // without locks.
 type flowTables struct {
 	t [NumTables]*table // nil: empty
+	// groups are the OpenFlow groups by id (group.go), copied whole on
+	// change.
+	groups map[uint32]*group
 }
 
 // A table is a tuple-space classifier, as OVS's: one subtable per

@@ -104,6 +104,9 @@ type xlate struct {
 	// inner are the tags below the outer one, pushed over by push_vlan
 	// on a tagged packet, innermost first.
 	inner []vlanHdr
+	// pkt0 is the packet translated, nil when revalidating (for group
+	// byte counts).
+	pkt0 interface{ Len() int }
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -123,7 +126,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 
 func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) *xlate {
 	k := &u.Key
-	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions}
+	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, pkt0: packetOf(u)}
 	switch mode {
 	case modePacket:
 		x.packets = 1

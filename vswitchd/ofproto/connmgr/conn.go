@@ -450,6 +450,8 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		return c.stats(m)
 	case *ofp.MeterMod:
 		return c.meterMod(m)
+	case *ofp.GroupMod:
+		return nil, c.groupMod(m)
 	case *ofp.PacketOut:
 		po, ok := c.m.src.(PacketOuter)
 		if !ok {
@@ -540,8 +542,10 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		return ofp.EncodeTableFeaturesReply(v, m.Xid, tables), nil
 	case ofp.StatsMeter, ofp.StatsMeterConfig, ofp.StatsMeterFeatures:
 		return c.meterStats(m)
-	case ofp.StatsGroup, ofp.StatsGroupDesc, ofp.StatsQueue:
-		// No groups and no queues exist: the lists are empty.
+	case ofp.StatsGroup, ofp.StatsGroupDesc, ofp.StatsGroupFeatures:
+		return c.groupStats(m), nil
+	case ofp.StatsQueue:
+		// No queues exist: the list is empty.
 		return ofp.EncodeEmptyStatsReply(v, m.Xid, m.Kind), nil
 	}
 	return nil, &ofp.Error{Errno: ofp.BadStat, Detail: fmt.Sprintf("statistics type %d not handled", m.Kind)}

@@ -568,7 +568,8 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		if err := fixedLen(b, 16); err != nil {
 			return Action{}, err
 		}
-		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body)}, nil
+		// The group id is 32-bit aligned, after two bytes of padding.
+		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body[2:])}, nil
 	case nxastClone:
 		if len(b) < 16 {
 			return Action{}, actErr(BadActionLen, "clone")
@@ -885,8 +886,8 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 	case ActGroup:
 		if v == V10 {
 			b = nxActionHeader(b, 16, nxastGroup)
-			b = put32(b, a.ID)
-			return pad(b, 2)
+			b = pad(b, 2)
+			return put32(b, a.ID)
 		}
 		b = put16(b, at11Group)
 		b = put16(b, 8)

@@ -254,6 +254,8 @@ func Decode(b []byte) (Message, error) {
 		return decodeStats(h, body, 8)
 	case v == V10 && h.Type == type10PortMod, v > V10 && h.Type == type11PortMod:
 		return decodePortMod(h, body)
+	case v > V10 && h.Type == type11GroupMod:
+		return decodeGroupMod(h, body)
 	case h.Type == TypeFlowMod:
 		if v == V10 {
 			return decodeFlowMod10(h, body)
@@ -424,6 +426,14 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 			return nil, err
 		}
 		m.Group = binary.BigEndian.Uint32(body)
+		return m, nil
+	case StatsGroupFeatures:
+		if v < V12 {
+			break
+		}
+		if err := fixed(0); err != nil {
+			return nil, err
+		}
 		return m, nil
 	case StatsTableFeatures:
 		if v < V13 {

@@ -92,7 +92,8 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION"}
 
-// errnoExtra names the errors defined next to their messages (meter.go).
+// errnoExtra names the errors defined next to their messages: group.go's
+// from 200, meter.go's from 230.
 var errnoExtra = map[Errno]string{}
 
 func (e Errno) String() string {

@@ -59,7 +59,7 @@ const (
 // The meter errors (OFPMMFC_*, OpenFlow 1.3+'s type 12), beyond
 // InvalidMeter.
 const (
-	MeterUnknown Errno = 200 + iota
+	MeterUnknown Errno = 230 + iota // after group.go's
 	MeterExists
 	UnknownMeter
 	MeterBadCommand
