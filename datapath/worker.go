@@ -119,6 +119,8 @@ type op struct {
 	ct        *conntrack.Action
 	field     SetField
 	val       [16]byte
+	maxLen    uint32
+	counter   *Counter
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -160,6 +162,12 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie})
 		case ActionSet:
 			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
+		case ActionTrunc:
+			ops = append(ops, op{kind: a.Kind, maxLen: a.MaxLen})
+		case ActionCount:
+			if a.Counter != nil {
+				ops = append(ops, op{kind: a.Kind, counter: a.Counter})
+			}
 		}
 	}
 	// Header changes after the last output are lost work; a ct (a
@@ -754,16 +762,29 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 // share).
 func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, depth int, table *portTable, now int64) {
 	queued := false
+	trunc := 0 // an ActionTrunc's length for the next output
 	for i := range ops {
 		o := &ops[i]
 		switch o.kind {
 		case ActionOutput:
 			for _, p := range pkts {
-				if p != nil {
+				switch {
+				case p == nil:
+				case trunc > 0 && p.Len() > trunc:
+					c := w.dp.pool.Get()
+					truncated(c, p, trunc)
+					w.clones = append(w.clones, c)
+					w.enqueue(o.port, c)
+				default:
 					w.enqueue(o.port, p)
 				}
 			}
 			queued = true
+			trunc = 0
+		case ActionTrunc:
+			trunc = int(o.maxLen)
+		case ActionCount:
+			countPackets(o.counter, pkts)
 		case ActionPushVLAN, ActionPopVLAN, ActionSet:
 			for k, p := range pkts {
 				if p == nil {

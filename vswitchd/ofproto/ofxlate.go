@@ -47,6 +47,10 @@ func ofPortNo(p *port) uint32 {
 // from table 0, as received on in.
 func (x *xlate) pipeline(in *port) {
 	x.visits++
+	if in.mirrorOut {
+		x.report(">>>>", "dropping packet received on port %s, which is reserved exclusively for mirroring", in.name)
+		return
+	}
 	if in.noRecv {
 		// OFPPC_NO_RECV (OFPT_PORT_MOD): the port's input is dropped
 		// before any table (OVS's may_receive).
@@ -63,6 +67,9 @@ func (x *xlate) pipeline(in *port) {
 	if x.trace != nil {
 		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
+	}
+	if in.srcMirrors != 0 {
+		x.mirrorPacket(in, in.srcMirrors)
 	}
 	if in.br.br.failOpen.Load() {
 		// OVS's fail-open rule: priority 0xf0f0f0, above every flow.

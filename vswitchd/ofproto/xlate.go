@@ -100,6 +100,13 @@ type xlate struct {
 	// inner are the tags below the outer one, pushed over by push_vlan
 	// on a tagged packet, innermost first.
 	inner []vlanHdr
+	// mirrored are the mirrors of the current bridge the packet was sent
+	// to (OVS's ctx->mirrors); snaplen is the length the output being
+	// made for a mirror truncates to; mirrorCounters count for the
+	// mirrors the packet went to, in every bridge (mirror.go).
+	mirrored       uint32
+	snaplen        int
+	mirrorCounters []*datapath.Counter
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -109,7 +116,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 	if in := idx.byDPPort[u.Key.InPort]; in != nil {
 		x.pipeline(in)
 	}
-	u.Actions = x.acts
+	u.Actions = x.withMirrorCounts(x.acts)
 	return x.changed
 }
 
@@ -197,7 +204,7 @@ func (x *xlate) normal(in *port) {
 	if !known {
 		x.report("->", "no learned MAC for destination, flooding")
 		for _, p := range in.br.ports {
-			if !p.noFlood && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
+			if !p.noFlood && !p.mirrorOut && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
 				x.outputNormal(p, v)
 			}
 		}
@@ -291,9 +298,13 @@ func (x *xlate) output(out *port) {
 		if peer == nil || x.depth >= maxDepth || x.visits >= maxBridgeVisits {
 			return
 		}
+		// Mirror bits are the bridge's own.
+		mirrored := x.mirrored
+		x.mirrored = 0
 		x.depth++
 		x.pipeline(peer)
 		x.depth--
+		x.mirrored = mirrored
 		return
 	}
 	if out.dpPort == 0 {
@@ -301,7 +312,13 @@ func (x *xlate) output(out *port) {
 	}
 	x.commitSets()
 	x.commitVLAN()
+	if x.snaplen > 0 && x.snaplen < 0xffff {
+		x.acts = append(x.acts, datapath.Trunc(uint32(x.snaplen)))
+	}
 	x.acts = append(x.acts, datapath.Output(out.dpPort))
+	if out.dstMirrors != 0 {
+		x.mirrorPacket(out, out.dstMirrors)
+	}
 }
 
 // commitVLAN adds the actions that make the packet's tag the flow's. A pop
