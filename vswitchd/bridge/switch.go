@@ -56,6 +56,9 @@ type Switch struct {
 	// bonds are the running bonds by port name; bondWake: BondsChanged.
 	bonds    map[string]*bondRun
 	bondWake chan struct{}
+	// mirrorStats are the mirrors' statistics columns by Mirror UUID,
+	// as Refresh last read them.
+	mirrorStats map[string]map[string]int
 }
 
 type runBridge struct {
@@ -517,6 +520,7 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		cfg.Ports = append(cfg.Ports, pc)
 	}
 	slices.SortFunc(cfg.Ports, func(a, b ofproto.PortConfig) int { return strings.Compare(a.Name, b.Name) })
+	cfg.Mirrors = ofMirrors(spec)
 	return cfg
 }
 
