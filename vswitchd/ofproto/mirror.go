@@ -141,6 +141,10 @@ func (x *xlate) mirrorPacket(p *port, mirrors uint32) {
 	}
 	v := inputTranslate(p, inVLAN)
 	s := p.br
+	if len(s.bonds) > 0 {
+		// A balance-slb bond's member is chosen by the source MAC.
+		x.mask.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
 	for mirrors != 0 {
 		i := bits.TrailingZeros32(mirrors)
 		if i >= len(s.mirrors) {

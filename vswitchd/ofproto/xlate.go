@@ -215,6 +215,8 @@ func (x *xlate) normal(in *port) {
 		x.report("->", "learned port is input port, dropping")
 	case out == nil:
 		x.report(">>", "learned port is unknown, dropping")
+	case out.mirrorOut:
+		x.report("->", "learned port is a mirror port, dropping")
 	default:
 		x.report("->", "forwarding to learned port")
 		x.outputNormal(out, v)
