@@ -36,6 +36,13 @@ const (
 	// it left it, to the Upcaller's UserspaceHandler with Cookie (OVS's
 	// userspace action, as the controller action uses it).
 	ActionUserspace
+	// ActionTrunc truncates the copy the next ActionOutput sends to at
+	// most MaxLen bytes (OVS's trunc action, for mirrors' snaplen).
+	ActionTrunc
+	// ActionCount adds each packet and its length, as received, to
+	// Counter. It is the Upcaller's accounting (mirror statistics), not a
+	// change to the packet, and dump-flows does not show it.
+	ActionCount
 )
 
 // Action is one datapath action, in the sense of OVS's ODP actions
@@ -62,6 +69,10 @@ type Action struct {
 	Val   [16]byte
 	// Tnl is an ActionTnlPush's arguments; the action list owns it.
 	Tnl *TnlPush
+	// MaxLen is an ActionTrunc's length.
+	MaxLen uint32
+	// Counter is an ActionCount's counter.
+	Counter *Counter
 }
 
 // CT returns the action that tracks the packet with a's arguments.
@@ -86,7 +97,7 @@ func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cook
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
 	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie || a.MeterID != b.MeterID ||
-		a.Field != b.Field || a.Val != b.Val || !tnlEqual(a.Tnl, b.Tnl) {
+		a.Field != b.Field || a.Val != b.Val || !tnlEqual(a.Tnl, b.Tnl) || a.MaxLen != b.MaxLen || a.Counter != b.Counter {
 		return false
 	}
 	if a.CT == nil || b.CT == nil {
@@ -142,8 +153,11 @@ func (as Actions) Format(name func(uint32) string) string {
 		return "drop"
 	}
 	var b strings.Builder
-	for i, a := range as {
-		if i > 0 {
+	for _, a := range as {
+		if a.Kind == ActionCount {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
 		if a.Kind == ActionOutput && name != nil {
@@ -151,6 +165,9 @@ func (as Actions) Format(name func(uint32) string) string {
 		} else {
 			b.WriteString(a.String())
 		}
+	}
+	if b.Len() == 0 {
+		return "drop"
 	}
 	return b.String()
 }
@@ -198,6 +215,8 @@ func (a Action) String() string {
 		}
 	case ActionTnlPop:
 		return "tnl_pop(" + strconv.FormatUint(uint64(a.Port), 10) + ")"
+	case ActionTrunc:
+		return "trunc(" + strconv.FormatUint(uint64(a.MaxLen), 10) + ")"
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }

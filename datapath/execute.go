@@ -24,12 +24,22 @@ func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 	}
 	p.SetLen(copy(p.Tail(), frame))
 	p.InPort = inPort
+	trunc := 0 // an ActionTrunc's length for the next output
 	for i := range ops {
 		o := &ops[i]
 		switch o.kind {
+		case ActionTrunc:
+			trunc = int(o.maxLen)
+		case ActionCount:
+			countPackets(o.counter, []*packet.Packet{p})
 		case ActionOutput:
 			c := dp.pool.Get()
-			c.CopyFrom(p)
+			if trunc > 0 && p.Len() > trunc {
+				truncated(c, p, trunc)
+			} else {
+				c.CopyFrom(p)
+			}
+			trunc = 0
 			port := o.port
 			port.txMu.Lock()
 			n, _ := port.dev.Write([]*packet.Packet{c})

@@ -125,6 +125,8 @@ type op struct {
 	field     SetField
 	val       [16]byte
 	tnl       *tnlOp
+	maxLen    uint32
+	counter   *Counter
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -175,6 +177,12 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 		case ActionTnlPop:
 			if p := table.byNo[a.Port]; p != nil {
 				ops = append(ops, op{kind: a.Kind, port: p})
+			}
+		case ActionTrunc:
+			ops = append(ops, op{kind: a.Kind, maxLen: a.MaxLen})
+		case ActionCount:
+			if a.Counter != nil {
+				ops = append(ops, op{kind: a.Kind, counter: a.Counter})
 			}
 		}
 	}
@@ -772,16 +780,29 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 // share).
 func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, depth int, table *portTable, now int64) {
 	queued := false
+	trunc := 0 // an ActionTrunc's length for the next output
 	for i := range ops {
 		o := &ops[i]
 		switch o.kind {
 		case ActionOutput:
 			for _, p := range pkts {
-				if p != nil {
+				switch {
+				case p == nil:
+				case trunc > 0 && p.Len() > trunc:
+					c := w.dp.pool.Get()
+					truncated(c, p, trunc)
+					w.clones = append(w.clones, c)
+					w.enqueue(o.port, c)
+				default:
 					w.enqueue(o.port, p)
 				}
 			}
 			queued = true
+			trunc = 0
+		case ActionTrunc:
+			trunc = int(o.maxLen)
+		case ActionCount:
+			countPackets(o.counter, pkts)
 		case ActionPushVLAN, ActionPopVLAN, ActionSet:
 			for k, p := range pkts {
 				if p == nil {

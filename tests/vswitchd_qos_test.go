@@ -121,7 +121,7 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 
 	// No silent no-ops: what govs does not run is logged, and an MTU the
 	// device refuses is logged with the range it accepts. A bond runs,
-	// but not its LACP.
+	// but not its LACP; a mirror without output is refused as OVS does.
 	m1 := vswAddNS(t, "pol-m1", "")
 	m2 := vswAddNS(t, "pol-m2", "")
 	if out, err := e.vsctl("add-bond", "gvswpolbr", "gvswpolbond", m1.Host, m2.Host, "lacp=active"); err != nil {
@@ -131,7 +131,7 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 		"--", "--id=@m", "create", "mirror", "name=gvswpolmir", "select_all=true", "--", "add", "bridge", "gvswpolbr", "mirrors", "@m")
 	for _, want := range []string{
 		"bridge gvswpolbr: port gvswpolbond: lacp=active (LACP) is not supported by govs and has no effect",
-		"bridge gvswpolbr: mirrors (1 Mirror rows) is not supported by govs and has no effect",
+		"bridge gvswpolbr: mirror gvswpolmir does not specify output; ignoring",
 		"bridge gvswpolbr: stp_enable=true (STP) is not supported by govs and has no effect",
 		"failed to set MTU for network device " + a.Host + ": Invalid argument (mtu_request 70000; the device accepts 68..65535)",
 	} {

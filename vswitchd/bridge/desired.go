@@ -79,6 +79,8 @@ type BridgeSpec struct {
 	Controllers []ControllerSpec
 	// Protocols is Bridge.protocols, 0 for the default (every version).
 	Protocols ofp.Versions
+	// Mirrors are the Bridge.mirrors rows that run, in UUID order.
+	Mirrors []MirrorSpec
 }
 
 // ControllerSpec is one Controller row.
@@ -172,6 +174,7 @@ type Rows struct {
 	QoS         []vswitchd.QoS
 	Queues      []vswitchd.Queue
 	Controllers []vswitchd.Controller
+	Mirrors     []vswitchd.Mirror
 }
 
 // Build resolves the rows into a Desired. Dangling references are skipped;
@@ -204,6 +207,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	qoses := index(rows.QoS, func(q vswitchd.QoS) string { return q.UUID })
 	queues := index(rows.Queues, func(q vswitchd.Queue) string { return q.UUID })
 	controllers := index(rows.Controllers, func(c vswitchd.Controller) string { return c.UUID })
+	mirrors := index(rows.Mirrors, func(m vswitchd.Mirror) string { return m.UUID })
 
 	var brs []vswitchd.Bridge
 	for _, u := range ovs.Bridges {
@@ -287,6 +291,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })
 			spec.Ports = append(spec.Ports, ps)
 		}
+		spec.Mirrors = mirrorSpecs(br, &spec, mirrors, ports, &d.Problems)
 		d.Bridges = append(d.Bridges, spec)
 	}
 	return d

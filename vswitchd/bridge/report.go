@@ -30,6 +30,8 @@ type Report struct {
 	Controllers []ControllerStatus
 	// Ports are the bonds' Port rows.
 	Ports []PortStatus
+	// Mirrors are the bridges' Mirror rows.
+	Mirrors []MirrorStatus
 }
 
 // PortStatus is the Port columns the switch writes: bond_active_slave,
@@ -98,6 +100,7 @@ func (s *Switch) Report(d *Desired) Report {
 			for _, c := range br.Controllers {
 				r.Controllers = append(r.Controllers, ControllerStatus{UUID: c.UUID, ControllerStatus: ctrl[c.Target]})
 			}
+			r.Mirrors = append(r.Mirrors, s.mirrorStatus(&br)...)
 		}
 		for _, p := range br.Ports {
 			if b := s.bonds[p.Name]; b != nil && p.Bond != nil {
@@ -184,6 +187,7 @@ func (s *Switch) Refresh() {
 		}
 		ifc.driver().refresh(s, ifc)
 	}
+	s.refreshMirrors()
 }
 
 // bridgeNames returns the running bridges' names, sorted. Caller holds mu.

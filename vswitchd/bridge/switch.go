@@ -65,6 +65,9 @@ type Switch struct {
 	// lacpWarned is when lacpWarn last logged.
 	lacpRx     chan lacpFrame
 	lacpWarned time.Time
+	// mirrorStats are the mirrors' statistics columns by Mirror UUID,
+	// as Refresh last read them.
+	mirrorStats map[string]map[string]int
 }
 
 // SetRouter gives tunnel ports the route table their status reads.
@@ -549,6 +552,7 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		cfg.Ports = append(cfg.Ports, pc)
 	}
 	slices.SortFunc(cfg.Ports, func(a, b ofproto.PortConfig) int { return strings.Compare(a.Name, b.Name) })
+	cfg.Mirrors = ofMirrors(spec)
 	return cfg
 }
 

@@ -56,9 +56,6 @@ func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
 	if br.McastSnoopingEnable {
 		what = append(what, "mcast_snooping_enable=true (multicast snooping)")
 	}
-	if len(br.Mirrors) > 0 {
-		what = append(what, fmt.Sprintf("mirrors (%d Mirror rows)", len(br.Mirrors)))
-	}
 	if br.Sflow != nil {
 		what = append(what, "sflow (sFlow)")
 	}

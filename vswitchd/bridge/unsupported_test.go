@@ -11,7 +11,6 @@ func TestUnsupportedReported(t *testing.T) {
 	var d db
 	br := d.bridge("br0", "p1", "p2", "vh:dpdkvhostuserclient")
 	br.STPEnable = true
-	br.Mirrors = []string{"m1"}
 	br.OtherConfig = map[string]string{"stp-priority": "1", "mac-aging-time": "30"}
 	sflow := "s1"
 	br.Sflow = &sflow
@@ -30,7 +29,6 @@ func TestUnsupportedReported(t *testing.T) {
 	got := Build(d.rows).Problems
 	want := []string{
 		"bridge br0: stp_enable=true (STP) " + notRunning,
-		"bridge br0: mirrors (1 Mirror rows) " + notRunning,
 		"bridge br0: sflow (sFlow) " + notRunning,
 		"bridge br0: other_config:stp-priority " + notRunning,
 		"interface p1: cfm_mpid (CFM) " + notRunning,

@@ -103,6 +103,17 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		}
 	}
 
+	for _, st := range r.Mirrors {
+		cur := &vswitchd.Mirror{UUID: st.UUID}
+		if err := c.cli.Get(ctx, cur); err != nil {
+			continue
+		}
+		if !maps.Equal(cur.Statistics, st.Stats) {
+			m := &vswitchd.Mirror{UUID: st.UUID, Statistics: st.Stats}
+			errs = append(errs, add(m, &m.Statistics))
+		}
+	}
+
 	for _, st := range r.Ifaces {
 		cur := &vswitchd.Interface{UUID: st.UUID}
 		if err := c.cli.Get(ctx, cur); err != nil {

@@ -2,6 +2,8 @@ package ofproto
 
 import (
 	"fmt"
+
+	"github.com/govs/govs/datapath"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +41,8 @@ type BridgeConfig struct {
 	// Ports are the bridge's ports, local port included; NORMAL floods
 	// in this order.
 	Ports []PortConfig
+	// Mirrors are the bridge's port mirrors, at most MaxMirrors.
+	Mirrors []MirrorConfig
 }
 
 // PortConfig is one interface of a bridge: a port, or a member of a bond.
@@ -148,6 +152,11 @@ type port struct {
 	enabled bool
 	// mayEnable: LACP lets the member carry traffic.
 	mayEnable bool
+	// srcMirrors and dstMirrors are the mirrors (bits of snapshot.mirrors)
+	// that select what p receives and sends; mirrorOut: p is a mirror's
+	// output, which takes no part in forwarding.
+	srcMirrors, dstMirrors uint32
+	mirrorOut              bool
 }
 
 // bond is the members of one bond, which NORMAL treats as one port named
@@ -178,6 +187,8 @@ type snapshot struct {
 	byOFPort map[int]*port
 	// bonds are the bonds by name.
 	bonds map[string]*bond
+	// mirrors are the port mirrors; a port's mirror bits index them.
+	mirrors []*mirror
 }
 
 // learned returns the port MAC entries name the port of: a port, or for a
@@ -229,6 +240,10 @@ type Bridge struct {
 	// their datapath ids to translations.
 	meters   map[uint32]*meter
 	meterMap atomic.Pointer[map[uint32]uint32]
+
+	// mirrorCounters are the mirrors' counters by MirrorConfig.Key;
+	// guarded by backer.mu.
+	mirrorCounters map[string]*datapath.Counter
 }
 
 func newBridge(b *Backer, name string) *Bridge {
@@ -260,6 +275,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	}
 	old := br.snap.Load()
 	s := br.newSnapshot(cfg)
+	br.newMirrors(s, cfg.Mirrors)
 	br.snap.Store(s)
 	b.publish()
 	br.flowMu.Lock()
@@ -275,7 +291,8 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	br.ml.mu.Lock()
 	br.ml.idle, br.ml.max = s.idle, s.max
 	for name := range br.ml.ports {
-		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) {
+		// A port that became a mirror's output forwards nothing.
+		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) || np.mirrorOut != op.mirrorOut {
 			br.ml.flushPort(name)
 		}
 	}

@@ -57,6 +57,10 @@ func (x *xlate) pipeline(in *port) {
 	if x.slowPath(in) {
 		return
 	}
+	if in.mirrorOut {
+		x.report(">>>>", "dropping packet received on port %s, which is reserved exclusively for mirroring", in.name)
+		return
+	}
 	if in.noRecv {
 		// OFPPC_NO_RECV (OFPT_PORT_MOD): the port's input is dropped
 		// before any table (OVS's may_receive).
@@ -73,6 +77,9 @@ func (x *xlate) pipeline(in *port) {
 	if x.trace != nil {
 		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
+	}
+	if in.srcMirrors != 0 {
+		x.mirrorPacket(in, in.srcMirrors)
 	}
 	if in.br.br.failOpen.Load() {
 		// OVS's fail-open rule: priority 0xf0f0f0, above every flow.

@@ -68,11 +68,14 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
 	x.key = &x.of.flow.Key
+	if in.srcMirrors != 0 {
+		x.mirrorPacket(in, in.srcMirrors)
+	}
 	x.ofActions(acts, 0)
 	if x.changed {
 		b.dp.RequestRevalidation()
 	}
-	if err := b.dp.Execute(po.Data, in.dpPort, x.acts); err != nil {
+	if err := b.dp.Execute(po.Data, in.dpPort, x.withMirrorCounts(x.acts)); err != nil {
 		return &ofp.Error{Errno: ofp.BadLen, Name: name, Detail: err.Error()}
 	}
 	return nil

@@ -107,6 +107,13 @@ type xlate struct {
 	// pkt0 is the packet translated, nil when revalidating (for group
 	// byte counts).
 	pkt0 interface{ Len() int }
+	// mirrored are the mirrors of the current bridge the packet was sent
+	// to (OVS's ctx->mirrors); snaplen is the length the output being
+	// made for a mirror truncates to; mirrorCounters count for the
+	// mirrors the packet went to, in every bridge (mirror.go).
+	mirrored       uint32
+	snaplen        int
+	mirrorCounters []*datapath.Counter
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -120,7 +127,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 	if in != nil {
 		x.pipeline(in)
 	}
-	u.Actions = x.acts
+	u.Actions = x.withMirrorCounts(x.acts)
 	return x.changed
 }
 
@@ -217,7 +224,7 @@ func (x *xlate) normal(in *port) {
 	if !known {
 		x.report("->", "no learned MAC for destination, flooding")
 		for _, p := range in.br.ports {
-			if !p.noFlood && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
+			if !p.noFlood && !p.mirrorOut && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
 				x.outputNormal(p, v)
 			}
 		}
@@ -228,6 +235,8 @@ func (x *xlate) normal(in *port) {
 		x.report("->", "learned port is input port, dropping")
 	case out == nil:
 		x.report(">>", "learned port is unknown, dropping")
+	case out.mirrorOut:
+		x.report("->", "learned port is a mirror port, dropping")
 	default:
 		x.report("->", "forwarding to learned port")
 		x.outputNormal(out, v)
@@ -311,9 +320,13 @@ func (x *xlate) output(out *port) {
 		if peer == nil || x.depth >= maxDepth || x.visits >= maxBridgeVisits {
 			return
 		}
+		// Mirror bits are the bridge's own.
+		mirrored := x.mirrored
+		x.mirrored = 0
 		x.depth++
 		x.pipeline(peer)
 		x.depth--
+		x.mirrored = mirrored
 		return
 	}
 	if out.dpPort == 0 {
@@ -334,7 +347,13 @@ func (x *xlate) output(out *port) {
 	}
 	x.commitSets()
 	x.commitVLAN()
+	if x.snaplen > 0 && x.snaplen < 0xffff {
+		x.acts = append(x.acts, datapath.Trunc(uint32(x.snaplen)))
+	}
 	x.acts = append(x.acts, datapath.Output(out.dpPort))
+	if out.dstMirrors != 0 {
+		x.mirrorPacket(out, out.dstMirrors)
+	}
 }
 
 // commitVLAN adds the actions that make the packet's tag the flow's. A pop
