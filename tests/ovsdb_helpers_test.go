@@ -221,15 +221,17 @@ func (p *ovsdbProc) signal(sig syscall.Signal) {
 	if syscall.Kill(pid, sig) != nil {
 		return
 	}
+	// vswAlive, not kill(pid, 0): a detached daemon's zombie lasts until
+	// init reaps it, which some inits do only every second or so.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
+		if !vswAlive(pid) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+	for i := 0; i < 100 && vswAlive(pid); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

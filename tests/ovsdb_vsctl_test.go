@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -315,7 +314,7 @@ func TestOvsdbAppctl(t *testing.T) {
 	if r := p.appctl("exit"); r.code != 0 {
 		t.Fatalf("exit: %+v", r)
 	}
-	ovsdbWait(t, vswTimeout, "ovsdb-server to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	ovsdbWait(t, vswTimeout, "ovsdb-server to exit", func() bool { return !vswAlive(pid) })
 	if _, err := os.Stat(p.pidf); err == nil {
 		t.Fatal("pidfile left behind after exit")
 	}

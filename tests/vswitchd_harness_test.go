@@ -377,6 +377,7 @@ func vswAddPrefixedNS(t testing.TB, prefix, tag, addr string) *vswNS {
 	if len(ns.Host) > 15 {
 		t.Fatalf("interface name %s is too long", ns.Host)
 	}
+	vswClaim(t, ns.Name, ns.Host)
 	vswRun("ip", "netns", "del", ns.Name)
 	vswRun("ip", "link", "del", ns.Host)
 	if _, err := vswRun("ip", "netns", "add", ns.Name); err != nil {

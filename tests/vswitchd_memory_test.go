@@ -86,6 +86,9 @@ func gvmcDelLinks(prefix string) {
 // deletes them, six rounds: after each, the live heap (after a forced
 // collection), goroutines and fds are back near what the first round left.
 func TestVswitchdPortChurnMemory(t *testing.T) {
+	// Most of its time is the kernel creating and destroying taps; the
+	// figures are the switch's own, whatever else runs.
+	t.Parallel()
 	const nports, rounds = 200, 6
 	// Generous: a round's garbage is collected before the heap is read;
 	// what is left is caches and pools that do not grow with rounds.

@@ -639,6 +639,7 @@ sys.exit(1)
 // controller has been unreachable for three inactivity probe intervals,
 // and gets its NORMAL flow back when the controller is removed.
 func TestOpenFlowFailOpen(t *testing.T) {
+	t.Parallel() // 15 s of it is waiting for the switch to fail open
 	e := vswNewEnv(t)
 	a := vswAddPrefixedNS(t, "gofo", "a", "10.77.0.1/24")
 	b := vswAddPrefixedNS(t, "gofo", "b", "10.77.0.2/24")
