@@ -42,6 +42,8 @@ type Backer struct {
 
 	pinMu sync.Mutex // serializes additions to pins
 	pins  pins
+
+	recircs recircs
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -181,6 +183,7 @@ func (b *Backer) Revalidate(batch []datapath.Upcall) {
 // flows to an expired address flood again within a revalidation, and
 // OpenFlow flows whose timeout passed.
 func (b *Backer) Run() {
+	b.recircs.sweep(b.ruleLive)
 	changed := false
 	for _, br := range b.idx.Load().bridges {
 		if br.expire() {

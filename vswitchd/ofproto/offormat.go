@@ -123,6 +123,10 @@ func formatAction(a *ofp.Action) string {
 		return "note:" + hex.EncodeToString(a.Data)
 	case ofp.ActExit:
 		return "exit"
+	case ofp.ActCT:
+		return ctName(a)
+	case ofp.ActNAT:
+		return natName(a.NAT)
 	case ofp.ActCTClear:
 		return "ct_clear"
 	case ofp.ActClone:

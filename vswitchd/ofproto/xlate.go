@@ -100,13 +100,19 @@ type xlate struct {
 	// inner are the tags below the outer one, pushed over by push_vlan
 	// on a tagged packet, innermost first.
 	inner []vlanHdr
+	// backer allocates recirculation IDs; recircTrace are the
+	// recirculations a trace follows.
+	backer      *Backer
+	recircTrace []traceRecirc
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
 // its datapath port. It reports whether a MAC table changed.
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
 	x := b.newXlate(idx, u, mode, at)
-	if in := idx.byDPPort[u.Key.InPort]; in != nil {
+	if u.Key.RecircID != 0 {
+		x.resume(b.recircs.lookup(u.Key.RecircID))
+	} else if in := idx.byDPPort[u.Key.InPort]; in != nil {
 		x.pipeline(in)
 	}
 	u.Actions = x.acts
@@ -115,7 +121,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 
 func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) *xlate {
 	k := &u.Key
-	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions}
+	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, backer: b}
 	// What OVS considers always examined (xlate_wc_init): the input port,
 	// the Ethernet type, and whether an IP packet is a fragment.
 	u.Mask.InPort = ^uint32(0)
