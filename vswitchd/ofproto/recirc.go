@@ -179,14 +179,8 @@ func (x *xlate) ct(a *ofp.Action) {
 	if c.Table != ofp.CTNoTable {
 		st := frozen{br: x.of.in.br.br, table: c.Table, inPort: x.of.in.name, ofInPort: f.InPort,
 			regs: f.Regs, metadata: f.Metadata}
-		var id uint32
-		if x.mode == modeTrace {
-			// A trace allocates nothing: an ID it would use is shown as
-			// the next free one if the state has none yet.
-			id = x.backer.recircs.peek(st)
-		} else {
-			id = x.backer.recircs.alloc(st, x.of.rule)
-		}
+		// A trace allocates too (as OVS's): the ID lives with the rule.
+		id := x.backer.recircs.alloc(st, x.of.rule)
 		x.acts = append(x.acts, datapath.Recirc(id))
 		if x.trace != nil {
 			x.report("->", "A clone of the packet is forked to recirculate. The forked pipeline will be resumed at table %d.", c.Table)
@@ -242,22 +236,6 @@ func natRange(n *ofp.NAT) *conntrack.NATRange {
 		}
 	}
 	return r
-}
-
-// peek returns the ID st has, or the one alloc would give it.
-func (rc *recircs) peek(st frozen) uint32 {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if n := rc.byState[st]; n != nil {
-		return n.id
-	}
-	id := rc.next
-	for {
-		id++
-		if id != 0 && rc.byID[id] == nil {
-			return id
-		}
-	}
 }
 
 // resume translates a recirculated packet: the state frozen under its
@@ -411,4 +389,11 @@ func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
 		return &ofp.Error{Errno: ofp.BadActionArgument, Detail: "ct helpers (alg) are not supported"}
 	}
 	return nil
+}
+
+// FlushConntrackZone forgets every tracked connection of zone
+// (NXT_CT_FLUSH_ZONE). The tracker is the datapath's, shared by all
+// bridges, as OVS's.
+func (br *Bridge) FlushConntrackZone(zone uint16) {
+	br.backer.dp.Conntrack().Flush(int(zone))
 }

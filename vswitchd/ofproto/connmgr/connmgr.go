@@ -59,6 +59,12 @@ type PacketOuter interface {
 	PacketOut(po *ofp.PacketOut) *ofp.Error
 }
 
+// CTFlusher is a Source whose connection tracker controllers may flush
+// (NXT_CT_FLUSH_ZONE).
+type CTFlusher interface {
+	FlushConntrackZone(zone uint16)
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
 	Errorf(format string, args ...any)

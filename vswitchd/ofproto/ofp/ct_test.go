@@ -192,3 +192,28 @@ func FuzzCtActions(f *testing.F) {
 		}
 	})
 }
+
+// NXT_CT_FLUSH_ZONE as ovs-ofctl ct-flush-zone sends it.
+func TestCtFlushZoneDecode(t *testing.T) {
+	msg := func(pad byte, n int) []byte {
+		b := []byte{1, 4, 0, 0, 0, 0, 0, 7}
+		b = binary.BigEndian.AppendUint32(b, NiciraVendor)
+		b = binary.BigEndian.AppendUint32(b, nxtCTFlushZone)
+		body := make([]byte, n)
+		if n == 8 {
+			body[0], body[7] = pad, 5
+		}
+		b = append(b, body...)
+		binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+		return b
+	}
+	m, err := Decode(msg(0, 8))
+	if f, ok := m.(*CTFlushZone); err != nil || !ok || f.Zone != 5 {
+		t.Fatalf("%v %#v", err, m)
+	}
+	for _, b := range [][]byte{msg(1, 8), msg(0, 4)} {
+		if _, err := Decode(b); err == nil {
+			t.Errorf("%x decoded", b)
+		}
+	}
+}
