@@ -94,3 +94,39 @@ func TestRecircIDsFollowRules(t *testing.T) {
 		}
 	}
 }
+
+// Through a patch port the peer bridge sees the packet untracked, as
+// OVS's patch_port_output clears the ct fields, even after a
+// recirculation.
+func TestCtPatchPortClears(t *testing.T) {
+	tb := newTestBacker(t)
+	br0 := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1),
+		{Name: "patch0", OFPort: 2, PatchPeer: "patch1", Tag: -1}}})
+	br1 := tb.bridge("br1", BridgeConfig{Ports: []PortConfig{trunk("p2", 2), trunk("p3", 3),
+		{Name: "patch1", OFPort: 1, PatchPeer: "patch0", Tag: -1}}})
+	for _, br := range []*Bridge{br0, br1} {
+		mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	}
+	ip := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}
+	mustMod(t, br0, fmSpec{prio: 10, match: ip, actions: []ofp.Action{{Type: ofp.ActCT, CT: &ofp.CT{Table: 1}}}})
+	mustMod(t, br0, fmSpec{table: 1, prio: 10, actions: []ofp.Action{output(2)}})
+	mustMod(t, br1, fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldCtState: {ofp.CtTrk, ofp.CtTrk}}, actions: []ofp.Action{output(2)}})
+	mustMod(t, br1, fmSpec{prio: 5, actions: []ofp.Action{output(3)}})
+
+	frame := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+		UDP:  &dptest.UDP{Src: 1, Dst: 2}}.Bytes()
+	u := []datapath.Upcall{{}}
+	flow.Extract(frame, 1, &u[0].Key)
+	tb.Upcall(u)
+	if got := u[0].Actions.String(); got != "ct,recirc(0x1)" {
+		t.Fatalf("first pass: %s", got)
+	}
+	u[0] = datapath.Upcall{}
+	flow.Extract(frame, 1, &u[0].Key)
+	u[0].Key.RecircID, u[0].Key.CtState = 1, ofp.CtTrk|ofp.CtNew
+	tb.Upcall(u)
+	if got := u[0].Actions.String(); got != "3" {
+		t.Errorf("recirculated through the patch: %s, want 3 (untracked in br1)", got)
+	}
+}
