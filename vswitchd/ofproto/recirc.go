@@ -397,3 +397,45 @@ func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
 func (br *Bridge) FlushConntrackZone(zone uint16) {
 	br.backer.dp.Conntrack().Flush(int(zone))
 }
+
+// FlushConntrack carries out NXT_CT_FLUSH as OVS 3.1's ct_dpif_flush:
+// without tuples every connection of the zone (of all zones without a
+// zone), else the connection with the original tuple, or failing that
+// the reply tuple, in the zone (0 by default).
+func (br *Bridge) FlushConntrack(m *ofp.CTFlush) {
+	ct := br.backer.dp.Conntrack()
+	if m.Orig == (ofp.CTTuple{}) && m.Reply == (ofp.CTTuple{}) {
+		zone := -1
+		if m.HasZone {
+			zone = int(m.Zone)
+		}
+		ct.Flush(zone)
+		return
+	}
+	for _, tu := range []ofp.CTTuple{m.Orig, m.Reply} {
+		if tu != (ofp.CTTuple{}) && ct.FlushTuple(m.Zone, ctTuple(m.Proto, tu)) {
+			return
+		}
+	}
+}
+
+// ctTuple is the tracker's form of an NXT_CT_FLUSH tuple: IPv4 addresses
+// (IPv4-mapped on the wire) in the first 4 bytes, an ICMP connection's
+// id as source port and type and code as destination port.
+func ctTuple(proto uint8, t ofp.CTTuple) conntrack.Tuple {
+	mapped := func(a [16]byte) bool {
+		return a == [16]byte{} || a[10] == 0xff && a[11] == 0xff && [10]byte(a[:10]) == [10]byte{}
+	}
+	tu := conntrack.Tuple{Src: t.Src, Dst: t.Dst, SrcPort: t.SrcPort, DstPort: t.DstPort, Proto: proto}
+	if mapped(t.Src) && mapped(t.Dst) {
+		tu.Src, tu.Dst = [16]byte{}, [16]byte{}
+		copy(tu.Src[:], t.Src[12:])
+		copy(tu.Dst[:], t.Dst[12:])
+	} else {
+		tu.V6 = true
+	}
+	if proto == flow.IPProtoICMP || proto == flow.IPProtoICMPv6 {
+		tu.SrcPort, tu.DstPort = t.ICMPID, uint16(t.ICMPType)<<8|uint16(t.ICMPCode)
+	}
+	return tu
+}

@@ -60,9 +60,10 @@ type PacketOuter interface {
 }
 
 // CTFlusher is a Source whose connection tracker controllers may flush
-// (NXT_CT_FLUSH_ZONE).
+// (NXT_CT_FLUSH_ZONE, NXT_CT_FLUSH).
 type CTFlusher interface {
 	FlushConntrackZone(zone uint16)
+	FlushConntrack(m *ofp.CTFlush)
 }
 
 // Logger is the vlog module logger connections write to.

@@ -217,3 +217,37 @@ func TestCtFlushZoneDecode(t *testing.T) {
 		}
 	}
 }
+
+// NXT_CT_FLUSH as Debian's ovs-ofctl ofp-print reads it: "zone=5" alone,
+// and an original tuple 10.0.0.1 -> 10.0.0.2, tcp, source port 80.
+func TestCtFlushDecode(t *testing.T) {
+	for _, tc := range []struct {
+		hex  string
+		want CTFlush
+		err  string
+	}{
+		{"0104002000000001000023200000002006000000000000000002000600050000", CTFlush{Proto: 6, HasZone: true, Zone: 5}, ""},
+		{"01040058000000010000232000000020060000000000000000000040000000000000001400000000000000000000ffff0a000001000000000001001400000000000000000000ffff0a000002000000000002000600500000",
+			CTFlush{Proto: 6, Orig: CTTuple{Src: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 1}, Dst: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 2}, SrcPort: 80}}, ""},
+		{"0104002000000001000023200000002000020000000000000002000600050000", CTFlush{}, "NXBRC_MUST_BE_ZERO"},
+		{"0104002000000001000023200000002000000000000000000009000600050000", CTFlush{}, "OFPBPC_BAD_TYPE"},
+		{"0104002000000001000023200000002000000000000000000002000900050000", CTFlush{}, "OFPBPC_BAD_LEN"},
+	} {
+		b, _ := hex.DecodeString(tc.hex)
+		m, err := Decode(b)
+		if tc.err != "" {
+			if got := describe(m, err); got != "error "+tc.err {
+				t.Errorf("%s: %s, want %s", tc.hex, got, tc.err)
+			}
+			continue
+		}
+		f, ok := m.(*CTFlush)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %#v", tc.hex, err, m)
+		}
+		f.Header = Header{}
+		if *f != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.hex, *f, tc.want)
+		}
+	}
+}

@@ -331,6 +331,8 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 		return &FlowModTableID{Header: h, Enable: rest[0] != 0}, nil
 	case nxtCTFlushZone:
 		return decodeCTFlushZone(h, rest)
+	case nxtCTFlush:
+		return decodeCTFlush(h, rest)
 	case nxtSetPacketInFormat:
 		if len(rest) != 4 {
 			return nil, errorf(BadLen, "NXT_SET_PACKET_IN_FORMAT", "%d bytes", len(rest))
