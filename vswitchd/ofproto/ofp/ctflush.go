@@ -75,6 +75,7 @@ func decodeCTFlush(h Header, rest []byte) (Message, error) {
 			if typ == 1 {
 				tu = &m.Reply
 			}
+			// The nested properties start 8 bytes in.
 			if len(val) < 4 {
 				return errorf(BadAsyncLen, name, "tuple property")
 			}
@@ -84,14 +85,16 @@ func decodeCTFlush(h Header, rest []byte) (Message, error) {
 				if !ok {
 					return errorf(BadAsyncProp, name, "tuple property %d", nt)
 				}
-				if len(v) != n {
+				// As OVS's ofpprop_parse_u16 and others, a value may be
+				// padded (ovs-ofctl sends 16-bit ones in 4 bytes).
+				if len(v) < n {
 					return errorf(BadAsyncLen, name, "tuple property %d", nt)
 				}
 				switch nt {
 				case 0:
-					tu.Src = [16]byte(v)
+					tu.Src = [16]byte(v[:16])
 				case 1:
-					tu.Dst = [16]byte(v)
+					tu.Dst = [16]byte(v[:16])
 				case 2:
 					tu.SrcPort = binary.BigEndian.Uint16(v)
 				case 3:
@@ -106,7 +109,7 @@ func decodeCTFlush(h Header, rest []byte) (Message, error) {
 				return nil
 			})
 		case 2:
-			if len(val) != 2 {
+			if len(val) < 2 {
 				return errorf(BadAsyncLen, name, "zone property")
 			}
 			m.HasZone, m.Zone = true, binary.BigEndian.Uint16(val)
