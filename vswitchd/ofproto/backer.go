@@ -183,7 +183,7 @@ func (b *Backer) Revalidate(batch []datapath.Upcall) {
 // flows to an expired address flood again within a revalidation, and
 // OpenFlow flows whose timeout passed.
 func (b *Backer) Run() {
-	b.recircs.sweep(b.ruleLive)
+	b.recircs.sweep(ruleLive(b.idx.Load()))
 	changed := false
 	for _, br := range b.idx.Load().bridges {
 		if br.expire() {

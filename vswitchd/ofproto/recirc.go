@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -108,16 +109,16 @@ func (rc *recircs) len() int {
 	return len(rc.byID)
 }
 
-// ruleLive reports whether r is still in br's tables and br in the
-// backer.
-func (b *Backer) ruleLive(br *Bridge, r *rule) bool {
-	b.mu.Lock()
-	cur := b.bridges[br.name]
-	b.mu.Unlock()
-	if cur != br {
-		return false
+// ruleLive returns whether a rule is still in its bridge's tables and
+// the bridge in idx. It takes no lock: Run, its caller, may run while
+// DelBridge holds mu and waits for a revalidation.
+func ruleLive(idx *index) func(*Bridge, *rule) bool {
+	return func(br *Bridge, r *rule) bool {
+		if !slices.Contains(idx.bridges, br) {
+			return false
+		}
+		return br.tables.Load().t[r.table].find(&r.match, r.priority) == r
 	}
-	return br.tables.Load().t[r.table].find(&r.match, r.priority) == r
 }
 
 // traceRecirc is a recirculation an ofproto/trace follows after the main
