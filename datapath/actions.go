@@ -287,10 +287,8 @@ func formatCT(c *conntrack.Action) string {
 		parts = append(parts, "zone="+strconv.Itoa(int(c.Zone)))
 	}
 	if c.SetMark {
-		s := "mark=" + hexAlt(uint64(c.Mark))
-		if c.MarkMask != ^uint32(0) {
-			s += "/" + hexAlt(uint64(c.MarkMask))
-		}
+		// OVS's format_odp_ct_mark shows the mask even when it is all ones.
+		s := "mark=" + hexAlt(uint64(c.Mark)) + "/" + hexAlt(uint64(c.MarkMask))
 		parts = append(parts, s)
 	}
 	if c.SetLabel {

@@ -182,7 +182,7 @@ func TestCTActionFormat(t *testing.T) {
 		want string
 	}{
 		{CT(conntrack.Action{}), "ct"},
-		{CT(conntrack.Action{Commit: true, Zone: 5, SetMark: true, Mark: 1, MarkMask: ^uint32(0)}), "ct(commit,zone=5,mark=0x1)"},
+		{CT(conntrack.Action{Commit: true, Zone: 5, SetMark: true, Mark: 1, MarkMask: ^uint32(0)}), "ct(commit,zone=5,mark=0x1/0xffffffff)"}, // as Debian's ovs-vswitchd traces it
 		{CT(conntrack.Action{Commit: true, SetMark: true, Mark: 1, MarkMask: 0xff, SetLabel: true, Label: lab, LabelMask: lab}), "ct(commit,mark=0x1/0xff,label=0x1/0x1)"},
 		{CT(conntrack.Action{Commit: true, Force: true, NAT: &conntrack.NATRange{}}), "ct(force_commit,nat)"},
 		{CT(conntrack.Action{Commit: true, NAT: &conntrack.NATRange{Src: true, MinAddr: v4(ipA), MaxAddr: v4(ipB), MinPort: 1024, MaxPort: 2048, Random: true}}),

@@ -159,14 +159,21 @@ func startGovsSwitch(t *testing.T) *ofSwitch {
 	return &ofSwitch{t: t, dir: e.dir, vsctl: e.mustVsctl, appctl: func(args ...string) string { return e.mustAppctl(args...) }}
 }
 
-// traceActions returns the "Datapath actions" of ofproto/trace of pkt,
-// with datapath port numbers replaced by neutral port names.
-func (s *ofSwitch) traceActions(pkt string) string {
+// dpPortNames maps the switch's datapath port numbers to port names.
+func (s *ofSwitch) dpPortNames() map[string]string {
 	s.t.Helper()
 	names := map[string]string{}
 	for _, m := range regexp.MustCompile(`(\S+) (?:\d+|LOCAL)/(\d+):`).FindAllStringSubmatch(s.appctl("dpif/show"), -1) {
 		names[m[2]] = m[1]
 	}
+	return names
+}
+
+// traceActions returns the "Datapath actions" of ofproto/trace of pkt,
+// with datapath port numbers replaced by neutral port names.
+func (s *ofSwitch) traceActions(pkt string) string {
+	s.t.Helper()
+	names := s.dpPortNames()
 	out := s.appctl("ofproto/trace", s.br, pkt)
 	m := regexp.MustCompile(`(?m)^Datapath actions: (.*)$`).FindStringSubmatch(out)
 	if m == nil {
@@ -186,6 +193,8 @@ var ofNormalizers = []struct {
 	with string
 }{
 	{regexp.MustCompile(`dpid:[0-9a-f]{16}`), "dpid:D"},
+	// ovs-ofctl's own log lines (a refused flow mod it decodes back).
+	{regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\|`), "TIME|"},
 	{regexp.MustCompile(`addr:[0-9a-f:]{17}`), "addr:M"},
 	{regexp.MustCompile(`duration=[0-9.]+s`), "duration=Ts"},
 	{regexp.MustCompile(`\b(n_packets|n_bytes|idle_age|hard_age|lookup|matched|pkts|bytes|drop|errs|frame|over|crc|coll|packet_count|byte_count)=(\d+|\?)`), "$1=N"},
@@ -486,16 +495,7 @@ func TestOpenFlowFailSecure(t *testing.T) {
 func TestOpenFlowTraffic(t *testing.T) {
 	s := startGovsSwitch(t)
 	s.setUp("goft", "10.81.0")
-	add := func(flows ...string) {
-		t.Helper()
-		file := filepath.Join(t.TempDir(), "flows")
-		if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, rc := s.ofctl("-O", "OpenFlow13", "replace-flows", s.br, file); rc != 0 {
-			t.Fatalf("replace-flows: %s", out)
-		}
-	}
+	add := s.replaceFlows
 	add("in_port=1,actions=output:2", "in_port=2,actions=output:1")
 	s.a.waitPing("10.81.0.2")
 

@@ -48,7 +48,8 @@ type Backer struct {
 	// tnlRetry: a tunnel output failed for want of a route or neighbour.
 	tnlRetry atomic.Bool
 	// slow receives bond members' slow protocols frames (lacp.go).
-	slow atomic.Pointer[slowHandler]
+	slow    atomic.Pointer[slowHandler]
+	recircs recircs
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -204,6 +205,7 @@ func (b *Backer) Revalidate(batch []datapath.Upcall) {
 // flows to an expired address flood again within a revalidation, and
 // OpenFlow flows whose timeout passed.
 func (b *Backer) Run() {
+	b.recircs.sweep(ruleLive(b.idx.Load()))
 	changed := b.retryTunnels()
 	for _, br := range b.idx.Load().bridges {
 		if br.expire() {

@@ -11,6 +11,12 @@ import (
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
+// thawAt returns a recirculation ID that resumes in table of br as
+// received on p1, as a ct(table=...) would have frozen it.
+func thawAt(tb *testBacker, br *Bridge, table uint8) uint32 {
+	return tb.recircs.alloc(frozen{br: br, table: table, inPort: "p1", ofInPort: 1}, nil)
+}
+
 // emptyTables is a bridge br0 on trunk ports 1-3 without flows.
 func emptyTables(t *testing.T) (*testBacker, *Bridge) {
 	tb := newTestBacker(t)
@@ -47,7 +53,7 @@ func TestCtMatchTranslation(t *testing.T) {
 	}
 	tracked := func(state uint8, mark uint32) func(k *flow.Key) {
 		return func(k *flow.Key) {
-			k.RecircID, k.CtState, k.CtMark = 1, state, mark
+			k.RecircID, k.CtState, k.CtMark = thawAt(tb, br, 0), state, mark
 			k.CtNwProto, k.CtTpSrc, k.CtTpDst = 6, 40000, 80
 			copy(k.CtNwSrc[:], []byte{10, 0, 0, 1})
 			copy(k.CtNwDst[:], []byte{10, 0, 0, 2})
@@ -137,7 +143,7 @@ func TestCtClearTranslation(t *testing.T) {
 	mustMod(t, br, fmSpec{table: 1, prio: 1, actions: []ofp.Action{output(2)}})
 	u := []datapath.Upcall{{}}
 	flow.Extract(eth(macA, macB), 1, &u[0].Key)
-	u[0].Key.RecircID, u[0].Key.CtState, u[0].Key.CtMark = 1, ofp.CtTrk|ofp.CtEst, 5
+	u[0].Key.RecircID, u[0].Key.CtState, u[0].Key.CtMark = thawAt(tb, br, 0), ofp.CtTrk|ofp.CtEst, 5
 	tb.Revalidate(u)
 	if got := u[0].Actions.String(); got != "ct_clear,3" {
 		t.Errorf("actions %s, want ct_clear,3", got)

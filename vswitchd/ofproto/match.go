@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -189,6 +190,23 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 // ctStateNames are the ct_state bits' names, lowest bit first (OVS's
 // ct_state_to_string).
 var ctStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+
+// parseCtState parses an exact ct_state: a number or flags joined by
+// "|" ("trk|est") or given as "+trk+est".
+func parseCtState(s string) (uint8, error) {
+	if v, err := strconv.ParseUint(s, 0, 8); err == nil {
+		return uint8(v), nil
+	}
+	var st uint8
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == '+' }) {
+		i := slices.Index(ctStateNames[:], f)
+		if i < 0 {
+			return 0, fmt.Errorf("unknown ct_state flag %s", f)
+		}
+		st |= 1 << i
+	}
+	return st, nil
+}
 
 // formatCtState formats ct_state as match_format does: "new|trk" for an
 // exact match, "+new-est" for a masked one.
@@ -541,6 +559,21 @@ func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, 
 			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
 				k.TCPFlags = uint16(v) & 0x0fff
 			}
+		case "recirc_id", "ct_zone", "ct_mark":
+			var v uint64
+			bits := map[string]int{"recirc_id": 32, "ct_zone": 16, "ct_mark": 32}[name]
+			if v, err = strconv.ParseUint(val, 0, bits); err == nil {
+				switch name {
+				case "recirc_id":
+					k.RecircID = uint32(v)
+				case "ct_zone":
+					k.CtZone = uint16(v)
+				default:
+					k.CtMark = uint32(v)
+				}
+			}
+		case "ct_state":
+			k.CtState, err = parseCtState(val)
 		default:
 			return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
 		}

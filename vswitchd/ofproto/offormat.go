@@ -133,6 +133,10 @@ func formatAction(a *ofp.Action) string {
 		return "exit"
 	case ofp.ActConjunction:
 		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, a.Clause+1, a.NClauses)
+	case ofp.ActCT:
+		return ctName(a)
+	case ofp.ActNAT:
+		return natName(a.NAT)
 	case ofp.ActCTClear:
 		return "ct_clear"
 	case ofp.ActClone:

@@ -70,6 +70,11 @@ func (x *xlate) pipeline(in *port) {
 	saved := x.of
 	x.of = &ofState{in: in, missTable: -1}
 	x.of.flow.Key = *x.key
+	if saved != nil {
+		// Through a patch port the peer bridge sees no conntrack state
+		// (OVS's patch_port_output).
+		clearCT(&x.of.flow)
+	}
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
 	orig := x.key
@@ -294,8 +299,9 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		if f.CtState&ofp.CtTrk != 0 {
 			x.acts = append(x.acts, datapath.CTClear())
 		}
-		f.CtState, f.CtZone, f.CtMark, f.CtLabel = 0, 0, 0, [16]byte{}
-		f.CtNwProto, f.CtNwSrc, f.CtNwDst, f.CtTpSrc, f.CtTpDst = 0, [16]byte{}, [16]byte{}, 0, 0
+		clearCT(f)
+	case ofp.ActCT:
+		x.ct(a)
 	case ofp.ActMeter:
 		x.ofMeter(a.ID)
 	case ofp.ActNote, ofp.ActClearActions, ofp.ActConjunction:
@@ -429,6 +435,10 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			}
 		case ofp.ActClone:
 			if err := checkActions(a.Nested, m, table); err != nil {
+				return err
+			}
+		case ofp.ActCT:
+			if err := checkCT(a, m); err != nil {
 				return err
 			}
 		}

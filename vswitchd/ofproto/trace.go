@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Trace translates a flow given in OpenFlow match syntax as if it arrived
@@ -76,8 +77,42 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	}
 	fmt.Fprintf(&out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
 		formatMatch(&k, &u.Mask, inText, true, false), x.acts)
+	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
 }
+
+// traceRecircs follows the recirculations of a trace, as OVS does with a
+// conntrack that reports every connection new (its default without
+// --ct-next).
+func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRecirc, dpIn uint32, inText string) {
+	for n := 0; len(queue) > 0 && n < maxRecircTraces; n++ {
+		r := queue[0]
+		queue = queue[1:]
+		rule := strings.Repeat("=", 79)
+		fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n%s\n\n", rule, r.id, rule)
+		k := r.flow.Key
+		k.InPort = dpIn
+		k.CtState = ofp.CtTrk | ofp.CtNew
+		k.CtZone = r.zone
+		m := packetMask(&k)
+		m.CtState, m.CtZone = 0xff, 0xffff
+		if k.CtMark != 0 {
+			m.CtMark = ^uint32(0)
+		}
+		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true))
+		u := datapath.Upcall{Key: k}
+		x := b.newXlate(idx, &u, modeTrace, 0)
+		x.trace = out
+		x.resume(r.st, true)
+		fmt.Fprintf(out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
+			formatMatch(&k, &u.Mask, inText, true, false), x.acts)
+		queue = append(queue, x.recircTrace...)
+	}
+}
+
+// maxRecircTraces bounds the recirculations one trace follows (a ct
+// loop would otherwise never end).
+const maxRecircTraces = 16
 
 func ptr[T any](v T) *T { return &v }
 

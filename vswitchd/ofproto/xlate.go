@@ -114,18 +114,26 @@ type xlate struct {
 	mirrored       uint32
 	snaplen        int
 	mirrorCounters []*datapath.Counter
+	// backer allocates recirculation IDs; recircTrace are the
+	// recirculations a trace follows.
+	backer      *Backer
+	recircTrace []traceRecirc
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
 // its datapath port. It reports whether a MAC table changed.
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
 	x := b.newXlate(idx, u, mode, at)
-	in := idx.byDPPort[u.Key.InPort]
-	if in == nil && u.Key.HasTunnel() {
-		in = x.tunnelIn(&u.Key)
-	}
-	if in != nil {
-		x.pipeline(in)
+	if u.Key.RecircID != 0 {
+		x.resume(b.recircs.lookup(u.Key.RecircID))
+	} else {
+		in := idx.byDPPort[u.Key.InPort]
+		if in == nil && u.Key.HasTunnel() {
+			in = x.tunnelIn(&u.Key)
+		}
+		if in != nil {
+			x.pipeline(in)
+		}
 	}
 	u.Actions = x.withMirrorCounts(x.acts)
 	return x.changed
@@ -133,7 +141,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 
 func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) *xlate {
 	k := &u.Key
-	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, pkt0: packetOf(u)}
+	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, pkt0: packetOf(u), backer: b}
 	switch mode {
 	case modePacket:
 		x.packets = 1

@@ -438,6 +438,20 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, err
 		}
 		return nil, nil
+	case *ofp.CTFlushZone:
+		f, ok := c.m.src.(CTFlusher)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_CT_FLUSH_ZONE", Detail: "no connection tracker"}
+		}
+		f.FlushConntrackZone(m.Zone)
+		return nil, nil
+	case *ofp.CTFlush:
+		f, ok := c.m.src.(CTFlusher)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_CT_FLUSH", Detail: "no connection tracker"}
+		}
+		f.FlushConntrack(m)
+		return nil, nil
 	case *ofp.SetPacketInFormat:
 		if m.Format > 2 {
 			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "NXT_SET_PACKET_IN_FORMAT", Detail: fmt.Sprintf("format %d", m.Format)}

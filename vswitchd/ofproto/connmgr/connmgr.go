@@ -65,6 +65,13 @@ type PacketOuter interface {
 	PacketOut(po *ofp.PacketOut) *ofp.Error
 }
 
+// CTFlusher is a Source whose connection tracker controllers may flush
+// (NXT_CT_FLUSH_ZONE, NXT_CT_FLUSH).
+type CTFlusher interface {
+	FlushConntrackZone(zone uint16)
+	FlushConntrack(m *ofp.CTFlush)
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
 	Errorf(format string, args ...any)

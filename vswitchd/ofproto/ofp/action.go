@@ -34,6 +34,8 @@ const (
 	// ActConjunction is conjunction(ID, Clause+1/NClauses): the flow is
 	// one clause of a conjunctive match (conjunction.go).
 	ActConjunction
+	ActCT  // ct(...): CT's arguments, Nested its exec() actions
+	ActNAT // nat(...), only inside a ct's exec(): NAT's arguments
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -98,6 +100,9 @@ type Action struct {
 	Name  string
 	// Clause (from 0) and NClauses: ActConjunction's, with ID.
 	Clause, NClauses uint8
+	// CT and NAT: ActCT's and ActNAT's arguments.
+	CT  *CT
+	NAT *NAT
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -200,6 +205,9 @@ func actErr(e Errno, detail string) *Error { return &Error{Errno: e, Detail: det
 func DecodeActions(v Version, b []byte) ([]Action, *Error) {
 	acts, err := decodeActions(v, b, 0)
 	if err != nil {
+		return nil, err
+	}
+	if err := verifyActions(acts, 0); err != nil {
 		return nil, err
 	}
 	// In an OpenFlow 1.0 list, write_metadata is an instruction: nothing
@@ -570,6 +578,10 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		}
 		// The group id is 32-bit aligned, after two bytes of padding.
 		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body[2:])}, nil
+	case nxastCT:
+		return decodeCT(v, b, depth)
+	case nxastNAT:
+		return decodeNAT(b)
 	case nxastClone:
 		if len(b) < 16 {
 			return Action{}, actErr(BadActionLen, "clone")
@@ -898,6 +910,10 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put32(b, a.Src.Field.header(true))
 		b = put16(b, a.MaxLen)
 		return pad(b, 6)
+	case ActCT:
+		return appendCT(b, v, a)
+	case ActNAT:
+		return appendNAT(b, a.NAT)
 	case ActClone:
 		b = nxActionHeader(b, 0, nxastClone)
 		b = pad(b, 6)

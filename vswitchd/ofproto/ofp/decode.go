@@ -336,6 +336,10 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 			return nil, errorf(BadLen, "NXT_FLOW_MOD_TABLE_ID", "%d bytes", len(rest))
 		}
 		return &FlowModTableID{Header: h, Enable: rest[0] != 0}, nil
+	case nxtCTFlushZone:
+		return decodeCTFlushZone(h, rest)
+	case nxtCTFlush:
+		return decodeCTFlush(h, rest)
 	case nxtSetPacketInFormat:
 		if len(rest) != 4 {
 			return nil, errorf(BadLen, "NXT_SET_PACKET_IN_FORMAT", "%d bytes", len(rest))

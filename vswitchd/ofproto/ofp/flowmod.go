@@ -77,7 +77,9 @@ func decodeFlowMod10(h Header, body []byte) (Message, error) {
 	}
 	acts, err := DecodeActions(V10, b[24:])
 	if err != nil {
-		err.Name = "OFPT_FLOW_MOD"
+		// A flow mod's bad actions are echoed whole, as its bad match
+		// (checked against Debian's ovs-vswitchd with ct actions).
+		err.Name, err.EchoAll = "OFPT_FLOW_MOD", true
 		return nil, err
 	}
 	fm.Actions = acts
@@ -128,7 +130,7 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 	fm.Match, fm.Cookie = m, ck
 	acts, err := DecodeActions(V10, rest[padded:])
 	if err != nil {
-		err.Name = name
+		err.Name, err.EchoAll = name, true
 		return nil, err
 	}
 	fm.Actions = acts
@@ -176,6 +178,7 @@ func decodeFlowMod11(h Header, body []byte) (Message, error) {
 	fm.Match = m
 	acts, err := DecodeInstructions(h.Version, rest)
 	if err != nil {
+		err.EchoAll = true
 		return nil, named(err, name)
 	}
 	fm.Actions = acts

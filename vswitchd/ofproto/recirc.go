@@ -1,0 +1,442 @@
+package ofproto
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/conntrack"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// frozen is the translation state a ct(table=N) freezes under a
+// recirculation ID, and the recirculated packet's translation resumes
+// with (OVS's struct frozen_state: the bridge, the table, the input port
+// and the pipeline metadata; conntracked is always true after a ct).
+type frozen struct {
+	br    *Bridge
+	table uint8
+	// inPort names the port the packet entered br on; ofInPort is the
+	// OpenFlow in_port as the actions left it.
+	inPort   string
+	ofInPort uint32
+	regs     [16]uint32
+	metadata uint64
+}
+
+// recircNode is one allocated recirculation ID.
+type recircNode struct {
+	id    uint32
+	state frozen
+	// rules are the rules whose ct action froze this state: the ID lives
+	// while one of them is in its bridge's tables.
+	rules map[*rule]struct{}
+}
+
+// recircs allocates recirculation IDs, one per distinct frozen state
+// (OVS's ofproto-dpif-rid.c). IDs only grow, so a datapath flow of a
+// freed ID never matches another state's packets.
+type recircs struct {
+	mu      sync.Mutex // guards the fields below
+	byID    map[uint32]*recircNode
+	byState map[frozen]*recircNode
+	next    uint32
+}
+
+// alloc returns the ID of st, referenced by r; 0 when r is nil.
+func (rc *recircs) alloc(st frozen, r *rule) uint32 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.byID == nil {
+		rc.byID, rc.byState = map[uint32]*recircNode{}, map[frozen]*recircNode{}
+	}
+	n := rc.byState[st]
+	if n == nil {
+		for {
+			rc.next++
+			if rc.next != 0 && rc.byID[rc.next] == nil {
+				break
+			}
+		}
+		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}}
+		rc.byID[n.id], rc.byState[st] = n, n
+	}
+	if r != nil {
+		n.rules[r] = struct{}{}
+	}
+	return n.id
+}
+
+// lookup returns the state frozen under id.
+func (rc *recircs) lookup(id uint32) (frozen, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := rc.byID[id]
+	if n == nil {
+		return frozen{}, false
+	}
+	return n.state, true
+}
+
+// sweep frees the IDs none of whose rules is in its bridge's tables any
+// more; live reports whether a rule is. It returns how many it freed.
+func (rc *recircs) sweep(live func(*Bridge, *rule) bool) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	freed := 0
+	for id, n := range rc.byID {
+		for r := range n.rules {
+			if !live(n.state.br, r) {
+				delete(n.rules, r)
+			}
+		}
+		if len(n.rules) == 0 {
+			delete(rc.byID, id)
+			delete(rc.byState, n.state)
+			freed++
+		}
+	}
+	return freed
+}
+
+// len is the number of allocated IDs.
+func (rc *recircs) len() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.byID)
+}
+
+// ruleLive returns whether a rule is still in its bridge's tables and
+// the bridge in idx. It takes no lock: Run, its caller, may run while
+// DelBridge holds mu and waits for a revalidation.
+func ruleLive(idx *index) func(*Bridge, *rule) bool {
+	return func(br *Bridge, r *rule) bool {
+		if !slices.Contains(idx.bridges, br) {
+			return false
+		}
+		return br.tables.Load().t[r.table].find(&r.match, r.priority) == r
+	}
+}
+
+// traceRecirc is a recirculation an ofproto/trace follows after the main
+// translation (OVS's oftrace_recirc_node).
+type traceRecirc struct {
+	id   uint32
+	zone uint16
+	flow ofp.Flow
+	st   frozen
+}
+
+// ct is the ct action (OVS's compose_conntrack_action): pending header
+// changes are committed, the exec() actions set the mark and label the
+// commit stores, the datapath tracks the packet, and with a table the
+// packet recirculates there with the translation state frozen. The rest
+// of this translation goes on without conntrack fields.
+func (x *xlate) ct(a *ofp.Action) {
+	f := &x.of.flow
+	c := a.CT
+	zone := c.ZoneImm
+	if c.ZoneSrc.Field != nil {
+		zone = uint16(ofp.GetRef(f, c.ZoneSrc))
+		ofp.MarkRef(&x.of.wc, c.ZoneSrc)
+	}
+	x.commitSets()
+	x.commitVLAN()
+
+	act := conntrack.Action{Zone: zone, Commit: c.Flags&ofp.CTCommit != 0}
+	act.Force = act.Commit && c.Flags&ofp.CTForce != 0
+	var markMask uint32
+	var labelMask [16]byte
+	for i := range a.Nested {
+		n := &a.Nested[i]
+		switch n.Type {
+		case ofp.ActNAT:
+			act.NAT = natRange(n.NAT)
+		case ofp.ActSetField:
+			n.Field.SetMasked(f, n.Value, n.Mask)
+			orMask(n.Field.ID, n.Mask, &markMask, &labelMask)
+		case ofp.ActMove:
+			ofp.MarkRef(&x.of.wc, n.Src)
+			ofp.Move(f, n.Src, n.Dst)
+			var m ofp.Flow
+			ofp.MarkRef(&m, n.Dst)
+			orMask(n.Dst.Field.ID, n.Dst.Field.Get(&m), &markMask, &labelMask)
+		}
+	}
+	if markMask != 0 {
+		act.SetMark, act.Mark, act.MarkMask = true, f.CtMark&markMask, markMask
+	}
+	if labelMask != ([16]byte{}) {
+		act.SetLabel, act.LabelMask = true, labelMask
+		for i := range labelMask {
+			act.Label[i] = f.CtLabel[i] & labelMask[i]
+		}
+	}
+	x.acts = append(x.acts, datapath.CT(act))
+
+	if c.Table != ofp.CTNoTable {
+		st := frozen{br: x.of.in.br.br, table: c.Table, inPort: x.of.in.name, ofInPort: f.InPort,
+			regs: f.Regs, metadata: f.Metadata}
+		// A trace allocates too (as OVS's): the ID lives with the rule.
+		id := x.backer.recircs.alloc(st, x.of.rule)
+		x.acts = append(x.acts, datapath.Recirc(id))
+		if x.trace != nil {
+			x.report("->", "A clone of the packet is forked to recirculate. The forked pipeline will be resumed at table %d.", c.Table)
+			tf := *f
+			tf.RecircID, tf.CtZone = id, zone
+			x.recircTrace = append(x.recircTrace, traceRecirc{id: id, zone: zone, flow: tf, st: st})
+		}
+	}
+	clearCT(f)
+}
+
+// orMask adds a set-field's mask to the mark or label mask it writes.
+func orMask(id ofp.FieldID, mask []byte, mark *uint32, label *[16]byte) {
+	switch id {
+	case ofp.FieldCtMark:
+		*mark |= uint32(mask[0])<<24 | uint32(mask[1])<<16 | uint32(mask[2])<<8 | uint32(mask[3])
+	case ofp.FieldCtLabel:
+		for i := range label {
+			label[i] |= mask[i]
+		}
+	}
+}
+
+// clearCT forgets the flow's conntrack fields (OVS's flow_clear_conntrack).
+func clearCT(f *ofp.Flow) {
+	f.CtState, f.CtZone, f.CtMark, f.CtLabel = 0, 0, 0, [16]byte{}
+	f.CtNwProto, f.CtNwSrc, f.CtNwDst, f.CtTpSrc, f.CtTpDst = 0, [16]byte{}, [16]byte{}, 0, 0
+}
+
+// natRange is the datapath NAT of a nat action (OVS's put_ct_nat): a
+// range only with src or dst, a maximum only above the minimum.
+func natRange(n *ofp.NAT) *conntrack.NATRange {
+	r := &conntrack.NATRange{}
+	if n.Flags&(ofp.NATSrc|ofp.NATDst) == 0 {
+		return r
+	}
+	r.Src, r.Dst = n.Flags&ofp.NATSrc != 0, n.Flags&ofp.NATDst != 0
+	r.Persistent = n.Flags&ofp.NATPersistent != 0
+	r.Hash = n.Flags&ofp.NATHash != 0
+	r.Random = !r.Hash && n.Flags&ofp.NATRandom != 0
+	if n.Family == 0 {
+		return r
+	}
+	r.V6 = n.Family == 6
+	r.MinAddr = n.MinAddr
+	if strings.Compare(string(n.MaxAddr[:]), string(n.MinAddr[:])) > 0 {
+		r.MaxAddr = n.MaxAddr
+	}
+	if n.MinPort != 0 {
+		r.MinPort = n.MinPort
+		if n.MaxPort > n.MinPort {
+			r.MaxPort = n.MaxPort
+		}
+	}
+	return r
+}
+
+// resume translates a recirculated packet: the state frozen under its
+// recirc_id is restored and the walk goes on in the frozen table. An
+// unknown ID (freed with its rules) drops.
+func (x *xlate) resume(st frozen, ok bool) {
+	if !ok {
+		x.report(">>>>", "no recirculation data for recirc_id %#x", x.key.RecircID)
+		return
+	}
+	in := st.br.snap.Load().byName[st.inPort]
+	if in == nil {
+		return
+	}
+	x.visits++
+	saved := x.of
+	x.of = &ofState{in: in}
+	f := &x.of.flow
+	f.Key = *x.key
+	f.InPort, f.Regs, f.Metadata = st.ofInPort, st.regs, st.metadata
+	f.VLANTCI, f.VLANTPID = x.cur.tci, x.cur.tpid
+	orig := x.key
+	x.key = &f.Key
+	if x.trace != nil {
+		title := fmt.Sprintf("bridge(\"%s\")", st.br.name)
+		fmt.Fprintf(x.trace, "\n%s\n%s\n    thaw\n        Resuming from table %d\n", title, strings.Repeat("-", len(title)), st.table)
+	}
+	x.table(st.table)
+	x.mergeWC()
+	x.key = orig
+	x.of = saved
+}
+
+// ctName formats a ct action as ovs-ofctl does (OVS's format_CT).
+func ctName(a *ofp.Action) string {
+	c := a.CT
+	var b strings.Builder
+	b.WriteString("ct(")
+	if c.Flags&ofp.CTCommit != 0 {
+		b.WriteString("commit,")
+	}
+	if c.Flags&ofp.CTForce != 0 {
+		b.WriteString("force,")
+	}
+	if c.Table != ofp.CTNoTable {
+		fmt.Fprintf(&b, "table=%d,", c.Table)
+	}
+	if c.ZoneSrc.Field != nil {
+		fmt.Fprintf(&b, "zone=%s,", formatRef(c.ZoneSrc))
+	} else if c.ZoneImm != 0 {
+		fmt.Fprintf(&b, "zone=%d,", c.ZoneImm)
+	}
+	nested := a.Nested
+	if len(nested) > 0 && nested[0].Type == ofp.ActNAT {
+		b.WriteString(natName(nested[0].NAT) + ",")
+		nested = nested[1:]
+	}
+	if len(nested) > 0 {
+		var parts []string
+		for i := range nested {
+			parts = append(parts, formatAction(&nested[i]))
+		}
+		fmt.Fprintf(&b, "exec(%s),", strings.Join(parts, ","))
+	}
+	switch c.Alg {
+	case 0:
+	case 21:
+		b.WriteString("alg=ftp,")
+	case 69:
+		b.WriteString("alg=tftp,")
+	default:
+		fmt.Fprintf(&b, "alg=%d,", c.Alg)
+	}
+	return strings.TrimSuffix(b.String(), ",") + ")"
+}
+
+// natName formats a nat action as ovs-ofctl does (OVS's format_NAT).
+func natName(n *ofp.NAT) string {
+	if n.Flags&(ofp.NATSrc|ofp.NATDst) == 0 {
+		return "nat"
+	}
+	var b strings.Builder
+	b.WriteString("nat(")
+	if n.Flags&ofp.NATSrc != 0 {
+		b.WriteString("src")
+	} else {
+		b.WriteString("dst")
+	}
+	if n.Family != 0 {
+		r := natRange(n)
+		r.Src, r.Dst = false, false
+		b.WriteString("=")
+		s := datapath.CT(conntrack.Action{NAT: &conntrack.NATRange{Src: true, V6: r.V6, MinAddr: n.MinAddr, MaxAddr: maxIfDiffers(n),
+			MinPort: n.MinPort, MaxPort: n.MaxPort}}).String()
+		// "ct(nat(src=RANGE))": the range as the datapath formats it.
+		s = strings.TrimPrefix(s, "ct(nat(src=")
+		b.WriteString(strings.TrimSuffix(s, "))") + ",")
+		for _, fl := range []struct {
+			bit  uint16
+			name string
+		}{{ofp.NATPersistent, "persistent"}, {ofp.NATHash, "hash"}, {ofp.NATRandom, "random"}} {
+			if n.Flags&fl.bit != 0 {
+				b.WriteString(fl.name + ",")
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), ",") + ")"
+}
+
+func maxIfDiffers(n *ofp.NAT) [16]byte {
+	if n.MaxAddr == n.MinAddr {
+		return [16]byte{}
+	}
+	return n.MaxAddr
+}
+
+// checkCT checks a ct action against the match as OVS's check_CT and
+// check_NAT: ct needs IP, a commit not +inv, a zone field its
+// prerequisites, and a nat range the family matched. A helper (alg=) is
+// refused: govs' tracker has none.
+func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
+	c := a.CT
+	typ := m.Flow.EthType
+	if m.Mask.EthType != 0xffff {
+		typ = 0
+	}
+	ip := typ == flow.EthTypeIPv4 || typ == flow.EthTypeIPv6
+	proto := m.Flow.NwProto
+	if m.Mask.NwProto != 0xff {
+		proto = 0
+	}
+	inconsistent := &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "ct without its prerequisites"}
+	if !ip || m.Flow.CtState&ofp.CtInv != 0 && c.Flags&ofp.CTCommit != 0 ||
+		c.Alg == 21 && proto != flow.IPProtoTCP || c.Alg == 69 && proto != flow.IPProtoUDP {
+		return inconsistent
+	}
+	if c.ZoneSrc.Field != nil {
+		// OVS's check_CT returns here, leaving the nested actions
+		// unchecked.
+		if !c.ZoneSrc.Field.Prereqs(m) {
+			return inconsistent
+		}
+	} else {
+		for _, n := range a.Nested {
+			if n.Type == ofp.ActNAT && (n.NAT.Family == 4 && typ != flow.EthTypeIPv4 || n.NAT.Family == 6 && typ != flow.EthTypeIPv6) {
+				return inconsistent
+			}
+		}
+	}
+	if c.Alg != 0 {
+		return &ofp.Error{Errno: ofp.BadActionArgument, Detail: "ct helpers (alg) are not supported"}
+	}
+	return nil
+}
+
+// FlushConntrackZone forgets every tracked connection of zone
+// (NXT_CT_FLUSH_ZONE). The tracker is the datapath's, shared by all
+// bridges, as OVS's.
+func (br *Bridge) FlushConntrackZone(zone uint16) {
+	br.backer.dp.Conntrack().Flush(int(zone))
+}
+
+// FlushConntrack carries out NXT_CT_FLUSH as OVS 3.1's ct_dpif_flush:
+// without tuples every connection of the zone (of all zones without a
+// zone), else the connection with the original tuple, or failing that
+// the reply tuple, in the zone (0 by default).
+func (br *Bridge) FlushConntrack(m *ofp.CTFlush) {
+	ct := br.backer.dp.Conntrack()
+	if m.Orig == (ofp.CTTuple{}) && m.Reply == (ofp.CTTuple{}) {
+		zone := -1
+		if m.HasZone {
+			zone = int(m.Zone)
+		}
+		ct.Flush(zone)
+		return
+	}
+	for _, tu := range []ofp.CTTuple{m.Orig, m.Reply} {
+		if tu != (ofp.CTTuple{}) && ct.FlushTuple(m.Zone, ctTuple(m.Proto, tu)) {
+			return
+		}
+	}
+}
+
+// ctTuple is the tracker's form of an NXT_CT_FLUSH tuple: IPv4 addresses
+// (IPv4-mapped on the wire) in the first 4 bytes, an ICMP connection's
+// id as source port and type and code as destination port.
+func ctTuple(proto uint8, t ofp.CTTuple) conntrack.Tuple {
+	mapped := func(a [16]byte) bool {
+		return a == [16]byte{} || a[10] == 0xff && a[11] == 0xff && [10]byte(a[:10]) == [10]byte{}
+	}
+	tu := conntrack.Tuple{Src: t.Src, Dst: t.Dst, SrcPort: t.SrcPort, DstPort: t.DstPort, Proto: proto}
+	if mapped(t.Src) && mapped(t.Dst) {
+		tu.Src, tu.Dst = [16]byte{}, [16]byte{}
+		copy(tu.Src[:], t.Src[12:])
+		copy(tu.Dst[:], t.Dst[12:])
+	} else {
+		tu.V6 = true
+	}
+	if proto == flow.IPProtoICMP || proto == flow.IPProtoICMPv6 {
+		tu.SrcPort, tu.DstPort = t.ICMPID, uint16(t.ICMPType)<<8|uint16(t.ICMPCode)
+	}
+	return tu
+}
