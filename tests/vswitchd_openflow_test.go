@@ -195,6 +195,9 @@ var ofNormalizers = []struct {
 	{regexp.MustCompile(`dpid:[0-9a-f]{16}`), "dpid:D"},
 	// ovs-ofctl's own log lines (a refused flow mod it decodes back).
 	{regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\|`), "TIME|"},
+	// What a loaded machine makes ovs-ofctl log about itself: a long
+	// poll interval, and the coverage counters it dumps after one.
+	{regexp.MustCompile(`(?m)^TIME\|\d+\|(timeval|coverage|poll_loop)\|.*\n`), ""},
 	{regexp.MustCompile(`addr:[0-9a-f:]{17}`), "addr:M"},
 	{regexp.MustCompile(`duration=[0-9.]+s`), "duration=Ts"},
 	{regexp.MustCompile(`\b(n_packets|n_bytes|idle_age|hard_age|lookup|matched|pkts|bytes|drop|errs|frame|over|crc|coll|packet_count|byte_count)=(\d+|\?)`), "$1=N"},
