@@ -258,3 +258,43 @@ func TestCtFlushDecode(t *testing.T) {
 		}
 	}
 }
+
+// NXAST_REG_LOAD, NXAST_OUTPUT_REG and NXAST_REG_MOVE check their field
+// and bit range as Debian's ovs-ofctl parse-actions does (its verdict in
+// the comments). The last is the FuzzCtActions find: a load to NXM_NX
+// field 40 (tun_metadata0, not ipv6_label) that OpenFlow 1.5 does not have.
+func TestRegLoadRefusedAsOVS(t *testing.T) {
+	for _, tc := range []struct {
+		hex  string
+		v    Version
+		want string // error, or "" when it decodes
+	}{
+		{"ffff00180000232000070058000136040000000000303030", V10, "OFPBAC_BAD_SET_LEN"},      // ipv6_label[1..25]
+		{"ffff00180000232000070013000136040000000000000001", V10, ""},                        // ipv6_label[0..19]
+		{"ffff00180000232000070014000136040000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // ipv6_label[0..20]
+		{"ffff00180000232000070002000138010000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // ip_ecn[0..2]
+		{"ffff0018000023200007000c000144020000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // tcp_flags[0..12]
+		{"ffff0018000023200007000b000144020000000000000001", V10, "OFPBAC_BAD_SET_ARGUMENT"}, // tcp_flags[0..11], read-only
+		{"ffff0018000023200007020700001e020000000000000001", V10, ""},                        // arp_op[8..15]
+		{"ffff00180000232000070020000100040000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // reg0[0..32]
+		{"ffff001800002320000700030001fc040000000000000001", V10, "OFPBAC_BAD_SET_TYPE"},     // unknown field
+		{"ffff001800002320000f00030001fc040000000000000000", V10, "OFPBAC_BAD_SET_TYPE"},     // output_reg, unknown field
+		{"ffff001800002320000f0014000136040000000000000000", V10, "OFPBAC_BAD_SET_LEN"},      // output_reg ipv6_label[0..20]
+		{"ffff00180000232000060014000000010001000400013604", V10, "OFPBAC_BAD_SET_LEN"},      // move reg0[0..19] to ipv6_label[1..20]
+		{"ffff00180000232000060004000000000001fc0400010004", V10, "OFPBMC_BAD_FIELD"},        // move from an unknown field
+		{"ffff00180000232000060010000000000001020400000602", V10, "OFPBAC_BAD_SET_ARGUMENT"}, // move to eth_type
+		{"ffff00180000232000070013000136040000000000000001", V15, "OFPBAC_BAD_VENDOR_TYPE"},  // reg_load in OpenFlow 1.5
+		{"ffff00180000232000070058000150040000000000303030", V15, "OFPBAC_BAD_VENDOR_TYPE"},
+		{"ffff00180000232000070058000150040000000000303030", V13, "OFPBAC_BAD_SET_TYPE"}, // tun_metadata0: not supported here
+	} {
+		b, _ := hex.DecodeString(tc.hex)
+		_, err := DecodeActions(tc.v, b)
+		got := ""
+		if err != nil {
+			got = err.Errno.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s %s: %q (%v), want %q", tc.v, tc.hex, got, err, tc.want)
+		}
+	}
+}
