@@ -298,3 +298,35 @@ func TestRegLoadRefusedAsOVS(t *testing.T) {
 		}
 	}
 }
+
+// The conntrack tuple encodes in OVS's nx_put_raw order, and without
+// ct_nw_proto=0 and the ports that need a protocol: each want is what
+// Debian's `ovs-ofctl parse-nx-match` prints for its in. The first is
+// FuzzFlowModRoundTrip's find (ct-match-odd-ethtype in its corpus).
+func TestCtMatchEncodeAsOVS(t *testing.T) {
+	ctState := func(v, m uint32) []byte { return nxmEntry(nxmHeader(classNXM1, 105, 4), be32(v), be32(m)) }
+	ethType := func(t uint16) []byte { return nxmEntry(nxmHeader(classNXM0, 3, 2), []byte{byte(t >> 8), byte(t)}, nil) }
+	proto := func(p byte) []byte { return nxmEntry(nxmHeader(classNXM1, 119, 1), []byte{p}, nil) }
+	nwSrc := nxmEntry(nxmHeader(classNXM1, 120, 4), []byte{1, 2, 3, 4}, nil)
+	ip6Src := nxmEntry(nxmHeader(classNXM1, 122, 16), append(make([]byte, 15), 1), nil)
+	tpSrc := nxmEntry(nxmHeader(classNXM1, 124, 2), []byte{0, 1}, nil)
+	tpDst := nxmEntry(nxmHeader(classNXM1, 125, 2), []byte{0x30, 0x30}, nil)
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	for _, tc := range []struct{ in, want []byte }{
+		{cat(ethType(0x3030), ctState(0x31, 0x31), proto(0), tpDst), cat(ethType(0x3030), ctState(0x31, 0x31))},
+		{cat(ethType(0x0800), ctState(0x21, 0x21), proto(0), nwSrc), cat(ethType(0x0800), ctState(0x21, 0x21), nwSrc)},
+		{cat(ethType(0x3030), ctState(0x21, 0x21), proto(6), tpDst), cat(ethType(0x3030), ctState(0x21, 0x21), proto(6), tpDst)},
+		{cat(ethType(0x0800), ctState(0x21, 0x21), tpSrc, proto(6), nwSrc), cat(ethType(0x0800), ctState(0x21, 0x21), nwSrc, proto(6), tpSrc)},
+		{cat(ethType(0x86dd), ctState(0x21, 0x21), tpSrc, proto(6), ip6Src), cat(ethType(0x86dd), ctState(0x21, 0x21), ip6Src, proto(6), tpSrc)},
+		{cat(ethType(0x0800), ctState(0x20, 0x30), proto(0)), cat(ethType(0x0800), ctState(0x20, 0x30))},
+	} {
+		m, err := DecodeNXMatch(tc.in)
+		if err != nil {
+			t.Errorf("%x: %v", tc.in, err)
+			continue
+		}
+		if got := AppendNXMatch(nil, &m, true); !bytes.Equal(got, tc.want) {
+			t.Errorf("%x encodes as %x, want %x", tc.in, got, tc.want)
+		}
+	}
+}

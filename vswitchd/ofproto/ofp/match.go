@@ -251,9 +251,10 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldCtMark)
 	field(FieldCtLabel)
 	// OVS's nx_put_raw: the original direction's tuple, for the IP
-	// version the match has; the ports only with the protocol.
+	// version the match has; then the protocol and ports, only when the
+	// protocol is not 0 (ct_nw_proto=0 is left out, as Debian's
+	// ovs-ofctl parse-nx-match shows).
 	if ctValid(m) {
-		field(FieldCtNwProto)
 		if isIP && k.EthType == flow.EthTypeIPv4 {
 			field(FieldCtNwSrc)
 			field(FieldCtNwDst)
@@ -262,6 +263,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 			field(FieldCtIPv6Dst)
 		}
 		if k.CtNwProto != 0 {
+			field(FieldCtNwProto)
 			field(FieldCtTpSrc)
 			field(FieldCtTpDst)
 		}
