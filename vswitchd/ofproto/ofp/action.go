@@ -407,7 +407,7 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 	}
 	fd := FieldByHeader(h&^0xff | uint32(n))
 	if fd == nil {
-		return Action{}, actErr(BadSetType, "set_field: unknown field")
+		return Action{}, actErr(BadSetLen, "set_field: unknown field") // as OVS's decode_ofpat_set_field
 	}
 	l := fd.Len
 	if masked {
@@ -425,7 +425,7 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 		}
 	}
 	if !fd.Writable {
-		return Action{}, actErr(BadSetType, "set_field: read-only field "+fd.Name)
+		return Action{}, actErr(BadSetArgument, "set_field: read-only field "+fd.Name)
 	}
 	val := bytes.Clone(b[4 : 4+fd.Len])
 	mask := bytes.Clone(ones[:fd.Len])

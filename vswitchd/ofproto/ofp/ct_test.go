@@ -259,8 +259,8 @@ func TestCtFlushDecode(t *testing.T) {
 	}
 }
 
-// NXAST_REG_LOAD, NXAST_OUTPUT_REG and NXAST_REG_MOVE check their field
-// and bit range as Debian's ovs-ofctl parse-actions does (its verdict in
+// NXAST_REG_LOAD, NXAST_OUTPUT_REG, NXAST_REG_MOVE and set_field check
+// their field and bit range as Debian's ovs-ofctl parse-actions does (its verdict in
 // the comments). The last is the FuzzCtActions find: a load to NXM_NX
 // field 40 (tun_metadata0, not ipv6_label) that OpenFlow 1.5 does not have.
 func TestRegLoadRefusedAsOVS(t *testing.T) {
@@ -286,6 +286,10 @@ func TestRegLoadRefusedAsOVS(t *testing.T) {
 		{"ffff00180000232000070013000136040000000000000001", V15, "OFPBAC_BAD_VENDOR_TYPE"},  // reg_load in OpenFlow 1.5
 		{"ffff00180000232000070058000150040000000000303030", V15, "OFPBAC_BAD_VENDOR_TYPE"},
 		{"ffff00180000232000070058000150040000000000303030", V13, "OFPBAC_BAD_SET_TYPE"}, // tun_metadata0: not supported here
+		{"0019001080000a020800000000000000", V13, "OFPBAC_BAD_SET_ARGUMENT"},             // set_field eth_type, read-only
+		{"00190010800014010600000000000000", V13, "OFPBAC_BAD_SET_ARGUMENT"},             // set_field ip_proto, read-only
+		{"001900108000fe040000000000000000", V13, "OFPBAC_BAD_SET_LEN"},                  // set_field, unknown OXM field
+		{"001900100001fc040000000000000000", V13, "OFPBAC_BAD_SET_LEN"},                  // set_field, unknown NXM field
 	} {
 		b, _ := hex.DecodeString(tc.hex)
 		_, err := DecodeActions(tc.v, b)
