@@ -334,3 +334,30 @@ func TestCtMatchEncodeAsOVS(t *testing.T) {
 		}
 	}
 }
+
+// ipv6_label is NXM_NX_IPV6_LABEL (NXM_NX field 27) as Debian's ovs-ofctl
+// parse-nx-match reads it: an exact 20-bit label, an all-ones mask that
+// encodes as exact, and a label over 20 bits refused.
+func TestIPv6LabelNXM(t *testing.T) {
+	eth := nxmEntry(nxmHeader(classNXM0, 3, 2), []byte{0x86, 0xdd}, nil)
+	label := nxmEntry(nxmHeader(classNXM1, 27, 4), be32(5), nil)
+	for _, tc := range []struct {
+		in, want []byte
+		err      string
+	}{
+		{append(bytes.Clone(eth), label...), append(bytes.Clone(eth), label...), ""},
+		{append(bytes.Clone(eth), nxmEntry(nxmHeader(classNXM1, 27, 4), be32(5), be32(0xfffff))...), append(bytes.Clone(eth), label...), ""},
+		{append(bytes.Clone(eth), nxmEntry(nxmHeader(classNXM1, 27, 4), be32(0x100005), nil)...), nil, "OFPBMC_BAD_VALUE"},
+	} {
+		m, err := DecodeNXMatch(tc.in)
+		if err != nil {
+			if err.Errno.String() != tc.err {
+				t.Errorf("%x: %v, want %s", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if got := AppendNXMatch(nil, &m, true); tc.err != "" || !bytes.Equal(got, tc.want) {
+			t.Errorf("%x encodes as %x, want %x %s", tc.in, got, tc.want, tc.err)
+		}
+	}
+}
