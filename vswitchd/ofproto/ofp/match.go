@@ -48,7 +48,7 @@ func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
 		payload := b[hdr : 4+n]
 		b = b[4+n:]
 		hasMask := h&0x100 != 0
-		if withCookie && h&^0x1ff == nxmCookie&^0x1ff && (n == 8 || n == 16 && hasMask) {
+		if withCookie && h&^0x1ff == nxmCookie&^0x1ff && (n == 8 && !hasMask || n == 16 && hasMask) {
 			ck.Value, ck.Mask = binary.BigEndian.Uint64(payload), ^uint64(0)
 			if hasMask {
 				ck.Mask = binary.BigEndian.Uint64(payload[8:])
