@@ -1,6 +1,7 @@
 package ofp
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -126,6 +127,22 @@ func TestNXFlowModCookie(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.hex, got, tc.want)
+		}
+	}
+}
+
+// ip_dscp and vlan_pcp, which are not maskable, encode exact in an OXM
+// match, as Debian's `ovs-ofctl parse-oxm OpenFlow13` reads them back
+// (they went out masked: FuzzFlowModRoundTrip's oxm-ip-dscp-exact).
+func TestOXMExactFields(t *testing.T) {
+	for _, h := range []string{"80000a02080080001001" + "0c", "80000c02100580000e01" + "03"} {
+		in, _ := hex.DecodeString(h)
+		m, err := DecodeNXMatch(in)
+		if err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+		if got := AppendNXMatch(nil, &m, false); !bytes.Equal(got, in) {
+			t.Errorf("%s encodes as %x", h, got)
 		}
 	}
 }

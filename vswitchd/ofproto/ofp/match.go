@@ -146,7 +146,7 @@ func checkValue(fd *Field, value, mask []byte) *Error {
 // field after its prerequisites (as OVS's nx_put_raw).
 func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	put := func(h uint32, n int, value, mask []byte) {
-		exact := bytes.Equal(mask, ones[:n])
+		exact := bytes.Equal(mask[:n], ones[:n])
 		if fd := FieldByHeader(h); fd != nil && fd.full != nil && bytes.Equal(mask, fd.full) {
 			exact, mask = true, ones
 		}
