@@ -39,6 +39,8 @@ func roundTrip(t *testing.T, fm *FlowMod) {
 			}
 		case v == V10:
 			continue // an ofp10_match cannot hold every match
+		case v == V11:
+			continue // 1.1 statistics carry a match of all (appendMatch11)
 		default:
 			body := b[HeaderLen+8:]
 			var rest []byte
