@@ -407,7 +407,7 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 	}
 	fd := FieldByHeader(h&^0xff | uint32(n))
 	if fd == nil {
-		return Action{}, actErr(BadSetType, "set_field: unknown field")
+		return Action{}, actErr(BadSetLen, "set_field: unknown field") // as OVS's decode_ofpat_set_field
 	}
 	l := fd.Len
 	if masked {
@@ -425,7 +425,7 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 		}
 	}
 	if !fd.Writable {
-		return Action{}, actErr(BadSetType, "set_field: read-only field "+fd.Name)
+		return Action{}, actErr(BadSetArgument, "set_field: read-only field "+fd.Name)
 	}
 	val := bytes.Clone(b[4 : 4+fd.Len])
 	mask := bytes.Clone(ones[:fd.Len])
@@ -443,36 +443,41 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 }
 
 // decodeRef decodes a header plus ofs/nbits into a FieldRef, checking
-// the range lies in the field.
-func decodeRef(h uint32, ofs, nbits int) (FieldRef, *Error) {
+// the range lies in the field's width as OVS's mf_check__ does
+// (OFPBAC_BAD_SET_LEN); an unknown field is refused with unknown.
+func decodeRef(h uint32, ofs, nbits int, unknown Errno) (FieldRef, *Error) {
 	fd := FieldByHeader(h)
 	if fd == nil || h&0x100 != 0 {
-		return FieldRef{}, actErr(BadActionArgument, "unknown field")
+		return FieldRef{}, actErr(unknown, "unknown field")
 	}
-	if nbits <= 0 || ofs+nbits > fd.Len*8 {
-		return FieldRef{}, actErr(BadActionArgument, "field range")
+	if nbits <= 0 || ofs+nbits > fd.Bits() {
+		return FieldRef{}, actErr(BadSetLen, "bits "+itoa(ofs)+".."+itoa(ofs+nbits-1)+" exceed the "+itoa(fd.Bits())+"-bit field "+fd.Name)
 	}
 	return FieldRef{Field: fd, Ofs: ofs, NBits: nbits}, nil
 }
 
 // decodeOfsNBits decodes an ofs_nbits and a field header (NXAST_REG_LOAD,
-// NXAST_OUTPUT_REG).
+// NXAST_OUTPUT_REG); OVS refuses an unknown field there with
+// OFPBAC_BAD_SET_TYPE.
 func decodeOfsNBits(b []byte) (FieldRef, *Error) {
 	ofsNBits := binary.BigEndian.Uint16(b)
-	return decodeRef(binary.BigEndian.Uint32(b[2:]), int(ofsNBits>>6), int(ofsNBits&0x3f)+1)
+	return decodeRef(binary.BigEndian.Uint32(b[2:]), int(ofsNBits>>6), int(ofsNBits&0x3f)+1, BadSetType)
 }
 
+// decodeMove decodes NXAST_REG_MOVE and OpenFlow 1.5 copy_field; OVS
+// refuses an unknown field there with OFPBMC_BAD_FIELD (nx_pull_header)
+// and a read-only destination with OFPBAC_BAD_SET_ARGUMENT.
 func decodeMove(nbits, srcOfs, dstOfs uint16, src, dst uint32) (Action, *Error) {
-	s, err := decodeRef(src, int(srcOfs), int(nbits))
+	s, err := decodeRef(src, int(srcOfs), int(nbits), BadField)
 	if err != nil {
 		return Action{}, err
 	}
-	d, err := decodeRef(dst, int(dstOfs), int(nbits))
+	d, err := decodeRef(dst, int(dstOfs), int(nbits), BadField)
 	if err != nil {
 		return Action{}, err
 	}
 	if !d.Field.Writable {
-		return Action{}, actErr(BadSetType, "move to read-only field")
+		return Action{}, actErr(BadSetArgument, "move to read-only field "+d.Field.Name)
 	}
 	return Action{Type: ActMove, Src: s, Dst: d}, nil
 }
@@ -514,6 +519,11 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return decodeMove(binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]), binary.BigEndian.Uint16(body[4:]),
 			binary.BigEndian.Uint32(body[6:]), binary.BigEndian.Uint32(body[10:]))
 	case nxastRegLoad:
+		// OpenFlow 1.5's masked set_field replaces it: OVS knows
+		// NXAST_REG_LOAD in OpenFlow 1.0 to 1.4 only.
+		if v >= V15 {
+			return Action{}, actErr(BadActionVendorType, "NXAST_REG_LOAD in OpenFlow 1.5")
+		}
 		if err := fixedLen(b, 24); err != nil {
 			return Action{}, err
 		}
@@ -521,12 +531,12 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		if err != nil {
 			return Action{}, err
 		}
+		if !ref.Field.Writable {
+			return Action{}, actErr(BadSetArgument, "load to read-only field "+ref.Field.Name)
+		}
 		value := binary.BigEndian.Uint64(body[6:])
 		if ref.NBits < 64 && value>>ref.NBits != 0 {
 			return Action{}, actErr(BadActionArgument, "load value wider than its field range")
-		}
-		if !ref.Field.Writable {
-			return Action{}, actErr(BadSetType, "load to read-only field")
 		}
 		a := Action{Type: ActSetField, Field: ref.Field, raw: rawRegLoad}
 		a.Value, a.Mask = refValue(ref, value)

@@ -258,3 +258,106 @@ func TestCtFlushDecode(t *testing.T) {
 		}
 	}
 }
+
+// NXAST_REG_LOAD, NXAST_OUTPUT_REG, NXAST_REG_MOVE and set_field check
+// their field and bit range as Debian's ovs-ofctl parse-actions does (its verdict in
+// the comments). The last is the FuzzCtActions find: a load to NXM_NX
+// field 40 (tun_metadata0, not ipv6_label) that OpenFlow 1.5 does not have.
+func TestRegLoadRefusedAsOVS(t *testing.T) {
+	for _, tc := range []struct {
+		hex  string
+		v    Version
+		want string // error, or "" when it decodes
+	}{
+		{"ffff00180000232000070058000136040000000000303030", V10, "OFPBAC_BAD_SET_LEN"},      // ipv6_label[1..25]
+		{"ffff00180000232000070013000136040000000000000001", V10, ""},                        // ipv6_label[0..19]
+		{"ffff00180000232000070014000136040000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // ipv6_label[0..20]
+		{"ffff00180000232000070002000138010000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // ip_ecn[0..2]
+		{"ffff0018000023200007000c000144020000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // tcp_flags[0..12]
+		{"ffff0018000023200007000b000144020000000000000001", V10, "OFPBAC_BAD_SET_ARGUMENT"}, // tcp_flags[0..11], read-only
+		{"ffff0018000023200007020700001e020000000000000001", V10, ""},                        // arp_op[8..15]
+		{"ffff00180000232000070020000100040000000000000001", V10, "OFPBAC_BAD_SET_LEN"},      // reg0[0..32]
+		{"ffff001800002320000700030001fc040000000000000001", V10, "OFPBAC_BAD_SET_TYPE"},     // unknown field
+		{"ffff001800002320000f00030001fc040000000000000000", V10, "OFPBAC_BAD_SET_TYPE"},     // output_reg, unknown field
+		{"ffff001800002320000f0014000136040000000000000000", V10, "OFPBAC_BAD_SET_LEN"},      // output_reg ipv6_label[0..20]
+		{"ffff00180000232000060014000000010001000400013604", V10, "OFPBAC_BAD_SET_LEN"},      // move reg0[0..19] to ipv6_label[1..20]
+		{"ffff00180000232000060004000000000001fc0400010004", V10, "OFPBMC_BAD_FIELD"},        // move from an unknown field
+		{"ffff00180000232000060010000000000001020400000602", V10, "OFPBAC_BAD_SET_ARGUMENT"}, // move to eth_type
+		{"ffff00180000232000070013000136040000000000000001", V15, "OFPBAC_BAD_VENDOR_TYPE"},  // reg_load in OpenFlow 1.5
+		{"ffff00180000232000070058000150040000000000303030", V15, "OFPBAC_BAD_VENDOR_TYPE"},
+		{"ffff00180000232000070058000150040000000000303030", V13, "OFPBAC_BAD_SET_TYPE"}, // tun_metadata0: not supported here
+		{"0019001080000a020800000000000000", V13, "OFPBAC_BAD_SET_ARGUMENT"},             // set_field eth_type, read-only
+		{"00190010800014010600000000000000", V13, "OFPBAC_BAD_SET_ARGUMENT"},             // set_field ip_proto, read-only
+		{"001900108000fe040000000000000000", V13, "OFPBAC_BAD_SET_LEN"},                  // set_field, unknown OXM field
+		{"001900100001fc040000000000000000", V13, "OFPBAC_BAD_SET_LEN"},                  // set_field, unknown NXM field
+	} {
+		b, _ := hex.DecodeString(tc.hex)
+		_, err := DecodeActions(tc.v, b)
+		got := ""
+		if err != nil {
+			got = err.Errno.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s %s: %q (%v), want %q", tc.v, tc.hex, got, err, tc.want)
+		}
+	}
+}
+
+// The conntrack tuple encodes in OVS's nx_put_raw order, and without
+// ct_nw_proto=0 and the ports that need a protocol: each want is what
+// Debian's `ovs-ofctl parse-nx-match` prints for its in. The first is
+// FuzzFlowModRoundTrip's find (ct-match-odd-ethtype in its corpus).
+func TestCtMatchEncodeAsOVS(t *testing.T) {
+	ctState := func(v, m uint32) []byte { return nxmEntry(nxmHeader(classNXM1, 105, 4), be32(v), be32(m)) }
+	ethType := func(t uint16) []byte { return nxmEntry(nxmHeader(classNXM0, 3, 2), []byte{byte(t >> 8), byte(t)}, nil) }
+	proto := func(p byte) []byte { return nxmEntry(nxmHeader(classNXM1, 119, 1), []byte{p}, nil) }
+	nwSrc := nxmEntry(nxmHeader(classNXM1, 120, 4), []byte{1, 2, 3, 4}, nil)
+	ip6Src := nxmEntry(nxmHeader(classNXM1, 122, 16), append(make([]byte, 15), 1), nil)
+	tpSrc := nxmEntry(nxmHeader(classNXM1, 124, 2), []byte{0, 1}, nil)
+	tpDst := nxmEntry(nxmHeader(classNXM1, 125, 2), []byte{0x30, 0x30}, nil)
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	for _, tc := range []struct{ in, want []byte }{
+		{cat(ethType(0x3030), ctState(0x31, 0x31), proto(0), tpDst), cat(ethType(0x3030), ctState(0x31, 0x31))},
+		{cat(ethType(0x0800), ctState(0x21, 0x21), proto(0), nwSrc), cat(ethType(0x0800), ctState(0x21, 0x21), nwSrc)},
+		{cat(ethType(0x3030), ctState(0x21, 0x21), proto(6), tpDst), cat(ethType(0x3030), ctState(0x21, 0x21), proto(6), tpDst)},
+		{cat(ethType(0x0800), ctState(0x21, 0x21), tpSrc, proto(6), nwSrc), cat(ethType(0x0800), ctState(0x21, 0x21), nwSrc, proto(6), tpSrc)},
+		{cat(ethType(0x86dd), ctState(0x21, 0x21), tpSrc, proto(6), ip6Src), cat(ethType(0x86dd), ctState(0x21, 0x21), ip6Src, proto(6), tpSrc)},
+		{cat(ethType(0x0800), ctState(0x20, 0x30), proto(0)), cat(ethType(0x0800), ctState(0x20, 0x30))},
+	} {
+		m, err := DecodeNXMatch(tc.in)
+		if err != nil {
+			t.Errorf("%x: %v", tc.in, err)
+			continue
+		}
+		if got := AppendNXMatch(nil, &m, true); !bytes.Equal(got, tc.want) {
+			t.Errorf("%x encodes as %x, want %x", tc.in, got, tc.want)
+		}
+	}
+}
+
+// ipv6_label is NXM_NX_IPV6_LABEL (NXM_NX field 27) as Debian's ovs-ofctl
+// parse-nx-match reads it: an exact 20-bit label, an all-ones mask that
+// encodes as exact, and a label over 20 bits refused.
+func TestIPv6LabelNXM(t *testing.T) {
+	eth := nxmEntry(nxmHeader(classNXM0, 3, 2), []byte{0x86, 0xdd}, nil)
+	label := nxmEntry(nxmHeader(classNXM1, 27, 4), be32(5), nil)
+	for _, tc := range []struct {
+		in, want []byte
+		err      string
+	}{
+		{append(bytes.Clone(eth), label...), append(bytes.Clone(eth), label...), ""},
+		{append(bytes.Clone(eth), nxmEntry(nxmHeader(classNXM1, 27, 4), be32(5), be32(0xfffff))...), append(bytes.Clone(eth), label...), ""},
+		{append(bytes.Clone(eth), nxmEntry(nxmHeader(classNXM1, 27, 4), be32(0x100005), nil)...), nil, "OFPBMC_BAD_VALUE"},
+	} {
+		m, err := DecodeNXMatch(tc.in)
+		if err != nil {
+			if err.Errno.String() != tc.err {
+				t.Errorf("%x: %v, want %s", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if got := AppendNXMatch(nil, &m, true); tc.err != "" || !bytes.Equal(got, tc.want) {
+			t.Errorf("%x encodes as %x, want %x %s", tc.in, got, tc.want, tc.err)
+		}
+	}
+}

@@ -68,6 +68,7 @@ const (
 	BufferUnknown    // OFPBRC_BUFFER_UNKNOWN
 	BadPort          // OFPBRC_BAD_PORT
 	BadConjunction   // NXBAC_BAD_CONJUNCTION
+	NXMInvalid       // NXBRC_NXM_INVALID
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
@@ -90,7 +91,8 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	FlowModBadCommand: "OFPFMFC_BAD_COMMAND", FlowModBadFlags: "OFPFMFC_BAD_FLAGS",
 	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED",
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
-	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION"}
+	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION",
+	NXMInvalid: "NXBRC_NXM_INVALID"}
 
 // errnoExtra names the errors defined next to their messages: group.go's
 // from 200, meter.go's from 230.
@@ -176,6 +178,7 @@ func init() {
 		BufferUnknown:       {std(1, 8), std(1, 8), std(1, 8), std(1, 8), std(1, 8), std(1, 8)},
 		BadPort:             {nx(1, 514), nx(1, 514), std(1, 11), std(1, 11), std(1, 11), std(1, 11)},
 		BadConjunction:      {nx(2, 526), nx(2, 526), nx(15, 0), nx(15, 0), nx(15, 0), nx(15, 0)},
+		NXMInvalid:          {nx(1, 256), nx(1, 256), nx(2, 0), nx(2, 0), nx(2, 0), nx(2, 0)},
 	} {
 		errCodes[e] = c
 	}

@@ -2,6 +2,7 @@ package ofp
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/govs/govs/datapath/flow"
 )
@@ -239,7 +240,7 @@ func init() {
 	bytesField(FieldARPTHA, "arp_tha", 6, nxmHeader(classNXM1, 18, 6), nxmHeader(classOXM, 25, 6), true, true, preARP, func(f *Flow) []byte { return f.ArpTHA[:] })
 	bytesField(FieldIPv6Src, "ipv6_src", 16, nxmHeader(classNXM1, 19, 16), nxmHeader(classOXM, 26, 16), true, true, preIPv6, func(f *Flow) []byte { return f.IPv6Src[:] })
 	bytesField(FieldIPv6Dst, "ipv6_dst", 16, nxmHeader(classNXM1, 20, 16), nxmHeader(classOXM, 27, 16), true, true, preIPv6, func(f *Flow) []byte { return f.IPv6Dst[:] })
-	u32Field(FieldIPv6Label, "ipv6_label", nxmHeader(classNXM1, 40, 4), nxmHeader(classOXM, 28, 4), true, true, preIPv6, func(f *Flow) *uint32 { return &f.IPv6Label })
+	u32Field(FieldIPv6Label, "ipv6_label", nxmHeader(classNXM1, 27, 4), nxmHeader(classOXM, 28, 4), true, true, preIPv6, func(f *Flow) *uint32 { return &f.IPv6Label })
 	addField(&Field{ID: FieldICMPv6Type, Name: "icmpv6_type", Len: 1, NXM: nxmHeader(classNXM1, 21, 1), OXM: nxmHeader(classOXM, 29, 1), pre: preICMPv6, Writable: true,
 		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpSrc) }, set: func(f *Flow, b []byte) { f.TpSrc = uint16(b[0]) }})
 	addField(&Field{ID: FieldICMPv6Code, Name: "icmpv6_code", Len: 1, NXM: nxmHeader(classNXM1, 22, 1), OXM: nxmHeader(classOXM, 30, 1), pre: preICMPv6, Writable: true,
@@ -352,6 +353,25 @@ func (fd *Field) SetMasked(f *Flow, value, mask []byte) {
 }
 
 // header returns the field's header for an NXM (nx) or OXM match.
+// Bits is the field's width as OVS's meta-flow gives it (mf_field.n_bits):
+// the bits up to the highest one the field has, except vlan_vid (12, its
+// OFPVID_PRESENT bit not counted) and arp_op (16, though only its low 8
+// bits are kept). Loads and moves must stay within it.
+func (fd *Field) Bits() int {
+	switch fd.ID {
+	case FieldVLANVID:
+		return 12
+	case FieldARPOp:
+		return 16
+	}
+	for i, c := range fd.full {
+		if c != 0 {
+			return (len(fd.full)-i-1)*8 + bits.Len8(c)
+		}
+	}
+	return fd.Len * 8
+}
+
 func (fd *Field) header(nx bool) uint32 {
 	if nx && fd.NXM != 0 || fd.OXM == 0 {
 		return fd.NXM

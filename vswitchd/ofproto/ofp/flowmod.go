@@ -127,6 +127,11 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 		err.Name, err.EchoAll = name, true
 		return nil, err
 	}
+	if fm.Command == FlowAdd && ck.Mask != 0 {
+		// OVS's ofputil_decode_flow_mod: an add sets a cookie, it
+		// cannot match one.
+		return nil, &Error{Errno: NXMInvalid, Name: name, Detail: "NXM_NX_COOKIE in an add", EchoAll: true}
+	}
 	fm.Match, fm.Cookie = m, ck
 	acts, err := DecodeActions(V10, rest[padded:])
 	if err != nil {

@@ -48,7 +48,7 @@ func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
 		payload := b[hdr : 4+n]
 		b = b[4+n:]
 		hasMask := h&0x100 != 0
-		if withCookie && h&^0x1ff == nxmCookie&^0x1ff && (n == 8 || n == 16 && hasMask) {
+		if withCookie && h&^0x1ff == nxmCookie&^0x1ff && (n == 8 && !hasMask || n == 16 && hasMask) {
 			ck.Value, ck.Mask = binary.BigEndian.Uint64(payload), ^uint64(0)
 			if hasMask {
 				ck.Mask = binary.BigEndian.Uint64(payload[8:])
@@ -146,7 +146,7 @@ func checkValue(fd *Field, value, mask []byte) *Error {
 // field after its prerequisites (as OVS's nx_put_raw).
 func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	put := func(h uint32, n int, value, mask []byte) {
-		exact := bytes.Equal(mask, ones[:n])
+		exact := bytes.Equal(mask[:n], ones[:n])
 		if fd := FieldByHeader(h); fd != nil && fd.full != nil && bytes.Equal(mask, fd.full) {
 			exact, mask = true, ones
 		}
@@ -251,9 +251,10 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldCtMark)
 	field(FieldCtLabel)
 	// OVS's nx_put_raw: the original direction's tuple, for the IP
-	// version the match has; the ports only with the protocol.
+	// version the match has; then the protocol and ports, only when the
+	// protocol is not 0 (ct_nw_proto=0 is left out, as Debian's
+	// ovs-ofctl parse-nx-match shows).
 	if ctValid(m) {
-		field(FieldCtNwProto)
 		if isIP && k.EthType == flow.EthTypeIPv4 {
 			field(FieldCtNwSrc)
 			field(FieldCtNwDst)
@@ -262,6 +263,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 			field(FieldCtIPv6Dst)
 		}
 		if k.CtNwProto != 0 {
+			field(FieldCtNwProto)
 			field(FieldCtTpSrc)
 			field(FieldCtTpDst)
 		}
