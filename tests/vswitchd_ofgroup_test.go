@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -154,17 +155,30 @@ func TestOpenFlowGroupTraffic(t *testing.T) {
 	ofctl("add-flow", s.br, "priority=10,in_port=4,actions=output:1")
 
 	// select: 12 UDP flows (source ports), three datagrams each, to a port
-	// nobody listens on; each lands whole in b or in c.
+	// nobody listens on; each lands whole in b or in c. The flows' sockets
+	// are opened in a once, not by a process per flow.
+	// They stay unconnected, as a connected one would fail its next write
+	// with the port-unreachable error the last one brought back.
+	flows := make([]*net.UDPConn, 12)
+	dst := &net.UDPAddr{IP: net.IPv4(10, 190, 0, 2), Port: 9}
+	vswInNS(t, s.a.Name, func() {
+		for i := range flows {
+			conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 190, 0, 1), Port: 41000 + i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			flows[i] = conn
+		}
+	})
 	perNS := map[string]int{}
-	for i := range 12 {
+	for i, conn := range flows {
 		b0, c0 := snmpCounter(t, s.b, "Udp", "NoPorts"), snmpCounter(t, c, "Udp", "NoPorts")
-		script := fmt.Sprintf(`import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("10.190.0.1", %d))
-for _ in range(3):
-    s.sendto(b"x", ("10.190.0.2", 9))
-`, 41000+i)
-		s.a.mustExec("python3", "-c", script)
+		for range 3 {
+			if _, err := conn.WriteToUDP([]byte("x"), dst); err != nil {
+				t.Fatalf("UDP flow from port %d: %v", 41000+i, err)
+			}
+		}
 		var db, dc int
 		vswWait(t, vswTimeout, fmt.Sprintf("flow %d's datagrams to arrive", i), func() bool {
 			db, dc = snmpCounter(t, s.b, "Udp", "NoPorts")-b0, snmpCounter(t, c, "Udp", "NoPorts")-c0
