@@ -451,7 +451,7 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 // Ethernet and IPv4 addresses, the TTL and the TCP/UDP ports.
 func translatable(id ofp.FieldID) bool {
 	switch {
-	case id >= ofp.FieldReg0 && id < ofp.FieldXReg0+8:
+	case id >= ofp.FieldReg0 && id < ofp.FieldXXReg0+4:
 		return true
 	}
 	switch id {

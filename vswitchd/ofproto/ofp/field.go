@@ -86,9 +86,10 @@ const (
 	FieldCtIPv6Dst
 	FieldCtTpSrc
 	FieldCtTpDst
-	FieldReg0                   // FieldReg0+n is reg<n>, n < 16
-	FieldXReg0 = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
-	fieldEnd   = FieldXReg0 + 8
+	FieldReg0                    // FieldReg0+n is reg<n>, n < 16
+	FieldXReg0  = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
+	FieldXXReg0 = FieldXReg0 + 8 // FieldXXReg0+n is xxreg<n>, n < 4
+	fieldEnd    = FieldXXReg0 + 4
 )
 
 // prereq is what a field needs the rest of a match to say (OVS's enum
@@ -298,6 +299,22 @@ func init() {
 			set: func(f *Flow, b []byte) {
 				f.Regs[2*i] = binary.BigEndian.Uint32(b)
 				f.Regs[2*i+1] = binary.BigEndian.Uint32(b[4:])
+			}})
+	}
+	// xxreg<n> is reg<4n>..reg<4n+3>, most significant first; NXM only
+	// (NXM_NX_XXREG<n>, OVS 2.6), as ovn-controller writes it.
+	for i := 0; i < 4; i++ {
+		i := i
+		addField(&Field{ID: FieldXXReg0 + FieldID(i), Name: "xxreg" + itoa(i), Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, uint8(111+i), 16), Writable: true,
+			get: func(f *Flow, b []byte) {
+				for j := 0; j < 4; j++ {
+					binary.BigEndian.PutUint32(b[4*j:], f.Regs[4*i+j])
+				}
+			},
+			set: func(f *Flow, b []byte) {
+				for j := 0; j < 4; j++ {
+					f.Regs[4*i+j] = binary.BigEndian.Uint32(b[4*j:])
+				}
 			}})
 	}
 }
