@@ -563,6 +563,35 @@ func Move(f *Flow, src, dst FieldRef) {
 	dst.Field.Set(f, dv)
 }
 
+// StackEntry is one value on the translation's stack (push/pop): the
+// pushed bits, right-aligned, big-endian.
+type StackEntry [16]byte
+
+// Push returns ref's bits in f as a stack entry (NXAST_STACK_PUSH).
+func Push(f *Flow, ref FieldRef) StackEntry {
+	var e StackEntry
+	sv := ref.Field.Get(f)
+	n := len(sv)
+	for i := 0; i < ref.NBits; i++ {
+		sb := ref.Ofs + i
+		e[15-i/8] |= (sv[n-1-sb/8] >> (sb % 8) & 1) << (i % 8)
+	}
+	return e
+}
+
+// Pop writes e's low bits to ref in f (NXAST_STACK_POP), as OVS's
+// nxm_execute_stack_pop whatever width was pushed.
+func Pop(f *Flow, ref FieldRef, e StackEntry) {
+	dv := ref.Field.Get(f)
+	m := len(dv)
+	for i := 0; i < ref.NBits; i++ {
+		db := ref.Ofs + i
+		bit := e[15-i/8] >> (i % 8) & 1
+		dv[m-1-db/8] = dv[m-1-db/8]&^(1<<(db%8)) | bit<<(db%8)
+	}
+	ref.Field.Set(f, dv)
+}
+
 // Includes reports whether every packet r matches, m matches too (r is at
 // least as specific: OVS's loose match of flow mods and statistics).
 func (m *Match) Includes(r *Match) bool {
