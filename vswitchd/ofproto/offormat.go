@@ -117,6 +117,10 @@ func formatAction(a *ofp.Action) string {
 		return fmt.Sprintf("set_field:0x%s/0x%s->%s", hex.EncodeToString(a.Value), hex.EncodeToString(a.Mask), a.Field.Name)
 	case ofp.ActMove:
 		return "move:" + formatRef(a.Src) + "->" + formatRef(a.Dst)
+	case ofp.ActStackPush:
+		return "push:" + formatRef(a.Src)
+	case ofp.ActStackPop:
+		return "pop:" + formatRef(a.Dst)
 	case ofp.ActWriteMetadata:
 		return fmt.Sprintf("write_metadata:%#x/%#x", a.Metadata, a.MetadataMask)
 	case ofp.ActPushVLAN:

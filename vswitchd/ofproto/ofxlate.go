@@ -40,6 +40,10 @@ type ofState struct {
 	missTable    int
 	// groupDepth nests group buckets.
 	groupDepth int
+	// stack is what push actions pushed and pops have not popped yet,
+	// 16 bytes an entry, the top last (a string: a clone's copy of the
+	// state keeps the stack it started with).
+	stack string
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -222,6 +226,22 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 	case ofp.ActMove:
 		ofp.MarkRef(&x.of.wc, a.Src)
 		ofp.Move(f, a.Src, a.Dst)
+		x.syncVLAN()
+	case ofp.ActStackPush:
+		ofp.MarkRef(&x.of.wc, a.Src)
+		e := ofp.Push(f, a.Src)
+		x.of.stack += string(e[:])
+	case ofp.ActStackPop:
+		n := len(x.of.stack)
+		if n == 0 {
+			// OVS warns and leaves the field as it is.
+			x.report(">>", "Failed to pop from an empty stack.")
+			break
+		}
+		var e ofp.StackEntry
+		copy(e[:], x.of.stack[n-len(e):])
+		x.of.stack = x.of.stack[:n-len(e)]
+		ofp.Pop(f, a.Dst, e)
 		x.syncVLAN()
 	case ofp.ActWriteMetadata:
 		f.Metadata = f.Metadata&^a.MetadataMask | a.Metadata&a.MetadataMask
@@ -429,6 +449,17 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			if m != nil && (!a.Src.Field.Prereqs(m) || !a.Dst.Field.Prereqs(m)) {
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "move without its fields' prerequisites"}
 			}
+		case ofp.ActStackPush:
+			if m != nil && !a.Src.Field.Prereqs(m) {
+				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "push without its field's prerequisites"}
+			}
+		case ofp.ActStackPop:
+			if !translatable(a.Dst.Field.ID) {
+				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Dst.Field.Name + " is not supported"}
+			}
+			if m != nil && !a.Dst.Field.Prereqs(m) {
+				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "pop without its field's prerequisites"}
+			}
 		case ofp.ActOutputReg:
 			if m != nil && !a.Src.Field.Prereqs(m) {
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "output_reg without its field's prerequisites"}
@@ -451,7 +482,7 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 // Ethernet and IPv4 addresses, the TTL and the TCP/UDP ports.
 func translatable(id ofp.FieldID) bool {
 	switch {
-	case id >= ofp.FieldReg0 && id < ofp.FieldXReg0+8:
+	case id >= ofp.FieldReg0 && id < ofp.FieldXXReg0+4:
 		return true
 	}
 	switch id {

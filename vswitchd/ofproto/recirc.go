@@ -25,6 +25,8 @@ type frozen struct {
 	ofInPort uint32
 	regs     [16]uint32
 	metadata uint64
+	// stack is the push/pop stack (OVS freezes it too).
+	stack string
 }
 
 // recircNode is one allocated recirculation ID.
@@ -179,7 +181,7 @@ func (x *xlate) ct(a *ofp.Action) {
 
 	if c.Table != ofp.CTNoTable {
 		st := frozen{br: x.of.in.br.br, table: c.Table, inPort: x.of.in.name, ofInPort: f.InPort,
-			regs: f.Regs, metadata: f.Metadata}
+			regs: f.Regs, metadata: f.Metadata, stack: x.of.stack}
 		// A trace allocates too (as OVS's): the ID lives with the rule.
 		id := x.backer.recircs.alloc(st, x.of.rule)
 		x.acts = append(x.acts, datapath.Recirc(id))
@@ -253,7 +255,7 @@ func (x *xlate) resume(st frozen, ok bool) {
 	}
 	x.visits++
 	saved := x.of
-	x.of = &ofState{in: in}
+	x.of = &ofState{in: in, stack: st.stack}
 	f := &x.of.flow
 	f.Key = *x.key
 	f.InPort, f.Regs, f.Metadata = st.ofInPort, st.regs, st.metadata

@@ -23,6 +23,10 @@ const (
 	ActPopVLAN
 	ActSetField
 	ActMove
+	// ActStackPush pushes Src's bits on the translation's stack;
+	// ActStackPop pops the top into Dst (NXAST_STACK_PUSH/POP).
+	ActStackPush
+	ActStackPop
 	ActResubmit
 	ActNote
 	ActDecTTL
@@ -85,7 +89,8 @@ type Action struct {
 	Field       *Field
 	Value, Mask []byte
 	raw         int
-	// Src and Dst: ActMove; Dst: ActOutputReg's source register.
+	// Src and Dst: ActMove; Dst: ActOutputReg's source register; Src:
+	// ActStackPush's field, Dst: ActStackPop's.
 	Src, Dst FieldRef
 	// Data: ActNote's bytes.
 	Data []byte
@@ -190,8 +195,8 @@ const (
 var nxastNames = map[uint16]string{
 	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
-	nxastLearn: "learn", nxastFinTimeout: "fin_timeout", nxastDecTTLCntIDs: "dec_ttl(ids)", nxastStackPush: "push",
-	nxastStackPop: "pop", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
+	nxastLearn: "learn", nxastFinTimeout: "fin_timeout", nxastDecTTLCntIDs: "dec_ttl(ids)",
+	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastController2: "controller2", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)", nxastLearn2: "learn",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
@@ -482,6 +487,30 @@ func decodeMove(nbits, srcOfs, dstOfs uint16, src, dst uint32) (Action, *Error) 
 	return Action{Type: ActMove, Src: s, Dst: d}, nil
 }
 
+// decodeStack decodes NXAST_STACK_PUSH or NXAST_STACK_POP (struct
+// nx_action_stack): offset, an NXM/OXM header, n_bits, zeros to 24 bytes.
+func decodeStack(sub uint16, b []byte) (Action, *Error) {
+	if err := fixedLen(b, 24); err != nil {
+		return Action{}, err
+	}
+	for _, c := range b[18:] {
+		if c != 0 {
+			return Action{}, actErr(ActionMustBeZero, "padding")
+		}
+	}
+	ref, err := decodeRef(binary.BigEndian.Uint32(b[12:]), int(binary.BigEndian.Uint16(b[10:])), int(binary.BigEndian.Uint16(b[16:])))
+	if err != nil {
+		return Action{}, err
+	}
+	if sub == nxastStackPush {
+		return Action{Type: ActStackPush, Src: ref}, nil
+	}
+	if !ref.Field.Writable {
+		return Action{}, actErr(BadSetType, "pop to read-only field")
+	}
+	return Action{Type: ActStackPop, Dst: ref}, nil
+}
+
 func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 	if len(b) < 10 {
 		return Action{}, actErr(BadActionLen, "vendor action")
@@ -518,6 +547,8 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		}
 		return decodeMove(binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]), binary.BigEndian.Uint16(body[4:]),
 			binary.BigEndian.Uint32(body[6:]), binary.BigEndian.Uint32(body[10:]))
+	case nxastStackPush, nxastStackPop:
+		return decodeStack(sub, b)
 	case nxastRegLoad:
 		// OpenFlow 1.5's masked set_field replaces it: OVS knows
 		// NXAST_REG_LOAD in OpenFlow 1.0 to 1.4 only.
@@ -873,6 +904,16 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put16(b, uint16(a.Dst.Ofs))
 		b = put32(b, a.Src.Field.header(v == V10))
 		return put32(b, a.Dst.Field.header(v == V10))
+	case ActStackPush, ActStackPop:
+		ref, sub := a.Src, uint16(nxastStackPush)
+		if a.Type == ActStackPop {
+			ref, sub = a.Dst, nxastStackPop
+		}
+		b = nxActionHeader(b, 24, sub)
+		b = put16(b, uint16(ref.Ofs))
+		b = put32(b, ref.Field.header(true)) // OVS encodes NXM headers here in every version
+		b = put16(b, uint16(ref.NBits))
+		return pad(b, 6)
 	case ActResubmit:
 		if a.Table == 0xff && !a.resubmitTable {
 			b = nxActionHeader(b, 16, nxastResubmit)

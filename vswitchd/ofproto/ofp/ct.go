@@ -118,7 +118,7 @@ func verifyNested(a *Action, outer ActionType) *Error {
 	switch a.Type {
 	case ActSetField:
 		dst = a.Field
-	case ActMove:
+	case ActMove, ActStackPop:
 		dst = a.Dst.Field
 	}
 	if dst != nil && requiresCT(dst) && outer != ActCT {

@@ -87,9 +87,10 @@ const (
 	FieldCtIPv6Dst
 	FieldCtTpSrc
 	FieldCtTpDst
-	FieldReg0                   // FieldReg0+n is reg<n>, n < 16
-	FieldXReg0 = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
-	fieldEnd   = FieldXReg0 + 8
+	FieldReg0                    // FieldReg0+n is reg<n>, n < 16
+	FieldXReg0  = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
+	FieldXXReg0 = FieldXReg0 + 8 // FieldXXReg0+n is xxreg<n>, n < 4
+	fieldEnd    = FieldXXReg0 + 4
 )
 
 // prereq is what a field needs the rest of a match to say (OVS's enum
@@ -299,6 +300,22 @@ func init() {
 			set: func(f *Flow, b []byte) {
 				f.Regs[2*i] = binary.BigEndian.Uint32(b)
 				f.Regs[2*i+1] = binary.BigEndian.Uint32(b[4:])
+			}})
+	}
+	// xxreg<n> is reg<4n>..reg<4n+3>, most significant first; NXM only
+	// (NXM_NX_XXREG<n>, OVS 2.6), as ovn-controller writes it.
+	for i := 0; i < 4; i++ {
+		i := i
+		addField(&Field{ID: FieldXXReg0 + FieldID(i), Name: "xxreg" + itoa(i), Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, uint8(111+i), 16), Writable: true,
+			get: func(f *Flow, b []byte) {
+				for j := 0; j < 4; j++ {
+					binary.BigEndian.PutUint32(b[4*j:], f.Regs[4*i+j])
+				}
+			},
+			set: func(f *Flow, b []byte) {
+				for j := 0; j < 4; j++ {
+					f.Regs[4*i+j] = binary.BigEndian.Uint32(b[4*j:])
+				}
 			}})
 	}
 }
@@ -564,6 +581,35 @@ func Move(f *Flow, src, dst FieldRef) {
 		dv[m-1-db/8] = dv[m-1-db/8]&^(1<<(db%8)) | bit<<(db%8)
 	}
 	dst.Field.Set(f, dv)
+}
+
+// StackEntry is one value on the translation's stack (push/pop): the
+// pushed bits, right-aligned, big-endian.
+type StackEntry [16]byte
+
+// Push returns ref's bits in f as a stack entry (NXAST_STACK_PUSH).
+func Push(f *Flow, ref FieldRef) StackEntry {
+	var e StackEntry
+	sv := ref.Field.Get(f)
+	n := len(sv)
+	for i := 0; i < ref.NBits; i++ {
+		sb := ref.Ofs + i
+		e[15-i/8] |= (sv[n-1-sb/8] >> (sb % 8) & 1) << (i % 8)
+	}
+	return e
+}
+
+// Pop writes e's low bits to ref in f (NXAST_STACK_POP), as OVS's
+// nxm_execute_stack_pop whatever width was pushed.
+func Pop(f *Flow, ref FieldRef, e StackEntry) {
+	dv := ref.Field.Get(f)
+	m := len(dv)
+	for i := 0; i < ref.NBits; i++ {
+		db := ref.Ofs + i
+		bit := e[15-i/8] >> (i % 8) & 1
+		dv[m-1-db/8] = dv[m-1-db/8]&^(1<<(db%8)) | bit<<(db%8)
+	}
+	ref.Field.Set(f, dv)
 }
 
 // Includes reports whether every packet r matches, m matches too (r is at
