@@ -495,10 +495,10 @@ func decodeStack(sub uint16, b []byte) (Action, *Error) {
 	}
 	for _, c := range b[18:] {
 		if c != 0 {
-			return Action{}, actErr(ActionMustBeZero, "padding")
+			return Action{}, actErr(MustBeZero, "padding") // as OVS: NXBRC_, not NXBAC_
 		}
 	}
-	ref, err := decodeRef(binary.BigEndian.Uint32(b[12:]), int(binary.BigEndian.Uint16(b[10:])), int(binary.BigEndian.Uint16(b[16:])))
+	ref, err := decodeRef(binary.BigEndian.Uint32(b[12:]), int(binary.BigEndian.Uint16(b[10:])), int(binary.BigEndian.Uint16(b[16:])), BadField)
 	if err != nil {
 		return Action{}, err
 	}
@@ -506,7 +506,7 @@ func decodeStack(sub uint16, b []byte) (Action, *Error) {
 		return Action{Type: ActStackPush, Src: ref}, nil
 	}
 	if !ref.Field.Writable {
-		return Action{}, actErr(BadSetType, "pop to read-only field")
+		return Action{}, actErr(BadSetArgument, "pop to read-only field")
 	}
 	return Action{Type: ActStackPop, Dst: ref}, nil
 }

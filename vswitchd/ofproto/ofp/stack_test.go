@@ -33,11 +33,11 @@ func TestStackActionCodec(t *testing.T) {
 		wire string
 		want Errno
 	}{
-		{"padding not zero", hex.EncodeToString(push[:23]) + "01", ActionMustBeZero},
+		{"padding not zero", hex.EncodeToString(push[:23]) + "01", MustBeZero}, // Debian: NXBRC_MUST_BE_ZERO
 		{"short", hex.EncodeToString(push[:16]), BadActionLen},
-		{"bits past the field", "ffff001800002320001b000800000406003000000000000" + "0", BadActionArgument},
-		{"unknown field", "ffff001800002320001b00000001fe04002000000000000" + "0", BadActionArgument},
-		{"pop to ip_proto", "ffff001800002320001c000000000c01000800000000000" + "0", BadSetType},
+		{"bits past the field", "ffff001800002320001b000800000406003000000000000" + "0", BadSetLen},  // Debian: OFPBAC_BAD_SET_LEN
+		{"unknown field", "ffff001800002320001b00000001fe04002000000000000" + "0", BadField},         // Debian: OFPBMC_BAD_FIELD
+		{"pop to ip_proto", "ffff001800002320001c000000000c01000800000000000" + "0", BadSetArgument}, // Debian: OFPBAC_BAD_SET_ARGUMENT
 	} {
 		b, _ := hex.DecodeString(tc.wire)
 		if tc.name == "short" {
