@@ -121,6 +121,12 @@ func TestOvnEndToEnd(t *testing.T) {
 	ovnDaemon(t, hv, "ovs-vswitchd", ovsVswitchd, chassisDB, "--unixctl="+filepath.Join(hv, "ovs-vswitchd.ctl"))
 	vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail-mode=secure",
 		"other-config:disable-in-band=true")
+	t.Cleanup(func() {
+		// The taps of Debian's netdev bridges persist after its
+		// ovs-vswitchd stops: delete the bridge while it runs (this
+		// cleanup runs before the daemons' stops).
+		vswRun(ovsdbVsctl, "--db="+chassisDB, "--timeout=10", "del-br", "br-int")
+	})
 	vsctl("set", "open", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+govs.sb,
 		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1",
 		"external_ids:ovn-bridge-datapath-type=netdev")
