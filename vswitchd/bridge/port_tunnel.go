@@ -75,6 +75,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 		case "tos":
 			if v == "inherit" {
 				c.TOSInherit = true
+				*problems = append(*problems, fmt.Sprintf("%s: tos=inherit %s", name, notRunning))
 				break
 			}
 			t, err := strconv.ParseInt(v, 0, 32)
@@ -87,6 +88,9 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 			// atoi's value, as OVS's: 0 (or junk) is the default 64.
 			t, _ := strconv.Atoi(v)
 			c.TTL, c.TTLInherit = uint8(t), v == "inherit"
+			if c.TTLInherit {
+				*problems = append(*problems, fmt.Sprintf("%s: ttl=inherit %s", name, notRunning))
+			}
 
 		case "csum":
 			// Other values leave the default, as OVS's.
@@ -104,8 +108,10 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 			if v == "true" || v == "false" {
 				c.NoDF = v == "false"
 			}
-		case "key", "in_key", "out_key", "egress_pkt_mark", "packet_type":
-			// Keys below; the others have no effect here.
+		case "key", "in_key", "out_key":
+			// Keys below.
+		case "egress_pkt_mark", "packet_type":
+			*problems = append(*problems, fmt.Sprintf("%s: options:%s %s", name, k, notRunning))
 		default:
 			*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
 		}

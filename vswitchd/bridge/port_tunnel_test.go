@@ -23,6 +23,9 @@ func TestTunnelParse(t *testing.T) {
 		{"vxlan", map[string]string{"remote_ip": "224.0.0.1"}, "t0: vxlan type requires valid 'remote_ip' argument", []string{"t0: multicast remote_ip=224.0.0.1 not allowed"}},
 		{"vxlan", map[string]string{"remote_ip": "flow", "tos": "3", "foo": "1"}, "", []string{"t0: invalid TOS 3", "t0: unknown vxlan argument 'foo'"}},
 		{"gre", map[string]string{"remote_ip": "10.0.0.2", "dst_port": "1"}, "", []string{"t0: unknown gre argument 'dst_port'"}},
+		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit", "egress_pkt_mark": "5", "packet_type": "ptap"}, "", []string{
+			"t0: options:egress_pkt_mark " + notRunning, "t0: options:packet_type " + notRunning,
+			"t0: tos=inherit " + notRunning, "t0: ttl=inherit " + notRunning}},
 	} {
 		spec := IfaceSpec{Name: "t0", Type: tt.typ, Options: tt.opts}
 		var problems []string
