@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/govs/govs/datapath/packet"
 )
@@ -28,6 +29,7 @@ type DummyPort struct {
 	closed bool
 	up     bool
 	mac    net.HardwareAddr
+	mtu    int
 	stats  Stats
 	// rxPcap records the frames queued for Read, txPcap the frames
 	// written; the same writer for options:pcap.
@@ -66,7 +68,7 @@ func OpenDummy(name, typ string) (*DummyPort, error) {
 	n := dummyNext
 	dummyNext++
 	p := &DummyPort{
-		name: name, typ: typ, up: true,
+		name: name, typ: typ, up: true, mtu: dummyMTU,
 		mac:  net.HardwareAddr{0xaa, 0x55, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)},
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		fin: newTxFinisher(false, Offloads{}),
@@ -199,16 +201,21 @@ func (p *DummyPort) count(f func(*Stats)) {
 	p.mu.Unlock()
 }
 
-// dummyMTU is the MTU the port enforces on transmit (OVS's default).
-const dummyMTU = 1500
+// dummyMTU is a dummy's MTU until SetMTU, which it enforces on transmit
+// (OVS's default); SetMTU takes dummyMinMTU to dummyMaxMTU.
+const (
+	dummyMTU    = 1500
+	dummyMinMTU = 68
+	dummyMaxMTU = 65535
+)
 
 func (p *DummyPort) send(b []byte) bool {
-	max := dummyMTU + 14
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	max := p.mtu + 14
 	if len(b) >= 14 && b[12] == 0x81 && b[13] == 0x00 {
 		max += 4
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if len(b) < 14 || len(b) > max || p.closed {
 		p.stats.TxDropped++
 		return false
@@ -348,6 +355,26 @@ func (p *DummyPort) SetMAC(mac net.HardwareAddr) {
 	p.mu.Lock()
 	p.mac = slices.Clone(mac)
 	p.mu.Unlock()
+}
+
+// SetMTU sets the MTU, as netdev_dummy_set_mtu: EINVAL outside 68..65535.
+func (p *DummyPort) SetMTU(mtu int) error {
+	if mtu < dummyMinMTU || mtu > dummyMaxMTU {
+		return syscall.EINVAL
+	}
+	p.mu.Lock()
+	p.mtu = mtu
+	p.mu.Unlock()
+	return nil
+}
+
+// LinkInfo is the port's state as a kernel device's would be shown: no
+// ifindex, no speed, carrier while administratively up.
+func (p *DummyPort) LinkInfo() LinkInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return LinkInfo{MTU: p.mtu, MinMTU: dummyMinMTU, MaxMTU: dummyMaxMTU, MAC: slices.Clone(p.mac),
+		AdminUp: p.up, OperUp: p.up}
 }
 
 // SetAddr4 sets the port's IPv4 address (netdev-dummy/ip4addr); ARP

@@ -1,6 +1,7 @@
 // Package netdev owns the ports the datapath reads and writes: AF_PACKET
 // sockets on existing kernel interfaces ("system"), tap devices ("tap",
-// "internal" and each bridge's local port) and patch ports. Every port is
+// "internal" and each bridge's local port), patch ports, and dummy ports
+// with no device at all (--enable-dummy, for tests). Every port is
 // batch-shaped and negotiates its own offloads; the datapath sees only
 // packet.Packet and packet.Offload, whatever the port kind.
 package netdev

@@ -114,6 +114,14 @@ func vswRunEnv(env []string, name string, args ...string) (string, error) {
 func vswNewEnv(t testing.TB, noSwitch ...bool) *vswEnv {
 	t.Helper()
 	vswNeedRoot(t)
+	return vswStartEnv(t, len(noSwitch) == 0 || !noSwitch[0])
+}
+
+// vswStartEnv starts a fresh ovsdb-server and, if withSwitch, the switch
+// with extra arguments; it needs root only for what the switch is asked
+// to do (a switch with --enable-dummy and dummy bridges needs none).
+func vswStartEnv(t testing.TB, withSwitch bool, extra ...string) *vswEnv {
+	t.Helper()
 	e := &vswEnv{t: t, bin: vswBinary(t)}
 	dir, err := os.MkdirTemp("", "gvsw")
 	if err != nil {
@@ -138,8 +146,8 @@ func vswNewEnv(t testing.TB, noSwitch ...bool) *vswEnv {
 	if _, err := vswRun(vswVsctl, "--db=unix:"+e.sock(), "--no-wait", "init"); err != nil {
 		t.Fatal(err)
 	}
-	if len(noSwitch) == 0 || !noSwitch[0] {
-		e.startSwitch()
+	if withSwitch {
+		e.startSwitch(extra...)
 	}
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(e.logPath()); err == nil {

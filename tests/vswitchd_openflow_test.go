@@ -38,7 +38,15 @@ type ofSwitch struct {
 // status.
 func (s *ofSwitch) ofctl(args ...string) (string, int) {
 	s.t.Helper()
-	out, err := vswRunEnv([]string{"OVS_RUNDIR=" + s.dir}, vswOfctl, args...)
+	return s.runRC(vswOfctl, args...)
+}
+
+// runRC runs a tool with OVS_RUNDIR set to the switch's rundir and
+// returns its output and exit status; it fails the test if the tool could
+// not run at all.
+func (s *ofSwitch) runRC(name string, args ...string) (string, int) {
+	s.t.Helper()
+	out, err := vswRunEnv([]string{"OVS_RUNDIR=" + s.dir}, name, args...)
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -46,7 +54,7 @@ func (s *ofSwitch) ofctl(args ...string) (string, int) {
 	case errors.As(err, &exit):
 		return out, exit.ExitCode()
 	}
-	s.t.Fatalf("ovs-ofctl %v: %v", args, err)
+	s.t.Fatalf("%s %v: %v", filepath.Base(name), args, err)
 	return "", 0
 }
 

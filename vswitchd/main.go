@@ -5,7 +5,8 @@
 //
 //	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--monitor] [--no-chdir]
 //	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--user=USER[:GROUP]]
-//	             [--mlockall] [--disable-system] [--pprof=SOCKET]
+//	             [--mlockall] [--disable-system] [--enable-dummy[=system|override]]
+//	             [--pprof=SOCKET]
 //
 // DATABASE is unix:PATH, tcp:IP:PORT or ssl:IP:PORT (with --private-key,
 // --certificate, --ca-cert or --bootstrap-ca-cert), by default
@@ -49,6 +50,7 @@ func run() error {
 	var embedded *string
 	var pprofPath string
 	var mlockall bool
+	dummy := bridge.DummyOff
 	var ssl ovsssl.Options
 	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(ssl.Flags(),
 		daemon.Flag{
@@ -57,6 +59,10 @@ func run() error {
 		}, daemon.Flag{
 			Long: "pprof", Arg: daemon.RequiredArg,
 			Set: func(v string) error { pprofPath = v; return nil },
+		}, daemon.Flag{
+			// Dummy ports and datapaths for tests, as OVS's lib/dummy.c.
+			Long: "enable-dummy", Arg: daemon.OptionalArg,
+			Set: func(v string) (err error) { dummy, err = bridge.ParseDummyLevel(v); return err },
 		}, daemon.Flag{
 			Long: "mlockall",
 			Set:  func(string) error { mlockall = true; return nil },
@@ -81,6 +87,9 @@ func run() error {
 	}
 	if len(args) > 1 {
 		return errors.New("at most one non-option argument accepted; use --help for usage")
+	}
+	if dummy != bridge.DummyOff {
+		bridge.EnableDummy(dummy)
 	}
 	remote := "unix:" + filepath.Join(opts.Rundir, "db.sock")
 	if len(args) == 1 {
@@ -161,6 +170,9 @@ func run() error {
 		}
 	}()
 	v.registerCommands(d.Unixctl)
+	if dummy != bridge.DummyOff {
+		registerDummyCommands(d.Unixctl, v.refreshSoon)
+	}
 	routes := tunnel.NewRouter(tunnel.KernelAddrs)
 	tunnel.Sync(ctx, routes, log.Module("route_table"))
 	neigh := tunnel.NewNeighCache(nil)

@@ -42,13 +42,15 @@ type switchd struct {
 	lock  *dbclient.Lock
 	ssl   *ovsssl.Context // the process's SSL configuration, nil in tests
 
-	conn    atomic.Pointer[dbclient.Conn] // nil until the first connection
-	links   chan linkwatch.Event
-	lost    atomic.Bool   // link events were dropped: rescan
-	exitc   chan struct{} // closed by exit
-	exited  chan struct{} // closed by run once it has cleaned up
-	exiting sync.Once
-	cleanup atomic.Bool // exit --cleanup
+	conn  atomic.Pointer[dbclient.Conn] // nil until the first connection
+	links chan linkwatch.Event
+	// refreshNow asks for a status write-back before the next tick.
+	refreshNow chan struct{}
+	lost       atomic.Bool   // link events were dropped: rescan
+	exitc      chan struct{} // closed by exit
+	exited     chan struct{} // closed by run once it has cleaned up
+	exiting    sync.Once
+	cleanup    atomic.Bool // exit --cleanup
 
 	// last is the snapshot last applied; nil when nothing runs.
 	last *bridge.Desired
@@ -61,17 +63,18 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 	cov := coverage.New("bridge_reconfigure", "ofproto_update_port", "dpif_port_add", "dpif_port_del",
 		"netdev_get_stats", "txn_unchanged", "txn_success", "txn_error", "nln_changed")
 	v := &switchd{
-		remote: remote,
-		rundir: rundir,
-		log:    log,
-		brLog:  log.Module("bridge"),
-		sw:     bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), cov.Inc),
-		plane:  plane,
-		cov:    cov,
-		lock:   dbclient.NewLock(remote, "ovs_vswitchd", log.Module("reconnect")),
-		links:  make(chan linkwatch.Event, 256),
-		exitc:  make(chan struct{}),
-		exited: make(chan struct{}),
+		remote:     remote,
+		rundir:     rundir,
+		log:        log,
+		brLog:      log.Module("bridge"),
+		sw:         bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), cov.Inc),
+		plane:      plane,
+		cov:        cov,
+		lock:       dbclient.NewLock(remote, "ovs_vswitchd", log.Module("reconnect")),
+		links:      make(chan linkwatch.Event, 256),
+		refreshNow: make(chan struct{}, 1),
+		exitc:      make(chan struct{}),
+		exited:     make(chan struct{}),
 	}
 	v.sw.ServeOpenFlow(rundir, log.Module("connmgr"), log.Module("rconn"))
 	return v
@@ -169,6 +172,13 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 				dirty, force = true, true
 			}
 			v.sw.SyncOpenFlowPorts()
+		case <-v.refreshNow:
+			// A dummy port's state changed (netdev-dummy/set-admin-state):
+			// OVS writes it back at once.
+			v.sw.Refresh()
+			v.sw.RunBonds()
+			v.sw.SyncOpenFlowPorts()
+			dirty = true
 		case <-ticker.C:
 			v.syncDatapathCoverage()
 			v.cov.Tick()
@@ -270,4 +280,12 @@ func (v *switchd) exit(cleanup bool) {
 		close(v.exitc)
 	})
 	<-v.exited
+}
+
+// refreshSoon asks the main loop for a status write-back now.
+func (v *switchd) refreshSoon() {
+	select {
+	case v.refreshNow <- struct{}{}:
+	default:
+	}
 }

@@ -138,6 +138,10 @@ type IfaceSpec struct {
 	TxRetries int
 	// PatchPeer is a patch port's options:peer.
 	PatchPeer string
+	// DummyRxPcap and DummyTxPcap are a dummy interface's pcap files for
+	// the frames it receives and sends (options:rxq_pcap, tx_pcap, or
+	// pcap for both), "" for none.
+	DummyRxPcap, DummyTxPcap string
 	// Tunnel is a tunnel port's options (vxlan, geneve, gre).
 	Tunnel *ofproto.TunnelConfig
 	// LACPPortID and LACPPortPriority are other_config:lacp-port-id and
@@ -273,6 +277,9 @@ func BuildIn(rows Rows, rundir string) *Desired {
 				claimedIface[row.Name] = br.Name
 				reportUnsupportedIface(row, &d.Problems)
 				is := ifaceSpec(row, &d.Problems)
+				if is.Type == TypeInternal {
+					is.Type = internalType(br.DatapathType)
+				}
 				is.ConfigError = driverOf(is.Type).parse(&is, parseEnv{VhostSockDir: d.VhostSockDir}, &d.Problems)
 				ps.Ifaces = append(ps.Ifaces, is)
 			}

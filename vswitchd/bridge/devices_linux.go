@@ -24,6 +24,16 @@ func (KernelDevices) Open(req OpenRequest) (netdev.Port, error) {
 		return netdev.OpenSystem(req.Name, req.Config)
 	case TypeInternal, TypeTap:
 		return netdev.OpenTap(req.Name, req.Config)
+	case TypeDummy:
+		p, err := netdev.OpenDummy(req.Name, req.Dummy.Netdev)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.SetPcap(req.Dummy.RxPcap, req.Dummy.TxPcap); err != nil {
+			p.Close()
+			return nil, err
+		}
+		return p, nil
 	case TypeVhostUser, TypeVhostUserClient:
 		open := vhostuser.Dial
 		if req.Type == TypeVhostUser {
@@ -57,14 +67,28 @@ func (KernelDevices) SockBufDefaults() (rcv, snd int, err error) {
 	return rcv, snd, err
 }
 
-// Link implements Devices.
-func (KernelDevices) Link(name string) (netdev.LinkInfo, error) { return netdev.GetLinkInfo(name) }
+// Link implements Devices; an open dummy port answers for itself.
+func (KernelDevices) Link(name string) (netdev.LinkInfo, error) {
+	if d := netdev.LookupDummy(name); d != nil {
+		return d.LinkInfo(), nil
+	}
+	return netdev.GetLinkInfo(name)
+}
 
 // SetMTU implements Devices.
-func (KernelDevices) SetMTU(name string, mtu int) error { return netdev.SetMTU(name, mtu) }
+func (KernelDevices) SetMTU(name string, mtu int) error {
+	if d := netdev.LookupDummy(name); d != nil {
+		return d.SetMTU(mtu)
+	}
+	return netdev.SetMTU(name, mtu)
+}
 
 // SetMAC implements Devices.
 func (KernelDevices) SetMAC(name string, mac net.HardwareAddr) error {
+	if d := netdev.LookupDummy(name); d != nil {
+		d.SetMAC(mac)
+		return nil
+	}
 	link, err := netlink.LinkByName(name)
 	if err != nil {
 		return err
@@ -75,6 +99,10 @@ func (KernelDevices) SetMAC(name string, mac net.HardwareAddr) error {
 // SetAdminUp sets a kernel interface's administrative state (IFF_UP), for
 // OFPT_PORT_MOD's OFPPC_PORT_DOWN.
 func (KernelDevices) SetAdminUp(name string, up bool) error {
+	if d := netdev.LookupDummy(name); d != nil {
+		d.SetAdminUp(up)
+		return nil
+	}
 	link, err := netlink.LinkByName(name)
 	if err != nil {
 		return err

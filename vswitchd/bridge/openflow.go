@@ -240,7 +240,10 @@ func (o ofSource) Ports() []ofp.Port {
 		} else {
 			p.State |= ofp.PortStateDown
 		}
-		p.Curr, p.CurrSpeed = portFeatures(link)
+		if _, dummy := ifc.driver().(dummyPort); !dummy {
+			// A dummy has no features (netdev-dummy's get_features).
+			p.Curr, p.CurrSpeed = portFeatures(link)
+		}
 		ports = append(ports, p)
 	}
 	return ports
@@ -300,6 +303,10 @@ func (o ofSource) PortStats() []ofp.PortStats {
 			c := ifc.dev.Stats()
 			st.RxPackets, st.TxPackets, st.RxBytes, st.TxBytes = c.RxPackets, c.TxPackets, c.RxBytes, c.TxBytes
 			st.RxDropped, st.TxDropped, st.RxErrors, st.TxErrors = c.RxDropped, c.TxDropped, c.RxErrors, c.TxErrors
+			if _, dummy := ifc.dev.(*netdev.DummyPort); dummy {
+				// netdev-dummy's get_stats passes packets and bytes only.
+				st.RxDropped, st.TxDropped, st.RxErrors, st.TxErrors = ofp.Unknown, ofp.Unknown, ofp.Unknown, ofp.Unknown
+			}
 		}
 		stats = append(stats, st)
 	}

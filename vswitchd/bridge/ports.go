@@ -71,9 +71,9 @@ func driverOf(typ string) portDriver {
 }
 
 // driver is ifc's driver: a bridge's local port is always an internal
-// device, whatever type its row names.
+// device (dummy-internal on a dummy datapath), whatever type its row names.
 func (ifc *iface) driver() portDriver {
-	if ifc.local {
+	if ifc.local && ifc.spec.Type != TypeDummyInternal {
 		return driverOf(TypeInternal)
 	}
 	return driverOf(ifc.spec.Type)
@@ -118,6 +118,9 @@ func (s *Switch) plug(ifc *iface, req OpenRequest, missing func(error) bool) boo
 		return false
 	}
 	no := s.allocDPPort()
+	if h := dummyPortHint(ifc); h != 0 && !s.dpPorts[h] {
+		no = h
+	}
 	if err := s.dp.AddPort(no, dev); err != nil {
 		dev.Close()
 		s.fail(ifc, StateFailed, fmt.Sprintf("could not add network device %s to ofproto (%s)", name, Strerror(err)))

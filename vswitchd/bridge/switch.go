@@ -283,7 +283,7 @@ func collect(d *Desired) (map[string]want, []string) {
 	var order []string
 	for _, br := range d.Bridges {
 		wants[br.Name] = want{bridge: br.Name, local: true, port: PortSpec{Name: br.Name, Tag: -1},
-			spec: IfaceSpec{Name: br.Name, Type: TypeInternal}}
+			spec: IfaceSpec{Name: br.Name, Type: internalType(br.DatapathType)}}
 		order = append(order, br.Name)
 	}
 	for _, br := range d.Bridges {

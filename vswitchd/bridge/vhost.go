@@ -86,6 +86,8 @@ type OpenRequest struct {
 	// (TypeVhostUser) or to connect to (TypeVhostUserClient).
 	SocketPath string
 	Vhost      vhostuser.Config
+	// Dummy is how a TypeDummy port is opened.
+	Dummy DummyConfig
 }
 
 // vhostSockDir resolves other_config:vhost-sock-dir as OVS's dpdk_init
