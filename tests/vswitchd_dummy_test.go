@@ -206,7 +206,8 @@ func dummyScenario(r *dummyRig) map[string]string {
 }
 
 // TestVswitchdDummy runs the scenario on govs' ovsdb-server and
-// ovs-vswitchd --enable-dummy --disable-system, without root.
+// ovs-vswitchd --enable-dummy --disable-system --disable-system-route,
+// as OVS's testsuite starts it, without root.
 func TestVswitchdDummy(t *testing.T) {
 	r := startGovsDummy(t)
 	dummyScenario(r)
@@ -225,7 +226,7 @@ func startGovsDummy(t *testing.T) *dummyRig {
 			t.Fatalf("%s is missing: install openvswitch-switch and openvswitch-common", p)
 		}
 	}
-	e := vswStartEnv(t, true, "--enable-dummy", "--disable-system")
+	e := vswStartEnv(t, true, "--enable-dummy", "--disable-system", "--disable-system-route")
 	s := &ofSwitch{t: t, dir: e.dir, vsctl: e.mustVsctl, appctl: func(args ...string) string { return e.mustAppctl(args...) }}
 	return &dummyRig{ofSwitch: s, ctl: "ovs-vswitchd"}
 }

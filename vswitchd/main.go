@@ -5,7 +5,8 @@
 //
 //	ovs-vswitchd [DATABASE] [--pidfile[=FILE]] [--detach] [--monitor] [--no-chdir]
 //	             [--log-file[=FILE]] [-vSPEC] [--unixctl=SOCKET] [--user=USER[:GROUP]]
-//	             [--mlockall] [--disable-system] [--enable-dummy[=system|override]]
+//	             [--mlockall] [--disable-system] [--disable-system-route]
+//	             [--enable-dummy[=system|override]]
 //	             [--pprof=SOCKET]
 //
 // DATABASE is unix:PATH, tcp:IP:PORT or ssl:IP:PORT (with --private-key,
@@ -51,6 +52,7 @@ func run() error {
 	var pprofPath string
 	var mlockall bool
 	dummy := bridge.DummyOff
+	systemRoutes := true
 	var ssl ovsssl.Options
 	opts, args, err := daemon.ParseFlags(program, os.Args[1:], append(ssl.Flags(),
 		daemon.Flag{
@@ -63,6 +65,11 @@ func run() error {
 			// Dummy ports and datapaths for tests, as OVS's lib/dummy.c.
 			Long: "enable-dummy", Arg: daemon.OptionalArg,
 			Set: func(v string) (err error) { dummy, err = bridge.ParseDummyLevel(v); return err },
+		}, daemon.Flag{
+			// As OVS: the route table holds only ovs/route/add's routes,
+			// none read from the kernel (OVS's testsuite passes it).
+			Long: "disable-system-route",
+			Set:  func(string) error { systemRoutes = false; return nil },
 		}, daemon.Flag{
 			Long: "mlockall",
 			Set:  func(string) error { mlockall = true; return nil },
@@ -174,7 +181,9 @@ func run() error {
 		registerDummyCommands(d.Unixctl, v.refreshSoon)
 	}
 	routes := tunnel.NewRouter(tunnel.KernelAddrs)
-	tunnel.Sync(ctx, routes, log.Module("route_table"))
+	if systemRoutes {
+		tunnel.Sync(ctx, routes, log.Module("route_table"))
+	}
 	neigh := tunnel.NewNeighCache(nil)
 	go neigh.ExpireEvery(ctx, time.Second)
 	plane.ofproto.SetTunnelEnv(tunnelEnv{routes: routes, neigh: neigh})
