@@ -180,3 +180,15 @@ func FuzzReadPcap(f *testing.F) {
 		}
 	})
 }
+
+func TestODPFlowMatch(t *testing.T) {
+	in, ok, m, err := ODPFlowMatch("in_port(2)," + ovsComposed[1].flow)
+	want := "dl_src=50:54:00:00:00:07,dl_dst=50:54:00:00:00:05,dl_type=0x0800,nw_src=192.168.0.2,nw_dst=192.168.0.1," +
+		"nw_proto=17,nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,tp_src=1,tp_dst=2"
+	if err != nil || !ok || in != 2 || m != want {
+		t.Errorf("got %d %v %q %v\nwant %q", in, ok, m, err, want)
+	}
+	if _, ok, _, err := ODPFlowMatch(ovsComposed[2].flow); err != nil || ok {
+		t.Errorf("no in_port: ok %v, %v", ok, err)
+	}
+}

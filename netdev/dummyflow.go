@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -546,4 +547,66 @@ func parseDummyLen(v string) (int, error) {
 		return 0, fmt.Errorf("bad packet or flow syntax")
 	}
 	return n, nil
+}
+
+// ODPFlowMatch parses a datapath flow key as ParseDummyFlow does and
+// returns its in_port (ok false if it names none) and the rest as an
+// OpenFlow match (ovs-ofctl syntax, no in_port), for ofproto/trace's
+// datapath-flow form.
+func ODPFlowMatch(s string) (inPort uint32, ok bool, match string, err error) {
+	f := &dummyFlow{ethType: dlTypeNone}
+	if err := f.parseKeys(s, 0); err != nil {
+		return 0, false, "", err
+	}
+	if m := regexp.MustCompile(`(?:^|,)\s*in_port\((\d+)\)`).FindStringSubmatch(s); m != nil {
+		n, err := strconv.ParseUint(m[1], 10, 32)
+		if err != nil {
+			return 0, false, "", errFlowSyntax
+		}
+		inPort, ok = uint32(n), true
+	}
+	var b []string
+	add := func(format string, args ...any) { b = append(b, fmt.Sprintf(format, args...)) }
+	add("dl_src=%s,dl_dst=%s", net.HardwareAddr(mac6(f.src)), net.HardwareAddr(mac6(f.dst)))
+	if len(f.tags) > 0 {
+		add("vlan_tci=0x%04x", f.tags[0]&0xffff)
+	}
+	if f.ethType != dlTypeNone {
+		add("dl_type=0x%04x", f.ethType)
+	}
+	frag := "no"
+	switch {
+	case f.fragLt:
+		frag = "later"
+	case f.fragMF:
+		frag = "first"
+	}
+	switch f.ethType {
+	case 0x0800:
+		add("nw_src=%s,nw_dst=%s", addrOr(f.src4, "0.0.0.0"), addrOr(f.dst4, "0.0.0.0"))
+		add("nw_proto=%d,nw_tos=%d,nw_ecn=%d,nw_ttl=%d,nw_frag=%s", f.proto, f.tos&^3, f.tos&3, f.ttl, frag)
+	case 0x86dd:
+		add("ipv6_src=%s,ipv6_dst=%s,ipv6_label=0x%05x", addrOr(f.src6, "::"), addrOr(f.dst6, "::"), f.label)
+		add("nw_proto=%d,nw_tos=%d,nw_ecn=%d,nw_ttl=%d,nw_frag=%s", f.proto, f.tos&^3, f.tos&3, f.ttl, frag)
+	case 0x0806, 0x8035:
+		add("arp_spa=%s,arp_tpa=%s,arp_op=%d,arp_sha=%s,arp_tha=%s", addrOr(f.sip, "0.0.0.0"), addrOr(f.tip, "0.0.0.0"),
+			f.arpOp, net.HardwareAddr(mac6(f.sha)), net.HardwareAddr(mac6(f.tha)))
+	}
+	switch f.l4 {
+	case "tcp", "udp", "sctp":
+		add("tp_src=%d,tp_dst=%d", f.tpSrc, f.tpDst)
+		if f.l4 == "tcp" {
+			add("tcp_flags=0x%03x", f.tcpFlags)
+		}
+	case "icmp", "icmpv6":
+		add("icmp_type=%d,icmp_code=%d", f.tpSrc, f.tpDst)
+	}
+	return inPort, ok, strings.Join(b, ","), nil
+}
+
+func addrOr(a netip.Addr, zero string) string {
+	if !a.IsValid() {
+		return zero
+	}
+	return a.String()
 }

@@ -144,6 +144,13 @@ func dummyScenario(r *dummyRig) map[string]string {
 		}
 	}
 
+	// ofproto/trace takes the datapath flow form OVS's tests use.
+	trace := r.appctl("ofproto/trace", "ovs-dummy", "in_port(2),"+dummyUnicast)
+	if !strings.Contains(trace, "\nDatapath actions: 1\n") {
+		t.Errorf("ofproto/trace ovs-dummy in_port(2),...:\n%s", trace)
+	}
+	seen["trace"] = trace
+
 	// An OpenFlow flow sends what NORMAL would drop.
 	if out, rc := r.ofctl("add-flow", "br0", "priority=100,udp,in_port=1,tp_dst=9,actions=output:2"); rc != 0 {
 		t.Fatalf("add-flow: %s", out)

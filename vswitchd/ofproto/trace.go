@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -116,16 +117,22 @@ const maxRecircTraces = 16
 
 func ptr[T any](v T) *T { return &v }
 
-// TraceCommand is `ovs-appctl ofproto/trace BRIDGE FLOW` (see Trace). The
-// datapath-flow form (a flow without a bridge) and packet options are not
-// supported.
+// TraceCommand is `ovs-appctl ofproto/trace BRIDGE FLOW` (see Trace), or
+// `ofproto/trace [DP] ODP_FLOW` with a datapath flow key whose in_port
+// names the bridge (see TraceODP). Packet options are not supported.
 func (b *Backer) TraceCommand(args []string) (string, error) {
 	switch len(args) {
 	case 0:
 		return "", errors.New(`"ofproto/trace" command requires at least 1 arguments`)
 	case 1:
+		if strings.Contains(args[0], "(") {
+			return b.TraceODP(args[0])
+		}
 		return "", fmt.Errorf("syntax error at %s (or the bridge name was omitted)", args[0])
 	case 2:
+		if b.Bridge(args[0]) == nil && dpNames[args[0]] && strings.Contains(args[1], "(") {
+			return b.TraceODP(args[1])
+		}
 		return b.Trace(args[0], args[1])
 	}
 	return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", args[2])
@@ -171,4 +178,38 @@ func (b *Backer) DumpFlowsCommand(args []string) (string, error) {
 		}
 	}
 	return out.String(), nil
+}
+
+// dpNames are the names ofproto/trace takes for govs' one datapath: its
+// own, and the dummy datapath's that OVS's testsuite uses.
+var dpNames = map[string]bool{
+	"ovs-netdev": true, datapath.Name: true, "ovs-dummy": true, "dummy@ovs-dummy": true,
+}
+
+// TraceODP traces a datapath flow key (in_port(1),eth(...),...): the
+// bridge and OpenFlow port are the ones datapath port in_port belongs to,
+// the rest is traced as Trace traces an OpenFlow match.
+func (b *Backer) TraceODP(flow string) (string, error) {
+	in, ok, match, err := netdev.ODPFlowMatch(flow)
+	if err != nil {
+		return "", fmt.Errorf("Bad datapath flow syntax: %s", flow)
+	}
+	if !ok {
+		return "", errors.New("datapath flow has no in_port")
+	}
+	b.mu.Lock()
+	var name string
+	ofport := -1
+	for n, br := range b.bridges {
+		for _, p := range br.snap.Load().ports {
+			if p.dpPort == in {
+				name, ofport = n, p.ofport
+			}
+		}
+	}
+	b.mu.Unlock()
+	if ofport < 0 {
+		return "", fmt.Errorf("no OpenFlow port for datapath port %d", in)
+	}
+	return b.Trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match))
 }
