@@ -79,11 +79,11 @@ type dummyFlow struct {
 // ParseDummyFlow parses a datapath flow key such as
 // "in_port(1),eth(src=..,dst=..),eth_type(0x0800),ipv4(src=..,dst=..,proto=6,tos=0,ttl=64,frag=no),tcp(src=1,dst=2)"
 // and returns the frame flow_compose builds from it: with size 0, with a
-// 64-byte payload after an L4 header; else exactly size bytes, padded
-// with zeros (an error if the headers take more).
+// 64-byte payload after an L4 header; else size bytes, padded with zeros
+// (headers longer than size are sent whole, as OVS 3.1 does).
 func ParseDummyFlow(s string, size int) ([]byte, error) {
 	f := &dummyFlow{ethType: dlTypeNone}
-	if err := f.parseKeys(s, 0); err != nil {
+	if err := f.parseKeys(s, 0, len(s), 0); err != nil {
 		return nil, err
 	}
 	l7 := flowL7Len
@@ -91,39 +91,11 @@ func ParseDummyFlow(s string, size int) ([]byte, error) {
 		l7 = 0
 	}
 	b := f.compose(l7)
-	if size > 0 {
-		if len(b) > size {
-			return nil, errFlowSyntax
-		}
+	if size > len(b) {
+		// Headers longer than size: OVS 3.1 sends them as they are.
 		b = f.expand(b, size)
 	}
 	return b, nil
-}
-
-// splitTop splits s at the commas outside parentheses; ok is false for
-// unbalanced parentheses.
-func splitTop(s string) (parts []string, ok bool) {
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth < 0 {
-				return nil, false
-			}
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if depth != 0 {
-		return nil, false
-	}
-	return append(parts, s[start:]), true
 }
 
 // ignoredKeys are datapath metadata keys that do not shape the frame.
@@ -132,19 +104,47 @@ var ignoredKeys = map[string]bool{
 	"ct_state": true, "ct_zone": true, "ct_mark": true, "ct_label": true,
 }
 
-func (f *dummyFlow) parseKeys(s string, depth int) error {
-	if depth > 8 {
-		return errFlowSyntax
-	}
-	parts, ok := splitTop(strings.TrimSpace(s))
-	if !ok {
-		return errFlowSyntax
-	}
-	for _, p := range parts {
-		p = strings.TrimSpace(p)
+// flowSyntaxError is odp_flow_from_string's error: the text from the key
+// it could not parse to the end of the flow.
+type flowSyntaxError struct{ at string }
+
+func (e *flowSyntaxError) Error() string { return "syntax error at " + e.at }
+
+// parseKeys parses the keys in orig[base:end], comma-separated; an error
+// points into orig.
+func (f *dummyFlow) parseKeys(orig string, base, end, depth int) error {
+	s := orig[base:end]
+	for i := 0; ; {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i >= len(s) {
+			return nil
+		}
+		start, j, nest := i, i, 0
+	scan:
+		for ; j < len(s); j++ {
+			switch s[j] {
+			case '(':
+				nest++
+			case ')':
+				if nest--; nest < 0 {
+					break scan
+				}
+			case ',':
+				if nest == 0 {
+					break scan
+				}
+			}
+		}
+		bad := &flowSyntaxError{at: orig[base+start:]}
+		p := strings.TrimRight(s[start:j], " \t")
 		open := strings.IndexByte(p, '(')
-		if open <= 0 || !strings.HasSuffix(p, ")") {
-			return errFlowSyntax
+		if nest != 0 || depth > 8 || open <= 0 || !strings.HasSuffix(p, ")") {
+			return bad
+		}
+		if i = j + 1; j >= len(s) {
+			i = len(s)
 		}
 		key, arg := p[:open], p[open+1:len(p)-1]
 		var err error
@@ -161,10 +161,12 @@ func (f *dummyFlow) parseKeys(s string, depth int) error {
 		case "vlan":
 			err = f.parseVLAN(arg)
 		case "encap":
-			err = f.parseKeys(arg, depth+1)
+			if err := f.parseKeys(orig, base+start+open+1, base+start+len(p)-1, depth+1); err != nil {
+				return err
+			}
 		case "ipv4":
 			if f.ethType != 0x0800 {
-				return errFlowSyntax
+				return bad
 			}
 			err = f.parseFields(arg, map[string]func(string) error{
 				"src": addrField(&f.src4, true), "dst": addrField(&f.dst4, true),
@@ -173,7 +175,7 @@ func (f *dummyFlow) parseKeys(s string, depth int) error {
 			})
 		case "ipv6":
 			if f.ethType != 0x86dd {
-				return errFlowSyntax
+				return bad
 			}
 			err = f.parseFields(arg, map[string]func(string) error{
 				"src": addrField(&f.src6, false), "dst": addrField(&f.dst6, false),
@@ -189,7 +191,7 @@ func (f *dummyFlow) parseKeys(s string, depth int) error {
 			err = f.parseTCPFlags(arg)
 		case "arp":
 			if f.ethType != 0x0806 && f.ethType != 0x8035 {
-				return errFlowSyntax
+				return bad
 			}
 			f.hasArpKeys = true
 			err = f.parseFields(arg, map[string]func(string) error{
@@ -199,14 +201,13 @@ func (f *dummyFlow) parseKeys(s string, depth int) error {
 			})
 		default:
 			if !ignoredKeys[key] || arg == "" {
-				return errFlowSyntax
+				return bad
 			}
 		}
 		if err != nil {
-			return errFlowSyntax
+			return bad
 		}
 	}
-	return nil
 }
 
 // l4Key parses tcp(src,dst), udp(...), icmp(type,code) or icmpv6(...),
@@ -373,7 +374,9 @@ func addrBytes(a netip.Addr, n int) []byte {
 func (f *dummyFlow) compose(l7 int) []byte {
 	b := append(append([]byte{}, mac6(f.dst)...), mac6(f.src)...)
 	for _, t := range f.tags {
-		b = binary.BigEndian.AppendUint32(b, t)
+		// eth_push_vlan clears the CFI bit, which marks a tag present
+		// in OVS's flow.
+		b = binary.BigEndian.AppendUint32(b, t&^0x1000)
 	}
 	b = binary.BigEndian.AppendUint16(b, f.ethType)
 	if f.ethType == dlTypeNone {
@@ -555,7 +558,7 @@ func parseDummyLen(v string) (int, error) {
 // datapath-flow form.
 func ODPFlowMatch(s string) (inPort uint32, ok bool, match string, err error) {
 	f := &dummyFlow{ethType: dlTypeNone}
-	if err := f.parseKeys(s, 0); err != nil {
+	if err := f.parseKeys(s, 0, len(s), 0); err != nil {
 		return 0, false, "", err
 	}
 	if m := regexp.MustCompile(`(?:^|,)\s*in_port\((\d+)\)`).FindStringSubmatch(s); m != nil {

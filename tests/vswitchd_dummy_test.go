@@ -195,15 +195,19 @@ func dummyScenario(r *dummyRig) map[string]string {
 		rc   int
 	}{
 		{[]string{"netdev-dummy/receive", "nosuch", "ffffffffffff000000000001"}, "no such dummy netdev\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
-		{[]string{"netdev-dummy/receive", "p1", "garbage"}, "bad packet or flow syntax\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
+		{[]string{"netdev-dummy/receive", "p1", "garbage"}, "syntax error at garbage\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/receive", "p1", "--qid", "1", dummyARP}, "bad rx queue id.\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/receive", "p1", dummyARP, "--len", "10"}, "too small packet len\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/set-admin-state", "sideways"}, "Invalid Admin State\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/set-admin-state", "nosuch", "down"}, "Unknown Dummy Interface\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/conn-state", "p1"}, "p1: unknown\n", 0},
 		{[]string{"netdev-dummy/ip4addr", "p1", "10.0.0.1/24"}, "OK\n", 0},
+		{[]string{"netdev-dummy/ip4addr", "p1", "10.0.0.1/33"}, "10.0.0.1/33: IPv4 network prefix bits not between 0 and 32, inclusive\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
+		{[]string{"netdev-dummy/ip6addr", "p1", "foo"}, "foo: invalid IPv6 address\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
+		{[]string{"netdev-dummy/receive", "p1", "00 11"}, "syntax error at 00 11\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 	} {
 		out, rc := r.appctlRC(c.args...)
+		out = strings.ReplaceAll(out, r.ctl, "ovs-vswitchd")
 		seen[strings.Join(c.args, " ")] = fmt.Sprintf("%d %s", rc, out)
 		if out != c.out || rc != c.rc {
 			t.Errorf("ovs-appctl %s: exit %d %q, want %d %q", strings.Join(c.args, " "), rc, out, c.rc, c.out)

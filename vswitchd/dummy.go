@@ -104,8 +104,10 @@ func parseMaskedIP4(s string) (netip.Prefix, error) {
 			if v != 0 {
 				return netip.Prefix{}, fmt.Errorf("%s: non-contiguous netmask", s)
 			}
-		} else if _, err := fmt.Sscanf(mask, "%d", &bits); err != nil || bits < 0 || bits > 32 || fmt.Sprint(bits) != mask {
+		} else if _, err := fmt.Sscanf(mask, "%d", &bits); err != nil || fmt.Sprint(bits) != mask {
 			return netip.Prefix{}, bad
+		} else if bits < 0 || bits > 32 {
+			return netip.Prefix{}, fmt.Errorf("%s: IPv4 network prefix bits not between 0 and 32, inclusive", s)
 		}
 	}
 	return netip.PrefixFrom(a, bits), nil
