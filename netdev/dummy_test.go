@@ -32,6 +32,28 @@ var ovsComposed = []struct {
 		flow: "eth(src=50:54:00:00:00:05,dst=ff:ff:ff:ff:ff:ff),eth_type(0x0806),arp(sip=1.1.1.1,tip=1.1.1.2,op=1,sha=50:54:00:00:00:05,tha=00:00:00:00:00:00)",
 		hex:  "ffffffffffff5054000000050806000108000604000150540000000501010101000000000000 01010102",
 	},
+	{flow: "", hex: "000000000000000000000000000e"},
+	{
+		flow: "eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x86dd),ipv6(src=fe80::1,dst=fe80::2,label=5,proto=58,tclass=3,hlimit=255,frag=no),icmpv6(type=135,code=0)",
+		hex:  "00000000000200000000000186dd6030000500183afffe800000000000000000000000000001fe80000000000000000000000000000287007ba80000000000000000000000000000000000000000",
+	},
+	{
+		flow: "eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800),ipv4(src=1.2.3.4,dst=5.6.7.8,proto=6,tos=0xfd,ttl=64,frag=no),tcp(src=1,dst=2),tcp_flags(ack|psh)",
+		hex: "000000000002000000000001080045fd00680000000040066980010203040506070800010002000000000000000050180000bb72" +
+			"0000000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+	},
+	{
+		flow: "eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800),ipv4(src=1.2.3.4,dst=5.6.7.8,proto=17,tos=0,ttl=64,frag=later),udp(src=1,dst=2)",
+		hex:  "0000000000020000000000010800450000140000206440114a620102030405060708",
+	},
+	{
+		flow: "eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x88a8),vlan(vid=5,pcp=1),encap(eth_type(0x8100),vlan(vid=7),encap(eth_type(0x0806),arp(sip=1.1.1.1,tip=2.2.2.2,op=2,sha=00:00:00:00:00:01,tha=00:00:00:00:00:02)))",
+		hex:  "00000000000200000000000188a820058100",
+	},
+	{
+		flow: "eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800),ipv4(src=1.2.3.4,dst=5.6.7.8,proto=132,tos=0,ttl=64,frag=no),sctp(src=1,dst=2)",
+		hex:  "0000000000020000000000010800450000200000000040846a470102030405060708000100020000000000000000",
+	},
 }
 
 func TestParseDummyFlowAsOVS(t *testing.T) {
@@ -68,14 +90,14 @@ func TestParseDummyFlowShapes(t *testing.T) {
 		{"eth_type(0x0800),ipv4(proto=6),udp(src=1,dst=2)", 0, false},
 		{"eth_type(0x0800),ipv4(src=10.0.0.1/255.0.0.0)", 0, false},
 		{"eth_type(0x0800),ipv4(proto=17),udp(src=1,dst=2)", 61, true},
-		{"eth_type(0x86dd),ipv6(proto=6),tcp(src=1,dst=2)", 60, true}, // 74 bytes of headers, sent as they are
+		{"eth_type(0x86dd),ipv6(proto=6),tcp(src=1,dst=2)", 60, false}, // 74 bytes of headers
 		{"", 0, true},
 	} {
 		b, err := ParseDummyFlow(c.flow, c.len)
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err %v, want ok=%v", c.flow, err, c.ok)
 		}
-		if err == nil && len(b) < c.len {
+		if err == nil && c.len > 0 && len(b) != c.len {
 			t.Errorf("%s: %d bytes, want %d", c.flow, len(b), c.len)
 		}
 	}
@@ -139,6 +161,7 @@ func TestDummyPortPcap(t *testing.T) {
 		{[]string{"dummytest0", "garbage"}, "syntax error at garbage"},
 		{[]string{"dummytest0", "00 11"}, "syntax error at 00 11"},
 		{[]string{"dummytest0", "in_port(1),eth(src=00:00:00:00:00:01"}, "syntax error at eth(src=00:00:00:00:00:01"},
+		{[]string{"dummytest0", "eth_type(0x86dd),ipv6(proto=6),tcp(src=1,dst=2)", "--len", "60"}, ""},
 		{[]string{"dummytest0", "eth_type(0x8100),vlan(vid=1),encap(eth_type(0x0800),ipv4(src=::1)),in_port(1)"}, "syntax error at ipv4(src=::1)),in_port(1)"},
 	} {
 		if err := DummyReceive(c.args); err == nil || err.Error() != c.err {
@@ -156,7 +179,7 @@ func FuzzParseDummyFlow(f *testing.F) {
 			return
 		}
 		b, err := ParseDummyFlow(s, size)
-		if err == nil && (len(b) < 14 && s != "" || len(b) < size) {
+		if err == nil && (len(b) < 14 || size > 0 && len(b) != size) {
 			t.Fatalf("%q: %d bytes", s, len(b))
 		}
 	})

@@ -74,13 +74,18 @@ type dummyFlow struct {
 	sha, tha   net.HardwareAddr
 	sip, tip   netip.Addr
 	hasArpKeys bool
+
+	// beyond is set at a second VLAN tag: OVS's flow keeps one tag
+	// (other_config:vlan-limit's default), so the frame ends with the
+	// first tag's inner type and the keys after it shape nothing.
+	beyond bool
 }
 
 // ParseDummyFlow parses a datapath flow key such as
 // "in_port(1),eth(src=..,dst=..),eth_type(0x0800),ipv4(src=..,dst=..,proto=6,tos=0,ttl=64,frag=no),tcp(src=1,dst=2)"
 // and returns the frame flow_compose builds from it: with size 0, with a
 // 64-byte payload after an L4 header; else size bytes, padded with zeros
-// (headers longer than size are sent whole, as OVS 3.1 does).
+// (headers longer than size are an error with no text, as in OVS 3.1).
 func ParseDummyFlow(s string, size int) ([]byte, error) {
 	f := &dummyFlow{ethType: dlTypeNone}
 	if err := f.parseKeys(s, 0, len(s), 0); err != nil {
@@ -91,9 +96,12 @@ func ParseDummyFlow(s string, size int) ([]byte, error) {
 		l7 = 0
 	}
 	b := f.compose(l7)
-	if size > len(b) {
-		// Headers longer than size: OVS 3.1 sends them as they are.
+	switch {
+	case size > len(b):
 		b = f.expand(b, size)
+	case size > 0 && size < len(b):
+		// OVS 3.1 refuses it with an empty error.
+		return nil, errors.New("")
 	}
 	return b, nil
 }
@@ -148,6 +156,9 @@ func (f *dummyFlow) parseKeys(orig string, base, end, depth int) error {
 		}
 		key, arg := p[:open], p[open+1:len(p)-1]
 		var err error
+		if f.beyond {
+			continue
+		}
 		switch key {
 		case "eth":
 			err = f.parseFields(arg, map[string]func(string) error{
@@ -256,8 +267,12 @@ func (f *dummyFlow) parseTCPFlags(arg string) error {
 }
 
 func (f *dummyFlow) parseVLAN(arg string) error {
-	if f.ethType != 0x8100 && f.ethType != 0x88a8 || len(f.tags) >= 2 {
+	if f.ethType != 0x8100 && f.ethType != 0x88a8 {
 		return errFlowSyntax
+	}
+	if len(f.tags) == 1 {
+		f.beyond = true
+		return nil
 	}
 	var vid, pcp uint32
 	cfi := uint32(1)

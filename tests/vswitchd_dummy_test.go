@@ -204,6 +204,7 @@ func dummyScenario(r *dummyRig) map[string]string {
 		{[]string{"netdev-dummy/ip4addr", "p1", "10.0.0.1/24"}, "OK\n", 0},
 		{[]string{"netdev-dummy/ip4addr", "p1", "10.0.0.1/33"}, "10.0.0.1/33: IPv4 network prefix bits not between 0 and 32, inclusive\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/ip6addr", "p1", "foo"}, "foo: invalid IPv6 address\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
+		{[]string{"netdev-dummy/receive", "p1", "eth_type(0x86dd),ipv6(proto=6),tcp(src=1,dst=2)", "--len", "60"}, "ovs-appctl: ovs-vswitchd: server returned an error\n", 2},
 		{[]string{"netdev-dummy/receive", "p1", "00 11"}, "syntax error at 00 11\novs-appctl: ovs-vswitchd: server returned an error\n", 2},
 	} {
 		out, rc := r.appctlRC(c.args...)
