@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,6 +215,19 @@ func dummyScenario(r *dummyRig) map[string]string {
 			t.Errorf("ovs-appctl %s: exit %d %q, want %d %q", strings.Join(c.args, " "), rc, out, c.rc, c.out)
 		}
 	}
+
+	// A dummy with an IPv4 address (ip4addr above) answers ARP for it.
+	r.receive("p2", "eth(src=50:54:00:00:00:0b,dst=ff:ff:ff:ff:ff:ff),eth_type(0x0806),"+
+		"arp(sip=10.0.0.2,tip=10.0.0.1,op=1,sha=50:54:00:00:00:0b,tha=00:00:00:00:00:00)")
+	p2 = r.waitFrames("p2.pcap", 6)
+	if reply := p2[5]; len(reply) != 42 || reply[12] != 0x08 || reply[13] != 0x06 || reply[21] != 2 {
+		t.Errorf("p2 got %x, not an ARP reply", reply)
+	}
+	// Without the dummy's MAC, numbered in a different order by each.
+	reply := slices.Clone(p2[5])
+	clear(reply[6:12])
+	clear(reply[22:28])
+	seen["arp reply"] = fmt.Sprintf("%x", reply)
 	return seen
 }
 
