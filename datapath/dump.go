@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/govs/govs/datapath/flow"
@@ -16,6 +17,24 @@ import (
 // Name is the datapath's name in OVS's dpif terms: dpctl commands take it
 // and dpif/show prints it.
 const Name = "netdev@ovs-netdev"
+
+// DummyName is the name OVS's dummy datapath goes by (--enable-dummy).
+const DummyName = "dummy@ovs-dummy"
+
+// dummyNamed is set while the datapath goes by DummyName.
+var dummyNamed atomic.Bool
+
+// SetDummyName makes the datapath go by DummyName (on) or Name, for a
+// daemon whose every bridge is on OVS's dummy datapath.
+func SetDummyName(on bool) { dummyNamed.Store(on) }
+
+// CurrentName is the name the datapath goes by: Name or DummyName.
+func CurrentName() string {
+	if dummyNamed.Load() {
+		return DummyName
+	}
+	return Name
+}
 
 // FlowInfo is one installed flow as a dump shows it.
 type FlowInfo struct {
@@ -164,7 +183,7 @@ func FormatUFID(u [16]byte) string {
 // checkDPName reports the error dpctl gives for a datapath name that is
 // not this one.
 func checkDPName(name string) error {
-	if name != Name {
+	if name != CurrentName() {
 		return errors.New("ovs-vswitchd: datapath not found (Invalid argument)")
 	}
 	return nil
@@ -410,7 +429,7 @@ func (dp *Datapath) UpcallShowCommand([]string) (string, error) {
 		"  ufid enabled : true\n"+
 		"\n"+
 		"  1: (keys %d)\n",
-		Name, s.Flows, s.AvgFlows, s.MaxFlows, s.Limit, s.DumpDuration.Milliseconds(), s.Flows), nil
+		CurrentName(), s.Flows, s.AvgFlows, s.MaxFlows, s.Limit, s.DumpDuration.Milliseconds(), s.Flows), nil
 }
 
 // SetFlowLimitCommand is `ovs-appctl upcall/set-flow-limit N`.

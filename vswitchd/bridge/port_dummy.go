@@ -219,3 +219,14 @@ func dummyPortNo(name string) uint32 {
 	}
 	return uint32(n)
 }
+
+// allDummy reports whether d's bridges all run on OVS's dummy datapath,
+// whose name the one datapath then goes by (dummy@ovs-dummy).
+func allDummy(d *Desired) bool {
+	for _, br := range d.Bridges {
+		if !dummyDatapath(br.DatapathType) {
+			return false
+		}
+	}
+	return len(d.Bridges) > 0
+}

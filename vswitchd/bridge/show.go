@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// DatapathName is how OVS names the userspace datapath all bridges share.
-const DatapathName = "netdev@ovs-netdev"
+	"github.com/govs/govs/datapath"
+)
 
 // ErrNoSuchBridge is the error unixctl commands print for an unknown
 // bridge, in OVS's words.
@@ -24,7 +23,7 @@ func (s *Switch) DpifShow() string {
 	}
 	var b strings.Builder
 	st := s.dp.Stats()
-	fmt.Fprintf(&b, "%s: hit:%d missed:%d\n", DatapathName, st.Hit, st.Missed)
+	fmt.Fprintf(&b, "%s: hit:%d missed:%d\n", datapath.CurrentName(), st.Hit, st.Missed)
 	for _, name := range s.bridgeNames() {
 		fmt.Fprintf(&b, "  %s:\n", name)
 		var ports []*iface
@@ -77,12 +76,12 @@ func (s *Switch) DpctlShow(args []string) (string, error) {
 		if !exists {
 			return "", nil
 		}
-		dps = []string{DatapathName}
+		dps = []string{datapath.CurrentName()}
 	}
 	var b strings.Builder
 	failed := false
 	for _, name := range dps {
-		if name != DatapathName || !exists {
+		if name != datapath.CurrentName() || !exists {
 			fmt.Fprintf(&b, "ovs-vswitchd: opening datapath %s failed (No such file or directory)\n", name)
 			failed = true
 			continue
@@ -98,7 +97,7 @@ func (s *Switch) DpctlShow(args []string) (string, error) {
 // showDatapath writes dpctl/show's text for the datapath. Caller holds mu.
 func (s *Switch) showDatapath(b *strings.Builder, stats bool) {
 	st := s.dp.Stats()
-	fmt.Fprintf(b, "%s:\n  lookups: hit:%d missed:%d lost:%d\n  flows: %d\n", DatapathName, st.Hit, st.Missed, st.Lost, st.Flows)
+	fmt.Fprintf(b, "%s:\n  lookups: hit:%d missed:%d lost:%d\n  flows: %d\n", datapath.CurrentName(), st.Hit, st.Missed, st.Lost, st.Flows)
 	var ports []*iface
 	for _, ifc := range s.ifaces {
 		if ifc.state == StateAttached && ifc.dpPort != 0 {
@@ -145,7 +144,7 @@ func (s *Switch) DumpDps() string {
 	if len(s.bridges) == 0 {
 		return ""
 	}
-	return DatapathName + "\n"
+	return datapath.CurrentName() + "\n"
 }
 
 func (s *Switch) ofBridge(name string) (OFBridge, error) {

@@ -195,6 +195,7 @@ func (s *Switch) Apply(d *Desired) {
 	defer s.mu.Unlock()
 	s.count("bridge_reconfigure")
 	s.last = d
+	datapath.SetDummyName(allDummy(d))
 	if !d.SockBufSize.Bad {
 		s.sockBuf = d.SockBufSize.Value
 	}

@@ -183,7 +183,7 @@ func (b *Backer) DumpFlowsCommand(args []string) (string, error) {
 // dpNames are the names ofproto/trace takes for govs' one datapath: its
 // own, and the dummy datapath's that OVS's testsuite uses.
 var dpNames = map[string]bool{
-	"ovs-netdev": true, datapath.Name: true, "ovs-dummy": true, "dummy@ovs-dummy": true,
+	"ovs-netdev": true, datapath.Name: true, "ovs-dummy": true, datapath.DummyName: true,
 }
 
 // TraceODP traces a datapath flow key (in_port(1),eth(...),...): the
