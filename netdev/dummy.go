@@ -24,8 +24,9 @@ type DummyPort struct {
 	name string
 	typ  string
 
+	rxq *FrameQueue
+
 	mu     sync.Mutex // guards every field below
-	rxq    [][]byte
 	closed bool
 	up     bool
 	mac    net.HardwareAddr
@@ -35,9 +36,6 @@ type DummyPort struct {
 	// written; the same writer for options:pcap.
 	rxPcap, txPcap *pcapWriter
 	addr4, addr6   netip.Prefix
-
-	wake chan struct{} // a token when rxq becomes non-empty
-	done chan struct{} // closed by Close
 
 	fin txFinisher // the writer's; no offload is taken
 }
@@ -69,9 +67,8 @@ func OpenDummy(name, typ string) (*DummyPort, error) {
 	dummyNext++
 	p := &DummyPort{
 		name: name, typ: typ, up: true, mtu: dummyMTU,
-		mac:  net.HardwareAddr{0xaa, 0x55, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)},
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		fin: newTxFinisher(false, Offloads{}),
+		mac: net.HardwareAddr{0xaa, 0x55, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)},
+		rxq: NewFrameQueue(), fin: newTxFinisher(false, Offloads{}),
 	}
 	dummies[name] = p
 	return p, nil
@@ -106,59 +103,38 @@ func (p *DummyPort) Type() string { return p.typ }
 // the rx pcap file. Frames past the queue's limit are dropped and counted.
 func (p *DummyPort) Receive(frames ...[]byte) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.receive(frames...)
+}
+
+// receive is Receive with mu held.
+func (p *DummyPort) receive(frames ...[]byte) {
 	for _, f := range frames {
 		if p.rxPcap != nil {
 			p.rxPcap.write(f)
 		}
-		if p.closed || len(p.rxq) >= dummyMaxQueue || len(f) > packet.MaxFrame {
+		if len(f) > packet.MaxFrame {
 			p.stats.RxDropped++
 			continue
 		}
-		p.rxq = append(p.rxq, f)
-	}
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+		p.stats.RxDropped += uint64(p.rxq.Push(dummyMaxQueue, f))
 	}
 }
 
 // Read implements Port.
 func (p *DummyPort) Read(pkts []*packet.Packet) (int, error) {
-	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return 0, ErrClosed
-		}
-		n := 0
-		for n < len(pkts) && len(p.rxq) > 0 {
-			f := p.rxq[0]
-			p.rxq[0] = nil
-			p.rxq = p.rxq[1:]
-			pk := pkts[n]
-			pk.Reset()
-			pk.SetData(f)
-			p.stats.RxPackets++
-			p.stats.RxBytes += uint64(len(f))
-			n++
-		}
-		more := len(p.rxq) > 0
-		p.mu.Unlock()
-		if more {
-			select {
-			case p.wake <- struct{}{}:
-			default:
-			}
-		}
-		if n > 0 {
-			return n, nil
-		}
-		select {
-		case <-p.wake:
-		case <-p.done:
-		}
-	}
+	var bytes uint64
+	n, err := p.rxq.Pop(pkts, func(pk *packet.Packet, f []byte) {
+		pk.Reset()
+		pk.SetData(f)
+		bytes += uint64(len(f))
+	})
+	// Counted after Pop: Receive takes mu, then the queue's lock.
+	p.count(func(s *Stats) {
+		s.RxPackets += uint64(n)
+		s.RxBytes += bytes
+	})
+	return n, err
 }
 
 // Write implements Port: every frame is counted and appended to the tx
@@ -225,15 +201,8 @@ func (p *DummyPort) send(b []byte) bool {
 	if p.txPcap != nil {
 		p.txPcap.write(b)
 	}
-	if reply := arpReply(b, p.addr4, p.mac); reply != nil && len(p.rxq) < dummyMaxQueue {
-		if p.rxPcap != nil {
-			p.rxPcap.write(reply)
-		}
-		p.rxq = append(p.rxq, reply)
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+	if reply := arpReply(b, p.addr4, p.mac); reply != nil {
+		p.receive(reply)
 	}
 	return true
 }
@@ -273,9 +242,8 @@ func (p *DummyPort) Close() error {
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
-		close(p.done)
+		p.rxq.Close()
 		p.closePcaps()
-		p.rxq = nil
 	}
 	return nil
 }

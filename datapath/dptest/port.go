@@ -18,14 +18,12 @@ import (
 type Port struct {
 	name string
 
-	mu     sync.Mutex // guards rxq, sent, closed, stats
-	rxq    [][]byte
+	rxq *netdev.FrameQueue
+
+	mu     sync.Mutex // guards sent, closed, stats
 	sent   [][]byte
 	closed bool
 	stats  netdev.Stats
-
-	wake chan struct{} // a token when rxq becomes non-empty or the port closes
-	done chan struct{} // closed by Close
 
 	reading, writing atomic.Int32
 	violations       atomic.Int32
@@ -39,7 +37,7 @@ var _ netdev.Port = (*Port)(nil)
 
 // NewPort returns an open port.
 func NewPort(name string) *Port {
-	return &Port{name: name, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return &Port{name: name, rxq: netdev.NewFrameQueue()}
 }
 
 // Name implements netdev.Port.
@@ -47,14 +45,8 @@ func (p *Port) Name() string { return p.name }
 
 // Inject queues frames for Read, as if they arrived on the wire.
 func (p *Port) Inject(frames ...[]byte) {
-	p.mu.Lock()
 	for _, f := range frames {
-		p.rxq = append(p.rxq, append([]byte(nil), f...))
-	}
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+		p.rxq.Push(0, append([]byte(nil), f...))
 	}
 }
 
@@ -64,46 +56,24 @@ func (p *Port) Read(pkts []*packet.Packet) (int, error) {
 		p.violations.Add(1)
 	}
 	defer p.reading.Add(-1)
-	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return 0, netdev.ErrClosed
+	var bytes uint64
+	n, err := p.rxq.Pop(pkts, func(pk *packet.Packet, f []byte) {
+		pk.Reset()
+		if h := int(p.zcHead.Load()); h > 0 && len(f) > h {
+			pk.SetLen(copy(pk.Tail(), f[:h]))
+			p.outstanding.Add(1)
+			pk.SetExternal(f[h:], &tail{port: p, b: f[h:]})
+		} else {
+			pk.SetLen(copy(pk.Tail(), f))
 		}
-		n := 0
-		for n < len(pkts) && len(p.rxq) > 0 {
-			f := p.rxq[0]
-			p.rxq[0] = nil
-			p.rxq = p.rxq[1:]
-			pk := pkts[n]
-			pk.Reset()
-			if h := int(p.zcHead.Load()); h > 0 && len(f) > h {
-				pk.SetLen(copy(pk.Tail(), f[:h]))
-				p.outstanding.Add(1)
-				pk.SetExternal(f[h:], &tail{port: p, b: f[h:]})
-			} else {
-				pk.SetLen(copy(pk.Tail(), f))
-			}
-			p.stats.RxPackets++
-			p.stats.RxBytes += uint64(len(f))
-			n++
-		}
-		more := len(p.rxq) > 0
-		p.mu.Unlock()
-		if more {
-			select {
-			case p.wake <- struct{}{}:
-			default:
-			}
-		}
-		if n > 0 {
-			return n, nil
-		}
-		select {
-		case <-p.wake:
-		case <-p.done:
-		}
-	}
+		bytes += uint64(len(f))
+	})
+	// Counted after Pop, whose lock Close takes after mu.
+	p.mu.Lock()
+	p.stats.RxPackets += uint64(n)
+	p.stats.RxBytes += bytes
+	p.mu.Unlock()
+	return n, err
 }
 
 // Write implements netdev.Port: it records a copy of every frame.
@@ -178,7 +148,7 @@ func (p *Port) Close() error {
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
-		close(p.done)
+		p.rxq.Close()
 	}
 	return nil
 }
@@ -200,11 +170,7 @@ func (p *Port) NumSent() int {
 }
 
 // Pending returns how many injected frames Read has not returned yet.
-func (p *Port) Pending() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.rxq)
-}
+func (p *Port) Pending() int { return p.rxq.Len() }
 
 // Violations counts the times Read or Write was entered while another
 // call of the same method was running.
