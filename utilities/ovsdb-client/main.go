@@ -51,13 +51,20 @@ var commands = map[string]*command{
 	"dump":               {0, maxInt, true, cmdDump, false},
 	"monitor":            {1, maxInt, true, cmdMonitor, false},
 	"monitor-cond":       {2, maxInt, true, cmdMonitorCond, false},
+	"monitor-cond-since": {2, maxInt, true, cmdMonitorCondSince, false},
 	"needs-conversion":   {1, 1, false, cmdNeedsConversion, true},
 	"convert":            {1, 1, false, cmdConvert, true},
 	"wait":               {2, 2, false, cmdWait, true},
+	"backup":             {0, 0, true, cmdBackup, false},
+	"restore":            {0, 0, true, cmdRestore, false},
+	"get-schema-cksum":   {0, 0, true, cmdGetSchemaCksum, false},
+	"lock":               {1, 1, false, cmdLock, false},
+	"steal":              {1, 1, false, cmdSteal, false},
+	"unlock":             {1, 1, false, cmdUnlock, false},
 }
 
 // unsupported are OVS's commands this client refuses rather than half-does.
-var unsupported = []string{"monitor-cond-since", "backup", "restore", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
+var unsupported = []string{"dump-index"}
 
 const maxInt = int(^uint(0) >> 1)
 
@@ -69,6 +76,8 @@ type client struct {
 	out    *dbtext.Printer
 	// timestamp puts the time above each table monitor prints.
 	timestamp bool
+	// force makes restore go ahead despite a schema difference.
+	force bool
 }
 
 func isRemote(s string) bool {
@@ -115,6 +124,8 @@ func main() {
 			c.style.NoHeadings = true
 		case "--timestamp":
 			c.timestamp = true
+		case "--force":
+			c.force = true
 		case "--pretty":
 			c.style.Pretty = true
 		case "--bare":
@@ -225,7 +236,19 @@ func (c *client) schema() *db.Schema {
 
 // cmdGetSchema prints the schema as OVS reserializes it: keys sorted,
 // column types in their shortest form.
-func cmdGetSchema(c *client, _ []string) {
+func cmdGetSchema(c *client, _ []string) { fmt.Println(c.schemaOVSJSON()) }
+
+// cmdGetSchemaCksum prints the schema's checksum, empty if it has none.
+func cmdGetSchemaCksum(c *client, _ []string) {
+	var s struct {
+		Cksum string `json:"cksum"`
+	}
+	json.Unmarshal(c.schemaJSON(), &s)
+	fmt.Println(s.Cksum)
+}
+
+// schemaOVSJSON returns the schema as OVS's ovsdb_schema_to_json writes it.
+func (c *client) schemaOVSJSON() string {
 	dec := json.NewDecoder(bytes.NewReader(c.schemaJSON()))
 	dec.UseNumber()
 	var sch map[string]any
@@ -244,7 +267,7 @@ func cmdGetSchema(c *client, _ []string) {
 			}
 		}
 	}
-	fmt.Println(compact(sch))
+	return compact(sch)
 }
 
 func cmdGetSchemaVersion(c *client, _ []string) {
