@@ -17,11 +17,13 @@ func cmdUnlock(c *client, args []string) { c.lock("unlock", args[0]) }
 // two lines, until the server goes away, as OVS's do_lock. An error reply
 // prints nothing: OVS only prints replies.
 func (c *client) lock(method, name string) {
+	d := c.daemonize(1)
 	c.conn.Notify = func(m *jsonrpc.Message) { printNotification(m) }
 	raw, err := c.conn.Call(method, []any{name})
 	switch err.(type) {
 	case nil:
 		fmt.Println(compactRaw(raw))
+		ready(d)
 	case *ovsdbc.RPCError:
 	default:
 		die("%s: receive failed (%s)", c.remote, recvErrno(err))

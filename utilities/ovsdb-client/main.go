@@ -23,8 +23,15 @@ const ovsVersion = "3.1.0"
 
 var program = "ovsdb-client"
 
+// onDie is run by die before exiting: it removes what a daemonized
+// client created (pidfile, unixctl socket), as OVS's fatal-signal hooks do.
+var onDie func()
+
 func die(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s: %s\n", program, fmt.Sprintf(format, args...))
+	if onDie != nil {
+		onDie()
+	}
 	os.Exit(1)
 }
 
@@ -78,6 +85,9 @@ type client struct {
 	timestamp bool
 	// force makes restore go ahead despite a schema difference.
 	force bool
+	// daemonOpts are --detach, --pidfile and the like, which the
+	// monitor and lock commands obey (see daemonize).
+	daemonOpts daemon.Options
 }
 
 func isRemote(s string) bool {
@@ -91,7 +101,8 @@ func isRemote(s string) bool {
 
 func main() {
 	program = filepath.Base(os.Args[0])
-	c := &client{style: dbtext.Style{Format: dbtext.FormatTable}}
+	c := &client{style: dbtext.Style{Format: dbtext.FormatTable},
+		daemonOpts: daemon.Options{Rundir: daemon.Rundir(), Logdir: daemon.Logdir()}}
 	args := os.Args[1:]
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
 		a := args[0]
@@ -136,6 +147,26 @@ func main() {
 		case "-h", "--help":
 			fmt.Printf("%s: Open vSwitch database JSON-RPC client\nusage: %s [OPTIONS] COMMAND [ARG...]\n", program, program)
 			os.Exit(0)
+		case "--detach":
+			c.daemonOpts.Detach = true
+		case "--no-chdir":
+			c.daemonOpts.NoChdir = true
+		case "--monitor":
+			c.daemonOpts.Monitor = true
+		case "--overwrite-pidfile":
+			c.daemonOpts.OverwritePidfile = true
+		case "--pidfile":
+			// An optional argument: only "--pidfile=FILE" names the file.
+			p := program + ".pid"
+			if hasVal {
+				p = val
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(c.daemonOpts.Rundir, p)
+			}
+			c.daemonOpts.Pidfile = p
+		case "--user":
+			c.daemonOpts.User = need()
 		case "-v", "--verbose", "--no-syslog", "--log-file":
 		case "-t", "--timeout":
 			need()

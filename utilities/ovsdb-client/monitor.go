@@ -86,6 +86,7 @@ func jsonError(err error) string {
 // and event selections in args[1:], prints the initial contents, then
 // every update, until the server goes away.
 func (c *client) monitor(version monitorVersion, args []string, cond json.RawMessage, lastID string) {
+	d := c.daemonize(1, 2)
 	s := c.schema()
 	var mts []*monitoredTable
 	reqs := map[string]any{}
@@ -140,6 +141,7 @@ func (c *client) monitor(version monitorVersion, args []string, cond json.RawMes
 		initial = reply[2]
 	}
 	c.monitorPrint(version, mts, initial, true)
+	ready(d)
 	for {
 		m, err := c.conn.Recv(time.Time{})
 		if err != nil {
