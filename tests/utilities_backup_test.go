@@ -57,23 +57,14 @@ func frameRecord(body string) string {
 
 // runStdin runs a tool with stdin from a file.
 func runStdin(stdin string, name string, args ...string) ovsdbResult {
-	cmd := exec.Command(name, args...)
 	f, err := os.Open(stdin)
 	if err != nil {
 		return ovsdbResult{stderr: err.Error(), code: -1}
 	}
 	defer f.Close()
+	cmd := exec.Command(name, args...)
 	cmd.Stdin = f
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		return ovsdbResult{stderr: err.Error(), code: -1}
-	}
-	return ovsdbResult{o.String(), ovsdbDropLoadWarnings(e.String()), code}
+	return ovsdbRunCmd(cmd)
 }
 
 // TestUtilitiesClientBackup runs backup and restore with Debian's

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,7 +35,7 @@ func TestUtilitiesClientDetach(t *testing.T) {
 		rundirs[j] = rundir
 		pidfile := filepath.Join(rundir, "monitor.pid")
 		t.Cleanup(func() {
-			if pid := readPid(pidfile); pid > 0 {
+			if pid := vswReadPid(pidfile); pid > 0 {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		})
@@ -79,7 +78,7 @@ func TestUtilitiesClientDetach(t *testing.T) {
 		if code, stderr := run(outs[j], "monitor", db, "Bridge", "name"); code != 0 || stderr != "" {
 			t.Fatalf("%s --detach monitor: exit %d: %s", tool, code, stderr)
 		}
-		pids[j] = readPid(pidfile)
+		pids[j] = vswReadPid(pidfile)
 		if pids[j] <= 0 || !vswAlive(pids[j]) {
 			t.Fatalf("%s --detach monitor: no live pid in %s", tool, pidfile)
 		}
@@ -112,13 +111,4 @@ func TestUtilitiesClientDetach(t *testing.T) {
 	if got[0] != got[1] {
 		t.Errorf("detached monitors' outputs differ\ndebian's:\n%s\ngovs':\n%s", got[0], got[1])
 	}
-}
-
-func readPid(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
 }
