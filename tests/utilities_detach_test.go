@@ -11,12 +11,13 @@ import (
 	"time"
 )
 
-// TestUtilitiesClientDetach runs ovsdb-client monitor with --detach,
+// TestUtilitiesClientDetach runs ovsdb-client monitor-cond with --detach,
 // --pidfile and --no-chdir, Debian's and govs', against the same server:
 // both return once the initial contents are printed, keep printing to the
-// file their stdout was, write the pidfile, answer "ovs-appctl exit" on
-// <rundir>/ovsdb-client.<pid>.ctl and then leave neither pidfile nor socket
-// behind; a detached monitor that fails exits with the same error, leaving
+// file their stdout was, write the pidfile, answer ovsdb-client/block,
+// unblock and cond_change alike and "ovs-appctl exit" on
+// <rundir>/ovsdb-client.<pid>.ctl, and then leave neither pidfile nor
+// socket behind; a detached monitor that fails exits with the same error, leaving
 // nothing behind either.
 func TestUtilitiesClientDetach(t *testing.T) {
 	ours := govsUtility(t, "ovsdb-client")
@@ -75,7 +76,7 @@ func TestUtilitiesClientDetach(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(rundir, "*.[cp][ti][ld]")); len(left) > 0 {
 			t.Errorf("%s: a failed detached monitor left %v", tool, left)
 		}
-		if code, stderr := run(outs[j], "monitor", db, "Bridge", "name"); code != 0 || stderr != "" {
+		if code, stderr := run(outs[j], "monitor-cond", db, "[]", "Bridge", "name"); code != 0 || stderr != "" {
 			t.Fatalf("%s --detach monitor: exit %d: %s", tool, code, stderr)
 		}
 		pids[j] = vswReadPid(pidfile)
@@ -86,10 +87,25 @@ func TestUtilitiesClientDetach(t *testing.T) {
 			t.Errorf("%s --detach monitor returned before printing the initial rows: %q", tool, b)
 		}
 	}
+	// The unixctl commands of a detached monitor answer alike; after
+	// cond_change the monitor sees br2 but not br1.
+	var replies [2]string
+	for j := range tools {
+		ctl := filepath.Join(rundirs[j], fmt.Sprintf("ovsdb-client.%d.ctl", pids[j]))
+		for _, cmd := range [][]string{{"ovsdb-client/block"}, {"ovsdb-client/block"}, {"ovsdb-client/unblock"},
+			{"ovsdb-client/unblock"}, {"ovsdb-client/cond_change", "Bridge", `[["name","!=","br1"]]`}} {
+			r := ovsdbRun(ovsdbAppctl, append([]string{"-t", ctl}, cmd...)...)
+			replies[j] += fmt.Sprintf("%s: %d %q %q\n", cmd[0], r.code, r.stdout, r.stderr)
+		}
+	}
+	if replies[0] != replies[1] {
+		t.Errorf("unixctl replies differ\ndebian's:\n%s\ngovs':\n%s", replies[0], replies[1])
+	}
 	p.mustVsctl("add-br", "br1")
-	ovsdbWait(t, 10*time.Second, "both monitors to print br1", func() bool {
+	p.mustVsctl("add-br", "br2")
+	ovsdbWait(t, 10*time.Second, "both monitors to print br2", func() bool {
 		for _, f := range outs {
-			if b, _ := os.ReadFile(f); !strings.Contains(string(b), "insert br1") {
+			if b, _ := os.ReadFile(f); !strings.Contains(string(b), "insert br2") {
 				return false
 			}
 		}
@@ -107,6 +123,9 @@ func TestUtilitiesClientDetach(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(rundirs[j], "*.[cp][ti][ld]")); len(left) > 0 {
 			t.Errorf("%s: an exited detached monitor left %v", tool, left)
 		}
+	}
+	if strings.Contains(got[1], "br1") {
+		t.Errorf("govs' monitor printed br1 after cond_change excluded it:\n%s", got[1])
 	}
 	if got[0] != got[1] {
 		t.Errorf("detached monitors' outputs differ\ndebian's:\n%s\ngovs':\n%s", got[0], got[1])

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"sync"
 
 	"github.com/govs/govs/internal/daemon"
 )
@@ -49,4 +52,65 @@ func ready(d *daemon.Daemon) {
 	if d != nil {
 		d.Ready()
 	}
+}
+
+// blocker holds a detached monitor's processing while unixctl
+// "ovsdb-client/block" is in force, as OVS's: what arrives meanwhile waits
+// until "ovsdb-client/unblock".
+type blocker struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	blocked bool // guarded by mu
+}
+
+// wait returns once the monitor is not blocked.
+func (b *blocker) wait() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	for b.blocked {
+		b.cond.Wait()
+	}
+	b.mu.Unlock()
+}
+
+func (b *blocker) set(blocked bool) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.blocked == blocked {
+		if blocked {
+			return "already blocking", nil
+		}
+		return "already unblocked", nil
+	}
+	b.blocked = blocked
+	b.cond.Broadcast()
+	return "", nil
+}
+
+// monitorCommands registers a detached monitor's unixctl commands:
+// ovsdb-client/block, /unblock and /cond_change TABLE COND (which sends
+// monitor_cond_change for the monitor, as OVS's, replying with OVS's
+// words; a COND that is not JSON is refused, where OVS sends the parse
+// error as the condition). It returns nil when there is no unixctl server.
+func (c *client) monitorCommands(d *daemon.Daemon) *blocker {
+	if d == nil || d.Unixctl == nil {
+		return nil
+	}
+	b := &blocker{}
+	b.cond.L = &b.mu
+	d.Unixctl.Register("ovsdb-client/block", "", 0, 0, func([]string) (string, error) { return b.set(true) })
+	d.Unixctl.Register("ovsdb-client/unblock", "", 0, 0, func([]string) (string, error) { return b.set(false) })
+	d.Unixctl.Register("ovsdb-client/cond_change", "TABLE COND", 2, 2, func(args []string) (string, error) {
+		if !json.Valid([]byte(args[1])) {
+			return "", fmt.Errorf("%s: invalid JSON", args[1])
+		}
+		reqs := map[string]any{args[0]: []any{map[string]any{"where": json.RawMessage(args[1])}}}
+		if _, err := c.conn.Send("monitor_cond_change", []any{nil, nil, reqs}); err != nil {
+			return "", err
+		}
+		return "condition changed", nil
+	})
+	return b
 }

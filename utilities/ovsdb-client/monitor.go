@@ -87,6 +87,7 @@ func jsonError(err error) string {
 // every update, until the server goes away.
 func (c *client) monitor(version monitorVersion, args []string, cond json.RawMessage, lastID string) {
 	d := c.daemonize(1, 2)
+	blk := c.monitorCommands(d)
 	s := c.schema()
 	var mts []*monitoredTable
 	reqs := map[string]any{}
@@ -147,6 +148,7 @@ func (c *client) monitor(version monitorVersion, args []string, cond json.RawMes
 		if err != nil {
 			die("%s: receive failed (%s)", c.remote, recvErrno(err))
 		}
+		blk.wait()
 		if m.Type() == jsonrpc.Notification {
 			c.monitorNotify(version, mts, m)
 		}
