@@ -253,7 +253,11 @@ type ovsdbResult struct {
 }
 
 func ovsdbRun(name string, args ...string) ovsdbResult {
-	cmd := exec.Command(name, args...)
+	return ovsdbRunCmd(exec.Command(name, args...))
+}
+
+// ovsdbRunCmd runs cmd (its stdin set by the caller) as ovsdbRun does.
+func ovsdbRunCmd(cmd *exec.Cmd) ovsdbResult {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

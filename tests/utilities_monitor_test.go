@@ -39,7 +39,8 @@ func monitorNormalize(s string) string {
 // TestUtilitiesClientMonitor runs Debian's ovsdb-client and govs' side by
 // side as monitors of the same server, Debian's and govs', through the
 // same changes, and requires the same output: every format, --timestamp,
-// --no-headings, column and event selections, ALL, and monitor-cond. Each
+// --no-headings, column and event selections, ALL, monitor-cond and
+// monitor-cond-since (with and without a last transaction id). Each
 // change touches one row per table, since OVS prints a table's rows in
 // hash order.
 func TestUtilitiesClientMonitor(t *testing.T) {
@@ -57,6 +58,9 @@ func TestUtilitiesClientMonitor(t *testing.T) {
 			{"-f", "json", "--pretty", "monitor", db, "Bridge", "name,!insert", "datapath_type,!initial,!delete"},
 			{"--no-headings", "monitor", db, "ALL"},
 			{"--timestamp", "--data=json", "monitor-cond", db, `[["name","!=","br9"]]`, "Bridge", "name,datapath_type,ports"},
+			{"monitor-cond-since", db, `[]`, "Bridge", "name,datapath_type"},
+			{"-f", "json", "monitor-cond-since", db, "00000000-0000-0000-0000-000000000000", `[["name","!=","br9"]]`, "Bridge", "name,datapath_type"},
+			{"--timestamp", "-f", "csv", "monitor-cond-since", db, "Open_vSwitch", `[]`, "Bridge", "name,datapath_type,!delete"},
 		}
 		type proc struct {
 			cmd *exec.Cmd

@@ -156,7 +156,7 @@ func (d *Daemon) Ready() {
 			d.ready = nil
 			return
 		}
-		err := completeDetach(d.ready, d.Options.NoChdir)
+		err := completeDetach(d.ready, d.Options.NoChdir, d.Options.SaveFDs)
 		d.ready = nil
 		d.Log.SetConsoleOff()
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -80,8 +81,9 @@ func fatalf(program, format string, args ...any) {
 }
 
 // completeDetach tells the parent that the child is ready, then (unless
-// noChdir) changes to "/" and points stdin, stdout and stderr at /dev/null.
-func completeDetach(ready *os.File, noChdir bool) error {
+// noChdir) changes to "/" and points stdin, stdout and stderr, but those in
+// save, at /dev/null.
+func completeDetach(ready *os.File, noChdir bool, save []int) error {
 	_, werr := ready.Write([]byte{'R'})
 	ready.Close()
 	if !noChdir {
@@ -95,6 +97,9 @@ func completeDetach(ready *os.File, noChdir bool) error {
 	}
 	defer null.Close()
 	for fd := 0; fd <= 2; fd++ {
+		if slices.Contains(save, fd) {
+			continue
+		}
 		if err := unix.Dup3(int(null.Fd()), fd, 0); err != nil {
 			return err
 		}

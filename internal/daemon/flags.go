@@ -26,6 +26,11 @@ type Options struct {
 	SyslogTarget string // --syslog-target=HOST:PORT, or ""
 	Unixctl      string // "" for the default <rundir>/<program>.<pid>.ctl, or "none"
 
+	// SaveFDs are the standard descriptors (1, 2) a detached daemon keeps
+	// rather than pointing at /dev/null, as OVS's daemon_save_fd: a
+	// detached ovsdb-client monitor still prints to its stdout.
+	SaveFDs []int
+
 	Help    bool // -h/--help: the daemon prints its usage and exits 0
 	Version bool // -V/--version: the daemon prints VersionString and exits 0
 

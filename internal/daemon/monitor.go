@@ -84,7 +84,7 @@ func runMonitor(program string, opts *Options, log *Logger, upstream *os.File, c
 			fatalf(program, "--monitor: could not start daemon: %v", err)
 		}
 		if ready && upstream != nil {
-			if err := completeDetach(upstream, opts.NoChdir); err != nil {
+			if err := completeDetach(upstream, opts.NoChdir, opts.SaveFDs); err != nil {
 				mod.Warnf("completing detach: %v", err)
 			}
 			upstream = nil

@@ -59,3 +59,34 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadStream reads arbitrary bytes as a backup stream. ReadStream must
+// not panic; if it accepts the input, the schema must be valid JSON and
+// every record it returned must have had a header of its own.
+// The seed corpus in testdata/fuzz/FuzzReadStream holds a valid backup and
+// broken ones (torn, bad hash, bad header, not an object).
+func FuzzReadStream(f *testing.F) {
+	f.Add(append(frame([]byte(testSchema+"\n")), frame([]byte(`{"A":{"x":null},"_date":1}`+"\n"))...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var schema json.RawMessage
+		var recs []Record
+		err := ReadStream(bytes.NewReader(data), "fuzz", func(s json.RawMessage) (func(Record) error, error) {
+			schema = s
+			return collect(&recs), nil
+		})
+		if err != nil {
+			if schema == nil && len(recs) > 0 {
+				t.Fatal("records before the schema")
+			}
+			return
+		}
+		if !json.Valid(schema) {
+			t.Fatalf("invalid schema %q", schema)
+		}
+		// Every record is framed, so an accepted stream holds at least
+		// one header per record read plus the schema's.
+		if n := bytes.Count(data, []byte(headerLead)); n < len(recs)+1 {
+			t.Fatalf("%d records and a schema from %d headers", len(recs), n)
+		}
+	})
+}

@@ -38,22 +38,89 @@ type options struct {
 	timeout int
 	retry   bool
 	style   dbtext.Style
+	// Logging, applied once the options are parsed: -v specs in order,
+	// --log-file (nil without it, "" for the default file), --syslog-*.
+	logSpecs                   []string
+	logFile                    *string
+	syslogMethod, syslogTarget string
 }
 
 var (
 	program = "ovs-vsctl"
-	logSeq  = 0
+	// vlog is the log, as OVS's vlog: console at WARN, syslog and file
+	// at INFO. Nil until the options are parsed.
+	vlog *daemon.Logger
 )
 
-// logWarn writes a vlog-style warning to the console (stderr).
+// logWarn logs a warning (on the console, stderr, unless -v says not).
 func logWarn(module, format string, args ...any) {
-	logSeq++
-	fmt.Fprintf(os.Stderr, "%s|%05d|%s|WARN|%s\n", time.Now().UTC().Format("2006-01-02T15:04:05Z"), logSeq, module, fmt.Sprintf(format, args...))
+	if vlog == nil {
+		fmt.Fprintf(os.Stderr, "%s|00001|%s|WARN|%s\n", time.Now().UTC().Format("2006-01-02T15:04:05Z"), module, fmt.Sprintf(format, args...))
+		return
+	}
+	vlog.Module(module).Warnf(format, args...)
 }
 
+// die is OVS's ctl_fatal: the message goes to syslog and the log file at
+// ERR (not to the console, where it is printed plainly), then exit 1.
 func die(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s: %s\n", program, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	ctlErr(msg)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", program, msg)
 	os.Exit(1)
+}
+
+// ctlErr logs a fatal error at ERR everywhere but the console.
+func ctlErr(msg string) {
+	if vlog != nil {
+		vlog.Set("db_ctl_base:console:off")
+		vlog.Module("db_ctl_base").Errorf("%s", msg)
+	}
+}
+
+// vsctlModules are the vlog modules of OVS 3.1's ovs-vsctl beyond those
+// its library shares with ovsdb-server, so that -v can name them.
+var vsctlModules = []string{"vsctl", "db_ctl_base", "ovsdb_idl", "ovsdb_cs", "ovsdb_types", "table"}
+
+// openLog sets the log up from the options, as OVS's ovs-vsctl does before
+// anything else: the console at WARN, module reconnect at WARN everywhere,
+// then --syslog-method, -v, --log-file.
+func openLog(o *options) {
+	l := daemon.NewLogger(os.Stderr)
+	l.SetProgram(program)
+	daemon.RegisterOVSModules(l, "ovsdb-server")
+	for _, m := range vsctlModules {
+		l.Module(m)
+	}
+	l.Set("console:warn")
+	l.Set("reconnect:warn")
+	if o.syslogMethod != "" {
+		if err := l.SetSyslogMethod(o.syslogMethod); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+			os.Exit(1)
+		}
+	}
+	for _, spec := range o.logSpecs {
+		if err := l.Set(spec); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: processing \"%s\": %v\n", program, spec, err)
+			os.Exit(1)
+		}
+	}
+	vlog = l
+	if o.syslogTarget != "" {
+		if err := l.SetSyslogTarget(o.syslogTarget); err != nil {
+			logWarn("vlog", "%v", err)
+		}
+	}
+	if o.logFile != nil {
+		path := *o.logFile
+		if path == "" {
+			path = filepath.Join(daemon.Logdir(), program+".log")
+		}
+		if err := l.SetLogFile(path); err != nil {
+			logWarn("vlog", "%v", err)
+		}
+	}
 }
 
 var allCommands = func() map[string]*syntax {
@@ -251,9 +318,18 @@ func parseOptions(argv []string) (*options, []localOpt, []string) {
 			o.style.Format = dbtext.FormatList
 			o.style.Cell = dbtext.CellBare
 			o.style.NoHeadings = true
-		case "verbose", "log-file", "syslog-method", "syslog-target", "no-syslog":
-			// Logging goes to the console only; file and syslog logging are
-			// accepted and have nothing to record beyond the console.
+		case "verbose":
+			o.logSpecs = append(o.logSpecs, val)
+		case "log-file":
+			v := val
+			o.logFile = &v
+		case "syslog-method":
+			o.syslogMethod = val
+		case "syslog-target":
+			o.syslogTarget = val
+		case "no-syslog":
+			// OVS's deprecated spelling of -vsyslog:off.
+			o.logSpecs = append(o.logSpecs, "syslog:off")
 		case "private-key", "certificate", "ca-cert", "bootstrap-ca-cert", "peer-ca-cert", "ssl-protocols", "ssl-ciphers", "ssl-ciphersuites":
 			// Read only by ssl: remotes, which Dial refuses for now.
 		}
@@ -467,14 +543,17 @@ func main() {
 	program = filepath.Base(os.Args[0])
 	signal.Ignore(syscall.SIGPIPE)
 	o, locals, rest := parseOptions(os.Args[1:])
+	openLog(o)
 	cmds := parseCommands(rest, locals)
+	// OVS logs its arguments, at INFO for commands that may write.
+	called := vlog.Module("vsctl").Debugf
 	for _, c := range cmds {
 		if c.syn.rw {
-			// OVS logs "Called as ..." for commands that may write.
-			logSeq = 1
+			called = vlog.Module("vsctl").Infof
 			break
 		}
 	}
+	called("Called as %s", calledAs(os.Args))
 	if o.timeout > 0 {
 		time.AfterFunc(time.Duration(o.timeout)*time.Second, func() {
 			logWarn("fatal_signal", "terminating with signal 14 (Alarm clock)")
@@ -494,10 +573,26 @@ func commandLine(argv []string) string {
 	return strings.Join(words, " ")
 }
 
+// calledAs is the whole command line, program included, quoted as
+// process_escape_args quotes it.
+func calledAs(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = escapeArg(a)
+	}
+	return strings.Join(words, " ")
+}
+
 func connect(o *options) *ovsdbc.Replica {
+	rc := vlog.Module("reconnect")
 	for {
+		rc.Infof("%s: connecting...", o.db)
 		conn, err := ovsdbc.Dial(o.db)
+		if err != nil {
+			rc.Infof("%s: connection attempt failed (%s)", o.db, ovsdbc.Errno(err))
+		}
 		if err == nil {
+			rc.Infof("%s: connected", o.db)
 			rep, err := ovsdbc.OpenReplica(conn, "Open_vSwitch")
 			if err == nil {
 				return rep
@@ -549,6 +644,7 @@ func run(o *options, cmds []*command, args string) (status int) {
 		switch e := recover().(type) {
 		case nil:
 		case fatal:
+			ctlErr(string(e))
 			fmt.Fprintf(os.Stderr, "%s: %s\n", program, string(e))
 			status = 1
 		case exitCode:

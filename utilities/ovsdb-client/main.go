@@ -23,8 +23,15 @@ const ovsVersion = "3.1.0"
 
 var program = "ovsdb-client"
 
+// onDie is run by die before exiting: it removes what a daemonized
+// client created (pidfile, unixctl socket), as OVS's fatal-signal hooks do.
+var onDie func()
+
 func die(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s: %s\n", program, fmt.Sprintf(format, args...))
+	if onDie != nil {
+		onDie()
+	}
 	os.Exit(1)
 }
 
@@ -51,13 +58,20 @@ var commands = map[string]*command{
 	"dump":               {0, maxInt, true, cmdDump, false},
 	"monitor":            {1, maxInt, true, cmdMonitor, false},
 	"monitor-cond":       {2, maxInt, true, cmdMonitorCond, false},
+	"monitor-cond-since": {2, maxInt, true, cmdMonitorCondSince, false},
 	"needs-conversion":   {1, 1, false, cmdNeedsConversion, true},
 	"convert":            {1, 1, false, cmdConvert, true},
 	"wait":               {2, 2, false, cmdWait, true},
+	"backup":             {0, 0, true, cmdBackup, false},
+	"restore":            {0, 0, true, cmdRestore, false},
+	"get-schema-cksum":   {0, 0, true, cmdGetSchemaCksum, false},
+	"lock":               {1, 1, false, cmdLock, false},
+	"steal":              {1, 1, false, cmdSteal, false},
+	"unlock":             {1, 1, false, cmdUnlock, false},
 }
 
 // unsupported are OVS's commands this client refuses rather than half-does.
-var unsupported = []string{"monitor-cond-since", "backup", "restore", "get-schema-cksum", "lock", "steal", "unlock", "dump-index"}
+var unsupported = []string{"dump-index"}
 
 const maxInt = int(^uint(0) >> 1)
 
@@ -69,6 +83,11 @@ type client struct {
 	out    *dbtext.Printer
 	// timestamp puts the time above each table monitor prints.
 	timestamp bool
+	// force makes restore go ahead despite a schema difference.
+	force bool
+	// daemonOpts are --detach, --pidfile and the like, which the
+	// monitor and lock commands obey (see daemonize).
+	daemonOpts daemon.Options
 }
 
 func isRemote(s string) bool {
@@ -82,7 +101,8 @@ func isRemote(s string) bool {
 
 func main() {
 	program = filepath.Base(os.Args[0])
-	c := &client{style: dbtext.Style{Format: dbtext.FormatTable}}
+	c := &client{style: dbtext.Style{Format: dbtext.FormatTable},
+		daemonOpts: daemon.Options{Rundir: daemon.Rundir(), Logdir: daemon.Logdir()}}
 	args := os.Args[1:]
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
 		a := args[0]
@@ -115,6 +135,8 @@ func main() {
 			c.style.NoHeadings = true
 		case "--timestamp":
 			c.timestamp = true
+		case "--force":
+			c.force = true
 		case "--pretty":
 			c.style.Pretty = true
 		case "--bare":
@@ -125,6 +147,26 @@ func main() {
 		case "-h", "--help":
 			fmt.Printf("%s: Open vSwitch database JSON-RPC client\nusage: %s [OPTIONS] COMMAND [ARG...]\n", program, program)
 			os.Exit(0)
+		case "--detach":
+			c.daemonOpts.Detach = true
+		case "--no-chdir":
+			c.daemonOpts.NoChdir = true
+		case "--monitor":
+			c.daemonOpts.Monitor = true
+		case "--overwrite-pidfile":
+			c.daemonOpts.OverwritePidfile = true
+		case "--pidfile":
+			// An optional argument: only "--pidfile=FILE" names the file.
+			p := program + ".pid"
+			if hasVal {
+				p = val
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(c.daemonOpts.Rundir, p)
+			}
+			c.daemonOpts.Pidfile = p
+		case "--user":
+			c.daemonOpts.User = need()
 		case "-v", "--verbose", "--no-syslog", "--log-file":
 		case "-t", "--timeout":
 			need()
@@ -225,7 +267,19 @@ func (c *client) schema() *db.Schema {
 
 // cmdGetSchema prints the schema as OVS reserializes it: keys sorted,
 // column types in their shortest form.
-func cmdGetSchema(c *client, _ []string) {
+func cmdGetSchema(c *client, _ []string) { fmt.Println(c.schemaOVSJSON()) }
+
+// cmdGetSchemaCksum prints the schema's checksum, empty if it has none.
+func cmdGetSchemaCksum(c *client, _ []string) {
+	var s struct {
+		Cksum string `json:"cksum"`
+	}
+	json.Unmarshal(c.schemaJSON(), &s)
+	fmt.Println(s.Cksum)
+}
+
+// schemaOVSJSON returns the schema as OVS's ovsdb_schema_to_json writes it.
+func (c *client) schemaOVSJSON() string {
 	dec := json.NewDecoder(bytes.NewReader(c.schemaJSON()))
 	dec.UseNumber()
 	var sch map[string]any
@@ -244,7 +298,7 @@ func cmdGetSchema(c *client, _ []string) {
 			}
 		}
 	}
-	fmt.Println(compact(sch))
+	return compact(sch)
 }
 
 func cmdGetSchemaVersion(c *client, _ []string) {

@@ -24,19 +24,41 @@ type monitoredTable struct {
 }
 
 // monitorVersion is which monitor method is used, and so which update
-// notifications arrive: "update" (monitor) or "update2" (monitor_cond).
+// notifications arrive: "update" (monitor), "update2" (monitor_cond) or
+// "update3" (monitor_cond_since).
 type monitorVersion int
 
 const (
 	monitorV1 monitorVersion = iota + 1
 	monitorV2
+	monitorV3
 )
 
-func cmdMonitor(c *client, args []string) { c.monitor(monitorV1, args, nil) }
+func cmdMonitor(c *client, args []string) { c.monitor(monitorV1, args, nil, "") }
+
+// zeroUUID is the last transaction id monitor-cond-since asks from when
+// none is given: the server then sends everything.
+const zeroUUID = "00000000-0000-0000-0000-000000000000"
+
+// cmdMonitorCondSince is "monitor-cond-since [LASTID] CONDITION TABLE
+// [COLUMN,...]...": the first argument is the last transaction id if it
+// reads as a UUID.
+func cmdMonitorCondSince(c *client, args []string) {
+	lastID := zeroUUID
+	if _, err := db.ParseUUID(args[0]); err == nil {
+		lastID, args = args[0], args[1:]
+	}
+	if len(args) < 2 {
+		die("invalid syntax for 'monitor-cond-since' (use --help for help)")
+	}
+	c.monitorCond(monitorV3, args, lastID)
+}
 
 // cmdMonitorCond is "monitor-cond CONDITION TABLE [COLUMN,...]...": the
 // condition is checked against the table before anything is sent.
-func cmdMonitorCond(c *client, args []string) {
+func cmdMonitorCond(c *client, args []string) { c.monitorCond(monitorV2, args, "") }
+
+func (c *client) monitorCond(version monitorVersion, args []string, lastID string) {
 	s := c.schema()
 	t := s.Tables[args[1]]
 	if t == nil {
@@ -49,7 +71,7 @@ func cmdMonitorCond(c *client, args []string) {
 	if _, err := db.ParseConditions(t, json.RawMessage(args[0]), nil); err != nil {
 		die("%s", err.Text())
 	}
-	c.monitor(monitorV2, args[1:], json.RawMessage(args[0]))
+	c.monitor(version, args[1:], json.RawMessage(args[0]), lastID)
 }
 
 // jsonError words a JSON syntax error briefly.
@@ -63,7 +85,9 @@ func jsonError(err error) string {
 // monitor sends a monitor request for TABLE (or ALL tables) and the column
 // and event selections in args[1:], prints the initial contents, then
 // every update, until the server goes away.
-func (c *client) monitor(version monitorVersion, args []string, cond json.RawMessage) {
+func (c *client) monitor(version monitorVersion, args []string, cond json.RawMessage, lastID string) {
+	d := c.daemonize(1, 2)
+	blk := c.monitorCommands(d)
 	s := c.schema()
 	var mts []*monitoredTable
 	reqs := map[string]any{}
@@ -87,24 +111,44 @@ func (c *client) monitor(version monitorVersion, args []string, cond json.RawMes
 	c.conn.Call("set_db_change_aware", []any{true})
 
 	method := "monitor"
-	if version == monitorV2 {
+	params := []any{c.db, nil, reqs}
+	switch version {
+	case monitorV2:
 		method = "monitor_cond"
+	case monitorV3:
+		method = "monitor_cond_since"
+		params = append(params, lastID)
 	}
 	var initial json.RawMessage
 	c.conn.Notify = func(m *jsonrpc.Message) { c.monitorNotify(version, mts, m) }
-	initial, err := c.conn.Call(method, []any{c.db, nil, reqs})
+	initial, err := c.conn.Call(method, params)
 	if err != nil {
 		if e, ok := err.(*ovsdbc.RPCError); ok {
 			die("%s: %s failed: %s", c.remote, method, dbtext.SortedJSON(e.Raw))
 		}
 		die("%s: receive failed (%s)", c.remote, recvErrno(err))
 	}
+	if version == monitorV3 {
+		// The reply is [found, last_id, updates]; OVS prints the first two
+		// on a line of their own.
+		var reply []json.RawMessage
+		var found bool
+		var last string
+		if json.Unmarshal(initial, &reply) != nil || len(reply) != 3 ||
+			json.Unmarshal(reply[0], &found) != nil || json.Unmarshal(reply[1], &last) != nil {
+			die("%s: monitor_cond_since reply is not [found, last_id, updates]: %s", c.remote, compactRaw(initial))
+		}
+		fmt.Printf("found: %t, last_id: %s\n", found, last)
+		initial = reply[2]
+	}
 	c.monitorPrint(version, mts, initial, true)
+	ready(d)
 	for {
 		m, err := c.conn.Recv(time.Time{})
 		if err != nil {
 			die("%s: receive failed (%s)", c.remote, recvErrno(err))
 		}
+		blk.wait()
 		if m.Type() == jsonrpc.Notification {
 			c.monitorNotify(version, mts, m)
 		}
@@ -135,6 +179,16 @@ func (c *client) monitorNotify(version monitorVersion, mts []*monitoredTable, m 
 			v = monitorV2
 		}
 		c.monitorPrint(v, mts, p[1], false)
+	case "update3":
+		// [monitor id, last_id, updates]: OVS prints the id after a blank
+		// line, and the table that follows its usual separator.
+		var last string
+		if version != monitorV3 || json.Unmarshal(m.Params, &p) != nil || len(p) != 3 || string(p[0]) != "null" ||
+			json.Unmarshal(p[1], &last) != nil {
+			return
+		}
+		fmt.Printf("\nlast_id: %s", last)
+		c.monitorPrint(monitorV2, mts, p[2], false)
 	case "monitor_canceled":
 		die("%s: %s database was removed", c.remote, c.db)
 	}
@@ -236,7 +290,7 @@ func (c *client) monitorPrint(version monitorVersion, mts []*monitoredTable, raw
 		// the same every time.
 		for _, uuid := range slices.Sorted(maps.Keys(rows)) {
 			ru := rows[uuid]
-			if version == monitorV2 {
+			if version != monitorV1 {
 				c.monitor2Row(t, mt, uuid, ru)
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/govs/govs/ovsdb/jsonrpc"
 	"github.com/govs/govs/vswitchd/bridge"
 )
 
@@ -39,7 +40,8 @@ func (s LockState) String() string {
 }
 
 // Lock holds an OVSDB lock (RFC 7047 section 4.1.8) on a JSON-RPC session
-// of its own, since libovsdb's client has no lock support. The server
+// of its own, since libovsdb's client has no lock support; it speaks through
+// the server's codec, ovsdb/jsonrpc. The server
 // releases the lock when the session ends, so a switch that dies frees it
 // for the next one. Run keeps the session up and reports state changes.
 type Lock struct {
@@ -121,55 +123,63 @@ func dial(ctx context.Context, remote string) (net.Conn, error) {
 	return nil, fmt.Errorf("%s: unsupported remote", remote)
 }
 
-// rpcMessage is any JSON-RPC 1.0 message of the OVSDB protocol.
-type rpcMessage struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Params json.RawMessage `json:"params,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  json.RawMessage `json:"error,omitempty"`
-}
+// lockID is the id of the session's one request.
+const lockID = `"lock"`
 
+// session requests the lock on conn and follows the replies and
+// notifications, in the server's own codec (ovsdb/jsonrpc), as the
+// utilities do: libovsdb's client has no lock support. Only this goroutine
+// writes: the request and the replies to the server's echo requests.
 func (l *Lock) session(ctx context.Context, conn net.Conn) error {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	defer conn.Close()
 
-	var wmu sync.Mutex
-	enc := json.NewEncoder(conn)
-	send := func(v any) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		return enc.Encode(v)
-	}
-	if err := send(map[string]any{"id": "lock", "method": "lock", "params": []string{l.name}}); err != nil {
+	send := func(m *jsonrpc.Message) error {
+		_, err := conn.Write(m.Append(nil))
 		return err
 	}
-	dec := json.NewDecoder(conn)
+	if err := send(jsonrpc.NewRequest("lock", []string{l.name}, json.RawMessage(lockID))); err != nil {
+		return err
+	}
+	dec := jsonrpc.NewDecoder(conn, 0)
 	for {
-		var m rpcMessage
-		if err := dec.Decode(&m); err != nil {
+		m, err := dec.Decode()
+		if err != nil {
 			return err
 		}
-		switch {
-		case m.Method == "echo" && !isNull(m.ID):
-			if err := send(map[string]any{"id": m.ID, "result": m.Params, "error": nil}); err != nil {
-				return err
+		switch m.Type() {
+		case jsonrpc.Request:
+			if m.Method == "echo" {
+				params := m.Params
+				if params == nil {
+					params = json.RawMessage("[]")
+				}
+				if err := send(jsonrpc.NewReply(m.ID, params)); err != nil {
+					return err
+				}
 			}
-		case m.Method == "locked":
+		case jsonrpc.Notification:
+			switch m.Method {
+			case "locked":
+				l.set(LockHeld)
+			case "stolen":
+				l.set(LockContended)
+			}
+		case jsonrpc.Error:
+			if string(m.ID) != lockID {
+				continue
+			}
+			// A server without locks cannot arbitrate between
+			// switches; run rather than wait forever.
+			l.log.Warnf("%s: server refused lock request (%s), running without the lock", l.remote, m.Error)
 			l.set(LockHeld)
-		case m.Method == "stolen":
-			l.set(LockContended)
-		case m.Method == "" && string(m.ID) == `"lock"`:
+		case jsonrpc.Reply:
+			if string(m.ID) != lockID {
+				continue
+			}
 			var res struct {
 				Locked bool `json:"locked"`
-			}
-			if !isNull(m.Error) {
-				// A server without locks cannot arbitrate between
-				// switches; run rather than wait forever.
-				l.log.Warnf("%s: server refused lock request (%s), running without the lock", l.remote, m.Error)
-				l.set(LockHeld)
-				continue
 			}
 			if err := json.Unmarshal(m.Result, &res); err != nil {
 				return err
@@ -181,10 +191,6 @@ func (l *Lock) session(ctx context.Context, conn net.Conn) error {
 			}
 		}
 	}
-}
-
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
 }
 
 func closeReason(err error) string {

@@ -9,16 +9,20 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/govs/govs/ovsdb/jsonrpc"
 )
 
-// Conn is a client connection. It is not safe for concurrent use.
+// Conn is a client connection. It is not safe for concurrent use, but
+// Send may be called while another goroutine is in Call or Recv.
 type Conn struct {
-	nc     net.Conn
-	dec    *jsonrpc.Decoder
+	nc  net.Conn
+	dec *jsonrpc.Decoder
+
+	wmu    sync.Mutex // guards nextID and writes to nc
 	nextID int
 	// Notify receives the notifications that arrive while Call waits.
 	Notify func(m *jsonrpc.Message)
@@ -69,9 +73,8 @@ func (e *RPCError) Error() string { return string(e.Raw) }
 // Call sends a request and waits for its reply, answering echo requests
 // and handing notifications to Notify meanwhile.
 func (c *Conn) Call(method string, params any) (json.RawMessage, error) {
-	c.nextID++
-	id := c.nextID
-	if err := c.send(jsonrpc.NewRequest(method, params, id)); err != nil {
+	id, err := c.Send(method, params)
+	if err != nil {
 		return nil, err
 	}
 	want, _ := json.Marshal(id)
@@ -97,7 +100,18 @@ func (c *Conn) Call(method string, params any) (json.RawMessage, error) {
 	}
 }
 
+// Send sends a request without waiting for its reply, and returns its id.
+func (c *Conn) Send(method string, params any) (int, error) {
+	c.wmu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.wmu.Unlock()
+	return id, c.send(jsonrpc.NewRequest(method, params, id))
+}
+
 func (c *Conn) send(m *jsonrpc.Message) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	_, err := c.nc.Write(m.Append(nil))
 	return err
 }
