@@ -1,0 +1,389 @@
+package ofp
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// The controller's side of the codec (what ovs-ofctl sends and reads):
+// requests are encoded, replies decoded. Each decoder is the inverse of
+// the switch's encoder of the same message.
+
+// EncodeRequest returns a message of type t with no body
+// (OFPT_FEATURES_REQUEST, OFPT_GET_CONFIG_REQUEST, ...).
+func EncodeRequest(v Version, t uint8, xid uint32) []byte { return finish(newMsg(v, t, xid, 0)) }
+
+// EncodeBarrierRequest returns OFPT_BARRIER_REQUEST.
+func EncodeBarrierRequest(v Version, xid uint32) []byte {
+	t := uint8(type11BarrierReq)
+	if v == V10 {
+		t = type10BarrierReq
+	}
+	return EncodeRequest(v, t, xid)
+}
+
+// EncodeSetFlowFormat returns NXT_SET_FLOW_FORMAT.
+func EncodeSetFlowFormat(v Version, xid uint32, format uint32) []byte {
+	b := newMsg(v, TypeVendor, xid, 12)
+	b = put32(b, NiciraVendor)
+	b = put32(b, nxtSetFlowFormat)
+	return finish(put32(b, format))
+}
+
+// statsRequest starts a statistics request of kind (a Nicira one of
+// subtype sub when kind is StatsVendor).
+func statsRequest(v Version, xid uint32, kind StatsKind, sub uint32) []byte {
+	t := uint8(type11MultipartReq)
+	if v == V10 {
+		t = type10StatsRequest
+	}
+	b := newMsg(v, t, xid, 64)
+	b = put16(b, uint16(kind))
+	b = put16(b, 0)
+	if v != V10 {
+		b = pad(b, 4)
+	}
+	if kind == StatsVendor {
+		b = put32(b, NiciraVendor)
+		b = put32(b, sub)
+		if v == V10 {
+			b = pad(b, 4)
+		}
+	}
+	return b
+}
+
+// EncodePortDescRequest returns a PORT_DESC request for every port.
+func EncodePortDescRequest(v Version, xid uint32) []byte {
+	b := statsRequest(v, xid, StatsPortDesc, 0)
+	if v >= V15 {
+		b = put32(b, PortAny)
+		b = pad(b, 4)
+	}
+	return finish(b)
+}
+
+// EncodeFlowStatsRequest returns a FLOW (AGGREGATE when r.Kind says so)
+// statistics request: NXST_FLOW with an NXM match in OpenFlow 1.0, the
+// standard request with an OXM match in 1.2+ (1.1's standard match is
+// not encoded).
+func EncodeFlowStatsRequest(v Version, xid uint32, r *StatsRequest) []byte {
+	if v == V10 {
+		sub := uint32(nxStatsFlow)
+		if r.Kind == StatsAggregate {
+			sub = nxStatsAggregate
+		}
+		b := statsRequest(v, xid, StatsVendor, sub)
+		b = put16(b, port10(r.OutPort))
+		ml := len(b)
+		b = put16(b, 0)
+		b = put8(b, r.Table)
+		b = pad(b, 3)
+		ms := len(b)
+		b = AppendNXMatch(b, &r.Match, true)
+		b = appendNXCookie(b, r.Cookie, r.CookieMask)
+		binary.BigEndian.PutUint16(b[ml:], uint16(len(b)-ms))
+		return finish(padTo8(b, ms))
+	}
+	b := statsRequest(v, xid, r.Kind, 0)
+	b = put8(b, r.Table)
+	b = pad(b, 3)
+	b = put32(b, r.OutPort)
+	b = put32(b, r.OutGroup)
+	b = pad(b, 4)
+	b = put64(b, r.Cookie)
+	b = put64(b, r.CookieMask)
+	return finish(appendOXMMatch(b, &r.Match))
+}
+
+// appendNXCookie appends NXM_NX_COOKIE(_W) when mask is not zero.
+func appendNXCookie(b []byte, cookie, mask uint64) []byte {
+	switch mask {
+	case 0:
+		return b
+	case ^uint64(0):
+		b = put32(b, nxmCookie)
+		return put64(b, cookie)
+	}
+	b = put32(b, nxmCookie&^0xff|0x100|16)
+	b = put64(b, cookie&mask)
+	return put64(b, mask)
+}
+
+// EncodeFlowMod returns fm as NXT_FLOW_MOD in OpenFlow 1.0 (any match
+// NXM can say) or OFPT_FLOW_MOD with an OXM match in 1.2+.
+func EncodeFlowMod(v Version, xid uint32, fm *FlowMod) []byte {
+	if v == V10 {
+		b := newMsg(v, TypeVendor, xid, 128)
+		b = put32(b, NiciraVendor)
+		b = put32(b, nxtFlowMod)
+		b = put64(b, fm.NewCookie)
+		b = put16(b, uint16(fm.Table)<<8|uint16(fm.Command))
+		b = put16(b, fm.IdleTimeout)
+		b = put16(b, fm.HardTimeout)
+		b = put16(b, fm.Priority)
+		b = put32(b, fm.BufferID)
+		b = put16(b, port10(fm.OutPort))
+		b = put16(b, fm.Flags&^FlagResetCounts)
+		ml := len(b)
+		b = put16(b, 0)
+		b = pad(b, 6)
+		ms := len(b)
+		b = AppendNXMatch(b, &fm.Match, true)
+		b = appendNXCookie(b, fm.Cookie.Value, fm.Cookie.Mask)
+		binary.BigEndian.PutUint16(b[ml:], uint16(len(b)-ms))
+		b = padTo8(b, ms)
+		return finish(AppendActions(b, V10, fm.Actions))
+	}
+	b := newMsg(v, TypeFlowMod, xid, 128)
+	if fm.Command == FlowAdd {
+		b = put64(b, fm.NewCookie)
+		b = put64(b, 0)
+	} else {
+		b = put64(b, fm.Cookie.Value)
+		b = put64(b, fm.Cookie.Mask)
+	}
+	b = put8(b, fm.Table)
+	b = put8(b, fm.Command)
+	b = put16(b, fm.IdleTimeout)
+	b = put16(b, fm.HardTimeout)
+	b = put16(b, fm.Priority)
+	b = put32(b, fm.BufferID)
+	b = put32(b, fm.OutPort)
+	b = put32(b, fm.OutGroup)
+	b = put16(b, fm.Flags)
+	if v >= V14 {
+		b = put16(b, fm.Importance)
+	} else {
+		b = pad(b, 2)
+	}
+	b = appendOXMMatch(b, &fm.Match)
+	return finish(AppendInstructions(b, v, fm.Actions))
+}
+
+// Reply is a statistics reply's body and whether more parts follow.
+type Reply struct {
+	Header
+	Kind StatsKind
+	More bool
+	Body []byte
+}
+
+// DecodeStatsReply splits a statistics (multipart) reply into its header
+// and body; a Nicira reply's body starts after the Nicira header.
+func DecodeStatsReply(b []byte) (*Reply, error) {
+	h := ParseHeader(b)
+	want, hdr := uint8(type11MultipartRep), HeaderLen+8
+	if h.Version == V10 {
+		want, hdr = type10StatsReply, HeaderLen+4
+	}
+	if h.Type != want || len(b) < hdr || int(h.Length) != len(b) {
+		return nil, errorf(BadLen, "", "not a statistics reply")
+	}
+	r := &Reply{Header: h, Kind: StatsKind(binary.BigEndian.Uint16(b[HeaderLen:]))}
+	r.More = binary.BigEndian.Uint16(b[HeaderLen+2:])&StatsFlagMore != 0
+	r.Body = b[hdr:]
+	if r.Kind == StatsVendor {
+		n := 8
+		if h.Version == V10 {
+			n = 12
+		}
+		if len(r.Body) < n {
+			return nil, errorf(BadLen, "", "short Nicira statistics reply")
+		}
+		r.Body = r.Body[n:]
+	}
+	return r, nil
+}
+
+// DecodeFeaturesReply decodes OFPT_FEATURES_REPLY (with its ports up to
+// OpenFlow 1.2).
+func DecodeFeaturesReply(b []byte) (*Features, error) {
+	h := ParseHeader(b)
+	if h.Type != TypeFeaturesReply || len(b) < HeaderLen+24 {
+		return nil, errorf(BadLen, "OFPT_FEATURES_REPLY", "%d bytes", len(b))
+	}
+	body := b[HeaderLen:]
+	f := &Features{DatapathID: binary.BigEndian.Uint64(body), NBuffers: binary.BigEndian.Uint32(body[8:]),
+		NTables: body[12], Capabilities: binary.BigEndian.Uint32(body[16:]), Actions: binary.BigEndian.Uint32(body[20:])}
+	if h.Version <= V12 {
+		ports, err := DecodePorts(h.Version, body[24:])
+		if err != nil {
+			return nil, err
+		}
+		f.Ports = ports
+	}
+	return f, nil
+}
+
+// features11 converts OpenFlow 1.0 feature bits to 1.1+'s (the inverse
+// of features10).
+func features11(f uint32) uint32 { return f&0x7f | (f&0xf80)<<4 }
+
+// DecodePorts decodes a sequence of ofp_port (a features reply's or a
+// PORT_DESC reply's body).
+func DecodePorts(v Version, b []byte) ([]Port, error) {
+	var ports []Port
+	for len(b) > 0 {
+		var p Port
+		n := 64
+		switch {
+		case v == V10:
+			n = 48
+			if len(b) < n {
+				return nil, errorf(BadLen, "", "truncated port")
+			}
+			p.No = widenPort10(binary.BigEndian.Uint16(b))
+			copy(p.HWAddr[:], b[2:8])
+			p.Name = cString(b[8:24])
+			p.Config = binary.BigEndian.Uint32(b[24:])
+			p.State = binary.BigEndian.Uint32(b[28:])
+			p.Curr = features11(binary.BigEndian.Uint32(b[32:]))
+			p.Advertised = features11(binary.BigEndian.Uint32(b[36:]))
+			p.Supported = features11(binary.BigEndian.Uint32(b[40:]))
+			p.Peer = features11(binary.BigEndian.Uint32(b[44:]))
+		case v <= V13:
+			if len(b) < n {
+				return nil, errorf(BadLen, "", "truncated port")
+			}
+			p.No = binary.BigEndian.Uint32(b)
+			copy(p.HWAddr[:], b[8:14])
+			p.Name = cString(b[16:32])
+			f := []*uint32{&p.Config, &p.State, &p.Curr, &p.Advertised, &p.Supported, &p.Peer, &p.CurrSpeed, &p.MaxSpeed}
+			for i, q := range f {
+				*q = binary.BigEndian.Uint32(b[32+4*i:])
+			}
+		default:
+			if len(b) < 40 {
+				return nil, errorf(BadLen, "", "truncated port")
+			}
+			n = int(binary.BigEndian.Uint16(b[4:]))
+			if n < 40 || n > len(b) {
+				return nil, errorf(BadLen, "", "port of %d bytes", n)
+			}
+			p.No = binary.BigEndian.Uint32(b)
+			copy(p.HWAddr[:], b[8:14])
+			p.Name = cString(b[16:32])
+			p.Config = binary.BigEndian.Uint32(b[32:])
+			p.State = binary.BigEndian.Uint32(b[36:])
+			for props := b[40:n]; len(props) >= 4; {
+				typ, pl := binary.BigEndian.Uint16(props), int(binary.BigEndian.Uint16(props[2:]))
+				if pl < 4 || pl > len(props) {
+					break
+				}
+				if typ == 0 && pl >= 32 {
+					f := []*uint32{&p.Curr, &p.Advertised, &p.Supported, &p.Peer, &p.CurrSpeed, &p.MaxSpeed}
+					for i, q := range f {
+						*q = binary.BigEndian.Uint32(props[8+4*i:])
+					}
+				}
+				props = props[(pl+7)&^7:]
+			}
+		}
+		ports = append(ports, p)
+		b = b[n:]
+	}
+	return ports, nil
+}
+
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// DecodeGetConfigReply decodes OFPT_GET_CONFIG_REPLY.
+func DecodeGetConfigReply(b []byte) (Config, error) {
+	if len(b) < HeaderLen+4 || b[1] != TypeGetConfigReply {
+		return Config{}, errorf(BadLen, "OFPT_GET_CONFIG_REPLY", "%d bytes", len(b))
+	}
+	return Config{Flags: binary.BigEndian.Uint16(b[HeaderLen:]), MissSendLen: binary.BigEndian.Uint16(b[HeaderLen+2:])}, nil
+}
+
+// DecodeFlowStats decodes a FLOW statistics reply's body (r from
+// DecodeStatsReply): NXST_FLOW's nx_flow_stats, or 1.2+'s ofp_flow_stats.
+// IdleAge and HardAge are -1 when the reply does not say.
+func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
+	v, b := r.Version, r.Body
+	var flows []FlowStats
+	bad := func(what string) error { return errorf(BadLen, "", "flow statistics: %s", what) }
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return nil, bad("truncated entry")
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		if n < 8 || n > len(b) {
+			return nil, bad("entry length")
+		}
+		e := b[:n]
+		b = b[n:]
+		f := FlowStats{IdleAge: -1, HardAge: -1}
+		switch {
+		case r.Kind == StatsVendor:
+			if n < 48 {
+				return nil, bad("short nx_flow_stats")
+			}
+			f.Table = e[2]
+			f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
+			f.Priority = binary.BigEndian.Uint16(e[12:])
+			f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
+			f.HardTimeout = binary.BigEndian.Uint16(e[16:])
+			ml := int(binary.BigEndian.Uint16(e[18:]))
+			if age := binary.BigEndian.Uint16(e[20:]); age != 0 {
+				f.IdleAge = time.Duration(age-1) * time.Second
+			}
+			if age := binary.BigEndian.Uint16(e[22:]); age != 0 {
+				f.HardAge = time.Duration(age-1) * time.Second
+			}
+			f.Cookie = binary.BigEndian.Uint64(e[24:])
+			f.Packets = binary.BigEndian.Uint64(e[32:])
+			f.Bytes = binary.BigEndian.Uint64(e[40:])
+			rest := e[48:]
+			if (ml+7)&^7 > len(rest) {
+				return nil, bad("match length")
+			}
+			m, _, err := decodeNXMatch(rest[:ml], true)
+			if err != nil {
+				return nil, err
+			}
+			f.Match = m
+			acts, err := DecodeActions(V10, rest[(ml+7)&^7:])
+			if err != nil {
+				return nil, err
+			}
+			f.Actions = acts
+		case v >= V12 && v <= V14:
+			if n < 56 {
+				return nil, bad("short ofp_flow_stats")
+			}
+			f.Table = e[2]
+			f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
+			f.Priority = binary.BigEndian.Uint16(e[12:])
+			f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
+			f.HardTimeout = binary.BigEndian.Uint16(e[16:])
+			if v >= V13 {
+				f.Flags = binary.BigEndian.Uint16(e[18:])
+			}
+			f.Cookie = binary.BigEndian.Uint64(e[24:])
+			f.Packets = binary.BigEndian.Uint64(e[32:])
+			f.Bytes = binary.BigEndian.Uint64(e[40:])
+			m, rest, err := decodeOXMMatch(v, e[48:])
+			if err != nil {
+				return nil, err
+			}
+			f.Match = m
+			acts, err := DecodeInstructions(v, rest)
+			if err != nil {
+				return nil, err
+			}
+			f.Actions = acts
+		default:
+			return nil, errorf(BadVersion, "", "flow statistics in %s are not supported", v)
+		}
+		flows = append(flows, f)
+	}
+	return flows, nil
+}

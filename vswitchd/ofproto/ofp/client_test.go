@@ -1,0 +1,138 @@
+package ofp
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The controller-side encoders are checked against the switch's decoders
+// and the controller-side decoders against the switch's encoders.
+
+func testMatch() Match {
+	var m Match
+	m.Flow.EthType, m.Mask.EthType = 0x0800, 0xffff
+	m.Flow.NwProto, m.Mask.NwProto = 6, 0xff
+	m.Flow.IPv4Src, m.Mask.IPv4Src = [4]byte{10, 0, 0, 0}, [4]byte{255, 0, 0, 0}
+	m.Flow.TpDst, m.Mask.TpDst = 80, 0xffff
+	m.Flow.Regs[3], m.Mask.Regs[3] = 7, 0xff
+	return m
+}
+
+func TestClientFlowModRoundTrip(t *testing.T) {
+	acts := []Action{{Type: ActOutput, Port: 2}, {Type: ActResubmit, Port: PortInPort, Table: 3}}
+	for _, v := range []Version{V10, V12, V13, V14, V15} {
+		for _, cmd := range []uint8{FlowAdd, FlowModify, FlowDeleteStrict} {
+			fm := &FlowMod{Match: testMatch(), Priority: 100, Command: cmd, Table: 1, IdleTimeout: 5,
+				HardTimeout: 7, BufferID: 0xffffffff, OutPort: PortAny, OutGroup: GroupAny, Actions: acts}
+			if cmd == FlowAdd {
+				fm.NewCookie = 0x42
+			} else {
+				fm.Cookie = Cookie{Value: 0x40, Mask: 0xf0}
+			}
+			msg, err := Decode(EncodeFlowMod(v, 9, fm))
+			if err != nil {
+				t.Fatalf("%s cmd %d: %v", v, cmd, err)
+			}
+			got := msg.(*FlowMod)
+			if got.Xid != 9 || got.Command != cmd || got.Priority != 100 || got.Table != 1 || got.IdleTimeout != 5 ||
+				got.HardTimeout != 7 || got.Match != fm.Match || !sameActions(got.Actions, acts) {
+				t.Errorf("%s cmd %d: decoded %+v", v, cmd, *got)
+			}
+			if cmd == FlowAdd && got.NewCookie != 0x42 {
+				t.Errorf("%s: cookie %#x", v, got.NewCookie)
+			}
+			if cmd != FlowAdd && got.Cookie != fm.Cookie {
+				t.Errorf("%s: cookie filter %+v", v, got.Cookie)
+			}
+		}
+	}
+}
+
+// sameActions compares what the test's actions set.
+func sameActions(a, b []Action) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Port != b[i].Port || a[i].Table != b[i].Table {
+			return false
+		}
+	}
+	return true
+}
+
+func TestClientFlowStatsRoundTrip(t *testing.T) {
+	for _, v := range []Version{V10, V12, V13, V14} {
+		req := &StatsRequest{Kind: StatsFlow, Table: TableAll, OutPort: PortAny, OutGroup: GroupAny, Match: testMatch(),
+			Cookie: 0x10, CookieMask: 0xff}
+		msg, err := Decode(EncodeFlowStatsRequest(v, 4, req))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		got := msg.(*StatsRequest)
+		if got.Kind != StatsFlow || got.Table != TableAll || got.OutPort != PortAny || got.Match != req.Match ||
+			got.Cookie != 0x10 || got.CookieMask != 0xff || got.NX != (v == V10) {
+			t.Errorf("%s: decoded %+v", v, got)
+		}
+
+		fs := []FlowStats{{Table: 2, Duration: 3*time.Second + 5*time.Millisecond, Priority: 9, Cookie: 0x77,
+			Packets: 5, Bytes: 500, IdleAge: 2 * time.Second, HardAge: 3 * time.Second, Match: testMatch(),
+			Actions: []Action{{Type: ActOutput, Port: PortNormal}}}}
+		msgs := EncodeFlowStatsReply(v, 4, v == V10, fs)
+		r, err := DecodeStatsReply(msgs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows, err := DecodeFlowStats(r)
+		if err != nil || len(flows) != 1 {
+			t.Fatalf("%s: %v %v", v, flows, err)
+		}
+		want := fs[0]
+		if v != V10 {
+			want.IdleAge, want.HardAge = -1, -1
+		}
+		fl := flows[0]
+		if !sameActions(fl.Actions, want.Actions) {
+			t.Errorf("%s: actions %+v", v, fl.Actions)
+		}
+		fl.Actions, want.Actions = nil, nil
+		if !reflect.DeepEqual(fl, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", v, fl, want)
+		}
+	}
+}
+
+func TestClientFeaturesRoundTrip(t *testing.T) {
+	ports := []Port{{No: 1, HWAddr: [6]byte{1, 2, 3, 4, 5, 6}, Name: "p1", Config: PortConfigDown, State: PortStateDown,
+		Curr: Feature10GBFD | FeatureCopper, CurrSpeed: 10000000}, {No: PortLocal, Name: "br0"}}
+	for _, v := range []Version{V10, V11, V12, V13, V14, V15} {
+		f := &Features{DatapathID: 0x1234, NTables: 254, Capabilities: 0xc7, Ports: ports}
+		got, err := DecodeFeaturesReply(EncodeFeaturesReply(v, 2, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DatapathID != 0x1234 || got.NTables != 254 || got.Capabilities != 0xc7 {
+			t.Errorf("%s: %+v", v, got)
+		}
+		r, err := DecodeStatsReply(EncodePortDescReply(v, 3, ports)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pd, err := DecodePorts(v, r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ports
+		if v == V10 {
+			want = []Port{ports[0], ports[1]}
+			want[0].CurrSpeed = 0 // 1.0 has no speeds
+		}
+		if !reflect.DeepEqual(pd, want) {
+			t.Errorf("%s: ports %+v, want %+v", v, pd, want)
+		}
+		if v <= V12 && !reflect.DeepEqual(got.Ports, want) {
+			t.Errorf("%s: features ports %+v", v, got.Ports)
+		}
+	}
+}
