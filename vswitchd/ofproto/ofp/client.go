@@ -22,6 +22,20 @@ func EncodeBarrierRequest(v Version, xid uint32) []byte {
 	return EncodeRequest(v, t, xid)
 }
 
+// EncodeFlowModTableID returns NXT_FLOW_MOD_TABLE_ID: OpenFlow 1.0 flow
+// mods carry a table in their command's high byte.
+func EncodeFlowModTableID(v Version, xid uint32, enable bool) []byte {
+	b := newMsg(v, TypeVendor, xid, 16)
+	b = put32(b, NiciraVendor)
+	b = put32(b, nxtFlowModTableID)
+	if enable {
+		b = put8(b, 1)
+	} else {
+		b = put8(b, 0)
+	}
+	return finish(pad(b, 7))
+}
+
 // EncodeSetFlowFormat returns NXT_SET_FLOW_FORMAT.
 func EncodeSetFlowFormat(v Version, xid uint32, format uint32) []byte {
 	b := newMsg(v, TypeVendor, xid, 12)
@@ -110,9 +124,27 @@ func appendNXCookie(b []byte, cookie, mask uint64) []byte {
 	return put64(b, mask)
 }
 
-// EncodeFlowMod returns fm as NXT_FLOW_MOD in OpenFlow 1.0 (any match
-// NXM can say) or OFPT_FLOW_MOD with an OXM match in 1.2+.
+// FlowModNX reports whether EncodeFlowMod encodes fm as NXT_FLOW_MOD in
+// OpenFlow 1.0: when an ofp10_match cannot say its match or cookie
+// filter (OVS's ovs-ofctl chooses the same way).
+func FlowModNX(fm *FlowMod) bool { return fm.Cookie.Mask != 0 || !fm.Match.Representable10() }
+
+// EncodeFlowMod returns fm in OpenFlow 1.0 as OFPT_FLOW_MOD, or as
+// NXT_FLOW_MOD when FlowModNX; in 1.2+ as OFPT_FLOW_MOD with an OXM match.
 func EncodeFlowMod(v Version, xid uint32, fm *FlowMod) []byte {
+	if v == V10 && !FlowModNX(fm) {
+		b := newMsg(v, TypeFlowMod, xid, 128)
+		b = appendMatch10(b, &fm.Match)
+		b = put64(b, fm.NewCookie)
+		b = put16(b, uint16(fm.Table)<<8|uint16(fm.Command))
+		b = put16(b, fm.IdleTimeout)
+		b = put16(b, fm.HardTimeout)
+		b = put16(b, fm.Priority)
+		b = put32(b, fm.BufferID)
+		b = put16(b, port10(fm.OutPort))
+		b = put16(b, fm.Flags&^FlagResetCounts)
+		return finish(AppendActions(b, V10, fm.Actions))
+	}
 	if v == V10 {
 		b := newMsg(v, TypeVendor, xid, 128)
 		b = put32(b, NiciraVendor)
@@ -386,4 +418,75 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 		flows = append(flows, f)
 	}
 	return flows, nil
+}
+
+// FieldByName returns the field OVS names name ("eth_src", "reg0"), nil
+// if govs has none.
+func FieldByName(name string) *Field { return fieldNames[name] }
+
+// SetField returns a set_field action; legacy encodes it as OpenFlow
+// 1.0's mod_* action where one exists (ovs-ofctl's "mod_dl_src:...").
+func SetField(fd *Field, value, mask []byte, legacy bool) Action {
+	a := Action{Type: ActSetField, Field: fd, Value: value, Mask: mask}
+	if legacy {
+		a.raw = rawLegacy
+	}
+	return a
+}
+
+// Load returns NXAST_REG_LOAD's action: v into ref's bits ("load:").
+func Load(ref FieldRef, v uint64) Action {
+	value, mask := refValue(ref, v)
+	return Action{Type: ActSetField, Field: ref.Field, Value: value, Mask: mask, raw: rawRegLoad}
+}
+
+// RegLoad reports whether a set-field action came as NXAST_REG_LOAD
+// (ovs-ofctl shows it "load:").
+func (a *Action) RegLoad() bool { return a.raw == rawRegLoad }
+
+// LoadRange returns a set-field action's mask as a bit range and the
+// value in it, ok false if the mask is not one contiguous range.
+func (a *Action) LoadRange() (ref FieldRef, value uint64, ok bool) {
+	ofs, nbits, ok := maskRange(a.Mask)
+	if !ok || nbits > 64 {
+		return FieldRef{}, 0, false
+	}
+	return FieldRef{Field: a.Field, Ofs: ofs, NBits: nbits}, rangeValue(a.Value, ofs, nbits), true
+}
+
+// ResubmitTable marks a resubmit to be encoded as NXAST_RESUBMIT_TABLE
+// ("resubmit(,T)" or "resubmit(P,T)"), as a decoded one records it.
+func (a *Action) ResubmitTable() bool { return a.resubmitTable }
+
+// Resubmit returns a resubmit action to port (PortInPort: the packet's
+// own) and table (0xff: the current one); withTable encodes it as
+// NXAST_RESUBMIT_TABLE.
+func Resubmit(port uint32, table uint8, withTable bool) Action {
+	return Action{Type: ActResubmit, Port: port, Table: table, resubmitTable: withTable}
+}
+
+// DecodeErrorMsg decodes OFPT_ERROR: the error OVS names (ok false if
+// govs does not know its numbers) and the data it carries.
+func DecodeErrorMsg(b []byte) (e Errno, data []byte, ok bool) {
+	if len(b) < HeaderLen+4 || b[1] != TypeError {
+		return 0, nil, false
+	}
+	v := Version(b[0])
+	c := errCode{typ: binary.BigEndian.Uint16(b[HeaderLen:]), code: binary.BigEndian.Uint16(b[HeaderLen+2:])}
+	data = b[HeaderLen+4:]
+	switch {
+	case c.typ == 0xb0c2 && len(data) >= 8:
+		c = errCode{vendor: binary.BigEndian.Uint32(data), typ: binary.BigEndian.Uint16(data[4:]), code: binary.BigEndian.Uint16(data[6:])}
+		data = data[8:]
+	case c.typ == 0xffff && v >= V12 && len(data) >= 4:
+		c = errCode{vendor: binary.BigEndian.Uint32(data), typ: c.code}
+		data = data[4:]
+	}
+	vi := min(max(v, V10), V15) - V10
+	for errno, codes := range errCodes {
+		if codes[vi] == c {
+			return errno, data, true
+		}
+	}
+	return 0, data, false
 }

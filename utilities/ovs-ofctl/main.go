@@ -1,0 +1,1082 @@
+// Command ovs-ofctl administers OpenFlow switches as Open vSwitch 3.1's
+// does, with the same output, error texts and exit statuses, for the
+// commands and the flow syntax govs' switch supports:
+//
+//	ovs-ofctl [OPTIONS] show SWITCH
+//	ovs-ofctl [OPTIONS] dump-flows SWITCH [FLOW]
+//	ovs-ofctl [OPTIONS] add-flow SWITCH FLOW | add-flows SWITCH FILE
+//	ovs-ofctl [OPTIONS] mod-flows SWITCH FLOW | del-flows SWITCH [FLOW]
+//
+// SWITCH is a bridge name (its socket RUNDIR/BRIDGE.mgmt, RUNDIR from
+// OVS_RUNDIR), a socket path, or unix:PATH / tcp:HOST:PORT. Other
+// commands of OVS's ovs-ofctl are refused with a message. The OpenFlow
+// codec is govs' switch's own (vswitchd/ofproto/ofp).
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/internal/daemon"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+const program = "ovs-ofctl"
+
+// logger is the program's vlog (console at OVS's defaults).
+var logger = daemon.NewLogger(os.Stderr)
+
+func logWarn(module, msg string) { logger.Module(module).Warnf("%s", msg) }
+func logInfo(module, msg string) { logger.Module(module).Infof("%s", msg) }
+
+// fatal is an error that ends the program with "ovs-ofctl: MSG", exit 1.
+type fatal struct{ msg string }
+
+func (f fatal) Error() string { return f.msg }
+
+func fatalf(format string, args ...any) error { return fatal{fmt.Sprintf(format, args...)} }
+
+// ofctl is one run's options and state.
+type ofctl struct {
+	allowed   ofp.Versions
+	strict    bool
+	names     int // -1: when stdout is a terminal
+	showStats bool
+	sortKeys  []sortKey
+	// xid is the last transaction ID used: OVS's ovs-ofctl numbers its
+	// messages across all its connections, and prints the numbers.
+	xid uint32
+	out *bufio.Writer
+}
+
+type sortKey struct {
+	field string
+	desc  bool
+}
+
+// command is one ovs-ofctl command: its argument counts and handler.
+type command struct {
+	min, max int
+	run      func(o *ofctl, args []string) error
+}
+
+var commands = map[string]command{
+	"show":       {1, 1, (*ofctl).show},
+	"dump-flows": {1, 2, (*ofctl).dumpFlows},
+	"add-flow":   {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseAdd) }},
+	"add-flows":  {2, 2, (*ofctl).addFlows},
+	"mod-flows":  {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseModify) }},
+	"del-flows": {1, 2, func(o *ofctl, a []string) error {
+		spec := ""
+		if len(a) == 2 {
+			spec = a[1]
+		}
+		return o.flowMods(a[0], []string{spec}, parseDelete)
+	}},
+}
+
+// unsupported are OVS's ovs-ofctl commands govs' does not implement yet.
+var unsupported = []string{"dump-desc", "dump-tables", "dump-table-features", "dump-table-desc", "mod-table",
+	"dump-ports", "dump-ports-desc", "mod-port", "dump-aggregate", "queue-stats", "queue-get-config",
+	"replace-flows", "diff-flows", "add-group", "add-groups", "mod-group", "del-groups", "insert-buckets",
+	"remove-buckets", "dump-groups", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
+	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features", "packet-out",
+	"monitor", "snoop", "dump-flows-monitor", "get-frags", "set-frags", "ofp-parse", "ofp-parse-pcap",
+	"ct-flush-zone", "ct-flush", "probe", "ping", "benchmark", "dump-ipfix-bridge", "dump-ipfix-flow",
+	"bundle", "add-tlv-map", "del-tlv-map", "dump-tlv-map", "parse-flow", "parse-flows", "parse-actions",
+	"encode-error-reply", "print-error", "ofp-print", "encode-hello", "dump-table-features", "set-l3-rx",
+	"mod-flow", "del-flow", "strict"}
+
+const usage = `ovs-ofctl: OpenFlow switch management utility
+usage: ovs-ofctl [OPTIONS] COMMAND [ARG...]
+
+For OpenFlow switches (govs' ovs-ofctl):
+  show SWITCH                 show OpenFlow information
+  dump-flows SWITCH           print all flow entries
+  dump-flows SWITCH FLOW      print matching FLOWs
+  add-flow SWITCH FLOW        add flow described by FLOW
+  add-flows SWITCH FILE       add flows from FILE
+  mod-flows SWITCH FLOW       modify actions of matching FLOWs
+  del-flows SWITCH [FLOW]     delete matching FLOWs
+
+Other options:
+  --strict                    use strict match for flow commands
+  -O, --protocols             set allowed OpenFlow versions
+                              (default: OpenFlow10)
+  --names                     show port names instead of numbers
+  --no-names                  show port numbers, but not names
+  --no-stats                  do not print flow statistics
+  --sort[=field]              sort in ascending order
+  --rsort[=field]             sort in descending order
+  -h, --help                  display this help message
+  -V, --version               display version information
+`
+
+func main() {
+	o := &ofctl{allowed: 1 << ofp.V10, names: -1, showStats: true, out: bufio.NewWriter(os.Stdout)}
+	code := o.main(os.Args[1:])
+	o.out.Flush()
+	os.Exit(code)
+}
+
+func (o *ofctl) main(args []string) int {
+	var help, showVersion bool
+	flags := []daemon.Flag{
+		{Long: "strict", Set: func(string) error { o.strict = true; return nil }},
+		{Long: "protocols", Short: 'O', Arg: daemon.RequiredArg, Set: o.setProtocols},
+		{Long: "names", Set: func(string) error { o.names = 1; return nil }},
+		{Long: "no-names", Set: func(string) error { o.names = 0; return nil }},
+		{Long: "no-stats", Set: func(string) error { o.showStats = false; return nil }},
+		{Long: "sort", Arg: daemon.OptionalArg, Set: func(v string) error { return o.addSort(v, false) }},
+		{Long: "rsort", Arg: daemon.OptionalArg, Set: func(v string) error { return o.addSort(v, true) }},
+		{Long: "help", Short: 'h', Set: func(string) error { help = true; return nil }},
+		{Long: "version", Short: 'V', Set: func(string) error { showVersion = true; return nil }},
+		{Long: "verbose", Short: 'v', Arg: daemon.OptionalArg, Set: func(v string) error {
+			if err := logger.Set(v); err != nil {
+				return fatalf("processing \"%s\": %v", v, err)
+			}
+			return nil
+		}},
+		{Long: "timeout", Short: 't', Arg: daemon.RequiredArg, Set: func(string) error { return nil }},
+	}
+	rest, err := daemon.Getopt(args, flags, true)
+	if err != nil {
+		var f fatal
+		if errors.As(err, &f) {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", program, f.msg)
+		} else {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[0], err)
+		}
+		return 1
+	}
+	switch {
+	case help:
+		fmt.Print(usage)
+		return 0
+	case showVersion:
+		fmt.Print(daemon.VersionText(program, "3.1.0"))
+		return 0
+	case len(rest) == 0:
+		fmt.Fprintf(os.Stderr, "%s: missing command name; use --help for help\n", program)
+		return 1
+	}
+	name, cargs := rest[0], rest[1:]
+	cmd, ok := commands[name]
+	switch {
+	case !ok && contains(unsupported, name):
+		fmt.Fprintf(os.Stderr, "%s: '%s' is not supported by govs' ovs-ofctl yet (Open vSwitch's /usr/bin/ovs-ofctl has it)\n", program, name)
+		return 1
+	case !ok:
+		fmt.Fprintf(os.Stderr, "%s: unknown command '%s'; use --help for help\n", program, name)
+		return 1
+	case len(cargs) < cmd.min:
+		fmt.Fprintf(os.Stderr, "%s: '%s' command requires at least %d arguments\n", program, name, cmd.min)
+		return 1
+	case len(cargs) > cmd.max:
+		fmt.Fprintf(os.Stderr, "%s: '%s' command takes at most %d arguments\n", program, name, cmd.max)
+		return 1
+	}
+	if err := cmd.run(o, cargs); err != nil {
+		o.out.Flush()
+		var f fatal
+		if errors.As(err, &f) {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", program, f.msg)
+		} else if !errors.Is(err, errReported) {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// errReported: the error was printed already (an OFPT_ERROR reply).
+var errReported = errors.New("reported")
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// setProtocols parses -O's comma-separated versions.
+func (o *ofctl) setProtocols(s string) error {
+	var set ofp.Versions
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for v := ofp.V10; v <= ofp.V15; v++ {
+			if strings.EqualFold(name, v.String()) {
+				set |= 1 << v
+				found = true
+			}
+		}
+		if !found && name != "" {
+			return fatalf("Unknown OpenFlow version: \"%s\"", name)
+		}
+	}
+	if set == 0 {
+		return fatalf("at least one OpenFlow version must be specified")
+	}
+	o.allowed = set
+	return nil
+}
+
+func (o *ofctl) addSort(field string, desc bool) error {
+	switch field {
+	case "", "priority", "table", "cookie", "in_port", "duration", "idle_age", "hard_age", "n_packets", "n_bytes":
+	default:
+		if fieldOf(field) == nil {
+			return fatalf("%s: unknown field name", field)
+		}
+	}
+	o.sortKeys = append(o.sortKeys, sortKey{field, desc})
+	return nil
+}
+
+// showNames reports whether ports print as names (--names, or a
+// terminal without --no-names).
+func (o *ofctl) showNames() bool {
+	if o.names >= 0 {
+		return o.names == 1
+	}
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (o *ofctl) nextXid() uint32 {
+	o.xid++
+	return o.xid
+}
+
+// vconn is an OpenFlow connection after version negotiation.
+type vconn struct {
+	c    net.Conn
+	r    *bufio.Reader
+	v    ofp.Version
+	name string
+}
+
+// socketPath finds a target's socket as OVS's open_vconn: NAME:... is a
+// vconn name, a socket path is used as is, else NAME is a bridge whose
+// socket is RUNDIR/NAME.mgmt.
+func socketPath(target string) (network, addr, name string, err error) {
+	if strings.Contains(target, ":") {
+		kind, rest, _ := strings.Cut(target, ":")
+		switch kind {
+		case "unix":
+			return "unix", rest, target, nil
+		case "tcp":
+			return "tcp", rest, target, nil
+		}
+		return "", "", "", fatalf("%s: govs' ovs-ofctl connects only to unix: and tcp: targets", target)
+	}
+	if st, err := os.Stat(target); err == nil && st.Mode()&os.ModeSocket != 0 {
+		return "unix", target, "unix:" + target, nil
+	}
+	p := daemon.Rundir() + "/" + target + ".mgmt"
+	if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+		return "unix", p, "unix:" + p, nil
+	}
+	return "", "", "", fatalf("%s is not a bridge or a socket", target)
+}
+
+// open connects to target and negotiates a version.
+func (o *ofctl) open(target string) (*vconn, error) {
+	network, addr, name, err := socketPath(target)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialTimeout(network, addr, 30*time.Second)
+	if err != nil {
+		var en syscall.Errno
+		if errors.As(err, &en) {
+			return nil, fatalf("connecting to %s (%s)", name, daemon.Strerror(en))
+		}
+		return nil, fatalf("connecting to %s (%v)", name, err)
+	}
+	vc := &vconn{c: c, r: bufio.NewReader(c), name: name}
+	if _, err := c.Write(ofp.EncodeHello(o.allowed, o.nextXid())); err != nil {
+		c.Close()
+		return nil, fatalf("%s: failed to connect to socket (%s)", target, daemon.Strerror(err))
+	}
+	msg, err := vc.read()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	h := ofp.ParseHeader(msg)
+	if h.Type != ofp.TypeHello {
+		c.Close()
+		return nil, fatalf("%s: failed to connect to socket (Protocol error)", target)
+	}
+	peer := helloVersions(msg)
+	common := peer & o.allowed
+	if common == 0 {
+		c.Close()
+		return nil, fatalf("%s: failed to connect to socket (Protocol error)", target)
+	}
+	vc.v = common.Highest()
+	return vc, nil
+}
+
+// helloVersions is the version set a hello offers: its bitmap, else every
+// version up to its header's.
+func helloVersions(msg []byte) ofp.Versions {
+	if m, err := ofp.Decode(msg); err == nil {
+		if h, ok := m.(*ofp.Hello); ok {
+			return h.Versions
+		}
+	}
+	v := ofp.ParseHeader(msg).Version
+	return ofp.Versions(1<<(v+1)-2) & ofp.AllVersions
+}
+
+func (vc *vconn) close() { vc.c.Close() }
+
+// read returns the next message, answering echo requests.
+func (vc *vconn) read() ([]byte, error) {
+	for {
+		var hdr [ofp.HeaderLen]byte
+		if _, err := io.ReadFull(vc.r, hdr[:]); err != nil {
+			return nil, fatalf("%s: connection failed (%s)", vc.name, eofText(err))
+		}
+		h := ofp.ParseHeader(hdr[:])
+		if h.Length < ofp.HeaderLen {
+			return nil, fatalf("%s: connection failed (Protocol error)", vc.name)
+		}
+		msg := make([]byte, h.Length)
+		copy(msg, hdr[:])
+		if _, err := io.ReadFull(vc.r, msg[ofp.HeaderLen:]); err != nil {
+			return nil, fatalf("%s: connection failed (%s)", vc.name, eofText(err))
+		}
+		if h.Type == ofp.TypeEchoRequest {
+			vc.c.Write(ofp.EncodeEchoReply(h.Version, h.Xid, msg[ofp.HeaderLen:]))
+			continue
+		}
+		return msg, nil
+	}
+}
+
+func eofText(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "End of file"
+	}
+	return daemon.Strerror(err)
+}
+
+// transact sends req and returns the replies with its xid (several for
+// a statistics reply in parts). An OFPT_ERROR reply is an error.
+func (vc *vconn) transact(req []byte) ([][]byte, error) {
+	xid := ofp.ParseHeader(req).Xid
+	if _, err := vc.c.Write(req); err != nil {
+		return nil, fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(err))
+	}
+	var replies [][]byte
+	for {
+		msg, err := vc.read()
+		if err != nil {
+			return nil, err
+		}
+		h := ofp.ParseHeader(msg)
+		if h.Xid != xid {
+			continue
+		}
+		if h.Type == ofp.TypeError {
+			return nil, replyError{msg}
+		}
+		replies = append(replies, msg)
+		if r, err := ofp.DecodeStatsReply(msg); err == nil && r.More {
+			continue
+		}
+		return replies, nil
+	}
+}
+
+// replyError is an OFPT_ERROR the switch answered a request with.
+type replyError struct{ msg []byte }
+
+func (e replyError) Error() string { return "OFPT_ERROR" }
+
+// barrier sends msgs each followed by a barrier, as OVS's
+// transact_noreply, and prints the errors they got.
+func (o *ofctl) sendWithBarriers(vc *vconn, msgs [][]byte, names []string, describe []func() string) error {
+	failed := false
+	for i, m := range msgs {
+		if _, err := vc.c.Write(m); err != nil {
+			return fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(err))
+		}
+		bxid := o.nextXid()
+		if _, err := vc.c.Write(ofp.EncodeBarrierRequest(vc.v, bxid)); err != nil {
+			return fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(err))
+		}
+		for {
+			reply, err := vc.read()
+			if err != nil {
+				return err
+			}
+			h := ofp.ParseHeader(reply)
+			if h.Type == ofp.TypeError && h.Xid == ofp.ParseHeader(m).Xid {
+				o.out.Flush()
+				fmt.Fprint(os.Stderr, formatError(reply, names[i], describe[i]))
+				failed = true
+				continue
+			}
+			if h.Xid == bxid {
+				break
+			}
+		}
+	}
+	if failed {
+		return errReported
+	}
+	return nil
+}
+
+// formatError prints an OFPT_ERROR as ofp_print: its name, then the
+// request it refers to (described by describe, named name).
+func formatError(reply []byte, name string, describe func() string) string {
+	h := ofp.ParseHeader(reply)
+	errno, data, ok := ofp.DecodeErrorMsg(reply)
+	text := "***unknown error***"
+	if ok {
+		text = errno.String()
+	}
+	s := msgHeader("OFPT_ERROR", h.Version, h.Xid) + " " + text + "\n"
+	if len(data) >= ofp.HeaderLen {
+		rh := ofp.ParseHeader(data)
+		if int(rh.Length) == len(data) && describe != nil {
+			s += msgHeader(name, rh.Version, rh.Xid) + " " + describe() + "\n"
+		} else if int(rh.Length) > len(data) {
+			s += fmt.Sprintf("(***truncated to %d bytes from %d***)\n", len(data), rh.Length)
+		}
+	}
+	return s
+}
+
+// fetchPorts gets the switch's ports on a connection of their own (as
+// OVS's ovs-ofctl does to know their names): the features reply's in
+// OpenFlow 1.0–1.2, else a PORT_DESC request's.
+func (o *ofctl) fetchPorts(target string) ([]ofp.Port, error) {
+	vc, err := o.open(target)
+	if err != nil {
+		return nil, err
+	}
+	defer vc.close()
+	if vc.v <= ofp.V12 {
+		replies, err := vc.transact(ofp.EncodeRequest(vc.v, ofp.TypeFeaturesReq, o.nextXid()))
+		if err != nil {
+			return nil, transactErr(vc, err)
+		}
+		f, err := ofp.DecodeFeaturesReply(replies[0])
+		if err != nil {
+			return nil, err
+		}
+		return f.Ports, nil
+	}
+	replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid()))
+	if err != nil {
+		return nil, transactErr(vc, err)
+	}
+	var ports []ofp.Port
+	for _, r := range replies {
+		sr, err := ofp.DecodeStatsReply(r)
+		if err != nil {
+			return nil, err
+		}
+		p, err := ofp.DecodePorts(vc.v, sr.Body)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p...)
+	}
+	return ports, nil
+}
+
+func transactErr(vc *vconn, err error) error {
+	var re replyError
+	if errors.As(err, &re) {
+		errno, _, _ := ofp.DecodeErrorMsg(re.msg)
+		return fatalf("%s: %s", vc.name, errno)
+	}
+	return err
+}
+
+// show prints the switch's features, ports and configuration.
+func (o *ofctl) show(args []string) error {
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	replies, err := vc.transact(ofp.EncodeRequest(vc.v, ofp.TypeFeaturesReq, o.nextXid()))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	h := ofp.ParseHeader(replies[0])
+	f, err := ofp.DecodeFeaturesReply(replies[0])
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(msgHeader("OFPT_FEATURES_REPLY", h.Version, h.Xid))
+	fmt.Fprintf(&b, " dpid:%016x\n", f.DatapathID)
+	fmt.Fprintf(&b, "n_tables:%d, n_buffers:%d\n", f.NTables, f.NBuffers)
+	fmt.Fprintf(&b, "capabilities: %s\n", capabilities(vc.v, f.Capabilities))
+	if vc.v == ofp.V10 {
+		var acts []string
+		for _, a := range actionNames10 {
+			if f.Actions&(1<<a.bit) != 0 {
+				acts = append(acts, a.name)
+			}
+		}
+		fmt.Fprintf(&b, "actions: %s\n", strings.Join(acts, " "))
+	}
+	if vc.v <= ofp.V12 {
+		printPorts(&b, vc.v, f.Ports)
+	} else {
+		replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid()))
+		if err != nil {
+			return transactErr(vc, err)
+		}
+		for _, r := range replies {
+			sr, err := ofp.DecodeStatsReply(r)
+			if err != nil {
+				return err
+			}
+			b.WriteString(msgHeader("OFPST_PORT_DESC reply", sr.Version, sr.Xid))
+			if sr.More {
+				b.WriteString(" flags=[more]")
+			}
+			b.WriteString("\n")
+			ports, err := ofp.DecodePorts(sr.Version, sr.Body)
+			if err != nil {
+				return err
+			}
+			printPorts(&b, vc.v, ports)
+		}
+	}
+	o.out.WriteString(b.String())
+
+	vc2, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc2.close()
+	replies, err = vc2.transact(ofp.EncodeRequest(vc2.v, ofp.TypeGetConfigReq, o.nextXid()))
+	if err != nil {
+		return transactErr(vc2, err)
+	}
+	cfg, err := ofp.DecodeGetConfigReply(replies[0])
+	if err != nil {
+		return err
+	}
+	frags := []string{"normal", "drop", "reassemble", "nx-match"}[cfg.Flags&3]
+	h = ofp.ParseHeader(replies[0])
+	fmt.Fprintf(o.out, "%s frags=%s miss_send_len=%d\n", msgHeader("OFPT_GET_CONFIG_REPLY", h.Version, h.Xid), frags, cfg.MissSendLen)
+	return nil
+}
+
+func printPorts(b *strings.Builder, v ofp.Version, ports []ofp.Port) {
+	sort.SliceStable(ports, func(i, j int) bool { return ports[i].No < ports[j].No })
+	for i := range ports {
+		formatPort(b, v, &ports[i])
+	}
+}
+
+// resolver returns a port-name resolver over ports.
+func resolver(ports []ofp.Port) portResolver {
+	return func(name string) (uint32, bool) {
+		for _, p := range ports {
+			if p.Name == name {
+				return p.No, true
+			}
+		}
+		return 0, false
+	}
+}
+
+func namesOf(ports []ofp.Port) portNames {
+	pn := portNames{}
+	for _, p := range ports {
+		pn[p.No] = p.Name
+	}
+	return pn
+}
+
+// checkVersion refuses OpenFlow 1.1 for flow commands: govs' codec does
+// not encode its standard match.
+func checkFlowVersion(v ofp.Version) error {
+	if v == ofp.V11 {
+		return fatalf("govs' ovs-ofctl does not encode OpenFlow 1.1 matches: use another version (-O)")
+	}
+	return nil
+}
+
+// dumpFlows prints the flows (matching the filter if any).
+func (o *ofctl) dumpFlows(args []string) error {
+	var ports []ofp.Port
+	filter := len(args) == 2
+	names := o.showNames()
+	if filter || names {
+		// OVS's ovs-ofctl learns port and table names first, on
+		// connections of their own.
+		p, err := o.fetchPorts(args[0])
+		if err != nil {
+			return err
+		}
+		ports = p
+		o.xid += 2
+	}
+	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	if filter {
+		s, err := parseFlow(args[1], parseDump, resolver(ports))
+		if err != nil {
+			return fatal{err.Error()}
+		}
+		spec = s
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	if err := checkFlowVersion(vc.v); err != nil {
+		return err
+	}
+	if vc.v == ofp.V10 {
+		if err := o.setFlowFormat(vc); err != nil {
+			return err
+		}
+	}
+	req := &ofp.StatsRequest{Kind: ofp.StatsFlow, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup,
+		Match: spec.match}
+	if spec.cookieSet {
+		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
+	}
+	normalize(&req.Match, vc.v)
+	replies, err := vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	var pn portNames
+	if names {
+		pn = namesOf(ports)
+	}
+	simple := len(o.sortKeys) == 0 && !names && o.showStats
+	var all []ofp.FlowStats
+	for _, r := range replies {
+		sr, err := ofp.DecodeStatsReply(r)
+		if err != nil {
+			return err
+		}
+		flows, err := ofp.DecodeFlowStats(sr)
+		if err != nil {
+			return fatalf("%s: decoding flow statistics: %v", vc.name, err)
+		}
+		if simple {
+			name := "OFPST_FLOW reply"
+			if sr.Kind == ofp.StatsVendor {
+				name = "NXST_FLOW reply"
+			}
+			o.out.WriteString(msgHeader(name, sr.Version, sr.Xid))
+			if sr.More {
+				o.out.WriteString(" flags=[more]")
+			}
+			o.out.WriteString("\n")
+			for i := range flows {
+				o.out.WriteString(" " + formatFlowStats(&flows[i], vc.v, true, nil) + "\n")
+			}
+			continue
+		}
+		all = append(all, flows...)
+	}
+	if simple {
+		return nil
+	}
+	o.sortFlows(all)
+	for i := range all {
+		o.out.WriteString(" " + formatFlowStats(&all[i], vc.v, o.showStats, pn) + "\n")
+	}
+	return nil
+}
+
+// setFlowFormat switches an OpenFlow 1.0 connection to NXM, as OVS's
+// ovs-ofctl does before flow commands that need it.
+func (o *ofctl) setFlowFormat(vc *vconn) error {
+	if _, err := vc.c.Write(ofp.EncodeSetFlowFormat(vc.v, o.nextXid(), ofp.FlowFormatNXM)); err != nil {
+		return fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(err))
+	}
+	return o.barrier(vc)
+}
+
+func (o *ofctl) barrier(vc *vconn) error {
+	_, err := vc.transact(ofp.EncodeBarrierRequest(vc.v, o.nextXid()))
+	return transactErr(vc, err)
+}
+
+// sortFlows orders flows by --sort/--rsort keys (a bare --sort is by
+// priority, as OVS's); flows that compare equal keep the switch's order.
+func (o *ofctl) sortFlows(flows []ofp.FlowStats) {
+	if len(o.sortKeys) == 0 {
+		return
+	}
+	sort.SliceStable(flows, func(i, j int) bool {
+		for _, k := range o.sortKeys {
+			c := compareFlows(&flows[i], &flows[j], k.field)
+			if k.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+}
+
+func compareFlows(a, b *ofp.FlowStats, field string) int {
+	cmp := func(x, y uint64) int {
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
+	switch field {
+	case "", "priority":
+		return cmp(uint64(a.Priority), uint64(b.Priority))
+	case "table":
+		return cmp(uint64(a.Table), uint64(b.Table))
+	case "cookie":
+		return cmp(a.Cookie, b.Cookie)
+	case "n_packets":
+		return cmp(a.Packets, b.Packets)
+	case "n_bytes":
+		return cmp(a.Bytes, b.Bytes)
+	case "duration":
+		return cmp(uint64(a.Duration), uint64(b.Duration))
+	}
+	fd := fieldOf(field)
+	if fd == nil {
+		return 0
+	}
+	// A flow that does not match on the field sorts after those that do.
+	am, bm := !isZero(fd.Get(&a.Match.Mask)), !isZero(fd.Get(&b.Match.Mask))
+	switch {
+	case am && !bm:
+		return -1
+	case !am && bm:
+		return 1
+	case !am:
+		return 0
+	}
+	av, bv := fd.Get(&a.Match.Flow), fd.Get(&b.Match.Flow)
+	for i := range av {
+		if av[i] != bv[i] {
+			return cmp(uint64(av[i]), uint64(bv[i]))
+		}
+	}
+	return 0
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize logs, as OVS's ofputil_normalize_match, a match that has
+// fields without their prerequisites, and in OpenFlow 1.0 drops them
+// (OVS's 1.0 and NXM encoders leave them out; its OXM encoder sends
+// them, for the switch to refuse).
+func normalize(m *ofp.Match, v ofp.Version) {
+	norm := *m
+	changed := false
+	for id := ofp.FieldInPort; id < ofp.FieldReg0; id++ {
+		fd := ofp.FieldByID(id)
+		if fd == nil || fd.Prereqs(m) || isZero(fd.Get(&norm.Mask)) || sharedWithValid(fd, m) {
+			continue
+		}
+		zero := make([]byte, fd.Len)
+		fd.Set(&norm.Mask, zero)
+		fd.Set(&norm.Flow, zero)
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	logInfo("ofp_match", "normalization changed ofp_match, details:")
+	logInfo("ofp_match", " pre: "+formatMatch(m, 32768, nil))
+	logInfo("ofp_match", "post: "+formatMatch(&norm, 32768, nil))
+	if v == ofp.V10 {
+		*m = norm
+	}
+}
+
+// sharedWithValid reports whether another field over the same bits as fd
+// (nw_src and arp_spa, tp_src and icmp_type, ...) has its prerequisites
+// in m: the bits are that field's.
+func sharedWithValid(fd *ofp.Field, m *ofp.Match) bool {
+	var probe ofp.Flow
+	ones := make([]byte, fd.Len)
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	fd.Set(&probe, ones)
+	for id := ofp.FieldInPort; id < ofp.FieldReg0; id++ {
+		g := ofp.FieldByID(id)
+		if g != nil && g != fd && g.Prereqs(m) && !isZero(g.Get(&probe)) {
+			return true
+		}
+	}
+	return false
+}
+
+// addFlows adds the flows of a file ("-" for standard input), one per
+// line; blank lines and lines starting with '#' are skipped.
+func (o *ofctl) addFlows(args []string) error {
+	var r io.Reader = os.Stdin
+	if args[1] != "-" {
+		f, err := os.Open(args[1])
+		if err != nil {
+			return fatalf("%s: open failed (%s)", args[1], daemon.Strerror(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	var lines []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if line == "" {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	if err := sc.Err(); err != nil {
+		return fatalf("%s: read failed (%s)", args[1], daemon.Strerror(err))
+	}
+	return o.flowModsFile(args[0], args[1], lines)
+}
+
+func (o *ofctl) flowModsFile(target, file string, lines []string) error {
+	return o.flowModsCmd(target, lines, parseAdd, file)
+}
+
+func (o *ofctl) flowMods(target string, specs []string, cmd int) error {
+	return o.flowModsCmd(target, specs, cmd, "")
+}
+
+// flowModsCmd sends one flow mod per spec, each followed by a barrier,
+// and prints the errors the switch answers with.
+func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string) error {
+	// OVS's ovs-ofctl learns table and port names first, on
+	// connections of their own.
+	o.xid += 2
+	ports, err := o.fetchPorts(target)
+	if err != nil {
+		return err
+	}
+	var parsed []*flowSpec
+	for i, s := range specs {
+		spec, err := parseFlow(s, cmd, resolver(ports))
+		if err != nil {
+			if file != "" {
+				return fatalf("%s:%d: %v", file, i+1, err)
+			}
+			return fatal{err.Error()}
+		}
+		parsed = append(parsed, spec)
+	}
+	vc, err := o.open(target)
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	if err := checkFlowVersion(vc.v); err != nil {
+		return err
+	}
+	fms := make([]*ofp.FlowMod, len(parsed))
+	for i, spec := range parsed {
+		fms[i] = spec.flowMod(cmd, o.strict, vc.v)
+	}
+	if vc.v == ofp.V10 {
+		nx, table := false, false
+		for _, fm := range fms {
+			normalize(&fm.Match, vc.v)
+			nx = nx || ofp.FlowModNX(fm)
+			table = table || fm.Table != 0 && fm.Table != 0xff
+		}
+		if nx {
+			if err := o.setFlowFormat(vc); err != nil {
+				return err
+			}
+		}
+		if table {
+			if _, err := vc.c.Write(ofp.EncodeFlowModTableID(vc.v, o.nextXid(), true)); err != nil {
+				return fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(err))
+			}
+			if err := o.barrier(vc); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, fm := range fms {
+			normalize(&fm.Match, vc.v)
+		}
+	}
+	msgs := make([][]byte, len(fms))
+	names := make([]string, len(fms))
+	describe := make([]func() string, len(fms))
+	for i, fm := range fms {
+		fm := fm
+		msgs[i] = ofp.EncodeFlowMod(vc.v, o.nextXid(), fm)
+		names[i] = "OFPT_FLOW_MOD"
+		if vc.v == ofp.V10 && ofp.FlowModNX(fm) {
+			names[i] = "NXT_FLOW_MOD"
+		}
+		v := vc.v
+		describe[i] = func() string { return formatFlowMod(fm, v) }
+	}
+	return o.sendWithBarriers(vc, msgs, names, describe)
+}
+
+// flowMod makes a flow mod of the spec for command cmd.
+func (fs *flowSpec) flowMod(cmd int, strict bool, v ofp.Version) *ofp.FlowMod {
+	fm := &ofp.FlowMod{Match: fs.match, Priority: fs.priority, IdleTimeout: fs.idle, HardTimeout: fs.hard,
+		Importance: fs.importance, Flags: fs.flags, BufferID: 0xffffffff, OutPort: fs.outPort, OutGroup: fs.outGroup,
+		Actions: fs.actions}
+	switch cmd {
+	case parseAdd:
+		fm.Command = ofp.FlowAdd
+		fm.NewCookie = fs.cookie
+	case parseModify:
+		fm.Command = ofp.FlowModify
+		if strict {
+			fm.Command = ofp.FlowModifyStrict
+		}
+		if fs.cookieSet && fs.cookieMask != ^uint64(0) {
+			fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
+		} else if fs.cookieSet {
+			fm.NewCookie, fm.HasNewCookie = fs.cookie, true
+		}
+	case parseDelete:
+		fm.Command = ofp.FlowDelete
+		if strict {
+			fm.Command = ofp.FlowDeleteStrict
+		}
+		if fs.cookieSet {
+			fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
+		}
+	}
+	fm.Actions = vlanActions(fm.Actions, &fm.Match, v)
+	fm.Table = fs.table
+	if !fs.tableSet {
+		if cmd == parseDelete {
+			fm.Table = 0xff
+		} else {
+			fm.Table = 0
+		}
+	}
+	return fm
+}
+
+// vlanActions rewrites OpenFlow 1.0's mod_vlan_vid and mod_vlan_pcp for
+// 1.2+ as OVS's encoder: a set_field, after a push_vlan when the packet
+// may have no tag yet (the match does not require one and no earlier
+// action pushed one).
+func vlanActions(acts []ofp.Action, m *ofp.Match, v ofp.Version) []ofp.Action {
+	if v < ofp.V12 {
+		return acts
+	}
+	tagged := m.Mask.VLANTCI&flow.VLANPresent != 0 && m.Flow.VLANTCI&flow.VLANPresent != 0
+	var out []ofp.Action
+	for _, a := range acts {
+		switch a.Type {
+		case ofp.ActSetVLANVID, ofp.ActSetVLANPCP:
+			if !tagged {
+				out = append(out, ofp.Action{Type: ofp.ActPushVLAN, VLAN: flow.EthTypeVLAN})
+				tagged = true
+			}
+			if a.Type == ofp.ActSetVLANVID {
+				out = append(out, ofp.SetField(ofp.FieldByName("vlan_vid"), []byte{byte(a.VLAN>>8) | 0x10, byte(a.VLAN)}, []byte{0xff, 0xff}, false))
+			} else {
+				out = append(out, ofp.SetField(ofp.FieldByName("vlan_pcp"), []byte{byte(a.VLAN)}, []byte{0xff}, false))
+			}
+			continue
+		case ofp.ActPushVLAN:
+			tagged = true
+		case ofp.ActPopVLAN:
+			tagged = false
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// formatFlowMod describes a flow mod as ofputil_flow_mod_format.
+func formatFlowMod(fm *ofp.FlowMod, v ofp.Version) string {
+	var b strings.Builder
+	b.WriteString([]string{"ADD", "MOD", "MOD_STRICT", "DEL", "DEL_STRICT"}[fm.Command])
+	if fm.Table != 0 && fm.Table != 0xff {
+		fmt.Fprintf(&b, " table:%d", fm.Table)
+	}
+	b.WriteByte(' ')
+	b.WriteString(formatMatch(&fm.Match, int(fm.Priority), nil))
+	s := b.String()
+	if !strings.HasSuffix(s, " ") {
+		b.WriteByte(' ')
+	}
+	if fm.NewCookie != 0 && fm.NewCookie != ^uint64(0) {
+		fmt.Fprintf(&b, "cookie:0x%x ", fm.NewCookie)
+	}
+	if fm.Cookie.Mask != 0 {
+		fmt.Fprintf(&b, "cookie:0x%x/0x%x ", fm.Cookie.Value, fm.Cookie.Mask)
+	}
+	if fm.IdleTimeout != 0 {
+		fmt.Fprintf(&b, "idle:%d ", fm.IdleTimeout)
+	}
+	if fm.HardTimeout != 0 {
+		fmt.Fprintf(&b, "hard:%d ", fm.HardTimeout)
+	}
+	if fm.Importance != 0 {
+		fmt.Fprintf(&b, "importance:%d ", fm.Importance)
+	}
+	if fm.Priority != 32768 && !strings.Contains(b.String(), "priority") {
+		fmt.Fprintf(&b, "pri:%d ", fm.Priority)
+	}
+	if fm.OutPort != ofp.PortAny {
+		fmt.Fprintf(&b, "out_port:%s ", portNames(nil).port(fm.OutPort))
+	}
+	for _, fl := range flowFlagNames {
+		if fm.Flags&fl.bit != 0 {
+			b.WriteString(fl.name + " ")
+		}
+	}
+	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict {
+		return strings.TrimSuffix(b.String(), " ")
+	}
+	b.WriteString("actions=" + formatActions(fm.Actions, v, nil))
+	return b.String()
+}
