@@ -74,13 +74,22 @@ var commands = map[string]command{
 	"dump-flows": {1, 2, (*ofctl).dumpFlows},
 	"add-flow":   {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseAdd) }},
 	"add-flows":  {2, 2, (*ofctl).addFlows},
-	"mod-flows":  {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseModify) }},
+	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
+		cmd := parseModify
+		if o.strict {
+			cmd = parseModifyStrict
+		}
+		return o.flowMods(a[0], []string{a[1]}, cmd)
+	}},
 	"del-flows": {1, 2, func(o *ofctl, a []string) error {
-		spec := ""
+		spec, cmd := "", parseDelete
 		if len(a) == 2 {
 			spec = a[1]
 		}
-		return o.flowMods(a[0], []string{spec}, parseDelete)
+		if o.strict {
+			cmd = parseDeleteStrict
+		}
+		return o.flowMods(a[0], []string{spec}, cmd)
 	}},
 }
 
@@ -700,6 +709,12 @@ func (o *ofctl) dumpFlows(args []string) error {
 			}
 			continue
 		}
+		if sr.Kind == ofp.StatsVendor {
+			// OVS's sorted dump decodes without the flow age extension.
+			for i := range flows {
+				flows[i].IdleAge, flows[i].HardAge = -1, -1
+			}
+		}
 		all = append(all, flows...)
 	}
 	if simple {
@@ -919,7 +934,9 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 	}
 	fms := make([]*ofp.FlowMod, len(parsed))
 	for i, spec := range parsed {
-		fms[i] = spec.flowMod(cmd, o.strict, vc.v)
+		if fms[i], err = spec.flowMod(cmd, vc.v); err != nil {
+			return err
+		}
 	}
 	if vc.v == ofp.V10 {
 		nx, table := false, false
@@ -962,44 +979,36 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 	return o.sendWithBarriers(vc, msgs, names, describe)
 }
 
-// flowMod makes a flow mod of the spec for command cmd.
-func (fs *flowSpec) flowMod(cmd int, strict bool, v ofp.Version) *ofp.FlowMod {
+// flowMod makes a flow mod of the spec for command cmd, or refuses
+// actions that cannot go with it as OVS's ofpacts_check does.
+func (fs *flowSpec) flowMod(cmd int, v ofp.Version) (*ofp.FlowMod, error) {
 	fm := &ofp.FlowMod{Match: fs.match, Priority: fs.priority, IdleTimeout: fs.idle, HardTimeout: fs.hard,
 		Importance: fs.importance, Flags: fs.flags, BufferID: 0xffffffff, OutPort: fs.outPort, OutGroup: fs.outGroup,
-		Actions: fs.actions}
-	switch cmd {
-	case parseAdd:
-		fm.Command = ofp.FlowAdd
+		Actions: fs.actions, NewCookie: ^uint64(0)}
+	fm.Command = map[int]uint8{parseAdd: ofp.FlowAdd, parseModify: ofp.FlowModify, parseModifyStrict: ofp.FlowModifyStrict,
+		parseDelete: ofp.FlowDelete, parseDeleteStrict: ofp.FlowDeleteStrict}[cmd]
+	switch {
+	case cmd == parseAdd:
 		fm.NewCookie = fs.cookie
-	case parseModify:
-		fm.Command = ofp.FlowModify
-		if strict {
-			fm.Command = ofp.FlowModifyStrict
+	case fs.cookieSet && fs.cookieMask != ^uint64(0) || fs.cookieSet && cmd != parseModify && cmd != parseModifyStrict:
+		fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
+	case fs.cookieSet:
+		fm.NewCookie, fm.HasNewCookie = fs.cookie, true
+	}
+	fm.Table = fs.table
+	if !fs.tableSet {
+		fm.Table = 0
+		if cmd == parseDelete || cmd == parseDeleteStrict {
+			fm.Table = 0xff
 		}
-		if fs.cookieSet && fs.cookieMask != ^uint64(0) {
-			fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
-		} else if fs.cookieSet {
-			fm.NewCookie, fm.HasNewCookie = fs.cookie, true
-		}
-	case parseDelete:
-		fm.Command = ofp.FlowDelete
-		if strict {
-			fm.Command = ofp.FlowDeleteStrict
-		}
-		if fs.cookieSet {
-			fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
+	}
+	for _, a := range fm.Actions {
+		if a.Type == ofp.ActGotoTable && fm.Table != 0xff && a.Table <= fm.Table {
+			return nil, fatalf("actions are invalid with specified match (OFPBIC_BAD_TABLE_ID)")
 		}
 	}
 	fm.Actions = vlanActions(fm.Actions, &fm.Match, v)
-	fm.Table = fs.table
-	if !fs.tableSet {
-		if cmd == parseDelete {
-			fm.Table = 0xff
-		} else {
-			fm.Table = 0
-		}
-	}
-	return fm
+	return fm, nil
 }
 
 // vlanActions rewrites OpenFlow 1.0's mod_vlan_vid and mod_vlan_pcp for
@@ -1048,7 +1057,7 @@ func formatFlowMod(fm *ofp.FlowMod, v ofp.Version) string {
 	if !strings.HasSuffix(s, " ") {
 		b.WriteByte(' ')
 	}
-	if fm.NewCookie != 0 && fm.NewCookie != ^uint64(0) {
+	if fm.Command == ofp.FlowAdd && fm.NewCookie != 0 || fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
 		fmt.Fprintf(&b, "cookie:0x%x ", fm.NewCookie)
 	}
 	if fm.Cookie.Mask != 0 {

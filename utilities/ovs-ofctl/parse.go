@@ -42,6 +42,8 @@ const (
 	parseModify
 	parseDelete
 	parseDump
+	parseDeleteStrict
+	parseModifyStrict
 )
 
 // portResolver turns a port name into its number (--names and
@@ -128,7 +130,7 @@ var flagKeys = map[string]uint16{"send_flow_rem": ofp.FlagSendFlowRem, "check_ov
 // parseFlow parses a flow as parse_ofp_str for command cmd.
 func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
 	fs := &flowSpec{priority: 32768, table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
-	if cmd == parseAdd || cmd == parseModify {
+	if cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict {
 		i := strings.Index(s, "action")
 		if i < 0 {
 			return nil, errors.New("must specify an action")
@@ -165,22 +167,30 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		}
 		return nil
 	}
-	if bit, ok := flagKeys[key]; ok {
+	if bit, ok := flagKeys[key]; ok && (cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict) {
 		fs.flags |= bit
 		return nil
 	}
 	if ignoredKeys[key] {
 		return nil
 	}
-	if value == "" && key != "" {
-		if fieldOf(key) != nil || isSpecialField(key) || key == "table" || key == "priority" || key == "cookie" {
-			return fmt.Errorf("field %s missing value", key)
-		}
+	if value == "" {
+		return fmt.Errorf("field %s missing value", key)
+	}
+	// Which settings each command takes (OVS's F_* per command); the
+	// others are unknown keywords to it.
+	withPriority := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict || cmd == parseDeleteStrict
+	withMods := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict
+	withOut := cmd == parseDelete || cmd == parseDeleteStrict || cmd == parseDump
+	switch {
+	case key == "priority" && !withPriority, (key == "idle_timeout" || key == "hard_timeout") && !withMods,
+		key == "importance" && cmd != parseAdd, (key == "out_port" || key == "out_group") && !withOut:
+		return fmt.Errorf("unknown keyword %s", key)
 	}
 	switch key {
 	case "table":
 		n, err := strconv.ParseUint(value, 0, 8)
-		if err != nil || n == 255 && cmd != parseDelete && cmd != parseDump {
+		if err != nil || n == 255 && cmd != parseDelete && cmd != parseDeleteStrict && cmd != parseDump {
 			return fmt.Errorf("invalid table \"%s\"", value)
 		}
 		fs.table, fs.tableSet = uint8(n), true
@@ -215,21 +225,18 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		fs.cookie, fs.cookieMask, fs.cookieSet = c, ^uint64(0), true
 		if hasMask {
 			if cmd == parseAdd {
-				return errors.New("cannot set cookie")
+				return errors.New("flow additions cannot use a cookie mask")
 			}
 			if fs.cookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
 				return fmt.Errorf("invalid cookie mask \"%s\"", m)
 			}
-		} else if cmd != parseAdd && cmd != parseModify {
+		} else if cmd != parseAdd && cmd != parseModify && cmd != parseModifyStrict {
 			// A cookie without a mask filters exactly only in add and
 			// modify (where it also sets); OVS requires the mask here.
 			return errors.New("cannot set cookie")
 		}
 		return nil
 	case "out_port":
-		if cmd != parseDelete && cmd != parseDump {
-			return fmt.Errorf("unknown keyword %s", key)
-		}
 		p, err := parsePort(value, ports)
 		if err != nil {
 			return err
@@ -237,9 +244,6 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		fs.outPort = p
 		return nil
 	case "out_group":
-		if cmd != parseDelete && cmd != parseDump {
-			return fmt.Errorf("unknown keyword %s", key)
-		}
 		n, err := strconv.ParseUint(value, 0, 32)
 		if err != nil {
 			return fmt.Errorf("invalid out_group \"%s\"", value)
@@ -248,14 +252,6 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		return nil
 	}
 	return parseField(&fs.match, key, value, ports)
-}
-
-func isSpecialField(key string) bool {
-	switch key {
-	case "dl_vlan", "dl_vlan_pcp", "ip_dscp", "in_port":
-		return true
-	}
-	return false
 }
 
 // fieldOf returns the codec's field for an OVS field name or alias.

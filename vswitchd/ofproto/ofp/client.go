@@ -412,6 +412,84 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 				return nil, err
 			}
 			f.Actions = acts
+		case v == V11:
+			// govs' switch sends 1.1's standard match wildcarding all.
+			if n < 48+88 {
+				return nil, bad("short ofp11_flow_stats")
+			}
+			f.Table = e[2]
+			f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
+			f.Priority = binary.BigEndian.Uint16(e[12:])
+			f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
+			f.HardTimeout = binary.BigEndian.Uint16(e[16:])
+			f.Cookie = binary.BigEndian.Uint64(e[24:])
+			f.Packets = binary.BigEndian.Uint64(e[32:])
+			f.Bytes = binary.BigEndian.Uint64(e[40:])
+			all, err := decodeMatch(v, e[48:48+88], "")
+			if err != nil {
+				return nil, err
+			}
+			if !all {
+				return nil, errorf(BadMatchType, "", "OpenFlow 1.1 standard matches are not supported")
+			}
+			acts, aerr := DecodeInstructions(v, e[48+88:])
+			if aerr != nil {
+				return nil, aerr
+			}
+			f.Actions = acts
+		case v == V15:
+			// ofp15_flow_desc: the counters are OXS fields after the match.
+			if n < 24 {
+				return nil, bad("short ofp15_flow_desc")
+			}
+			f.Table = e[4]
+			f.Priority = binary.BigEndian.Uint16(e[6:])
+			f.IdleTimeout = binary.BigEndian.Uint16(e[8:])
+			f.HardTimeout = binary.BigEndian.Uint16(e[10:])
+			f.Flags = binary.BigEndian.Uint16(e[12:])
+			f.Importance = binary.BigEndian.Uint16(e[14:])
+			f.Cookie = binary.BigEndian.Uint64(e[16:])
+			m, rest, err := decodeOXMMatch(v, e[24:])
+			if err != nil {
+				return nil, err
+			}
+			f.Match = m
+			if len(rest) < 4 {
+				return nil, bad("missing OXS stats")
+			}
+			sl := int(binary.BigEndian.Uint16(rest[2:]))
+			if sl < 4 || (sl+7)&^7 > len(rest) {
+				return nil, bad("OXS stats length")
+			}
+			for oxs := rest[4:sl]; len(oxs) >= 4; {
+				id, l := oxs[2]>>1, int(oxs[3])
+				if 4+l > len(oxs) {
+					return nil, bad("truncated OXS field")
+				}
+				val := oxs[4 : 4+l]
+				var x uint64
+				for _, c := range val {
+					x = x<<8 | uint64(c)
+				}
+				dur := time.Duration(x>>32)*time.Second + time.Duration(x&0xffffffff)
+				switch {
+				case binary.BigEndian.Uint16(oxs) != oxsClass:
+				case id == oxsDuration:
+					f.Duration = dur
+				case id == oxsIdleTime:
+					f.IdleAge = dur
+				case id == oxsPacketCount:
+					f.Packets = x
+				case id == oxsByteCount:
+					f.Bytes = x
+				}
+				oxs = oxs[4+l:]
+			}
+			acts, aerr := DecodeInstructions(v, rest[(sl+7)&^7:])
+			if aerr != nil {
+				return nil, aerr
+			}
+			f.Actions = acts
 		default:
 			return nil, errorf(BadVersion, "", "flow statistics in %s are not supported", v)
 		}
