@@ -131,7 +131,7 @@ Other options:
 `
 
 func main() {
-	o := &ofctl{allowed: 1 << ofp.V10, names: -1, showStats: true, out: bufio.NewWriter(os.Stdout)}
+	o := &ofctl{allowed: 1 << ofp.V10, names: -1, showStats: true, out: bufio.NewWriterSize(os.Stdout, 4096)}
 	code := o.main(os.Args[1:])
 	o.out.Flush()
 	os.Exit(code)
@@ -194,8 +194,9 @@ func (o *ofctl) main(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: '%s' command takes at most %d arguments\n", program, name, cmd.max)
 		return 1
 	}
+	// Standard output is buffered as C's stdio buffers a pipe: errors on
+	// standard error come out before it, as with OVS's ovs-ofctl.
 	if err := cmd.run(o, cargs); err != nil {
-		o.out.Flush()
 		var f fatal
 		if errors.As(err, &f) {
 			fmt.Fprintf(os.Stderr, "%s: %s\n", program, f.msg)
@@ -437,7 +438,6 @@ func (o *ofctl) sendWithBarriers(vc *vconn, msgs [][]byte, names []string, descr
 			}
 			h := ofp.ParseHeader(reply)
 			if h.Type == ofp.TypeError && h.Xid == ofp.ParseHeader(m).Xid {
-				o.out.Flush()
 				fmt.Fprint(os.Stderr, formatError(reply, names[i], describe[i]))
 				failed = true
 				continue

@@ -471,7 +471,6 @@ func parseFlags(s string, names []string, full uint32, field string) (v, m uint3
 func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte, err error) {
 	n := fd.Len
 	vs, ms, hasMask := strings.Cut(s, "/")
-	bad := func() error { return fmt.Errorf("%s: invalid value for %s", s, fd.Name) }
 	switch fd.Name {
 	case "eth_src", "eth_dst", "arp_sha", "arp_tha":
 		v, err := parseMAC(vs)
@@ -541,17 +540,20 @@ func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte
 		}
 		return binary.BigEndian.AppendUint32(nil, p), []byte{0xff, 0xff, 0xff, 0xff}, nil
 	}
-	v, ok := parseInt(vs, n)
-	if !ok {
-		return nil, nil, bad()
+	v, err := parseInt(vs, n, fd.Name)
+	if err != nil {
+		return nil, nil, err
 	}
 	m := make([]byte, n)
 	for i := range m {
 		m[i] = 0xff
 	}
 	if hasMask {
-		if m, ok = parseInt(ms, n); !ok {
-			return nil, nil, bad()
+		if m, err = parseInt(ms, n, fd.Name); err != nil {
+			if strings.Contains(err.Error(), "bad syntax") {
+				return nil, nil, fmt.Errorf("%s: bad syntax for %s mask", s, fd.Name)
+			}
+			return nil, nil, err
 		}
 	}
 	for i := range v {
@@ -561,13 +563,17 @@ func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte
 }
 
 // parseInt parses a decimal or 0x-hexadecimal integer into n big-endian
-// bytes, false if it does not fit.
-func parseInt(s string, n int) ([]byte, bool) {
-	z, ok := new(big.Int).SetString(s, 0)
-	if !ok || z.Sign() < 0 || z.BitLen() > 8*n {
-		return nil, false
+// bytes, with OVS's texts when it is not one or does not fit (a negative
+// number is a huge one to OVS's strtoull).
+func parseInt(s string, n int, field string) ([]byte, error) {
+	z, ok := new(big.Int).SetString(strings.TrimPrefix(s, "-"), 0)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%s: bad syntax for %s value", s, field)
+	case strings.HasPrefix(s, "-") || z.BitLen() > 8*n:
+		return nil, fmt.Errorf("%s: value too large for %d-byte field %s", s, n, field)
 	}
-	return z.FillBytes(make([]byte, n)), true
+	return z.FillBytes(make([]byte, n)), nil
 }
 
 func parseMAC(s string) ([6]byte, error) {
