@@ -851,6 +851,9 @@ func capabilities(v ofp.Version, c uint32) string {
 	} else {
 		names = append(names, capName{0x100, "PORT_BLOCKED"})
 	}
+	if v >= ofp.V14 {
+		names = append(names, capName{0x200, "BUNDLES"}, capName{0x400, "FLOW_MONITORING"})
+	}
 	var parts []string
 	for _, n := range names {
 		if c&n.bit != 0 {
