@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ofctlScript is what TestUtilitiesOfctlDifferential runs, in OpenFlow
@@ -50,6 +51,12 @@ var ofctlScript = [][]string{
 	{"add-flow", "BR", "cookie=0x42,idle_timeout=50,hard_timeout=90,send_flow_rem,priority=7,actions=mod_dl_src:00:11:22:33:44:55,2"},
 	{"dump-flows", "BR"},
 	{"--names", "--sort=priority", "dump-flows", "BR"},
+	{"dump-aggregate", "BR"},
+	{"dump-aggregate", "BR", "ip"},
+	{"dump-ports-desc", "BR"},
+	{"dump-ports", "BR"},
+	{"--names", "dump-ports", "BR", "A"},
+	{"queue-stats", "BR"},
 	// Refused by the switch.
 	{"add-flow", "BR", "in_port=1,actions=group:5"},
 	{"del-flows", "BR"},
@@ -66,6 +73,7 @@ var ofctlErrors = [][]string{
 	{"add-flow", "BR", "in_port=1,actions=output:2,drop"},
 	{"add-flow", "BR", "tcp,tp_dst=70000,actions=drop"},
 	{"dump-flows", "BR", "in_port=nosuch"},
+	{"dump-ports", "BR", "nosuch"},
 	{"del-flows", "BR", "xyz"},
 	{"add-flows", "BR", "/nonexistent"},
 	{"show", "nosuchbridge"},
@@ -86,6 +94,8 @@ var ofctlScript15 = [][]string{
 	{"dump-flows", "BR"},
 	{"--sort", "dump-flows", "BR"},
 	{"dump-flows", "BR", "table=1"},
+	{"dump-aggregate", "BR"},
+	{"dump-ports", "BR"},
 	{"del-flows", "BR"},
 }
 
@@ -103,9 +113,11 @@ cookie=0x20,priority=30,ipv6,actions=NORMAL
 // status at every step (durations, counters, addresses and names
 // normalised), then govs' ovs-dpctl against `ovs-appctl dpctl/...`.
 func TestUtilitiesOfctlDifferential(t *testing.T) {
+	start := time.Now()
 	s := startGovsSwitch(t)
 	s.setUp("gofl", "10.191.0")
 	ours := govsUtility(t, "ovs-ofctl")
+	t.Logf("set up and tools built in %v", time.Since(start).Round(time.Millisecond))
 	flows := filepath.Join(t.TempDir(), "flows.txt")
 	if err := os.WriteFile(flows, []byte(ofctlFlows), 0o644); err != nil {
 		t.Fatal(err)
@@ -119,6 +131,8 @@ func TestUtilitiesOfctlDifferential(t *testing.T) {
 				a = s.br
 			case "FLOWS":
 				a = flows
+			case "A":
+				a = s.a.Host
 			}
 			a = strings.ReplaceAll(a, "in_port=A", "in_port="+s.a.Host)
 			a = strings.ReplaceAll(a, "output:B", "output:"+s.b.Host)
@@ -155,6 +169,7 @@ func TestUtilitiesOfctlDifferential(t *testing.T) {
 				got = outs
 			}
 		}
+		t.Logf("%s: %d steps with each ovs-ofctl at %v", c.v, len(c.script), time.Since(start).Round(time.Millisecond))
 		for i := range want {
 			if want[i] != got[i] {
 				t.Errorf("%s: ovs-ofctl %s:\nDebian's:\n%s\ngovs':\n%s", c.v, strings.Join(c.script[i], " "), want[i], got[i])

@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -70,10 +71,14 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"show":       {1, 1, (*ofctl).show},
-	"dump-flows": {1, 2, (*ofctl).dumpFlows},
-	"add-flow":   {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseAdd) }},
-	"add-flows":  {2, 2, (*ofctl).addFlows},
+	"show":            {1, 1, (*ofctl).show},
+	"dump-flows":      {1, 2, (*ofctl).dumpFlows},
+	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseAdd) }},
+	"add-flows":       {2, 2, (*ofctl).addFlows},
+	"dump-ports-desc": {1, 2, (*ofctl).dumpPortsDesc},
+	"dump-ports":      {1, 2, (*ofctl).dumpPorts},
+	"dump-aggregate":  {1, 2, (*ofctl).dumpAggregate},
+	"queue-stats":     {1, 3, (*ofctl).queueStats},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
 		cmd := parseModify
 		if o.strict {
@@ -95,7 +100,7 @@ var commands = map[string]command{
 
 // unsupported are OVS's ovs-ofctl commands govs' does not implement yet.
 var unsupported = []string{"dump-desc", "dump-tables", "dump-table-features", "dump-table-desc", "mod-table",
-	"dump-ports", "dump-ports-desc", "mod-port", "dump-aggregate", "queue-stats", "queue-get-config",
+	"mod-port", "queue-get-config",
 	"replace-flows", "diff-flows", "add-group", "add-groups", "mod-group", "del-groups", "insert-buckets",
 	"remove-buckets", "dump-groups", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
 	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features", "packet-out",
@@ -116,6 +121,10 @@ For OpenFlow switches (govs' ovs-ofctl):
   add-flows SWITCH FILE       add flows from FILE
   mod-flows SWITCH FLOW       modify actions of matching FLOWs
   del-flows SWITCH [FLOW]     delete matching FLOWs
+  dump-ports SWITCH [PORT]    print port statistics
+  dump-ports-desc SWITCH [PORT]  print port descriptions
+  dump-aggregate SWITCH [FLOW]  print aggregate flow statistics
+  queue-stats SWITCH [PORT [QUEUE]]  dump queue stats
 
 Other options:
   --strict                    use strict match for flow commands
@@ -494,7 +503,7 @@ func (o *ofctl) fetchPorts(target string) ([]ofp.Port, error) {
 		}
 		return f.Ports, nil
 	}
-	replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid()))
+	replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid(), ofp.PortAny))
 	if err != nil {
 		return nil, transactErr(vc, err)
 	}
@@ -555,7 +564,7 @@ func (o *ofctl) show(args []string) error {
 	if vc.v <= ofp.V12 {
 		printPorts(&b, vc.v, f.Ports)
 	} else {
-		replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid()))
+		replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid(), ofp.PortAny))
 		if err != nil {
 			return transactErr(vc, err)
 		}
@@ -1088,4 +1097,238 @@ func formatFlowMod(fm *ofp.FlowMod, v ofp.Version) string {
 	}
 	b.WriteString("actions=" + formatActions(fm.Actions, v, nil))
 	return b.String()
+}
+
+// printStatsReplies prints each reply's header (name, version, xid, the
+// more flag) followed by body(reply).
+func (o *ofctl) printStatsReplies(replies [][]byte, name string, body func(*ofp.Reply) (string, error)) error {
+	for _, r := range replies {
+		sr, err := ofp.DecodeStatsReply(r)
+		if err != nil {
+			return err
+		}
+		text, err := body(sr)
+		if err != nil {
+			return err
+		}
+		o.out.WriteString(msgHeader(name, sr.Version, sr.Xid))
+		if sr.More {
+			o.out.WriteString(" flags=[more]")
+		}
+		o.out.WriteString(text)
+	}
+	return nil
+}
+
+// portArg parses a command's port argument: a number or reserved name
+// at once, a port's name after learning the names (as OVS's, on a
+// connection of its own).
+func (o *ofctl) portArg(target, arg string) (uint32, error) {
+	if p, err := parsePort(arg, nil); err == nil {
+		return p, nil
+	}
+	ports, err := o.fetchPorts(target)
+	if err != nil {
+		return 0, err
+	}
+	p, err := parsePort(arg, resolver(ports))
+	if err != nil {
+		return 0, fatalf("%s: unknown port `%s'", target, arg)
+	}
+	return p, nil
+}
+
+// dumpPortsDesc prints the PORT_DESC reply (one port's with PORT).
+func (o *ofctl) dumpPortsDesc(args []string) error {
+	port := uint32(ofp.PortAny)
+	if len(args) == 2 {
+		p, err := o.portArg(args[0], args[1])
+		if err != nil {
+			return err
+		}
+		port = p
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	// Only OpenFlow 1.5's request names a port; before, every port is
+	// shown, as by OVS's.
+	replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid(), port))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	return o.printStatsReplies(replies, "OFPST_PORT_DESC reply", func(r *ofp.Reply) (string, error) {
+		ports, err := ofp.DecodePorts(r.Version, r.Body)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		b.WriteString("\n")
+		printPorts(&b, r.Version, ports)
+		return b.String(), nil
+	})
+}
+
+// statCount formats a counter as print_port_stat: "?" when unknown.
+func statCount(v uint64) string {
+	if v == ofp.Unknown {
+		return "?"
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// dumpPorts prints port statistics as ofputil_format_port_stats.
+func (o *ofctl) dumpPorts(args []string) error {
+	port := uint32(ofp.PortAny)
+	if len(args) == 2 {
+		p, err := o.portArg(args[0], args[1])
+		if err != nil {
+			return err
+		}
+		port = p
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	replies, err := vc.transact(ofp.EncodePortStatsRequest(vc.v, o.nextXid(), port))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	// OVS's learns the names for --names after the statistics.
+	var pn portNames
+	if o.showNames() {
+		ports, err := o.fetchPorts(args[0])
+		if err != nil {
+			return err
+		}
+		pn = namesOf(ports)
+	}
+	return o.printStatsReplies(replies, "OFPST_PORT reply", func(r *ofp.Reply) (string, error) {
+		stats, err := ofp.DecodePortStats(r)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, " %d ports\n", len(stats))
+		for _, s := range stats {
+			b.WriteString("  port ")
+			if s.No < 10 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s: rx pkts=%s, bytes=%s, drop=%s, errs=%s, frame=%s, over=%s, crc=%s\n", pn.port(s.No),
+				statCount(s.RxPackets), statCount(s.RxBytes), statCount(s.RxDropped), statCount(s.RxErrors),
+				statCount(s.RxFrameErr), statCount(s.RxOverErr), statCount(s.RxCRCErr))
+			fmt.Fprintf(&b, "           tx pkts=%s, bytes=%s, drop=%s, errs=%s, coll=%s\n", statCount(s.TxPackets),
+				statCount(s.TxBytes), statCount(s.TxDropped), statCount(s.TxErrors), statCount(s.Collision))
+			if s.Duration >= 0 {
+				fmt.Fprintf(&b, "           duration=%s\n", formatDuration(s.Duration))
+			}
+		}
+		return b.String(), nil
+	})
+}
+
+// dumpAggregate prints the aggregate statistics of the flows (matching
+// the filter if any).
+func (o *ofctl) dumpAggregate(args []string) error {
+	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	if len(args) == 2 {
+		ports, err := o.fetchPorts(args[0])
+		if err != nil {
+			return err
+		}
+		o.xid += 2
+		if spec, err = parseFlow(args[1], parseDump, resolver(ports)); err != nil {
+			return fatal{err.Error()}
+		}
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	if err := checkFlowVersion(vc.v); err != nil {
+		return err
+	}
+	if vc.v == ofp.V10 {
+		if err := o.setFlowFormat(vc); err != nil {
+			return err
+		}
+	}
+	req := &ofp.StatsRequest{Kind: ofp.StatsAggregate, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup,
+		Match: spec.match}
+	if spec.cookieSet {
+		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
+	}
+	normalize(&req.Match, vc.v)
+	replies, err := vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	name := "OFPST_AGGREGATE reply"
+	if vc.v == ofp.V10 {
+		name = "NXST_AGGREGATE reply"
+	}
+	return o.printStatsReplies(replies, name, func(r *ofp.Reply) (string, error) {
+		packets, bytes, flows, err := ofp.DecodeAggregate(r)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(" packet_count=%d byte_count=%d flow_count=%d\n", packets, bytes, flows), nil
+	})
+}
+
+// queueStats prints queue statistics (of PORT, and QUEUE, when given).
+func (o *ofctl) queueStats(args []string) error {
+	port, queue := uint32(ofp.PortAny), uint32(0xffffffff)
+	if len(args) >= 2 && args[1] != "ALL" && args[1] != "any" && args[1] != "ANY" {
+		p, err := o.portArg(args[0], args[1])
+		if err != nil {
+			return err
+		}
+		port = p
+	}
+	if len(args) == 3 && args[2] != "ALL" {
+		n, err := strconv.ParseUint(args[2], 0, 32)
+		if err != nil {
+			return fatalf("%s: invalid queue number", args[2])
+		}
+		queue = uint32(n)
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	replies, err := vc.transact(ofp.EncodeQueueStatsRequest(vc.v, o.nextXid(), port, queue))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	return o.printStatsReplies(replies, "OFPST_QUEUE reply", func(r *ofp.Reply) (string, error) {
+		stats, err := ofp.DecodeQueueStats(r)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, " %d queues\n", len(stats))
+		for _, q := range stats {
+			name := strconv.FormatUint(uint64(q.Queue), 10)
+			if q.Queue == 0xffffffff {
+				name = "ALL"
+			}
+			fmt.Fprintf(&b, "  port %s queue %s: bytes=%s, pkts=%s, errors=%s, duration=", portNames(nil).port(q.Port), name,
+				statCount(q.TxBytes), statCount(q.TxPackets), statCount(q.TxErrors))
+			if q.Duration >= 0 {
+				b.WriteString(formatDuration(q.Duration))
+			} else {
+				b.WriteString("?")
+			}
+			b.WriteString("\n")
+		}
+		return b.String(), nil
+	})
 }

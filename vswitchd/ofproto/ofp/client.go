@@ -67,11 +67,12 @@ func statsRequest(v Version, xid uint32, kind StatsKind, sub uint32) []byte {
 	return b
 }
 
-// EncodePortDescRequest returns a PORT_DESC request for every port.
-func EncodePortDescRequest(v Version, xid uint32) []byte {
+// EncodePortDescRequest returns a PORT_DESC request: for port (PortAny
+// for every port) in OpenFlow 1.5, for every port before.
+func EncodePortDescRequest(v Version, xid uint32, port uint32) []byte {
 	b := statsRequest(v, xid, StatsPortDesc, 0)
 	if v >= V15 {
-		b = put32(b, PortAny)
+		b = put32(b, port)
 		b = pad(b, 4)
 	}
 	return finish(b)
@@ -567,4 +568,192 @@ func DecodeErrorMsg(b []byte) (e Errno, data []byte, ok bool) {
 		}
 	}
 	return 0, data, false
+}
+
+// EncodePortStatsRequest returns a PORT statistics request for port
+// (PortAny: every port).
+func EncodePortStatsRequest(v Version, xid uint32, port uint32) []byte {
+	b := statsRequest(v, xid, StatsPort, 0)
+	if v == V10 {
+		b = put16(b, port10(port))
+		return finish(pad(b, 6))
+	}
+	b = put32(b, port)
+	return finish(pad(b, 4))
+}
+
+// EncodeQueueStatsRequest returns a QUEUE statistics request.
+func EncodeQueueStatsRequest(v Version, xid uint32, port, queue uint32) []byte {
+	b := statsRequest(v, xid, StatsQueue, 0)
+	if v == V10 {
+		b = put16(b, port10(port))
+		b = pad(b, 2)
+	} else {
+		b = put32(b, port)
+	}
+	return finish(put32(b, queue))
+}
+
+// DecodePortStats decodes a PORT statistics reply's body. Duration is -1
+// when the version does not report it (before 1.3).
+func DecodePortStats(r *Reply) ([]PortStats, error) {
+	v, b := r.Version, r.Body
+	var stats []PortStats
+	for len(b) > 0 {
+		var s PortStats
+		n, counters := 104, 8
+		switch {
+		case v == V10:
+			if len(b) < n {
+				return nil, errorf(BadLen, "", "truncated port statistics")
+			}
+			s.No = widenPort10(binary.BigEndian.Uint16(b))
+		case v <= V13:
+			if v == V13 {
+				n = 112
+			}
+			if len(b) < n {
+				return nil, errorf(BadLen, "", "truncated port statistics")
+			}
+			s.No = binary.BigEndian.Uint32(b)
+		default:
+			if len(b) < 80 {
+				return nil, errorf(BadLen, "", "truncated port statistics")
+			}
+			n = int(binary.BigEndian.Uint16(b))
+			if n < 80 || n > len(b) {
+				return nil, errorf(BadLen, "", "port statistics of %d bytes", n)
+			}
+			s.No = binary.BigEndian.Uint32(b[4:])
+			s.Duration = time.Duration(binary.BigEndian.Uint32(b[8:]))*time.Second + time.Duration(binary.BigEndian.Uint32(b[12:]))
+			counters = 16
+		}
+		e := b[:n]
+		b = b[n:]
+		for i, p := range []*uint64{&s.RxPackets, &s.TxPackets, &s.RxBytes, &s.TxBytes, &s.RxDropped, &s.TxDropped, &s.RxErrors, &s.TxErrors} {
+			*p = binary.BigEndian.Uint64(e[counters+8*i:])
+		}
+		ext := []*uint64{&s.RxFrameErr, &s.RxOverErr, &s.RxCRCErr, &s.Collision}
+		if v >= V14 {
+			for i := range ext {
+				*ext[i] = Unknown
+			}
+			for props := e[80:]; len(props) >= 4; {
+				typ, pl := binary.BigEndian.Uint16(props), int(binary.BigEndian.Uint16(props[2:]))
+				if pl < 4 || pl > len(props) {
+					break
+				}
+				if typ == 0 && pl >= 40 {
+					for i, p := range ext {
+						*p = binary.BigEndian.Uint64(props[8+8*i:])
+					}
+				}
+				props = props[(pl+7)&^7:]
+			}
+		} else {
+			for i, p := range ext {
+				*p = binary.BigEndian.Uint64(e[counters+64+8*i:])
+			}
+		}
+		switch {
+		case v == V13:
+			s.Duration = time.Duration(binary.BigEndian.Uint32(e[104:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[108:]))
+		case v < V13:
+			s.Duration = -1
+		}
+		stats = append(stats, s)
+	}
+	return stats, nil
+}
+
+// DecodeAggregate decodes an AGGREGATE statistics reply's body.
+func DecodeAggregate(r *Reply) (packets, bytes uint64, flows uint32, err error) {
+	b := r.Body
+	if r.Version == V15 && r.Kind != StatsVendor {
+		if len(b) < 4 {
+			return 0, 0, 0, errorf(BadLen, "", "truncated aggregate statistics")
+		}
+		n := int(binary.BigEndian.Uint16(b[2:]))
+		if n < 4 || n > len(b) {
+			return 0, 0, 0, errorf(BadLen, "", "aggregate statistics length")
+		}
+		for oxs := b[4:n]; len(oxs) >= 4; {
+			id, l := oxs[2]>>1, int(oxs[3])
+			if 4+l > len(oxs) {
+				break
+			}
+			var x uint64
+			for _, c := range oxs[4 : 4+l] {
+				x = x<<8 | uint64(c)
+			}
+			switch id {
+			case 3:
+				flows = uint32(x)
+			case oxsPacketCount:
+				packets = x
+			case oxsByteCount:
+				bytes = x
+			}
+			oxs = oxs[4+l:]
+		}
+		return packets, bytes, flows, nil
+	}
+	if len(b) < 20 {
+		return 0, 0, 0, errorf(BadLen, "", "truncated aggregate statistics")
+	}
+	return binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:]), binary.BigEndian.Uint32(b[16:]), nil
+}
+
+// QueueStats is one queue's counters; Duration is -1 when not reported.
+type QueueStats struct {
+	Port, Queue                  uint32
+	TxBytes, TxPackets, TxErrors uint64
+	Duration                     time.Duration
+}
+
+// DecodeQueueStats decodes a QUEUE statistics reply's body.
+func DecodeQueueStats(r *Reply) ([]QueueStats, error) {
+	v, b := r.Version, r.Body
+	var stats []QueueStats
+	for len(b) > 0 {
+		q := QueueStats{Duration: -1}
+		n, off := 32, 8
+		switch {
+		case v == V10:
+			if len(b) < n {
+				return nil, errorf(BadLen, "", "truncated queue statistics")
+			}
+			q.Port = widenPort10(binary.BigEndian.Uint16(b))
+			q.Queue = binary.BigEndian.Uint32(b[4:])
+		case v <= V13:
+			if v == V13 {
+				n = 40
+			}
+			if len(b) < n {
+				return nil, errorf(BadLen, "", "truncated queue statistics")
+			}
+			q.Port, q.Queue = binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
+		default:
+			if len(b) < 48 {
+				return nil, errorf(BadLen, "", "truncated queue statistics")
+			}
+			n = int(binary.BigEndian.Uint16(b))
+			if n < 48 || n > len(b) {
+				return nil, errorf(BadLen, "", "queue statistics of %d bytes", n)
+			}
+			q.Port, q.Queue = binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint32(b[12:])
+			off = 16
+		}
+		e := b[:n]
+		b = b[n:]
+		q.TxBytes, q.TxPackets, q.TxErrors = binary.BigEndian.Uint64(e[off:]), binary.BigEndian.Uint64(e[off+8:]), binary.BigEndian.Uint64(e[off+16:])
+		switch {
+		case v == V13:
+			q.Duration = time.Duration(binary.BigEndian.Uint32(e[32:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[36:]))
+		case v >= V14:
+			q.Duration = time.Duration(binary.BigEndian.Uint32(e[40:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[44:]))
+		}
+		stats = append(stats, q)
+	}
+	return stats, nil
 }
