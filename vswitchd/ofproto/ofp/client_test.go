@@ -140,3 +140,52 @@ func TestClientFeaturesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestClientPortStatsRoundTrip(t *testing.T) {
+	in := []PortStats{{No: 1, RxPackets: 1, TxPackets: 2, RxBytes: 3, TxBytes: 4, RxDropped: 5, TxDropped: 6, RxErrors: 7,
+		TxErrors: 8, RxFrameErr: Unknown, RxOverErr: 9, RxCRCErr: 10, Collision: 11, Duration: 3*time.Second + 7},
+		{No: PortLocal, RxPackets: 12}}
+	for _, v := range []Version{V10, V11, V12, V13, V14, V15} {
+		msg, err := Decode(EncodePortStatsRequest(v, 5, 7))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if r := msg.(*StatsRequest); r.Kind != StatsPort || r.Port != 7 {
+			t.Errorf("%s: request %+v", v, r)
+		}
+		msg, err = Decode(EncodeQueueStatsRequest(v, 5, 7, 9))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if r := msg.(*StatsRequest); r.Kind != StatsQueue || r.Port != 7 || r.Queue != 9 {
+			t.Errorf("%s: queue request %+v", v, r)
+		}
+		r, err := DecodeStatsReply(EncodePortStatsReply(v, 5, in)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodePortStats(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]PortStats(nil), in...)
+		if v < V13 {
+			want[0].Duration, want[1].Duration = -1, -1
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", v, got, want)
+		}
+		for _, nx := range []bool{false, true} {
+			if nx && v != V10 {
+				continue
+			}
+			r, err := DecodeStatsReply(EncodeAggregateReply(v, 6, nx, 10, 20, 3)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, b, f, err := DecodeAggregate(r); err != nil || p != 10 || b != 20 || f != 3 {
+				t.Errorf("%s nx=%v: aggregate %d %d %d %v", v, nx, p, b, f, err)
+			}
+		}
+	}
+}
