@@ -79,6 +79,7 @@ var commands = map[string]command{
 	"dump-ports":      {1, 2, (*ofctl).dumpPorts},
 	"dump-aggregate":  {1, 2, (*ofctl).dumpAggregate},
 	"queue-stats":     {1, 3, (*ofctl).queueStats},
+	"mod-port":        {3, 3, (*ofctl).modPort},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
 		cmd := parseModify
 		if o.strict {
@@ -100,7 +101,7 @@ var commands = map[string]command{
 
 // unsupported are OVS's ovs-ofctl commands govs' does not implement yet.
 var unsupported = []string{"dump-desc", "dump-tables", "dump-table-features", "dump-table-desc", "mod-table",
-	"mod-port", "queue-get-config",
+	"queue-get-config",
 	"replace-flows", "diff-flows", "add-group", "add-groups", "mod-group", "del-groups", "insert-buckets",
 	"remove-buckets", "dump-groups", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
 	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features", "packet-out",
@@ -125,6 +126,7 @@ For OpenFlow switches (govs' ovs-ofctl):
   dump-ports-desc SWITCH [PORT]  print port descriptions
   dump-aggregate SWITCH [FLOW]  print aggregate flow statistics
   queue-stats SWITCH [PORT [QUEUE]]  dump queue stats
+  mod-port SWITCH IFACE ACT   modify port behavior
 
 Other options:
   --strict                    use strict match for flow commands
@@ -1331,4 +1333,70 @@ func (o *ofctl) queueStats(args []string) error {
 		}
 		return b.String(), nil
 	})
+}
+
+// modPortActions are mod-port's words: the config bit and whether the
+// word sets it.
+var modPortActions = map[string]struct {
+	bit uint32
+	set bool
+}{
+	"up": {ofp.PortConfigDown, false}, "down": {ofp.PortConfigDown, true},
+	"stp": {ofp.PortConfigNoSTP, false}, "no-stp": {ofp.PortConfigNoSTP, true},
+	"receive": {ofp.PortConfigNoRecv, false}, "no-receive": {ofp.PortConfigNoRecv, true},
+	"receive-stp": {ofp.PortConfigNoRecvSTP, false}, "no-receive-stp": {ofp.PortConfigNoRecvSTP, true},
+	"forward": {ofp.PortConfigNoFwd, false}, "no-forward": {ofp.PortConfigNoFwd, true},
+	"flood": {ofp.PortConfigNoFlood, false}, "no-flood": {ofp.PortConfigNoFlood, true},
+	"packet-in": {ofp.PortConfigNoPacketIn, false}, "no-packet-in": {ofp.PortConfigNoPacketIn, true},
+}
+
+// modPort changes a port's configuration bit (OFPT_PORT_MOD with the
+// port's address, found first as OVS's ovs-ofctl does).
+func (o *ofctl) modPort(args []string) error {
+	act, ok := modPortActions[args[2]]
+	if !ok {
+		return fatalf("unknown mod-port command '%s'", args[2])
+	}
+	ports, err := o.fetchPorts(args[0])
+	if err != nil {
+		return err
+	}
+	var port *ofp.Port
+	for i := range ports {
+		p := &ports[i]
+		// By name or number (OpenFlow 1.0's 16-bit for a reserved
+		// port), not by a reserved port's name, as OVS's.
+		n := uint64(p.No)
+		if n >= ofp.PortMax {
+			n &= 0xffff
+		}
+		if p.Name == args[1] || strconv.FormatUint(uint64(p.No), 10) == args[1] || strconv.FormatUint(n, 10) == args[1] {
+			port = p
+			break
+		}
+	}
+	if port == nil {
+		return fatalf("%s: couldn't find port `%s'", args[0], args[1])
+	}
+	pm := &ofp.PortMod{Port: port.No, HWAddr: port.HWAddr, Mask: act.bit}
+	if act.set {
+		pm.Config = act.bit
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	msg := ofp.EncodePortMod(vc.v, o.nextXid(), pm)
+	v := vc.v
+	describe := func() string {
+		cfg := configNames11
+		if v == ofp.V10 {
+			cfg = configNames10
+		}
+		name := func(bit uint32) string { return cfg[bit] }
+		return fmt.Sprintf("port: %s: addr:%s\n     config: %s\n     mask:   %s\n     advertise: UNCHANGED",
+			portNames(nil).port(pm.Port), flow.MAC(pm.HWAddr), bitNames(pm.Config, name), bitNames(pm.Mask, name))
+	}
+	return o.sendWithBarriers(vc, [][]byte{msg}, []string{"OFPT_PORT_MOD"}, []func() string{describe})
 }

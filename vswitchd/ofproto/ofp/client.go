@@ -757,3 +757,32 @@ func DecodeQueueStats(r *Reply) ([]QueueStats, error) {
 	}
 	return stats, nil
 }
+
+// EncodePortMod returns OFPT_PORT_MOD (advertising no change), with the
+// config bits version v defines.
+func EncodePortMod(v Version, xid uint32, m *PortMod) []byte {
+	t := uint8(type11PortMod)
+	if v == V10 {
+		t = type10PortMod
+	}
+	b := newMsg(v, t, xid, 32)
+	if v == V10 {
+		b = put16(b, port10(m.Port))
+		b = append(b, m.HWAddr[:]...)
+		b = put32(b, m.Config&portConfig10All)
+		b = put32(b, m.Mask&portConfig10All)
+		b = put32(b, 0)
+		return finish(pad(b, 4))
+	}
+	b = put32(b, m.Port)
+	b = pad(b, 4)
+	b = append(b, m.HWAddr[:]...)
+	b = pad(b, 2)
+	b = put32(b, m.Config&portConfig11All)
+	b = put32(b, m.Mask&portConfig11All)
+	if v <= V13 {
+		b = put32(b, 0)
+		return finish(pad(b, 4))
+	}
+	return finish(b)
+}

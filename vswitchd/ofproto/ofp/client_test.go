@@ -189,3 +189,17 @@ func TestClientPortStatsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestClientPortModRoundTrip(t *testing.T) {
+	for _, v := range []Version{V10, V11, V12, V13, V14, V15} {
+		in := &PortMod{Port: 3, HWAddr: [6]byte{1, 2, 3, 4, 5, 6}, Config: PortConfigDown, Mask: PortConfigDown | PortConfigNoFwd}
+		msg, err := Decode(EncodePortMod(v, 4, in))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		got := msg.(*PortMod)
+		if got.Port != 3 || got.HWAddr != in.HWAddr || got.Config != in.Config || got.Mask != in.Mask {
+			t.Errorf("%s: %+v", v, got)
+		}
+	}
+}
