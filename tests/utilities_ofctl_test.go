@@ -45,6 +45,8 @@ var ofctlScript = [][]string{
 	{"add-flow", "BR", "table=2,priority=9,udp6,ipv6_dst=fe80::1/64,actions=load:0x5->NXM_NX_REG1[0..7],goto_table:4"},
 	{"add-flow", "BR", "arp,arp_tpa=1.2.3.4,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],IN_PORT"},
 	{"add-flow", "BR", "ct_state=+trk+est,ip,actions=ct(commit,zone=5,exec(set_field:1->ct_mark))"},
+	{"add-flow", "BR", "priority=3,ip,actions=ct(commit,table=3,nat(src=10.0.0.1-10.0.0.9:100-200,persistent,random))"},
+	{"add-flow", "BR", "priority=3,ipv6,actions=ct(commit,nat(dst=[fe80::1]-[fe80::5]:80))"},
 	{"add-flow", "BR", "dl_vlan=5,dl_vlan_pcp=3,actions=mod_vlan_vid:7,mod_vlan_pcp:2,output:1"},
 	{"add-flow", "BR", "metadata=0x5/0xff,reg2=7,actions=push:NXM_NX_REG0[],pop:NXM_NX_REG1[],note:01.02.03,exit"},
 	{"add-flow", "BR", "dl_src=00:11:22:33:44:55/ff:ff:ff:00:00:00,tun_id=0x5,actions=controller(reason=no_match,max_len=128,id=3)"},

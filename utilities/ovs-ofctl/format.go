@@ -673,9 +673,8 @@ func formatAction(a *ofp.Action, v ofp.Version, pn portNames) string {
 	return fmt.Sprintf("<action %d>", a.Type)
 }
 
-// formatCT formats ct(...) as format_CT, for what govs decodes: flags,
-// table, zone, exec and alg (a nat inside shows as nat(...) without its
-// range).
+// formatCT formats ct(...) as format_CT: flags, table, zone, a nat
+// first, exec and alg.
 func formatCT(a *ofp.Action, v ofp.Version, pn portNames) string {
 	c := a.CT
 	var b strings.Builder
@@ -696,15 +695,7 @@ func formatCT(a *ofp.Action, v ofp.Version, pn portNames) string {
 	}
 	nested := a.Nested
 	if len(nested) > 0 && nested[0].Type == ofp.ActNAT {
-		n := nested[0].NAT
-		switch {
-		case n.Flags&ofp.NATSrc != 0:
-			b.WriteString("nat(src),")
-		case n.Flags&ofp.NATDst != 0:
-			b.WriteString("nat(dst),")
-		default:
-			b.WriteString("nat,")
-		}
+		b.WriteString(formatNAT(nested[0].NAT) + ",")
 		nested = nested[1:]
 	}
 	if len(nested) > 0 {
@@ -925,4 +916,57 @@ func formatPort(b *strings.Builder, v ofp.Version, p *ofp.Port) {
 		curr, max = featuresBps(p.Curr)/1000, featuresBps(p.Supported)/1000
 	}
 	fmt.Fprintf(b, "     speed: %d Mbps now, %d Mbps max\n", curr/1000, max/1000)
+}
+
+// formatNAT formats nat(...) as format_NAT: the direction, then the
+// address range, port range and flags when a range is given.
+func formatNAT(n *ofp.NAT) string {
+	if n.Flags&(ofp.NATSrc|ofp.NATDst) == 0 {
+		return "nat"
+	}
+	var b strings.Builder
+	b.WriteString("nat(")
+	if n.Flags&ofp.NATSrc != 0 {
+		b.WriteString("src")
+	} else {
+		b.WriteString("dst")
+	}
+	if n.Family != 0 {
+		b.WriteString("=")
+		switch n.Family {
+		case 4:
+			min, max := [4]byte(n.MinAddr[:4]), [4]byte(n.MaxAddr[:4])
+			b.WriteString(netip.AddrFrom4(min).String())
+			if max != [4]byte{} && max != min {
+				b.WriteString("-" + netip.AddrFrom4(max).String())
+			}
+		default:
+			addr := func(a [16]byte) string {
+				if n.MinPort != 0 {
+					return "[" + netip.AddrFrom16(a).String() + "]"
+				}
+				return netip.AddrFrom16(a).String()
+			}
+			b.WriteString(addr(n.MinAddr))
+			if n.MaxAddr != [16]byte{} && n.MaxAddr != n.MinAddr {
+				b.WriteString("-" + addr(n.MaxAddr))
+			}
+		}
+		if n.MinPort != 0 {
+			fmt.Fprintf(&b, ":%d", n.MinPort)
+			if n.MaxPort != 0 && n.MaxPort != n.MinPort {
+				fmt.Fprintf(&b, "-%d", n.MaxPort)
+			}
+		}
+		b.WriteString(",")
+		for _, fl := range []struct {
+			bit  uint16
+			name string
+		}{{ofp.NATPersistent, "persistent"}, {ofp.NATHash, "hash"}, {ofp.NATRandom, "random"}} {
+			if n.Flags&fl.bit != 0 {
+				b.WriteString(fl.name + ",")
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), ",") + ")"
 }

@@ -1033,15 +1033,9 @@ func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
 				c.Alg = uint16(n)
 			}
 		case "nat":
-			n := &ofp.NAT{}
-			switch value {
-			case "":
-			case "src":
-				n.Flags = ofp.NATSrc
-			case "dst":
-				n.Flags = ofp.NATDst
-			default:
-				return nil, fmt.Errorf("nat(%s): govs' ovs-ofctl does not parse NAT ranges", value)
+			n, err := parseNAT(value)
+			if err != nil {
+				return nil, err
 			}
 			nat = &ofp.Action{Type: ofp.ActNAT, NAT: n}
 		case "exec":
@@ -1059,4 +1053,104 @@ func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
 	}
 	a.Nested = append(a.Nested, exec...)
 	return []ofp.Action{a}, nil
+}
+
+// parseNAT parses nat's arguments as OVS's parse_NAT: src or dst, with
+// an optional =ADDR[-ADDR][:PORT[-PORT]] range, and persistent, hash or
+// random.
+func parseNAT(arg string) (*ofp.NAT, error) {
+	n := &ofp.NAT{}
+	for s := arg; ; {
+		key, value, rest, ok := splitKV(s)
+		if !ok {
+			break
+		}
+		s = rest
+		switch key {
+		case "src", "dst":
+			if n.Flags&(ofp.NATSrc|ofp.NATDst) != 0 {
+				return nil, errors.New("May only specify one of \"src\" or \"dst\".")
+			}
+			n.Flags |= map[string]uint16{"src": ofp.NATSrc, "dst": ofp.NATDst}[key]
+			if value != "" {
+				if err := parseNATRange(n, value); err != nil {
+					return nil, err
+				}
+			}
+		case "persistent":
+			n.Flags |= ofp.NATPersistent
+		case "hash":
+			n.Flags |= ofp.NATHash
+		case "random":
+			n.Flags |= ofp.NATRandom
+		default:
+			return nil, fmt.Errorf("invalid key \"%s\" in \"nat\" argument", key)
+		}
+	}
+	if n.Family == 0 && n.Flags&(ofp.NATPersistent|ofp.NATHash|ofp.NATRandom) != 0 {
+		return nil, errors.New("Flags allowed only with range.")
+	}
+	if n.Flags&ofp.NATHash != 0 && n.Flags&ofp.NATRandom != 0 {
+		return nil, errors.New("Both \"hash\" and \"random\" are not allowed.")
+	}
+	return n, nil
+}
+
+// parseNATRange parses ADDR[-ADDR][:PORT[-PORT]], an IPv6 address in
+// brackets when a port follows.
+func parseNATRange(n *ofp.NAT, s string) error {
+	bad := fmt.Errorf("%s: invalid IP address(es)", s)
+	addrs, ports := s, ""
+	if strings.HasPrefix(s, "[") {
+		// [v6]-[v6]:ports
+		end := strings.LastIndex(s, "]")
+		if end < 0 {
+			return bad
+		}
+		addrs, ports = s[:end+1], strings.TrimPrefix(s[end+1:], ":")
+		addrs = strings.NewReplacer("[", "", "]", "").Replace(addrs)
+	} else if strings.Count(s, ":") == 1 {
+		addrs, ports, _ = strings.Cut(s, ":")
+	}
+	lo, hi, hasHi := strings.Cut(addrs, "-")
+	min, err := netip.ParseAddr(lo)
+	if err != nil {
+		return bad
+	}
+	n.Family = 4
+	if min.Is6() {
+		n.Family = 6
+	}
+	put := func(dst *[16]byte, a netip.Addr) {
+		if a.Is4() {
+			b := a.As4()
+			copy(dst[:4], b[:])
+		} else {
+			*dst = a.As16()
+		}
+	}
+	put(&n.MinAddr, min)
+	if hasHi {
+		max, err := netip.ParseAddr(hi)
+		if err != nil || max.Is4() != min.Is4() || max.Less(min) {
+			return bad
+		}
+		put(&n.MaxAddr, max)
+	}
+	if ports != "" {
+		plo, phi, hasPhi := strings.Cut(ports, "-")
+		p, err := strconv.ParseUint(plo, 10, 16)
+		if err != nil || p == 0 {
+			return fmt.Errorf("%s: invalid port(s)", ports)
+		}
+		n.MinPort = uint16(p)
+		if hasPhi {
+			q, err := strconv.ParseUint(phi, 10, 16)
+			if err != nil || q < p {
+				return fmt.Errorf("%s: invalid port(s)", ports)
+			}
+			n.MaxPort = uint16(q)
+		}
+	}
+	return nil
 }

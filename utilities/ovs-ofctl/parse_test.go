@@ -33,6 +33,9 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "dl_src=00:11:22:33:44:55/ff:ff:ff:00:00:00,actions=controller(reason=no_match,max_len=128,id=3)",
 			"dl_src=00:11:22:00:00:00/ff:ff:ff:00:00:00 actions=controller(reason=no_match,max_len=128,id=3)"},
 		{ofp.V10, "priority=7,actions=controller", "priority=7 actions=CONTROLLER:65535"},
+		{ofp.V10, "ip,actions=ct(commit,nat(src=10.0.0.1-10.0.0.9:100-200,persistent,random))",
+			"ip actions=ct(commit,nat(src=10.0.0.1-10.0.0.9:100-200,persistent,random))"},
+		{ofp.V10, "ipv6,actions=ct(commit,nat(src=[fe80::1]-[fe80::5]:80))", "ipv6 actions=ct(commit,nat(src=[fe80::1]-[fe80::5]:80))"},
 	} {
 		fs, err := parseFlow(tc.in, parseAdd, nil)
 		if err != nil {
