@@ -64,6 +64,9 @@ var ofctlScript = [][]string{
 	{"show", "BR"},
 	{"mod-port", "BR", "A", "packet-in"},
 	{"mod-port", "BR", "2", "forward"},
+	{"packet-out", "BR", "1", "output:2", ofctlPacket},
+	{"packet-out", "BR", "A", "mod_vlan_vid:5,output:B", ofctlPacket, ofctlPacket},
+	{"packet-out", "BR", "in_port=1,packet=" + ofctlPacket + ",actions=output:2"},
 	// Refused by the switch.
 	{"add-flow", "BR", "in_port=1,actions=group:5"},
 	{"del-flows", "BR"},
@@ -83,6 +86,9 @@ var ofctlErrors = [][]string{
 	{"dump-ports", "BR", "nosuch"},
 	{"mod-port", "BR", "nosuch", "up"},
 	{"mod-port", "BR", "A", "bogus"},
+	{"packet-out", "BR", "1", "output:2"},
+	{"packet-out", "BR", "1", "output:2", "zz"},
+	{"packet-out", "BR", "in_port=1,actions=output:2"},
 	{"del-flows", "BR", "xyz"},
 	{"add-flows", "BR", "/nonexistent"},
 	{"show", "nosuchbridge"},
@@ -134,6 +140,9 @@ var ofctlScript15 = [][]string{
 	{"dump-ports", "BR"},
 	{"del-flows", "BR"},
 }
+
+// ofctlPacket is an ARP request, in hex.
+const ofctlPacket = "ffffffffffff00112233445508060001080006040001001122334455c0a80001000000000000c0a80002"
 
 const ofctlFlows = `# flows for add-flows
 priority=10,ip,nw_dst=10.0.0.1,actions=output:1

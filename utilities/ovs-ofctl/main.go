@@ -80,6 +80,7 @@ var commands = map[string]command{
 	"dump-aggregate":  {1, 2, (*ofctl).dumpAggregate},
 	"queue-stats":     {1, 3, (*ofctl).queueStats},
 	"mod-port":        {3, 3, (*ofctl).modPort},
+	"packet-out":      {2, 1 << 20, (*ofctl).packetOut},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
 		cmd := parseModify
 		if o.strict {
@@ -104,7 +105,7 @@ var unsupported = []string{"dump-desc", "dump-tables", "dump-table-features", "d
 	"queue-get-config",
 	"replace-flows", "diff-flows", "add-group", "add-groups", "mod-group", "del-groups", "insert-buckets",
 	"remove-buckets", "dump-groups", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
-	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features", "packet-out",
+	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features",
 	"monitor", "snoop", "dump-flows-monitor", "get-frags", "set-frags", "ofp-parse", "ofp-parse-pcap",
 	"ct-flush-zone", "ct-flush", "probe", "ping", "benchmark", "dump-ipfix-bridge", "dump-ipfix-flow",
 	"bundle", "add-tlv-map", "del-tlv-map", "dump-tlv-map", "parse-flow", "parse-flows", "parse-actions",
@@ -127,6 +128,9 @@ For OpenFlow switches (govs' ovs-ofctl):
   dump-aggregate SWITCH [FLOW]  print aggregate flow statistics
   queue-stats SWITCH [PORT [QUEUE]]  dump queue stats
   mod-port SWITCH IFACE ACT   modify port behavior
+  packet-out SWITCH IN_PORT ACTIONS PACKET...
+                              execute ACTIONS on PACKET
+  packet-out SWITCH in_port=PORT,packet=HEX,actions=ACTIONS
 
 Other options:
   --strict                    use strict match for flow commands
@@ -1399,4 +1403,116 @@ func (o *ofctl) modPort(args []string) error {
 			portNames(nil).port(pm.Port), flow.MAC(pm.HWAddr), bitNames(pm.Config, name), bitNames(pm.Mask, name))
 	}
 	return o.sendWithBarriers(vc, [][]byte{msg}, []string{"OFPT_PORT_MOD"}, []func() string{describe})
+}
+
+// parseHex parses packet data as OVS's ofpbuf_put_hex: pairs of hex
+// digits, white space between bytes allowed.
+func parseHex(s string) ([]byte, error) {
+	var b []byte
+	s = strings.TrimSpace(s)
+	for s != "" {
+		if len(s) < 2 {
+			return nil, errors.New("Trailing garbage in packet data")
+		}
+		v, err := strconv.ParseUint(s[:2], 16, 8)
+		if err != nil {
+			return nil, errors.New("Trailing garbage in packet data")
+		}
+		b = append(b, byte(v))
+		s = strings.TrimLeft(s[2:], " \t\r\n")
+	}
+	return b, nil
+}
+
+// packetOut sends packets through the switch's pipeline with actions:
+// "IN_PORT ACTIONS PACKET..." (one packet-out per packet) or
+// "in_port=PORT,packet=HEX,actions=ACTIONS".
+func (o *ofctl) packetOut(args []string) error {
+	if len(args) == 3 {
+		return fatalf("Too many arguments (%d)", len(args)+1)
+	}
+	o.xid += 2 // OVS's learns table names first, on a connection of its own
+	ports, err := o.fetchPorts(args[0])
+	if err != nil {
+		return err
+	}
+	res := resolver(ports)
+	var pos []*ofp.PacketOut
+	if len(args) == 2 {
+		spec := args[1]
+		po := &ofp.PacketOut{InPort: ofp.PortController}
+		i := strings.Index(spec, "actions=")
+		if i < 0 {
+			return fatalf("must specify an action")
+		}
+		acts, err := parseActions(spec[i+len("actions="):], res)
+		if err != nil {
+			return fatal{err.Error()}
+		}
+		po.Actions = acts
+		havePacket := false
+		for rest := spec[:i]; ; {
+			key, value, r, ok := splitKV(rest)
+			if !ok {
+				break
+			}
+			rest = r
+			switch key {
+			case "in_port":
+				p, err := parsePort(value, res)
+				if err != nil {
+					return fatalf("%s for in_port", err)
+				}
+				po.InPort = p
+			case "packet":
+				data, err := parseHex(value)
+				if err != nil {
+					return fatal{err.Error()}
+				}
+				po.Data, havePacket = data, true
+			default:
+				return fatalf("unknown keyword %s", key)
+			}
+		}
+		if !havePacket {
+			return fatalf("must specify packet")
+		}
+		pos = append(pos, po)
+	} else {
+		in, err := parsePort(args[1], res)
+		if err != nil {
+			return fatalf("%s: invalid or unknown port", args[1])
+		}
+		acts, err := parseActions(args[2], res)
+		if err != nil {
+			return fatal{err.Error()}
+		}
+		for _, hex := range args[3:] {
+			data, err := parseHex(hex)
+			if err != nil {
+				return fatal{err.Error()}
+			}
+			pos = append(pos, &ofp.PacketOut{InPort: in, Actions: acts, Data: data})
+		}
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	msgs := make([][]byte, len(pos))
+	names := make([]string, len(pos))
+	describe := make([]func() string, len(pos))
+	for i, po := range pos {
+		po := po
+		po.Actions = vlanActions(po.Actions, &ofp.Match{}, vc.v)
+		msgs[i] = ofp.EncodePacketOut(vc.v, o.nextXid(), po)
+		names[i] = "OFPT_PACKET_OUT"
+		v := vc.v
+		describe[i] = func() string {
+			return fmt.Sprintf("in_port=%s actions=%s data_len=%d", portNames(nil).port(po.InPort),
+				formatActions(po.Actions, v, nil), len(po.Data))
+		}
+	}
+	return o.sendWithBarriers(vc, msgs, names, describe)
 }

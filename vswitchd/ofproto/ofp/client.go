@@ -786,3 +786,28 @@ func EncodePortMod(v Version, xid uint32, m *PortMod) []byte {
 	}
 	return finish(b)
 }
+
+// EncodePacketOut returns OFPT_PACKET_OUT of po (no buffer).
+func EncodePacketOut(v Version, xid uint32, po *PacketOut) []byte {
+	b := newMsg(v, TypePacketOut, xid, 64+len(po.Data))
+	b = put32(b, 0xffffffff)
+	var acts []byte
+	acts = AppendActions(acts, v, po.Actions)
+	switch {
+	case v == V10:
+		b = put16(b, port10(po.InPort))
+		b = put16(b, uint16(len(acts)))
+	case v < V15:
+		b = put32(b, po.InPort)
+		b = put16(b, uint16(len(acts)))
+		b = pad(b, 6)
+	default:
+		b = put16(b, uint16(len(acts)))
+		b = pad(b, 2)
+		var m Match
+		m.Flow.InPort, m.Mask.InPort = po.InPort, ^uint32(0)
+		b = appendOXMMatch(b, &m)
+	}
+	b = append(b, acts...)
+	return finish(append(b, po.Data...))
+}

@@ -203,3 +203,17 @@ func TestClientPortModRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestClientPacketOutRoundTrip(t *testing.T) {
+	for _, v := range []Version{V10, V11, V12, V13, V14, V15} {
+		in := &PacketOut{InPort: 3, Actions: []Action{{Type: ActOutput, Port: 2}}, Data: []byte{1, 2, 3}}
+		msg, err := Decode(EncodePacketOut(v, 4, in))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		got := msg.(*PacketOut)
+		if got.InPort != 3 || got.BufferID != 0xffffffff || !sameActions(got.Actions, in.Actions) || !reflect.DeepEqual(got.Data, in.Data) {
+			t.Errorf("%s: %+v", v, got)
+		}
+	}
+}
