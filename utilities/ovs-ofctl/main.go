@@ -81,6 +81,16 @@ var commands = map[string]command{
 	"queue-stats":     {1, 3, (*ofctl).queueStats},
 	"mod-port":        {3, 3, (*ofctl).modPort},
 	"packet-out":      {2, 1 << 20, (*ofctl).packetOut},
+	"add-group":       {2, 2, func(o *ofctl, a []string) error { return o.groupMods(a[0], []string{a[1]}, ofp.GroupAdd) }},
+	"mod-group":       {2, 2, func(o *ofctl, a []string) error { return o.groupMods(a[0], []string{a[1]}, ofp.GroupModify) }},
+	"del-groups": {1, 2, func(o *ofctl, a []string) error {
+		spec := "group_id=all"
+		if len(a) == 2 {
+			spec = a[1]
+		}
+		return o.groupMods(a[0], []string{spec}, ofp.GroupDelete)
+	}},
+	"dump-groups": {1, 2, (*ofctl).dumpGroups},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
 		cmd := parseModify
 		if o.strict {
@@ -103,8 +113,8 @@ var commands = map[string]command{
 // unsupported are OVS's ovs-ofctl commands govs' does not implement yet.
 var unsupported = []string{"dump-desc", "dump-tables", "dump-table-features", "dump-table-desc", "mod-table",
 	"queue-get-config",
-	"replace-flows", "diff-flows", "add-group", "add-groups", "mod-group", "del-groups", "insert-buckets",
-	"remove-buckets", "dump-groups", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
+	"replace-flows", "diff-flows", "add-groups", "insert-buckets",
+	"remove-buckets", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
 	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features",
 	"monitor", "snoop", "dump-flows-monitor", "get-frags", "set-frags", "ofp-parse", "ofp-parse-pcap",
 	"ct-flush-zone", "ct-flush", "probe", "ping", "benchmark", "dump-ipfix-bridge", "dump-ipfix-flow",
@@ -131,6 +141,10 @@ For OpenFlow switches (govs' ovs-ofctl):
   packet-out SWITCH IN_PORT ACTIONS PACKET...
                               execute ACTIONS on PACKET
   packet-out SWITCH in_port=PORT,packet=HEX,actions=ACTIONS
+  add-group SWITCH GROUP      add group described by GROUP
+  mod-group SWITCH GROUP      modify specific group
+  del-groups SWITCH [GROUP]   delete matching GROUPs
+  dump-groups SWITCH [GROUP]  print group description
 
 Other options:
   --strict                    use strict match for flow commands
@@ -481,7 +495,7 @@ func formatError(reply []byte, name string, describe func() string) string {
 	if len(data) >= ofp.HeaderLen {
 		rh := ofp.ParseHeader(data)
 		if int(rh.Length) == len(data) && describe != nil {
-			s += msgHeader(name, rh.Version, rh.Xid) + " " + describe() + "\n"
+			s += msgHeader(name, rh.Version, rh.Xid) + describe() + "\n"
 		} else if int(rh.Length) > len(data) {
 			s += fmt.Sprintf("(***truncated to %d bytes from %d***)\n", len(data), rh.Length)
 		}
@@ -989,7 +1003,7 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 			names[i] = "NXT_FLOW_MOD"
 		}
 		v := vc.v
-		describe[i] = func() string { return formatFlowMod(fm, v) }
+		describe[i] = func() string { return " " + formatFlowMod(fm, v) }
 	}
 	return o.sendWithBarriers(vc, msgs, names, describe)
 }
@@ -1399,7 +1413,7 @@ func (o *ofctl) modPort(args []string) error {
 			cfg = configNames10
 		}
 		name := func(bit uint32) string { return cfg[bit] }
-		return fmt.Sprintf("port: %s: addr:%s\n     config: %s\n     mask:   %s\n     advertise: UNCHANGED",
+		return fmt.Sprintf(" port: %s: addr:%s\n     config: %s\n     mask:   %s\n     advertise: UNCHANGED",
 			portNames(nil).port(pm.Port), flow.MAC(pm.HWAddr), bitNames(pm.Config, name), bitNames(pm.Mask, name))
 	}
 	return o.sendWithBarriers(vc, [][]byte{msg}, []string{"OFPT_PORT_MOD"}, []func() string{describe})
@@ -1510,9 +1524,262 @@ func (o *ofctl) packetOut(args []string) error {
 		names[i] = "OFPT_PACKET_OUT"
 		v := vc.v
 		describe[i] = func() string {
-			return fmt.Sprintf("in_port=%s actions=%s data_len=%d", portNames(nil).port(po.InPort),
+			return fmt.Sprintf(" in_port=%s actions=%s data_len=%d", portNames(nil).port(po.InPort),
 				formatActions(po.Actions, v, nil), len(po.Data))
 		}
 	}
 	return o.sendWithBarriers(vc, msgs, names, describe)
+}
+
+var groupTypes = []string{"all", "select", "indirect", "ff"}
+
+// parseGroup parses a group as OVS's parse_ofp_group_mod_str: group_id,
+// type, selection_method[_param] and buckets ("bucket=" up to the next).
+func parseGroup(spec string, command uint16, ports portResolver) (*ofp.GroupMod, error) {
+	gm := &ofp.GroupMod{Command: command, CommandBucketID: ofp.BucketAll}
+	parts := strings.Split(spec, "bucket=")
+	head := parts[0]
+	haveID, haveType := false, false
+	for rest := head; ; {
+		key, value, r, ok := splitKV(rest)
+		if !ok {
+			break
+		}
+		rest = r
+		switch key {
+		case "group_id":
+			if value == "all" {
+				gm.ID = ofp.GroupAllGroups
+			} else {
+				n, err := strconv.ParseUint(value, 0, 32)
+				if err != nil {
+					return nil, fmt.Errorf("invalid group id \"%s\"", value)
+				}
+				gm.ID = uint32(n)
+			}
+			haveID = true
+		case "type":
+			found := false
+			for i, t := range groupTypes {
+				if value == t || t == "ff" && value == "fast_failover" {
+					gm.Type, found = uint8(i), true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("invalid group type %s", value)
+			}
+			haveType = true
+		case "selection_method":
+			gm.Props.Method = value
+		case "selection_method_param":
+			n, err := strconv.ParseUint(value, 0, 64)
+			if err != nil {
+				return nil, fmt.Errorf("invalid selection_method_param \"%s\"", value)
+			}
+			gm.Props.Param = n
+		default:
+			return nil, fmt.Errorf("unknown keyword %s", key)
+		}
+	}
+	if !haveID {
+		return nil, errors.New("must specify a group_id")
+	}
+	if command == ofp.GroupDelete {
+		if len(parts) > 1 || haveType {
+			return nil, errors.New("type is not needed")
+		}
+		return gm, nil
+	}
+	if !haveType && command == ofp.GroupAdd {
+		return nil, errors.New("must specify a type")
+	}
+	for i, b := range parts[1:] {
+		bk, err := parseBucket(strings.TrimSuffix(strings.TrimSpace(b), ","), gm.Type, ports)
+		if err != nil {
+			return nil, err
+		}
+		if bk.ID == ofp.BucketAll {
+			bk.ID = uint32(i)
+		}
+		gm.Buckets = append(gm.Buckets, bk)
+	}
+	return gm, nil
+}
+
+// parseBucket parses one bucket: bucket_id, weight, watch_port and
+// watch_group, then its actions ("actions=" or the first other item on).
+func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
+	bk := ofp.Bucket{ID: ofp.BucketAll, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny}
+	if typ == ofp.GroupSelect {
+		bk.Weight = 1
+	}
+	for rest := s; ; {
+		before := strings.TrimLeft(rest, ", \t")
+		key, value, r, ok := splitKV(rest)
+		if !ok {
+			break
+		}
+		var err error
+		var n uint64
+		switch key {
+		case "bucket_id":
+			n, err = strconv.ParseUint(value, 0, 32)
+			bk.ID = uint32(n)
+		case "weight":
+			n, err = strconv.ParseUint(value, 0, 16)
+			bk.Weight = uint16(n)
+		case "watch_port":
+			var p uint32
+			if p, err = parsePort(value, ports); err == nil {
+				bk.WatchPort = p
+			}
+		case "watch_group":
+			n, err = strconv.ParseUint(value, 0, 32)
+			bk.WatchGroup = uint32(n)
+		case "action", "actions":
+			before = strings.TrimPrefix(strings.TrimPrefix(before, key), "=")
+			fallthrough
+		default:
+			acts, err := parseActions(before, ports)
+			if err != nil {
+				return bk, err
+			}
+			bk.Actions = acts
+			return bk, nil
+		}
+		if err != nil {
+			return bk, fmt.Errorf("invalid %s \"%s\"", key, value)
+		}
+		rest = r
+	}
+	return bk, nil
+}
+
+// formatGroup formats a group as ofp_print_group.
+func formatGroup(g *ofp.GroupDesc, v ofp.Version, pn portNames) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group_id=%d,type=", g.ID)
+	if int(g.Type) < len(groupTypes) {
+		b.WriteString(groupTypes[g.Type])
+	} else {
+		fmt.Fprintf(&b, "%d", g.Type)
+	}
+	if g.Props.Method != "" {
+		b.WriteString(",selection_method=" + g.Props.Method)
+		if g.Props.Param != 0 {
+			fmt.Fprintf(&b, ",selection_method_param=%d", g.Props.Param)
+		}
+		var names []string
+		for _, f := range g.Props.Fields {
+			names = append(names, f.Field.Name)
+		}
+		switch len(names) {
+		case 0:
+		case 1:
+			b.WriteString(",fields=" + names[0])
+		default:
+			b.WriteString(",fields(" + strings.Join(names, ",") + ")")
+		}
+	}
+	for _, bk := range g.Buckets {
+		b.WriteString(",bucket=")
+		if v >= ofp.V15 {
+			fmt.Fprintf(&b, "bucket_id:%d,", bk.ID)
+		}
+		def := uint16(0)
+		if g.Type == ofp.GroupSelect {
+			def = 1
+		}
+		if bk.Weight != def {
+			fmt.Fprintf(&b, "weight:%d,", bk.Weight)
+		}
+		if bk.WatchPort != ofp.PortAny {
+			fmt.Fprintf(&b, "watch_port:%s,", pn.port(bk.WatchPort))
+		}
+		if bk.WatchGroup != ofp.GroupAny {
+			fmt.Fprintf(&b, "watch_group:%d,", bk.WatchGroup)
+		}
+		b.WriteString("actions=" + formatActions(bk.Actions, v, pn))
+	}
+	return b.String()
+}
+
+// groupMods sends group mods (OpenFlow 1.1+), each followed by a barrier.
+func (o *ofctl) groupMods(target string, specs []string, command uint16) error {
+	o.xid += 2 // OVS's learns table names first, on a connection of its own
+	ports, err := o.fetchPorts(target)
+	if err != nil {
+		return err
+	}
+	var gms []*ofp.GroupMod
+	for _, s := range specs {
+		gm, err := parseGroup(s, command, resolver(ports))
+		if err != nil {
+			return fatal{err.Error()}
+		}
+		gms = append(gms, gm)
+	}
+	vc, err := o.open(target)
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	if vc.v == ofp.V10 {
+		return fatalf("govs' ovs-ofctl sends groups in OpenFlow 1.1 and later only (-O OpenFlow11..15)")
+	}
+	msgs := make([][]byte, len(gms))
+	names := make([]string, len(gms))
+	describe := make([]func() string, len(gms))
+	for i, gm := range gms {
+		gm := gm
+		for j := range gm.Buckets {
+			gm.Buckets[j].Actions = vlanActions(gm.Buckets[j].Actions, &ofp.Match{}, vc.v)
+		}
+		msgs[i] = ofp.EncodeGroupMod(vc.v, o.nextXid(), gm)
+		names[i] = "OFPT_GROUP_MOD"
+		v := vc.v
+		describe[i] = func() string {
+			cmd := map[uint16]string{ofp.GroupAdd: "ADD", ofp.GroupModify: "MOD", ofp.GroupDelete: "DEL"}[gm.Command]
+			g := &ofp.GroupDesc{Type: gm.Type, ID: gm.ID, Buckets: gm.Buckets, Props: gm.Props}
+			return "\n " + cmd + " " + formatGroup(g, v, nil)
+		}
+	}
+	return o.sendWithBarriers(vc, msgs, names, describe)
+}
+
+// dumpGroups prints the groups' descriptions (one group's in OpenFlow
+// 1.5 when GROUP is given).
+func (o *ofctl) dumpGroups(args []string) error {
+	group := uint32(ofp.GroupAllGroups)
+	if len(args) == 2 {
+		n, err := strconv.ParseUint(strings.TrimPrefix(args[1], "group_id="), 0, 32)
+		if err != nil {
+			return fatalf("invalid group id \"%s\"", args[1])
+		}
+		group = uint32(n)
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	if vc.v == ofp.V10 {
+		return fatalf("govs' ovs-ofctl dumps groups in OpenFlow 1.1 and later only (-O OpenFlow11..15)")
+	}
+	replies, err := vc.transact(ofp.EncodeGroupDescRequest(vc.v, o.nextXid(), group))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	return o.printStatsReplies(replies, "OFPST_GROUP_DESC reply", func(r *ofp.Reply) (string, error) {
+		groups, err := ofp.DecodeGroupDesc(r)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		b.WriteString("\n")
+		for i := range groups {
+			b.WriteString(" " + formatGroup(&groups[i], r.Version, nil) + "\n")
+		}
+		return b.String(), nil
+	})
 }

@@ -711,7 +711,9 @@ func parseU(s string, bits int, what string) (uint64, error) {
 
 func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	one := func(a ofp.Action) ([]ofp.Action, error) { return []ofp.Action{a}, nil }
-	switch strings.ToLower(key) {
+	name := key                // a port's name keeps its case
+	key = strings.ToLower(key) // OVS's action names are case-insensitive
+	switch key {
 	case "output":
 		if strings.Contains(arg, "[") {
 			ref, err := parseRef(arg)
@@ -925,7 +927,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	case "ct":
 		return parseCT(arg, ports)
 	}
-	if p, err := parsePort(key, ports); err == nil && arg == "" {
+	if p, err := parsePort(name, ports); err == nil && arg == "" {
 		return one(outputAction(p, 0))
 	}
 	return nil, fmt.Errorf("unknown action %s", key)

@@ -811,3 +811,78 @@ func EncodePacketOut(v Version, xid uint32, po *PacketOut) []byte {
 	b = append(b, acts...)
 	return finish(append(b, po.Data...))
 }
+
+// EncodeGroupMod returns OFPT_GROUP_MOD (OpenFlow 1.1+): 1.1–1.4's
+// buckets, or 1.5's with their properties and the selection method.
+func EncodeGroupMod(v Version, xid uint32, gm *GroupMod) []byte {
+	b := newMsg(v, type11GroupMod, xid, 64)
+	b = put16(b, gm.Command)
+	b = put8(b, gm.Type)
+	b = pad(b, 1)
+	b = put32(b, gm.ID)
+	if v < V15 {
+		for i := range gm.Buckets {
+			b = appendBucket11(b, v, &gm.Buckets[i])
+		}
+		return finish(b)
+	}
+	ll := len(b)
+	b = put16(b, 0)
+	b = pad(b, 2)
+	b = put32(b, gm.CommandBucketID)
+	start := len(b)
+	for i := range gm.Buckets {
+		b = appendBucket15(b, gm.Type, &gm.Buckets[i])
+	}
+	binary.BigEndian.PutUint16(b[ll:], uint16(len(b)-start))
+	return finish(appendGroupProps(b, &gm.Props))
+}
+
+// EncodeGroupDescRequest returns a GROUP_DESC request: for group
+// (GroupAllGroups for all) in OpenFlow 1.5, for every group before.
+func EncodeGroupDescRequest(v Version, xid uint32, group uint32) []byte {
+	b := statsRequest(v, xid, StatsGroupDesc, 0)
+	if v >= V15 {
+		b = put32(b, group)
+		b = pad(b, 4)
+	}
+	return finish(b)
+}
+
+// DecodeGroupDesc decodes a GROUP_DESC reply's body.
+func DecodeGroupDesc(r *Reply) ([]GroupDesc, error) {
+	v, b := r.Version, r.Body
+	var groups []GroupDesc
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return nil, errorf(BadLen, "", "truncated group description")
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		if n < 8 || n > len(b) {
+			return nil, errorf(BadLen, "", "group description of %d bytes", n)
+		}
+		e := b[:n]
+		b = b[n:]
+		g := GroupDesc{Type: e[2], ID: binary.BigEndian.Uint32(e[4:])}
+		var err *Error
+		if v < V15 {
+			g.Buckets, err = decodeBuckets11(v, e[8:])
+		} else {
+			if n < 16 {
+				return nil, errorf(BadLen, "", "truncated group description")
+			}
+			bl := int(binary.BigEndian.Uint16(e[8:]))
+			if 16+bl > n {
+				return nil, errorf(BadLen, "", "bucket list of %d bytes", bl)
+			}
+			if g.Buckets, err = decodeBuckets15(e[16 : 16+bl]); err == nil {
+				err = decodeGroupProps(&g.Props, e[16+bl:])
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}

@@ -217,3 +217,31 @@ func TestClientPacketOutRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestClientGroupRoundTrip(t *testing.T) {
+	buckets := []Bucket{{ID: 0, Weight: 1, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{{Type: ActOutput, Port: 1}}},
+		{ID: 1, Weight: 5, WatchPort: 2, WatchGroup: GroupAny, Actions: []Action{{Type: ActOutput, Port: 2}}}}
+	for _, v := range []Version{V11, V12, V13, V14, V15} {
+		gm := &GroupMod{Command: GroupAdd, Type: GroupSelect, ID: 7, CommandBucketID: BucketAll, Buckets: buckets}
+		msg, err := Decode(EncodeGroupMod(v, 3, gm))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		got := msg.(*GroupMod)
+		if got.Command != GroupAdd || got.Type != GroupSelect || got.ID != 7 || len(got.Buckets) != 2 ||
+			got.Buckets[1].Weight != 5 || got.Buckets[1].WatchPort != 2 || !sameActions(got.Buckets[1].Actions, buckets[1].Actions) {
+			t.Errorf("%s: %+v", v, got)
+		}
+		if _, err := Decode(EncodeGroupDescRequest(v, 4, GroupAllGroups)); err != nil {
+			t.Errorf("%s: desc request: %v", v, err)
+		}
+		r, err := DecodeStatsReply(EncodeGroupDescReply(v, 4, []GroupDesc{{Type: GroupSelect, ID: 7, Buckets: buckets}})[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		gd, err := DecodeGroupDesc(r)
+		if err != nil || len(gd) != 1 || gd[0].ID != 7 || len(gd[0].Buckets) != 2 || gd[0].Buckets[1].Weight != 5 {
+			t.Errorf("%s: %+v %v", v, gd, err)
+		}
+	}
+}
