@@ -677,37 +677,15 @@ func (o *ofctl) dumpFlows(args []string) error {
 		ports = p
 		o.xid += 2
 	}
-	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	filterSpec := ""
 	if filter {
-		s, err := parseFlow(args[1], parseDump, resolver(ports))
-		if err != nil {
-			return fatal{err.Error()}
-		}
-		spec = s
+		filterSpec = args[1]
 	}
-	vc, err := o.open(args[0])
+	vc, replies, err := o.flowStats(args[0], filterSpec, ports, ofp.StatsFlow)
 	if err != nil {
 		return err
 	}
 	defer vc.close()
-	if err := checkFlowVersion(vc.v); err != nil {
-		return err
-	}
-	if vc.v == ofp.V10 {
-		if err := o.setFlowFormat(vc); err != nil {
-			return err
-		}
-	}
-	req := &ofp.StatsRequest{Kind: ofp.StatsFlow, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup,
-		Match: spec.match}
-	if spec.cookieSet {
-		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
-	}
-	normalize(&req.Match, vc.v)
-	replies, err := vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req))
-	if err != nil {
-		return transactErr(vc, err)
-	}
 	var pn portNames
 	if names {
 		pn = namesOf(ports)
@@ -754,6 +732,42 @@ func (o *ofctl) dumpFlows(args []string) error {
 		o.out.WriteString(" " + formatFlowStats(&all[i], vc.v, o.showStats, pn) + "\n")
 	}
 	return nil
+}
+
+// flowStats sends a FLOW or AGGREGATE statistics request for the flows
+// filter selects ("" for all) on a connection of its own, as OVS's
+// prepare_dump_flows: NXM in OpenFlow 1.0. The caller closes vc.
+func (o *ofctl) flowStats(target, filter string, ports []ofp.Port, kind ofp.StatsKind) (vc *vconn, replies [][]byte, err error) {
+	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	if filter != "" {
+		if spec, err = parseFlow(filter, parseDump, resolver(ports)); err != nil {
+			return nil, nil, fatal{err.Error()}
+		}
+	}
+	if vc, err = o.open(target); err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*vconn, [][]byte, error) {
+		vc.close()
+		return nil, nil, err
+	}
+	if err := checkFlowVersion(vc.v); err != nil {
+		return fail(err)
+	}
+	if vc.v == ofp.V10 {
+		if err := o.setFlowFormat(vc); err != nil {
+			return fail(err)
+		}
+	}
+	req := &ofp.StatsRequest{Kind: kind, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup, Match: spec.match}
+	if spec.cookieSet {
+		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
+	}
+	normalize(&req.Match, vc.v)
+	if replies, err = vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req)); err != nil {
+		return fail(transactErr(vc, err))
+	}
+	return vc, replies, nil
 }
 
 // setFlowFormat switches an OpenFlow 1.0 connection to NXM, as OVS's
@@ -1158,26 +1172,36 @@ func (o *ofctl) portArg(target, arg string) (uint32, error) {
 	return p, nil
 }
 
-// dumpPortsDesc prints the PORT_DESC reply (one port's with PORT).
-func (o *ofctl) dumpPortsDesc(args []string) error {
+// portRequest sends a request about the port args[1] names (every port
+// without one) to switch args[0] and returns the replies.
+func (o *ofctl) portRequest(args []string, encode func(v ofp.Version, xid, port uint32) []byte) ([][]byte, error) {
 	port := uint32(ofp.PortAny)
 	if len(args) == 2 {
 		p, err := o.portArg(args[0], args[1])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		port = p
 	}
 	vc, err := o.open(args[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer vc.close()
+	replies, err := vc.transact(encode(vc.v, o.nextXid(), port))
+	if err != nil {
+		return nil, transactErr(vc, err)
+	}
+	return replies, nil
+}
+
+// dumpPortsDesc prints the PORT_DESC reply (one port's with PORT).
+func (o *ofctl) dumpPortsDesc(args []string) error {
 	// Only OpenFlow 1.5's request names a port; before, every port is
 	// shown, as by OVS's.
-	replies, err := vc.transact(ofp.EncodePortDescRequest(vc.v, o.nextXid(), port))
+	replies, err := o.portRequest(args, ofp.EncodePortDescRequest)
 	if err != nil {
-		return transactErr(vc, err)
+		return err
 	}
 	return o.printStatsReplies(replies, "OFPST_PORT_DESC reply", func(r *ofp.Reply) (string, error) {
 		ports, err := ofp.DecodePorts(r.Version, r.Body)
@@ -1201,22 +1225,9 @@ func statCount(v uint64) string {
 
 // dumpPorts prints port statistics as ofputil_format_port_stats.
 func (o *ofctl) dumpPorts(args []string) error {
-	port := uint32(ofp.PortAny)
-	if len(args) == 2 {
-		p, err := o.portArg(args[0], args[1])
-		if err != nil {
-			return err
-		}
-		port = p
-	}
-	vc, err := o.open(args[0])
+	replies, err := o.portRequest(args, ofp.EncodePortStatsRequest)
 	if err != nil {
 		return err
-	}
-	defer vc.close()
-	replies, err := vc.transact(ofp.EncodePortStatsRequest(vc.v, o.nextXid(), port))
-	if err != nil {
-		return transactErr(vc, err)
 	}
 	// OVS's learns the names for --names after the statistics.
 	var pn portNames
@@ -1255,40 +1266,21 @@ func (o *ofctl) dumpPorts(args []string) error {
 // dumpAggregate prints the aggregate statistics of the flows (matching
 // the filter if any).
 func (o *ofctl) dumpAggregate(args []string) error {
-	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	var ports []ofp.Port
+	spec := ""
 	if len(args) == 2 {
-		ports, err := o.fetchPorts(args[0])
+		p, err := o.fetchPorts(args[0])
 		if err != nil {
 			return err
 		}
+		ports, spec = p, args[1]
 		o.xid += 2
-		if spec, err = parseFlow(args[1], parseDump, resolver(ports)); err != nil {
-			return fatal{err.Error()}
-		}
 	}
-	vc, err := o.open(args[0])
+	vc, replies, err := o.flowStats(args[0], spec, ports, ofp.StatsAggregate)
 	if err != nil {
 		return err
 	}
 	defer vc.close()
-	if err := checkFlowVersion(vc.v); err != nil {
-		return err
-	}
-	if vc.v == ofp.V10 {
-		if err := o.setFlowFormat(vc); err != nil {
-			return err
-		}
-	}
-	req := &ofp.StatsRequest{Kind: ofp.StatsAggregate, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup,
-		Match: spec.match}
-	if spec.cookieSet {
-		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
-	}
-	normalize(&req.Match, vc.v)
-	replies, err := vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req))
-	if err != nil {
-		return transactErr(vc, err)
-	}
 	name := "OFPST_AGGREGATE reply"
 	if vc.v == ofp.V10 {
 		name = "NXST_AGGREGATE reply"

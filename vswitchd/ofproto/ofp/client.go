@@ -125,6 +125,20 @@ func appendNXCookie(b []byte, cookie, mask uint64) []byte {
 	return put64(b, mask)
 }
 
+// appendFlowModHead10 appends what ofp10_flow_mod and nx_flow_mod share
+// (decodeFlowModHead10's inverse): cookie, command with the table in its
+// high byte, timeouts, priority, buffer, out_port and flags.
+func appendFlowModHead10(b []byte, fm *FlowMod) []byte {
+	b = put64(b, fm.NewCookie)
+	b = put16(b, uint16(fm.Table)<<8|uint16(fm.Command))
+	b = put16(b, fm.IdleTimeout)
+	b = put16(b, fm.HardTimeout)
+	b = put16(b, fm.Priority)
+	b = put32(b, fm.BufferID)
+	b = put16(b, port10(fm.OutPort))
+	return put16(b, fm.Flags&^FlagResetCounts)
+}
+
 // FlowModNX reports whether EncodeFlowMod encodes fm as NXT_FLOW_MOD in
 // OpenFlow 1.0: when an ofp10_match cannot say its match or cookie
 // filter (OVS's ovs-ofctl chooses the same way).
@@ -136,28 +150,14 @@ func EncodeFlowMod(v Version, xid uint32, fm *FlowMod) []byte {
 	if v == V10 && !FlowModNX(fm) {
 		b := newMsg(v, TypeFlowMod, xid, 128)
 		b = appendMatch10(b, &fm.Match)
-		b = put64(b, fm.NewCookie)
-		b = put16(b, uint16(fm.Table)<<8|uint16(fm.Command))
-		b = put16(b, fm.IdleTimeout)
-		b = put16(b, fm.HardTimeout)
-		b = put16(b, fm.Priority)
-		b = put32(b, fm.BufferID)
-		b = put16(b, port10(fm.OutPort))
-		b = put16(b, fm.Flags&^FlagResetCounts)
+		b = appendFlowModHead10(b, fm)
 		return finish(AppendActions(b, V10, fm.Actions))
 	}
 	if v == V10 {
 		b := newMsg(v, TypeVendor, xid, 128)
 		b = put32(b, NiciraVendor)
 		b = put32(b, nxtFlowMod)
-		b = put64(b, fm.NewCookie)
-		b = put16(b, uint16(fm.Table)<<8|uint16(fm.Command))
-		b = put16(b, fm.IdleTimeout)
-		b = put16(b, fm.HardTimeout)
-		b = put16(b, fm.Priority)
-		b = put32(b, fm.BufferID)
-		b = put16(b, port10(fm.OutPort))
-		b = put16(b, fm.Flags&^FlagResetCounts)
+		b = appendFlowModHead10(b, fm)
 		ml := len(b)
 		b = put16(b, 0)
 		b = pad(b, 6)
@@ -336,6 +336,20 @@ func DecodeGetConfigReply(b []byte) (Config, error) {
 	return Config{Flags: binary.BigEndian.Uint16(b[HeaderLen:]), MissSendLen: binary.BigEndian.Uint16(b[HeaderLen+2:])}, nil
 }
 
+// flowStatsHead decodes what nx_flow_stats and ofp11_flow_stats share at
+// the same offsets: table, duration, priority, timeouts and the cookie
+// and counters at 24.
+func flowStatsHead(f *FlowStats, e []byte) {
+	f.Table = e[2]
+	f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
+	f.Priority = binary.BigEndian.Uint16(e[12:])
+	f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
+	f.HardTimeout = binary.BigEndian.Uint16(e[16:])
+	f.Cookie = binary.BigEndian.Uint64(e[24:])
+	f.Packets = binary.BigEndian.Uint64(e[32:])
+	f.Bytes = binary.BigEndian.Uint64(e[40:])
+}
+
 // DecodeFlowStats decodes a FLOW statistics reply's body (r from
 // DecodeStatsReply): NXST_FLOW's nx_flow_stats, or 1.2+'s ofp_flow_stats.
 // IdleAge and HardAge are -1 when the reply does not say.
@@ -359,11 +373,7 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 			if n < 48 {
 				return nil, bad("short nx_flow_stats")
 			}
-			f.Table = e[2]
-			f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
-			f.Priority = binary.BigEndian.Uint16(e[12:])
-			f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
-			f.HardTimeout = binary.BigEndian.Uint16(e[16:])
+			flowStatsHead(&f, e)
 			ml := int(binary.BigEndian.Uint16(e[18:]))
 			if age := binary.BigEndian.Uint16(e[20:]); age != 0 {
 				f.IdleAge = time.Duration(age-1) * time.Second
@@ -371,9 +381,6 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 			if age := binary.BigEndian.Uint16(e[22:]); age != 0 {
 				f.HardAge = time.Duration(age-1) * time.Second
 			}
-			f.Cookie = binary.BigEndian.Uint64(e[24:])
-			f.Packets = binary.BigEndian.Uint64(e[32:])
-			f.Bytes = binary.BigEndian.Uint64(e[40:])
 			rest := e[48:]
 			if (ml+7)&^7 > len(rest) {
 				return nil, bad("match length")
@@ -392,17 +399,10 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 			if n < 56 {
 				return nil, bad("short ofp_flow_stats")
 			}
-			f.Table = e[2]
-			f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
-			f.Priority = binary.BigEndian.Uint16(e[12:])
-			f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
-			f.HardTimeout = binary.BigEndian.Uint16(e[16:])
+			flowStatsHead(&f, e)
 			if v >= V13 {
 				f.Flags = binary.BigEndian.Uint16(e[18:])
 			}
-			f.Cookie = binary.BigEndian.Uint64(e[24:])
-			f.Packets = binary.BigEndian.Uint64(e[32:])
-			f.Bytes = binary.BigEndian.Uint64(e[40:])
 			m, rest, err := decodeOXMMatch(v, e[48:])
 			if err != nil {
 				return nil, err
@@ -418,14 +418,7 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 			if n < 48+88 {
 				return nil, bad("short ofp11_flow_stats")
 			}
-			f.Table = e[2]
-			f.Duration = time.Duration(binary.BigEndian.Uint32(e[4:]))*time.Second + time.Duration(binary.BigEndian.Uint32(e[8:]))
-			f.Priority = binary.BigEndian.Uint16(e[12:])
-			f.IdleTimeout = binary.BigEndian.Uint16(e[14:])
-			f.HardTimeout = binary.BigEndian.Uint16(e[16:])
-			f.Cookie = binary.BigEndian.Uint64(e[24:])
-			f.Packets = binary.BigEndian.Uint64(e[32:])
-			f.Bytes = binary.BigEndian.Uint64(e[40:])
+			flowStatsHead(&f, e)
 			all, err := decodeMatch(v, e[48:48+88], "")
 			if err != nil {
 				return nil, err
