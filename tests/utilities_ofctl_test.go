@@ -99,6 +99,7 @@ var ofctlErrors = [][]string{
 	// (logging so). In 1.2+ Debian's still sends it for the switch to
 	// refuse and govs' leaves it out: a known difference.
 	{"add-flow", "BR", "nw_src=1.2.3.4,actions=drop"},
+	{"add-meter", "BR", "meter=1,kbps,band=type=drop,rate=1"},
 }
 
 // ofctlScript13 is the part of the script run in OpenFlow 1.3 too:
@@ -141,7 +142,8 @@ var ofctlScript15 = [][]string{
 }
 
 // ofctlGroups run in OpenFlow 1.3 and 1.5 (Debian's ovs-ofctl sends
-// groups in 1.0 as NXT_GROUP_MOD, which govs' does not).
+// groups in 1.0 as NXT_GROUP_MOD, which govs' does not), with meters
+// (1.3+).
 var ofctlGroups = [][]string{
 	{"add-group", "BR", "group_id=2,type=select,bucket=output:1,bucket=weight:5,output:2"},
 	{"add-group", "BR", "group_id=3,type=fast_failover,bucket=watch_port:1,actions=output:1"},
@@ -155,6 +157,15 @@ var ofctlGroups = [][]string{
 	{"del-groups", "BR", "group_id=3"},
 	{"dump-groups", "BR"},
 	{"del-groups", "BR"},
+	{"add-meter", "BR", "meter=1,kbps,burst,stats,bands=type=drop,rate=100,burst_size=10"},
+	{"add-meter", "BR", "meter=3,pktps,band=type=drop,rate=5,type=drop,rate=9"},
+	{"add-meter", "BR", "meter=1,kbps,band=type=drop,rate=1"},
+	{"add-meter", "BR", "meter=4,bogus,band=type=drop,rate=1"},
+	{"dump-meters", "BR"},
+	{"mod-meter", "BR", "meter=1,pktps,band=type=drop,rate=7"},
+	{"dump-meters", "BR", "meter=1"},
+	{"del-meters", "BR"},
+	{"dump-meters", "BR"},
 	{"del-flows", "BR"},
 }
 

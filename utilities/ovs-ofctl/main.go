@@ -91,6 +91,16 @@ var commands = map[string]command{
 		return o.groupMods(a[0], []string{spec}, ofp.GroupDelete)
 	}},
 	"dump-groups": {1, 2, (*ofctl).dumpGroups},
+	"add-meter":   {2, 2, func(o *ofctl, a []string) error { return o.meterMod(a[0], a[1], ofp.MeterAdd) }},
+	"mod-meter":   {2, 2, func(o *ofctl, a []string) error { return o.meterMod(a[0], a[1], ofp.MeterModify) }},
+	"del-meters": {1, 2, func(o *ofctl, a []string) error {
+		spec := "meter=all"
+		if len(a) == 2 {
+			spec = a[1]
+		}
+		return o.meterMod(a[0], spec, ofp.MeterDelete)
+	}},
+	"dump-meters": {1, 2, (*ofctl).dumpMeters},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
 		cmd := parseModify
 		if o.strict {
@@ -114,8 +124,8 @@ var commands = map[string]command{
 var unsupported = []string{"dump-desc", "dump-tables", "dump-table-features", "dump-table-desc", "mod-table",
 	"queue-get-config",
 	"replace-flows", "diff-flows", "add-groups", "insert-buckets",
-	"remove-buckets", "dump-group-stats", "dump-group-features", "add-meter", "mod-meter",
-	"del-meter", "del-meters", "dump-meter", "dump-meters", "meter-stats", "meter-features",
+	"remove-buckets", "dump-group-stats", "dump-group-features",
+	"del-meter", "dump-meter", "meter-stats", "meter-features",
 	"monitor", "snoop", "dump-flows-monitor", "get-frags", "set-frags", "ofp-parse", "ofp-parse-pcap",
 	"ct-flush-zone", "ct-flush", "probe", "ping", "benchmark", "dump-ipfix-bridge", "dump-ipfix-flow",
 	"bundle", "add-tlv-map", "del-tlv-map", "dump-tlv-map", "parse-flow", "parse-flows", "parse-actions",
@@ -145,6 +155,10 @@ For OpenFlow switches (govs' ovs-ofctl):
   mod-group SWITCH GROUP      modify specific group
   del-groups SWITCH [GROUP]   delete matching GROUPs
   dump-groups SWITCH [GROUP]  print group description
+  add-meter SWITCH METER      add meter described by METER
+  mod-meter SWITCH METER      modify specific METER
+  del-meters SWITCH [METER]   delete meters matching METER
+  dump-meters SWITCH [METER]  print METER configuration
 
 Other options:
   --strict                    use strict match for flow commands
@@ -1771,6 +1785,218 @@ func (o *ofctl) dumpGroups(args []string) error {
 		b.WriteString("\n")
 		for i := range groups {
 			b.WriteString(" " + formatGroup(&groups[i], r.Version, nil) + "\n")
+		}
+		return b.String(), nil
+	})
+}
+
+// meterFlagNames are the meter flags as ofp_print_meter_flags shows them.
+var meterFlagNames = []struct {
+	bit  uint16
+	name string
+}{{ofp.MeterKbps, "kbps"}, {ofp.MeterPktps, "pktps"}, {ofp.MeterBurst, "burst"}, {ofp.MeterStatsFlag, "stats"}}
+
+// parseMeter parses a meter as OVS's parse_ofp_meter_mod_str: meter=ID
+// (or all), the flags, then bands ("type=" starts each).
+func parseMeter(spec string, command uint16) (*ofp.MeterMod, error) {
+	mm := &ofp.MeterMod{Command: command}
+	head, bands, hasBands := spec, "", false
+	for _, kw := range []string{"bands=", "band="} {
+		if i := strings.Index(spec, kw); i >= 0 {
+			head, bands, hasBands = spec[:i], spec[i+len(kw):], true
+			break
+		}
+	}
+	haveID := false
+	for rest := head; ; {
+		key, value, r, ok := splitKV(rest)
+		if !ok {
+			break
+		}
+		rest = r
+		found := false
+		for _, f := range meterFlagNames {
+			if key == f.name {
+				mm.Flags |= f.bit
+				found = true
+			}
+		}
+		switch {
+		case found:
+		case key == "meter":
+			if value == "all" {
+				mm.ID = ofp.MeterAll
+			} else {
+				n, err := strconv.ParseUint(value, 0, 32)
+				if err != nil {
+					return nil, fmt.Errorf("invalid numeric format %s", value)
+				}
+				mm.ID = uint32(n)
+			}
+			haveID = true
+		case value == "":
+			return nil, fmt.Errorf("field %s missing value", key)
+		default:
+			return nil, fmt.Errorf("unknown keyword %s", key)
+		}
+	}
+	if !haveID {
+		return nil, errors.New("must specify 'meter'")
+	}
+	if command == ofp.MeterDelete {
+		return mm, nil
+	}
+	if !hasBands {
+		return nil, errors.New("must specify bands")
+	}
+	var band *ofp.MeterBand
+	for rest := bands; ; {
+		key, value, r, ok := splitKV(rest)
+		if !ok {
+			break
+		}
+		rest = r
+		if key == "type" {
+			mm.Bands = append(mm.Bands, ofp.MeterBand{})
+			band = &mm.Bands[len(mm.Bands)-1]
+			switch value {
+			case "drop":
+				band.Type = ofp.BandDrop
+			case "dscp_remark":
+				band.Type = ofp.BandDSCPRemark
+			default:
+				return nil, fmt.Errorf("field %s unknown value %s", key, value)
+			}
+			continue
+		}
+		if band == nil {
+			return nil, errors.New("band must start with the 'type' keyword")
+		}
+		n, err := strconv.ParseUint(value, 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("invalid numeric format %s", value)
+		}
+		switch key {
+		case "rate":
+			band.Rate = uint32(n)
+		case "burst_size":
+			band.Burst = uint32(n)
+		case "prec_level":
+			band.PrecLevel = uint8(n)
+		default:
+			return nil, fmt.Errorf("unknown keyword %s", key)
+		}
+	}
+	return mm, nil
+}
+
+// formatMeter formats a meter's configuration as
+// ofputil_format_meter_config (without the final newline).
+func formatMeter(id uint32, flags uint16, bands []ofp.MeterBand) string {
+	var b strings.Builder
+	if id == ofp.MeterAll {
+		b.WriteString("meter=all")
+	} else {
+		fmt.Fprintf(&b, "meter=%d", id)
+	}
+	for _, f := range meterFlagNames {
+		if flags&f.bit != 0 {
+			b.WriteString(" " + f.name)
+		}
+	}
+	b.WriteString(" bands=")
+	for _, mb := range bands {
+		b.WriteString("\ntype=")
+		switch mb.Type {
+		case ofp.BandDrop:
+			b.WriteString("drop")
+		case ofp.BandDSCPRemark:
+			b.WriteString("dscp_remark")
+		default:
+			fmt.Fprintf(&b, "%d", mb.Type)
+		}
+		fmt.Fprintf(&b, " rate=%d", mb.Rate)
+		if flags&ofp.MeterBurst != 0 {
+			fmt.Fprintf(&b, " burst_size=%d", mb.Burst)
+		}
+		if mb.Type == ofp.BandDSCPRemark {
+			fmt.Fprintf(&b, " prec_level=%d", mb.PrecLevel)
+		}
+	}
+	return b.String()
+}
+
+// meterVersion refuses a connection that cannot carry meters (before
+// OpenFlow 1.3), with OVS's text.
+func (o *ofctl) checkMeterVersions() error {
+	if o.allowed.Highest() >= ofp.V13 {
+		return nil
+	}
+	var formats []string
+	for v := ofp.V10; v <= ofp.V12; v++ {
+		if o.allowed.Has(v) {
+			formats = append(formats, map[ofp.Version]string{ofp.V10: "OpenFlow10,NXM", ofp.V11: "OpenFlow11", ofp.V12: "OXM-OpenFlow12"}[v])
+		}
+	}
+	return fatalf("none of the usable flow formats (OXM-OpenFlow13,OXM-OpenFlow14,OXM-OpenFlow15) is among the allowed flow formats (%s)",
+		strings.Join(formats, ","))
+}
+
+// meterMod sends one meter mod, followed by a barrier.
+func (o *ofctl) meterMod(target, spec string, command uint16) error {
+	mm, err := parseMeter(spec, command)
+	if err != nil {
+		return fatal{err.Error()}
+	}
+	if err := o.checkMeterVersions(); err != nil {
+		return err
+	}
+	vc, err := o.open(target)
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	msg := ofp.EncodeMeterMod(vc.v, o.nextXid(), mm)
+	describe := func() string {
+		cmd := map[uint16]string{ofp.MeterAdd: "ADD", ofp.MeterModify: "MOD", ofp.MeterDelete: "DEL"}[mm.Command]
+		return " " + cmd + " " + formatMeter(mm.ID, mm.Flags, mm.Bands)
+	}
+	return o.sendWithBarriers(vc, [][]byte{msg}, []string{"OFPT_METER_MOD"}, []func() string{describe})
+}
+
+// dumpMeters prints the meters' configuration (METER_CONFIG).
+func (o *ofctl) dumpMeters(args []string) error {
+	meter := uint32(ofp.MeterAll)
+	if len(args) == 2 {
+		mm, err := parseMeter(args[1], ofp.MeterDelete)
+		if err != nil {
+			return fatal{err.Error()}
+		}
+		meter = mm.ID
+	}
+	if err := o.checkMeterVersions(); err != nil {
+		return err
+	}
+	vc, err := o.open(args[0])
+	if err != nil {
+		return err
+	}
+	defer vc.close()
+	replies, err := vc.transact(ofp.EncodeMeterConfigRequest(vc.v, o.nextXid(), meter))
+	if err != nil {
+		return transactErr(vc, err)
+	}
+	return o.printStatsReplies(replies, "OFPST_METER_CONFIG reply", func(r *ofp.Reply) (string, error) {
+		ms, err := ofp.DecodeMeterConfig(r)
+		if err != nil {
+			return "", err
+		}
+		if len(ms) == 0 {
+			return "\n", nil
+		}
+		var b strings.Builder
+		for _, m := range ms {
+			b.WriteString("\n" + formatMeter(m.ID, m.Flags, m.Bands) + "\n")
 		}
 		return b.String(), nil
 	})

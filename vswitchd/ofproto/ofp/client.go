@@ -879,3 +879,33 @@ func DecodeGroupDesc(r *Reply) ([]GroupDesc, error) {
 	}
 	return groups, nil
 }
+
+// EncodeMeterConfigRequest returns a METER_CONFIG request (OpenFlow
+// 1.3+) for meter (MeterAll for all).
+func EncodeMeterConfigRequest(v Version, xid uint32, meter uint32) []byte {
+	b := statsRequest(v, xid, StatsMeterConfig, 0)
+	b = put32(b, meter)
+	return finish(pad(b, 4))
+}
+
+// DecodeMeterConfig decodes a METER_CONFIG reply's body.
+func DecodeMeterConfig(r *Reply) ([]MeterConfig, error) {
+	b := r.Body
+	var ms []MeterConfig
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return nil, errorf(BadLen, "", "truncated meter configuration")
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		if n < 8 || n > len(b) {
+			return nil, errorf(BadLen, "", "meter configuration of %d bytes", n)
+		}
+		bands, err := decodeBands(b[8:n], "")
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, MeterConfig{Flags: binary.BigEndian.Uint16(b[2:]), ID: binary.BigEndian.Uint32(b[4:]), Bands: bands})
+		b = b[n:]
+	}
+	return ms, nil
+}

@@ -245,3 +245,24 @@ func TestClientGroupRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestClientMeterRoundTrip(t *testing.T) {
+	for _, v := range []Version{V13, V14, V15} {
+		msg, err := Decode(EncodeMeterConfigRequest(v, 2, 7))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if r := msg.(*StatsRequest); r.Kind != StatsMeterConfig || r.Meter != 7 {
+			t.Errorf("%s: %+v", v, r)
+		}
+		in := []MeterConfig{{ID: 7, Flags: MeterKbps | MeterBurst, Bands: []MeterBand{{Type: BandDrop, Rate: 100, Burst: 10}}}}
+		r, err := DecodeStatsReply(EncodeMeterConfigReply(v, 2, in)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeMeterConfig(r)
+		if err != nil || !reflect.DeepEqual(got, in) {
+			t.Errorf("%s: %+v %v", v, got, err)
+		}
+	}
+}
