@@ -1064,8 +1064,71 @@ func (fs *flowSpec) flowMod(cmd int, v ofp.Version) (*ofp.FlowMod, error) {
 			return nil, fatalf("actions are invalid with specified match (OFPBIC_BAD_TABLE_ID)")
 		}
 	}
+	m := fm.Match
+	if err := checkActions(fm.Actions, &m); err != nil {
+		return nil, err
+	}
 	fm.Actions = vlanActions(fm.Actions, &fm.Match, v)
 	return fm, nil
+}
+
+// errInconsistent is OVS's ofpacts_check verdict on actions the match
+// does not allow.
+var errInconsistent = fatalf("actions are invalid with specified match (OFPBAC_MATCH_INCONSISTENT)")
+
+// checkActions refuses, as OVS's ofpacts_check does before sending,
+// actions whose fields the match (as the actions change it) does not
+// give the prerequisites of, and ct without IP (or its helper's
+// protocol).
+func checkActions(acts []ofp.Action, m *ofp.Match) error {
+	ref := func(r ofp.FieldRef, what string) error {
+		if r.Field.Prereqs(m) {
+			return nil
+		}
+		logWarn("meta_flow", fmt.Sprintf("%s field %s lacks correct prerequisites", what, r.Field.Name))
+		return errInconsistent
+	}
+	for i := range acts {
+		a := &acts[i]
+		var err error
+		switch a.Type {
+		case ofp.ActSetField:
+			if !a.Legacy() && !a.Field.Prereqs(m) {
+				logWarn("ofp_actions", fmt.Sprintf("set_field %s lacks correct prerequisites", a.Field.Name))
+				return errInconsistent
+			}
+		case ofp.ActMove:
+			if err = ref(a.Src, "source"); err == nil {
+				err = ref(a.Dst, "destination")
+			}
+		case ofp.ActStackPush:
+			err = ref(a.Src, "source")
+		case ofp.ActStackPop:
+			err = ref(a.Dst, "destination")
+		case ofp.ActPushVLAN:
+			m.Flow.VLANTCI |= flow.VLANPresent
+			m.Mask.VLANTCI |= flow.VLANPresent
+		case ofp.ActPopVLAN:
+			m.Flow.VLANTCI, m.Mask.VLANTCI = 0, 0xffff
+		case ofp.ActCT:
+			ip := m.Mask.EthType == 0xffff && (m.Flow.EthType == flow.EthTypeIPv4 || m.Flow.EthType == flow.EthTypeIPv6)
+			proto := m.Flow.NwProto
+			if m.Mask.NwProto != 0xff {
+				proto = 0
+			}
+			if !ip || a.CT.Alg == 21 && proto != flow.IPProtoTCP || a.CT.Alg == 69 && proto != flow.IPProtoUDP {
+				return errInconsistent
+			}
+			err = checkActions(a.Nested, m)
+		case ofp.ActClone, ofp.ActWriteActions:
+			c := *m
+			err = checkActions(a.Nested, &c)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // vlanActions rewrites OpenFlow 1.0's mod_vlan_vid and mod_vlan_pcp for
