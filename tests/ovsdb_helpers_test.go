@@ -77,7 +77,7 @@ func ovsdbGovsServer(t testing.TB) string {
 }
 
 // govsUtilities are govs' own command-line tools, built beside the server.
-var govsUtilities = []string{"ovs-vsctl", "ovsdb-client"}
+var govsUtilities = []string{"ovs-vsctl", "ovsdb-client", "ovs-ofctl", "ovs-dpctl", "ovs-appctl"}
 
 // govsUtility returns the path of one of govs' own tools, built once.
 func govsUtility(t testing.TB, name string) string {

@@ -1,0 +1,1158 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// The flow syntax of ovs-ofctl(8) (OVS's parse_ofp_str, mf_parse_field
+// and ofpacts_parse), for the match fields and actions govs' switch
+// supports. Errors carry OVS's texts.
+
+// flowSpec is a parsed flow: what a flow mod or a flow statistics
+// request needs.
+type flowSpec struct {
+	match              ofp.Match
+	priority           uint16
+	table              uint8
+	tableSet           bool
+	cookie, cookieMask uint64
+	cookieSet          bool
+	idle, hard         uint16
+	importance         uint16
+	flags              uint16
+	outPort            uint32
+	outGroup           uint32
+	actions            []ofp.Action
+	hasActions         bool
+}
+
+// Commands the parser knows the rules of (they differ in what they
+// accept).
+const (
+	parseAdd = iota
+	parseModify
+	parseDelete
+	parseDump
+	parseDeleteStrict
+	parseModifyStrict
+)
+
+// portResolver turns a port name into its number (--names and
+// in_port=NAME); nil resolves only numbers and reserved names.
+type portResolver func(name string) (uint32, bool)
+
+// splitKV splits s at the first top-level ',' or white space into a
+// "key[=:]value" item and the rest, as ofputil_parse_key_value: a value
+// may hold parentheses with commas inside.
+func splitKV(s string) (key, value, rest string, ok bool) {
+	s = strings.TrimLeft(s, ", \t\r\n")
+	if s == "" {
+		return "", "", "", false
+	}
+	i := strings.IndexAny(s, "=:(, \t\r\n")
+	if i < 0 {
+		return s, "", "", true
+	}
+	key = s[:i]
+	switch s[i] {
+	case '(':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+				if depth == 0 {
+					return key, s[i+1 : j], s[j+1:], true
+				}
+			}
+		}
+		return key, s[i+1:], "", true
+	case '=', ':':
+		s = s[i+1:]
+		depth := 0
+		for j := 0; j < len(s); j++ {
+			switch s[j] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case ',', ' ', '\t', '\r', '\n':
+				if depth <= 0 {
+					return key, s[:j], s[j:], true
+				}
+			}
+		}
+		return key, s, "", true
+	}
+	return key, "", s[i:], true
+}
+
+// protocols are the shorthand keywords for an Ethernet type and IP
+// protocol.
+var protocols = map[string]struct {
+	typ   uint16
+	proto uint8
+}{
+	"ip": {flow.EthTypeIPv4, 0}, "ipv6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
+	"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "tcp": {flow.EthTypeIPv4, flow.IPProtoTCP},
+	"udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
+	"igmp": {flow.EthTypeIPv4, flow.IPProtoIGMP}, "icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6},
+	"tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP}, "udp6": {flow.EthTypeIPv6, flow.IPProtoUDP},
+	"sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
+}
+
+// fieldAliases maps OVS's other names of a field to the codec's.
+var fieldAliases = map[string]string{
+	"dl_src": "eth_src", "dl_dst": "eth_dst", "dl_type": "eth_type", "nw_src": "ip_src", "nw_dst": "ip_dst",
+	"nw_proto": "ip_proto", "nw_ecn": "ip_ecn", "ip_ttl": "nw_ttl", "nw_frag": "ip_frag", "tp_src": "tcp_src",
+	"tp_dst": "tcp_dst", "icmpv4_type": "icmp_type", "icmpv4_code": "icmp_code", "tun_ipv4_src": "tun_src",
+	"tun_ipv4_dst": "tun_dst", "tunnel_id": "tun_id",
+}
+
+// ignoredKeys are what dump-flows prints and parse_ofp_str skips, so
+// that its output can be fed back.
+var ignoredKeys = map[string]bool{"duration": true, "n_packets": true, "n_bytes": true, "idle_age": true, "hard_age": true}
+
+var flagKeys = map[string]uint16{"send_flow_rem": ofp.FlagSendFlowRem, "check_overlap": ofp.FlagCheckOverlap,
+	"reset_counts": ofp.FlagResetCounts, "no_packet_counts": ofp.FlagNoPktCounts, "no_byte_counts": ofp.FlagNoBytCounts}
+
+// parseFlow parses a flow as parse_ofp_str for command cmd.
+func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
+	fs := &flowSpec{priority: 32768, table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	if cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict {
+		i := strings.Index(s, "action")
+		if i < 0 {
+			return nil, errors.New("must specify an action")
+		}
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			return nil, errors.New("must specify an action")
+		}
+		acts, err := parseActions(s[i+eq+1:], ports)
+		if err != nil {
+			return nil, err
+		}
+		fs.actions, fs.hasActions = acts, true
+		s = s[:i]
+	}
+	for {
+		key, value, rest, ok := splitKV(s)
+		if !ok {
+			break
+		}
+		s = rest
+		if err := fs.parseItem(key, value, cmd, ports); err != nil {
+			return nil, err
+		}
+	}
+	return fs, nil
+}
+
+func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) error {
+	if p, ok := protocols[key]; ok {
+		fs.match.Flow.EthType, fs.match.Mask.EthType = p.typ, 0xffff
+		if p.proto != 0 {
+			fs.match.Flow.NwProto, fs.match.Mask.NwProto = p.proto, 0xff
+		}
+		return nil
+	}
+	if bit, ok := flagKeys[key]; ok && (cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict) {
+		fs.flags |= bit
+		return nil
+	}
+	if ignoredKeys[key] {
+		return nil
+	}
+	if value == "" {
+		return fmt.Errorf("field %s missing value", key)
+	}
+	// Which settings each command takes (OVS's F_* per command); the
+	// others are unknown keywords to it.
+	withPriority := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict || cmd == parseDeleteStrict
+	withMods := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict
+	withOut := cmd == parseDelete || cmd == parseDeleteStrict || cmd == parseDump
+	switch {
+	case key == "priority" && !withPriority, (key == "idle_timeout" || key == "hard_timeout") && !withMods,
+		key == "importance" && cmd != parseAdd, (key == "out_port" || key == "out_group") && !withOut:
+		return fmt.Errorf("unknown keyword %s", key)
+	}
+	switch key {
+	case "table":
+		n, err := strconv.ParseUint(value, 0, 8)
+		if err != nil || n == 255 && cmd != parseDelete && cmd != parseDeleteStrict && cmd != parseDump {
+			return fmt.Errorf("invalid table \"%s\"", value)
+		}
+		fs.table, fs.tableSet = uint8(n), true
+		return nil
+	case "priority":
+		n, err := strconv.ParseUint(value, 0, 16)
+		if err != nil {
+			return fmt.Errorf("invalid priority \"%s\"", value)
+		}
+		fs.priority = uint16(n)
+		return nil
+	case "idle_timeout", "hard_timeout", "importance":
+		n, err := strconv.ParseUint(value, 0, 16)
+		if err != nil {
+			return fmt.Errorf("invalid %s \"%s\"", key, value)
+		}
+		switch key {
+		case "idle_timeout":
+			fs.idle = uint16(n)
+		case "hard_timeout":
+			fs.hard = uint16(n)
+		default:
+			fs.importance = uint16(n)
+		}
+		return nil
+	case "cookie":
+		v, m, hasMask := strings.Cut(value, "/")
+		c, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			return fmt.Errorf("invalid cookie \"%s\"", value)
+		}
+		fs.cookie, fs.cookieMask, fs.cookieSet = c, ^uint64(0), true
+		if hasMask {
+			if cmd == parseAdd {
+				return errors.New("flow additions cannot use a cookie mask")
+			}
+			if fs.cookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
+				return fmt.Errorf("invalid cookie mask \"%s\"", m)
+			}
+		} else if cmd != parseAdd && cmd != parseModify && cmd != parseModifyStrict {
+			// A cookie without a mask filters exactly only in add and
+			// modify (where it also sets); OVS requires the mask here.
+			return errors.New("cannot set cookie")
+		}
+		return nil
+	case "out_port":
+		p, err := parsePort(value, ports)
+		if err != nil {
+			return err
+		}
+		fs.outPort = p
+		return nil
+	case "out_group":
+		n, err := strconv.ParseUint(value, 0, 32)
+		if err != nil {
+			return fmt.Errorf("invalid out_group \"%s\"", value)
+		}
+		fs.outGroup = uint32(n)
+		return nil
+	}
+	return parseField(&fs.match, key, value, ports)
+}
+
+// fieldOf returns the codec's field for an OVS field name or alias.
+func fieldOf(name string) *ofp.Field {
+	if a, ok := fieldAliases[name]; ok {
+		name = a
+	}
+	if name == "in_port" {
+		return ofp.FieldByName("in_port_oxm")
+	}
+	return ofp.FieldByName(name)
+}
+
+// parsePort parses a port as ofputil_port_from_string: a number, a
+// reserved name (any case) or a port's name.
+func parsePort(s string, ports portResolver) (uint32, error) {
+	if n, err := strconv.ParseUint(s, 0, 32); err == nil {
+		if n >= 0xff00 && n < 0xffffff00 {
+			logWarn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
+			return 0, fmt.Errorf("%s: invalid or unknown port", s)
+		}
+		return uint32(n), nil
+	}
+	for _, r := range reservedPorts {
+		if strings.EqualFold(r.name, s) || r.name == "ANY" && strings.EqualFold(s, "NONE") {
+			return r.no, nil
+		}
+	}
+	name := s
+	if len(s) >= 2 && s[0] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			name = u
+		}
+	}
+	if ports != nil {
+		if p, ok := ports(name); ok {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: invalid or unknown port", s)
+}
+
+// parseField parses one "field=value[/mask]" match item.
+func parseField(m *ofp.Match, key, value string, ports portResolver) error {
+	k, mk := &m.Flow, &m.Mask
+	switch key {
+	case "in_port":
+		p, err := parsePort(value, ports)
+		if err != nil {
+			return fmt.Errorf("%s for in_port", err)
+		}
+		k.InPort, mk.InPort = p, ^uint32(0)
+		return nil
+	case "dl_vlan":
+		n, err := strconv.ParseUint(value, 0, 16)
+		if err != nil {
+			return fmt.Errorf("%s: invalid numeric format for dl_vlan", value)
+		}
+		if n == 0xffff {
+			k.VLANTCI, mk.VLANTCI = 0, 0xffff
+			return nil
+		}
+		k.VLANTCI = k.VLANTCI&^(flow.VLANVIDMask|flow.VLANPresent) | uint16(n)&flow.VLANVIDMask | flow.VLANPresent
+		mk.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
+		return nil
+	case "dl_vlan_pcp":
+		n, err := strconv.ParseUint(value, 0, 8)
+		if err != nil {
+			return fmt.Errorf("%s: invalid numeric format for dl_vlan_pcp", value)
+		}
+		k.VLANTCI = k.VLANTCI&^(flow.VLANPCPMask|flow.VLANPresent) | uint16(n&7)<<13 | flow.VLANPresent
+		mk.VLANTCI |= flow.VLANPCPMask | flow.VLANPresent
+		return nil
+	case "ip_dscp":
+		n, err := strconv.ParseUint(value, 0, 8)
+		if err != nil || n > 63 {
+			return fmt.Errorf("%s: invalid value for ip_dscp", value)
+		}
+		k.NwTOS = k.NwTOS&3 | uint8(n)<<2
+		mk.NwTOS |= 0xfc
+		return nil
+	case "nw_frag", "ip_frag":
+		frags := map[string][2]uint8{"no": {0, 3}, "yes": {1, 1}, "first": {1, 3}, "later": {3, 3}, "not_later": {0, 2}}
+		f, ok := frags[value]
+		if !ok {
+			return fmt.Errorf("%s: unknown fragment type (valid types are \"no\", \"yes\", \"first\", \"later\", \"not_later\"", value)
+		}
+		k.NwFrag, mk.NwFrag = f[0], f[1]
+		return nil
+	case "ct_state":
+		v, msk, err := parseFlags(value, ctStateNames[:], 0xff, "ct_state")
+		if err != nil {
+			return err
+		}
+		k.CtState, mk.CtState = uint8(v), uint8(msk)
+		return nil
+	case "tcp_flags":
+		v, msk, err := parseFlags(value, tcpFlagNames[:9], 0x0fff, "tcp_flags")
+		if err != nil {
+			return err
+		}
+		k.TCPFlags, mk.TCPFlags = uint16(v&msk), uint16(msk)
+		return nil
+	}
+	fd := fieldOf(key)
+	if fd == nil {
+		return fmt.Errorf("unknown keyword %s", key)
+	}
+	if fd.ID == ofp.FieldTunFlags {
+		return fmt.Errorf("%s: govs' ovs-ofctl does not parse tun_flags", value)
+	}
+	val, msk, err := parseValue(fd, value, ports)
+	if err != nil {
+		return err
+	}
+	if !fd.Maskable && !allOnes(msk) {
+		return fmt.Errorf("%s: value %s does not support masking", key, value)
+	}
+	if fd.Len == 1 && (fd.ID == ofp.FieldICMPType || fd.ID == ofp.FieldICMPCode || fd.ID == ofp.FieldICMPv6Type ||
+		fd.ID == ofp.FieldICMPv6Code) {
+		// OVS keeps ICMP type and code in the 16-bit transport ports,
+		// all of which an exact match covers.
+		if msk[0] != 0xff {
+			return fmt.Errorf("%s: value %s does not support masking", key, value)
+		}
+		if fd.ID == ofp.FieldICMPType || fd.ID == ofp.FieldICMPv6Type {
+			k.TpSrc, mk.TpSrc = uint16(val[0]), 0xffff
+		} else {
+			k.TpDst, mk.TpDst = uint16(val[0]), 0xffff
+		}
+		return nil
+	}
+	old := fd.Get(&m.Mask)
+	for i := range old {
+		old[i] |= msk[i]
+	}
+	fd.Set(&m.Mask, old)
+	fd.SetMasked(&m.Flow, val, msk)
+	return nil
+}
+
+func allOnes(b []byte) bool {
+	for _, c := range b {
+		if c != 0xff {
+			return false
+		}
+	}
+	return true
+}
+
+// parseFlags parses "+a-b" or "a|b" or a number[/mask] as OVS's
+// parse_flags; full is the mask of a value with no "+"/"-".
+func parseFlags(s string, names []string, full uint32, field string) (v, m uint32, err error) {
+	if s == "" {
+		return 0, 0, fmt.Errorf("%s: missing value", field)
+	}
+	if c := s[0]; c >= '0' && c <= '9' {
+		vs, ms, hasMask := strings.Cut(s, "/")
+		n, err := strconv.ParseUint(vs, 0, 32)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: invalid numeric format for %s", s, field)
+		}
+		mask := uint64(full)
+		if hasMask {
+			if mask, err = strconv.ParseUint(ms, 0, 32); err != nil {
+				return 0, 0, fmt.Errorf("%s: invalid numeric format for %s", s, field)
+			}
+		}
+		return uint32(n), uint32(mask), nil
+	}
+	lookup := func(name string) (uint32, error) {
+		for i, n := range names {
+			if n == name {
+				return 1 << i, nil
+			}
+		}
+		return 0, fmt.Errorf("%s: unknown %s flag(s)", name, field)
+	}
+	if s[0] == '+' || s[0] == '-' {
+		for s != "" {
+			sign := s[0]
+			if sign != '+' && sign != '-' {
+				return 0, 0, fmt.Errorf("%s: %s must be preceded by '+' (for SET) or '-' (NOT SET)", s, field)
+			}
+			s = s[1:]
+			end := strings.IndexAny(s, "+-")
+			if end < 0 {
+				end = len(s)
+			}
+			bit, err := lookup(s[:end])
+			if err != nil {
+				return 0, 0, err
+			}
+			if m&bit != 0 {
+				return 0, 0, fmt.Errorf("%s: Each %s flag can only be specified once", s[:end], field)
+			}
+			m |= bit
+			if sign == '+' {
+				v |= bit
+			}
+			s = s[end:]
+		}
+		return v, m, nil
+	}
+	for _, name := range strings.Split(s, "|") {
+		bit, err := lookup(name)
+		if err != nil {
+			return 0, 0, err
+		}
+		v |= bit
+	}
+	return v, full, nil
+}
+
+// parseValue parses a field's value and optional mask into big-endian
+// bytes of the field's length, as mf_parse.
+func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte, err error) {
+	n := fd.Len
+	vs, ms, hasMask := strings.Cut(s, "/")
+	switch fd.Name {
+	case "eth_src", "eth_dst", "arp_sha", "arp_tha":
+		v, err := parseMAC(vs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: invalid Ethernet address", s)
+		}
+		m := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		if hasMask {
+			if m, err = parseMAC(ms); err != nil {
+				return nil, nil, fmt.Errorf("%s: invalid Ethernet address", s)
+			}
+		}
+		return v[:], m[:], nil
+	case "ip_src", "ip_dst", "arp_spa", "arp_tpa", "tun_src", "tun_dst", "ct_nw_src", "ct_nw_dst":
+		a, err := netip.ParseAddr(vs)
+		if err != nil || !a.Is4() {
+			return nil, nil, fmt.Errorf("%s: invalid IP address", s)
+		}
+		v := a.As4()
+		m := [4]byte{0xff, 0xff, 0xff, 0xff}
+		if hasMask {
+			if plen, err := strconv.Atoi(ms); err == nil {
+				if plen < 0 || plen > 32 {
+					return nil, nil, fmt.Errorf("%s: network prefix bits not between 0 and 32", s)
+				}
+				binary.BigEndian.PutUint32(m[:], ^uint32(0)<<(32-plen))
+				if plen == 0 {
+					m = [4]byte{}
+				}
+			} else if ma, err := netip.ParseAddr(ms); err == nil && ma.Is4() {
+				m = ma.As4()
+			} else {
+				return nil, nil, fmt.Errorf("%s: invalid IP address", s)
+			}
+		}
+		return v[:], m[:], nil
+	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst":
+		a, err := netip.ParseAddr(vs)
+		if err != nil || !a.Is6() {
+			return nil, nil, fmt.Errorf("%s: invalid IPv6 address", s)
+		}
+		v := a.As16()
+		var m [16]byte
+		for i := range m {
+			m[i] = 0xff
+		}
+		if hasMask {
+			if plen, err := strconv.Atoi(ms); err == nil {
+				if plen < 0 || plen > 128 {
+					return nil, nil, fmt.Errorf("%s: IPv6 network prefix bits not between 0 and 128", s)
+				}
+				m = [16]byte{}
+				for i := 0; i < plen; i++ {
+					m[i/8] |= 0x80 >> (i % 8)
+				}
+			} else if ma, err := netip.ParseAddr(ms); err == nil && ma.Is6() {
+				m = ma.As16()
+			} else {
+				return nil, nil, fmt.Errorf("%s: invalid IPv6 address", s)
+			}
+		}
+		return v[:], m[:], nil
+	case "in_port_oxm":
+		p, err := parsePort(s, ports)
+		if err != nil {
+			return nil, nil, err
+		}
+		return binary.BigEndian.AppendUint32(nil, p), []byte{0xff, 0xff, 0xff, 0xff}, nil
+	}
+	v, err := parseInt(vs, n, fd.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := make([]byte, n)
+	for i := range m {
+		m[i] = 0xff
+	}
+	if hasMask {
+		if m, err = parseInt(ms, n, fd.Name); err != nil {
+			if strings.Contains(err.Error(), "bad syntax") {
+				return nil, nil, fmt.Errorf("%s: bad syntax for %s mask", s, fd.Name)
+			}
+			return nil, nil, err
+		}
+	}
+	for i := range v {
+		v[i] &= m[i]
+	}
+	return v, m, nil
+}
+
+// parseInt parses a decimal or 0x-hexadecimal integer into n big-endian
+// bytes, with OVS's texts when it is not one or does not fit (a negative
+// number is a huge one to OVS's strtoull).
+func parseInt(s string, n int, field string) ([]byte, error) {
+	z, ok := new(big.Int).SetString(strings.TrimPrefix(s, "-"), 0)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%s: bad syntax for %s value", s, field)
+	case strings.HasPrefix(s, "-") || z.BitLen() > 8*n:
+		return nil, fmt.Errorf("%s: value too large for %d-byte field %s", s, n, field)
+	}
+	return z.FillBytes(make([]byte, n)), nil
+}
+
+func parseMAC(s string) ([6]byte, error) {
+	var m [6]byte
+	parts := strings.Split(s, ":")
+	if len(parts) != 6 {
+		return m, errors.New("bad MAC")
+	}
+	for i, p := range parts {
+		if len(p) == 0 || len(p) > 2 {
+			return m, errors.New("bad MAC")
+		}
+		b, err := strconv.ParseUint(p, 16, 8)
+		if err != nil {
+			return m, err
+		}
+		m[i] = byte(b)
+	}
+	return m, nil
+}
+
+// parseRef parses "NAME[]", "NAME[N]" or "NAME[A..B]" (a field's NXM
+// or OVS name) as mf_parse_subfield.
+func parseRef(s string) (ofp.FieldRef, error) {
+	name, rng, ok := strings.Cut(s, "[")
+	if !ok || !strings.HasSuffix(rng, "]") {
+		return ofp.FieldRef{}, fmt.Errorf("%s: missing [ at end of field name", s)
+	}
+	rng = strings.TrimSuffix(rng, "]")
+	var fd *ofp.Field
+	for f, nxm := range nxmNames {
+		if strings.EqualFold(nxm, name) {
+			fd = ofp.FieldByName(f)
+			break
+		}
+	}
+	if fd == nil {
+		fd = fieldOf(name)
+	}
+	if fd == nil {
+		return ofp.FieldRef{}, fmt.Errorf("%s: unknown field `%s'", s, name)
+	}
+	width := fd.Bits()
+	ref := ofp.FieldRef{Field: fd, Ofs: 0, NBits: width}
+	switch {
+	case rng == "":
+	case strings.Contains(rng, ".."):
+		a, b, _ := strings.Cut(rng, "..")
+		lo, err1 := strconv.Atoi(a)
+		hi, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || lo > hi {
+			return ofp.FieldRef{}, fmt.Errorf("%s: syntax error expecting [] or [<bit>] or [<start>..<end>]", s)
+		}
+		ref.Ofs, ref.NBits = lo, hi-lo+1
+	default:
+		bit, err := strconv.Atoi(rng)
+		if err != nil {
+			return ofp.FieldRef{}, fmt.Errorf("%s: syntax error expecting [] or [<bit>] or [<start>..<end>]", s)
+		}
+		ref.Ofs, ref.NBits = bit, 1
+	}
+	if ref.Ofs+ref.NBits > width {
+		return ofp.FieldRef{}, fmt.Errorf("%s: %d-bit field %s[%d..%d] exceeds %d-bit field %s", s, ref.NBits, name,
+			ref.Ofs, ref.Ofs+ref.NBits-1, width, name)
+	}
+	return ref, nil
+}
+
+// splitActions splits an action list at top-level commas.
+func splitActions(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// parseActions parses an action list as ofpacts_parse.
+func parseActions(s string, ports portResolver) ([]ofp.Action, error) {
+	s = strings.TrimSpace(s)
+	var acts []ofp.Action
+	if s == "" {
+		return nil, errors.New("must specify an action")
+	}
+	drop := false
+	for _, item := range splitActions(s) {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		key, arg := item, ""
+		if i := strings.IndexAny(item, ":=("); i >= 0 {
+			key, arg = item[:i], item[i+1:]
+			if item[i] == '(' {
+				if !strings.HasSuffix(arg, ")") {
+					return nil, fmt.Errorf("%s: unbalanced parentheses", item)
+				}
+				arg = strings.TrimSuffix(arg, ")")
+			}
+		}
+		if key == "drop" {
+			drop = true
+			continue
+		}
+		a, err := parseAction(key, arg, ports)
+		if err != nil {
+			return nil, err
+		}
+		acts = append(acts, a...)
+	}
+	if drop && len(acts) > 0 {
+		return nil, errors.New("\"drop\" must not be accompanied by any other action or instruction")
+	}
+	return acts, nil
+}
+
+func parseU(s string, bits int, what string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 0, bits)
+	if err != nil {
+		return 0, fmt.Errorf("invalid %s \"%s\"", what, s)
+	}
+	return n, nil
+}
+
+func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
+	one := func(a ofp.Action) ([]ofp.Action, error) { return []ofp.Action{a}, nil }
+	name := key                // a port's name keeps its case
+	key = strings.ToLower(key) // OVS's action names are case-insensitive
+	switch key {
+	case "output":
+		if strings.Contains(arg, "[") {
+			ref, err := parseRef(arg)
+			if err != nil {
+				return nil, err
+			}
+			return one(ofp.Action{Type: ofp.ActOutputReg, Src: ref})
+		}
+		p, err := parsePort(arg, ports)
+		if err != nil {
+			return nil, fmt.Errorf("%s: output to unknown port", arg)
+		}
+		return one(outputAction(p, 0))
+	case "controller":
+		return parseController(arg)
+	case "resubmit":
+		port, table, hasTable := arg, "", false
+		if p, t, ok := strings.Cut(arg, ","); ok {
+			port, table, hasTable = p, t, true
+		}
+		a := ofp.Resubmit(ofp.PortInPort, 0xff, hasTable)
+		if port != "" {
+			p, err := parsePort(port, ports)
+			if err != nil {
+				return nil, fmt.Errorf("%s: resubmit to unknown port", port)
+			}
+			a.Port = p
+		}
+		if table != "" {
+			n, err := parseU(table, 8, "table")
+			if err != nil {
+				return nil, err
+			}
+			a.Table = uint8(n)
+		}
+		if port == "" && table == "" {
+			return nil, errors.New("at least one \"in_port\" or \"table\" must be specified  on resubmit")
+		}
+		return one(a)
+	case "goto_table":
+		n, err := parseU(arg, 8, "table")
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActGotoTable, Table: uint8(n)})
+	case "mod_vlan_vid":
+		n, err := strconv.ParseUint(arg, 0, 16)
+		if err != nil || n > 4095 {
+			return nil, fmt.Errorf("%s: not a valid VLAN VID", arg)
+		}
+		return one(ofp.Action{Type: ofp.ActSetVLANVID, VLAN: uint16(n)})
+	case "mod_vlan_pcp":
+		n, err := strconv.ParseUint(arg, 0, 8)
+		if err != nil || n > 7 {
+			return nil, fmt.Errorf("%s: not a valid VLAN PCP", arg)
+		}
+		return one(ofp.Action{Type: ofp.ActSetVLANPCP, VLAN: uint16(n)})
+	case "strip_vlan", "pop_vlan":
+		return one(ofp.Action{Type: ofp.ActPopVLAN})
+	case "push_vlan":
+		n, err := strconv.ParseUint(arg, 0, 16)
+		if err != nil || n != 0x8100 && n != 0x88a8 {
+			return nil, fmt.Errorf("%s: not a valid VLAN ethertype", arg)
+		}
+		return one(ofp.Action{Type: ofp.ActPushVLAN, VLAN: uint16(n)})
+	case "mod_dl_src", "mod_dl_dst", "mod_nw_src", "mod_nw_dst", "mod_nw_tos", "mod_tp_src", "mod_tp_dst":
+		field := map[string]string{"mod_dl_src": "eth_src", "mod_dl_dst": "eth_dst", "mod_nw_src": "ip_src",
+			"mod_nw_dst": "ip_dst", "mod_nw_tos": "nw_tos", "mod_tp_src": "tcp_src", "mod_tp_dst": "tcp_dst"}[key]
+		fd := ofp.FieldByName(field)
+		v, m, err := parseValue(fd, arg, ports)
+		if err != nil {
+			return nil, err
+		}
+		if !allOnes(m) {
+			return nil, fmt.Errorf("%s: invalid value for %s", arg, key)
+		}
+		if key == "mod_nw_tos" && v[0]&3 != 0 {
+			return nil, fmt.Errorf("%s: not a valid TOS", arg)
+		}
+		return one(ofp.SetField(fd, v, m, true))
+	case "set_field":
+		val, dst, ok := strings.Cut(arg, "->")
+		if !ok {
+			return nil, fmt.Errorf("%s: missing `->'", arg)
+		}
+		fd := fieldOf(dst)
+		if fd == nil {
+			return nil, fmt.Errorf("%s is not a valid OXM field name", dst)
+		}
+		if !fd.Writable {
+			return nil, fmt.Errorf("%s is read-only", dst)
+		}
+		v, m, err := parseValue(fd, val, ports)
+		if err != nil {
+			return nil, err
+		}
+		if fd.ID == ofp.FieldVLANVID {
+			v[0] |= 0x10 // set_field:N->vlan_vid sets OFPVID_PRESENT
+		}
+		return one(ofp.SetField(fd, v, m, false))
+	case "load":
+		val, dst, ok := strings.Cut(arg, "->")
+		if !ok {
+			return nil, fmt.Errorf("%s: missing `->'", arg)
+		}
+		ref, err := parseRef(dst)
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseUint(val, 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: invalid value", val)
+		}
+		if ref.NBits < 64 && n>>ref.NBits != 0 {
+			return nil, fmt.Errorf("%s: value %s does not fit into %d bits", arg, val, ref.NBits)
+		}
+		return one(ofp.Load(ref, n))
+	case "move":
+		src, dst, ok := strings.Cut(arg, "->")
+		if !ok {
+			return nil, fmt.Errorf("%s: missing `->' following source", arg)
+		}
+		s, err := parseRef(src)
+		if err != nil {
+			return nil, err
+		}
+		d, err := parseRef(dst)
+		if err != nil {
+			return nil, err
+		}
+		if s.NBits != d.NBits {
+			return nil, fmt.Errorf("%s: source field is %d bits wide but destination is %d bits wide", arg, s.NBits, d.NBits)
+		}
+		return one(ofp.Action{Type: ofp.ActMove, Src: s, Dst: d})
+	case "push", "pop":
+		ref, err := parseRef(arg)
+		if err != nil {
+			return nil, err
+		}
+		if key == "push" {
+			return one(ofp.Action{Type: ofp.ActStackPush, Src: ref})
+		}
+		return one(ofp.Action{Type: ofp.ActStackPop, Dst: ref})
+	case "write_metadata":
+		vs, ms, hasMask := strings.Cut(arg, "/")
+		v, err := parseU(vs, 64, "metadata")
+		if err != nil {
+			return nil, err
+		}
+		m := ^uint64(0)
+		if hasMask {
+			if m, err = parseU(ms, 64, "metadata mask"); err != nil {
+				return nil, err
+			}
+		}
+		return one(ofp.Action{Type: ofp.ActWriteMetadata, Metadata: v & m, MetadataMask: m})
+	case "group", "meter":
+		n, err := parseU(arg, 32, key)
+		if err != nil {
+			return nil, err
+		}
+		t := ofp.ActGroup
+		if key == "meter" {
+			t = ofp.ActMeter
+		}
+		return one(ofp.Action{Type: t, ID: uint32(n)})
+	case "ct_clear":
+		return one(ofp.Action{Type: ofp.ActCTClear})
+	case "exit":
+		return one(ofp.Action{Type: ofp.ActExit})
+	case "dec_ttl":
+		if arg != "" {
+			return nil, errors.New("govs' ovs-ofctl does not support dec_ttl with controller ids")
+		}
+		return one(ofp.Action{Type: ofp.ActDecTTL})
+	case "clear_actions":
+		return one(ofp.Action{Type: ofp.ActClearActions})
+	case "note":
+		var data []byte
+		for _, h := range strings.FieldsFunc(arg, func(r rune) bool { return r == '.' || r == ':' || r == ' ' }) {
+			for len(h) > 0 {
+				n := min(2, len(h))
+				b, err := strconv.ParseUint(h[:n], 16, 8)
+				if err != nil {
+					return nil, fmt.Errorf("bad hex digit in `note' argument")
+				}
+				data = append(data, byte(b))
+				h = h[n:]
+			}
+		}
+		return one(ofp.Action{Type: ofp.ActNote, Data: data})
+	case "clone", "write_actions":
+		nested, err := parseActions(arg, ports)
+		if err != nil {
+			return nil, err
+		}
+		t := ofp.ActClone
+		if key == "write_actions" {
+			t = ofp.ActWriteActions
+		}
+		return one(ofp.Action{Type: t, Nested: nested})
+	case "conjunction":
+		var id, k, n uint32
+		if _, err := fmt.Sscanf(arg, "%d,%d/%d", &id, &k, &n); err != nil {
+			return nil, fmt.Errorf("\"%s\": syntax error in conjunction", arg)
+		}
+		if n < 2 || n > 64 || k < 1 || k > n {
+			return nil, fmt.Errorf("\"%s\": conjunction must have between 2 and 64 clauses", arg)
+		}
+		return one(ofp.Action{Type: ofp.ActConjunction, ID: id, Clause: uint8(k - 1), NClauses: uint8(n)})
+	case "ct":
+		return parseCT(arg, ports)
+	}
+	if p, err := parsePort(name, ports); err == nil && arg == "" {
+		return one(outputAction(p, 0))
+	}
+	return nil, fmt.Errorf("unknown action %s", key)
+}
+
+func outputAction(p uint32, maxLen uint16) ofp.Action {
+	if p == ofp.PortController {
+		return ofp.Action{Type: ofp.ActController, Port: p, MaxLen: 0xffff, Reason: ofp.PacketInAction}
+	}
+	return ofp.Action{Type: ofp.ActOutput, Port: p, MaxLen: maxLen}
+}
+
+// parseController parses "controller", "controller:MAX_LEN" or
+// "controller(key=value,...)".
+func parseController(arg string) ([]ofp.Action, error) {
+	a := ofp.Action{Type: ofp.ActController, Port: ofp.PortController, MaxLen: 0xffff, Reason: ofp.PacketInAction}
+	if arg == "" {
+		return []ofp.Action{a}, nil
+	}
+	if n, err := strconv.ParseUint(arg, 0, 16); err == nil {
+		a.MaxLen = uint16(n)
+		return []ofp.Action{a}, nil
+	}
+	for _, item := range strings.Split(arg, ",") {
+		k, v, _ := strings.Cut(item, "=")
+		switch k {
+		case "max_len":
+			n, err := parseU(v, 16, "max_len")
+			if err != nil {
+				return nil, err
+			}
+			a.MaxLen = uint16(n)
+		case "reason":
+			found := false
+			for i, r := range pinReasons {
+				if r == v {
+					a.Reason, found = uint8(i), true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("unknown reason \"%s\"", v)
+			}
+		case "id":
+			n, err := parseU(v, 16, "controller id")
+			if err != nil {
+				return nil, err
+			}
+			a.ControllerID = uint16(n)
+		default:
+			return nil, fmt.Errorf("%s: govs' ovs-ofctl does not support this controller argument", k)
+		}
+	}
+	return []ofp.Action{a}, nil
+}
+
+// parseCT parses ct(...)'s arguments: commit, force, table, zone, nat
+// without a range, exec and alg.
+func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
+	c := &ofp.CT{Table: ofp.CTNoTable}
+	a := ofp.Action{Type: ofp.ActCT, CT: c}
+	var nat *ofp.Action
+	var exec []ofp.Action
+	for s := arg; ; {
+		key, value, rest, ok := splitKV(s)
+		if !ok {
+			break
+		}
+		s = rest
+		switch key {
+		case "commit":
+			c.Flags |= ofp.CTCommit
+		case "force":
+			c.Flags |= ofp.CTForce
+		case "table":
+			n, err := parseU(value, 8, "table")
+			if err != nil {
+				return nil, err
+			}
+			c.Table = uint8(n)
+		case "zone":
+			if strings.Contains(value, "[") {
+				ref, err := parseRef(value)
+				if err != nil {
+					return nil, err
+				}
+				c.ZoneSrc = ref
+			} else {
+				n, err := parseU(value, 16, "zone")
+				if err != nil {
+					return nil, err
+				}
+				c.ZoneImm = uint16(n)
+			}
+		case "alg":
+			switch value {
+			case "ftp":
+				c.Alg = 21
+			case "tftp":
+				c.Alg = 69
+			default:
+				n, err := parseU(value, 16, "alg")
+				if err != nil {
+					return nil, err
+				}
+				c.Alg = uint16(n)
+			}
+		case "nat":
+			n, err := parseNAT(value)
+			if err != nil {
+				return nil, err
+			}
+			nat = &ofp.Action{Type: ofp.ActNAT, NAT: n}
+		case "exec":
+			acts, err := parseActions(value, ports)
+			if err != nil {
+				return nil, err
+			}
+			exec = acts
+		default:
+			return nil, fmt.Errorf("invalid argument to \"ct\" action: `%s'", key)
+		}
+	}
+	if nat != nil {
+		a.Nested = append(a.Nested, *nat)
+	}
+	a.Nested = append(a.Nested, exec...)
+	return []ofp.Action{a}, nil
+}
+
+// parseNAT parses nat's arguments as OVS's parse_NAT: src or dst, with
+// an optional =ADDR[-ADDR][:PORT[-PORT]] range, and persistent, hash or
+// random.
+func parseNAT(arg string) (*ofp.NAT, error) {
+	n := &ofp.NAT{}
+	for s := arg; ; {
+		key, value, rest, ok := splitKV(s)
+		if !ok {
+			break
+		}
+		s = rest
+		switch key {
+		case "src", "dst":
+			if n.Flags&(ofp.NATSrc|ofp.NATDst) != 0 {
+				return nil, errors.New("May only specify one of \"src\" or \"dst\".")
+			}
+			n.Flags |= map[string]uint16{"src": ofp.NATSrc, "dst": ofp.NATDst}[key]
+			if value != "" {
+				if err := parseNATRange(n, value); err != nil {
+					return nil, err
+				}
+			}
+		case "persistent":
+			n.Flags |= ofp.NATPersistent
+		case "hash":
+			n.Flags |= ofp.NATHash
+		case "random":
+			n.Flags |= ofp.NATRandom
+		default:
+			return nil, fmt.Errorf("invalid key \"%s\" in \"nat\" argument", key)
+		}
+	}
+	if n.Family == 0 && n.Flags&(ofp.NATPersistent|ofp.NATHash|ofp.NATRandom) != 0 {
+		return nil, errors.New("Flags allowed only with range.")
+	}
+	if n.Flags&ofp.NATHash != 0 && n.Flags&ofp.NATRandom != 0 {
+		return nil, errors.New("Both \"hash\" and \"random\" are not allowed.")
+	}
+	return n, nil
+}
+
+// parseNATRange parses ADDR[-ADDR][:PORT[-PORT]], an IPv6 address in
+// brackets when a port follows.
+func parseNATRange(n *ofp.NAT, s string) error {
+	bad := fmt.Errorf("%s: invalid IP address(es)", s)
+	addrs, ports := s, ""
+	if strings.HasPrefix(s, "[") {
+		// [v6]-[v6]:ports
+		end := strings.LastIndex(s, "]")
+		if end < 0 {
+			return bad
+		}
+		addrs, ports = s[:end+1], strings.TrimPrefix(s[end+1:], ":")
+		addrs = strings.NewReplacer("[", "", "]", "").Replace(addrs)
+	} else if strings.Count(s, ":") == 1 {
+		addrs, ports, _ = strings.Cut(s, ":")
+	}
+	lo, hi, hasHi := strings.Cut(addrs, "-")
+	min, err := netip.ParseAddr(lo)
+	if err != nil {
+		return bad
+	}
+	n.Family = 4
+	if min.Is6() {
+		n.Family = 6
+	}
+	put := func(dst *[16]byte, a netip.Addr) {
+		if a.Is4() {
+			b := a.As4()
+			copy(dst[:4], b[:])
+		} else {
+			*dst = a.As16()
+		}
+	}
+	put(&n.MinAddr, min)
+	if hasHi {
+		max, err := netip.ParseAddr(hi)
+		if err != nil || max.Is4() != min.Is4() || max.Less(min) {
+			return bad
+		}
+		put(&n.MaxAddr, max)
+	}
+	if ports != "" {
+		plo, phi, hasPhi := strings.Cut(ports, "-")
+		p, err := strconv.ParseUint(plo, 10, 16)
+		if err != nil || p == 0 {
+			return fmt.Errorf("%s: invalid port(s)", ports)
+		}
+		n.MinPort = uint16(p)
+		if hasPhi {
+			q, err := strconv.ParseUint(phi, 10, 16)
+			if err != nil || q < p {
+				return fmt.Errorf("%s: invalid port(s)", ports)
+			}
+			n.MaxPort = uint16(q)
+		}
+	}
+	return nil
+}
