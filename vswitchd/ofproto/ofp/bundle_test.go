@@ -10,17 +10,21 @@ import (
 	"testing"
 )
 
+// readRequest returns a message of testdata/requests.
+func readRequest(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "requests", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // The seeds in testdata/requests/bundle-* are bundle messages as OpenFlow
 // 1.3 (ONF), 1.4 and 1.5 carry them; Debian's `ovs-ofctl ofp-print`
 // decodes each as named.
 func TestDecodeBundle(t *testing.T) {
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("testdata", "requests", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(name string) []byte { return readRequest(t, name) }
 	for _, v := range []string{"of13", "of14", "of15"} {
 		m, err := Decode(read("bundle-open-" + v + ".bin"))
 		if bc, ok := m.(*BundleControl); err != nil || !ok || bc.ID != 1 || bc.Type != BundleOpenRequest || bc.Flags != BundleAtomic|BundleOrdered || bc.Xid != 5 {
