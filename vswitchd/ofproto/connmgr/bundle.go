@@ -1,6 +1,7 @@
 package connmgr
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -19,16 +20,23 @@ type Bundler interface {
 	CommitBundle(msgs []ofp.Message) (int, *ofp.Error)
 }
 
-// BundleIdleTimeout is how long a bundle may go without being opened,
-// added to or closed before the switch discards it with OFPBFC_TIMEOUT
-// (OVS's default other_config:bundle-idle-timeout); bundleExpiryInterval
-// is how often connections look for such bundles (OVS's
-// BUNDLE_EXPIRY_INTERVAL).
-// Variables for tests.
-var (
-	BundleIdleTimeout    = 10 * time.Second
-	bundleExpiryInterval = time.Second
-)
+// DefaultBundleIdleTimeout is how long a bundle may go without being
+// opened, added to or closed before the switch discards it with
+// OFPBFC_TIMEOUT, unless other_config:bundle-idle-timeout says otherwise
+// (SetBundleIdleTimeout); the setting is global, as OVS's.
+const DefaultBundleIdleTimeout = 10 * time.Second
+
+// bundleIdleTimeout is the current idle timeout in nanoseconds.
+var bundleIdleTimeout atomic.Int64
+
+func init() { bundleIdleTimeout.Store(int64(DefaultBundleIdleTimeout)) }
+
+// SetBundleIdleTimeout sets how long idle bundles live, on every bridge.
+func SetBundleIdleTimeout(d time.Duration) { bundleIdleTimeout.Store(int64(d)) }
+
+// bundleExpiryInterval is how often connections look for idle bundles
+// (OVS's BUNDLE_EXPIRY_INTERVAL); a variable for tests.
+var bundleExpiryInterval = time.Second
 
 // bundle is one open or closed bundle of a connection.
 type bundle struct {
@@ -212,12 +220,13 @@ func msgName(m ofp.Message) string {
 	return ""
 }
 
-// expireBundles discards the bundles idle for BundleIdleTimeout, each
+// expireBundles discards the bundles idle for the bundle idle timeout, each
 // with an OFPBFC_TIMEOUT error referring to the message that opened it,
 // as OVS's bundle_remove_expired; it runs every bundleExpiryInterval
 // while the connection has bundles.
 func (c *conn) expireBundles() {
-	limit := time.Now().Add(-BundleIdleTimeout)
+	idle := time.Duration(bundleIdleTimeout.Load())
+	limit := time.Now().Add(-idle)
 	var expired [][]byte
 	c.bmu.Lock()
 	for id, b := range c.bundles {
@@ -234,7 +243,7 @@ func (c *conn) expireBundles() {
 	c.bmu.Unlock()
 	for _, raw := range expired {
 		h := ofp.ParseHeader(raw)
-		c.m.log.Infof("%s: bundle expired after %v idle", c.name, BundleIdleTimeout)
+		c.m.log.Infof("%s: bundle expired after %v idle", c.name, idle)
 		if c.send(ofp.EncodeError(h.Version, h.Xid, ofp.BundleTimeout, raw)) != nil {
 			return
 		}

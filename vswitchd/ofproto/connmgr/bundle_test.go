@@ -35,9 +35,10 @@ func (s *bundleSource) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 func TestBundles(t *testing.T) {
 	// Short enough that the last bundle below expires, long enough that
 	// the others do not. Restored once the connection is gone.
-	d, i := BundleIdleTimeout, bundleExpiryInterval
-	t.Cleanup(func() { BundleIdleTimeout, bundleExpiryInterval = d, i })
-	BundleIdleTimeout, bundleExpiryInterval = 3*time.Second, 100*time.Millisecond
+	i := bundleExpiryInterval
+	t.Cleanup(func() { SetBundleIdleTimeout(DefaultBundleIdleTimeout); bundleExpiryInterval = i })
+	SetBundleIdleTimeout(3 * time.Second)
+	bundleExpiryInterval = 100 * time.Millisecond
 	src := &bundleSource{}
 	m := listen(t, src)
 	c := dial(t, m, ofp.EncodeHello(ofp.AllVersions, 1))
