@@ -50,6 +50,9 @@ type Desired struct {
 	// MaxIdle is other_config:max-idle, how long an unused datapath flow
 	// lives (DefaultMaxIdle when unset).
 	MaxIdle Option[time.Duration]
+	// BundleIdle is other_config:bundle-idle-timeout, how long an idle
+	// OpenFlow bundle lives (connmgr.DefaultBundleIdleTimeout when unset).
+	BundleIdle Option[time.Duration]
 	// VhostSockDir is where dpdkvhostuser ports serve their sockets:
 	// other_config:vhost-sock-dir under the rundir.
 	VhostSockDir string
@@ -203,6 +206,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	d.TSO = parseOption(ovs.OtherConfig, KeyTSOEnable, "Open_vSwitch", true, ParseTSOEnable, &d.Problems)
 	d.FlowLimit = parseOption(ovs.OtherConfig, KeyFlowLimit, "Open_vSwitch", DefaultFlowLimit, ParseFlowLimit, &d.Problems)
 	d.MaxIdle = parseOption(ovs.OtherConfig, KeyMaxIdle, "Open_vSwitch", DefaultMaxIdle, ParseMaxIdle, &d.Problems)
+	d.BundleIdle = parseOption(ovs.OtherConfig, KeyBundleIdleTimeout, "Open_vSwitch", connmgr.DefaultBundleIdleTimeout, ParseBundleIdleTimeout, &d.Problems)
 	d.VhostSockDir = vhostSockDir(rundir, ovs.OtherConfig, &d.Problems)
 
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })

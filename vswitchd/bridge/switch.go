@@ -202,6 +202,9 @@ func (s *Switch) Apply(d *Desired) {
 	if !d.TSO.Bad {
 		s.tso = d.TSO.Value
 	}
+	if !d.BundleIdle.Bad {
+		connmgr.SetBundleIdleTimeout(d.BundleIdle.Value)
+	}
 	if fs, ok := s.dp.(FlowSettings); ok {
 		if !d.FlowLimit.Bad {
 			fs.SetFlowLimit(d.FlowLimit.Value)

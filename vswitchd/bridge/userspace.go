@@ -285,6 +285,19 @@ func ParseMaxIdle(v string) (time.Duration, error) {
 	return max(time.Duration(n)*time.Millisecond, 100*time.Millisecond), nil
 }
 
+// KeyBundleIdleTimeout is Open_vSwitch other_config:bundle-idle-timeout.
+const KeyBundleIdleTimeout = "bundle-idle-timeout"
+
+// ParseBundleIdleTimeout parses other_config:bundle-idle-timeout, at
+// least one second (as OpenFlow requires and vswitch.xml says).
+func ParseBundleIdleTimeout(v string) (time.Duration, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("must be an integer number of seconds, at least 1")
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
 // FlowSettings is implemented by a datapath whose flow table limits follow
 // other_config.
 type FlowSettings interface {

@@ -49,6 +49,29 @@ func (br *Bridge) resetFlows(secure bool) {
 // changing nothing. Installed datapath flows are revalidated before the
 // next Barrier returns.
 func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
+	if err := checkFlowMod(fm); err != nil {
+		return err
+	}
+	br.flowMu.Lock()
+	defer br.flowMu.Unlock()
+	ft := *br.tables.Load()
+	now := br.clock()
+	removed, err := br.flowModLocked(&ft, fm, now, gens.Add(1))
+	if err != nil {
+		return err
+	}
+	br.tables.Store(&ft)
+	br.flowsChanged()
+	for _, r := range removed {
+		br.sendRemoved(r, ofp.RemovedDelete, now)
+	}
+	return nil
+}
+
+// checkFlowMod checks (and normalises) what of fm does not depend on the
+// tables: what OVS checks as it decodes a flow mod, also one added to a
+// bundle.
+func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 	if fm.Table == hiddenTable {
 		return &ofp.Error{Errno: ofp.EPerm, Detail: "table 254 is read-only"}
 	}
@@ -74,43 +97,32 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 			return err
 		}
 	}
-	br.flowMu.Lock()
-	defer br.flowMu.Unlock()
+	return nil
+}
+
+// flowModLocked applies a checked fm to ft, a private copy of the tables
+// whose new nodes carry generation gen, and returns the flows it deleted.
+// On error ft may be half changed: the caller drops it. flowMu must be
+// held.
+func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) ([]*rule, *ofp.Error) {
 	if fm.Command < ofp.FlowDelete {
 		if err := br.checkMeters(fm.Actions); err != nil {
-			return err
+			return nil, err
+		}
+		if g, missing := ft.missingGroup(fm.Actions); missing {
+			return nil, &ofp.Error{Errno: ofp.BadOutGroup, Detail: fmt.Sprintf("group %d does not exist", g)}
 		}
 	}
-	old := br.tables.Load()
-	if fm.Command < ofp.FlowDelete {
-		if g, missing := old.missingGroup(fm.Actions); missing {
-			return &ofp.Error{Errno: ofp.BadOutGroup, Detail: fmt.Sprintf("group %d does not exist", g)}
-		}
-	}
-	ft := *old
-	now := br.clock()
-	gen := gens.Add(1)
-	var removed []*rule
 	switch fm.Command {
 	case ofp.FlowAdd:
-		if err := br.add(&ft, fm, now, gen); err != nil {
-			return err
-		}
+		return nil, br.add(ft, fm, now, gen)
 	case ofp.FlowModify, ofp.FlowModifyStrict:
-		if !br.modify(&ft, fm, now, gen) && fm.ModifyAdds && fm.Table != ofp.TableAll {
-			if err := br.add(&ft, fm, now, gen); err != nil {
-				return err
-			}
+		if !br.modify(ft, fm, now, gen) && fm.ModifyAdds && fm.Table != ofp.TableAll {
+			return nil, br.add(ft, fm, now, gen)
 		}
-	default:
-		removed = br.delete(&ft, fm, gen)
+		return nil, nil
 	}
-	br.tables.Store(&ft)
-	br.flowsChanged()
-	for _, r := range removed {
-		br.sendRemoved(r, ofp.RemovedDelete, now)
-	}
-	return nil
+	return br.delete(ft, fm, gen), nil
 }
 
 // flowsChanged has installed datapath flows revalidated: soon, and for

@@ -46,6 +46,37 @@ func newGroup(id uint32, typ uint8, buckets []ofp.Bucket, props ofp.GroupProps, 
 // returns the error to refuse it with, changing nothing. Deleting a group
 // deletes the flows that output to it.
 func (br *Bridge) GroupMod(gm *ofp.GroupMod) *ofp.Error {
+	if err := checkGroupMod(gm); err != nil {
+		return err
+	}
+	br.flowMu.Lock()
+	defer br.flowMu.Unlock()
+	ft := br.tables.Load().withPrivateGroups()
+	now := br.clock()
+	removed, err := br.groupModLocked(ft, gm, now, gens.Add(1))
+	if err != nil {
+		return err
+	}
+	br.tables.Store(ft)
+	br.flowsChanged()
+	for _, r := range removed {
+		br.sendRemoved(r, ofp.FlowRemovedGroup, now)
+	}
+	return nil
+}
+
+// withPrivateGroups returns a copy of ft whose group map may be changed.
+func (ft *flowTables) withPrivateGroups() *flowTables {
+	c := *ft
+	c.groups = maps.Clone(ft.groups)
+	if c.groups == nil {
+		c.groups = map[uint32]*group{}
+	}
+	return &c
+}
+
+// checkGroupMod checks what of gm does not depend on the groups.
+func checkGroupMod(gm *ofp.GroupMod) *ofp.Error {
 	if gm.Command != ofp.GroupDelete && gm.ID > ofp.GroupMax {
 		return &ofp.Error{Errno: ofp.GroupInvalid, Detail: "reserved group id"}
 	}
@@ -55,42 +86,40 @@ func (br *Bridge) GroupMod(gm *ofp.GroupMod) *ofp.Error {
 			return err
 		}
 	}
-	br.flowMu.Lock()
-	defer br.flowMu.Unlock()
-	old := br.tables.Load()
-	ft := *old
-	ft.groups = maps.Clone(old.groups)
-	if ft.groups == nil {
-		ft.groups = map[uint32]*group{}
-	}
-	now := br.clock()
-	var removed []*rule
+	return nil
+}
+
+// groupModLocked applies a checked gm to ft, a private copy of the tables
+// and groups (withPrivateGroups) whose new nodes carry generation gen,
+// and returns the flows it deleted. On error ft may be half changed: the
+// caller drops it. flowMu must be held.
+func (br *Bridge) groupModLocked(ft *flowTables, gm *ofp.GroupMod, now time.Duration, gen uint64) ([]*rule, *ofp.Error) {
 	cur := ft.groups[gm.ID]
 	switch gm.Command {
 	case ofp.GroupAdd, ofp.GroupAddOrMod, ofp.GroupModify:
 		if cur != nil && gm.Command == ofp.GroupAdd {
-			return &ofp.Error{Errno: ofp.GroupExists}
+			return nil, &ofp.Error{Errno: ofp.GroupExists}
 		}
 		if cur == nil && gm.Command == ofp.GroupModify {
-			return &ofp.Error{Errno: ofp.GroupUnknown}
+			return nil, &ofp.Error{Errno: ofp.GroupUnknown}
 		}
 		ft.groups[gm.ID] = newGroup(gm.ID, gm.Type, gm.Buckets, gm.Props, now)
 	case ofp.GroupInsertBucket:
 		if cur == nil {
-			return &ofp.Error{Errno: ofp.GroupUnknown}
+			return nil, &ofp.Error{Errno: ofp.GroupUnknown}
 		}
 		buckets, err := insertBuckets(cur.buckets, gm.Buckets, gm.CommandBucketID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ft.groups[gm.ID] = newGroup(gm.ID, cur.typ, buckets, cur.props, now)
 	case ofp.GroupRemoveBucket:
 		if cur == nil {
-			return &ofp.Error{Errno: ofp.GroupUnknown}
+			return nil, &ofp.Error{Errno: ofp.GroupUnknown}
 		}
 		buckets, err := removeBuckets(cur.buckets, gm.CommandBucketID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ft.groups[gm.ID] = newGroup(gm.ID, cur.typ, buckets, cur.props, now)
 	case ofp.GroupDelete:
@@ -103,24 +132,18 @@ func (br *Bridge) GroupMod(gm *ofp.GroupMod) *ofp.Error {
 			delete(ft.groups, gm.ID)
 		}
 		if len(gone) == 0 {
-			return nil
+			return nil, nil
 		}
-		removed = br.deleteGroupFlows(&ft, gone)
+		return br.deleteGroupFlows(ft, gone, gen), nil
 	default:
-		return &ofp.Error{Errno: ofp.GroupBadCommand}
+		return nil, &ofp.Error{Errno: ofp.GroupBadCommand}
 	}
-	br.tables.Store(&ft)
-	br.flowsChanged()
-	for _, r := range removed {
-		br.sendRemoved(r, ofp.FlowRemovedGroup, now)
-	}
-	return nil
+	return nil, nil
 }
 
 // deleteGroupFlows removes from ft the flows that output to one of
 // groups (OVS's delete_flows_for_group).
-func (br *Bridge) deleteGroupFlows(ft *flowTables, groups []uint32) []*rule {
-	gen := gens.Add(1)
+func (br *Bridge) deleteGroupFlows(ft *flowTables, groups []uint32, gen uint64) []*rule {
 	var removed []*rule
 	for t := range ft.t {
 		var rs []*rule

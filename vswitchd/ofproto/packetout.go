@@ -19,13 +19,34 @@ const (
 // and the datapath executes the result once. Buffered packets do not
 // exist (OFPBRC_BUFFER_UNKNOWN).
 func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
-	const name = "OFPT_PACKET_OUT"
+	p, err := br.preparePacketOut(po)
+	if err != nil {
+		return err
+	}
+	return p.execute()
+}
+
+// pendingPacketOut is a checked packet-out, ready to execute.
+type pendingPacketOut struct {
+	br   *Bridge
+	po   *ofp.PacketOut
+	acts []ofp.Action
+	in   *port
+	key  flow.Key
+}
+
+const packetOutName = "OFPT_PACKET_OUT"
+
+// preparePacketOut checks po and resolves its input port: what OVS's
+// ofproto_packet_out_init and _start check before anything executes.
+func (br *Bridge) preparePacketOut(po *ofp.PacketOut) (*pendingPacketOut, *ofp.Error) {
+	const name = packetOutName
 	if po.BufferID != ofp.NoBuffer {
-		return &ofp.Error{Errno: ofp.BufferUnknown, Name: name, Detail: "no buffered packets"}
+		return nil, &ofp.Error{Errno: ofp.BufferUnknown, Name: name, Detail: "no buffered packets"}
 	}
 	no := po.InPort
 	if no >= ofp.PortMax && no != ofp.PortLocal && no != ofp.PortController && no != portNone {
-		return &ofp.Error{Errno: ofp.BadPort, Name: name, Detail: "in_port"}
+		return nil, &ofp.Error{Errno: ofp.BadPort, Name: name, Detail: "in_port"}
 	}
 	acts := make([]ofp.Action, len(po.Actions))
 	for i, a := range po.Actions {
@@ -53,13 +74,20 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 	m := ofp.Match{Flow: ofp.Flow{Key: k}, Mask: ofp.Flow{Key: flow.Key(flow.Exact())}}
 	if err := checkActions(acts, &m, 0); err != nil {
 		err.Name = name
-		return err
+		return nil, err
 	}
 	if err := br.checkMeters(acts); err != nil {
 		err.Name = name
-		return err
+		return nil, err
 	}
-	b := br.backer
+	return &pendingPacketOut{br: br, po: po, acts: acts, in: in, key: k}, nil
+}
+
+// execute translates the packet-out against the tables as they are now
+// and has the datapath execute it once.
+func (p *pendingPacketOut) execute() *ofp.Error {
+	po, acts, in, k := p.po, p.acts, p.in, p.key
+	b := p.br.backer
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(b.idx.Load(), &u, modePacket, b.dp.Now())
 	x.bytes = uint64(len(po.Data))
@@ -76,7 +104,7 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 		b.dp.RequestRevalidation()
 	}
 	if err := b.dp.Execute(po.Data, in.dpPort, x.withMirrorCounts(x.acts)); err != nil {
-		return &ofp.Error{Errno: ofp.BadLen, Name: name, Detail: err.Error()}
+		return &ofp.Error{Errno: ofp.BadLen, Name: packetOutName, Detail: err.Error()}
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ var capabilities = map[ofp.Version]uint32{
 	ofp.V11: 0xcf,  // ... GROUP_STATS
 	ofp.V12: 0x4f,  // FLOW_STATS TABLE_STATS PORT_STATS GROUP_STATS QUEUE_STATS
 	ofp.V13: 0x4f,  //
-	ofp.V14: 0x24f, // ... BUNDLES (refused for now: OFPBRC_BAD_TYPE)
+	ofp.V14: 0x24f, // ... BUNDLES
 	ofp.V15: 0x24f,
 }
 
@@ -82,6 +82,13 @@ type conn struct {
 	// nxFormat is whether the flow format is NXM, for asynchronous
 	// messages encoded in other goroutines.
 	nxFormat atomic.Bool
+
+	// bmu guards the connection's bundles (bundle.go), which the
+	// expiry timer visits from its own goroutine.
+	bmu            sync.Mutex
+	bundles        map[uint32]*bundle
+	bundleTimer    *time.Timer // nil while there are no bundles
+	bundlesStopped bool        // the connection closed
 }
 
 // defaultMissSendLen is OFP_DEFAULT_MISS_SEND_LEN, a primary controller's
@@ -181,6 +188,7 @@ func (c *conn) probe(interval time.Duration, stop <-chan struct{}) {
 // and answered strictly in order.
 func (c *conn) run() {
 	defer c.nc.Close()
+	defer c.stopBundles()
 	if err := c.send(ofp.EncodeHello(c.versions, 0)); err != nil {
 		c.closeWith(err)
 		return
@@ -268,7 +276,7 @@ func (c *conn) handle(b []byte) bool {
 	if v := c.negotiated(); h.Version != v {
 		return c.refuse(h, &ofp.Error{Errno: ofp.BadVersion, Detail: fmt.Sprintf("received %s on a %s connection", h.Version, v)}, b)
 	}
-	replies, oerr := c.answer(m)
+	replies, oerr := c.answerRaw(m, b)
 	if oerr != nil {
 		return c.refuse(h, oerr, b)
 	}
@@ -345,6 +353,17 @@ func (c *conn) refuse(h ofp.Header, e *ofp.Error, b []byte) bool {
 		return c.send(ofp.EncodeErrorData(v, h.Xid, e.Errno, b)) == nil
 	}
 	return c.send(ofp.EncodeError(v, h.Xid, e.Errno, b)) == nil
+}
+
+// answerRaw is answer for the requests that need their bytes too.
+func (c *conn) answerRaw(m ofp.Message, b []byte) ([][]byte, *ofp.Error) {
+	switch m := m.(type) {
+	case *ofp.BundleControl:
+		return c.bundleControl(m, b)
+	case *ofp.BundleAdd:
+		return nil, c.bundleAdd(m, b)
+	}
+	return c.answer(m)
 }
 
 // answer returns the replies to a decoded request, or the error to refuse

@@ -331,6 +331,12 @@ func IsWriteRequest(h Header, b []byte) bool {
 		return true
 	case v >= V13 && h.Type == type13MeterMod:
 		return true
+	case v >= V14 && (h.Type == type14BundleControl || h.Type == type14BundleAdd):
+		return true
+	}
+	if h.Type == TypeVendor && v == V13 && len(b) >= HeaderLen+8 && binary.BigEndian.Uint32(b[HeaderLen:]) == ONFVendor {
+		t := binary.BigEndian.Uint32(b[HeaderLen+4:])
+		return t == onftBundleControl || t == onftBundleAdd
 	}
 	if h.Type == TypeVendor && len(b) >= HeaderLen+8 && binary.BigEndian.Uint32(b[HeaderLen:]) == NiciraVendor {
 		return nxWriteSubtypes[binary.BigEndian.Uint32(b[HeaderLen+4:])]

@@ -265,6 +265,10 @@ func Decode(b []byte) (Message, error) {
 		return decodePacketOut(h, body)
 	case v >= V13 && h.Type == type13MeterMod:
 		return decodeMeterMod(h, body)
+	case v >= V14 && h.Type == type14BundleControl:
+		return decodeBundle(h, body, false, name)
+	case v >= V14 && h.Type == type14BundleAdd:
+		return decodeBundle(h, body, true, name)
 	case v >= V12 && h.Type == type12RoleRequest:
 		if err := fixed(16); err != nil {
 			return nil, err
@@ -312,7 +316,11 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 	if len(body) < 4 {
 		return nil, errorf(BadLen, name, "%d bytes of body", len(body))
 	}
-	if vendor := binary.BigEndian.Uint32(body); vendor != NiciraVendor {
+	vendor := binary.BigEndian.Uint32(body)
+	if vendor == ONFVendor && h.Version >= V13 {
+		return decodeONF(h, body[4:])
+	}
+	if vendor != NiciraVendor {
 		return nil, errorf(BadVendor, name, "vendor 0x%08x", vendor)
 	}
 	if len(body) < 8 {

@@ -390,13 +390,7 @@ func TestTableFeatures(t *testing.T) {
 }
 
 func TestDecodeCtrl(t *testing.T) {
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("testdata", "requests", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(name string) []byte { return readRequest(t, name) }
 	m, err := Decode(read("ctrl-setasync-of13-c2s-v4-t28.bin"))
 	if sa, ok := m.(*SetAsync); err != nil || !ok || sa.Config.Master[AsyncPacketIn] != 3 || sa.Config.Slave[AsyncPortStatus] != 7 || sa.Config.Master[AsyncFlowRemoved] != 15 {
 		t.Errorf("OF1.3 SET_ASYNC: %+v %v", m, err)
