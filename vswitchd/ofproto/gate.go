@@ -76,7 +76,7 @@ func (x *xlate) spanningTree(in *port) bool {
 		return true
 	}
 	x.report("->", "BPDU, to the %s state machine", in.br.tree)
-	x.acts = append(x.acts[:0], datapath.Userspace(datapath.CookieSlowPath|in.dpPort))
+	x.acts = append(x.acts[:0], datapath.Userspace(datapath.CookieSlowPath|datapath.CookieSlowPathSTP|in.dpPort))
 	return true
 }
 

@@ -20,7 +20,10 @@ func TestSpanningTreeGates(t *testing.T) {
 		return []PortConfig{p1, p2, p3, {Name: "br0", OFPort: LocalOFPort, DPPort: 4, Tag: -1}}
 	}
 	br := tb.bridge("br0", BridgeConfig{SpanningTree: "STP", Ports: ports(GateDiscard, GateLearn)})
-	bpdu := datapath.Actions{datapath.Userspace(datapath.CookieSlowPath | 1)}.String()
+	bpdu := datapath.Actions{datapath.Userspace(datapath.CookieSlowPath | datapath.CookieSlowPathSTP | 1)}.String()
+	if bpdu != "userspace(pid=0,slow_path(stp))" {
+		t.Errorf("BPDU action prints %s", bpdu)
+	}
 	tb.run(t, []step{
 		{1, eth(macA, "01:80:c2:00:00:00"), bpdu},   // to STP, with the port
 		{4, eth(macA, "01:80:c2:00:00:00"), "drop"}, // the local port runs no STP
