@@ -778,11 +778,7 @@ func (p *Port) sendBPDU(b []byte) {
 func (s *STP) Show(w *strings.Builder) {
 	fmt.Fprintf(w, "---- %s ----\n", s.name)
 	w.WriteString("Root ID:\n")
-	fmt.Fprintf(w, "  stp-priority  %d\n", s.designatedRoot.Priority())
-	fmt.Fprintf(w, "  stp-system-id   %s\n", s.designatedRoot.MAC())
-	fmt.Fprintf(w, "  stp-hello-time  %ds\n", ticksToMs(s.helloTime)/1000)
-	fmt.Fprintf(w, "  stp-max-age     %ds\n", ticksToMs(s.maxAge)/1000)
-	fmt.Fprintf(w, "  stp-fwd-delay   %ds\n", ticksToMs(s.forwardDelay)/1000)
+	showID(w, s.designatedRoot, s.helloTime, s.maxAge, s.forwardDelay)
 	if s.IsRoot() {
 		w.WriteString("  This bridge is the root\n")
 	} else {
@@ -790,19 +786,21 @@ func (s *STP) Show(w *strings.Builder) {
 		if s.rootPort != nil {
 			name = s.rootPort.name
 		}
-		fmt.Fprintf(w, "  root-port       %s\n", name)
-		fmt.Fprintf(w, "  root-path-cost  %d\n", s.rootPathCost)
+		fmt.Fprintf(w, "  root-port       %s\n  root-path-cost  %d\n", name, s.rootPathCost)
 	}
 	w.WriteString("\nBridge ID:\n")
-	fmt.Fprintf(w, "  stp-priority  %d\n", s.bridgeID.Priority())
-	fmt.Fprintf(w, "  stp-system-id   %s\n", s.bridgeID.MAC())
-	fmt.Fprintf(w, "  stp-hello-time  %ds\n", ticksToMs(s.bridgeHelloTime)/1000)
-	fmt.Fprintf(w, "  stp-max-age     %ds\n", ticksToMs(s.bridgeMaxAge)/1000)
-	fmt.Fprintf(w, "  stp-fwd-delay   %ds\n", ticksToMs(s.bridgeForwardDelay)/1000)
+	showID(w, s.bridgeID, s.bridgeHelloTime, s.bridgeMaxAge, s.bridgeForwardDelay)
 	w.WriteString("\n  Interface  Role       State      Cost  Pri.Nbr \n")
 	w.WriteString("  ---------- ---------- ---------- ----- -------\n")
 	s.enabled(func(p *Port) {
 		fmt.Fprintf(w, "  %-10s %-10s %-10s %-5d %d.%d\n", p.name, p.Role(), p.state, p.pathCost, p.id>>8, p.id&0xff)
 	})
 	w.WriteString("\n")
+}
+
+// showID writes a bridge identifier and times (in ticks) for Show.
+func showID(w *strings.Builder, id ID, hello, maxAge, fwdDelay int) {
+	fmt.Fprintf(w, "  stp-priority  %d\n  stp-system-id   %s\n", id.Priority(), id.MAC())
+	fmt.Fprintf(w, "  stp-hello-time  %ds\n  stp-max-age     %ds\n  stp-fwd-delay   %ds\n",
+		ticksToMs(hello)/1000, ticksToMs(maxAge)/1000, ticksToMs(fwdDelay)/1000)
 }

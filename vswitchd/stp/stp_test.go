@@ -196,3 +196,43 @@ func FuzzDecode(f *testing.F) {
 		s.Tick(3000)
 	})
 }
+
+// TestShowAsDebian: stp/show of a lone root bridge reads as Debian's
+// ovs-vswitchd 3.1 printed it for the same settings.
+func TestShowAsDebian(t *testing.T) {
+	s := New("br0", NewID(32768, [6]byte{2, 0, 0, 0, 0, 1}), nil, nil)
+	s.SetTimes(1000, 6000, 4000)
+	for no, name := range []string{"p0", "p1"} {
+		p := s.Port(no)
+		p.SetName(name)
+		p.Enable()
+		p.SetPathCost(2)
+	}
+	var w strings.Builder
+	s.Show(&w)
+	want := `---- br0 ----
+Root ID:
+  stp-priority  32768
+  stp-system-id   02:00:00:00:00:01
+  stp-hello-time  1s
+  stp-max-age     6s
+  stp-fwd-delay   4s
+  This bridge is the root
+
+Bridge ID:
+  stp-priority  32768
+  stp-system-id   02:00:00:00:00:01
+  stp-hello-time  1s
+  stp-max-age     6s
+  stp-fwd-delay   4s
+
+  Interface  Role       State      Cost  Pri.Nbr 
+  ---------- ---------- ---------- ----- -------
+  p0         designated listening  2     128.1
+  p1         designated listening  2     128.2
+
+`
+	if w.String() != want {
+		t.Errorf("stp/show:\n%s\nwant:\n%s", w.String(), want)
+	}
+}
