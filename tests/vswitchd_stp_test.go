@@ -255,3 +255,73 @@ func TestVswitchdSTPLoop(t *testing.T) {
 		t.Errorf("ping after the broadcasts: %v", err)
 	}
 }
+
+// TestVswitchdSTPDebian: the same loop (two veths to a Linux bridge that
+// is root) under govs and under Debian's ovs-vswitchd (netdev datapath,
+// its own namespace) settles the same way, and stp/show reads the same
+// but for the Linux bridges' addresses.
+func TestVswitchdSTPDebian(t *testing.T) {
+	t.Parallel()
+	e := vswNewEnv(t)
+	p := vswUniq()
+	lb := stpAddLinuxBridge(t, p, 2, 4096)
+	s0, s1 := lb.Ends[0], lb.Ends[1]
+
+	// Debian's side: its switch and a Linux bridge in one namespace, the
+	// ports named as govs' are.
+	nsD := p + "-deb"
+	vswClaim(t, nsD)
+	vswRun("ip", "netns", "del", nsD)
+	t.Cleanup(func() { vswRun("ip", "netns", "del", nsD) })
+	cmds := [][]string{
+		{"ip", "netns", "add", nsD},
+		{"ip", "-n", nsD, "link", "set", "lo", "up"},
+		{"ip", "-n", nsD, "link", "add", "lb", "type", "bridge", "stp_state", "1",
+			"hello_time", "100", "max_age", "600", "forward_delay", "400", "priority", "4096"},
+	}
+	for i, l := range []string{s0, s1} {
+		q := fmt.Sprintf("q%d", i)
+		cmds = append(cmds,
+			[]string{"ip", "-n", nsD, "link", "add", l, "type", "veth", "peer", "name", q},
+			[]string{"ip", "-n", nsD, "link", "set", q, "master", "lb"},
+			[]string{"ip", "-n", nsD, "link", "set", q, "up"},
+			[]string{"ip", "-n", nsD, "link", "set", l, "up"})
+	}
+	cmds = append(cmds, []string{"ip", "-n", nsD, "link", "set", "lb", "up"})
+	for _, c := range cmds {
+		if out, err := vswRun(c[0], c[1:]...); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	d := startDebSwitch(t, nsD)
+
+	setup := func(br string) []string {
+		return append(append([]string{"add-br", br, "--", "set", "bridge", br, "datapath_type=netdev", "stp_enable=true",
+			"other_config:hwaddr=02:00:00:00:b0:01"}, stpOtherConfig...),
+			"--", "add-port", br, s0, "other_config:stp-port-num=1", "--", "add-port", br, s1, "other_config:stp-port-num=2")
+	}
+	br := p + "br"
+	d.vsctl(setup(br)...)
+	e.mustVsctl(setup(br)...)
+	settled := func(show string) bool {
+		return stpPortRow(s0, "root", "forwarding").MatchString(show) && stpPortRow(s1, "alternate", "blocking").MatchString(show)
+	}
+	vswWait(t, 15*time.Second, "both loops to settle", func() bool {
+		show, _ := e.appctl("stp/show", br)
+		return settled(show) && settled(d.appctl("stp/show", br))
+	})
+	mac := regexp.MustCompile(`([0-9a-f]{2}:){5}[0-9a-f]{2}`)
+	got, want := mac.ReplaceAllString(e.mustAppctl("stp/show"), "MAC"), mac.ReplaceAllString(d.appctl("stp/show"), "MAC")
+	if got != want {
+		t.Errorf("stp/show differs from Debian's\ngovs:\n%s\nDebian:\n%s", got, want)
+	}
+	status := func(out string) string {
+		return regexp.MustCompile(`stp_sec_in_state="\d+"|stp_(rx|tx)_count=\d+|"[0-9a-f]{4}\.[0-9a-f]{12}"`).ReplaceAllString(out, "X")
+	}
+	for _, port := range []string{s0, s1} {
+		g, _ := e.vsctl("get", "port", port, "status")
+		if w := d.vsctl("get", "port", port, "status"); status(g) != status(w) {
+			t.Errorf("port %s status: govs %s, Debian %s", port, g, w)
+		}
+	}
+}
