@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,27 +38,41 @@ func stpAddLinuxBridge(t testing.TB, prefix string, n, prio int) *stpLB {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
+	if out, err := vswRun("ip", "netns", "add", lb.ns); err != nil {
+		t.Fatal(err, out)
+	}
+	stpLinuxBridge(t, lb.ns, "", prio, lb.Ends)
+	return lb
+}
+
+// stpLinuxBridge makes bridge "lb" in namespace ns running STP at OVS's
+// shortest timers, with priority prio and ports q0, q1, ...: veths whose
+// other ends, named ends, are in namespace endNS ("" for the root one).
+func stpLinuxBridge(t testing.TB, ns, endNS string, prio int, ends []string) {
+	t.Helper()
+	ip := []string{"ip"}
+	if endNS != "" {
+		ip = append(ip, "-n", endNS)
+	}
 	cmds := [][]string{
-		{"ip", "netns", "add", lb.ns},
-		{"ip", "-n", lb.ns, "link", "set", "lo", "up"},
-		{"ip", "-n", lb.ns, "link", "add", "lb", "type", "bridge", "stp_state", "1",
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "link", "add", "lb", "type", "bridge", "stp_state", "1",
 			"hello_time", "100", "max_age", "600", "forward_delay", "400", "priority", strconv.Itoa(prio)},
 	}
-	for i, l := range lb.Ends {
+	for i, l := range ends {
 		q := fmt.Sprintf("q%d", i)
 		cmds = append(cmds,
-			[]string{"ip", "link", "add", l, "type", "veth", "peer", "name", q, "netns", lb.ns},
-			[]string{"ip", "-n", lb.ns, "link", "set", q, "master", "lb"},
-			[]string{"ip", "-n", lb.ns, "link", "set", q, "up"},
-			[]string{"ip", "link", "set", l, "up"})
+			append(slices.Clone(ip), "link", "add", l, "type", "veth", "peer", "name", q, "netns", ns),
+			[]string{"ip", "-n", ns, "link", "set", q, "master", "lb"},
+			[]string{"ip", "-n", ns, "link", "set", q, "up"},
+			append(slices.Clone(ip), "link", "set", l, "up"))
 	}
-	cmds = append(cmds, []string{"ip", "-n", lb.ns, "link", "set", "lb", "up"})
+	cmds = append(cmds, []string{"ip", "-n", ns, "link", "set", "lb", "up"})
 	for _, c := range cmds {
 		if out, err := vswRun(c[0], c[1:]...); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 	}
-	return lb
 }
 
 // state returns the Linux bridge's STP state of port qi, as `bridge
@@ -273,26 +288,10 @@ func TestVswitchdSTPDebian(t *testing.T) {
 	vswClaim(t, nsD)
 	vswRun("ip", "netns", "del", nsD)
 	t.Cleanup(func() { vswRun("ip", "netns", "del", nsD) })
-	cmds := [][]string{
-		{"ip", "netns", "add", nsD},
-		{"ip", "-n", nsD, "link", "set", "lo", "up"},
-		{"ip", "-n", nsD, "link", "add", "lb", "type", "bridge", "stp_state", "1",
-			"hello_time", "100", "max_age", "600", "forward_delay", "400", "priority", "4096"},
+	if out, err := vswRun("ip", "netns", "add", nsD); err != nil {
+		t.Fatal(err, out)
 	}
-	for i, l := range []string{s0, s1} {
-		q := fmt.Sprintf("q%d", i)
-		cmds = append(cmds,
-			[]string{"ip", "-n", nsD, "link", "add", l, "type", "veth", "peer", "name", q},
-			[]string{"ip", "-n", nsD, "link", "set", q, "master", "lb"},
-			[]string{"ip", "-n", nsD, "link", "set", q, "up"},
-			[]string{"ip", "-n", nsD, "link", "set", l, "up"})
-	}
-	cmds = append(cmds, []string{"ip", "-n", nsD, "link", "set", "lb", "up"})
-	for _, c := range cmds {
-		if out, err := vswRun(c[0], c[1:]...); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
+	stpLinuxBridge(t, nsD, nsD, 4096, []string{s0, s1})
 	d := startDebSwitch(t, nsD)
 
 	setup := func(br string) []string {
