@@ -86,8 +86,12 @@ func Recirc(id uint32) Action { return Action{Kind: ActionRecirc, RecircID: id} 
 
 // CookieSlowPath marks a userspace action's cookie as OVS's slow_path
 // (a frame a protocol of the control path handles, LACP's), not a
-// controller action's.
-const CookieSlowPath = 1 << 31
+// controller action's; with CookieSlowPathSTP too, the protocol is a
+// spanning tree's (OVS's slow_path(stp)).
+const (
+	CookieSlowPath    = 1 << 31
+	CookieSlowPathSTP = 1 << 30
+)
 
 // Userspace returns the action that hands the packet to the Upcaller's
 // UserspaceHandler with cookie.
@@ -198,6 +202,9 @@ func (a Action) String() string {
 		return "recirc(" + hexAlt(uint64(a.RecircID)) + ")"
 	case ActionUserspace:
 		if a.Cookie&CookieSlowPath != 0 {
+			if a.Cookie&CookieSlowPathSTP != 0 {
+				return "userspace(pid=0,slow_path(stp))"
+			}
 			return "userspace(pid=0,slow_path(lacp))"
 		}
 		return "userspace(pid=0,controller(cookie=" + strconv.FormatUint(uint64(a.Cookie), 10) + "))"

@@ -67,7 +67,7 @@ func newSwitchd(remote, rundir string, log *daemon.Logger, plane *dataplane, dev
 		rundir:     rundir,
 		log:        log,
 		brLog:      log.Module("bridge"),
-		sw:         bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), cov.Inc),
+		sw:         newSwitch(plane, devs, log, cov.Inc),
 		plane:      plane,
 		cov:        cov,
 		lock:       dbclient.NewLock(remote, "ovs_vswitchd", log.Module("reconnect")),
@@ -147,6 +147,10 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 			dirty = true
 		case <-v.sw.OpenFlowChanged():
 			dirty = true
+		case <-v.sw.STPChanged():
+			if v.sw.RunSTP() {
+				dirty = true // the STP status columns
+			}
 		case <-v.sw.BondsChanged():
 			v.sw.RunBonds()
 			dirty = true // Port.bond_active_slave
@@ -288,4 +292,12 @@ func (v *switchd) refreshSoon() {
 	case v.refreshNow <- struct{}{}:
 	default:
 	}
+}
+
+// newSwitch returns the running switch, its STP logging as OVS's stp
+// module.
+func newSwitch(plane *dataplane, devs bridge.Devices, log *daemon.Logger, count func(string)) *bridge.Switch {
+	sw := bridge.NewSwitch(plane.dp, plane.backer, devs, log.Module("bridge"), count)
+	sw.SetSTPLog(log.Module("stp"))
+	return sw
 }

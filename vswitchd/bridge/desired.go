@@ -84,6 +84,8 @@ type BridgeSpec struct {
 	Protocols ofp.Versions
 	// Mirrors are the Bridge.mirrors rows that run, in UUID order.
 	Mirrors []MirrorSpec
+	// STP is the bridge's STP configuration, nil unless stp_enable.
+	STP *STPSpec
 }
 
 // ControllerSpec is one Controller row.
@@ -105,6 +107,8 @@ type PortSpec struct {
 	Ifaces []IfaceSpec
 	// Bond is the bond's configuration; nil unless Ifaces has more than one.
 	Bond *BondSpec
+	// STP is the port's STP settings, used when its bridge runs STP.
+	STP PortSTPSpec
 }
 
 // IfaceSpec is one Interface row.
@@ -242,6 +246,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 		reportUnsupportedBridge(br, &d.Problems)
+		spec.STP = stpSpec(br)
 		spec.Protocols = protocols(br.Protocols)
 		spec.Controllers = controllerSpecs(br, controllers, rundir, &d.Problems)
 
@@ -262,7 +267,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 				continue
 			}
 			claimedPort[p.UUID] = br.Name
-			ps := PortSpec{UUID: p.UUID, Name: p.Name, Tag: -1, Trunks: slices.Sorted(slices.Values(p.Trunks))}
+			ps := PortSpec{UUID: p.UUID, Name: p.Name, Tag: -1, Trunks: slices.Sorted(slices.Values(p.Trunks)), STP: portSTPSpec(p)}
 			if p.Tag != nil {
 				ps.Tag = *p.Tag
 			}

@@ -28,7 +28,7 @@ type Report struct {
 	Ifaces  []IfaceStatus
 	// Controllers are every bridge's Controller rows.
 	Controllers []ControllerStatus
-	// Ports are the bonds' Port rows.
+	// Ports are every bridge's Port rows.
 	Ports []PortStatus
 	// Mirrors are the bridges' Mirror rows.
 	Mirrors []MirrorStatus
@@ -36,10 +36,13 @@ type Report struct {
 
 // PortStatus is the Port columns the switch writes: bond_active_slave,
 // the MAC of the bond's active member ("" clears it), as OVS's
-// port_refresh_bond_status.
+// port_refresh_bond_status; status and statistics, the STP's keys (nil
+// clears them), as port_refresh_stp_status and port_refresh_stp_stats.
 type PortStatus struct {
 	UUID            string
 	BondActiveSlave string
+	Status          map[string]string
+	Stats           map[string]int
 }
 
 // ControllerStatus is the Controller columns the switch writes:
@@ -54,6 +57,8 @@ type ControllerStatus struct {
 type BridgeStatus struct {
 	UUID       string
 	DatapathID string // 16 hex digits
+	// Status is the status column: the STP's keys, nil to clear it.
+	Status map[string]string
 }
 
 // IfaceStatus is the Interface columns the switch writes.
@@ -92,7 +97,7 @@ func (s *Switch) Report(d *Desired) Report {
 	r := Report{OVSUUID: d.OVSUUID, CurCfg: d.NextCfg}
 	for _, br := range d.Bridges {
 		if rb := s.bridges[br.Name]; rb != nil {
-			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid)})
+			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid), Status: s.stpBridgeStatus(br.Name)})
 			var ctrl map[string]connmgr.ControllerStatus
 			if rb.mgmt != nil {
 				ctrl = rb.mgmt.ControllerStatus()
@@ -103,9 +108,12 @@ func (s *Switch) Report(d *Desired) Report {
 			r.Mirrors = append(r.Mirrors, s.mirrorStatus(&br)...)
 		}
 		for _, p := range br.Ports {
+			ps := PortStatus{UUID: p.UUID}
 			if b := s.bonds[p.Name]; b != nil && p.Bond != nil {
-				r.Ports = append(r.Ports, PortStatus{UUID: p.UUID, BondActiveSlave: s.activeMAC(b)})
+				ps.BondActiveSlave = s.activeMAC(b)
 			}
+			ps.Status, ps.Stats = s.stpPortStatus(br.Name, p)
+			r.Ports = append(r.Ports, ps)
 			for _, spec := range p.Ifaces {
 				if spec.UUID == "" {
 					continue
@@ -188,6 +196,10 @@ func (s *Switch) Refresh() {
 		ifc.driver().refresh(s, ifc)
 	}
 	s.refreshMirrors()
+	if len(s.stps) > 0 {
+		// In case a carrier change went unnoticed.
+		s.syncSTP()
+	}
 }
 
 // bridgeNames returns the running bridges' names, sorted. Caller holds mu.

@@ -65,6 +65,18 @@ type Switch struct {
 	// lacpWarned is when lacpWarn last logged.
 	lacpRx     chan lacpFrame
 	lacpWarned time.Time
+	// stps are the bridges' running STPs by bridge name; stpRx queues
+	// the BPDUs ports received (stpFrameIn), stpWake is STPChanged and
+	// stpTimer its next tick; stpLog is the stp module's logger (nil:
+	// log); stpProblems are the configuration errors last logged;
+	// stpWarned is when stpWarn last logged.
+	stps        map[string]*stpRun
+	stpRx       chan stpFrame
+	stpWake     chan struct{}
+	stpTimer    *time.Timer
+	stpLog      Logger
+	stpProblems []string
+	stpWarned   time.Time
 	// mirrorStats are the mirrors' statistics columns by Mirror UUID,
 	// as Refresh last read them.
 	mirrorStats map[string]map[string]int
@@ -163,6 +175,9 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		bonds:     map[string]*bondRun{},
 		bondWake:  make(chan struct{}, 1),
 		lacpRx:    make(chan lacpFrame, lacpQueueLen),
+		stps:      map[string]*stpRun{},
+		stpRx:     make(chan stpFrame, stpQueueLen),
+		stpWake:   make(chan struct{}, 1),
 	}
 	if sp, ok := backer.(SlowProtocols); ok {
 		sp.SetSlowProtocolsHandler(s.slowFrame)
@@ -277,6 +292,7 @@ func (s *Switch) Apply(d *Desired) {
 	for i := range d.Bridges {
 		s.pickAddress(s.bridges[d.Bridges[i].Name], &d.Bridges[i])
 	}
+	s.syncSTP()
 	s.syncBonds()
 }
 
@@ -553,6 +569,10 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 				pc.BondMayEnable = b.members[ifc.spec.Name].carrier
 			}
 		}
+		var stpOn bool
+		if pc.Gate, stpOn = s.stpGateOf(ifc); stpOn {
+			cfg.SpanningTree = "STP"
+		}
 		cfg.Ports = append(cfg.Ports, pc)
 	}
 	slices.SortFunc(cfg.Ports, func(a, b ofproto.PortConfig) int { return strings.Compare(a.Name, b.Name) })
@@ -577,6 +597,12 @@ func (s *Switch) LinkChanged(name string, ifindex int, present bool) bool {
 	switch ifc.state {
 	case StateAttached:
 		if ifc.link == nil || ifc.link.Index == ifindex && present {
+			if s.stps[ifc.bridge] != nil {
+				// The carrier may have changed: STP disables a port
+				// without it.
+				s.carrier(ifc, true)
+				s.syncSTP()
+			}
 			if s.bondOf(ifc) != nil {
 				// A member's carrier may have changed; the daemon
 				// then writes Port.bond_active_slave (BondsChanged).
@@ -678,6 +704,7 @@ func (s *Switch) Close() {
 		delete(s.bridges, name)
 	}
 	s.last = nil
+	s.syncSTP()
 	s.syncBonds()
 }
 

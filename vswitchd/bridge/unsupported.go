@@ -17,11 +17,11 @@ import (
 const notRunning = "is not supported by govs and has no effect"
 
 // unsupportedOtherConfig are the other_config key prefixes of features
-// govs does not run: spanning trees, multicast snooping, bond settings
-// but those bond.go runs, CFM, LLDP, in-band control. (The lacp-* keys
-// matter only with LACP on a bond, which runs.)
+// govs does not run: RSTP, multicast snooping, bond settings but those
+// bond.go runs, CFM, LLDP, in-band control. (The lacp-* keys matter only
+// with LACP on a bond, which runs; the stp-* keys run, stp.go.)
 var unsupportedOtherConfig = []string{
-	"stp-", "rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "cfm_", "lldp",
+	"rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "cfm_", "lldp",
 	"disable-in-band", "in-band-queue",
 }
 
@@ -47,9 +47,6 @@ func unsupportedKeys(oc map[string]string) []string {
 // reportUnsupportedBridge adds what br sets that govs does not run.
 func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
 	var what []string
-	if br.STPEnable {
-		what = append(what, "stp_enable=true (STP)")
-	}
 	if br.RSTPEnable {
 		what = append(what, "rstp_enable=true (RSTP)")
 	}

@@ -10,8 +10,8 @@ import (
 func TestUnsupportedReported(t *testing.T) {
 	var d db
 	br := d.bridge("br0", "p1", "p2", "vh:dpdkvhostuserclient")
-	br.STPEnable = true
-	br.OtherConfig = map[string]string{"stp-priority": "1", "mac-aging-time": "30"}
+	br.STPEnable, br.RSTPEnable = true, true
+	br.OtherConfig = map[string]string{"stp-priority": "1", "rstp-priority": "1", "mac-aging-time": "30"}
 	sflow := "s1"
 	br.Sflow = &sflow
 	// p1 becomes a bond of p1 and p2.
@@ -28,9 +28,9 @@ func TestUnsupportedReported(t *testing.T) {
 
 	got := Build(d.rows).Problems
 	want := []string{
-		"bridge br0: stp_enable=true (STP) " + notRunning,
+		"bridge br0: rstp_enable=true (RSTP) " + notRunning,
 		"bridge br0: sflow (sFlow) " + notRunning,
-		"bridge br0: other_config:stp-priority " + notRunning,
+		"bridge br0: other_config:rstp-priority " + notRunning,
 		"interface p1: cfm_mpid (CFM) " + notRunning,
 		"p1: arguments provided to device that is not configurable",
 		`interface vh: ignoring invalid options:dq-zero-copy="maybe" (must be "true" or "false"; using "false")`,

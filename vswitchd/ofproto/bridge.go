@@ -43,6 +43,10 @@ type BridgeConfig struct {
 	Ports []PortConfig
 	// Mirrors are the bridge's port mirrors, at most MaxMirrors.
 	Mirrors []MirrorConfig
+	// SpanningTree names the spanning tree protocol the bridge runs
+	// ("STP", "RSTP"), "" for none. With one, BPDUs never enter the
+	// pipeline (gate.go) and PortConfig.Gate applies.
+	SpanningTree string
 }
 
 // PortConfig is one interface of a bridge: a port, or a member of a bond.
@@ -94,6 +98,9 @@ type PortConfig struct {
 	// BondEnabled: the member may carry traffic; BondActive: it is the
 	// bond's active member (at most one per bond).
 	BondEnabled, BondActive bool
+	// Gate is what the bridge's spanning tree lets the port do; GateOpen
+	// without one.
+	Gate PortGate
 }
 
 // vlanMode is a port's VLAN mode (OVS's enum port_vlan_mode).
@@ -157,6 +164,8 @@ type port struct {
 	// output, which takes no part in forwarding.
 	srcMirrors, dstMirrors uint32
 	mirrorOut              bool
+	// gate is what the spanning tree lets the port do (gate.go).
+	gate PortGate
 }
 
 // bond is the members of one bond, which NORMAL treats as one port named
@@ -183,6 +192,8 @@ type snapshot struct {
 	max    int   // MAC table size
 
 	forwardBPDU bool
+	// tree is BridgeConfig.SpanningTree.
+	tree string
 	// byOFPort maps OpenFlow port numbers to ports.
 	byOFPort map[int]*port
 	// bonds are the bonds by name.
@@ -291,8 +302,10 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	br.ml.mu.Lock()
 	br.ml.idle, br.ml.max = s.idle, s.max
 	for name := range br.ml.ports {
-		// A port that became a mirror's output forwards nothing.
-		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) || np.mirrorOut != op.mirrorOut {
+		// A port that became a mirror's output forwards nothing; one
+		// the spanning tree stopped learning on forgets its entries.
+		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) || np.mirrorOut != op.mirrorOut ||
+			!np.gate.Learns() && op.gate.Learns() {
 			br.ml.flushPort(name)
 		}
 	}
@@ -302,7 +315,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 }
 
 func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
-	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), byOFPort: make(map[int]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU}
+	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), byOFPort: make(map[int]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU, tree: cfg.SpanningTree}
 	idle := int64(cfg.MACAgingTime / time.Second)
 	if cfg.MACAgingTime <= 0 {
 		idle = DefaultMACAgingTime
@@ -347,7 +360,10 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
 	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer, tnl: pc.Tunnel,
-		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood}
+		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, gate: pc.Gate}
+	if s.tree == "" {
+		p.gate = GateOpen
+	}
 	tag := -1
 	if pc.Tag >= 0 && pc.Tag <= 4095 {
 		tag = pc.Tag

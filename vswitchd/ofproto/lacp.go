@@ -49,6 +49,6 @@ func (x *xlate) slowPath(in *port) bool {
 // cookie names, to the slow protocols handler.
 func (b *Backer) slowPathPacket(cookie uint32, p *packet.Packet) {
 	if h := b.slow.Load(); h != nil {
-		h.f(cookie&^datapath.CookieSlowPath, bytes.Clone(p.Data()))
+		h.f(cookie&^(datapath.CookieSlowPath|datapath.CookieSlowPathSTP), bytes.Clone(p.Data()))
 	}
 }

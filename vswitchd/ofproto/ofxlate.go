@@ -58,7 +58,7 @@ func ofPortNo(p *port) uint32 {
 // from table 0, as received on in.
 func (x *xlate) pipeline(in *port) {
 	x.visits++
-	if x.slowPath(in) {
+	if x.slowPath(in) || x.spanningTree(in) {
 		return
 	}
 	if in.mirrorOut {
@@ -87,6 +87,13 @@ func (x *xlate) pipeline(in *port) {
 		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
 	}
+	if !x.gateReceives(in) {
+		x.mergeWC()
+		x.key = orig
+		x.of = saved
+		return
+	}
+	mark := x.markGate()
 	if in.srcMirrors != 0 {
 		x.mirrorPacket(in, in.srcMirrors)
 	}
@@ -97,6 +104,7 @@ func (x *xlate) pipeline(in *port) {
 	} else {
 		x.table(0)
 	}
+	x.cancelGate(in, mark)
 	x.mergeWC()
 	x.key = orig
 	x.of = saved

@@ -261,7 +261,7 @@ func (x *xlate) learnable(in *port) bool {
 		return true
 	}
 	np := cur.byName[in.name]
-	return np != nil && sameVLANConfig(np, in)
+	return np != nil && sameVLANConfig(np, in) && np.gate.Learns()
 }
 
 // gratuitousARP consults what OVS's is_gratuitous_arp reads: for ARP, the
@@ -321,6 +321,9 @@ func (x *xlate) output(out *port) {
 	if out.noFwd {
 		// OFPPC_NO_FWD (OFPT_PORT_MOD), as compose_output_action__.
 		x.report("->", "OFPPC_NO_FWD set, skipping output")
+		return
+	}
+	if !x.gateSends(out) {
 		return
 	}
 	if out.patchPeer != "" {
