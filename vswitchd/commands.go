@@ -64,6 +64,9 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("bond/set-active-member", "port member", 2, 2, func(args []string) (string, error) {
 		return v.sw.SetActiveMember(args[0], args[1])
 	})
+	u.Register("bond/migrate", "port hash member", 3, 3, func(args []string) (string, error) {
+		return v.sw.BondMigrate(args[0], args[1], args[2])
+	})
 	for _, c := range []string{"bond/enable-member", "bond/disable-member"} {
 		u.Register(c, "port member", 2, 2, func(args []string) (string, error) {
 			return v.sw.EnableMember(args[0], args[1], c == "bond/enable-member")

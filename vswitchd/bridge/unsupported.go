@@ -30,7 +30,7 @@ var unsupportedOtherConfig = []string{
 func unsupportedKeys(oc map[string]string) []string {
 	var keys []string
 	for k := range oc {
-		if k == "bond-detect-mode" || k == "bond-primary" {
+		if k == "bond-detect-mode" || k == "bond-primary" || k == "bond-rebalance-interval" {
 			continue // bond.go runs them
 		}
 		for _, p := range unsupportedOtherConfig {

@@ -171,6 +171,9 @@ type bond struct {
 	// active is the active member, nil when none is enabled.
 	members, enabled []*port
 	active           *port
+	// hash are the buckets of a balance-slb or balance-tcp bond
+	// (bondhash.go); nil for active-backup.
+	hash *bondHash
 }
 
 // snapshot is an immutable configuration of one bridge, swapped in whole
@@ -244,6 +247,9 @@ type Bridge struct {
 	// mirrorCounters are the mirrors' counters by MirrorConfig.Key;
 	// guarded by backer.mu.
 	mirrorCounters map[string]*datapath.Counter
+	// bondHashes are the balanced bonds' buckets by bond name; guarded
+	// by backer.mu.
+	bondHashes map[string]*bondHash
 }
 
 func newBridge(b *Backer, name string) *Bridge {
@@ -331,6 +337,9 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		b := s.bonds[pc.Bond]
 		if b == nil {
 			b = &bond{name: pc.Bond, slb: pc.BondSLB, tcp: pc.BondTCP, lacp: pc.BondLACP, fallbackAB: pc.BondFallbackAB}
+			if b.slb || b.tcp {
+				b.hash = br.bondHashFor(pc.Bond, b.slb, b.tcp)
+			}
 			s.bonds[pc.Bond] = b
 		}
 		p.bond, p.enabled, p.mayEnable = b, pc.BondEnabled, pc.BondMayEnable
@@ -340,6 +349,11 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 			if pc.BondActive {
 				b.active = p
 			}
+		}
+	}
+	for name, h := range br.bondHashes {
+		if b := s.bonds[name]; b == nil || b.hash != h {
+			delete(br.bondHashes, name)
 		}
 	}
 	return s

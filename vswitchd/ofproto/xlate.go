@@ -311,6 +311,9 @@ func outputTranslate(out *port, v xvlan) xvlan {
 func (x *xlate) outputNormal(out *port, v xvlan) {
 	saved := x.cur
 	x.cur = outputTranslate(out, v).hdr()
+	if out.bond != nil {
+		x.bondAccount(out, v.vid)
+	}
 	x.output(out)
 	x.cur = saved
 }
