@@ -44,6 +44,11 @@ type BondSpec struct {
 	// RebalanceInterval is other_config:bond-rebalance-interval in ms,
 	// 0 for no rebalancing.
 	RebalanceInterval int
+	// Single: the port has one interface and runs LACP only (OVS runs
+	// LACP on such a port, as a bundle without a bond): lacp/show lists
+	// it, bond/show and bond/list do not, and NORMAL treats it as a
+	// plain port whatever LACP says.
+	Single bool
 }
 
 // defaultRebalanceInterval and minRebalanceInterval are bridge.c's.
@@ -115,7 +120,7 @@ type BondBalancer interface {
 // rebalancing interval, and not running active-backup for want of an
 // LACP partner.
 func (b *bondRun) balanced() bool {
-	return b.spec.RebalanceInterval != 0 && b.spec.Mode != BondActiveBackup &&
+	return !b.spec.Single && b.spec.RebalanceInterval != 0 && b.spec.Mode != BondActiveBackup &&
 		!(b.lacp != nil && b.spec.LACP.FallbackAB && b.lacp.Status() == lacp.Configured)
 }
 
@@ -195,7 +200,9 @@ func (s *Switch) syncBonds() {
 						// bond_member_register: enabled as the carrier is, at once.
 						m := &member{link: s.carrier(ifc, false)}
 						m.carrier = m.link && (b.lacp == nil || b.lacp.MayEnable(spec.Name))
-						s.enableMember(spec.Name, m, m.carrier)
+						if !b.spec.Single {
+							s.enableMember(spec.Name, m, m.carrier)
+						}
 						b.members[spec.Name] = m
 					}
 					if attached {
@@ -240,6 +247,10 @@ func (s *Switch) runBonds(fresh bool) {
 	for _, b := range s.bonds {
 		next := s.runLACP(b, fresh, now)
 		for _, n := range b.names() {
+			if b.spec.Single {
+				// A port, not a bond: LACP only.
+				break
+			}
 			m, ifc := b.members[n], s.ifaces[n]
 			up := s.carrier(ifc, false) && (b.lacp == nil || b.lacp.MayEnable(n))
 			if up != m.carrier || !m.delay.IsZero() {
@@ -250,7 +261,9 @@ func (s *Switch) runBonds(fresh bool) {
 				next = m.delay
 			}
 		}
-		s.chooseActive(b, now)
+		if !b.spec.Single {
+			s.chooseActive(b, now)
+		}
 		if r := s.rebalance(b, now); !r.IsZero() && (next.IsZero() || r.Before(next)) {
 			next = r
 		}
@@ -394,6 +407,9 @@ func (s *Switch) BondList() string {
 	w.WriteString("bond\ttype\trecircID\tmembers\n")
 	for _, name := range s.bondNames() {
 		b := s.bonds[name]
+		if b.spec.Single {
+			continue
+		}
 		fmt.Fprintf(&w, "%s\t%s\t%d\t%s\n", name, b.spec.Mode, 0, strings.Join(b.names(), ", "))
 	}
 	return w.String()
@@ -405,9 +421,9 @@ func (s *Switch) bondNames() []string { return slices.Sorted(maps.Keys(s.bonds))
 func (s *Switch) BondShow(args []string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := s.bondNames()
+	names := slices.DeleteFunc(s.bondNames(), func(n string) bool { return s.bonds[n].spec.Single })
 	if len(args) > 0 {
-		if s.bonds[args[0]] == nil {
+		if b := s.bonds[args[0]]; b == nil || b.spec.Single {
 			return "", fmt.Errorf("no such bond")
 		}
 		names = args[:1]
@@ -474,7 +490,7 @@ func (s *Switch) BondShow(args []string) (string, error) {
 // holds mu.
 func (s *Switch) lookupMember(port, name string) (*bondRun, *member, error) {
 	b := s.bonds[port]
-	if b == nil {
+	if b == nil || b.spec.Single {
 		return nil, nil, fmt.Errorf("no such bond")
 	}
 	m := b.members[name]
@@ -526,7 +542,7 @@ func (s *Switch) BondMigrate(port, hash, name string) (string, error) {
 	defer s.mu.Unlock()
 	b := s.bonds[port]
 	switch {
-	case b == nil:
+	case b == nil || b.spec.Single:
 		return "", fmt.Errorf("no such bond")
 	case b.spec.Mode != BondBalanceSLB:
 		return "", fmt.Errorf("not an SLB bond")

@@ -100,7 +100,8 @@ type PortSpec struct {
 	QoS QoSSpec
 	// Ifaces are sorted by name. A port with more than one is a bond.
 	Ifaces []IfaceSpec
-	// Bond is the bond's configuration; nil unless Ifaces has more than one.
+	// Bond is the bond's configuration; nil unless Ifaces has more than
+	// one, or the one runs LACP (Bond.Single).
 	Bond *BondSpec
 }
 
@@ -279,9 +280,16 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			if len(ps.Ifaces) == 0 {
 				continue
 			}
-			reportUnsupportedPort(br.Name, p, len(ps.Ifaces) > 1, &d.Problems)
+			reportUnsupportedPort(br.Name, p, &d.Problems)
 			if len(ps.Ifaces) > 1 {
 				ps.Bond = bondSpec(p, &d.Problems)
+			} else if l := lacpSpec(p, &d.Problems); l != nil {
+				// OVS runs LACP on a port of one interface too, whose
+				// default system priority is 65535 (a bond's 65534).
+				if pri := smapInt(p.OtherConfig, "lacp-system-priority", 0); pri <= 0 || pri > 65535 {
+					l.SysPriority = 65535
+				}
+				ps.Bond = &BondSpec{Mode: BondActiveBackup, LACP: l, Single: true}
 			}
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {

@@ -103,7 +103,7 @@ func (s *Switch) Report(d *Desired) Report {
 			r.Mirrors = append(r.Mirrors, s.mirrorStatus(&br)...)
 		}
 		for _, p := range br.Ports {
-			if b := s.bonds[p.Name]; b != nil && p.Bond != nil {
+			if b := s.bonds[p.Name]; b != nil && p.Bond != nil && !p.Bond.Single {
 				r.Ports = append(r.Ports, PortStatus{UUID: p.UUID, BondActiveSlave: s.activeMAC(b)})
 			}
 			for _, spec := range p.Ifaces {

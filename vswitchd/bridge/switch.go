@@ -541,7 +541,9 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		if !ifc.local {
 			pc.PatchPeer, pc.Tunnel = ifc.spec.PatchPeer, ifc.spec.Tunnel
 		}
-		if b := s.bondOf(ifc); b != nil {
+		if b := s.bondOf(ifc); b != nil && b.spec.Single {
+			pc.LACP = true
+		} else if b != nil {
 			pc.Bond, pc.BondSLB, pc.BondTCP = b.name, b.spec.Mode == BondBalanceSLB, b.spec.Mode == BondBalanceTCP
 			pc.BondEnabled, pc.BondActive = b.members[ifc.spec.Name].enabled, b.active == ifc.spec.Name
 			if b.lacp != nil {

@@ -91,6 +91,10 @@ type PortConfig struct {
 	// BondMayEnable: LACP lets the member carry traffic, though the bond
 	// has not enabled it yet (it accepts what the member receives).
 	BondMayEnable bool
+	// LACP: the port, of one interface, runs LACP: what it receives of
+	// the slow protocols goes to the handler of SetSlowProtocolsHandler;
+	// the rest is forwarded whatever LACP says, as OVS's.
+	LACP bool
 	// BondEnabled: the member may carry traffic; BondActive: it is the
 	// bond's active member (at most one per bond).
 	BondEnabled, BondActive bool
@@ -152,6 +156,8 @@ type port struct {
 	enabled bool
 	// mayEnable: LACP lets the member carry traffic.
 	mayEnable bool
+	// lacp: the port, not a bond member, runs LACP.
+	lacp bool
 	// srcMirrors and dstMirrors are the mirrors (bits of snapshot.mirrors)
 	// that select what p receives and sends; mirrorOut: p is a mirror's
 	// output, which takes no part in forwarding.
@@ -361,7 +367,7 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
 	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer, tnl: pc.Tunnel,
-		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood}
+		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, lacp: pc.LACP}
 	tag := -1
 	if pc.Tag >= 0 && pc.Tag <= 4095 {
 		tag = pc.Tag
