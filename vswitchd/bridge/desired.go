@@ -73,6 +73,9 @@ type BridgeSpec struct {
 	FailSecure   bool
 	MACAgingTime int
 	MACTableSize int
+	// FloodVLANs is Bridge.flood_vlans: NORMAL neither learns nor looks
+	// up MACs on these VLANs, it floods them.
+	FloodVLANs []int
 	// Ports are sorted by name.
 	Ports []PortSpec
 	// Controllers are the Bridge.controller rows, sorted by target.
@@ -233,6 +236,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			MACTableSize: DefaultMACTableSize,
 		}
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
+		spec.FloodVLANs = slices.Sorted(slices.Values(br.FloodVLANs))
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 		reportUnsupportedBridge(br, &d.Problems)
 		spec.Protocols = protocols(br.Protocols)

@@ -68,9 +68,6 @@ func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
 	if br.AutoAttach != nil {
 		what = append(what, "auto_attach")
 	}
-	if len(br.FloodVLANs) > 0 {
-		what = append(what, "flood_vlans")
-	}
 	report("bridge "+br.Name, what, br.OtherConfig, problems)
 }
 

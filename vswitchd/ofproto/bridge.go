@@ -25,6 +25,10 @@ type BridgeConfig struct {
 	// MACTableSize is other_config:mac-table-size; 0 means the default
 	// (8192, as OVS 3.1). OVS keeps it within 10..1000000.
 	MACTableSize int
+	// FloodVLANs is Bridge.flood_vlans: on these VLANs NORMAL learns no
+	// MAC and floods every packet (OVS's is_learning_vlan). A change
+	// flushes the MAC table, as OVS's.
+	FloodVLANs []int
 	// ForwardBPDU is other_config:forward-bpdu: NORMAL forwards frames
 	// to reserved multicast addresses (01:80:c2:00:00:0x, ...) instead
 	// of dropping them.
@@ -192,6 +196,8 @@ type snapshot struct {
 	max    int   // MAC table size
 
 	forwardBPDU bool
+	// flood are the VLANs of BridgeConfig.FloodVLANs, nil if none.
+	flood *vlanSet
 	// byOFPort maps OpenFlow port numbers to ports.
 	byOFPort map[int]*port
 	// bonds are the bonds by name.
@@ -302,6 +308,9 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	// clean-up below is final.
 	br.ml.mu.Lock()
 	br.ml.idle, br.ml.max = s.idle, s.max
+	if (s.flood == nil) != (old.flood == nil) || s.flood != nil && *s.flood != *old.flood {
+		br.ml.flush()
+	}
 	for name := range br.ml.ports {
 		// A port that became a mirror's output forwards nothing.
 		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) || np.mirrorOut != op.mirrorOut {
@@ -325,6 +334,14 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		s.max = DefaultMACTableSize
 	}
 	s.max = min(max(s.max, minMACTableSize), maxMACTableSize)
+	for _, v := range cfg.FloodVLANs {
+		if v >= 0 && v <= 4095 {
+			if s.flood == nil {
+				s.flood = new(vlanSet)
+			}
+			s.flood.set(uint16(v))
+		}
+	}
 	for _, pc := range cfg.Ports {
 		if _, dup := s.byName[pc.Name]; dup {
 			br.backer.log.Warnf("bridge %s: port %s configured twice; ignoring the second", br.name, pc.Name)
