@@ -118,27 +118,40 @@ func TestVswitchdBondFailover(t *testing.T) {
 // holds addr (this kernel has no bonding module). Cleanup removes them.
 func bondPeerNS(t *testing.T, ns, m0, m1, addr string) {
 	t.Helper()
-	for _, l := range []string{m0, m1} {
-		vswRun("ip", "link", "del", l)
-	}
-	vswRun("ip", "netns", "del", ns)
-	t.Cleanup(func() {
+	vswVethNS(t, ns, [2]string{m0, "eth0"}, [2]string{m1, "eth1"})
+	vswIP(t,
+		[]string{"-n", ns, "link", "add", "lb", "type", "bridge"},
+		[]string{"-n", ns, "link", "set", "eth0", "master", "lb"},
+		[]string{"-n", ns, "link", "set", "eth1", "master", "lb"},
+		[]string{"-n", ns, "link", "set", "lb", "up"},
+		[]string{"-n", ns, "addr", "add", addr, "dev", "lb"})
+}
+
+// vswVethNS makes namespace ns holding the far ends of veths: each pair
+// is a host-side name and its peer's name in ns, both brought up.
+// Cleanup removes them.
+func vswVethNS(t *testing.T, ns string, pairs ...[2]string) {
+	t.Helper()
+	del := func() {
 		vswRun("ip", "netns", "del", ns)
-		vswRun("ip", "link", "del", m0)
-		vswRun("ip", "link", "del", m1)
-	})
-	for _, c := range [][]string{
-		{"netns", "add", ns},
-		{"-n", ns, "link", "add", "lb", "type", "bridge"},
-		{"link", "add", m0, "type", "veth", "peer", "name", "eth0", "netns", ns},
-		{"link", "add", m1, "type", "veth", "peer", "name", "eth1", "netns", ns},
-		{"-n", ns, "link", "set", "eth0", "master", "lb", "up"},
-		{"-n", ns, "link", "set", "eth1", "master", "lb", "up"},
-		{"-n", ns, "link", "set", "lb", "up"},
-		{"-n", ns, "addr", "add", addr, "dev", "lb"},
-		{"link", "set", m0, "up"},
-		{"link", "set", m1, "up"},
-	} {
+		for _, p := range pairs {
+			vswRun("ip", "link", "del", p[0])
+		}
+	}
+	del()
+	t.Cleanup(del)
+	cmds := [][]string{{"netns", "add", ns}, {"-n", ns, "link", "set", "lo", "up"}}
+	for _, p := range pairs {
+		cmds = append(cmds, []string{"link", "add", p[0], "type", "veth", "peer", "name", p[1], "netns", ns},
+			[]string{"-n", ns, "link", "set", p[1], "up"}, []string{"link", "set", p[0], "up"})
+	}
+	vswIP(t, cmds...)
+}
+
+// vswIP runs ip with each argument list in turn, failing t on an error.
+func vswIP(t *testing.T, cmds ...[]string) {
+	t.Helper()
+	for _, c := range cmds {
 		if out, err := vswRun("ip", c...); err != nil {
 			t.Fatalf("ip %s: %v %s", strings.Join(c, " "), err, out)
 		}
@@ -168,7 +181,7 @@ func bondHashes(show string) map[string][]string {
 func TestVswitchdBondRebalance(t *testing.T) {
 	t.Parallel()
 	e := vswNewEnv(t)
-	const nsB, m0, m1, bond, br = "gvsw-rbal-b", "gvswrbalm0", "gvswrbalm1", "gvswrbal0", "gvswrbalbr"
+	const nsB, m0, m1, bond, br = "gvsw-rbal-b", "gvswrbalm0", "gvswrbalm1", "gvswrbalbd", "gvswrbalbr"
 	bondPeerNS(t, nsB, m0, m1, "10.96.0.100/24")
 	args := []string{"add-br", br}
 	var srcs []*vswNS

@@ -119,32 +119,9 @@ func TestVswitchdLACPDebian(t *testing.T) {
 	a := vswAddNS(t, "lacp-a", "10.133.0.1/24")
 	c := vswAddNS(t, "lacp-c", "10.133.0.2/24")
 	const nsD, m0, m1, bond, br = "gvsw-lacp-d", "gvswlacpm0", "gvswlacpm1", "gvswlacp0", "gvswlacpbr"
-	vswRun("ip", "netns", "del", nsD)
-	for _, l := range []string{m0, m1} {
-		vswRun("ip", "link", "del", l)
-	}
-	t.Cleanup(func() {
-		vswRun("ip", "netns", "del", nsD)
-		vswRun("ip", "link", "del", m0)
-		vswRun("ip", "link", "del", m1)
-	})
-	for _, cmd := range [][]string{
-		{"ip", "netns", "add", nsD},
-		{"ip", "link", "add", m0, "type", "veth", "peer", "name", "d0", "netns", nsD},
-		{"ip", "link", "add", m1, "type", "veth", "peer", "name", "d1", "netns", nsD},
-		// c's veth moves into Debian's namespace.
-		{"ip", "link", "set", c.Host, "netns", nsD},
-		{"ip", "-n", nsD, "link", "set", "lo", "up"},
-		{"ip", "-n", nsD, "link", "set", "d0", "up"},
-		{"ip", "-n", nsD, "link", "set", "d1", "up"},
-		{"ip", "-n", nsD, "link", "set", c.Host, "up"},
-		{"ip", "link", "set", m0, "up"},
-		{"ip", "link", "set", m1, "up"},
-	} {
-		if out, err := vswRun(cmd[0], cmd[1:]...); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
+	vswVethNS(t, nsD, [2]string{m0, "d0"}, [2]string{m1, "d1"})
+	// c's veth moves into Debian's namespace.
+	vswIP(t, []string{"link", "set", c.Host, "netns", nsD}, []string{"-n", nsD, "link", "set", c.Host, "up"})
 	// OVS's userspace datapath passes neither checksum offload nor GSO:
 	// TCP through it needs them off where frames enter. (ethtool fails
 	// when a feature is fixed; what matters is the traffic below.)
@@ -279,35 +256,8 @@ func TestVswitchdLACPPassiveDebian(t *testing.T) {
 	a := vswAddNS(t, "lacpp-a", "10.134.0.1/24")
 	c := vswAddNS(t, "lacpp-c", "10.134.0.2/24")
 	const nsD, m0, m1, m2, bond, br, br2 = "gvsw-lacpp-d", "gvswlacppm0", "gvswlacppm1", "gvswlacppm2", "gvswlacpp0", "gvswlacppbr", "gvswlacppb2"
-	vswRun("ip", "netns", "del", nsD)
-	for _, l := range []string{m0, m1, m2} {
-		vswRun("ip", "link", "del", l)
-	}
-	t.Cleanup(func() {
-		vswRun("ip", "netns", "del", nsD)
-		for _, l := range []string{m0, m1, m2} {
-			vswRun("ip", "link", "del", l)
-		}
-	})
-	for _, cmd := range [][]string{
-		{"ip", "netns", "add", nsD},
-		{"ip", "link", "add", m0, "type", "veth", "peer", "name", "d0", "netns", nsD},
-		{"ip", "link", "add", m1, "type", "veth", "peer", "name", "d1", "netns", nsD},
-		{"ip", "link", "add", m2, "type", "veth", "peer", "name", "d2", "netns", nsD},
-		{"ip", "link", "set", c.Host, "netns", nsD},
-		{"ip", "-n", nsD, "link", "set", "lo", "up"},
-		{"ip", "-n", nsD, "link", "set", "d0", "up"},
-		{"ip", "-n", nsD, "link", "set", "d1", "up"},
-		{"ip", "-n", nsD, "link", "set", "d2", "up"},
-		{"ip", "-n", nsD, "link", "set", c.Host, "up"},
-		{"ip", "link", "set", m0, "up"},
-		{"ip", "link", "set", m1, "up"},
-		{"ip", "link", "set", m2, "up"},
-	} {
-		if out, err := vswRun(cmd[0], cmd[1:]...); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
+	vswVethNS(t, nsD, [2]string{m0, "d0"}, [2]string{m1, "d1"}, [2]string{m2, "d2"})
+	vswIP(t, []string{"link", "set", c.Host, "netns", nsD}, []string{"-n", nsD, "link", "set", c.Host, "up"})
 	d := startDebSwitch(t, nsD)
 	d.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev",
 		"--", "add-port", "br0", c.Host,

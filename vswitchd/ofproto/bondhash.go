@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -129,15 +130,7 @@ func (br *Bridge) BondRebalance(bond string) []string {
 	}
 	// Descending load; a stable sort keeps the members' order on ties.
 	sortBals := func() {
-		slices.SortStableFunc(bals, func(a, b *balMember) int {
-			switch {
-			case a.tx > b.tx:
-				return -1
-			case a.tx < b.tx:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(bals, func(a, b *balMember) int { return cmp.Compare(b.tx, a.tx) })
 	}
 	sortBals()
 	var logs []string
