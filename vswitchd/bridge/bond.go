@@ -567,3 +567,73 @@ func (s *Switch) BondMigrate(port, hash, name string) (string, error) {
 	}
 	return "migrated", nil
 }
+
+// BondHash is `ovs-appctl bond/hash mac [vlan] [basis]`: the bucket a
+// balance-slb bond puts the source MAC mac on VLAN vlan in, with OVS's
+// errors, checked in OVS's order.
+func BondHash(args []string) (string, error) {
+	var vlan, basis uint32
+	var ok bool
+	if len(args) > 1 {
+		if vlan, ok = scanUint(args[1]); !ok {
+			return "", fmt.Errorf("invalid vlan")
+		}
+	}
+	if len(args) > 2 {
+		if basis, ok = scanUint(args[2]); !ok {
+			return "", fmt.Errorf("invalid basis")
+		}
+	}
+	mac, ok := scanMAC(args[0])
+	if !ok {
+		return "", fmt.Errorf("invalid mac")
+	}
+	return fmt.Sprint(ofproto.BondHashMAC(mac, uint16(vlan), basis) & 0xff), nil
+}
+
+// scanUint is ovs_scan's %u: optional spaces and sign, then decimal
+// digits, up to the first other character; wraps as C's.
+func scanUint(s string) (uint32, bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	var v uint32
+	n := 0
+	for ; n < len(s) && s[n] >= '0' && s[n] <= '9'; n++ {
+		v = v*10 + uint32(s[n]-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, n > 0
+}
+
+// scanMAC is ovs_scan's ETH_ADDR_SCAN_FMT: six groups of hex digits
+// (each taken modulo 256) separated by colons; what follows is ignored.
+func scanMAC(s string) ([6]byte, bool) {
+	var mac [6]byte
+	for i := range mac {
+		if i > 0 {
+			if s == "" || s[0] != ':' {
+				return mac, false
+			}
+			s = s[1:]
+		}
+		n := 0
+		for ; n < len(s) && strings.IndexByte("0123456789abcdefABCDEF", s[n]) >= 0; n++ {
+			c := s[n] | 0x20
+			d := c - '0'
+			if c >= 'a' {
+				d = c - 'a' + 10
+			}
+			mac[i] = mac[i]<<4 | d
+		}
+		if n == 0 {
+			return mac, false
+		}
+		s = s[n:]
+	}
+	return mac, true
+}

@@ -128,7 +128,7 @@ func (x *xlate) bondEntry(b *bond, vid uint16) int {
 	if tcp {
 		h = x.hashL3L4()
 	} else {
-		h = mix(fnv1a(2166136261, x.key.EthSrc[:]) ^ uint32(vid))
+		h = BondHashMAC(x.key.EthSrc, vid, 0)
 	}
 	return int(h & bondMask)
 }

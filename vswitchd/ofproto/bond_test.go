@@ -190,3 +190,22 @@ func TestBondRebalance(t *testing.T) {
 		t.Errorf("second rebalancing moved %q", logs)
 	}
 }
+
+// TestBondHashMAC: balance-slb's buckets are OVS's, as Debian's
+// ovs-appctl bond/hash prints them.
+func TestBondHashMAC(t *testing.T) {
+	for _, c := range []struct {
+		mac         [6]byte
+		vlan        uint16
+		basis, want uint32
+	}{
+		{[6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, 0, 0, 226},
+		{[6]byte{0x02, 0, 0, 0, 0, 1}, 0, 0, 38},
+		{[6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}, 10, 0, 247},
+		{[6]byte{0x02, 0, 0, 0, 0, 1}, 0, 7, 50},
+	} {
+		if got := BondHashMAC(c.mac, c.vlan, c.basis) & bondMask; got != c.want {
+			t.Errorf("bond/hash %x %d %d: %d, want %d", c.mac, c.vlan, c.basis, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package ofproto
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,35 @@ func (br *Bridge) bondHashFor(name string, slb, tcp bool) *bondHash {
 		br.bondHashes[name] = h
 	}
 	return h
+}
+
+// BondHashMAC is OVS's bond_hash_src (lib/packets.h hash_mac): the hash
+// of a balance-slb bond's flow from source MAC mac on VLAN vlan, whose
+// low 8 bits are its bucket; `ovs-appctl bond/hash` prints them. The
+// same numbers as OVS's (checked against Debian's bond/hash).
+func BondHashMAC(mac [6]byte, vlan uint16, basis uint32) uint32 {
+	x := uint64(vlan) << 48
+	for i, b := range mac {
+		x |= uint64(b) << (40 - 8*i)
+	}
+	return mhashFinish(mhashAdd(mhashAdd(basis, uint32(x)), uint32(x>>32)) ^ 8)
+}
+
+// mhashAdd and mhashFinish are OVS's lib/hash.h (murmur3 steps) as built
+// without SSE 4.2, as Debian's is.
+func mhashAdd(h, d uint32) uint32 {
+	if d != 0 {
+		d *= 0xcc9e2d51
+		d = bits.RotateLeft32(d, 15)
+		d *= 0x1b873593
+		h ^= d
+	}
+	h = bits.RotateLeft32(h, 13)
+	return h*5 + 0xe6546b64
+}
+
+func mhashFinish(h uint32) uint32 {
+	return mix(h)
 }
 
 // BondHash is one bucket of a bond, as bond/show prints it.
