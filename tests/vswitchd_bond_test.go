@@ -2,11 +2,13 @@ package tests
 
 import (
 	"bufio"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestVswitchdBondFailover: namespace bond-a reaches the bridge through a
@@ -20,31 +22,7 @@ func TestVswitchdBondFailover(t *testing.T) {
 	e := vswNewEnv(t)
 	a := vswAddNS(t, "bond-a", "10.95.0.1/24")
 	const nsB, m0, m1, bond, br = "gvsw-bond-b", "gvswbondm0", "gvswbondm1", "gvswbond0", "gvswbondbr"
-	for _, l := range []string{m0, m1} {
-		vswRun("ip", "link", "del", l)
-	}
-	vswRun("ip", "netns", "del", nsB)
-	t.Cleanup(func() {
-		vswRun("ip", "netns", "del", nsB)
-		vswRun("ip", "link", "del", m0)
-		vswRun("ip", "link", "del", m1)
-	})
-	for _, c := range [][]string{
-		{"netns", "add", nsB},
-		{"-n", nsB, "link", "add", "lb", "type", "bridge"},
-		{"link", "add", m0, "type", "veth", "peer", "name", "eth0", "netns", nsB},
-		{"link", "add", m1, "type", "veth", "peer", "name", "eth1", "netns", nsB},
-		{"-n", nsB, "link", "set", "eth0", "master", "lb", "up"},
-		{"-n", nsB, "link", "set", "eth1", "master", "lb", "up"},
-		{"-n", nsB, "link", "set", "lb", "up"},
-		{"-n", nsB, "addr", "add", "10.95.0.2/24", "dev", "lb"},
-		{"link", "set", m0, "up"},
-		{"link", "set", m1, "up"},
-	} {
-		if out, err := vswRun("ip", c...); err != nil {
-			t.Fatalf("ip %s: %v %s", strings.Join(c, " "), err, out)
-		}
-	}
+	bondPeerNS(t, nsB, m0, m1, "10.95.0.2/24")
 	e.mustVsctl("add-br", br, "--", "add-port", br, a.Host,
 		"--", "add-bond", br, bond, m0, m1, "bond_mode=active-backup", "other_config:bond-detect-mode=carrier")
 	a.waitPing("10.95.0.2")
@@ -132,5 +110,142 @@ func TestVswitchdBondFailover(t *testing.T) {
 	}
 	if err := a.ping("10.95.0.2", 5); err != nil {
 		t.Errorf("ping after set-active-member: %v", err)
+	}
+}
+
+// bondPeerNS makes namespace ns the far end of bond members m0 and m1:
+// their veth peers eth0 and eth1 are ports of a Linux bridge there that
+// holds addr (this kernel has no bonding module). Cleanup removes them.
+func bondPeerNS(t *testing.T, ns, m0, m1, addr string) {
+	t.Helper()
+	vswVethNS(t, ns, [2]string{m0, "eth0"}, [2]string{m1, "eth1"})
+	vswIP(t,
+		[]string{"-n", ns, "link", "add", "lb", "type", "bridge"},
+		[]string{"-n", ns, "link", "set", "eth0", "master", "lb"},
+		[]string{"-n", ns, "link", "set", "eth1", "master", "lb"},
+		[]string{"-n", ns, "link", "set", "lb", "up"},
+		[]string{"-n", ns, "addr", "add", addr, "dev", "lb"})
+}
+
+// vswVethNS makes namespace ns holding the far ends of veths: each pair
+// is a host-side name and its peer's name in ns, both brought up.
+// Cleanup removes them.
+func vswVethNS(t *testing.T, ns string, pairs ...[2]string) {
+	t.Helper()
+	del := func() {
+		vswRun("ip", "netns", "del", ns)
+		for _, p := range pairs {
+			vswRun("ip", "link", "del", p[0])
+		}
+	}
+	del()
+	t.Cleanup(del)
+	cmds := [][]string{{"netns", "add", ns}, {"-n", ns, "link", "set", "lo", "up"}}
+	for _, p := range pairs {
+		cmds = append(cmds, []string{"link", "add", p[0], "type", "veth", "peer", "name", p[1], "netns", ns},
+			[]string{"-n", ns, "link", "set", p[1], "up"}, []string{"link", "set", p[0], "up"})
+	}
+	vswIP(t, cmds...)
+}
+
+// vswIP runs ip with each argument list in turn, failing t on an error.
+func vswIP(t *testing.T, cmds ...[]string) {
+	t.Helper()
+	for _, c := range cmds {
+		if out, err := vswRun("ip", c...); err != nil {
+			t.Fatalf("ip %s: %v %s", strings.Join(c, " "), err, out)
+		}
+	}
+}
+
+// bondHashes parses bond/show's hash lines: the loaded buckets by member.
+func bondHashes(show string) map[string][]string {
+	out := map[string][]string{}
+	member := ""
+	for _, l := range strings.Split(show, "\n") {
+		if m := regexp.MustCompile(`^member (\S+): `).FindStringSubmatch(l); m != nil {
+			member = m[1]
+		} else if m := regexp.MustCompile(`^  hash (\d+): \d+ kB load$`).FindStringSubmatch(l); m != nil {
+			out[member] = append(out[member], m[1])
+		}
+	}
+	return out
+}
+
+// TestVswitchdBondRebalance: four namespaces ping namespace rbal-b
+// through a balance-slb bond, each source MAC in a bucket of its own
+// (unless two collide) carrying a few hundred kB/s. bond/show lists the
+// buckets' loads; once bond/migrate put every loaded bucket on m0, the
+// next rebalancing (bond-rebalance-interval=2000) moves some back to
+// m1, logs it as OVS does, and m1 sends again.
+func TestVswitchdBondRebalance(t *testing.T) {
+	t.Parallel()
+	e := vswNewEnv(t)
+	const nsB, m0, m1, bond, br = "gvsw-rbal-b", "gvswrbalm0", "gvswrbalm1", "gvswrbalbd", "gvswrbalbr"
+	bondPeerNS(t, nsB, m0, m1, "10.96.0.100/24")
+	args := []string{"add-br", br}
+	var srcs []*vswNS
+	for i := range 4 {
+		a := vswAddNS(t, fmt.Sprintf("rbal%d", i), fmt.Sprintf("10.96.0.%d/24", i+1))
+		srcs = append(srcs, a)
+		args = append(args, "--", "add-port", br, a.Host)
+	}
+	e.mustVsctl(append(args, "--", "add-bond", br, bond, m0, m1, "bond_mode=balance-slb",
+		"other_config:bond-rebalance-interval=2000")...)
+	if e.logged("bond-rebalance-interval " + "is not supported") {
+		t.Errorf("bond-rebalance-interval reported as not supported")
+	}
+	for _, a := range srcs {
+		a.waitPing("10.96.0.100")
+		ping := exec.Command("ip", "netns", "exec", a.Name, "ping", "-q", "-n", "-s", "1400", "-i", "0.005", "-w", "30", "10.96.0.100")
+		if err := ping.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ping.Process.Kill()
+			ping.Wait()
+		})
+	}
+	var hashes map[string][]string
+	vswWait(t, vswTimeout, "bond/show to list two loaded buckets", func() bool {
+		hashes = bondHashes(e.mustAppctl("bond/show", bond))
+		return len(hashes[m0])+len(hashes[m1]) >= 2
+	})
+	// Migrate early in a rebalancing interval, so that all the buckets
+	// are on m0 when the next one comes.
+	nextRe := regexp.MustCompile(`next rebalance: (-?\d+) ms`)
+	vswWait(t, vswTimeout, "a rebalancing to be 1 s away or more", func() bool {
+		m := nextRe.FindStringSubmatch(e.mustAppctl("bond/show", bond))
+		if m == nil {
+			return false
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n >= 1000
+	})
+	logSize := len(e.readLog())
+	for _, h := range append(hashes[m0], hashes[m1]...) {
+		if got := e.mustAppctl("bond/migrate", bond, h, m0); got != "migrated\n" {
+			t.Errorf("bond/migrate %s: %q", h, got)
+		}
+	}
+	vswWait(t, 10*time.Second, "rebalancing to move a bucket from "+m0+" to "+m1, func() bool {
+		log := e.readLog()
+		return len(log) > logSize && regexp.MustCompile(`bond `+bond+`: shift \d+kB of load \(with hash \d+\) from `+m0+` to `+m1).MatchString(log[logSize:])
+	})
+	vswWait(t, vswTimeout, "bond/show to list a loaded bucket on "+m1, func() bool {
+		return len(bondHashes(e.mustAppctl("bond/show", bond))[m1]) > 0
+	})
+	t.Logf("after rebalancing:\n%s", e.mustAppctl("bond/show", bond))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuch", "1", m0}, "no such bond"},
+		{[]string{bond, "x1", m0}, "bad hash"},
+		{[]string{bond, "1", "nosuch"}, "no such member"},
+	} {
+		if _, err := e.appctl(append([]string{"bond/migrate"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("bond/migrate %v: %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -119,32 +119,9 @@ func TestVswitchdLACPDebian(t *testing.T) {
 	a := vswAddNS(t, "lacp-a", "10.133.0.1/24")
 	c := vswAddNS(t, "lacp-c", "10.133.0.2/24")
 	const nsD, m0, m1, bond, br = "gvsw-lacp-d", "gvswlacpm0", "gvswlacpm1", "gvswlacp0", "gvswlacpbr"
-	vswRun("ip", "netns", "del", nsD)
-	for _, l := range []string{m0, m1} {
-		vswRun("ip", "link", "del", l)
-	}
-	t.Cleanup(func() {
-		vswRun("ip", "netns", "del", nsD)
-		vswRun("ip", "link", "del", m0)
-		vswRun("ip", "link", "del", m1)
-	})
-	for _, cmd := range [][]string{
-		{"ip", "netns", "add", nsD},
-		{"ip", "link", "add", m0, "type", "veth", "peer", "name", "d0", "netns", nsD},
-		{"ip", "link", "add", m1, "type", "veth", "peer", "name", "d1", "netns", nsD},
-		// c's veth moves into Debian's namespace.
-		{"ip", "link", "set", c.Host, "netns", nsD},
-		{"ip", "-n", nsD, "link", "set", "lo", "up"},
-		{"ip", "-n", nsD, "link", "set", "d0", "up"},
-		{"ip", "-n", nsD, "link", "set", "d1", "up"},
-		{"ip", "-n", nsD, "link", "set", c.Host, "up"},
-		{"ip", "link", "set", m0, "up"},
-		{"ip", "link", "set", m1, "up"},
-	} {
-		if out, err := vswRun(cmd[0], cmd[1:]...); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
+	vswVethNS(t, nsD, [2]string{m0, "d0"}, [2]string{m1, "d1"})
+	// c's veth moves into Debian's namespace.
+	vswIP(t, []string{"link", "set", c.Host, "netns", nsD}, []string{"-n", nsD, "link", "set", c.Host, "up"})
 	// OVS's userspace datapath passes neither checksum offload nor GSO:
 	// TCP through it needs them off where frames enter. (ethtool fails
 	// when a feature is fixed; what matters is the traffic below.)
@@ -265,4 +242,61 @@ func TestVswitchdLACPDebian(t *testing.T) {
 		s := e.mustAppctl("bond/show", bond)
 		return strings.Contains(s, "lacp_fallback_ab: true\n") && strings.Contains(s, "\nmember "+m1+": enabled\n  active member\n")
 	})
+}
+
+// TestVswitchdLACPPassiveDebian: lacp=passive both ways, and LACP on a
+// port of one interface, against Debian's ovs-vswitchd in its own
+// namespace. A govs bond with lacp=passive negotiates with Debian's
+// active one; a govs port of one interface with lacp=active negotiates
+// with Debian's passive one (each on a bridge of its own, so the two
+// links make no loop). Traffic crosses the passive bond.
+func TestVswitchdLACPPassiveDebian(t *testing.T) {
+	t.Parallel()
+	e := vswNewEnv(t)
+	a := vswAddNS(t, "lacpp-a", "10.134.0.1/24")
+	c := vswAddNS(t, "lacpp-c", "10.134.0.2/24")
+	const nsD, m0, m1, m2, bond, br, br2 = "gvsw-lacpp-d", "gvswlacppm0", "gvswlacppm1", "gvswlacppm2", "gvswlacpp0", "gvswlacppbr", "gvswlacppb2"
+	vswVethNS(t, nsD, [2]string{m0, "d0"}, [2]string{m1, "d1"}, [2]string{m2, "d2"})
+	vswIP(t, []string{"link", "set", c.Host, "netns", nsD}, []string{"-n", nsD, "link", "set", c.Host, "up"})
+	d := startDebSwitch(t, nsD)
+	d.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev",
+		"--", "add-port", "br0", c.Host,
+		"--", "add-bond", "br0", "bond0", "d0", "d1", "lacp=active", "bond_mode=balance-slb", "other_config:lacp-time=fast",
+		"--", "add-br", "br1", "--", "set", "bridge", "br1", "datapath_type=netdev",
+		"--", "add-port", "br1", "d2", "lacp=passive", "other_config:lacp-time=fast")
+	e.mustVsctl("add-br", br, "--", "add-port", br, a.Host,
+		"--", "add-bond", br, bond, m0, m1, "lacp=passive", "bond_mode=balance-slb", "other_config:lacp-time=fast",
+		"--", "add-br", br2, "--", "add-port", br2, m2, "lacp=active", "other_config:lacp-time=fast")
+
+	negotiated := func(show, mode string, members int) bool {
+		return strings.Contains(show, "  status: "+mode+" negotiated\n") && strings.Count(show, ": current attached\n") == members
+	}
+	vswWait(t, 15*time.Second, "LACP to negotiate, govs passive against Debian active", func() bool {
+		return negotiated(e.mustAppctl("lacp/show", bond), "passive", 2) && negotiated(d.appctl("lacp/show", "bond0"), "active", 2)
+	})
+	vswWait(t, 15*time.Second, "LACP to negotiate on one interface, govs active against Debian passive", func() bool {
+		return negotiated(e.mustAppctl("lacp/show", m2), "active", 1) && negotiated(d.appctl("lacp/show", "d2"), "passive", 1)
+	})
+	vswWait(t, 10*time.Second, "both members to be enabled", func() bool {
+		return strings.Count(e.mustAppctl("bond/show", bond), ": enabled\n") == 2
+	})
+	// The port of one interface is no bond, but runs LACP.
+	if _, err := e.appctl("bond/show", m2); err == nil || !strings.Contains(err.Error(), "no such bond") {
+		t.Errorf("bond/show %s: %v, want no such bond", m2, err)
+	}
+	if list := e.mustAppctl("bond/list"); strings.Contains(list, m2) {
+		t.Errorf("bond/list lists the port of one interface:\n%s", list)
+	}
+	vswWait(t, 10*time.Second, m2+" lacp_current to be true", func() bool {
+		out, _ := e.vsctl("get", "interface", m2, "lacp_current")
+		return strings.TrimSpace(out) == "true"
+	})
+	if e.logged("LACP on a port of one interface") {
+		t.Errorf("LACP on a port of one interface reported as not supported")
+	}
+	// Debian's single port sees govs' system as its partner.
+	if show := d.appctl("lacp/show", "d2"); !strings.Contains(show, "  partner sys_priority: 65535\n") {
+		t.Errorf("Debian's lacp/show d2 (govs' port of one interface has system priority 65535 as OVS's):\n%s", show)
+	}
+	a.waitPing("10.134.0.2")
 }

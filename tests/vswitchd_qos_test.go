@@ -77,8 +77,13 @@ func (e *vswEnv) waitStat(iface, key string) {
 
 // logged reports whether the switch's log has s.
 func (e *vswEnv) logged(s string) bool {
+	return strings.Contains(e.readLog(), s)
+}
+
+// readLog returns the switch's log so far.
+func (e *vswEnv) readLog() string {
 	b, _ := os.ReadFile(e.logPath())
-	return strings.Contains(string(b), s)
+	return string(b)
 }
 
 // TestVswitchdIngressPolicing: ingress_policing_rate holds an iperf3 TCP

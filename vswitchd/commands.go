@@ -9,6 +9,7 @@ import (
 
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/netdev/tunnel"
+	"github.com/govs/govs/vswitchd/bridge"
 )
 
 // registerCommands adds ovs-vswitchd's unixctl commands, with OVS's usage
@@ -65,6 +66,10 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("lacp/show-stats", "[port]", 0, 1, v.sw.LACPShowStats)
 	u.Register("bond/set-active-member", "port member", 2, 2, func(args []string) (string, error) {
 		return v.sw.SetActiveMember(args[0], args[1])
+	})
+	u.Register("bond/hash", "mac [vlan] [basis]", 1, 3, bridge.BondHash)
+	u.Register("bond/migrate", "port hash member", 3, 3, func(args []string) (string, error) {
+		return v.sw.BondMigrate(args[0], args[1], args[2])
 	})
 	for _, c := range []string{"bond/enable-member", "bond/disable-member"} {
 		u.Register(c, "port member", 2, 2, func(args []string) (string, error) {

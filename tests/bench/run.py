@@ -34,7 +34,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECS = int(os.environ.get("BENCH_SECS", "4"))
 ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "flowmod"]
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "flowmod", "bond"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
 for _x in SECTIONS:
     if _x not in ALL_SECTIONS:
@@ -152,8 +152,9 @@ PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iper
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
         "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
 if not set(SECTIONS) & {"net", "vhost", "multiflow"}:
-    # ovsdb and flowmod need no traffic tools
-    PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")}
+    # ovsdb and flowmod need no traffic tools, bond iperf3 and ethtool only
+    PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")
+            + (("iperf3", "ethtool") if "bond" in SECTIONS else ())}
 if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
     # adds the ovs-vswitchd alternative at priority 50: Debian's default ovs-vswitchd (100) stays selected
     PKGS["openvswitch-switch-dpdk"] = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -564,6 +565,13 @@ def flowmod_bench():
     return {"rc": r.returncode, "output": r.stdout}
 
 
+def bond_bench():
+    """tests/bench/bond.sh: iperf3 over a balance-tcp bond of two veths against one veth, govs and OVS."""
+    r = subprocess.run([os.path.join(HERE, "bond.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)], cwd=TOP,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    return {"rc": r.returncode, "output": r.stdout}
+
+
 def med(vals):
     v = [x for x in vals if isinstance(x, (int, float))]
     return statistics.median(v) if v else None
@@ -595,7 +603,7 @@ def inner(ns):
     rn = Runner(workdir)
     samples, vsamples, msamples = {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
-    ovsdb = micro = flowmod = None
+    ovsdb = micro = flowmod = bond = None
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
@@ -621,13 +629,16 @@ def inner(ns):
         if "flowmod" in SECTIONS:
             log("flowmod.sh")
             flowmod = flowmod_bench()
+        if "bond" in SECTIONS:
+            log("bond.sh")
+            bond = bond_bench()
     except Interrupted:
         log("interrupted: cleaning up")
         cleanup(rn)
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond)
 
 
 def cleanup(rn):
@@ -668,7 +679,7 @@ def results_base():
     return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-latest"
 
 
-def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None):
+def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None):
     vsamples, msamples = vsamples or {}, msamples or {}
     allsamples = {}
     for src in (samples, vsamples, msamples):
@@ -697,7 +708,7 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
         "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
-        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod}
+        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond}
     with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     table = render_table(doc)
@@ -818,6 +829,12 @@ def render_table(doc):
         lines += ["", "Flow-mod rate (tests/bench/flowmod.sh; ratio debian/govs seconds, > 1: govs faster):", ""]
         lines += [l for l in fm["output"].splitlines() if l.startswith("|")] or [
             "flowmod.sh failed: " + fm["output"][-500:]]
+    bd = doc.get("bond")
+    if bd:
+        lines += ["", "Bond (tests/bench/bond.sh; balance-tcp bond of two veths with LACP against one veth, "
+                  "switch to switch):", ""]
+        lines += [l for l in bd["output"].splitlines() if l.startswith("|") or l == ""] or [
+            "bond.sh failed: " + bd["output"][-500:]]
     errs = ["%s %s %d: %s" % (sec, p, i + 1, s["error"]) for sec in ("samples", "samples_vhost", "samples_multiflow")
             for p, ss in doc.get(sec, {}).items() for i, s in enumerate(ss) if s.get("error")]
     if errs:

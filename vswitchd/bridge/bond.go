@@ -9,6 +9,7 @@ import (
 
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/lacp"
+	"github.com/govs/govs/vswitchd/ofproto"
 )
 
 // Bonds, as OVS's bond.c: a Port with more than one Interface runs all of
@@ -18,8 +19,10 @@ import (
 // bond_updelay/bond_downdelay; an active-backup bond sends on its active
 // member, which changes only when it is disabled (or bond-primary comes
 // back, or bond/set-active-member); balance-slb hashes source MAC and VLAN
-// over the enabled members, balance-tcp (LACP negotiated only) the L3 and
-// L4 headers, neither with rebalancing.
+// onto 256 buckets, balance-tcp (LACP negotiated only) the L3 and L4
+// headers, each bucket sending on one member, and every
+// bond-rebalance-interval the buckets move from the most to the least
+// loaded members (ofproto's BondRebalance).
 
 // Bond modes govs runs.
 const (
@@ -38,7 +41,21 @@ type BondSpec struct {
 	Primary string
 	// LACP is the bond's LACP configuration; nil for lacp=off.
 	LACP *LACPSpec
+	// RebalanceInterval is other_config:bond-rebalance-interval in ms,
+	// 0 for no rebalancing.
+	RebalanceInterval int
+	// Single: the port has one interface and runs LACP only (OVS runs
+	// LACP on such a port, as a bundle without a bond): lacp/show lists
+	// it, bond/show and bond/list do not, and NORMAL treats it as a
+	// plain port whatever LACP says.
+	Single bool
 }
+
+// defaultRebalanceInterval and minRebalanceInterval are bridge.c's.
+const (
+	defaultRebalanceInterval = 10000
+	minRebalanceInterval     = 1000
+)
 
 // bondSpec reads p's bond settings, as bridge.c's port_configure_bond,
 // adding to problems what OVS warns about and what govs does not run.
@@ -64,6 +81,10 @@ func bondSpec(p vswitchd.Port, problems *[]string) *BondSpec {
 		*problems = append(*problems, fmt.Sprintf("port %s: unsupported bond-detect-mode %s, defaulting to carrier", p.Name, d))
 	}
 	b.LACP = lacpSpec(p, problems)
+	b.RebalanceInterval = smapInt(p.OtherConfig, "bond-rebalance-interval", defaultRebalanceInterval)
+	if b.RebalanceInterval != 0 && b.RebalanceInterval < minRebalanceInterval {
+		b.RebalanceInterval = minRebalanceInterval
+	}
 	if b.Mode == BondBalanceTCP && b.LACP == nil {
 		*problems = append(*problems, fmt.Sprintf("port %s: bond_mode=balance-tcp needs LACP (lacp=active or passive); without it the bond drops every packet, as OVS's does", p.Name))
 	}
@@ -82,6 +103,59 @@ type bondRun struct {
 	timer *time.Timer
 	// lacp runs the bond's LACP; nil for lacp=off.
 	lacp *lacp.LACP
+	// nextRebalance is when the buckets are next rebalanced; zero when
+	// the bond is not balanced.
+	nextRebalance time.Time
+}
+
+// BondBalancer is implemented by an OFBridge that hashes balanced bonds'
+// flows onto buckets (ofproto.Bridge).
+type BondBalancer interface {
+	BondHashes(bond string) []ofproto.BondHash
+	BondRebalance(bond string) []string
+	BondMigrate(bond string, hash int, member string)
+}
+
+// balanced is bond_is_balanced: balance-slb or balance-tcp with a
+// rebalancing interval, and not running active-backup for want of an
+// LACP partner.
+func (b *bondRun) balanced() bool {
+	return !b.spec.Single && b.spec.RebalanceInterval != 0 && b.spec.Mode != BondActiveBackup &&
+		!(b.lacp != nil && b.spec.LACP.FallbackAB && b.lacp.Status() == lacp.Configured)
+}
+
+// balancer returns b's bridge's BondBalancer, nil if none. Caller holds
+// mu.
+func (s *Switch) balancer(b *bondRun) BondBalancer {
+	if rb := s.bridges[b.bridge]; rb != nil {
+		bb, _ := rb.of.(BondBalancer)
+		return bb
+	}
+	return nil
+}
+
+// rebalance is bond_rebalance's schedule: when b's interval passed, its
+// buckets are rebalanced. It returns when it is next due, zero if b is
+// not balanced. Caller holds mu.
+func (s *Switch) rebalance(b *bondRun, now time.Time) time.Time {
+	if !b.balanced() {
+		b.nextRebalance = time.Time{}
+		return time.Time{}
+	}
+	interval := time.Duration(b.spec.RebalanceInterval) * time.Millisecond
+	if b.nextRebalance.IsZero() || b.nextRebalance.Sub(now) > interval {
+		b.nextRebalance = now.Add(interval)
+	}
+	if now.Before(b.nextRebalance) {
+		return b.nextRebalance
+	}
+	b.nextRebalance = now.Add(interval)
+	if bb := s.balancer(b); bb != nil {
+		for _, l := range bb.BondRebalance(b.name) {
+			s.log.Infof("%s", l)
+		}
+	}
+	return b.nextRebalance
 }
 
 // member is one member's state (bond.c's struct bond_member).
@@ -126,7 +200,9 @@ func (s *Switch) syncBonds() {
 						// bond_member_register: enabled as the carrier is, at once.
 						m := &member{link: s.carrier(ifc, false)}
 						m.carrier = m.link && (b.lacp == nil || b.lacp.MayEnable(spec.Name))
-						s.enableMember(spec.Name, m, m.carrier)
+						if !b.spec.Single {
+							s.enableMember(spec.Name, m, m.carrier)
+						}
 						b.members[spec.Name] = m
 					}
 					if attached {
@@ -171,6 +247,10 @@ func (s *Switch) runBonds(fresh bool) {
 	for _, b := range s.bonds {
 		next := s.runLACP(b, fresh, now)
 		for _, n := range b.names() {
+			if b.spec.Single {
+				// A port, not a bond: LACP only.
+				break
+			}
 			m, ifc := b.members[n], s.ifaces[n]
 			up := s.carrier(ifc, false) && (b.lacp == nil || b.lacp.MayEnable(n))
 			if up != m.carrier || !m.delay.IsZero() {
@@ -181,7 +261,12 @@ func (s *Switch) runBonds(fresh bool) {
 				next = m.delay
 			}
 		}
-		s.chooseActive(b, now)
+		if !b.spec.Single {
+			s.chooseActive(b, now)
+		}
+		if r := s.rebalance(b, now); !r.IsZero() && (next.IsZero() || r.Before(next)) {
+			next = r
+		}
 		if b.timer != nil {
 			b.timer.Stop()
 			b.timer = nil
@@ -322,6 +407,9 @@ func (s *Switch) BondList() string {
 	w.WriteString("bond\ttype\trecircID\tmembers\n")
 	for _, name := range s.bondNames() {
 		b := s.bonds[name]
+		if b.spec.Single {
+			continue
+		}
 		fmt.Fprintf(&w, "%s\t%s\t%d\t%s\n", name, b.spec.Mode, 0, strings.Join(b.names(), ", "))
 	}
 	return w.String()
@@ -333,9 +421,9 @@ func (s *Switch) bondNames() []string { return slices.Sorted(maps.Keys(s.bonds))
 func (s *Switch) BondShow(args []string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := s.bondNames()
+	names := slices.DeleteFunc(s.bondNames(), func(n string) bool { return s.bonds[n].spec.Single })
 	if len(args) > 0 {
-		if s.bonds[args[0]] == nil {
+		if b := s.bonds[args[0]]; b == nil || b.spec.Single {
 			return "", fmt.Errorf("no such bond")
 		}
 		names = args[:1]
@@ -354,9 +442,12 @@ func (s *Switch) BondShow(args []string) (string, error) {
 		}
 		fmt.Fprintf(&w, "updelay: %d ms\n", b.spec.Updelay)
 		fmt.Fprintf(&w, "downdelay: %d ms\n", b.spec.Downdelay)
-		if b.spec.Mode != BondActiveBackup {
-			// govs does not rebalance.
-			w.WriteString("next rebalance: 0 ms\n")
+		var hashes []ofproto.BondHash
+		if b.balanced() {
+			fmt.Fprintf(&w, "next rebalance: %d ms\n", b.nextRebalance.Sub(now).Milliseconds())
+			if bb := s.balancer(b); bb != nil {
+				hashes = bb.BondHashes(name)
+			}
 		}
 		lacpStatus, fallback := "off", false
 		if b.lacp != nil {
@@ -384,6 +475,11 @@ func (s *Switch) BondShow(args []string) (string, error) {
 				fmt.Fprintf(&w, "  %s expires in %d ms\n", upDown(m.enabled, "downdelay", "updelay"), m.delay.Sub(now).Milliseconds())
 			}
 			fmt.Fprintf(&w, "  may_enable: %t\n", m.carrier)
+			for _, h := range hashes {
+				if h.Member == n && h.TxBytes/1024 != 0 {
+					fmt.Fprintf(&w, "  hash %d: %d kB load\n", h.Hash, h.TxBytes/1024)
+				}
+			}
 		}
 		w.WriteString("\n")
 	}
@@ -394,7 +490,7 @@ func (s *Switch) BondShow(args []string) (string, error) {
 // holds mu.
 func (s *Switch) lookupMember(port, name string) (*bondRun, *member, error) {
 	b := s.bonds[port]
-	if b == nil {
+	if b == nil || b.spec.Single {
 		return nil, nil, fmt.Errorf("no such bond")
 	}
 	m := b.members[name]
@@ -437,4 +533,107 @@ func (s *Switch) EnableMember(port, name string, enable bool) (string, error) {
 	s.chooseActive(b, time.Now())
 	s.pushConfigs()
 	return upDown(enable, "enabled", "disabled"), nil
+}
+
+// BondMigrate is `ovs-appctl bond/migrate port hash member`, with OVS's
+// errors: it moves a bucket of a balance-slb bond to an enabled member.
+func (s *Switch) BondMigrate(port, hash, name string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bonds[port]
+	switch {
+	case b == nil || b.spec.Single:
+		return "", fmt.Errorf("no such bond")
+	case b.spec.Mode != BondBalanceSLB:
+		return "", fmt.Errorf("not an SLB bond")
+	case strings.Trim(hash, "0123456789") != "":
+		return "", fmt.Errorf("bad hash")
+	}
+	// atoi: digits only, and as C's, what overflows is undefined; take
+	// the low bits of what fits.
+	h := 0
+	for _, c := range hash {
+		h = (h*10 + int(c-'0')) & 0xffff
+	}
+	m := b.members[name]
+	switch {
+	case m == nil:
+		return "", fmt.Errorf("no such member")
+	case !m.enabled:
+		return "", fmt.Errorf("cannot migrate to disabled member")
+	}
+	if bb := s.balancer(b); bb != nil {
+		bb.BondMigrate(port, h&0xff, name)
+	}
+	return "migrated", nil
+}
+
+// BondHash is `ovs-appctl bond/hash mac [vlan] [basis]`: the bucket a
+// balance-slb bond puts the source MAC mac on VLAN vlan in, with OVS's
+// errors, checked in OVS's order.
+func BondHash(args []string) (string, error) {
+	var vlan, basis uint32
+	var ok bool
+	if len(args) > 1 {
+		if vlan, ok = scanUint(args[1]); !ok {
+			return "", fmt.Errorf("invalid vlan")
+		}
+	}
+	if len(args) > 2 {
+		if basis, ok = scanUint(args[2]); !ok {
+			return "", fmt.Errorf("invalid basis")
+		}
+	}
+	mac, ok := scanMAC(args[0])
+	if !ok {
+		return "", fmt.Errorf("invalid mac")
+	}
+	return fmt.Sprint(ofproto.BondHashMAC(mac, uint16(vlan), basis) & 0xff), nil
+}
+
+// scanUint is ovs_scan's %u: optional spaces and sign, then decimal
+// digits, up to the first other character; wraps as C's.
+func scanUint(s string) (uint32, bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	var v uint32
+	n := 0
+	for ; n < len(s) && s[n] >= '0' && s[n] <= '9'; n++ {
+		v = v*10 + uint32(s[n]-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, n > 0
+}
+
+// scanMAC is ovs_scan's ETH_ADDR_SCAN_FMT: six groups of hex digits
+// (each taken modulo 256) separated by colons; what follows is ignored.
+func scanMAC(s string) ([6]byte, bool) {
+	var mac [6]byte
+	for i := range mac {
+		if i > 0 {
+			if s == "" || s[0] != ':' {
+				return mac, false
+			}
+			s = s[1:]
+		}
+		n := 0
+		for ; n < len(s) && strings.IndexByte("0123456789abcdefABCDEF", s[n]) >= 0; n++ {
+			c := s[n] | 0x20
+			d := c - '0'
+			if c >= 'a' {
+				d = c - 'a' + 10
+			}
+			mac[i] = mac[i]<<4 | d
+		}
+		if n == 0 {
+			return mac, false
+		}
+		s = s[n:]
+	}
+	return mac, true
 }

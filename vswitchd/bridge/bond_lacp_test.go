@@ -107,3 +107,90 @@ func TestLACPSpecProblems(t *testing.T) {
 		t.Errorf("bad lacp-system-id not reported: %q", want.Problems)
 	}
 }
+
+// TestLACPOneInterface: lacp=active on a port of one interface runs LACP
+// (a PDU sent, lacp/show lists it, system priority 65535 as OVS's) but
+// makes no bond: NORMAL gets a plain port that hands its slow protocols
+// frames over, and bond/show and bond/list do not know it.
+func TestLACPOneInterface(t *testing.T) {
+	h := newHarness()
+	d := &db{}
+	d.bridge("br0", "p1", "p2")
+	mode := "active"
+	d.port("p1").LACP = &mode
+	want := Build(d.rows)
+	for _, pr := range want.Problems {
+		if strings.Contains(pr, "LACP") || strings.Contains(pr, "lacp") {
+			t.Errorf("problem %q", pr)
+		}
+	}
+	h.sw.Apply(want)
+	if len(h.backer.sent) != 1 {
+		t.Fatalf("sent %d PDUs, want 1", len(h.backer.sent))
+	}
+	cfgs := h.backer.brs["br0"].cfgs
+	for _, pc := range cfgs[len(cfgs)-1].Ports {
+		if pc.Bond != "" || pc.LACP != (pc.Name == "p1") {
+			t.Errorf("NORMAL got port %s: bond %q, LACP %t", pc.Name, pc.Bond, pc.LACP)
+		}
+	}
+	show, err := h.sw.LACPShow([]string{"p1"})
+	if err != nil || !strings.Contains(show, "---- p1 ----\n  status: active") || !strings.Contains(show, "  sys_priority: 65535\n") {
+		t.Errorf("lacp/show p1: %v\n%s", err, show)
+	}
+	if _, err := h.sw.BondShow([]string{"p1"}); err == nil || err.Error() != "no such bond" {
+		t.Errorf("bond/show p1: %v", err)
+	}
+	if got := h.sw.BondList(); got != "bond\ttype\trecircID\tmembers\n" {
+		t.Errorf("bond/list: %q", got)
+	}
+}
+
+// TestBondRebalanceInterval: bond-rebalance-interval is run, not
+// reported; under 1000 ms it is 1000, 0 disables rebalancing (no next
+// rebalance in bond/show); bond/migrate refuses as OVS's.
+func TestBondRebalanceInterval(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want int
+	}{{"", 10000}, {"500", 1000}, {"0", 0}, {"2500", 2500}} {
+		d, p := bondDB("balance-slb")
+		if c.v != "" {
+			p.OtherConfig = map[string]string{"bond-rebalance-interval": c.v}
+		}
+		want := Build(d.rows)
+		for _, pr := range want.Problems {
+			if strings.Contains(pr, "rebalance") {
+				t.Errorf("problem %q", pr)
+			}
+		}
+		var got int
+		for _, ps := range want.Bridges[0].Ports {
+			if ps.Bond != nil {
+				got = ps.Bond.RebalanceInterval
+			}
+		}
+		if got != c.want {
+			t.Errorf("bond-rebalance-interval=%q: %d, want %d", c.v, got, c.want)
+		}
+		h := newHarness()
+		h.sw.Apply(want)
+		show, _ := h.sw.BondShow(nil)
+		if strings.Contains(show, "next rebalance: ") != (c.want != 0) {
+			t.Errorf("bond-rebalance-interval=%q: bond/show\n%s", c.v, show)
+		}
+		for _, m := range []struct{ hash, member, err string }{
+			{"1", "nosuch", "no such member"}, {"1a", "p1", "bad hash"},
+		} {
+			if _, err := h.sw.BondMigrate("bond0", m.hash, m.member); err == nil || err.Error() != m.err {
+				t.Errorf("bond/migrate bond0 %s %s: %v, want %s", m.hash, m.member, err, m.err)
+			}
+		}
+	}
+	h := newHarness()
+	d, _ := bondDB("active-backup")
+	h.sw.Apply(Build(d.rows))
+	if _, err := h.sw.BondMigrate("bond0", "1", "p1"); err == nil || err.Error() != "not an SLB bond" {
+		t.Errorf("bond/migrate on active-backup: %v", err)
+	}
+}

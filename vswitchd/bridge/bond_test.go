@@ -207,3 +207,38 @@ func FuzzBondSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestBondHashCommand: bond/hash as Debian's ovs-vswitchd 3.1 answers.
+func TestBondHashCommand(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want, err string
+	}{
+		{[]string{"00:11:22:33:44:55"}, "226", ""},
+		{[]string{"00:11:22:33:44:55", "0", "0"}, "226", ""},
+		{[]string{"02:00:00:00:00:01", "0", "7"}, "50", ""},
+		{[]string{"aa:bb:cc:dd:ee:ff", "10"}, "247", ""},
+		{[]string{"zz"}, "", "invalid mac"},
+		{[]string{"00:11:22:33:44:55", "x"}, "", "invalid vlan"},
+		{[]string{"00:11:22:33:44:55", "1", "y"}, "", "invalid basis"},
+		{[]string{"zz", "x"}, "", "invalid vlan"},
+	} {
+		got, err := BondHash(c.args)
+		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
+			t.Errorf("bond/hash %q: %q, %v; want %q, %q", c.args, got, err, c.want, c.err)
+		}
+	}
+}
+
+// FuzzBondHash: bond/hash's parsers never panic, and a MAC it accepts is
+// one with six groups.
+func FuzzBondHash(f *testing.F) {
+	for _, s := range [][3]string{{"00:11:22:33:44:55", "0", "0"}, {"a:b:c:d:e:f", "-1", "+7"}, {"0:0:0:0:0", "", ""}, {"fff:1:2:3:4:5x", " 9", "4294967296"}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, mac, vlan, basis string) {
+		if _, err := BondHash([]string{mac, vlan, basis}); err == nil && strings.Count(mac, ":") < 5 {
+			t.Errorf("accepted MAC %q", mac)
+		}
+	})
+}

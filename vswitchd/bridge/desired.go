@@ -76,6 +76,9 @@ type BridgeSpec struct {
 	FailSecure   bool
 	MACAgingTime int
 	MACTableSize int
+	// FloodVLANs is Bridge.flood_vlans: NORMAL neither learns nor looks
+	// up MACs on these VLANs, it floods them.
+	FloodVLANs []int
 	// Ports are sorted by name.
 	Ports []PortSpec
 	// Controllers are the Bridge.controller rows, sorted by target.
@@ -105,7 +108,8 @@ type PortSpec struct {
 	QoS QoSSpec
 	// Ifaces are sorted by name. A port with more than one is a bond.
 	Ifaces []IfaceSpec
-	// Bond is the bond's configuration; nil unless Ifaces has more than one.
+	// Bond is the bond's configuration; nil unless Ifaces has more than
+	// one, or the one runs LACP (Bond.Single).
 	Bond *BondSpec
 	// STP is the port's STP settings, used when its bridge runs STP.
 	STP PortSTPSpec
@@ -244,6 +248,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			MACTableSize: DefaultMACTableSize,
 		}
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
+		spec.FloodVLANs = slices.Sorted(slices.Values(br.FloodVLANs))
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 		reportUnsupportedBridge(br, &d.Problems)
 		spec.STP = stpSpec(br)
@@ -295,9 +300,16 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			if len(ps.Ifaces) == 0 {
 				continue
 			}
-			reportUnsupportedPort(br.Name, p, len(ps.Ifaces) > 1, &d.Problems)
+			reportUnsupportedPort(br.Name, p, &d.Problems)
 			if len(ps.Ifaces) > 1 {
 				ps.Bond = bondSpec(p, &d.Problems)
+			} else if l := lacpSpec(p, &d.Problems); l != nil {
+				// OVS runs LACP on a port of one interface too, whose
+				// default system priority is 65535 (a bond's 65534).
+				if pri := smapInt(p.OtherConfig, "lacp-system-priority", 0); pri <= 0 || pri > 65535 {
+					l.SysPriority = 65535
+				}
+				ps.Bond = &BondSpec{Mode: BondActiveBackup, LACP: l, Single: true}
 			}
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {

@@ -109,7 +109,7 @@ func (s *Switch) Report(d *Desired) Report {
 		}
 		for _, p := range br.Ports {
 			ps := PortStatus{UUID: p.UUID}
-			if b := s.bonds[p.Name]; b != nil && p.Bond != nil {
+			if b := s.bonds[p.Name]; b != nil && p.Bond != nil && !p.Bond.Single {
 				ps.BondActiveSlave = s.activeMAC(b)
 			}
 			ps.Status, ps.Stats = s.stpPortStatus(br.Name, p)

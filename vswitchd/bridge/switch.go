@@ -547,7 +547,7 @@ func MACFromUUID(u string) net.HardwareAddr {
 
 func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig {
 	cfg := ofproto.BridgeConfig{MACAgingTime: time.Duration(spec.MACAgingTime) * time.Second, MACTableSize: spec.MACTableSize,
-		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0}
+		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0, FloodVLANs: spec.FloodVLANs}
 	for _, ifc := range s.ifaces {
 		if ifc.bridge != rb.name || ifc.state != StateAttached {
 			continue
@@ -561,7 +561,9 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		if !ifc.local {
 			pc.PatchPeer, pc.Tunnel = ifc.spec.PatchPeer, ifc.spec.Tunnel
 		}
-		if b := s.bondOf(ifc); b != nil {
+		if b := s.bondOf(ifc); b != nil && b.spec.Single {
+			pc.LACP = true
+		} else if b != nil {
 			pc.Bond, pc.BondSLB, pc.BondTCP = b.name, b.spec.Mode == BondBalanceSLB, b.spec.Mode == BondBalanceTCP
 			pc.BondEnabled, pc.BondActive = b.members[ifc.spec.Name].enabled, b.active == ifc.spec.Name
 			if b.lacp != nil {

@@ -30,7 +30,7 @@ var unsupportedOtherConfig = []string{
 func unsupportedKeys(oc map[string]string) []string {
 	var keys []string
 	for k := range oc {
-		if k == "bond-detect-mode" || k == "bond-primary" {
+		if k == "bond-detect-mode" || k == "bond-primary" || k == "bond-rebalance-interval" {
 			continue // bond.go runs them
 		}
 		for _, p := range unsupportedOtherConfig {
@@ -65,9 +65,6 @@ func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
 	if br.AutoAttach != nil {
 		what = append(what, "auto_attach")
 	}
-	if len(br.FloodVLANs) > 0 {
-		what = append(what, "flood_vlans")
-	}
 	report("bridge "+br.Name, what, br.OtherConfig, problems)
 }
 
@@ -84,14 +81,11 @@ func report(where string, what []string, oc map[string]string, problems *[]strin
 
 // reportUnsupportedPort adds what p sets that govs does not run. A bond
 // (more than one interface) runs (bond.go), LACP included
-// (bond_lacp.go); bondSpec reports what it does not run. A single
-// interface's bond settings do nothing, in OVS too, but OVS would run
-// LACP on it.
-func reportUnsupportedPort(br string, p vswitchd.Port, bond bool, problems *[]string) {
+// (bond_lacp.go), on a port of one interface too; bondSpec reports what
+// it does not run. A single interface's bond settings do nothing, in OVS
+// too.
+func reportUnsupportedPort(br string, p vswitchd.Port, problems *[]string) {
 	var what []string
-	if p.LACP != nil && *p.LACP != vswitchd.PortLACPOff && !bond {
-		what = append(what, "lacp="+string(*p.LACP)+" (LACP on a port of one interface)")
-	}
 	if p.BondFakeIface {
 		what = append(what, "bond_fake_iface=true")
 	}

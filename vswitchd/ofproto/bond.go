@@ -80,33 +80,80 @@ func (x *xlate) isGratuitousARP() bool {
 // bondOut is the member of b that sends this flow, nil if none
 // (bond_choose_output_member): the active member of an active-backup
 // bond, or of any bond whose LACP has no partner and lacp-fallback-ab
-// (none without it); for balance-slb the enabled member the source MAC
-// and VLAN hash to; for balance-tcp, with LACP negotiated only, the one
-// the L3 and L4 headers hash to. (OVS hashes to one of 256 buckets that
-// rebalancing moves between members; govs hashes straight onto the
-// enabled members and does not rebalance.)
+// (none without it); for balance-slb and balance-tcp (with LACP
+// negotiated only) the member of the hash bucket the flow falls in
+// (bondBucket), which a bucket not assigned to an enabled member is given
+// now, round robin over the enabled members, as get_enabled_member.
 func (x *xlate) bondOut(b *bond, vid uint16) *port {
-	slb, tcp := b.slb, b.tcp
-	if b.lacp == lacp.Configured {
+	e := x.bondEntry(b, vid)
+	switch {
+	case e >= 0:
+	case b.lacp == lacp.Configured:
 		if !b.fallbackAB {
 			return nil
 		}
+		return b.active
+	case b.tcp && b.lacp != lacp.Negotiated:
+		return nil
+	default:
+		return b.active
+	}
+	if len(b.enabled) == 0 {
+		return b.active
+	}
+	h := b.hash
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m := b.member(h.members[e]); m != nil && m.enabled {
+		return m
+	}
+	m := b.enabled[h.next%uint32(len(b.enabled))]
+	h.next++
+	h.members[e] = m.name
+	return m
+}
+
+// bondEntry is the hash bucket of this flow in b, -1 if b does not
+// balance it (active-backup, or LACP not negotiated).
+func (x *xlate) bondEntry(b *bond, vid uint16) int {
+	slb, tcp := b.slb, b.tcp
+	if b.lacp == lacp.Configured {
 		slb, tcp = false, false
 	}
 	switch {
-	case tcp && b.lacp != lacp.Negotiated:
-		return nil
-	case !slb && !tcp || len(b.enabled) == 0:
-		return b.active
+	case tcp && b.lacp != lacp.Negotiated, !slb && !tcp:
+		return -1
 	}
 	var h uint32
 	if tcp {
 		h = x.hashL3L4()
 	} else {
-		h = fnv1a(2166136261, x.key.EthSrc[:])
-		h = (h ^ uint32(vid)) * 16777619
+		h = BondHashMAC(x.key.EthSrc, vid, 0)
 	}
-	return b.enabled[h%uint32(len(b.enabled))]
+	return int(h & bondMask)
+}
+
+// bondAccount credits what this translation forwarded to out, a bond
+// member, to the flow's hash bucket (bond_account), which rebalancing
+// weighs: the missed packet, or what the installed flow forwarded since
+// the last revalidation.
+func (x *xlate) bondAccount(out *port, vid uint16) {
+	if x.bytes == 0 || x.mode != modePacket && x.mode != modeRefresh {
+		return
+	}
+	if e := x.bondEntry(out.bond, vid); e >= 0 {
+		out.bond.hash.tx[e].Add(x.bytes)
+	}
+}
+
+// member returns b's member named name, nil if none.
+func (b *bond) member(name string) *port {
+	for _, m := range b.members {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 func fnv1a(h uint32, b []byte) uint32 {

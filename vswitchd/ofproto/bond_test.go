@@ -131,3 +131,81 @@ func TestNormalBalanceTCP(t *testing.T) {
 	br.Reconfigure(tcpPorts(lacp.Configured, true))
 	tb.run(t, []step{{3, eth(macA, macB), "1"}, {2, eth(macB, macA), "drop"}, {1, eth(macB, macA), "3"}})
 }
+
+// TestBondRebalance: a balance-tcp bond's connections fall in buckets
+// assigned round robin to its members; with all the load on one member,
+// rebalancing moves buckets to the other until their loads are close,
+// the moved connections then leave on it, and the loads are halved.
+func TestBondRebalance(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", tcpPorts(lacp.Negotiated, false))
+	tb.run(t, []step{{1, eth(macB, macA), "3"}})
+	conn := func(sport uint16) string {
+		f := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+			IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+			TCP:  &dptest.TCP{Src: sport, Dst: 5201}}.Bytes()
+		got, _ := tb.xlate(3, f)
+		return got
+	}
+	for sport := uint16(40000); sport < 40016; sport++ {
+		conn(sport)
+	}
+	hashes := br.BondHashes("bond0")
+	if len(hashes) < 8 {
+		t.Fatalf("16 connections fell in %d buckets: %+v", len(hashes), hashes)
+	}
+	h := br.snap.Load().bonds["bond0"].hash
+	for _, e := range hashes {
+		br.BondMigrate("bond0", e.Hash, "a0")
+		h.tx[e.Hash].Store(200 * 1024)
+	}
+	for sport := uint16(40000); sport < 40016; sport++ {
+		if got := conn(sport); got != "1" {
+			t.Fatalf("after migrating every bucket to a0, port %d goes to %s", sport, got)
+		}
+	}
+	logs := br.BondRebalance("bond0")
+	if len(logs) == 0 || !strings.HasPrefix(logs[0], "bond bond0: shift 200kB of load (with hash ") {
+		t.Fatalf("rebalancing logged %q", logs)
+	}
+	load := map[string]uint64{}
+	for _, e := range br.BondHashes("bond0") {
+		load[e.Member] += e.TxBytes
+		if e.TxBytes != 100*1024 {
+			t.Errorf("bucket %d: load %d after rebalancing, want halved to %d", e.Hash, e.TxBytes, 100*1024)
+		}
+	}
+	if d := int64(load["a0"]) - int64(load["a1"]); d > 100*1024 || d < -100*1024 {
+		t.Errorf("loads after rebalancing: %v", load)
+	}
+	seen := map[string]bool{}
+	for sport := uint16(40000); sport < 40016; sport++ {
+		seen[conn(sport)] = true
+	}
+	if !seen["2"] {
+		t.Errorf("no connection moved to a1: %v", seen)
+	}
+	// Balanced now: nothing more to move.
+	if logs := br.BondRebalance("bond0"); len(logs) != 0 {
+		t.Errorf("second rebalancing moved %q", logs)
+	}
+}
+
+// TestBondHashMAC: balance-slb's buckets are OVS's, as Debian's
+// ovs-appctl bond/hash prints them.
+func TestBondHashMAC(t *testing.T) {
+	for _, c := range []struct {
+		mac         [6]byte
+		vlan        uint16
+		basis, want uint32
+	}{
+		{[6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, 0, 0, 226},
+		{[6]byte{0x02, 0, 0, 0, 0, 1}, 0, 0, 38},
+		{[6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}, 10, 0, 247},
+		{[6]byte{0x02, 0, 0, 0, 0, 1}, 0, 7, 50},
+	} {
+		if got := BondHashMAC(c.mac, c.vlan, c.basis) & bondMask; got != c.want {
+			t.Errorf("bond/hash %x %d %d: %d, want %d", c.mac, c.vlan, c.basis, got, c.want)
+		}
+	}
+}

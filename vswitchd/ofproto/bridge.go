@@ -25,6 +25,10 @@ type BridgeConfig struct {
 	// MACTableSize is other_config:mac-table-size; 0 means the default
 	// (8192, as OVS 3.1). OVS keeps it within 10..1000000.
 	MACTableSize int
+	// FloodVLANs is Bridge.flood_vlans: on these VLANs NORMAL learns no
+	// MAC and floods every packet (OVS's is_learning_vlan). A change
+	// flushes the MAC table, as OVS's.
+	FloodVLANs []int
 	// ForwardBPDU is other_config:forward-bpdu: NORMAL forwards frames
 	// to reserved multicast addresses (01:80:c2:00:00:0x, ...) instead
 	// of dropping them.
@@ -95,6 +99,10 @@ type PortConfig struct {
 	// BondMayEnable: LACP lets the member carry traffic, though the bond
 	// has not enabled it yet (it accepts what the member receives).
 	BondMayEnable bool
+	// LACP: the port, of one interface, runs LACP: what it receives of
+	// the slow protocols goes to the handler of SetSlowProtocolsHandler;
+	// the rest is forwarded whatever LACP says, as OVS's.
+	LACP bool
 	// BondEnabled: the member may carry traffic; BondActive: it is the
 	// bond's active member (at most one per bond).
 	BondEnabled, BondActive bool
@@ -159,6 +167,8 @@ type port struct {
 	enabled bool
 	// mayEnable: LACP lets the member carry traffic.
 	mayEnable bool
+	// lacp: the port, not a bond member, runs LACP.
+	lacp bool
 	// srcMirrors and dstMirrors are the mirrors (bits of snapshot.mirrors)
 	// that select what p receives and sends; mirrorOut: p is a mirror's
 	// output, which takes no part in forwarding.
@@ -180,6 +190,9 @@ type bond struct {
 	// active is the active member, nil when none is enabled.
 	members, enabled []*port
 	active           *port
+	// hash are the buckets of a balance-slb or balance-tcp bond
+	// (bondhash.go); nil for active-backup.
+	hash *bondHash
 }
 
 // snapshot is an immutable configuration of one bridge, swapped in whole
@@ -194,6 +207,8 @@ type snapshot struct {
 	forwardBPDU bool
 	// tree is BridgeConfig.SpanningTree.
 	tree string
+	// flood are the VLANs of BridgeConfig.FloodVLANs, nil if none.
+	flood *vlanSet
 	// byOFPort maps OpenFlow port numbers to ports.
 	byOFPort map[int]*port
 	// bonds are the bonds by name.
@@ -255,6 +270,9 @@ type Bridge struct {
 	// mirrorCounters are the mirrors' counters by MirrorConfig.Key;
 	// guarded by backer.mu.
 	mirrorCounters map[string]*datapath.Counter
+	// bondHashes are the balanced bonds' buckets by bond name; guarded
+	// by backer.mu.
+	bondHashes map[string]*bondHash
 }
 
 func newBridge(b *Backer, name string) *Bridge {
@@ -301,6 +319,9 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	// clean-up below is final.
 	br.ml.mu.Lock()
 	br.ml.idle, br.ml.max = s.idle, s.max
+	if (s.flood == nil) != (old.flood == nil) || s.flood != nil && *s.flood != *old.flood {
+		br.ml.flush()
+	}
 	for name := range br.ml.ports {
 		// A port that became a mirror's output forwards nothing; one
 		// the spanning tree stopped learning on forgets its entries.
@@ -326,6 +347,14 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		s.max = DefaultMACTableSize
 	}
 	s.max = min(max(s.max, minMACTableSize), maxMACTableSize)
+	for _, v := range cfg.FloodVLANs {
+		if v >= 0 && v <= 4095 {
+			if s.flood == nil {
+				s.flood = new(vlanSet)
+			}
+			s.flood.set(uint16(v))
+		}
+	}
 	for _, pc := range cfg.Ports {
 		if _, dup := s.byName[pc.Name]; dup {
 			br.backer.log.Warnf("bridge %s: port %s configured twice; ignoring the second", br.name, pc.Name)
@@ -344,6 +373,9 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 		b := s.bonds[pc.Bond]
 		if b == nil {
 			b = &bond{name: pc.Bond, slb: pc.BondSLB, tcp: pc.BondTCP, lacp: pc.BondLACP, fallbackAB: pc.BondFallbackAB}
+			if b.slb || b.tcp {
+				b.hash = br.bondHashFor(pc.Bond, b.slb, b.tcp)
+			}
 			s.bonds[pc.Bond] = b
 		}
 		p.bond, p.enabled, p.mayEnable = b, pc.BondEnabled, pc.BondMayEnable
@@ -355,12 +387,17 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 			}
 		}
 	}
+	for name, h := range br.bondHashes {
+		if b := s.bonds[name]; b == nil || b.hash != h {
+			delete(br.bondHashes, name)
+		}
+	}
 	return s
 }
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
 	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer, tnl: pc.Tunnel,
-		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, gate: pc.Gate}
+		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, gate: pc.Gate, lacp: pc.LACP}
 	if s.tree == "" {
 		p.gate = GateOpen
 	}

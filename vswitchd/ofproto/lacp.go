@@ -37,7 +37,7 @@ func (b *Backer) SendFrame(dpPort uint32, frame []byte) error {
 // datapath flow matches the input port and Ethernet type, which every
 // translation consults.
 func (x *xlate) slowPath(in *port) bool {
-	if in.bond == nil || in.bond.lacp == lacp.Disabled || x.key.EthType != lacp.EthTypeSlow {
+	if !in.lacp && (in.bond == nil || in.bond.lacp == lacp.Disabled) || x.key.EthType != lacp.EthTypeSlow {
 		return false
 	}
 	x.report("->", "slow protocols frame on a LACP bond member, to the LACP state machine")

@@ -500,3 +500,24 @@ func TestFailSecureDrops(t *testing.T) {
 	br0.Reconfigure(BridgeConfig{Ports: ports})
 	tb.run(t, []step{{1, eth(macA, bcast), "2,4"}})
 }
+
+// TestNormalFloodVLANs: on a VLAN of flood_vlans NORMAL learns nothing
+// and floods even to a MAC it knows on another VLAN; other VLANs learn;
+// a change of flood_vlans flushes the MAC table.
+func TestNormalFloodVLANs(t *testing.T) {
+	tb := newTestBacker(t)
+	cfg := BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}, FloodVLANs: []int{10}}
+	br := tb.bridge("br0", cfg)
+	tb.run(t, []step{
+		{1, eth(macA, macB, tag(10)), "2,3"},
+		{2, eth(macB, macA, tag(10)), "1,3"}, // A not learned on VLAN 10
+		{1, eth(macA, macB, tag(20)), "2,3"},
+		{2, eth(macB, macA, tag(20)), "1"}, // learned on VLAN 20
+	})
+	if got := br.FDBShow(); strings.Contains(got, "   10  ") {
+		t.Errorf("fdb/show has entries on flood VLAN 10:\n%s", got)
+	}
+	cfg.FloodVLANs = []int{10, 30}
+	br.Reconfigure(cfg)
+	tb.run(t, []step{{2, eth(macB, macA, tag(20)), "1,3"}}) // flushed
+}

@@ -221,12 +221,18 @@ func (x *xlate) normal(in *port) {
 	if ml.run(now) {
 		x.changed = true
 	}
-	if x.mode == modePacket || x.mode == modeRefresh {
+	// On a flood VLAN nothing is learned or looked up.
+	learning := in.br.flood == nil || !in.br.flood.has(v.vid)
+	if learning && (x.mode == modePacket || x.mode == modeRefresh) {
 		if x.learnable(in) && ml.learn(src, v.vid, in.learnName(), now, x.usedAt, x.mode == modeRefresh) {
 			x.changed = true
 		}
 	}
-	outName, known := ml.lookup(dst, v.vid)
+	var outName string
+	var known bool
+	if learning {
+		outName, known = ml.lookup(dst, v.vid)
+	}
 	ml.mu.Unlock()
 
 	if !known {
@@ -311,6 +317,9 @@ func outputTranslate(out *port, v xvlan) xvlan {
 func (x *xlate) outputNormal(out *port, v xvlan) {
 	saved := x.cur
 	x.cur = outputTranslate(out, v).hdr()
+	if out.bond != nil {
+		x.bondAccount(out, v.vid)
+	}
 	x.output(out)
 	x.cur = saved
 }
