@@ -89,6 +89,10 @@ func Recirc(id uint32) Action { return Action{Kind: ActionRecirc, RecircID: id} 
 // controller action's.
 const CookieSlowPath = 1 << 31
 
+// CookieSlowPathSTP marks, with CookieSlowPath, a spanning tree BPDU
+// (OVS's slow_path(stp)) rather than a slow protocols frame.
+const CookieSlowPathSTP = 1 << 30
+
 // Userspace returns the action that hands the packet to the Upcaller's
 // UserspaceHandler with cookie.
 func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cookie: cookie} }
@@ -197,6 +201,9 @@ func (a Action) String() string {
 	case ActionRecirc:
 		return "recirc(" + hexAlt(uint64(a.RecircID)) + ")"
 	case ActionUserspace:
+		if a.Cookie&(CookieSlowPath|CookieSlowPathSTP) == CookieSlowPath|CookieSlowPathSTP {
+			return "userspace(pid=0,slow_path(stp))"
+		}
 		if a.Cookie&CookieSlowPath != 0 {
 			return "userspace(pid=0,slow_path(lacp))"
 		}

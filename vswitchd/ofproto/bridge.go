@@ -43,6 +43,9 @@ type BridgeConfig struct {
 	Ports []PortConfig
 	// Mirrors are the bridge's port mirrors, at most MaxMirrors.
 	Mirrors []MirrorConfig
+	// RSTP: the bridge runs RSTP; the BPDUs its ports receive go to the
+	// handler of SetSlowProtocolsHandler, never to the pipeline.
+	RSTP bool
 }
 
 // PortConfig is one interface of a bridge: a port, or a member of a bond.
@@ -94,6 +97,8 @@ type PortConfig struct {
 	// BondEnabled: the member may carry traffic; BondActive: it is the
 	// bond's active member (at most one per bond).
 	BondEnabled, BondActive bool
+	// STP is the port's spanning tree state.
+	STP STPGate
 }
 
 // vlanMode is a port's VLAN mode (OVS's enum port_vlan_mode).
@@ -157,6 +162,8 @@ type port struct {
 	// output, which takes no part in forwarding.
 	srcMirrors, dstMirrors uint32
 	mirrorOut              bool
+	// stp is the port's spanning tree state.
+	stp STPGate
 }
 
 // bond is the members of one bond, which NORMAL treats as one port named
@@ -183,6 +190,8 @@ type snapshot struct {
 	max    int   // MAC table size
 
 	forwardBPDU bool
+	// rstp: the bridge runs RSTP (BridgeConfig.RSTP).
+	rstp bool
 	// byOFPort maps OpenFlow port numbers to ports.
 	byOFPort map[int]*port
 	// bonds are the bonds by name.
@@ -302,7 +311,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 }
 
 func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
-	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), byOFPort: make(map[int]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU}
+	s := &snapshot{br: br, byName: make(map[string]*port, len(cfg.Ports)), byOFPort: make(map[int]*port, len(cfg.Ports)), forwardBPDU: cfg.ForwardBPDU, rstp: cfg.RSTP}
 	idle := int64(cfg.MACAgingTime / time.Second)
 	if cfg.MACAgingTime <= 0 {
 		idle = DefaultMACAgingTime
@@ -347,7 +356,7 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
 	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer, tnl: pc.Tunnel,
-		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood}
+		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, stp: pc.STP}
 	tag := -1
 	if pc.Tag >= 0 && pc.Tag <= 4095 {
 		tag = pc.Tag

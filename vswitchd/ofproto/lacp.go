@@ -20,7 +20,8 @@ type slowHandler struct {
 }
 
 // SetSlowProtocolsHandler makes f receive the slow protocols frames bond
-// members running LACP receive, with the member's datapath port. f is
+// members running LACP receive, and the BPDUs the ports of a bridge
+// running RSTP receive (stp.go), with the port's datapath port. f is
 // called from the packet path: it must not block, and must copy frame to
 // keep it.
 func (b *Backer) SetSlowProtocolsHandler(f func(dpPort uint32, frame []byte)) {
@@ -49,6 +50,6 @@ func (x *xlate) slowPath(in *port) bool {
 // cookie names, to the slow protocols handler.
 func (b *Backer) slowPathPacket(cookie uint32, p *packet.Packet) {
 	if h := b.slow.Load(); h != nil {
-		h.f(cookie&^datapath.CookieSlowPath, bytes.Clone(p.Data()))
+		h.f(cookie&^(datapath.CookieSlowPath|datapath.CookieSlowPathSTP), bytes.Clone(p.Data()))
 	}
 }

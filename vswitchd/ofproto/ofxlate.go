@@ -58,7 +58,7 @@ func ofPortNo(p *port) uint32 {
 // from table 0, as received on in.
 func (x *xlate) pipeline(in *port) {
 	x.visits++
-	if x.slowPath(in) {
+	if x.slowPath(in) || x.bpduPath(in) {
 		return
 	}
 	if in.mirrorOut {
@@ -71,6 +71,11 @@ func (x *xlate) pipeline(in *port) {
 		x.report(">>", "OFPPC_NO_RECV set, dropping")
 		return
 	}
+	if !in.stp.receives() {
+		x.report(">>", "spanning tree port is discarding, dropping")
+		return
+	}
+	defer x.stpCancel(in, len(x.acts))
 	saved := x.of
 	x.of = &ofState{in: in, missTable: -1}
 	x.of.flow.Key = *x.key

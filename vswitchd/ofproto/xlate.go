@@ -323,6 +323,10 @@ func (x *xlate) output(out *port) {
 		x.report("->", "OFPPC_NO_FWD set, skipping output")
 		return
 	}
+	if out.stp.NoForward {
+		x.report(">>", "RSTP not in forwarding state, skipping output")
+		return
+	}
 	if out.patchPeer != "" {
 		peer := x.idx.peer[out]
 		if peer == nil || x.depth >= maxDepth || x.visits >= maxBridgeVisits {
