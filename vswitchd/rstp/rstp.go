@@ -112,25 +112,15 @@ func (c *PortConfig) Check() []string {
 // SpeedToCost is OVS's rstp_convert_speed_to_cost (802.1D-2004 Table
 // 17-3): a port's default path cost for its speed in Mb/s.
 func SpeedToCost(mbps uint64) uint32 {
-	switch {
-	case mbps >= 10000000:
-		return 2
-	case mbps >= 1000000:
-		return 20
-	case mbps >= 100000:
-		return 200
-	case mbps >= 10000:
-		return 2000
-	case mbps >= 1000:
-		return 20000
-	case mbps >= 100:
-		return 200000
-	case mbps >= 10:
-		return 2000000
-	case mbps >= 1:
-		return 20000000
+	if mbps == 0 {
+		return DefaultPathCost
 	}
-	return DefaultPathCost
+	// 20000000 at 1 Mb/s, a tenth for each tenfold speed, 2 from 10 Tb/s.
+	cost := uint32(20000000)
+	for s := uint64(10); s <= 10000000 && mbps >= s; s *= 10 {
+		cost /= 10
+	}
+	return cost
 }
 
 // Role is a port's role.

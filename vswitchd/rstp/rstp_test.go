@@ -223,3 +223,12 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("Check rounds priority: %q %d", bad, c.Priority)
 	}
 }
+
+func TestSpeedToCost(t *testing.T) {
+	for mbps, cost := range map[uint64]uint32{0: 200000, 1: 20000000, 9: 20000000, 10: 2000000, 100: 200000,
+		1000: 20000, 10000: 2000, 40000: 2000, 100000: 200, 1000000: 20, 10000000: 2, 100000000: 2} {
+		if got := SpeedToCost(mbps); got != cost {
+			t.Errorf("SpeedToCost(%d) = %d, want %d", mbps, got, cost)
+		}
+	}
+}
