@@ -9,6 +9,7 @@ import (
 
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/lacp"
+	"github.com/govs/govs/vswitchd/rstp"
 )
 
 // LACP on bonds, as OVS's bridge.c port_configure_lacp and
@@ -154,6 +155,10 @@ func (s *Switch) removeMember(b *bondRun, n string) {
 // slowFrame is the SlowProtocols handler: it queues the frame for
 // runBonds, from the packet path, without blocking.
 func (s *Switch) slowFrame(dpPort uint32, frame []byte) {
+	if len(frame) >= 6 && [6]byte(frame) == rstp.Addr {
+		s.stpFrameIn(dpPort, frame)
+		return
+	}
 	select {
 	case s.lacpRx <- lacpFrame{dpPort, frame}:
 		s.wakeBonds()

@@ -81,6 +81,8 @@ type BridgeSpec struct {
 	Protocols ofp.Versions
 	// Mirrors are the Bridge.mirrors rows that run, in UUID order.
 	Mirrors []MirrorSpec
+	// RSTP is the bridge's RSTP configuration, nil when it runs none.
+	RSTP *RSTPSpec
 }
 
 // ControllerSpec is one Controller row.
@@ -102,6 +104,9 @@ type PortSpec struct {
 	Ifaces []IfaceSpec
 	// Bond is the bond's configuration; nil unless Ifaces has more than one.
 	Bond *BondSpec
+	// RSTP is the port's RSTP configuration, zero unless its bridge
+	// runs RSTP.
+	RSTP RSTPPortSpec
 }
 
 // IfaceSpec is one Interface row.
@@ -234,6 +239,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		spec.FailSecure = br.FailMode != nil && *br.FailMode == vswitchd.BridgeFailModeSecure
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 		reportUnsupportedBridge(br, &d.Problems)
+		spec.RSTP = rstpSpec(br, &d.Problems)
 		spec.Protocols = protocols(br.Protocols)
 		spec.Controllers = controllerSpecs(br, controllers, rundir, &d.Problems)
 
@@ -282,6 +288,13 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			reportUnsupportedPort(br.Name, p, len(ps.Ifaces) > 1, &d.Problems)
 			if len(ps.Ifaces) > 1 {
 				ps.Bond = bondSpec(p, &d.Problems)
+			}
+			if spec.RSTP != nil {
+				ps.RSTP = rstpPortSpec(br.Name, p, &d.Problems)
+				if ps.RSTP.Enable && len(ps.Ifaces) > 1 {
+					d.Problems = append(d.Problems, fmt.Sprintf("port %s: cannot enable RSTP on bonds, disabling", p.Name))
+					ps.RSTP.Enable = false
+				}
 			}
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {

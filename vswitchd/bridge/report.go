@@ -28,7 +28,7 @@ type Report struct {
 	Ifaces  []IfaceStatus
 	// Controllers are every bridge's Controller rows.
 	Controllers []ControllerStatus
-	// Ports are the bonds' Port rows.
+	// Ports are the bridges' Port rows.
 	Ports []PortStatus
 	// Mirrors are the bridges' Mirror rows.
 	Mirrors []MirrorStatus
@@ -36,10 +36,13 @@ type Report struct {
 
 // PortStatus is the Port columns the switch writes: bond_active_slave,
 // the MAC of the bond's active member ("" clears it), as OVS's
-// port_refresh_bond_status.
+// port_refresh_bond_status; rstp_status and rstp_statistics (nil clears
+// them), as port_refresh_rstp_status.
 type PortStatus struct {
 	UUID            string
 	BondActiveSlave string
+	RSTPStatus      map[string]string
+	RSTPStatistics  map[string]int
 }
 
 // ControllerStatus is the Controller columns the switch writes:
@@ -54,6 +57,8 @@ type ControllerStatus struct {
 type BridgeStatus struct {
 	UUID       string
 	DatapathID string // 16 hex digits
+	// RSTPStatus is rstp_status, nil (cleared) unless it runs RSTP.
+	RSTPStatus map[string]string
 }
 
 // IfaceStatus is the Interface columns the switch writes.
@@ -92,7 +97,7 @@ func (s *Switch) Report(d *Desired) Report {
 	r := Report{OVSUUID: d.OVSUUID, CurCfg: d.NextCfg}
 	for _, br := range d.Bridges {
 		if rb := s.bridges[br.Name]; rb != nil {
-			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid)})
+			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid), RSTPStatus: s.rstpBridgeStatus(br.Name)})
 			var ctrl map[string]connmgr.ControllerStatus
 			if rb.mgmt != nil {
 				ctrl = rb.mgmt.ControllerStatus()
@@ -103,9 +108,12 @@ func (s *Switch) Report(d *Desired) Report {
 			r.Mirrors = append(r.Mirrors, s.mirrorStatus(&br)...)
 		}
 		for _, p := range br.Ports {
+			ps := PortStatus{UUID: p.UUID}
 			if b := s.bonds[p.Name]; b != nil && p.Bond != nil {
-				r.Ports = append(r.Ports, PortStatus{UUID: p.UUID, BondActiveSlave: s.activeMAC(b)})
+				ps.BondActiveSlave = s.activeMAC(b)
 			}
+			ps.RSTPStatus, ps.RSTPStatistics = s.rstpPortStatus(br.Name, &p)
+			r.Ports = append(r.Ports, ps)
 			for _, spec := range p.Ifaces {
 				if spec.UUID == "" {
 					continue

@@ -65,6 +65,12 @@ type Switch struct {
 	// lacpWarned is when lacpWarn last logged.
 	lacpRx     chan lacpFrame
 	lacpWarned time.Time
+	// rstps are the bridges running RSTP by name; stpRx queues the
+	// BPDUs their ports receive (stpFrameIn); stpWake:
+	// SpanningTreeChanged.
+	rstps   map[string]*rstpRun
+	stpRx   chan stpFrame
+	stpWake chan struct{}
 	// mirrorStats are the mirrors' statistics columns by Mirror UUID,
 	// as Refresh last read them.
 	mirrorStats map[string]map[string]int
@@ -163,6 +169,9 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		bonds:     map[string]*bondRun{},
 		bondWake:  make(chan struct{}, 1),
 		lacpRx:    make(chan lacpFrame, lacpQueueLen),
+		rstps:     map[string]*rstpRun{},
+		stpRx:     make(chan stpFrame, stpQueueLen),
+		stpWake:   make(chan struct{}, 1),
 	}
 	if sp, ok := backer.(SlowProtocols); ok {
 		sp.SetSlowProtocolsHandler(s.slowFrame)
@@ -273,6 +282,9 @@ func (s *Switch) Apply(d *Desired) {
 	for i := range d.Bridges {
 		s.pickAddress(s.bridges[d.Bridges[i].Name], &d.Bridges[i])
 	}
+	// RSTP first: the port states gate the configuration syncBonds
+	// pushes, so that a loop never forwards before RSTP runs on it.
+	s.syncRSTP()
 	s.syncBonds()
 }
 
@@ -527,7 +539,7 @@ func MACFromUUID(u string) net.HardwareAddr {
 
 func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig {
 	cfg := ofproto.BridgeConfig{MACAgingTime: time.Duration(spec.MACAgingTime) * time.Second, MACTableSize: spec.MACTableSize,
-		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0}
+		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0, RSTP: s.rstps[rb.name] != nil}
 	for _, ifc := range s.ifaces {
 		if ifc.bridge != rb.name || ifc.state != StateAttached {
 			continue
@@ -536,7 +548,7 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 			Name: ifc.spec.Name, OFPort: ifc.ofport, DPPort: ifc.dpPort,
 			Tag: ifc.port.Tag, Trunks: ifc.port.Trunks, VLANMode: ifc.port.VLANMode,
 			NoRecv: ifc.ofConfig&ofp.PortConfigNoRecv != 0, NoFwd: ifc.ofConfig&ofp.PortConfigNoFwd != 0,
-			NoFlood: ifc.ofConfig&ofp.PortConfigNoFlood != 0,
+			NoFlood: ifc.ofConfig&ofp.PortConfigNoFlood != 0, STP: s.stpGate(rb.name, ifc.spec.Name),
 		}
 		if !ifc.local {
 			pc.PatchPeer, pc.Tunnel = ifc.spec.PatchPeer, ifc.spec.Tunnel
@@ -578,6 +590,10 @@ func (s *Switch) LinkChanged(name string, ifindex int, present bool) bool {
 				// then writes Port.bond_active_slave (BondsChanged).
 				s.runBonds(true)
 				s.wakeBonds()
+			}
+			if s.inRSTP(ifc) {
+				s.carrier(ifc, true)
+				s.wakeRSTP()
 			}
 			return false
 		}
@@ -675,6 +691,7 @@ func (s *Switch) Close() {
 	}
 	s.last = nil
 	s.syncBonds()
+	s.syncRSTP()
 }
 
 // State returns the lifecycle state of the named interface and whether

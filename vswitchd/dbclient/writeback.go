@@ -61,10 +61,15 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		if err := c.cli.Get(ctx, cur); err != nil {
 			continue
 		}
+		m := &vswitchd.Bridge{UUID: b.UUID, DatapathID: &b.DatapathID, RSTPStatus: b.RSTPStatus}
+		var f []any
 		if cur.DatapathID == nil || *cur.DatapathID != b.DatapathID {
-			m := &vswitchd.Bridge{UUID: b.UUID, DatapathID: &b.DatapathID}
-			errs = append(errs, add(m, &m.DatapathID))
+			f = append(f, &m.DatapathID)
 		}
+		if !maps.Equal(cur.RSTPStatus, m.RSTPStatus) {
+			f = append(f, &m.RSTPStatus)
+		}
+		errs = append(errs, add(m, f...))
 	}
 
 	for _, st := range r.Controllers {
@@ -94,13 +99,21 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		if err := c.cli.Get(ctx, cur); err != nil {
 			continue
 		}
-		m := &vswitchd.Port{UUID: st.UUID}
+		m := &vswitchd.Port{UUID: st.UUID, RSTPStatus: st.RSTPStatus, RSTPStatistics: st.RSTPStatistics}
 		if st.BondActiveSlave != "" {
 			m.BondActiveSlave = ptr(st.BondActiveSlave)
 		}
+		var f []any
 		if !samePtr(cur.BondActiveSlave, m.BondActiveSlave) {
-			errs = append(errs, add(m, &m.BondActiveSlave))
+			f = append(f, &m.BondActiveSlave)
 		}
+		if !maps.Equal(cur.RSTPStatus, m.RSTPStatus) {
+			f = append(f, &m.RSTPStatus)
+		}
+		if !maps.Equal(cur.RSTPStatistics, m.RSTPStatistics) {
+			f = append(f, &m.RSTPStatistics)
+		}
+		errs = append(errs, add(m, f...))
 	}
 
 	for _, st := range r.Mirrors {
