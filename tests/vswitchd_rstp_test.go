@@ -42,11 +42,14 @@ func newRSTPLoop(t *testing.T) *rstpLoop {
 		}
 	}
 	// RSTP on from the start: the loop must never forward before it runs.
+	// The hosts' ports are edges: they forward at once.
 	e.mustVsctl("add-br", l.b1, "--", "set", "bridge", l.b1, "rstp_enable=true",
 		"other_config:hwaddr=02:00:00:00:98:01", "other_config:rstp-priority=4096",
-		"--", "add-port", l.b1, l.a.Host, "--", "add-port", l.b1, l.links[0][0], "--", "add-port", l.b1, l.links[1][0],
+		"--", "add-port", l.b1, l.a.Host, "other_config:rstp-port-admin-edge=true",
+		"--", "add-port", l.b1, l.links[0][0], "--", "add-port", l.b1, l.links[1][0],
 		"--", "add-br", l.b2, "--", "set", "bridge", l.b2, "rstp_enable=true", "other_config:hwaddr=02:00:00:00:98:02",
-		"--", "add-port", l.b2, l.b.Host, "--", "add-port", l.b2, l.links[0][1], "--", "add-port", l.b2, l.links[1][1])
+		"--", "add-port", l.b2, l.b.Host, "other_config:rstp-port-admin-edge=true",
+		"--", "add-port", l.b2, l.links[0][1], "--", "add-port", l.b2, l.links[1][1])
 	return l
 }
 
@@ -99,7 +102,8 @@ func (l *rstpLoop) linkPackets() int {
 // TestVswitchdRSTPLoop: two govs bridges in a loop of two links converge
 // (b2 has a root port and an alternate, discarding), hosts behind them
 // ping, a broadcast crosses without a storm, the status columns say what
-// rstp/show says, and when b2's root link goes down the alternate takes
+// rstp/show says (vswitchd_rstp_debian_test.go compares their keys with
+// Debian's), and when b2's root link goes down the alternate takes
 // over and the ping recovers.
 func TestVswitchdRSTPLoop(t *testing.T) {
 	t.Parallel()
@@ -127,11 +131,14 @@ func TestVswitchdRSTPLoop(t *testing.T) {
 	}
 
 	l.a.waitPing(l.addrB)
+	t.Logf("ping passed %v after the bridges were added", time.Since(start).Round(time.Millisecond))
 
 	// A broadcast storm would send thousands of frames a second over
 	// the loop; without one a few broadcasts cost a few frames each.
 	before := l.linkPackets()
-	l.a.exec("ping", "-q", "-n", "-b", "-c", "5", "-i", "0.2", "10.135.0.255")
+	// Nobody answers a broadcast ping: -w ends it (ping waits 10 s for
+	// replies otherwise).
+	l.a.exec("ping", "-q", "-n", "-b", "-c", "5", "-i", "0.2", "-w", "2", "10.135.0.255")
 	if n := l.linkPackets() - before; n > 200 {
 		t.Errorf("%d frames crossed the loop for 5 broadcast pings: a storm", n)
 	} else {
@@ -146,10 +153,6 @@ func TestVswitchdRSTPLoop(t *testing.T) {
 	if !strings.Contains(br, "rstp_root_id=\"1000.020000009801\"") || !strings.Contains(br, "rstp_bridge_id=\"8000.020000009802\"") {
 		t.Errorf("bridge rstp_status: %s", br)
 	}
-	vswWait(t, 15*time.Second, "rstp_statistics to count BPDUs", func() bool {
-		out, _ := l.e.vsctl("get", "port", l.links[root][1], "rstp_statistics")
-		return regexp.MustCompile(`rstp_rx_count=[1-9]`).MatchString(out)
-	})
 
 	// b2's root link goes down: the alternate becomes the root port
 	// at once, without waiting for timers.
