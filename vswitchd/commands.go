@@ -64,6 +64,7 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("stp/show", "[bridge]", 0, 1, v.sw.STPShow)
 	u.Register("stp/tcn", "[bridge]", 0, 1, v.sw.STPTCN)
 	u.Register("lacp/show-stats", "[port]", 0, 1, v.sw.LACPShowStats)
+	u.Register("rstp/show", "[bridge]", 0, 1, v.sw.RSTPShow)
 	u.Register("bond/set-active-member", "port member", 2, 2, func(args []string) (string, error) {
 		return v.sw.SetActiveMember(args[0], args[1])
 	})

@@ -154,6 +154,10 @@ func (v *switchd) run(ctx context.Context, ready func()) int {
 		case <-v.sw.BondsChanged():
 			v.sw.RunBonds()
 			dirty = true // Port.bond_active_slave
+		case <-v.sw.RSTPChanged():
+			if v.sw.RunRSTP() {
+				dirty = true // rstp_status, rstp_statistics
+			}
 		case <-v.lock.Changed():
 			switch v.lock.State() {
 			case dbclient.LockContended:

@@ -217,14 +217,7 @@ func (s *Switch) syncBonds() {
 			}
 		}
 	}
-	for name, b := range s.bonds {
-		if !want[name] {
-			if b.timer != nil {
-				b.timer.Stop()
-			}
-			delete(s.bonds, name)
-		}
-	}
+	dropUnwanted(s.bonds, want, func(b *bondRun) *time.Timer { return b.timer })
 	s.runBonds(false)
 }
 
@@ -278,13 +271,29 @@ func (s *Switch) runBonds(fresh bool) {
 	s.pushConfigs()
 }
 
-// wakeBonds asks the daemon to run the bonds (BondsChanged).
-func (s *Switch) wakeBonds() {
+// dropUnwanted deletes the runs of m that want does not name, stopping
+// their timers (timer returns nil for none).
+func dropUnwanted[T any](m map[string]T, want map[string]bool, timer func(T) *time.Timer) {
+	for name, r := range m {
+		if !want[name] {
+			if t := timer(r); t != nil {
+				t.Stop()
+			}
+			delete(m, name)
+		}
+	}
+}
+
+// wake signals ch without blocking: a pending signal covers this one.
+func wake(ch chan struct{}) {
 	select {
-	case s.bondWake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
+
+// wakeBonds asks the daemon to run the bonds (BondsChanged).
+func (s *Switch) wakeBonds() { wake(s.bondWake) }
 
 // BondsChanged is signalled when a bond member's delay expired or its
 // carrier changed: the daemon then calls RunBonds and writes the status.

@@ -156,7 +156,10 @@ func (s *Switch) removeMember(b *bondRun, n string) {
 // runBonds, from the packet path, without blocking.
 func (s *Switch) slowFrame(dpPort uint32, frame []byte) {
 	if len(frame) >= 6 && stp.IsBPDU([6]byte(frame[:6])) {
+		// To the bridge's STP or RSTP: each ignores the ports it
+		// does not run on.
 		s.stpFrameIn(dpPort, frame)
+		s.rstpFrameIn(dpPort, frame)
 		return
 	}
 	select {

@@ -89,6 +89,8 @@ type BridgeSpec struct {
 	Mirrors []MirrorSpec
 	// STP is the bridge's STP configuration, nil unless stp_enable.
 	STP *STPSpec
+	// RSTP is the bridge's RSTP configuration, nil when it runs none.
+	RSTP *RSTPSpec
 }
 
 // ControllerSpec is one Controller row.
@@ -113,6 +115,9 @@ type PortSpec struct {
 	Bond *BondSpec
 	// STP is the port's STP settings, used when its bridge runs STP.
 	STP PortSTPSpec
+	// RSTP is the port's RSTP configuration, zero unless its bridge
+	// runs RSTP.
+	RSTP RSTPPortSpec
 }
 
 // IfaceSpec is one Interface row.
@@ -252,6 +257,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		spec.parseOtherConfig(br.OtherConfig, &d.Problems)
 		reportUnsupportedBridge(br, &d.Problems)
 		spec.STP = stpSpec(br)
+		spec.RSTP = rstpSpec(br, &d.Problems)
 		spec.Protocols = protocols(br.Protocols)
 		spec.Controllers = controllerSpecs(br, controllers, rundir, &d.Problems)
 
@@ -310,6 +316,13 @@ func BuildIn(rows Rows, rundir string) *Desired {
 					l.SysPriority = 65535
 				}
 				ps.Bond = &BondSpec{Mode: BondActiveBackup, LACP: l, Single: true}
+			}
+			if spec.RSTP != nil {
+				ps.RSTP = rstpPortSpec(br.Name, p, &d.Problems)
+				if ps.RSTP.Enable && len(ps.Ifaces) > 1 {
+					d.Problems = append(d.Problems, fmt.Sprintf("port %s: cannot enable RSTP on bonds, disabling", p.Name))
+					ps.RSTP.Enable = false
+				}
 			}
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {

@@ -37,12 +37,16 @@ type Report struct {
 // PortStatus is the Port columns the switch writes: bond_active_slave,
 // the MAC of the bond's active member ("" clears it), as OVS's
 // port_refresh_bond_status; status and statistics, the STP's keys (nil
-// clears them), as port_refresh_stp_status and port_refresh_stp_stats.
+// clears them), as port_refresh_stp_status and port_refresh_stp_stats;
+// rstp_status and rstp_statistics (nil clears them), as
+// port_refresh_rstp_status.
 type PortStatus struct {
 	UUID            string
 	BondActiveSlave string
 	Status          map[string]string
 	Stats           map[string]int
+	RSTPStatus      map[string]string
+	RSTPStatistics  map[string]int
 }
 
 // ControllerStatus is the Controller columns the switch writes:
@@ -59,6 +63,8 @@ type BridgeStatus struct {
 	DatapathID string // 16 hex digits
 	// Status is the status column: the STP's keys, nil to clear it.
 	Status map[string]string
+	// RSTPStatus is rstp_status, nil (cleared) unless it runs RSTP.
+	RSTPStatus map[string]string
 }
 
 // IfaceStatus is the Interface columns the switch writes.
@@ -97,7 +103,8 @@ func (s *Switch) Report(d *Desired) Report {
 	r := Report{OVSUUID: d.OVSUUID, CurCfg: d.NextCfg}
 	for _, br := range d.Bridges {
 		if rb := s.bridges[br.Name]; rb != nil {
-			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid), Status: s.stpBridgeStatus(br.Name)})
+			r.Bridges = append(r.Bridges, BridgeStatus{UUID: br.UUID, DatapathID: fmt.Sprintf("%016x", rb.dpid), Status: s.stpBridgeStatus(br.Name),
+				RSTPStatus: s.rstpBridgeStatus(br.Name)})
 			var ctrl map[string]connmgr.ControllerStatus
 			if rb.mgmt != nil {
 				ctrl = rb.mgmt.ControllerStatus()
@@ -113,6 +120,7 @@ func (s *Switch) Report(d *Desired) Report {
 				ps.BondActiveSlave = s.activeMAC(b)
 			}
 			ps.Status, ps.Stats = s.stpPortStatus(br.Name, p)
+			ps.RSTPStatus, ps.RSTPStatistics = s.rstpPortStatus(br.Name, &p)
 			r.Ports = append(r.Ports, ps)
 			for _, spec := range p.Ifaces {
 				if spec.UUID == "" {

@@ -48,9 +48,10 @@ type PortSTPSpec struct {
 }
 
 // stpSpec reads br's STP settings as bridge_configure_stp; nil when
-// stp_enable is false.
+// stp_enable is false, or when rstp_enable is true too (RSTP runs then,
+// as OVS's bridge_configure_spanning_tree).
 func stpSpec(br vswitchd.Bridge) *STPSpec {
-	if !br.STPEnable {
+	if !br.STPEnable || br.RSTPEnable {
 		return nil
 	}
 	oc := br.OtherConfig

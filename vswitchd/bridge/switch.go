@@ -77,6 +77,12 @@ type Switch struct {
 	stpLog      Logger
 	stpProblems []string
 	stpWarned   time.Time
+	// rstps are the bridges running RSTP by name; rstpRx queues the
+	// BPDUs their ports receive (rstpFrameIn); rstpWake:
+	// RSTPChanged.
+	rstps    map[string]*rstpRun
+	rstpRx   chan stpFrame
+	rstpWake chan struct{}
 	// mirrorStats are the mirrors' statistics columns by Mirror UUID,
 	// as Refresh last read them.
 	mirrorStats map[string]map[string]int
@@ -176,6 +182,9 @@ func NewSwitch(dp Datapath, backer Backer, devs Devices, log Logger, counter fun
 		bondWake:  make(chan struct{}, 1),
 		lacpRx:    make(chan lacpFrame, lacpQueueLen),
 		stps:      map[string]*stpRun{},
+		rstps:     map[string]*rstpRun{},
+		rstpRx:    make(chan stpFrame, stpQueueLen),
+		rstpWake:  make(chan struct{}, 1),
 		stpRx:     make(chan stpFrame, stpQueueLen),
 		stpWake:   make(chan struct{}, 1),
 	}
@@ -292,6 +301,9 @@ func (s *Switch) Apply(d *Desired) {
 	for i := range d.Bridges {
 		s.pickAddress(s.bridges[d.Bridges[i].Name], &d.Bridges[i])
 	}
+	// RSTP first: the port states gate the configuration syncBonds
+	// pushes, so that a loop never forwards before RSTP runs on it.
+	s.syncRSTP()
 	s.syncSTP()
 	s.syncBonds()
 }
@@ -575,6 +587,9 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 		if pc.Gate, stpOn = s.stpGateOf(ifc); stpOn {
 			cfg.SpanningTree = "STP"
 		}
+		if g, on := s.rstpGateOf(rb.name, ifc.spec.Name); on {
+			pc.Gate, cfg.SpanningTree = g, "RSTP"
+		}
 		cfg.Ports = append(cfg.Ports, pc)
 	}
 	slices.SortFunc(cfg.Ports, func(a, b ofproto.PortConfig) int { return strings.Compare(a.Name, b.Name) })
@@ -610,6 +625,10 @@ func (s *Switch) LinkChanged(name string, ifindex int, present bool) bool {
 				// then writes Port.bond_active_slave (BondsChanged).
 				s.runBonds(true)
 				s.wakeBonds()
+			}
+			if s.inRSTP(ifc) {
+				s.carrier(ifc, true)
+				s.wakeRSTP()
 			}
 			return false
 		}
@@ -708,6 +727,7 @@ func (s *Switch) Close() {
 	s.last = nil
 	s.syncSTP()
 	s.syncBonds()
+	s.syncRSTP()
 }
 
 // State returns the lifecycle state of the named interface and whether

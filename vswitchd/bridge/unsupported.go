@@ -17,9 +17,10 @@ import (
 const notRunning = "is not supported by govs and has no effect"
 
 // unsupportedOtherConfig are the other_config key prefixes of features
-// govs does not run: RSTP, multicast snooping, bond settings but those
-// bond.go runs, CFM, LLDP, in-band control. (The lacp-* keys matter only
-// with LACP on a bond, which runs; the stp-* keys run, stp.go.)
+// govs does not run: RSTP keys but those rstp.go runs, multicast snooping,
+// bond settings but those bond.go runs, CFM, LLDP, in-band control. (The
+// lacp-* keys matter only with LACP on a bond, which runs; the stp-* keys
+// run, stp.go.)
 var unsupportedOtherConfig = []string{
 	"rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "cfm_", "lldp",
 	"disable-in-band", "in-band-queue",
@@ -30,8 +31,8 @@ var unsupportedOtherConfig = []string{
 func unsupportedKeys(oc map[string]string) []string {
 	var keys []string
 	for k := range oc {
-		if k == "bond-detect-mode" || k == "bond-primary" || k == "bond-rebalance-interval" {
-			continue // bond.go runs them
+		if k == "bond-detect-mode" || k == "bond-primary" || k == "bond-rebalance-interval" || rstpKeys[k] {
+			continue // bond.go and rstp.go run them
 		}
 		for _, p := range unsupportedOtherConfig {
 			if strings.HasPrefix(k, p) {
@@ -47,8 +48,9 @@ func unsupportedKeys(oc map[string]string) []string {
 // reportUnsupportedBridge adds what br sets that govs does not run.
 func reportUnsupportedBridge(br vswitchd.Bridge, problems *[]string) {
 	var what []string
-	if br.RSTPEnable {
-		what = append(what, "rstp_enable=true (RSTP)")
+	if br.STPEnable && br.RSTPEnable {
+		// As OVS's bridge_configure_spanning_tree.
+		*problems = append(*problems, fmt.Sprintf("%s: RSTP and STP are mutually exclusive but both are configured; enabling RSTP", br.Name))
 	}
 	if br.McastSnoopingEnable {
 		what = append(what, "mcast_snooping_enable=true (multicast snooping)")

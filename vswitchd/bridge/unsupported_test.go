@@ -11,7 +11,7 @@ func TestUnsupportedReported(t *testing.T) {
 	var d db
 	br := d.bridge("br0", "p1", "p2", "vh:dpdkvhostuserclient")
 	br.STPEnable, br.RSTPEnable = true, true
-	br.OtherConfig = map[string]string{"stp-priority": "1", "rstp-priority": "1", "mac-aging-time": "30"}
+	br.OtherConfig = map[string]string{"stp-priority": "1", "rstp-priority": "4096", "rstp-hello-time": "2", "mac-aging-time": "30"}
 	sflow := "s1"
 	br.Sflow = &sflow
 	// p1 becomes a bond of p1 and p2.
@@ -28,11 +28,12 @@ func TestUnsupportedReported(t *testing.T) {
 
 	got := Build(d.rows).Problems
 	want := []string{
-		"bridge br0: rstp_enable=true (RSTP) " + notRunning,
+		"br0: RSTP and STP are mutually exclusive but both are configured; enabling RSTP",
 		"bridge br0: sflow (sFlow) " + notRunning,
-		"bridge br0: other_config:rstp-priority " + notRunning,
+		"bridge br0: other_config:rstp-hello-time " + notRunning,
 		"interface p1: cfm_mpid (CFM) " + notRunning,
 		"p1: arguments provided to device that is not configurable",
+		"port bond0: cannot enable RSTP on bonds, disabling",
 		`interface vh: ignoring invalid options:dq-zero-copy="maybe" (must be "true" or "false"; using "false")`,
 		`interface vh: ignoring invalid options:tx-retries-max="999" (must be an integer in the range 0..32; using the default, 8)`,
 	}

@@ -61,13 +61,16 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		if err := c.cli.Get(ctx, cur); err != nil {
 			continue
 		}
-		m := &vswitchd.Bridge{UUID: b.UUID, DatapathID: &b.DatapathID, Status: b.Status}
+		m := &vswitchd.Bridge{UUID: b.UUID, DatapathID: &b.DatapathID, Status: b.Status, RSTPStatus: b.RSTPStatus}
 		var f []any
 		if cur.DatapathID == nil || *cur.DatapathID != b.DatapathID {
 			f = append(f, &m.DatapathID)
 		}
 		if !maps.Equal(cur.Status, m.Status) {
 			f = append(f, &m.Status)
+		}
+		if !maps.Equal(cur.RSTPStatus, m.RSTPStatus) {
+			f = append(f, &m.RSTPStatus)
 		}
 		errs = append(errs, add(m, f...))
 	}
@@ -99,7 +102,8 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		if err := c.cli.Get(ctx, cur); err != nil {
 			continue
 		}
-		m := &vswitchd.Port{UUID: st.UUID, Status: st.Status, Statistics: st.Stats}
+		m := &vswitchd.Port{UUID: st.UUID, Status: st.Status, Statistics: st.Stats,
+			RSTPStatus: st.RSTPStatus, RSTPStatistics: st.RSTPStatistics}
 		if st.BondActiveSlave != "" {
 			m.BondActiveSlave = ptr(st.BondActiveSlave)
 		}
@@ -112,6 +116,12 @@ func (c *Conn) Write(ctx context.Context, r bridge.Report) (int, error) {
 		}
 		if !maps.Equal(cur.Statistics, m.Statistics) {
 			f = append(f, &m.Statistics)
+		}
+		if !maps.Equal(cur.RSTPStatus, m.RSTPStatus) {
+			f = append(f, &m.RSTPStatus)
+		}
+		if !maps.Equal(cur.RSTPStatistics, m.RSTPStatistics) {
+			f = append(f, &m.RSTPStatistics)
 		}
 		errs = append(errs, add(m, f...))
 	}

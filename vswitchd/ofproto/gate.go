@@ -122,3 +122,14 @@ func (x *xlate) gateSends(out *port) bool {
 	x.report(">>", "%s not in forwarding state, skipping output", out.br.tree)
 	return false
 }
+
+// FDBFlushPort forgets the MACs learned on port name (an RSTP topology
+// change).
+func (br *Bridge) FDBFlushPort(name string) {
+	br.ml.mu.Lock()
+	changed := br.ml.flushPort(name)
+	br.ml.mu.Unlock()
+	if changed {
+		br.backer.dp.RequestRevalidation()
+	}
+}

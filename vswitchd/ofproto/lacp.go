@@ -20,7 +20,8 @@ type slowHandler struct {
 }
 
 // SetSlowProtocolsHandler makes f receive the slow protocols frames bond
-// members running LACP receive, with the member's datapath port. f is
+// members running LACP receive, and the BPDUs the ports of a bridge
+// running STP or RSTP receive (gate.go), with the port's datapath port. f is
 // called from the packet path: it must not block, and must copy frame to
 // keep it.
 func (b *Backer) SetSlowProtocolsHandler(f func(dpPort uint32, frame []byte)) {
