@@ -403,6 +403,35 @@ func (x *xlate) commitSets() {
 			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Dst, k.IPv4Dst[:]))
 		}
 	}
+	if ip6 {
+		if k.IPv6Src != b.IPv6Src {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv6Src, k.IPv6Src[:]))
+		}
+		if k.IPv6Dst != b.IPv6Dst {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv6Dst, k.IPv6Dst[:]))
+		}
+		if k.IPv6Label != b.IPv6Label {
+			x.acts = append(x.acts, datapath.Set(datapath.SetIPv6Label, binary.BigEndian.AppendUint32(nil, k.IPv6Label)))
+		}
+	}
+	if b.EthType == flow.EthTypeARP || b.EthType == flow.EthTypeRARP {
+		// OVS's commit_set_arp_action.
+		if k.NwProto != b.NwProto {
+			x.acts = append(x.acts, datapath.Set(datapath.SetARPOp, []byte{0, k.NwProto}))
+		}
+		if k.ArpSHA != b.ArpSHA {
+			x.acts = append(x.acts, datapath.Set(datapath.SetARPSHA, k.ArpSHA[:]))
+		}
+		if k.IPv4Src != b.IPv4Src {
+			x.acts = append(x.acts, datapath.Set(datapath.SetARPSPA, k.IPv4Src[:]))
+		}
+		if k.ArpTHA != b.ArpTHA {
+			x.acts = append(x.acts, datapath.Set(datapath.SetARPTHA, k.ArpTHA[:]))
+		}
+		if k.IPv4Dst != b.IPv4Dst {
+			x.acts = append(x.acts, datapath.Set(datapath.SetARPTPA, k.IPv4Dst[:]))
+		}
+	}
 	if (ip4 || ip6) && k.NwTTL != b.NwTTL {
 		f := datapath.SetIPv4TTL
 		if ip6 {
@@ -414,13 +443,54 @@ func (x *xlate) commitSets() {
 		// Which header the ports are in depends on the protocol.
 		x.mask.NwProto = 0xff
 		x.mask.NwFrag |= flow.FragLater
-		if (b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP) && b.NwFrag&flow.FragLater == 0 {
+		src, dst := datapath.SetField(0), datapath.SetField(0)
+		switch {
+		case b.NwFrag&flow.FragLater != 0:
+		case b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP:
+			src, dst = datapath.SetTpSrc, datapath.SetTpDst
+		case b.NwProto == flow.IPProtoICMP && ip4:
+			src, dst = datapath.SetICMPType, datapath.SetICMPCode
+		case b.NwProto == flow.IPProtoICMPv6 && ip6:
+			src, dst = datapath.SetICMPv6Type, datapath.SetICMPv6Code
+		}
+		if src == datapath.SetTpSrc {
 			if k.TpSrc != b.TpSrc {
-				x.acts = append(x.acts, datapath.Set(datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc)))
+				x.acts = append(x.acts, datapath.Set(src, binary.BigEndian.AppendUint16(nil, k.TpSrc)))
 			}
 			if k.TpDst != b.TpDst {
-				x.acts = append(x.acts, datapath.Set(datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst)))
+				x.acts = append(x.acts, datapath.Set(dst, binary.BigEndian.AppendUint16(nil, k.TpDst)))
 			}
+		} else if src != 0 {
+			if k.TpSrc != b.TpSrc {
+				x.acts = append(x.acts, datapath.Set(src, []byte{uint8(k.TpSrc)}))
+			}
+			if k.TpDst != b.TpDst {
+				x.acts = append(x.acts, datapath.Set(dst, []byte{uint8(k.TpDst)}))
+			}
+		}
+	}
+	if ip6 && b.IsND() && (k.NdReserved != b.NdReserved || k.NdOptionsType != b.NdOptionsType ||
+		k.NdTarget != b.NdTarget || k.ArpSHA != b.ArpSHA || k.ArpTHA != b.ArpTHA) {
+		// OVS's commit_set_nd_action and commit_set_nd_extensions_action:
+		// the options type before the addresses, so that an option made a
+		// target one takes nd_tll. Whether the packet is an NS or NA
+		// decides.
+		x.mask.NwProto, x.mask.TpSrc, x.mask.TpDst = 0xff, 0xffff, 0xffff
+		x.mask.NwFrag |= flow.FragLater
+		if k.NdReserved != b.NdReserved {
+			x.acts = append(x.acts, datapath.Set(datapath.SetNDReserved, binary.BigEndian.AppendUint32(nil, k.NdReserved)))
+		}
+		if k.NdOptionsType != b.NdOptionsType {
+			x.acts = append(x.acts, datapath.Set(datapath.SetNDOptionsType, []byte{k.NdOptionsType}))
+		}
+		if k.NdTarget != b.NdTarget {
+			x.acts = append(x.acts, datapath.Set(datapath.SetNDTarget, k.NdTarget[:]))
+		}
+		if k.ArpSHA != b.ArpSHA {
+			x.acts = append(x.acts, datapath.Set(datapath.SetNDSLL, k.ArpSHA[:]))
+		}
+		if k.ArpTHA != b.ArpTHA {
+			x.acts = append(x.acts, datapath.Set(datapath.SetNDTLL, k.ArpTHA[:]))
 		}
 	}
 	fields := *k
