@@ -60,10 +60,7 @@ func TestOpenFlowARPNDResponder(t *testing.T) {
 // requires the same dump-flows output in every version and the same
 // errors for flows without their fields' prerequisites.
 func TestOpenFlowNDFieldsDifferential(t *testing.T) {
-	deb := startDebianSwitch(t)
-	deb.setUp("gndd", "10.188.0")
-	govs := startGovsSwitch(t)
-	govs.setUp("gndo", "10.189.0")
+	deb, govs := startSwitchPair(t, "gndd", "10.188.0", "gndo", "10.189.0")
 
 	flows := filepath.Join(t.TempDir(), "nd")
 	if err := os.WriteFile(flows, []byte(`table=0,priority=100,icmp6,icmp_type=135,nd_target=fd00::99,actions=set_field:136->icmpv6_type,set_field:0x60000000->nd_reserved,set_field:2->nd_options_type,set_field:0a:00:00:00:00:99->nd_tll,move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[],set_field:fd00::99->ipv6_src,IN_PORT
@@ -112,4 +109,15 @@ table=0,priority=0,actions=NORMAL
 			t.Errorf("ofproto/trace %s: govs %q, Debian's %q", pkt, got, want)
 		}
 	}
+}
+
+// startSwitchPair starts Debian's switch and govs' for a differential
+// test, each set up with its prefix and subnet.
+func startSwitchPair(t *testing.T, debPrefix, debSubnet, govsPrefix, govsSubnet string) (deb, govs *ofSwitch) {
+	t.Helper()
+	deb = startDebianSwitch(t)
+	deb.setUp(debPrefix, debSubnet)
+	govs = startGovsSwitch(t)
+	govs.setUp(govsPrefix, govsSubnet)
+	return deb, govs
 }
