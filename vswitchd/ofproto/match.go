@@ -561,10 +561,10 @@ func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, 
 			default:
 				err = fmt.Errorf("unknown fragment type")
 			}
-		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code":
+		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
 			var v uint64
 			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if strings.HasSuffix(name, "src") || name == "icmp_type" {
+				if strings.HasSuffix(name, "src") || strings.HasSuffix(name, "_type") {
 					k.TpSrc = uint16(v)
 				} else {
 					k.TpDst = uint16(v)

@@ -439,17 +439,17 @@ func (x *xlate) commitSets() {
 	}
 	if ip6 && b.IsND() && (k.NdReserved != b.NdReserved || k.NdOptionsType != b.NdOptionsType ||
 		k.NdTarget != b.NdTarget || k.ArpSHA != b.ArpSHA || k.ArpTHA != b.ArpTHA) {
-		// OVS's commit_set_nd_action and commit_set_nd_extensions_action:
-		// the options type before the addresses, so that an option made a
-		// target one takes nd_tll. Whether the packet is an NS or NA
-		// decides.
+		// OVS's ND and then ND extensions set actions: the addresses
+		// before the options type, so that a solicitation's source option
+		// given a new address (nd_sll) and made a target one answers as
+		// an advertisement. Whether the packet is an NS or NA decides.
 		x.mask.NwProto, x.mask.TpSrc, x.mask.TpDst = 0xff, 0xffff, 0xffff
 		x.mask.NwFrag |= flow.FragLater
-		set(k.NdReserved != b.NdReserved, datapath.SetNDReserved, binary.BigEndian.AppendUint32(nil, k.NdReserved))
-		set(k.NdOptionsType != b.NdOptionsType, datapath.SetNDOptionsType, []byte{k.NdOptionsType})
 		set(k.NdTarget != b.NdTarget, datapath.SetNDTarget, k.NdTarget[:])
 		set(k.ArpSHA != b.ArpSHA, datapath.SetNDSLL, k.ArpSHA[:])
 		set(k.ArpTHA != b.ArpTHA, datapath.SetNDTLL, k.ArpTHA[:])
+		set(k.NdReserved != b.NdReserved, datapath.SetNDReserved, binary.BigEndian.AppendUint32(nil, k.NdReserved))
+		set(k.NdOptionsType != b.NdOptionsType, datapath.SetNDOptionsType, []byte{k.NdOptionsType})
 	}
 	fields := *k
 	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort
