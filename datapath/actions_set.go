@@ -26,6 +26,23 @@ const (
 	SetIPv6HopLimit
 	SetTpSrc // TCP or UDP source port
 	SetTpDst
+	SetARPOp // 2 bytes
+	SetARPSHA
+	SetARPSPA
+	SetARPTHA
+	SetARPTPA
+	SetIPv6Src
+	SetIPv6Dst
+	SetIPv6Label // 4 bytes, the low 20 bits
+	SetICMPType
+	SetICMPCode
+	SetICMPv6Type
+	SetICMPv6Code
+	SetNDTarget
+	SetNDSLL // the first link-layer address option, if a source one
+	SetNDTLL // the first link-layer address option, if a target one
+	SetNDReserved
+	SetNDOptionsType // the first option's type
 )
 
 // Set returns the action that writes val (big-endian, the field's size)
@@ -55,6 +72,37 @@ func (a Action) setString() string {
 		return "set(l4(src=" + strconv.Itoa(int(binary.BigEndian.Uint16(v))) + "))"
 	case SetTpDst:
 		return "set(l4(dst=" + strconv.Itoa(int(binary.BigEndian.Uint16(v))) + "))"
+	case SetARPOp:
+		return "set(arp(op=" + strconv.Itoa(int(binary.BigEndian.Uint16(v))) + "))"
+	case SetARPSHA, SetARPTHA:
+		return "set(arp(" + map[SetField]string{SetARPSHA: "sha", SetARPTHA: "tha"}[a.Field] + "=" + flow.MAC(v[:6]).String() + "))"
+	case SetARPSPA, SetARPTPA:
+		return "set(arp(" + map[SetField]string{SetARPSPA: "sip", SetARPTPA: "tip"}[a.Field] + "=" + netip.AddrFrom4([4]byte(v[:4])).String() + "))"
+	case SetIPv6Src:
+		return "set(ipv6(src=" + netip.AddrFrom16(a.Val).String() + "))"
+	case SetIPv6Dst:
+		return "set(ipv6(dst=" + netip.AddrFrom16(a.Val).String() + "))"
+	case SetIPv6Label:
+		return "set(ipv6(label=" + hexAlt(uint64(binary.BigEndian.Uint32(v))) + "))"
+	case SetICMPType, SetICMPCode, SetICMPv6Type, SetICMPv6Code:
+		name := "icmp("
+		if a.Field == SetICMPv6Type || a.Field == SetICMPv6Code {
+			name = "icmpv6("
+		}
+		if a.Field == SetICMPType || a.Field == SetICMPv6Type {
+			return "set(" + name + "type=" + strconv.Itoa(int(v[0])) + "))"
+		}
+		return "set(" + name + "code=" + strconv.Itoa(int(v[0])) + "))"
+	case SetNDTarget:
+		return "set(nd(target=" + netip.AddrFrom16(a.Val).String() + "))"
+	case SetNDSLL:
+		return "set(nd(sll=" + flow.MAC(v[:6]).String() + "))"
+	case SetNDTLL:
+		return "set(nd(tll=" + flow.MAC(v[:6]).String() + "))"
+	case SetNDReserved:
+		return "set(nd_ext(nd_reserved=" + hexAlt(uint64(binary.BigEndian.Uint32(v))) + "))"
+	case SetNDOptionsType:
+		return "set(nd_ext(nd_options_type=" + strconv.Itoa(int(v[0])) + "))"
 	}
 	return "set(?)"
 }
@@ -116,9 +164,11 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 	}
 	partial := p.Offload.Flags&packet.NeedsCsum != 0
 	if typ == flow.EthTypeIPv6 {
-		if f == SetIPv6HopLimit && len(d) >= l3+40 {
-			d[l3+7] = val[0]
-		}
+		setIPv6(d[l3:], f, val, partial)
+		return
+	}
+	if typ == flow.EthTypeARP || typ == flow.EthTypeRARP {
+		setARP(d[l3:], f, val)
 		return
 	}
 	if typ != flow.EthTypeIPv4 || len(d) < l3+20 {
@@ -161,6 +211,17 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 			}
 		}
 		copy(ip[off:off+4], val[:4])
+	case SetICMPType, SetICMPCode:
+		if l4 == nil || ip[9] != flow.IPProtoICMP || len(l4) < 4 {
+			return
+		}
+		old := binary.BigEndian.Uint16(l4)
+		if f == SetICMPType {
+			l4[0] = val[0]
+		} else {
+			l4[1] = val[0]
+		}
+		csumReplace(l4[2:4], old, binary.BigEndian.Uint16(l4), false)
 	case SetIPv4TTL:
 		old := binary.BigEndian.Uint16(ip[8:])
 		ip[8] = val[0]
@@ -180,4 +241,175 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		}
 		binary.BigEndian.PutUint16(l4[off:], new)
 	}
+}
+
+// setARP applies a set action to an Ethernet/IPv4 ARP packet (OVS's
+// packet_set_arp); other ARP packets are left alone.
+func setARP(arp []byte, f SetField, val *[16]byte) {
+	if len(arp) < 28 || binary.BigEndian.Uint16(arp) != 1 || binary.BigEndian.Uint16(arp[2:]) != flow.EthTypeIPv4 ||
+		arp[4] != 6 || arp[5] != 4 {
+		return
+	}
+	switch f {
+	case SetARPOp:
+		copy(arp[6:8], val[:2])
+	case SetARPSHA:
+		copy(arp[8:14], val[:6])
+	case SetARPSPA:
+		copy(arp[14:18], val[:4])
+	case SetARPTHA:
+		copy(arp[18:24], val[:6])
+	case SetARPTPA:
+		copy(arp[24:28], val[:4])
+	}
+}
+
+// ipv6L4 returns the transport protocol and header of the IPv6 packet ip
+// (the payload after the extension headers, within the payload length),
+// or nil for a later fragment or a malformed packet.
+func ipv6L4(ip []byte) (uint8, []byte) {
+	if len(ip) < 40 {
+		return 0, nil
+	}
+	end := 40 + int(binary.BigEndian.Uint16(ip[4:]))
+	if end > len(ip) {
+		return 0, nil
+	}
+	proto, b := ip[6], ip[40:end]
+	for {
+		switch proto {
+		case flow.IPProtoHopOpts, flow.IPProtoRouting, flow.IPProtoDstOpts, flow.IPProtoAH, flow.IPProtoFragment:
+		default:
+			return proto, b
+		}
+		if len(b) < 8 {
+			return 0, nil
+		}
+		l := (int(b[1]) + 1) * 8
+		switch proto {
+		case flow.IPProtoAH:
+			l = (int(b[1]) + 2) * 4
+		case flow.IPProtoFragment:
+			if binary.BigEndian.Uint16(b[2:])&0xfff8 != 0 {
+				return 0, nil // only the first fragment has the header
+			}
+			l = 8
+		}
+		if l > len(b) {
+			return 0, nil
+		}
+		proto, b = b[0], b[l:]
+	}
+}
+
+// icmp6Checksum sets the ICMPv6 checksum of msg, the whole message of the
+// IPv6 packet ip.
+func icmp6Checksum(ip, msg []byte) {
+	msg[2], msg[3] = 0, 0
+	var s uint32
+	add := func(b []byte) {
+		for ; len(b) >= 2; b = b[2:] {
+			s += uint32(binary.BigEndian.Uint16(b))
+		}
+		if len(b) == 1 {
+			s += uint32(b[0]) << 8
+		}
+	}
+	add(ip[8:40])
+	s += uint32(len(msg)>>16) + uint32(len(msg)&0xffff) + flow.IPProtoICMPv6
+	add(msg)
+	binary.BigEndian.PutUint16(msg[2:], ^onesAdd(s, 0))
+}
+
+// setIPv6 applies a set action to the IPv6 packet ip (OVS's
+// packet_set_ipv6, packet_set_icmp and packet_set_nd): the TCP and UDP
+// checksums are updated for the addresses' change, an ICMPv6 message's
+// checksum is computed again.
+func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
+	if len(ip) < 40 {
+		return
+	}
+	proto, l4 := ipv6L4(ip)
+	icmp := proto == flow.IPProtoICMPv6 && len(l4) >= 4
+	switch f {
+	case SetIPv6HopLimit:
+		ip[7] = val[0]
+		return
+	case SetIPv6Label:
+		binary.BigEndian.PutUint32(ip, binary.BigEndian.Uint32(ip)&^0xfffff|binary.BigEndian.Uint32(val[:])&0xfffff)
+		return
+	case SetIPv6Src, SetIPv6Dst:
+		off := 8
+		if f == SetIPv6Dst {
+			off = 24
+		}
+		var l4csum []byte
+		switch {
+		case proto == flow.IPProtoTCP && len(l4) >= 18:
+			l4csum = l4[16:18]
+		case proto == flow.IPProtoUDP && len(l4) >= 8 && (l4[6] != 0 || l4[7] != 0 || partial):
+			l4csum = l4[6:8]
+		}
+		if l4csum != nil {
+			for i := 0; i < 16; i += 2 {
+				csumReplace(l4csum, binary.BigEndian.Uint16(ip[off+i:]), binary.BigEndian.Uint16(val[i:]), partial)
+			}
+		}
+		copy(ip[off:off+16], val[:])
+		if icmp {
+			icmp6Checksum(ip, l4)
+		}
+		return
+	}
+	if !icmp {
+		return
+	}
+	switch f {
+	case SetICMPv6Type:
+		l4[0] = val[0]
+	case SetICMPv6Code:
+		l4[1] = val[0]
+	default:
+		// The neighbour discovery fields, of an NS or NA only.
+		if len(l4) < 8 || l4[1] != 0 || l4[0] != flow.ICMPv6NS && l4[0] != flow.ICMPv6NA {
+			return
+		}
+		switch f {
+		case SetNDReserved:
+			copy(l4[4:8], val[:4])
+		case SetNDTarget:
+			if len(l4) < 24 {
+				return
+			}
+			copy(l4[8:24], val[:])
+		case SetNDOptionsType:
+			if len(l4) < 25 {
+				return
+			}
+			l4[24] = val[0]
+		case SetNDSLL, SetNDTLL:
+			want := byte(1)
+			if f == SetNDTLL {
+				want = 2
+			}
+			// The first link-layer address option, as OVS's
+			// packet_set_nd: a packet has one.
+			for o := l4[min(24, len(l4)):]; len(o) >= 8 && o[1] != 0; {
+				l := int(o[1]) * 8
+				if o[1] == 1 && (o[0] == 1 || o[0] == 2) {
+					if o[0] == want {
+						copy(o[2:8], val[:6])
+					}
+					break
+				}
+				if l > len(o) {
+					break
+				}
+				o = o[l:]
+			}
+		default:
+			return
+		}
+	}
+	icmp6Checksum(ip, l4)
 }

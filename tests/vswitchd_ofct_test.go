@@ -46,10 +46,7 @@ func compareOfctl(t *testing.T, deb, govs *ofSwitch, args []string, norms ...fun
 // matches without their prerequisites, and the same ofproto/trace
 // datapath actions.
 func TestOpenFlowCtDifferential(t *testing.T) {
-	deb := startDebianSwitch(t)
-	deb.setUp("gctd", "10.186.0")
-	govs := startGovsSwitch(t)
-	govs.setUp("gcto", "10.187.0")
+	deb, govs := startSwitchPair(t, "gctd", "10.186.0", "gcto", "10.187.0")
 
 	flows := filepath.Join(t.TempDir(), "ct")
 	if err := os.WriteFile(flows, []byte(`table=0,priority=100,ct_state=-trk,ip,actions=ct_clear,resubmit(,1)

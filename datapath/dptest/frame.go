@@ -108,8 +108,17 @@ type TCP struct {
 	Seq, Ack uint32
 }
 
-// ICMP is an ICMP (over IPv4) or ICMPv6 (over IPv6) header.
-type ICMP struct{ Type, Code uint8 }
+// ICMP is an ICMP (over IPv4) or ICMPv6 (over IPv6) header; Rest is its
+// 32 bits after the checksum (an echo's identifier and sequence number,
+// a neighbour advertisement's flags).
+type ICMP struct {
+	Type, Code uint8
+	Rest       uint32
+}
+
+// NDOpt returns an IPv6 neighbour discovery link-layer address option
+// (type 1 source, 2 target).
+func NDOpt(typ uint8, mac [6]byte) []byte { return append([]byte{typ, 1}, mac[:]...) }
 
 // TCP flag bits.
 const (
@@ -223,7 +232,8 @@ func (f Frame) l4() ([]byte, uint8) {
 		if f.IPv6 != nil {
 			proto = 58
 		}
-		b = append(b, f.ICMP.Type, f.ICMP.Code, 0, 0, 0, 0, 0, 0)
+		b = append(b, f.ICMP.Type, f.ICMP.Code, 0, 0)
+		b = binary.BigEndian.AppendUint32(b, f.ICMP.Rest)
 	}
 	return append(b, f.Payload...), proto
 }

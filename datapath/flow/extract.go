@@ -13,7 +13,7 @@ const (
 	udpHeaderLen  = 8
 	sctpHeaderLen = 12
 	icmpHeaderLen = 8
-	icmp6HdrLen   = 4
+	icmp6HdrLen   = 8 // type, code, checksum and the 32 bits after (OVS's icmp6_data_header)
 	igmpHeaderLen = 8
 )
 
@@ -264,9 +264,59 @@ func extractL4(b []byte, n int, k *Key, v6 bool) bool {
 		if v6 && n >= icmp6HdrLen {
 			k.TpSrc = uint16(b[0])
 			k.TpDst = uint16(b[1])
+			if k.TpDst == 0 && (k.TpSrc == ICMPv6NS || k.TpSrc == ICMPv6NA) {
+				if len(b) < n {
+					// The options may lie past the head.
+					return false
+				}
+				extractND(b[:n], k)
+			}
 		}
 	}
 	return true
+}
+
+// ND option types and the length of the link-layer address options.
+const (
+	ndOptSLL    = 1
+	ndOptTLL    = 2
+	ndOptLLALen = 8
+)
+
+// extractND reads a neighbour solicitation's or advertisement's target
+// and link-layer address options (b is the whole ICMPv6 message), as OVS's
+// parse_icmpv6: an option of length 0 or past the end stops the walk; a
+// second option of a kind clears the target and both addresses (the
+// options type stays the first option's).
+func extractND(b []byte, k *Key) {
+	k.NdReserved = binary.BigEndian.Uint32(b[4:])
+	b = b[icmp6HdrLen:]
+	if len(b) < 16 {
+		return
+	}
+	copy(k.NdTarget[:], b[:16])
+	b = b[16:]
+	for len(b) >= ndOptLLALen {
+		l := int(b[1]) * 8
+		if l == 0 || l > len(b) {
+			return
+		}
+		if l == ndOptLLALen && (b[0] == ndOptSLL || b[0] == ndOptTLL) {
+			addr := &k.ArpSHA
+			if b[0] == ndOptTLL {
+				addr = &k.ArpTHA
+			}
+			if *addr != [6]byte{} {
+				k.NdTarget, k.ArpSHA, k.ArpTHA = [16]byte{}, [6]byte{}, [6]byte{}
+				return
+			}
+			copy(addr[:], b[2:8])
+			if k.NdOptionsType == 0 {
+				k.NdOptionsType = b[0]
+			}
+		}
+		b = b[l:]
+	}
 }
 
 // l4HeaderLen is the length of the fixed transport header extractL4 reads

@@ -3,6 +3,7 @@ package flow_test
 import (
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/datapath/dptest"
@@ -119,6 +120,76 @@ func TestExtract(t *testing.T) {
 				t.Errorf("key:\n got %v\nwant %v\n(%+v)", k, tt.want, k)
 			}
 		})
+	}
+}
+
+// Neighbour solicitations and advertisements fill the ND fields as OVS's
+// parse_icmpv6 does.
+func TestExtractND(t *testing.T) {
+	tgt := netip.MustParseAddr("fe80::1")
+	nd := func(typ, code uint8, rest uint32, payload ...[]byte) []byte {
+		var p []byte
+		for _, b := range payload {
+			p = append(p, b...)
+		}
+		return dptest.Frame{Src: macA, Dst: macB, IPv6: &dptest.IPv6{Src: ip61, Dst: ip62, HopLimit: 255},
+			ICMP: &dptest.ICMP{Type: typ, Code: code, Rest: rest}, Payload: p}.Bytes()
+	}
+	key := func(typ, code uint8, f func(k *flow.Key)) flow.Key {
+		k := base(flow.EthTypeIPv6)
+		k.IPv6Src, k.IPv6Dst, k.NwTTL, k.NwProto = a16(ip61), a16(ip62), 255, 58
+		k.TpSrc, k.TpDst = uint16(typ), uint16(code)
+		if f != nil {
+			f(&k)
+		}
+		return k
+	}
+	target := tgt.AsSlice()
+	tests := []struct {
+		name  string
+		frame []byte
+		want  flow.Key
+	}{
+		{"ns with sll", nd(135, 0, 0, target, dptest.NDOpt(1, macA)), key(135, 0, func(k *flow.Key) {
+			k.NdTarget, k.ArpSHA, k.NdOptionsType = a16(tgt), macA, 1
+		})},
+		{"na with tll and flags", nd(136, 0, 0x60000000, target, dptest.NDOpt(2, macB)), key(136, 0, func(k *flow.Key) {
+			k.NdTarget, k.ArpTHA, k.NdOptionsType, k.NdReserved = a16(tgt), macB, 2, 0x60000000
+		})},
+		{"first option type kept", nd(135, 0, 0, target, dptest.NDOpt(2, macB), dptest.NDOpt(1, macA)), key(135, 0, func(k *flow.Key) {
+			k.NdTarget, k.ArpSHA, k.ArpTHA, k.NdOptionsType = a16(tgt), macA, macB, 2
+		})},
+		{"unknown option skipped", nd(135, 0, 0, target, []byte{5, 1, 0, 0, 0, 0, 5, 0xdc}, dptest.NDOpt(1, macA)), key(135, 0, func(k *flow.Key) {
+			k.NdTarget, k.ArpSHA, k.NdOptionsType = a16(tgt), macA, 1
+		})},
+		{"duplicate option clears", nd(135, 0, 0, target, dptest.NDOpt(1, macA), dptest.NDOpt(1, macB)), key(135, 0, func(k *flow.Key) {
+			k.NdOptionsType = 1
+		})},
+		{"zero-length option stops", nd(135, 0, 0, target, []byte{1, 0, 1, 2, 3, 4, 5, 6}), key(135, 0, func(k *flow.Key) {
+			k.NdTarget = a16(tgt)
+		})},
+		{"truncated target", nd(135, 0, 7, target[:10]), key(135, 0, func(k *flow.Key) { k.NdReserved = 7 })},
+		{"code not 0 is not nd", nd(135, 1, 7, target), key(135, 1, nil)},
+		{"echo is not nd", nd(128, 0, 7, target), key(128, 0, nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var k flow.Key
+			flow.Extract(tt.frame, 7, &k)
+			if k != tt.want {
+				t.Errorf("key:\n got %+v\nwant %+v", k, tt.want)
+			}
+			// A head that ends inside the options needs the whole frame.
+			var h flow.Key
+			if ok, complete := flow.ExtractHead(tt.frame[:64], len(tt.frame), 7, &h); !ok || complete && h != tt.want {
+				t.Errorf("ExtractHead: ok %v complete %v key %+v", ok, complete, h)
+			}
+		})
+	}
+	var k flow.Key
+	flow.Extract(nd(135, 0, 0, target, dptest.NDOpt(1, macA)), 7, &k)
+	if s := k.String(); !strings.Contains(s, ",icmpv6(type=135,code=0),nd(target=fe80::1,sll=00:00:00:00:00:0a,tll=00:00:00:00:00:00)") {
+		t.Errorf("String: %s", s)
 	}
 }
 

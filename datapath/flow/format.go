@@ -63,6 +63,9 @@ func (k *Key) formatL4(b *strings.Builder) {
 		fmt.Fprintf(b, ",icmp(type=%d,code=%d)", k.ICMPType(), k.ICMPCode())
 	case k.NwProto == IPProtoICMPv6 && v6:
 		fmt.Fprintf(b, ",icmpv6(type=%d,code=%d)", k.ICMPType(), k.ICMPCode())
+		if k.IsND() {
+			fmt.Fprintf(b, ",nd(target=%s,sll=%s,tll=%s)", netip.AddrFrom16(k.NdTarget), MAC(k.ArpSHA), MAC(k.ArpTHA))
+		}
 	}
 }
 

@@ -22,6 +22,8 @@ func seedFrames() [][]byte {
 		dptest.Frame{Src: a, Dst: b, IPv4: &dptest.IPv4{Src: ip1, Dst: ip2, MF: true, Options: []byte{1, 1, 1, 0}}, ICMP: &dptest.ICMP{Type: 8}}.Bytes(),
 		dptest.Frame{Src: a, Dst: b, IPv6: &dptest.IPv6{Src: ip61, Dst: ip62, Ext: []dptest.IPv6Ext{{Proto: 0}, {Proto: 44, MF: true}, {Proto: 51}}}, UDP: &dptest.UDP{Src: 1, Dst: 2}}.Bytes(),
 		dptest.Frame{Src: a, Dst: b, IPv6: &dptest.IPv6{Src: ip61, Dst: ip62}, ICMP: &dptest.ICMP{Type: 135}}.Bytes(),
+		dptest.Frame{Src: a, Dst: b, IPv6: &dptest.IPv6{Src: ip61, Dst: ip62}, ICMP: &dptest.ICMP{Type: 136, Rest: 0x60000000},
+			Payload: append(append(ip62.AsSlice(), dptest.NDOpt(2, b)...), dptest.NDOpt(1, a)...)}.Bytes(),
 		dptest.Frame{Src: a, Dst: b, ARP: &dptest.ARP{Op: 1, SHA: a, SPA: ip1, TPA: ip2}}.Bytes(),
 		dptest.Frame{Src: a, Dst: b, EtherType: 50, Payload: []byte{0xaa, 0xaa, 3, 0, 0, 0, 0x08, 0x00, 0x45, 0}}.Bytes(),
 		{},

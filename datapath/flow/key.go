@@ -111,6 +111,24 @@ type Key struct {
 	TunTpSrc, TunTpDst uint16
 	// TunTOS and TunTTL are the outer IP TOS and TTL.
 	TunTOS, TunTTL uint8
+
+	// The IPv6 neighbour discovery fields of an ICMPv6 neighbour
+	// solicitation or advertisement with code 0 (OVS's nd_target,
+	// igmp_group_ip4 and tcp_flags as nd_reserved and nd_options_type);
+	// the link-layer address options go to ArpSHA (source, nd_sll) and
+	// ArpTHA (target, nd_tll). They come last: zero for every other
+	// packet, so Hash skips them.
+
+	// NdTarget is the target address.
+	NdTarget [16]byte
+	// NdReserved is the 32 bits after the ICMPv6 header (the R, S and O
+	// flags of an advertisement, and the reserved bits).
+	NdReserved uint32
+	// NdOptionsType is the type of the first link-layer address option
+	// (1 source, 2 target), 0 if none.
+	NdOptionsType uint8
+	// ndPad makes the key a whole number of words; always zero.
+	ndPad [3]byte
 }
 
 // Bits of Key.TunFlags (OVS's FLOW_TNL_F_*, as tun_flags matches them).
@@ -175,6 +193,19 @@ const (
 	IPProtoSCTP     = 132
 )
 
+// ICMPv6 types of neighbour discovery whose fields the key holds.
+const (
+	ICMPv6NS = 135 // neighbour solicitation
+	ICMPv6NA = 136 // neighbour advertisement
+)
+
+// IsND reports whether the key is of an ICMPv6 neighbour solicitation or
+// advertisement (OVS's is_nd).
+func (k *Key) IsND() bool {
+	return k.EthType == EthTypeIPv6 && k.NwProto == IPProtoICMPv6 && k.TpDst == 0 &&
+		(k.TpSrc == ICMPv6NS || k.TpSrc == ICMPv6NA)
+}
+
 // IsVLANType reports whether t is a VLAN TPID (802.1Q or 802.1ad).
 func IsVLANType(t uint16) bool { return t == EthTypeVLAN || t == EthTypeQinQ }
 
@@ -222,6 +253,10 @@ func (k *Key) Hash() uint64 {
 	// So are the tunnel words, but on decapsulated packets.
 	if t := w[19] | w[20] | w[21] | w[22] | w[23] | w[24]; t != 0 {
 		h ^= mix(w[19]^s1, w[20]^s3) ^ mix(w[21]^s2, w[22]^s0) ^ mix(w[23]^s3, w[24]^s1)
+	}
+	// And the neighbour discovery words, but on NS and NA.
+	if n := w[25] | w[26] | w[27]; n != 0 {
+		h ^= mix(w[25]^s2, w[26]^s1) ^ mix(w[27]^s0, KeySize^s3)
 	}
 	return mix(h^s0, h^s1)
 }

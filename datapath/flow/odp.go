@@ -256,6 +256,19 @@ func (k *Key) formatODPL4(o *odpWriter, m *Mask, v6 bool) {
 			o.u8("type", uint8(k.TpSrc), uint8(m.TpSrc))
 			o.u8("code", uint8(k.TpDst), uint8(m.TpDst))
 		}, ports)
+		if !k.IsND() {
+			break
+		}
+		// OVS's OVS_KEY_ATTR_ND and OVS_KEY_ATTR_ND_EXTENSIONS.
+		o.attr("nd", func() {
+			o.ipv6("target", k.NdTarget, m.NdTarget)
+			o.mac("sll", k.ArpSHA, m.ArpSHA)
+			o.mac("tll", k.ArpTHA, m.ArpTHA)
+		}, m.NdTarget != [16]byte{} || m.ArpSHA != [6]byte{} || m.ArpTHA != [6]byte{})
+		o.attr("nd_ext", func() {
+			o.hex32("nd_reserved", k.NdReserved, m.NdReserved, 0xffffffff)
+			o.u8("nd_options_type", k.NdOptionsType, m.NdOptionsType)
+		}, m.NdReserved != 0 || m.NdOptionsType != 0)
 	}
 }
 

@@ -177,6 +177,15 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 	case typ == flow.EthTypeIPv6 && k.NwProto == flow.IPProtoICMPv6:
 		putU16("icmp_type", k.TpSrc, m.TpSrc)
 		putU16("icmp_code", k.TpDst, m.TpDst)
+		putIPv6Net(put, "nd_target", k.NdTarget, m.NdTarget)
+		putMAC("nd_sll", k.ArpSHA, m.ArpSHA)
+		putMAC("nd_tll", k.ArpTHA, m.ArpTHA)
+		if m.NdReserved != 0 {
+			put("nd_reserved=%d", k.NdReserved)
+		}
+		if m.NdOptionsType != 0 {
+			put("nd_options_type=%d", k.NdOptionsType)
+		}
 	default:
 		putU16("tp_src", k.TpSrc, m.TpSrc)
 		putU16("tp_dst", k.TpDst, m.TpDst)
@@ -363,6 +372,10 @@ func packetMask(k *flow.Key) flow.Mask {
 		case flow.IPProtoUDP, flow.IPProtoSCTP, flow.IPProtoICMP, flow.IPProtoIGMP, flow.IPProtoICMPv6:
 			m.TpSrc, m.TpDst = 0xffff, 0xffff
 		}
+		if k.IsND() {
+			m.NdTarget = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+			m.ArpSHA, m.ArpTHA = m.EthSrc, m.EthSrc
+		}
 	case flow.EthTypeARP, flow.EthTypeRARP:
 		m.IPv4Src, m.IPv4Dst, m.NwProto = all4, all4, 0xff
 		m.ArpSHA, m.ArpTHA = m.EthSrc, m.EthSrc
@@ -443,11 +456,11 @@ func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, 
 			if in != nil {
 				k.InPort = in.dpPort
 			}
-		case "dl_src", "eth_src", "dl_dst", "eth_dst", "arp_sha", "arp_tha":
+		case "dl_src", "eth_src", "dl_dst", "eth_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
 			var hw net.HardwareAddr
 			if hw, err = net.ParseMAC(val); err == nil && len(hw) == 6 {
 				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "eth_src": &k.EthSrc, "dl_dst": &k.EthDst,
-					"eth_dst": &k.EthDst, "arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA}[name]
+					"eth_dst": &k.EthDst, "arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA, "nd_sll": &k.ArpSHA, "nd_tll": &k.ArpTHA}[name]
 				*dst = [6]byte(hw)
 			} else if err == nil {
 				err = fmt.Errorf("invalid Ethernet address")
@@ -499,13 +512,16 @@ func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, 
 			} else if err == nil {
 				err = fmt.Errorf("not an IPv4 address")
 			}
-		case "ipv6_src", "ipv6_dst":
+		case "ipv6_src", "ipv6_dst", "nd_target":
 			var a netip.Addr
 			if a, err = netip.ParseAddr(val); err == nil && a.Is6() {
-				if name == "ipv6_src" {
+				switch name {
+				case "ipv6_src":
 					k.IPv6Src = a.As16()
-				} else {
+				case "ipv6_dst":
 					k.IPv6Dst = a.As16()
+				default:
+					k.NdTarget = a.As16()
 				}
 			} else if err == nil {
 				err = fmt.Errorf("not an IPv6 address")
@@ -545,13 +561,22 @@ func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, 
 			default:
 				err = fmt.Errorf("unknown fragment type")
 			}
-		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code":
+		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
 			var v uint64
 			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if strings.HasSuffix(name, "src") || name == "icmp_type" {
+				if strings.HasSuffix(name, "src") || strings.HasSuffix(name, "_type") {
 					k.TpSrc = uint16(v)
 				} else {
 					k.TpDst = uint16(v)
+				}
+			}
+		case "nd_reserved", "nd_options_type":
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, map[string]int{"nd_reserved": 32, "nd_options_type": 8}[name]); err == nil {
+				if name == "nd_reserved" {
+					k.NdReserved = uint32(v)
+				} else {
+					k.NdOptionsType = uint8(v)
 				}
 			}
 		case "tcp_flags":

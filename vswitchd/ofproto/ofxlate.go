@@ -229,10 +229,15 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 	case ofp.ActResubmit:
 		x.resubmit(a, id)
 	case ofp.ActSetField:
+		// The bits set are consulted: the datapath flow sets them only
+		// for packets that do not already hold the value (OVS's
+		// mf_mask_field_masked in xlate's set_field).
+		a.Field.SetMasked(&x.of.wc, a.Mask, a.Mask)
 		a.Field.SetMasked(f, a.Value, a.Mask)
 		x.syncVLAN()
 	case ofp.ActMove:
 		ofp.MarkRef(&x.of.wc, a.Src)
+		ofp.MarkRef(&x.of.wc, a.Dst)
 		ofp.Move(f, a.Src, a.Dst)
 		x.syncVLAN()
 	case ofp.ActStackPush:
@@ -249,6 +254,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		var e ofp.StackEntry
 		copy(e[:], x.of.stack[n-len(e):])
 		x.of.stack = x.of.stack[:n-len(e)]
+		ofp.MarkRef(&x.of.wc, a.Dst)
 		ofp.Pop(f, a.Dst, e)
 		x.syncVLAN()
 	case ofp.ActWriteMetadata:
@@ -487,7 +493,9 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 
 // translatable reports whether the translation can set field id: the
 // pipeline's registers and metadata, the input port, the VLAN, the
-// Ethernet and IPv4 addresses, the TTL and the TCP/UDP ports.
+// Ethernet, IPv4 and IPv6 addresses, the IPv6 label, the TTL, the
+// TCP/UDP ports, ICMP and ICMPv6 types and codes, ARP's fields and
+// neighbour discovery's.
 func translatable(id ofp.FieldID) bool {
 	switch {
 	case id >= ofp.FieldReg0 && id < ofp.FieldXXReg0+4:
@@ -497,7 +505,11 @@ func translatable(id ofp.FieldID) bool {
 	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP,
 		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
 		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst,
-		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst:
+		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst,
+		ofp.FieldARPOp, ofp.FieldARPSPA, ofp.FieldARPTPA, ofp.FieldARPSHA, ofp.FieldARPTHA,
+		ofp.FieldIPv6Src, ofp.FieldIPv6Dst, ofp.FieldIPv6Label,
+		ofp.FieldICMPType, ofp.FieldICMPCode, ofp.FieldICMPv6Type, ofp.FieldICMPv6Code,
+		ofp.FieldNDTarget, ofp.FieldNDSLL, ofp.FieldNDTLL, ofp.FieldNDReserved, ofp.FieldNDOptionsType:
 		return true
 	}
 	return false

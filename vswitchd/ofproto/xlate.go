@@ -399,41 +399,69 @@ func (x *xlate) commitVLAN() {
 // TCP/UDP).
 func (x *xlate) commitSets() {
 	k, b := x.key, &x.base
-	if k.EthSrc != b.EthSrc {
-		x.acts = append(x.acts, datapath.Set(datapath.SetEthSrc, k.EthSrc[:]))
+	set := func(changed bool, f datapath.SetField, val []byte) {
+		if changed {
+			x.acts = append(x.acts, datapath.Set(f, val))
+		}
 	}
-	if k.EthDst != b.EthDst {
-		x.acts = append(x.acts, datapath.Set(datapath.SetEthDst, k.EthDst[:]))
-	}
+	set(k.EthSrc != b.EthSrc, datapath.SetEthSrc, k.EthSrc[:])
+	set(k.EthDst != b.EthDst, datapath.SetEthDst, k.EthDst[:])
 	ip4 := b.EthType == flow.EthTypeIPv4
 	ip6 := b.EthType == flow.EthTypeIPv6
 	if ip4 {
-		if k.IPv4Src != b.IPv4Src {
-			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Src, k.IPv4Src[:]))
-		}
-		if k.IPv4Dst != b.IPv4Dst {
-			x.acts = append(x.acts, datapath.Set(datapath.SetIPv4Dst, k.IPv4Dst[:]))
-		}
+		set(k.IPv4Src != b.IPv4Src, datapath.SetIPv4Src, k.IPv4Src[:])
+		set(k.IPv4Dst != b.IPv4Dst, datapath.SetIPv4Dst, k.IPv4Dst[:])
+	}
+	if ip6 {
+		set(k.IPv6Src != b.IPv6Src, datapath.SetIPv6Src, k.IPv6Src[:])
+		set(k.IPv6Dst != b.IPv6Dst, datapath.SetIPv6Dst, k.IPv6Dst[:])
+		set(k.IPv6Label != b.IPv6Label, datapath.SetIPv6Label, binary.BigEndian.AppendUint32(nil, k.IPv6Label))
+	}
+	if b.EthType == flow.EthTypeARP || b.EthType == flow.EthTypeRARP {
+		// OVS's commit_set_arp_action.
+		set(k.NwProto != b.NwProto, datapath.SetARPOp, []byte{0, k.NwProto})
+		set(k.ArpSHA != b.ArpSHA, datapath.SetARPSHA, k.ArpSHA[:])
+		set(k.IPv4Src != b.IPv4Src, datapath.SetARPSPA, k.IPv4Src[:])
+		set(k.ArpTHA != b.ArpTHA, datapath.SetARPTHA, k.ArpTHA[:])
+		set(k.IPv4Dst != b.IPv4Dst, datapath.SetARPTPA, k.IPv4Dst[:])
 	}
 	if (ip4 || ip6) && k.NwTTL != b.NwTTL {
 		f := datapath.SetIPv4TTL
 		if ip6 {
 			f = datapath.SetIPv6HopLimit
 		}
-		x.acts = append(x.acts, datapath.Set(f, []byte{k.NwTTL}))
+		set(true, f, []byte{k.NwTTL})
 	}
 	if (ip4 || ip6) && (k.TpSrc != b.TpSrc || k.TpDst != b.TpDst) {
 		// Which header the ports are in depends on the protocol.
 		x.mask.NwProto = 0xff
 		x.mask.NwFrag |= flow.FragLater
-		if (b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP) && b.NwFrag&flow.FragLater == 0 {
-			if k.TpSrc != b.TpSrc {
-				x.acts = append(x.acts, datapath.Set(datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc)))
-			}
-			if k.TpDst != b.TpDst {
-				x.acts = append(x.acts, datapath.Set(datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst)))
-			}
+		switch {
+		case b.NwFrag&flow.FragLater != 0:
+		case b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP:
+			set(k.TpSrc != b.TpSrc, datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc))
+			set(k.TpDst != b.TpDst, datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst))
+		case b.NwProto == flow.IPProtoICMP && ip4:
+			set(k.TpSrc != b.TpSrc, datapath.SetICMPType, []byte{uint8(k.TpSrc)})
+			set(k.TpDst != b.TpDst, datapath.SetICMPCode, []byte{uint8(k.TpDst)})
+		case b.NwProto == flow.IPProtoICMPv6 && ip6:
+			set(k.TpSrc != b.TpSrc, datapath.SetICMPv6Type, []byte{uint8(k.TpSrc)})
+			set(k.TpDst != b.TpDst, datapath.SetICMPv6Code, []byte{uint8(k.TpDst)})
 		}
+	}
+	if ip6 && b.IsND() && (k.NdReserved != b.NdReserved || k.NdOptionsType != b.NdOptionsType ||
+		k.NdTarget != b.NdTarget || k.ArpSHA != b.ArpSHA || k.ArpTHA != b.ArpTHA) {
+		// OVS's ND and then ND extensions set actions: the addresses
+		// before the options type, so that a solicitation's source option
+		// given a new address (nd_sll) and made a target one answers as
+		// an advertisement. Whether the packet is an NS or NA decides.
+		x.mask.NwProto, x.mask.TpSrc, x.mask.TpDst = 0xff, 0xffff, 0xffff
+		x.mask.NwFrag |= flow.FragLater
+		set(k.NdTarget != b.NdTarget, datapath.SetNDTarget, k.NdTarget[:])
+		set(k.ArpSHA != b.ArpSHA, datapath.SetNDSLL, k.ArpSHA[:])
+		set(k.ArpTHA != b.ArpTHA, datapath.SetNDTLL, k.ArpTHA[:])
+		set(k.NdReserved != b.NdReserved, datapath.SetNDReserved, binary.BigEndian.AppendUint32(nil, k.NdReserved))
+		set(k.NdOptionsType != b.NdOptionsType, datapath.SetNDOptionsType, []byte{k.NdOptionsType})
 	}
 	fields := *k
 	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort

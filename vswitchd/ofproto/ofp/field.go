@@ -3,6 +3,7 @@ package ofp
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 
 	"github.com/govs/govs/datapath/flow"
 )
@@ -69,6 +70,11 @@ const (
 	FieldICMPv6Type
 	FieldICMPv6Code
 	FieldTCPFlags
+	FieldNDTarget
+	FieldNDSLL
+	FieldNDTLL
+	FieldNDReserved
+	FieldNDOptionsType
 	FieldMetadata
 	FieldTunID
 	FieldTunSrc
@@ -109,6 +115,11 @@ const (
 	preSCTP
 	preICMPv4
 	preICMPv6
+	// preND: an ICMPv6 neighbour solicitation or advertisement (type
+	// 135 or 136, code 0); preNDSolicit and preNDAdvert one of them.
+	preND
+	preNDSolicit
+	preNDAdvert
 	// preCT: ct_state says the packet was tracked into a connection
 	// (OVS's MFP_CT_VALID). The IP version the ct_nw_* and ct_ipv6_*
 	// fields need is checked after (OFPBAC_MATCH_INCONSISTENT).
@@ -145,6 +156,8 @@ const (
 	classOXM    = 0x8000
 	classPktReg = 0x8001
 	classExp    = 0xffff
+	// classEricsson holds the ND fields OVS 2.11 added (ERICOXM_OF_*).
+	classEricsson = 0x1000
 )
 
 var (
@@ -246,6 +259,11 @@ func init() {
 		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpSrc) }, set: func(f *Flow, b []byte) { f.TpSrc = uint16(b[0]) }})
 	addField(&Field{ID: FieldICMPv6Code, Name: "icmpv6_code", Len: 1, NXM: nxmHeader(classNXM1, 22, 1), OXM: nxmHeader(classOXM, 30, 1), pre: preICMPv6, Writable: true,
 		get: func(f *Flow, b []byte) { b[0] = uint8(f.TpDst) }, set: func(f *Flow, b []byte) { f.TpDst = uint16(b[0]) }})
+	bytesField(FieldNDTarget, "nd_target", 16, nxmHeader(classNXM1, 23, 16), nxmHeader(classOXM, 31, 16), true, true, preND, func(f *Flow) []byte { return f.NdTarget[:] })
+	bytesField(FieldNDSLL, "nd_sll", 6, nxmHeader(classNXM1, 24, 6), nxmHeader(classOXM, 32, 6), true, true, preNDSolicit, func(f *Flow) []byte { return f.ArpSHA[:] })
+	bytesField(FieldNDTLL, "nd_tll", 6, nxmHeader(classNXM1, 25, 6), nxmHeader(classOXM, 33, 6), true, true, preNDAdvert, func(f *Flow) []byte { return f.ArpTHA[:] })
+	u32Field(FieldNDReserved, "nd_reserved", 0, nxmHeader(classEricsson, 1, 4), false, true, preND, func(f *Flow) *uint32 { return &f.NdReserved })
+	u8Field(FieldNDOptionsType, "nd_options_type", 0, nxmHeader(classEricsson, 2, 1), false, true, preND, func(f *Flow) *uint8 { return &f.NdOptionsType })
 	u16Field(FieldTCPFlags, "tcp_flags", nxmHeader(classNXM1, 34, 2), 0, true, false, preTCP, func(f *Flow) *uint16 { return &f.TCPFlags })
 	addField(&Field{ID: FieldMetadata, Name: "metadata", Len: 8, Maskable: true, OXM: nxmHeader(classOXM, 2, 8), Writable: true,
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.Metadata) },
@@ -433,6 +451,16 @@ func prereqOK(p prereq, m *Match) bool {
 		return typeIs(flow.EthTypeIPv4) && protoIs(flow.IPProtoICMP)
 	case preICMPv6:
 		return typeIs(flow.EthTypeIPv6) && protoIs(flow.IPProtoICMPv6)
+	case preND, preNDSolicit, preNDAdvert:
+		// OVS's is_nd on the match's flow: the type's and code's values,
+		// whatever their masks.
+		want := []uint16{flow.ICMPv6NS, flow.ICMPv6NA}
+		if p == preNDSolicit {
+			want = want[:1]
+		} else if p == preNDAdvert {
+			want = want[1:]
+		}
+		return typeIs(flow.EthTypeIPv6) && protoIs(flow.IPProtoICMPv6) && m.Flow.TpDst == 0 && slices.Contains(want, m.Flow.TpSrc)
 	case preCT:
 		return ctValid(m)
 	}
@@ -509,6 +537,8 @@ var aliases = [][]FieldID{
 	{FieldIPProto, FieldARPOp},
 	{FieldIPv4Src, FieldARPSPA},
 	{FieldIPv4Dst, FieldARPTPA},
+	{FieldARPSHA, FieldNDSLL},
+	{FieldARPTHA, FieldNDTLL},
 	{FieldTCPSrc, FieldUDPSrc, FieldSCTPSrc, FieldICMPType, FieldICMPv6Type},
 	{FieldTCPDst, FieldUDPDst, FieldSCTPDst, FieldICMPCode, FieldICMPv6Code},
 	{FieldCtIPv6Src, FieldCtNwSrc},

@@ -231,6 +231,17 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 			case k.NwProto == flow.IPProtoICMPv6 && k.EthType == flow.EthTypeIPv6:
 				field(FieldICMPv6Type)
 				field(FieldICMPv6Code)
+				// OVS's nx_put_raw: the ND fields of a match on NS or NA.
+				if k.TpDst == 0 && (k.TpSrc == flow.ICMPv6NS || k.TpSrc == flow.ICMPv6NA) {
+					field(FieldNDReserved)
+					field(FieldNDTarget)
+					field(FieldNDOptionsType)
+					if k.TpSrc == flow.ICMPv6NS {
+						field(FieldNDSLL)
+					} else {
+						field(FieldNDTLL)
+					}
+				}
 			}
 		}
 	}
