@@ -72,6 +72,14 @@ func TestSystemSockBufHandover(t *testing.T) {
 				if t.Failed() {
 					break
 				}
+				// The reader finishes the last handover as it reads on:
+				// on a loaded machine that can take longer than
+				// SwitchSockBuf's own wait.
+				waitFor(t, "the last handover to finish", linkDeadline, func() bool {
+					s.hmu.Lock()
+					defer s.hmu.Unlock()
+					return s.next == nil
+				})
 				if err := s.SwitchSockBuf(n); err != nil {
 					t.Fatalf("switch %d to %d: %v", i, n, err)
 				}

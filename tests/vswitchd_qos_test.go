@@ -126,19 +126,19 @@ func TestVswitchdIngressPolicing(t *testing.T) {
 
 	// No silent no-ops: what govs does not run is logged, and an MTU the
 	// device refuses is logged with the range it accepts. A bond runs,
-	// but not its rebalancing; a mirror without output is refused as OVS
+	// but not with a hash basis; a mirror without output is refused as OVS
 	// does.
 	m1 := vswAddNS(t, "pol-m1", "")
 	m2 := vswAddNS(t, "pol-m2", "")
-	if out, err := e.vsctl("add-bond", "gvswpolbr", "gvswpolbond", m1.Host, m2.Host, "other_config:bond-rebalance-interval=1000"); err != nil {
+	if out, err := e.vsctl("add-bond", "gvswpolbr", "gvswpolbond", m1.Host, m2.Host, "other_config:bond-hash-basis=7"); err != nil {
 		t.Errorf("add-bond printed %q (%v)", out, err)
 	}
-	e.mustVsctl("set", "bridge", "gvswpolbr", "stp_enable=true", "--", "set", "interface", a.Host, "mtu_request=70000",
+	e.mustVsctl("set", "bridge", "gvswpolbr", "mcast_snooping_enable=true", "--", "set", "interface", a.Host, "mtu_request=70000",
 		"--", "--id=@m", "create", "mirror", "name=gvswpolmir", "select_all=true", "--", "add", "bridge", "gvswpolbr", "mirrors", "@m")
 	for _, want := range []string{
-		"bridge gvswpolbr: port gvswpolbond: other_config:bond-rebalance-interval is not supported by govs and has no effect",
+		"bridge gvswpolbr: port gvswpolbond: other_config:bond-hash-basis is not supported by govs and has no effect",
 		"bridge gvswpolbr: mirror gvswpolmir does not specify output; ignoring",
-		"bridge gvswpolbr: stp_enable=true (STP) is not supported by govs and has no effect",
+		"bridge gvswpolbr: mcast_snooping_enable=true (multicast snooping) is not supported by govs and has no effect",
 		"failed to set MTU for network device " + a.Host + ": Invalid argument (mtu_request 70000; the device accepts 68..65535)",
 	} {
 		vswWait(t, vswTimeout, want, func() bool { return logged(want) })
