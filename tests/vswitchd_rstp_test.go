@@ -27,19 +27,7 @@ func newRSTPLoop(t *testing.T) *rstpLoop {
 	vswClaim(t, l.b1, l.b2)
 	for i := range l.links {
 		l.links[i] = [2]string{p + "l" + strconv.Itoa(i) + "x", p + "l" + strconv.Itoa(i) + "y"}
-		x, y := l.links[i][0], l.links[i][1]
-		vswClaim(t, x, y)
-		vswRun("ip", "link", "del", x)
-		t.Cleanup(func() { vswRun("ip", "link", "del", x) })
-		for _, c := range [][]string{
-			{"ip", "link", "add", x, "type", "veth", "peer", "name", y},
-			{"ip", "link", "set", x, "up"},
-			{"ip", "link", "set", y, "up"},
-		} {
-			if out, err := vswRun(c[0], c[1:]...); err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
-		}
+		stpVeth(t, l.links[i][0], l.links[i][1])
 	}
 	// RSTP on from the start: the loop must never forward before it runs.
 	// The hosts' ports are edges: they forward at once.
