@@ -182,3 +182,46 @@ func TestOpenFlowTestcontrollerSwitch(t *testing.T) {
 		t.Logf("dump-flows -O %s:\n%s", version, out)
 	}
 }
+
+// TestOpenFlowController2Userdata: controller actions with userdata (as
+// ovn-controller's, an opcode in the first bytes) and the other
+// NXAST_CONTROLLER2 arguments are stored and dumped as Debian's
+// ovs-vswitchd does, and the packet-in in the NXT_PACKET_IN2 format
+// carries the userdata as Debian's. pause and meter_id are refused.
+func TestOpenFlowController2Userdata(t *testing.T) {
+	deb := startDebianSwitch(t)
+	deb.setUp("gcud", "10.77.0")
+	govs := startGovsSwitch(t)
+	govs.setUp("gcuo", "10.77.0")
+	dumps := map[*ofSwitch]string{}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.a.mustExec("ip", "link", "set", "eth0", "address", "02:00:00:77:00:01")
+		for _, flow := range []string{"cookie=0x7,table=0,arp,actions=load:0x5->NXM_NX_REG1[],resubmit(,3)",
+			"table=3,priority=0,actions=controller(userdata=00.00.00.0c.01.02.03,max_len=128)",
+			"table=5,actions=controller(reason=no_match,id=3,userdata=ff)",
+			"table=6,actions=controller(reason=invalid_ttl,max_len=0,userdata=00.00.00.01.00.00.00.00.01.02)"} {
+			if out, rc := s.ofctl("add-flow", s.br, flow); rc != 0 {
+				t.Fatalf("add-flow %s: %s", flow, out)
+			}
+		}
+		out, rc := s.ofctl("--no-stats", "dump-flows", s.br)
+		if rc != 0 {
+			t.Fatalf("dump-flows: %s", out)
+		}
+		dumps[s] = s.normalizeOfctl(out)
+	}
+	if dumps[govs] != dumps[deb] || !strings.Contains(dumps[govs], "userdata=00.00.00.0c.01.02.03") {
+		t.Errorf("dump-flows: govs:\n%s\nDebian's ovs-vswitchd:\n%s", dumps[govs], dumps[deb])
+	}
+	want := deb.firstPacketIn("-P", "nxt_packet_in2")
+	got := govs.firstPacketIn("-P", "nxt_packet_in2")
+	if got != want || !strings.Contains(got, "userdata=00.00.00.0c.01.02.03") {
+		t.Errorf("monitor -P nxt_packet_in2: govs:\n%s\nDebian's ovs-vswitchd:\n%s", got, want)
+	}
+	t.Logf("monitor -P nxt_packet_in2:\n%s", got)
+	for _, flow := range []string{"actions=controller(pause),output:2", "actions=controller(meter_id=1)"} {
+		if out, rc := govs.ofctl("add-flow", govs.br, flow); rc == 0 || !strings.Contains(out, "OFPBAC_BAD_VENDOR_TYPE") {
+			t.Errorf("add-flow %s: exit %d: %s, want OFPBAC_BAD_VENDOR_TYPE", flow, rc, out)
+		}
+	}
+}

@@ -306,7 +306,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		}
 		f.NwTTL--
 	case ofp.ActController:
-		x.controller(a.Reason, a.MaxLen, a.ControllerID)
+		x.controller(a.Reason, a.MaxLen, a.ControllerID, a.Userdata)
 	case ofp.ActExit:
 		x.of.exit = true
 	case ofp.ActGroup:
@@ -383,7 +383,7 @@ func (x *xlate) ofOutput(no uint32) {
 	case ofp.PortInPort:
 		x.output(in)
 	case ofp.PortController:
-		x.controller(ofp.PacketInAction, 0xffff, 0)
+		x.controller(ofp.PacketInAction, 0xffff, 0, nil)
 	case portTable:
 		if x.of.packetOut {
 			x.table(0)
@@ -429,6 +429,16 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
 		case ofp.ActWriteActions:
 			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
+		case ofp.ActController:
+			// Continuations (NXT_RESUME) and per-action controller
+			// meters are not carried out: refused as the whole
+			// NXAST_CONTROLLER2 was before.
+			if a.Pause {
+				return &ofp.Error{Errno: ofp.BadActionVendorType, Detail: "controller(pause) is not supported"}
+			}
+			if a.ID != 0 {
+				return &ofp.Error{Errno: ofp.BadActionVendorType, Detail: "controller(meter_id) is not supported"}
+			}
 		case ofp.ActGotoTable:
 			if a.Table <= table || int(a.Table) >= NumTables {
 				return &ofp.Error{Errno: ofp.InstBadTableID, Detail: "goto_table must go forward"}

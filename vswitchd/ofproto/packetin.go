@@ -32,6 +32,7 @@ type pinCtx struct {
 	table        uint8
 	cookie       uint64
 	meta         ofp.Flow // the metadata only: the Key is zero
+	userdata     string   // the controller action's, for NXPINT_USERDATA
 }
 
 // pinSinkBox holds a bridge's PacketInSink for atomic swaps.
@@ -51,9 +52,9 @@ func (br *Bridge) setPacketInSink(s AsyncSink) {
 // controllers (OVS's execute_controller_action). The metadata reported
 // comes from the flow, which may hold values derived from any field of
 // the packet, so the datapath flow matches the packet exactly.
-func (x *xlate) controller(reason uint8, maxLen, id uint16) {
+func (x *xlate) controller(reason uint8, maxLen, id uint16, userdata []byte) {
 	s := x.of
-	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow}
+	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow, userdata: string(userdata)}
 	c.meta.Key = flow.Key{}
 	c.meta.InPort = s.flow.InPort
 	c.meta.TunID = s.flow.TunID
@@ -127,7 +128,7 @@ func (b *Backer) Userspace(cookie uint32, p *packet.Packet) {
 	}
 	data := bytes.Clone(p.Data())
 	box.s.PacketIn(&ofp.PacketIn{Reason: c.reason, ExplicitMiss: c.explicitMiss, ImplicitMiss: c.implicitMiss, TableID: c.table, Cookie: c.cookie,
-		Metadata: c.meta, Data: data, TotalLen: len(data), MaxLen: c.maxLen, ControllerID: c.id})
+		Metadata: c.meta, Data: data, TotalLen: len(data), MaxLen: c.maxLen, ControllerID: c.id, Userdata: []byte(c.userdata)})
 }
 
 // SetPacketInOnMiss turns the miss rule on or off (connmgr.MissSink);
@@ -147,6 +148,6 @@ func (x *xlate) miss(id uint8) {
 		return
 	}
 	x.of.missTable = int(id)
-	x.controller(ofp.PacketInNoMatch, 0xffff, 0)
+	x.controller(ofp.PacketInNoMatch, 0xffff, 0, nil)
 	x.of.missTable = -1
 }
