@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -212,6 +213,23 @@ func TestOpenFlowController2Userdata(t *testing.T) {
 	}
 	if dumps[govs] != dumps[deb] || !strings.Contains(dumps[govs], "userdata=00.00.00.0c.01.02.03") {
 		t.Errorf("dump-flows: govs:\n%s\nDebian's ovs-vswitchd:\n%s", dumps[govs], dumps[deb])
+	}
+	// ofproto/trace lists the action as OVS's ofpact_format (its indent
+	// under a resubmit is govs' own; not compared).
+	for _, tbl := range []string{"3", "6"} {
+		lines := map[*ofSwitch]string{}
+		for _, s := range []*ofSwitch{deb, govs} {
+			if tbl == "6" {
+				if out, rc := s.ofctl("add-flow", s.br, "priority=9,udp,actions=resubmit(,6)"); rc != 0 {
+					t.Fatalf("add-flow: %s", out)
+				}
+			}
+			out := s.appctl("ofproto/trace", s.br, "in_port=1,"+map[string]string{"3": "arp", "6": "udp"}[tbl])
+			lines[s] = strings.TrimSpace(regexp.MustCompile(`(?m)^ *controller\(.*$`).FindString(out))
+		}
+		if lines[govs] != lines[deb] || lines[govs] == "" {
+			t.Errorf("ofproto/trace to table %s: govs %q, Debian's %q", tbl, lines[govs], lines[deb])
+		}
 	}
 	want := deb.firstPacketIn("-P", "nxt_packet_in2")
 	got := govs.firstPacketIn("-P", "nxt_packet_in2")
