@@ -188,7 +188,7 @@ func TestOpenFlowTestcontrollerSwitch(t *testing.T) {
 // ovn-controller's, an opcode in the first bytes) and the other
 // NXAST_CONTROLLER2 arguments are stored and dumped as Debian's
 // ovs-vswitchd does, and the packet-in in the NXT_PACKET_IN2 format
-// carries the userdata as Debian's. pause and meter_id are refused.
+// carries the userdata as Debian's. meter_id is refused.
 func TestOpenFlowController2Userdata(t *testing.T) {
 	deb := startDebianSwitch(t)
 	deb.setUp("gcud", "10.77.0")
@@ -237,9 +237,60 @@ func TestOpenFlowController2Userdata(t *testing.T) {
 		t.Errorf("monitor -P nxt_packet_in2: govs:\n%s\nDebian's ovs-vswitchd:\n%s", got, want)
 	}
 	t.Logf("monitor -P nxt_packet_in2:\n%s", got)
-	for _, flow := range []string{"actions=controller(pause),output:2", "actions=controller(meter_id=1)"} {
+	for _, flow := range []string{"actions=controller(meter_id=1)"} {
 		if out, rc := govs.ofctl("add-flow", govs.br, flow); rc == 0 || !strings.Contains(out, "OFPBAC_BAD_VENDOR_TYPE") {
 			t.Errorf("add-flow %s: exit %d: %s, want OFPBAC_BAD_VENDOR_TYPE", flow, rc, out)
 		}
 	}
+}
+
+// TestOpenFlowControllerPauseResume: a flow pauses its translation at
+// controller(pause) after setting a register; the rest of its actions
+// (a resubmit to a table that needs the register, then the output) runs
+// only when the controller sends the packet back with NXT_RESUME (`ovs-ofctl
+// monitor BR resume`): a to b pings only while that monitor runs.
+func TestOpenFlowControllerPauseResume(t *testing.T) {
+	s := startGovsSwitch(t)
+	s.setUp("gcpr", "10.78.0")
+	for _, flow := range []string{"priority=10,in_port=1,actions=load:0x2a->NXM_NX_REG2[],controller(userdata=00.00.00.02,pause),resubmit(,1)",
+		"table=1,reg2=0x2a,actions=output:2", "priority=10,in_port=2,actions=output:1"} {
+		if out, rc := s.ofctl("add-flow", s.br, flow); rc != 0 {
+			t.Fatalf("add-flow %s: %s", flow, out)
+		}
+	}
+	if out, _ := s.ofctl("dump-flows", s.br); !strings.Contains(out, "controller(userdata=00.00.00.02,pause)") {
+		t.Fatalf("dump-flows:\n%s", out)
+	}
+	s.a.noPing("10.78.0.2")
+
+	out := filepath.Join(s.dir, "resume.out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(vswOfctl, "monitor", s.br, "resume")
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+s.dir)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}
+	}
+	defer stop()
+	s.a.waitPing("10.78.0.2")
+	stop()
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), "continuation.") || !strings.Contains(string(b), "NXT_RESUME") ||
+		!strings.Contains(string(b), "userdata=00.00.00.02") {
+		t.Errorf("monitor resume printed:\n%.3000s", b)
+	}
+	t.Logf("monitor resume printed:\n%.1500s", b)
+	s.a.noPing("10.78.0.2")
 }
