@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,4 +182,115 @@ func TestOpenFlowTestcontrollerSwitch(t *testing.T) {
 		}
 		t.Logf("dump-flows -O %s:\n%s", version, out)
 	}
+}
+
+// TestOpenFlowController2Userdata: controller actions with userdata (as
+// ovn-controller's, an opcode in the first bytes) and the other
+// NXAST_CONTROLLER2 arguments are stored and dumped as Debian's
+// ovs-vswitchd does, and the packet-in in the NXT_PACKET_IN2 format
+// carries the userdata as Debian's. meter_id is refused.
+func TestOpenFlowController2Userdata(t *testing.T) {
+	deb := startDebianSwitch(t)
+	deb.setUp("gcud", "10.77.0")
+	govs := startGovsSwitch(t)
+	govs.setUp("gcuo", "10.77.0")
+	dumps := map[*ofSwitch]string{}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.a.mustExec("ip", "link", "set", "eth0", "address", "02:00:00:77:00:01")
+		for _, flow := range []string{"cookie=0x7,table=0,arp,actions=load:0x5->NXM_NX_REG1[],resubmit(,3)",
+			"table=3,priority=0,actions=controller(userdata=00.00.00.0c.01.02.03,max_len=128)",
+			"table=5,actions=controller(reason=no_match,id=3,userdata=ff)",
+			"table=6,actions=controller(reason=invalid_ttl,max_len=0,userdata=00.00.00.01.00.00.00.00.01.02)"} {
+			if out, rc := s.ofctl("add-flow", s.br, flow); rc != 0 {
+				t.Fatalf("add-flow %s: %s", flow, out)
+			}
+		}
+		out, rc := s.ofctl("--no-stats", "dump-flows", s.br)
+		if rc != 0 {
+			t.Fatalf("dump-flows: %s", out)
+		}
+		dumps[s] = s.normalizeOfctl(out)
+	}
+	if dumps[govs] != dumps[deb] || !strings.Contains(dumps[govs], "userdata=00.00.00.0c.01.02.03") {
+		t.Errorf("dump-flows: govs:\n%s\nDebian's ovs-vswitchd:\n%s", dumps[govs], dumps[deb])
+	}
+	// ofproto/trace lists the action as OVS's ofpact_format (its indent
+	// under a resubmit is govs' own; not compared).
+	for _, tbl := range []string{"3", "6"} {
+		lines := map[*ofSwitch]string{}
+		for _, s := range []*ofSwitch{deb, govs} {
+			if tbl == "6" {
+				if out, rc := s.ofctl("add-flow", s.br, "priority=9,udp,actions=resubmit(,6)"); rc != 0 {
+					t.Fatalf("add-flow: %s", out)
+				}
+			}
+			out := s.appctl("ofproto/trace", s.br, "in_port=1,"+map[string]string{"3": "arp", "6": "udp"}[tbl])
+			lines[s] = strings.TrimSpace(regexp.MustCompile(`(?m)^ *controller\(.*$`).FindString(out))
+		}
+		if lines[govs] != lines[deb] || lines[govs] == "" {
+			t.Errorf("ofproto/trace to table %s: govs %q, Debian's %q", tbl, lines[govs], lines[deb])
+		}
+	}
+	want := deb.firstPacketIn("-P", "nxt_packet_in2")
+	got := govs.firstPacketIn("-P", "nxt_packet_in2")
+	if got != want || !strings.Contains(got, "userdata=00.00.00.0c.01.02.03") {
+		t.Errorf("monitor -P nxt_packet_in2: govs:\n%s\nDebian's ovs-vswitchd:\n%s", got, want)
+	}
+	t.Logf("monitor -P nxt_packet_in2:\n%s", got)
+	for _, flow := range []string{"actions=controller(meter_id=1)"} {
+		if out, rc := govs.ofctl("add-flow", govs.br, flow); rc == 0 || !strings.Contains(out, "OFPBAC_BAD_VENDOR_TYPE") {
+			t.Errorf("add-flow %s: exit %d: %s, want OFPBAC_BAD_VENDOR_TYPE", flow, rc, out)
+		}
+	}
+}
+
+// TestOpenFlowControllerPauseResume: a flow pauses its translation at
+// controller(pause) after setting a register; the rest of its actions
+// (a resubmit to a table that needs the register, then the output) runs
+// only when the controller sends the packet back with NXT_RESUME (`ovs-ofctl
+// monitor BR resume`): a to b pings only while that monitor runs.
+func TestOpenFlowControllerPauseResume(t *testing.T) {
+	s := startGovsSwitch(t)
+	s.setUp("gcpr", "10.78.0")
+	for _, flow := range []string{"priority=10,in_port=1,actions=load:0x2a->NXM_NX_REG2[],controller(userdata=00.00.00.02,pause),resubmit(,1)",
+		"table=1,reg2=0x2a,actions=output:2", "priority=10,in_port=2,actions=output:1"} {
+		if out, rc := s.ofctl("add-flow", s.br, flow); rc != 0 {
+			t.Fatalf("add-flow %s: %s", flow, out)
+		}
+	}
+	if out, _ := s.ofctl("dump-flows", s.br); !strings.Contains(out, "controller(userdata=00.00.00.02,pause)") {
+		t.Fatalf("dump-flows:\n%s", out)
+	}
+	s.a.noPing("10.78.0.2")
+
+	out := filepath.Join(s.dir, "resume.out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(vswOfctl, "monitor", s.br, "resume")
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+s.dir)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}
+	}
+	defer stop()
+	s.a.waitPing("10.78.0.2")
+	stop()
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), "continuation.") || !strings.Contains(string(b), "NXT_RESUME") ||
+		!strings.Contains(string(b), "userdata=00.00.00.02") {
+		t.Errorf("monitor resume printed:\n%.3000s", b)
+	}
+	t.Logf("monitor resume printed:\n%.1500s", b)
+	s.a.noPing("10.78.0.2")
 }

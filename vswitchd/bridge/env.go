@@ -44,6 +44,8 @@ type OFBridge interface {
 	SetFailOpen(open bool)
 	// PacketOut executes an OFPT_PACKET_OUT.
 	PacketOut(po *ofp.PacketOut) *ofp.Error
+	// Resume executes an NXT_RESUME.
+	Resume(r *ofp.Resume) *ofp.Error
 }
 
 // Devices opens the ports' devices and reads the kernel interfaces' state.

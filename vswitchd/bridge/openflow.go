@@ -366,6 +366,15 @@ func (o ofSource) PacketOut(po *ofp.PacketOut) *ofp.Error {
 	return of.PacketOut(po)
 }
 
+// Resume executes an NXT_RESUME on the bridge.
+func (o ofSource) Resume(r *ofp.Resume) *ofp.Error {
+	of := o.of()
+	if of == nil {
+		return &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
+	}
+	return of.Resume(r)
+}
+
 // Barrier waits for earlier flow changes to be in effect.
 func (o ofSource) Barrier() {
 	if of := o.of(); of != nil {

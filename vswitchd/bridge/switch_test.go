@@ -76,6 +76,7 @@ func (f *fakeOF) Flows() []ofp.FlowStats              { return nil }
 func (f *fakeOF) Barrier()                            {}
 func (f *fakeOF) SetAsync(ofproto.AsyncSink)          {}
 func (f *fakeOF) PacketOut(*ofp.PacketOut) *ofp.Error { return nil }
+func (f *fakeOF) Resume(*ofp.Resume) *ofp.Error       { return nil }
 func (f *fakeOF) SetFailOpen(bool)                    {}
 
 type fakeBacker struct {

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"crypto/rand"
 	"fmt"
 
 	"github.com/govs/govs/datapath"
@@ -229,7 +230,10 @@ func (s *snapshot) learned(name string) *port {
 // Bridge is one bridge's switch: its ports, MAC learning table and
 // pipeline (NORMAL).
 type Bridge struct {
-	name   string
+	name string
+	// uuid identifies this bridge in continuations (OVS's
+	// ofproto->uuid): random, so a restarted switch's are stale.
+	uuid   [16]byte
 	backer *Backer
 	snap   atomic.Pointer[snapshot]
 	ml     *macTable
@@ -277,6 +281,7 @@ type Bridge struct {
 
 func newBridge(b *Backer, name string) *Bridge {
 	br := &Bridge{name: name, backer: b, ml: newMACTable()}
+	rand.Read(br.uuid[:])
 	start := time.Now()
 	br.clock = func() time.Duration { return time.Since(start) }
 	br.snap.Store(br.newSnapshot(BridgeConfig{}))

@@ -98,10 +98,7 @@ func formatAction(a *ofp.Action) string {
 	case ofp.ActOutputReg:
 		return "output:" + formatRef(a.Src)
 	case ofp.ActController:
-		if a.Reason == ofp.PacketInAction && a.ControllerID == 0 {
-			return fmt.Sprintf("CONTROLLER:%d", a.MaxLen)
-		}
-		return fmt.Sprintf("controller(reason=%s,max_len=%d,id=%d)", pinReasonName(a.Reason), a.MaxLen, a.ControllerID)
+		return formatController(a)
 	case ofp.ActResubmit:
 		port := ""
 		if a.Port != ofp.PortInPort {
@@ -181,6 +178,39 @@ func FormatFlowBrief(f *ofp.FlowStats) string {
 		b.WriteString(formatAction(&f.Actions[i]))
 	}
 	return b.String()
+}
+
+// formatController formats a controller action as OVS's
+// format_CONTROLLER: CONTROLLER:max_len when all else is default, else
+// the arguments that are not.
+func formatController(a *ofp.Action) string {
+	if a.Reason == ofp.PacketInAction && a.ControllerID == 0 && len(a.Userdata) == 0 && !a.Pause && a.ID == 0 {
+		return fmt.Sprintf("CONTROLLER:%d", a.MaxLen)
+	}
+	var args []string
+	if a.Reason != ofp.PacketInAction {
+		args = append(args, "reason="+pinReasonName(a.Reason))
+	}
+	if a.MaxLen != 0xffff {
+		args = append(args, fmt.Sprintf("max_len=%d", a.MaxLen))
+	}
+	if a.ControllerID != 0 {
+		args = append(args, fmt.Sprintf("id=%d", a.ControllerID))
+	}
+	if len(a.Userdata) > 0 {
+		hex := make([]string, len(a.Userdata))
+		for i, c := range a.Userdata {
+			hex[i] = fmt.Sprintf("%02x", c)
+		}
+		args = append(args, "userdata="+strings.Join(hex, "."))
+	}
+	if a.Pause {
+		args = append(args, "pause")
+	}
+	if a.ID != 0 {
+		args = append(args, fmt.Sprintf("meter_id=%d", a.ID))
+	}
+	return "controller(" + strings.Join(args, ",") + ")"
 }
 
 // pinReasonName names a packet-in reason as OVS's

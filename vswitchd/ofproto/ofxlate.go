@@ -200,7 +200,7 @@ func ruleTitle(r *rule) string {
 // a goto_table continues with and true, or false when the walk ends.
 func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 	for i := range acts {
-		if x.of.exit {
+		if x.of.exit || x.paused != nil {
 			return 0, false
 		}
 		a := &acts[i]
@@ -212,6 +212,17 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 			return a.Table, true
 		default:
 			x.ofAction(a, id)
+		}
+		if x.paused != nil {
+			// The actions after a pause, the innermost first, are the
+			// continuation's; a goto_table there becomes a resubmit.
+			for _, r := range acts[i+1:] {
+				if r.Type == ofp.ActGotoTable {
+					r = ofp.Action{Type: ofp.ActResubmit, Port: ofp.PortInPort, Table: r.Table}
+				}
+				x.paused.rest = append(x.paused.rest, r)
+			}
+			return 0, false
 		}
 	}
 	return 0, false
@@ -320,7 +331,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		}
 		f.NwTTL--
 	case ofp.ActController:
-		x.controller(a.Reason, a.MaxLen, a.ControllerID)
+		x.controller(a.Reason, a.MaxLen, a.ControllerID, a.Userdata, a.Pause)
 	case ofp.ActExit:
 		x.of.exit = true
 	case ofp.ActGroup:
@@ -397,7 +408,7 @@ func (x *xlate) ofOutput(no uint32) {
 	case ofp.PortInPort:
 		x.output(in)
 	case ofp.PortController:
-		x.controller(ofp.PacketInAction, 0xffff, 0)
+		x.controller(ofp.PacketInAction, 0xffff, 0, nil, false)
 	case portTable:
 		if x.of.packetOut {
 			x.table(0)
@@ -443,6 +454,12 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
 		case ofp.ActWriteActions:
 			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
+		case ofp.ActController:
+			// Per-action controller meters are not carried out:
+			// refused as the whole NXAST_CONTROLLER2 was before.
+			if a.ID != 0 {
+				return &ofp.Error{Errno: ofp.BadActionVendorType, Detail: "controller(meter_id) is not supported"}
+			}
 		case ofp.ActGotoTable:
 			if a.Table <= table || int(a.Table) >= NumTables {
 				return &ofp.Error{Errno: ofp.InstBadTableID, Detail: "goto_table must go forward"}

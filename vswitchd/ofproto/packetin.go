@@ -32,6 +32,21 @@ type pinCtx struct {
 	table        uint8
 	cookie       uint64
 	meta         ofp.Flow // the metadata only: the Key is zero
+	userdata     string   // the controller action's, for NXPINT_USERDATA
+	// paused: the translation stopped here (controller(pause)); rest
+	// is the actions left, encoded for OpenFlow 1.3, and stack the
+	// push/pop stack: the continuation.
+	paused      bool
+	rest, stack string
+}
+
+// pausing is a translation paused at a controller action: the index of
+// its (placeholder) userspace action, the packet-in context, and the
+// actions left, gathered as the translation unwinds.
+type pausing struct {
+	at   int
+	ctx  pinCtx
+	rest []ofp.Action
 }
 
 // pinSinkBox holds a bridge's PacketInSink for atomic swaps.
@@ -51,9 +66,9 @@ func (br *Bridge) setPacketInSink(s AsyncSink) {
 // controllers (OVS's execute_controller_action). The metadata reported
 // comes from the flow, which may hold values derived from any field of
 // the packet, so the datapath flow matches the packet exactly.
-func (x *xlate) controller(reason uint8, maxLen, id uint16) {
+func (x *xlate) controller(reason uint8, maxLen, id uint16, userdata []byte, pause bool) {
 	s := x.of
-	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow}
+	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow, userdata: string(userdata)}
 	c.meta.Key = flow.Key{}
 	c.meta.InPort = s.flow.InPort
 	c.meta.TunID = s.flow.TunID
@@ -68,6 +83,17 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16) {
 		c.table, c.cookie, c.explicitMiss, c.implicitMiss = uint8(s.missTable), 0, false, true
 	}
 	*x.mask = flow.Exact()
+	if pause {
+		// The context is complete once the translation unwinds
+		// (finishPause); nothing after this action is translated.
+		c.paused, c.stack = true, s.stack
+		x.commitSets()
+		x.commitVLAN()
+		x.paused = &pausing{at: len(x.acts), ctx: c}
+		x.acts = append(x.acts, datapath.Userspace(0))
+		x.report("->", "pausing: the actions after this one run on NXT_RESUME")
+		return
+	}
 	cookie, ok := c.br.backer.internPin(c)
 	if !ok {
 		x.report(">>", "too many controller contexts, dropping")
@@ -76,6 +102,26 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16) {
 	x.commitSets()
 	x.commitVLAN()
 	x.acts = append(x.acts, datapath.Userspace(cookie))
+}
+
+// finishPause completes a paused translation: the continuation (the
+// actions left) joins the packet-in context, and the placeholder
+// userspace action gets its cookie; too many contexts drop the packet.
+func (x *xlate) finishPause() {
+	p := x.paused
+	if p == nil {
+		return
+	}
+	x.paused = nil
+	c := p.ctx
+	c.rest = string(ofp.AppendActions(nil, ofp.V13, p.rest))
+	cookie, ok := c.br.backer.internPin(c)
+	if !ok {
+		x.report(">>", "too many controller contexts, dropping")
+		x.acts = x.acts[:p.at]
+		return
+	}
+	x.acts[p.at] = datapath.Userspace(cookie)
 }
 
 // pins interns controller-action contexts: the datapath's userspace
@@ -126,8 +172,16 @@ func (b *Backer) Userspace(cookie uint32, p *packet.Packet) {
 		return
 	}
 	data := bytes.Clone(p.Data())
-	box.s.PacketIn(&ofp.PacketIn{Reason: c.reason, ExplicitMiss: c.explicitMiss, ImplicitMiss: c.implicitMiss, TableID: c.table, Cookie: c.cookie,
-		Metadata: c.meta, Data: data, TotalLen: len(data), MaxLen: c.maxLen, ControllerID: c.id})
+	pi := &ofp.PacketIn{Reason: c.reason, ExplicitMiss: c.explicitMiss, ImplicitMiss: c.implicitMiss, TableID: c.table, Cookie: c.cookie,
+		Metadata: c.meta, Data: data, TotalLen: len(data), MaxLen: c.maxLen, ControllerID: c.id, Userdata: []byte(c.userdata)}
+	if c.paused {
+		rest, err := ofp.DecodeActions(ofp.V13, []byte(c.rest))
+		if err != nil {
+			return // encoded by finishPause: cannot happen
+		}
+		pi.Cont = &ofp.Continuation{Bridge: c.br.uuid, TableID: c.table, Cookie: c.cookie, Actions: rest, Stack: []byte(c.stack)}
+	}
+	box.s.PacketIn(pi)
 }
 
 // SetPacketInOnMiss turns the miss rule on or off (connmgr.MissSink);
@@ -147,6 +201,6 @@ func (x *xlate) miss(id uint8) {
 		return
 	}
 	x.of.missTable = int(id)
-	x.controller(ofp.PacketInNoMatch, 0xffff, 0)
+	x.controller(ofp.PacketInNoMatch, 0xffff, 0, nil, false)
 	x.of.missTable = -1
 }

@@ -26,6 +26,26 @@ func (br *Bridge) PacketOut(po *ofp.PacketOut) *ofp.Error {
 	return p.execute()
 }
 
+// Resume executes an NXT_RESUME as OVS's nxt_resume: the packet, as the
+// controller sent it back, goes on from the actions after the
+// controller(pause) that sent it up, with the registers, metadata and
+// stack it had there. A continuation not made by this bridge in this
+// run is stale (NXR_STALE).
+func (br *Bridge) Resume(r *ofp.Resume) *ofp.Error {
+	const name = "NXT_RESUME"
+	c := r.Continuation
+	if c == nil || c.Bridge != br.uuid {
+		return &ofp.Error{Errno: ofp.NXRStale, Name: name, Detail: "continuation not from this bridge"}
+	}
+	p, err := br.preparePacketOut(&ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: r.Metadata.Flow.InPort, Actions: c.Actions, Data: r.Data})
+	if err != nil {
+		err.Name = name
+		return err
+	}
+	p.resume = r
+	return p.execute()
+}
+
 // pendingPacketOut is a checked packet-out, ready to execute.
 type pendingPacketOut struct {
 	br   *Bridge
@@ -33,6 +53,8 @@ type pendingPacketOut struct {
 	acts []ofp.Action
 	in   *port
 	key  flow.Key
+	// resume: an NXT_RESUME's metadata and continuation to restore.
+	resume *ofp.Resume
 }
 
 const packetOutName = "OFPT_PACKET_OUT"
@@ -96,10 +118,19 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
 	x.key = &x.of.flow.Key
-	if in.srcMirrors != 0 {
+	if r := p.resume; r != nil {
+		// The pipeline metadata as the packet-in reported it (and the
+		// controller may have changed), as OVS's xlate_resume.
+		f, md := &x.of.flow, &r.Metadata.Flow
+		f.TunID, f.Metadata, f.Regs, f.PktMark = md.TunID, md.Metadata, md.Regs, md.PktMark
+		f.CtState, f.CtZone, f.CtMark, f.CtLabel = md.CtState, md.CtZone, md.CtMark, md.CtLabel
+		x.of.packetOut = false
+		x.of.stack = string(r.Continuation.Stack)
+	} else if in.srcMirrors != 0 {
 		x.mirrorPacket(in, in.srcMirrors)
 	}
 	x.ofActions(acts, 0)
+	x.finishPause()
 	if x.changed {
 		b.dp.RequestRevalidation()
 	}

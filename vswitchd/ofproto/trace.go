@@ -76,6 +76,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	} else {
 		x.pipeline(in)
 	}
+	x.finishPause()
 	fmt.Fprintf(&out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
 		formatMatch(&k, &u.Mask, inText, true, false), x.acts)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)

@@ -118,6 +118,8 @@ type xlate struct {
 	// recirculations a trace follows.
 	backer      *Backer
 	recircTrace []traceRecirc
+	// paused: a controller(pause) stopped the translation.
+	paused *pausing
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -135,6 +137,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 			x.pipeline(in)
 		}
 	}
+	x.finishPause()
 	u.Actions = x.withMirrorCounts(x.acts)
 	return x.changed
 }

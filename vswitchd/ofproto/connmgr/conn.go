@@ -496,6 +496,12 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, err
 		}
 		return nil, nil
+	case *ofp.Resume:
+		po, ok := c.m.src.(PacketOuter)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_RESUME", Detail: "not supported"}
+		}
+		return nil, po.Resume(m)
 	case *ofp.PortMod:
 		pm, ok := c.m.src.(PortModifier)
 		if !ok {

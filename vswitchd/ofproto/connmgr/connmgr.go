@@ -63,6 +63,9 @@ type TableCounter interface {
 type PacketOuter interface {
 	// PacketOut executes po, or returns the error to refuse it with.
 	PacketOut(po *ofp.PacketOut) *ofp.Error
+	// Resume executes an NXT_RESUME, or returns the error to refuse
+	// it with.
+	Resume(r *ofp.Resume) *ofp.Error
 }
 
 // CTFlusher is a Source whose connection tracker controllers may flush

@@ -3,6 +3,7 @@ package ofp
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 
 	"github.com/govs/govs/datapath/flow"
@@ -58,6 +59,19 @@ const (
 	rawSetField = iota
 	rawLegacy   // an OpenFlow 1.0 mod_* action
 	rawRegLoad  // NXAST_REG_LOAD
+	// rawController2: a controller action decoded from NXAST_CONTROLLER2,
+	// encoded back as one (OVS keeps the raw form).
+	rawController2
+)
+
+// NXAST_CONTROLLER2 properties (OVS's NXAC2PT_*).
+const (
+	nxac2ptMaxLen = iota
+	nxac2ptControllerID
+	nxac2ptReason
+	nxac2ptUserdata
+	nxac2ptPause
+	nxac2ptMeterID
 )
 
 // FieldRef is a bit range of a field (OVS's mf_subfield).
@@ -78,9 +92,12 @@ type Action struct {
 	// Table: ActResubmit's table (0xff: the current one) or
 	// ActGotoTable's.
 	Table uint8
-	// Reason and ControllerID are NXAST_CONTROLLER's.
+	// Reason and ControllerID are NXAST_CONTROLLER's; Userdata, Pause
+	// and ID (its meter_id, 0 for none) NXAST_CONTROLLER2's.
 	Reason       uint8
 	ControllerID uint16
+	Userdata     []byte
+	Pause        bool
 	// VLAN: ActSetVLANVID's VID, ActSetVLANPCP's PCP, ActPushVLAN's
 	// Ethertype.
 	VLAN uint16
@@ -197,7 +214,7 @@ var nxastNames = map[uint16]string{
 	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
 	nxastLearn: "learn", nxastFinTimeout: "fin_timeout", nxastDecTTLCntIDs: "dec_ttl(ids)",
 	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
-	nxastCT: "ct", nxastNAT: "nat", nxastController2: "controller2", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
+	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)", nxastLearn2: "learn",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
 	nxastCheckPktLarger: "check_pkt_larger", nxastDeleteField: "delete_field",
@@ -599,6 +616,8 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		}
 		return Action{Type: ActController, Port: PortController, MaxLen: binary.BigEndian.Uint16(body),
 			ControllerID: binary.BigEndian.Uint16(body[2:]), Reason: body[4]}, nil
+	case nxastController2:
+		return decodeController2(b)
 	case nxastWriteMetadata:
 		if err := fixedLen(b, 32); err != nil {
 			return Action{}, err
@@ -757,6 +776,104 @@ func DecodeInstructions(v Version, b []byte) ([]Action, *Error) {
 	return acts, nil
 }
 
+// decodeController2 decodes NXAST_CONTROLLER2: zero padding, then
+// properties, each padded to 8 bytes (OVS's
+// decode_NXAST_RAW_CONTROLLER2). b is the whole action.
+func decodeController2(b []byte) (Action, *Error) {
+	if len(b) < 16 {
+		return Action{}, actErr(BadActionLen, "controller2")
+	}
+	for _, z := range b[10:16] {
+		if z != 0 {
+			return Action{}, actErr(MustBeZero, "controller2 padding") // as OVS: NXBRC_
+		}
+	}
+	a := Action{Type: ActController, Port: PortController, MaxLen: 0xffff, Reason: PacketInAction, raw: rawController2}
+	props := b[16:]
+	for len(props) > 0 {
+		if len(props) < 4 {
+			return Action{}, actErr(BadAsyncLen, "controller2 property header")
+		}
+		typ, n := binary.BigEndian.Uint16(props), int(binary.BigEndian.Uint16(props[2:]))
+		if n < 4 || (n+7)&^7 > len(props) {
+			return Action{}, actErr(BadAsyncLen, "controller2 property length")
+		}
+		val := props[4:n]
+		props = props[(n+7)&^7:]
+		short := func(min int) bool { return len(val) < min }
+		switch typ {
+		case nxac2ptMaxLen:
+			if short(2) {
+				return Action{}, actErr(BadAsyncLen, "controller2 max_len")
+			}
+			a.MaxLen = binary.BigEndian.Uint16(val)
+		case nxac2ptControllerID:
+			if short(2) {
+				return Action{}, actErr(BadAsyncLen, "controller2 id")
+			}
+			a.ControllerID = binary.BigEndian.Uint16(val)
+		case nxac2ptReason:
+			if short(1) {
+				return Action{}, actErr(BadAsyncLen, "controller2 reason")
+			}
+			a.Reason = val[0]
+		case nxac2ptUserdata:
+			if len(val) > 0 { // none is no userdata, as in OVS
+				a.Userdata = bytes.Clone(val)
+			}
+		case nxac2ptPause:
+			a.Pause = true
+		case nxac2ptMeterID:
+			if short(4) {
+				return Action{}, actErr(BadAsyncLen, "controller2 meter_id")
+			}
+			a.ID = binary.BigEndian.Uint32(val) // 0: OVS's NX_CTLR_NO_METER
+		case 0xffff:
+			if n < 12 {
+				return Action{}, actErr(BadAsyncLen, "controller2 experimenter property")
+			}
+			return Action{}, actErr(BadPropExperimenter, "controller2 experimenter property")
+		default:
+			return Action{}, actErr(BadAsyncProp, fmt.Sprintf("controller2 property %d", typ))
+		}
+	}
+	return a, nil
+}
+
+// needsController2: a is encoded as NXAST_CONTROLLER2 (OVS's
+// encode_CONTROLLER).
+func (a *Action) needsController2() bool {
+	return len(a.Userdata) > 0 || a.Pause || a.ID != 0 || a.raw == rawController2
+}
+
+// appendController2 encodes a as NXAST_CONTROLLER2 with the properties
+// that differ from their defaults.
+func appendController2(b []byte, a *Action) []byte {
+	start := len(b)
+	b = nxActionHeader(b, 0, nxastController2)
+	b = pad(b, 6)
+	if a.MaxLen != 0xffff {
+		b = appendProp(b, nxac2ptMaxLen, binary.BigEndian.AppendUint16(nil, a.MaxLen))
+	}
+	if a.ControllerID != 0 {
+		b = appendProp(b, nxac2ptControllerID, binary.BigEndian.AppendUint16(nil, a.ControllerID))
+	}
+	if a.Reason != PacketInAction {
+		b = appendProp(b, nxac2ptReason, []byte{a.Reason})
+	}
+	if len(a.Userdata) > 0 {
+		b = appendProp(b, nxac2ptUserdata, a.Userdata)
+	}
+	if a.Pause {
+		b = appendProp(b, nxac2ptPause, nil)
+	}
+	if a.ID != 0 {
+		b = appendProp(b, nxac2ptMeterID, binary.BigEndian.AppendUint32(nil, a.ID))
+	}
+	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+	return b
+}
+
 // nxActionHeader starts a Nicira action of n bytes.
 func nxActionHeader(b []byte, n int, sub uint16) []byte {
 	b = put16(b, atVendor)
@@ -798,6 +915,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 	start := len(b)
 	switch a.Type {
 	case ActOutput, ActController:
+		if a.Type == ActController && a.needsController2() {
+			return appendController2(b, a)
+		}
 		if a.Type == ActController && (a.Reason != PacketInAction || a.ControllerID != 0) {
 			b = nxActionHeader(b, 16, nxastController)
 			b = put16(b, a.MaxLen)

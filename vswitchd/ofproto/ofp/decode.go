@@ -348,6 +348,8 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 		return decodeCTFlushZone(h, rest)
 	case nxtCTFlush:
 		return decodeCTFlush(h, rest)
+	case nxtResume:
+		return decodeResume(h, rest)
 	case nxtSetPacketInFormat:
 		if len(rest) != 4 {
 			return nil, errorf(BadLen, "NXT_SET_PACKET_IN_FORMAT", "%d bytes", len(rest))

@@ -62,6 +62,7 @@ const (
 	BadAsyncProp     // OFPBPC_BAD_TYPE (OpenFlow 1.4+)
 	BadAsyncLen      // OFPBPC_BAD_LEN (OpenFlow 1.4+)
 	BadAsyncMask     // OFPACFC_UNSUPPORTED (OpenFlow 1.4+)
+	NXRStale         // NXR_STALE: a continuation not from this bridge
 	PortModBadPort   // OFPPMFC_BAD_PORT
 	PortModBadHWAddr // OFPPMFC_BAD_HW_ADDR
 	PortModBadConfig // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
@@ -89,7 +90,7 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	DupField: "OFPBMC_DUP_FIELD", BadMask: "OFPBMC_BAD_MASK",
 	FlowModTableFull: "OFPFMFC_TABLE_FULL", FlowModBadTableID: "OFPFMFC_BAD_TABLE_ID", FlowModOverlap: "OFPFMFC_OVERLAP",
 	FlowModBadCommand: "OFPFMFC_BAD_COMMAND", FlowModBadFlags: "OFPFMFC_BAD_FLAGS",
-	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED",
+	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED", NXRStale: "NXR_STALE",
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION",
 	NXMInvalid: "NXBRC_NXM_INVALID"}
@@ -171,6 +172,7 @@ func init() {
 		FlowModBadFlags:     {nx(3, 258), nx(5, 258), std(5, 7), std(5, 7), std(5, 7), std(5, 7)},
 		BadAsyncProp:        {nx(13, 2), nx(13, 2), nx(25, 0), std(13, 2), std(14, 0), std(14, 0)},
 		BadAsyncLen:         {nx(13, 3), nx(13, 3), nx(26, 0), std(13, 3), std(14, 1), std(14, 1)},
+		NXRStale:            {nx(1, 534), nx(1, 534), nx(35, 0), nx(35, 0), nx(35, 0), nx(35, 0)},
 		BadAsyncMask:        {std(15, 1), std(15, 1), std(15, 1), {vendor: 0x4f4e4600, typ: 2371}, std(15, 1), std(15, 1)}, // 1.4+ and ONF 1.3 only
 		PortModBadPort:      {std(4, 0), std(7, 0), std(7, 0), std(7, 0), std(7, 0), std(7, 0)},
 		PortModBadHWAddr:    {std(4, 1), std(7, 1), std(7, 1), std(7, 1), std(7, 1), std(7, 1)},

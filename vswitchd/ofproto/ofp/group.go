@@ -84,7 +84,7 @@ func init() {
 	errnoExtra[BadPropType] = "OFPBPC_BAD_TYPE"
 	errCodes[BadPropType] = [6]errCode{nx, nx, nx, nx, {typ: 14, code: 0}, {typ: 14, code: 0}}
 	errnoExtra[BadPropExperimenter] = "OFPBPC_BAD_EXPERIMENTER"
-	errCodes[BadPropExperimenter] = [6]errCode{nx, nx, nx, nx, {typ: 14, code: 4}, {typ: 14, code: 4}}
+	errCodes[BadPropExperimenter] = [6]errCode{nx, nx, nx, nx, {typ: 14, code: 5}, {typ: 14, code: 5}}
 }
 
 // Bucket is one bucket of a group.

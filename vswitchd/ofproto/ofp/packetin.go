@@ -42,6 +42,8 @@ type PacketIn struct {
 	Data     []byte
 	TotalLen int
 	Userdata []byte
+	// Cont: a paused translation's continuation (NXT_PACKET_IN2 only).
+	Cont *Continuation
 	// MaxLen is the controller action's max_len: how much of a packet
 	// sent for OFPR_ACTION goes up (other reasons: the connection's
 	// miss_send_len). ControllerID picks the connections that get it.
@@ -130,6 +132,9 @@ func EncodePacketIn(v Version, format uint32, pi *PacketIn) []byte {
 		b = appendProp(b, nxpintMetadata, AppendNXMatch(nil, &m, false))
 		if len(pi.Userdata) > 0 {
 			b = appendProp(b, nxpintUserdata, pi.Userdata)
+		}
+		if pi.Cont != nil {
+			b = appendContinuation(b, v, pi.Cont)
 		}
 		return finish(b)
 	case format == PacketInNXT && v < V15:
