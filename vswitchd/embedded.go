@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/govs/govs/internal/daemon"
@@ -30,17 +31,19 @@ func dbDir() string {
 // would. It also answers "ovs-appctl -t ovsdb-server": with --pidfile, an
 // ovsdb-server.pid next to the daemon's pidfile, and (unless
 // --unixctl=none) a control socket <rundir>/ovsdb-server.<pid>.ctl whose
-// "exit" calls exit. It returns the remote the switch itself connects to.
-func startEmbeddedDB(file string, opts *daemon.Options, log *daemon.Logger, exit func()) (remote string, stop func(), err error) {
+// "exit" calls exit. It returns the remote the switch itself connects to,
+// stop, and release, which only removes that pidfile and socket (for a
+// fatal signal, see daemon.AtClose); stop runs release too.
+func startEmbeddedDB(file string, opts *daemon.Options, log *daemon.Logger, exit func()) (remote string, stop, release func(), err error) {
 	rundir := opts.Rundir
 	if file == "" {
 		file = filepath.Join(dbDir(), "conf.db")
 	}
 	if file, err = filepath.Abs(file); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	sock := filepath.Join(rundir, "db.sock")
 	srv := server.New(server.Options{
@@ -55,18 +58,18 @@ func startEmbeddedDB(file string, opts *daemon.Options, log *daemon.Logger, exit
 	d, err := srv.OpenDatabase(file, schema.VSwitch)
 	if err != nil {
 		srv.Close()
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := initDatabase(d); err != nil {
 		srv.Close()
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	var pidfile *daemon.Pidfile
 	if opts.Pidfile != "" {
 		p := filepath.Join(filepath.Dir(opts.Pidfile), "ovsdb-server.pid")
 		if pidfile, err = daemon.CreatePidfile(p, opts.OverwritePidfile); err != nil {
 			srv.Close()
-			return "", nil, err
+			return "", nil, nil, err
 		}
 	}
 	var ctl *daemon.UnixctlServer
@@ -75,23 +78,29 @@ func startEmbeddedDB(file string, opts *daemon.Options, log *daemon.Logger, exit
 		if ctl, err = daemon.ListenUnixctl(path, "ovsdb-server", version, log); err != nil {
 			pidfile.Remove()
 			srv.Close()
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		srv.RegisterCommands(ctl, exit)
 	}
+	var once sync.Once // release may race stop on a signal
+	release = func() {
+		once.Do(func() {
+			if ctl != nil {
+				ctl.Close()
+			}
+			pidfile.Remove()
+		})
+	}
 	stop = func() {
-		if ctl != nil {
-			ctl.Close()
-		}
+		release()
 		srv.Close()
-		pidfile.Remove()
 	}
 	if err := srv.Start(); err != nil {
 		stop()
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	log.Module("ovsdb_server").Infof("embedded database %s serving unix:%s", file, sock)
-	return "unix:" + sock, stop, nil
+	return "unix:" + sock, stop, release, nil
 }
 
 // initDatabase gives a new database its Open_vSwitch row, as ovs-ctl does

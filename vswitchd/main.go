@@ -151,7 +151,7 @@ func run() error {
 		// After Start, so that a --detach child, not its parent, serves.
 		// "ovs-appctl -t ovsdb-server exit" ends the whole daemon: the
 		// switch cannot run without its database.
-		r, stop, err := startEmbeddedDB(*embedded, opts, log, func() {
+		r, stop, release, err := startEmbeddedDB(*embedded, opts, log, func() {
 			select {
 			case dbExit <- struct{}{}:
 			default:
@@ -166,6 +166,7 @@ func run() error {
 			return fmt.Errorf("starting embedded database: %w", err)
 		}
 		remote, stopDB = r, stop
+		d.AtClose(release)
 	}
 
 	plane := newDataplane(log)

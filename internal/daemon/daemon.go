@@ -29,6 +29,8 @@ type Daemon struct {
 	mod       *ModuleLogger
 	readyOnce sync.Once
 	closeOnce sync.Once
+	mu        sync.Mutex
+	atClose   []func() // AtClose's functions
 }
 
 // Start sets the process up as opts says, in OVS's order:
@@ -171,6 +173,12 @@ func (d *Daemon) Ready() {
 // unixctl handler (see UnixctlServer.Close).
 func (d *Daemon) Close() {
 	d.closeOnce.Do(func() {
+		d.mu.Lock()
+		fns := d.atClose
+		d.mu.Unlock()
+		for _, fn := range fns {
+			fn()
+		}
 		if d.Unixctl != nil {
 			d.Unixctl.Close()
 		}
@@ -179,6 +187,16 @@ func (d *Daemon) Close() {
 		}
 		d.Log.Close()
 	})
+}
+
+// AtClose has Close, and so a fatal SIGTERM or SIGINT, run fn first: for
+// files the daemon owns besides its own pidfile and control socket (the
+// embedded database's), which must not outlive it. fn must be idempotent
+// and quick.
+func (d *Daemon) AtClose(fn func()) {
+	d.mu.Lock()
+	d.atClose = append(d.atClose, fn)
+	d.mu.Unlock()
 }
 
 // Exit runs Close and exits with status code.
