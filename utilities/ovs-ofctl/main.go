@@ -6,6 +6,7 @@
 //	ovs-ofctl [OPTIONS] dump-flows SWITCH [FLOW]
 //	ovs-ofctl [OPTIONS] add-flow SWITCH FLOW | add-flows SWITCH FILE
 //	ovs-ofctl [OPTIONS] mod-flows SWITCH FLOW | del-flows SWITCH [FLOW]
+//	ovs-ofctl --bundle add-flow(s)|mod-flows|del-flows ... (one atomic bundle)
 //
 // SWITCH is a bridge name (its socket RUNDIR/BRIDGE.mgmt, RUNDIR from
 // OVS_RUNDIR), a socket path, or unix:PATH / tcp:HOST:PORT. Other
@@ -50,7 +51,8 @@ func fatalf(format string, args ...any) error { return fatal{fmt.Sprintf(format,
 type ofctl struct {
 	allowed   ofp.Versions
 	strict    bool
-	names     int // -1: when stdout is a terminal
+	bundle    bool // --bundle: flow mods in one atomic, ordered bundle
+	names     int  // -1: when stdout is a terminal
 	showStats bool
 	sortKeys  []sortKey
 	// xid is the last transaction ID used: OVS's ovs-ofctl numbers its
@@ -162,6 +164,7 @@ For OpenFlow switches (govs' ovs-ofctl):
 
 Other options:
   --strict                    use strict match for flow commands
+  --bundle                    use bundle for flow commands
   -O, --protocols             set allowed OpenFlow versions
                               (default: OpenFlow10)
   --names                     show port names instead of numbers
@@ -184,6 +187,7 @@ func (o *ofctl) main(args []string) int {
 	var help, showVersion bool
 	flags := []daemon.Flag{
 		{Long: "strict", Set: func(string) error { o.strict = true; return nil }},
+		{Long: "bundle", Set: func(string) error { o.bundle = true; return nil }},
 		{Long: "protocols", Short: 'O', Arg: daemon.RequiredArg, Set: o.setProtocols},
 		{Long: "names", Set: func(string) error { o.names = 1; return nil }},
 		{Long: "no-names", Set: func(string) error { o.names = 0; return nil }},
@@ -221,7 +225,15 @@ func (o *ofctl) main(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: missing command name; use --help for help\n", program)
 		return 1
 	}
+	// As OVS's: --bundle needs OpenFlow 1.3+, and allows 1.4 if none.
+	if o.bundle && o.allowed.Highest() < ofp.V13 {
+		o.allowed |= 1 << ofp.V14
+	}
 	name, cargs := rest[0], rest[1:]
+	if o.bundle && contains([]string{"add-group", "mod-group", "del-groups", "packet-out"}, name) {
+		fmt.Fprintf(os.Stderr, "%s: '--bundle %s' is not supported by govs' ovs-ofctl yet (Open vSwitch's /usr/bin/ovs-ofctl has it)\n", program, name)
+		return 1
+	}
 	cmd, ok := commands[name]
 	switch {
 	case !ok && contains(unsupported, name):
@@ -1033,8 +1045,107 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 		v := vc.v
 		describe[i] = func() string { return " " + formatFlowMod(fm, v) }
 	}
+	if o.bundle {
+		return o.bundleTransact(vc, msgs, names, describe)
+	}
 	return o.sendWithBarriers(vc, msgs, names, describe)
 }
+
+// bundleTransact sends msgs in one bundle (ID 0, atomic and ordered) as
+// OVS 3.1's ovs-ofctl: open, add each, commit (a failed commit leaves no
+// bundle to discard); then prints the errors as OVS's bundle_print_errors.
+func (o *ofctl) bundleTransact(vc *vconn, msgs [][]byte, names []string, describe []func() string) error {
+	const flags = ofp.BundleAtomic | ofp.BundleOrdered
+	var errs [][]byte
+	ctrlName := "OFPT_BUNDLE_CONTROL"
+	if vc.v == ofp.V13 {
+		ctrlName = "ONFT_BUNDLE_CONTROL"
+	}
+	sent := map[uint32]string{}
+	control := func(typ uint16) error {
+		xid := o.nextXid()
+		sent[xid] = bundleTypeNames[typ]
+		if _, err := vc.c.Write(ofp.EncodeBundleControl(vc.v, xid, 0, typ, flags)); err != nil {
+			return fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(err))
+		}
+		for {
+			reply, err := vc.read()
+			if err != nil {
+				return err
+			}
+			h := ofp.ParseHeader(reply)
+			if h.Type == ofp.TypeError {
+				errs = append(errs, reply)
+				if h.Xid == xid {
+					return errProto
+				}
+				continue
+			}
+			if h.Xid == xid {
+				if m, err := ofp.Decode(reply); err != nil {
+					return errProto
+				} else if bc, ok := m.(*ofp.BundleControl); !ok || bc.Type != typ+1 || bc.ID != 0 {
+					return errProto
+				}
+				return nil
+			}
+		}
+	}
+	err := control(ofp.BundleOpenRequest)
+	// OVS's numbering passes over one xid before the commit.
+	o.nextXid()
+	if err == nil {
+		for _, m := range msgs {
+			if _, werr := vc.c.Write(ofp.EncodeBundleAdd(vc.v, 0, flags, m)); werr != nil {
+				err = fatalf("%s: transaction error (%s)", vc.name, daemon.Strerror(werr))
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = control(ofp.BundleCommitRequest)
+	}
+	// Each error names the message it is about: a request of the
+	// bundle, found from the last one found on, else what it echoes.
+	cursor := -1
+	for _, e := range errs {
+		xid := ofp.ParseHeader(e).Xid
+		errno, data, ok := ofp.DecodeErrorMsg(e)
+		if !ok {
+			fmt.Fprint(os.Stderr, "***decode error***")
+			continue
+		}
+		found := -1
+		for i := cursor + 1; i < len(msgs); i++ {
+			if ofp.ParseHeader(msgs[i]).Xid == xid {
+				found = i
+				break
+			}
+		}
+		cursor = found
+		text := "Error " + errno.String() + " for: "
+		switch {
+		case found >= 0:
+			h := ofp.ParseHeader(msgs[found])
+			text += msgHeader(names[found], h.Version, h.Xid) + describe[found]() + "\n"
+		case len(data) >= 16 && sent[ofp.ParseHeader(data).Xid] != "":
+			h := ofp.ParseHeader(data)
+			text += msgHeader(ctrlName, h.Version, h.Xid) + "\n bundle_id=0 type=" + sent[h.Xid] + " flags=atomic ordered\n"
+		default:
+			text += formatError(e, "", nil)
+		}
+		fmt.Fprint(os.Stderr, text)
+	}
+	if errors.Is(err, errProto) {
+		return fatalf("talking to %s (Protocol error)", vc.name)
+	}
+	return err
+}
+
+// errProto is a bundle step the switch refused (OVS's EPROTO).
+var errProto = errors.New("protocol error")
+
+var bundleTypeNames = map[uint16]string{ofp.BundleOpenRequest: "OPEN_REQUEST", ofp.BundleCommitRequest: "COMMIT_REQUEST"}
 
 // flowMod makes a flow mod of the spec for command cmd, or refuses
 // actions that cannot go with it as OVS's ofpacts_check does.

@@ -193,12 +193,34 @@ func decodeONF(h Header, body []byte) (Message, error) {
 // (the request's type + 1), the request's ID and no flags, as OVS's
 // ofputil_encode_bundle_ctrl_reply.
 func EncodeBundleReply(v Version, xid, id uint32, typ uint16) []byte {
+	return EncodeBundleControl(v, xid, id, typ, 0)
+}
+
+// EncodeBundleControl is a bundle control request (ONFT_BUNDLE_CONTROL
+// in OpenFlow 1.3), as OVS's ofputil_encode_bundle_ctrl_request.
+func EncodeBundleControl(v Version, xid, id uint32, typ, flags uint16) []byte {
 	if v == V13 {
 		b := newMsg(v, TypeVendor, xid, 16)
 		b = put32(b, ONFVendor)
 		b = put32(b, onftBundleControl)
-		return finish(put16(put16(put32(b, id), typ), 0))
+		return finish(put16(put16(put32(b, id), typ), flags))
 	}
 	b := newMsg(v, type14BundleControl, xid, 8)
-	return finish(put16(put16(put32(b, id), typ), 0))
+	return finish(put16(put16(put32(b, id), typ), flags))
+}
+
+// EncodeBundleAdd wraps msg (of version v) in a bundle add message with
+// msg's xid, as OVS's ofputil_encode_bundle_add.
+func EncodeBundleAdd(v Version, id uint32, flags uint16, msg []byte) []byte {
+	xid := ParseHeader(msg).Xid
+	var b []byte
+	if v == V13 {
+		b = newMsg(v, TypeVendor, xid, 16+len(msg))
+		b = put32(b, ONFVendor)
+		b = put32(b, onftBundleAdd)
+	} else {
+		b = newMsg(v, type14BundleAdd, xid, 8+len(msg))
+	}
+	b = put16(put16(put32(b, id), 0), flags)
+	return finish(append(b, msg...))
 }
