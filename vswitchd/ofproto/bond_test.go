@@ -209,3 +209,22 @@ func TestBondHashMAC(t *testing.T) {
 		}
 	}
 }
+
+// TestBondJoinForgets: a port that becomes a bond member forgets what it
+// learned as a plain port. A balance-slb bond would otherwise refuse the
+// peer's frames as looped back (its MAC learned on "another port", the
+// member's old self) until the entry aged out: vswitchd configures the
+// ports before their bond.
+func TestBondJoinForgets(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("s0", 1), trunk("s1", 2), trunk("p3", 3)}})
+	tb.run(t, []step{{1, eth(macB, bcast), "2,3"}}) // B learned on s0, a plain port
+	br.Reconfigure(BridgeConfig{Ports: []PortConfig{
+		member("s0", 1, "bond0", true, true, true), member("s1", 2, "bond0", true, true, false), trunk("p3", 3),
+	}})
+	tb.run(t, []step{
+		{3, eth(macA, bcast), "1"}, // A learned on p3
+		{1, eth(macB, macA), "3"},  // B's reply on the active member is not a loop
+		{3, eth(macA, macB), "1"},  // and B is on the bond now
+	})
+}

@@ -329,9 +329,11 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 	}
 	for name := range br.ml.ports {
 		// A port that became a mirror's output forwards nothing; one
-		// the spanning tree stopped learning on forgets its entries.
-		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || !sameVLANConfig(np, op) || np.mirrorOut != op.mirrorOut ||
-			!np.gate.Learns() && op.gate.Learns() {
+		// the spanning tree stopped learning on forgets its entries; so
+		// does one that joined a bond, which learns as the bond now
+		// (else a balance-slb bond takes its peer for a loop).
+		if np, op := s.learned(name), old.learned(name); np == nil || op == nil || np.learnName() != name || !sameVLANConfig(np, op) ||
+			np.mirrorOut != op.mirrorOut || !np.gate.Learns() && op.gate.Learns() {
 			br.ml.flushPort(name)
 		}
 	}
