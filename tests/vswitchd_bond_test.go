@@ -223,6 +223,8 @@ func TestVswitchdBondRebalance(t *testing.T) {
 		return n >= 1000
 	})
 	logSize := len(e.readLog())
+	// Every bucket loaded by now: the first look may have missed some.
+	hashes = bondHashes(e.mustAppctl("bond/show", bond))
 	for _, h := range append(hashes[m0], hashes[m1]...) {
 		if got := e.mustAppctl("bond/migrate", bond, h, m0); got != "migrated\n" {
 			t.Errorf("bond/migrate %s: %q", h, got)
