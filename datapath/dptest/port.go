@@ -45,9 +45,13 @@ func (p *Port) Name() string { return p.name }
 
 // Inject queues frames for Read, as if they arrived on the wire.
 func (p *Port) Inject(frames ...[]byte) {
-	for _, f := range frames {
-		p.rxq.Push(0, append([]byte(nil), f...))
+	// One push: the reader sees the frames together, as one batch (the
+	// datapath tests count batches).
+	copies := make([][]byte, len(frames))
+	for i, f := range frames {
+		copies[i] = append([]byte(nil), f...)
 	}
+	p.rxq.Push(0, copies...)
 }
 
 // Read implements netdev.Port.
