@@ -45,7 +45,11 @@ func TestVswitchdFloodVLANs(t *testing.T) {
 	if err := a.ping("10.97.0.2", 20); err != nil {
 		t.Fatal(err)
 	}
-	if got := sentToC() - before; got > 5 {
-		t.Errorf("c received %d packets of 20 pings between a and b once learning is back", got)
+	// Flooding would send c all 40. Learning sends it none of them, but
+	// c still gets broadcast and multicast (ARP, IPv6 neighbour and
+	// router traffic) while the 20 pings run, more of it on a loaded
+	// machine: allow well under half.
+	if got := sentToC() - before; got >= 20 {
+		t.Errorf("c received %d packets of 20 pings between a and b once learning is back, want fewer than 20", got)
 	}
 }
