@@ -158,8 +158,8 @@ func (s *Switch) slowFrame(dpPort uint32, frame []byte) {
 	if len(frame) >= 6 && stp.IsBPDU([6]byte(frame[:6])) {
 		// To the bridge's STP or RSTP: each ignores the ports it
 		// does not run on.
-		s.stpFrameIn(dpPort, frame)
-		s.rstpFrameIn(dpPort, frame)
+		s.queueBPDU(s.stpRx, s.wakeSTP, "stp_rx_dropped", dpPort, frame)
+		s.queueBPDU(s.rstpRx, s.wakeRSTP, "rstp_rx_dropped", dpPort, frame)
 		return
 	}
 	select {

@@ -2,9 +2,7 @@ package bridge
 
 import (
 	"fmt"
-	"maps"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -255,29 +253,10 @@ func (s *Switch) inRSTP(ifc *iface) bool {
 // sendRSTPBPDU sends bpdu out of port of bridge br. Caller holds mu.
 func (s *Switch) sendRSTPBPDU(br, port string, bpdu []byte) {
 	r, ifc := s.rstps[br], s.ifaces[port]
-	sp, _ := s.backer.(SlowProtocols)
-	if r == nil || r.ports[port] == nil || ifc == nil || sp == nil {
+	if r == nil || r.ports[port] == nil || ifc == nil {
 		return
 	}
-	var src [6]byte
-	if ifc.link != nil {
-		copy(src[:], ifc.link.MAC)
-	}
-	if err := sp.SendFrame(r.ports[port].dpPort, rstp.Frame(src, bpdu)); err != nil {
-		s.lacpWarn("port %s: failed to send RSTP BPDU: %v", port, err)
-	}
-}
-
-// rstpFrameIn is the RSTP's share of the SlowProtocols handler's BPDUs:
-// it queues the frame for runRSTP, from the packet path, without
-// blocking.
-func (s *Switch) rstpFrameIn(dpPort uint32, frame []byte) {
-	select {
-	case s.rstpRx <- stpFrame{dpPort, frame}:
-		s.wakeRSTP()
-	default:
-		s.count("rstp_rx_dropped")
-	}
+	s.sendSpanningFrame(ifc, r.ports[port].dpPort, "RSTP BPDU", func(src [6]byte) []byte { return rstp.Frame(src, bpdu) })
 }
 
 // runRSTP is rstp_run for every bridge: queued BPDUs, carrier changes,
@@ -420,17 +399,5 @@ func (s *Switch) rstpPortStatus(br string, p *PortSpec) (map[string]string, map[
 func (s *Switch) RSTPShow(args []string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var w strings.Builder
-	if len(args) > 0 {
-		r := s.rstps[args[0]]
-		if r == nil {
-			return "", fmt.Errorf("No such RSTP object")
-		}
-		r.b.Show(&w)
-		return w.String(), nil
-	}
-	for _, n := range slices.Sorted(maps.Keys(s.rstps)) {
-		s.rstps[n].b.Show(&w)
-	}
-	return w.String(), nil
+	return showSpanning(s.rstps, args, "No such RSTP object", func(r *rstpRun, w *strings.Builder) { r.b.Show(w) })
 }

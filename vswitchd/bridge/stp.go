@@ -358,28 +358,37 @@ func (s *Switch) stpLogger() Logger {
 // sendBPDU sends bpdu out of r's port no. Caller holds mu (the STP calls
 // it from its methods).
 func (s *Switch) sendBPDU(r *stpRun, no int, bpdu []byte) {
-	ifc := s.ifaces[r.names[no]]
+	if ifc := s.ifaces[r.names[no]]; ifc != nil {
+		s.sendSpanningFrame(ifc, ifc.dpPort, "BPDU", func(src [6]byte) []byte { return stp.Frame(src, bpdu) })
+	}
+}
+
+// sendSpanningFrame sends the frame build makes from ifc's MAC out of
+// datapath port dpPort, for STP or RSTP (what names the frame in the
+// warning). Caller holds mu.
+func (s *Switch) sendSpanningFrame(ifc *iface, dpPort uint32, what string, build func(src [6]byte) []byte) {
 	sp, _ := s.backer.(SlowProtocols)
-	if sp == nil || ifc == nil || ifc.dpPort == 0 {
+	if sp == nil || dpPort == 0 {
 		return
 	}
 	var src [6]byte
 	if ifc.link != nil {
 		copy(src[:], ifc.link.MAC)
 	}
-	if err := sp.SendFrame(ifc.dpPort, stp.Frame(src, bpdu)); err != nil {
-		s.lacpWarn("port %s: failed to send BPDU: %v", ifc.spec.Name, err)
+	if err := sp.SendFrame(dpPort, build(src)); err != nil {
+		s.lacpWarn("port %s: failed to send %s: %v", ifc.spec.Name, what, err)
 	}
 }
 
-// stpFrameIn is the SlowProtocols handler's share of BPDUs: it queues
-// the frame for RunSTP, from the packet path, without blocking.
-func (s *Switch) stpFrameIn(dpPort uint32, frame []byte) {
+// queueBPDU queues a BPDU the packet path received on q for the
+// protocol's run, without blocking: woken by wake, or counted as dropped
+// under counter when the queue is full.
+func (s *Switch) queueBPDU(q chan stpFrame, wake func(), counter string, dpPort uint32, frame []byte) {
 	select {
-	case s.stpRx <- stpFrame{dpPort, frame}:
-		s.wakeSTP()
+	case q <- stpFrame{dpPort, frame}:
+		wake()
 	default:
-		s.count("stp_rx_dropped")
+		s.count(counter)
 	}
 }
 
@@ -547,17 +556,22 @@ func (s *Switch) stpPortStatus(bridge string, p PortSpec) (map[string]string, ma
 func (s *Switch) STPShow(args []string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return showSpanning(s.stps, args, "no such stp object", func(r *stpRun, w *strings.Builder) { r.stp.Show(w) })
+}
+
+// showSpanning is stp/show and rstp/show: the bridge named in args, or
+// every bridge in name order; unknown is the error for an unknown one.
+func showSpanning[R any](runs map[string]R, args []string, unknown string, show func(R, *strings.Builder)) (string, error) {
 	var w strings.Builder
+	names := slices.Sorted(maps.Keys(runs))
 	if len(args) > 0 {
-		r := s.stps[args[0]]
-		if r == nil {
-			return "", fmt.Errorf("no such stp object")
+		if _, ok := runs[args[0]]; !ok {
+			return "", errors.New(unknown)
 		}
-		r.stp.Show(&w)
-		return w.String(), nil
+		names = args[:1]
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.stps)) {
-		s.stps[name].stp.Show(&w)
+	for _, name := range names {
+		show(runs[name], &w)
 	}
 	return w.String(), nil
 }

@@ -66,7 +66,7 @@ type Switch struct {
 	lacpRx     chan lacpFrame
 	lacpWarned time.Time
 	// stps are the bridges' running STPs by bridge name; stpRx queues
-	// the BPDUs ports received (stpFrameIn), stpWake is STPChanged and
+	// the BPDUs ports received (queueBPDU), stpWake is STPChanged and
 	// stpTimer its next tick; stpLog is the stp module's logger (nil:
 	// log); stpProblems are the configuration errors last logged;
 	// stpWarned is when stpWarn last logged.
@@ -78,7 +78,7 @@ type Switch struct {
 	stpProblems []string
 	stpWarned   time.Time
 	// rstps are the bridges running RSTP by name; rstpRx queues the
-	// BPDUs their ports receive (rstpFrameIn); rstpWake:
+	// BPDUs their ports receive (queueBPDU); rstpWake:
 	// RSTPChanged.
 	rstps    map[string]*rstpRun
 	rstpRx   chan stpFrame
