@@ -398,15 +398,35 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 	f.InPort = savedIn
 }
 
-// ofOutput outputs to OpenFlow port no of the current bridge.
+// ofPort is the port of the current bridge numbered no (OpenFlow), or nil.
+func (x *xlate) ofPort(no uint32) *port {
+	s := x.of.in.br
+	if no == ofp.PortLocal {
+		return s.byOFPort[LocalOFPort]
+	}
+	if no < ofp.PortMax {
+		return s.byOFPort[int(no)]
+	}
+	return nil
+}
+
+// ofOutput outputs to OpenFlow port no of the current bridge. The input
+// port it skips, and the one IN_PORT names, are the flow's in_port as the
+// actions left it, as OVS's xlate_output_action: ovn-controller sets
+// in_port to OFPP_NONE (push, load, pop) to send a packet back out of the
+// port it came in on.
 func (x *xlate) ofOutput(no uint32) {
 	s := x.of.in.br
-	in := x.of.in
+	cur := x.of.flow.InPort
 	switch no {
 	case ofp.PortNormal:
-		x.normal(in)
+		x.normal(x.of.in)
 	case ofp.PortInPort:
-		x.output(in)
+		if p := x.ofPort(cur); p != nil {
+			x.output(p)
+		} else {
+			x.report(">>", "Nonexistent output port")
+		}
 	case ofp.PortController:
 		x.controller(ofp.PacketInAction, 0xffff, 0, nil, false)
 	case portTable:
@@ -416,22 +436,17 @@ func (x *xlate) ofOutput(no uint32) {
 	case ofp.PortFlood, ofp.PortAll:
 		for _, p := range s.ports {
 			// OFPPC_NO_FLOOD leaves a port out of FLOOD, not ALL.
-			if p != in && !(no == ofp.PortFlood && p.noFlood) {
+			if ofPortNo(p) != cur && !(no == ofp.PortFlood && p.noFlood) {
 				x.output(p)
 			}
 		}
 	default:
-		var p *port
-		if no == ofp.PortLocal {
-			p = s.byOFPort[LocalOFPort]
-		} else if no < ofp.PortMax {
-			p = s.byOFPort[int(no)]
-		}
+		p := x.ofPort(no)
 		if p == nil {
 			x.report(">>", "Nonexistent output port")
 			return
 		}
-		if p == in && no != ofp.PortInPort {
+		if no == cur {
 			x.report(">>", "skipping output to input port")
 			return
 		}

@@ -78,3 +78,34 @@ func TestStackFrozenAcrossRecirculation(t *testing.T) {
 		t.Errorf("recirculated: %s, want 2 (ip_dst popped into reg3)", got)
 	}
 }
+
+// Output compares with the flow's in_port as the actions left it, as
+// OVS's xlate_output_action: ovn-controller sends a packet back out of
+// its input port by pushing in_port, loading OFPP_NONE into it and
+// outputting to the port by number; IN_PORT and FLOOD follow a loaded
+// in_port too.
+func TestOutputFollowsLoadedInPort(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	inPort := func(no uint16) ofp.Action {
+		return ofp.Action{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldInPort), Value: []byte{byte(no >> 8), byte(no)}, Mask: []byte{0xff, 0xff}}
+	}
+	ref := ofp.FieldRef{Field: ofp.FieldByID(ofp.FieldInPort), NBits: 16}
+	for _, tc := range []struct {
+		name string
+		acts []ofp.Action
+		want string
+	}{
+		{"output to the input port", []ofp.Action{output(1)}, "drop"},
+		{"OFPP_NONE loaded, then output to the input port", []ofp.Action{
+			{Type: ofp.ActStackPush, Src: ref}, inPort(0xffff), output(1), {Type: ofp.ActStackPop, Dst: ref}, output(1)}, "1"},
+		{"IN_PORT after a load", []ofp.Action{inPort(2), output(ofp.PortInPort)}, "2"},
+		{"FLOOD after a load", []ofp.Action{inPort(2), output(ofp.PortFlood)}, "1,3"},
+	} {
+		mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+		mustMod(t, br, fmSpec{prio: 10, actions: tc.acts})
+		if got, _ := tb.xlate(1, eth(macA, macB)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
