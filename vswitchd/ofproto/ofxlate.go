@@ -28,7 +28,11 @@ type ofState struct {
 	// earlier table; exit is set by the exit action.
 	resubmits, depth int
 	exit             bool
-	indent           int
+	// endList ends the action list being translated, not the
+	// translation (dec_ttl's exception, as OVS's do_xlate_actions
+	// returns).
+	endList bool
+	indent  int
 	// rule is the rule whose actions run (nil before the first lookup).
 	rule *rule
 	// packetOut: the actions are a packet-out's.
@@ -213,6 +217,10 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		default:
 			x.ofAction(a, id)
 		}
+		if x.of.endList {
+			x.of.endList = false
+			return 0, false
+		}
 		if x.paused != nil {
 			// The actions after a pause, the innermost first, are the
 			// continuation's; a goto_table there becomes a resubmit.
@@ -321,12 +329,26 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		if f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
 			break
 		}
-		x.of.wc.NwTTL = 0xff
+		x.of.wc.NwTTL, x.of.wc.NwProto = 0xff, 0xff
 		if f.NwTTL <= 1 {
-			// OVS sends the packet to controllers asking for invalid
-			// TTLs (none here) and stops.
-			x.report(">>", "TTL exceeded, dropping")
-			x.of.exit = true
+			// As OVS's compose_dec_ttl: a packet-in (reason
+			// invalid_ttl, which a connection receives only if it
+			// asked) to each controller id, and the rest of this
+			// action list is skipped; the resubmit that led here
+			// goes on.
+			ids := a.CntIDs
+			if ids == nil {
+				ids = []uint16{0}
+			}
+			for _, cid := range ids {
+				x.controller(ofp.PacketInInvalidTTL, 0xffff, cid, nil, false)
+			}
+			v := 4
+			if f.EthType == flow.EthTypeIPv6 {
+				v = 6
+			}
+			x.report(">>", "IPv%d decrement TTL exception", v)
+			x.of.endList = true
 			break
 		}
 		f.NwTTL--

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/datapath"
@@ -106,6 +107,33 @@ func TestOutputFollowsLoadedInPort(t *testing.T) {
 		mustMod(t, br, fmSpec{prio: 10, actions: tc.acts})
 		if got, _ := tb.xlate(1, eth(macA, macB)); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// dec_ttl and dec_ttl(ids) as OVS's compose_dec_ttl: a TTL over 1 is
+// decremented; at 1 the packet goes to the controllers named (invalid_ttl)
+// and the rest of that action list is skipped, while the resubmit that
+// led to it goes on.
+func TestDecTTLException(t *testing.T) {
+	tb, br := emptyTables(t)
+	ip := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}
+	mustMod(t, br, fmSpec{prio: 10, match: ip, actions: []ofp.Action{resubmitTo(1), output(3)}})
+	frame := func(ttl uint8) []byte {
+		return dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB), IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"),
+			Dst: netip.MustParseAddr("10.0.0.2"), TTL: ttl}, UDP: &dptest.UDP{Src: 1, Dst: 2}}.Bytes()
+	}
+	for _, dec := range []ofp.Action{{Type: ofp.ActDecTTL}, {Type: ofp.ActDecTTL, CntIDs: []uint16{0}}} {
+		mustMod(t, br, fmSpec{table: 1, prio: 10, match: ip, actions: []ofp.Action{dec, output(2)}})
+		if got, want := formatAction(&dec), map[bool]string{false: "dec_ttl", true: "dec_ttl(0)"}[dec.CntIDs != nil]; got != want {
+			t.Errorf("formatted as %s, want %s", got, want)
+		}
+		if got, want := func() string { s, _ := tb.xlate(1, frame(64)); return s }(), "set(ipv4(ttl=63)),2,3"; got != want {
+			t.Errorf("%s, TTL 64: %s, want %s", formatAction(&dec), got, want)
+		}
+		got, _ := tb.xlate(1, frame(1))
+		if strings.Contains(got, "2,") || !strings.HasSuffix(got, "3") {
+			t.Errorf("%s, TTL 1: %s, want the packet-in and output 3 only", formatAction(&dec), got)
 		}
 	}
 }
