@@ -17,7 +17,10 @@ import (
 // of one logical switch (Port_Binding chassis set, up), which ping and run
 // iperf3 through its pipeline; ovn-nbctl --wait=hv returns; a port-security
 // rule stops a spoofed source address and passes the real one; a logical
-// router joins a second switch with a third VIF, and they ping across. Nothing
+// router joins a second switch with a third VIF, and they ping across (a
+// TTL that ends there gets ovn-controller's Time Exceeded, through a
+// paused packet-in and NXT_RESUME); stateful ACLs (conntrack) drop ICMP
+// towards one port and let replies and TCP through. Nothing
 // ovn-controller sends may be refused: govs' log must show no OFPT_ERROR
 // sent, and ovn-controller's no error and no reconnection to br-int.
 func TestOvnGovsChassis(t *testing.T) {
@@ -142,6 +145,25 @@ func TestOvnGovsChassis(t *testing.T) {
 	a.waitPing("10.0.1.1")
 	c.waitPing("10.0.0.1")
 	c.waitPing("10.0.0.254") // answered by the router's pipeline on br-int
+	// A TTL that ends at the router: its icmp4 action pauses the packet
+	// in a packet-in to ovn-controller, which resumes it (NXT_RESUME) to
+	// send the Time Exceeded back.
+	if out, _ := a.exec("ping", "-n", "-c", "1", "-t", "1", "-W", "2", "10.0.1.1"); !strings.Contains(out, "From 10.0.0.254 icmp_seq=1 Time to live exceeded") {
+		t.Errorf("a ping with TTL 1 through the router:\n%s", out)
+	}
+
+	// ACLs: allow-related makes sw0 stateful (conntrack), and a drop of
+	// ICMP towards sw0-p2 stops a's pings; b's pings of a pass, and so
+	// do a's replies to them (established connections), as across the
+	// router.
+	nbctl("--wait=hv", "acl-add", "sw0", "to-lport", "1000", "ip4", "allow-related",
+		"--", "acl-add", "sw0", "to-lport", "1002", `outport == "sw0-p2" && icmp4`, "drop")
+	b.waitPing("10.0.0.1")
+	c.waitPing("10.0.0.1")
+	a.noPing("10.0.0.2")
+	nbctl("--wait=hv", "acl-del", "sw0", "to-lport", "1002", `outport == "sw0-p2" && icmp4`)
+	a.waitPing("10.0.0.2")
+	t.Logf("iperf3 through conntrack (allow-related): %s", vswIperfSummary(a.iperf(b, "10.0.0.2", "-t", "1")))
 
 	// The flow table ovn-controller installed, for a later differential.
 	flows, err := vswRun("ovs-ofctl", "-O", "OpenFlow15", "dump-flows", "unix:"+filepath.Join(e.dir, "br-int.mgmt"), "--no-stats")
