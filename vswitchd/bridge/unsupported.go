@@ -34,6 +34,9 @@ func unsupportedKeys(oc map[string]string) []string {
 		if k == "bond-detect-mode" || k == "bond-primary" || k == "bond-rebalance-interval" || rstpKeys[k] {
 			continue // bond.go and rstp.go run them
 		}
+		if k == "disable-in-band" && oc[k] == "true" {
+			continue // govs never installs in-band flows (ovn-controller sets it on br-int)
+		}
 		for _, p := range unsupportedOtherConfig {
 			if strings.HasPrefix(k, p) {
 				keys = append(keys, k)

@@ -11,7 +11,9 @@ func TestUnsupportedReported(t *testing.T) {
 	var d db
 	br := d.bridge("br0", "p1", "p2", "vh:dpdkvhostuserclient")
 	br.STPEnable, br.RSTPEnable = true, true
-	br.OtherConfig = map[string]string{"stp-priority": "1", "rstp-priority": "4096", "rstp-hello-time": "2", "mac-aging-time": "30"}
+	br.OtherConfig = map[string]string{"stp-priority": "1", "rstp-priority": "4096", "rstp-hello-time": "2", "mac-aging-time": "30",
+		// What govs does anyway: it never installs in-band flows.
+		"disable-in-band": "true"}
 	sflow := "s1"
 	br.Sflow = &sflow
 	// p1 becomes a bond of p1 and p2.

@@ -132,6 +132,17 @@ func formatAction(a *ofp.Action) string {
 		return "note:" + hex.EncodeToString(a.Data)
 	case ofp.ActExit:
 		return "exit"
+	case ofp.ActDecTTL:
+		// OVS's format_DEC_TTL: the ids only when sent as
+		// NXAST_DEC_TTL_CNT_IDS.
+		if a.CntIDs == nil {
+			return "dec_ttl"
+		}
+		ids := make([]string, len(a.CntIDs))
+		for i, id := range a.CntIDs {
+			ids[i] = fmt.Sprint(id)
+		}
+		return "dec_ttl(" + strings.Join(ids, ",") + ")"
 	case ofp.ActConjunction:
 		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, a.Clause+1, a.NClauses)
 	case ofp.ActCT:

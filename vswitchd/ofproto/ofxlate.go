@@ -28,7 +28,11 @@ type ofState struct {
 	// earlier table; exit is set by the exit action.
 	resubmits, depth int
 	exit             bool
-	indent           int
+	// endList ends the action list being translated, not the
+	// translation (dec_ttl's exception, as OVS's do_xlate_actions
+	// returns).
+	endList bool
+	indent  int
 	// rule is the rule whose actions run (nil before the first lookup).
 	rule *rule
 	// packetOut: the actions are a packet-out's.
@@ -213,6 +217,10 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		default:
 			x.ofAction(a, id)
 		}
+		if x.of.endList {
+			x.of.endList = false
+			return 0, false
+		}
 		if x.paused != nil {
 			// The actions after a pause, the innermost first, are the
 			// continuation's; a goto_table there becomes a resubmit.
@@ -321,12 +329,26 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		if f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
 			break
 		}
-		x.of.wc.NwTTL = 0xff
+		x.of.wc.NwTTL, x.of.wc.NwProto = 0xff, 0xff
 		if f.NwTTL <= 1 {
-			// OVS sends the packet to controllers asking for invalid
-			// TTLs (none here) and stops.
-			x.report(">>", "TTL exceeded, dropping")
-			x.of.exit = true
+			// As OVS's compose_dec_ttl: a packet-in (reason
+			// invalid_ttl, which a connection receives only if it
+			// asked) to each controller id, and the rest of this
+			// action list is skipped; the resubmit that led here
+			// goes on.
+			ids := a.CntIDs
+			if ids == nil {
+				ids = []uint16{0}
+			}
+			for _, cid := range ids {
+				x.controller(ofp.PacketInInvalidTTL, 0xffff, cid, nil, false)
+			}
+			v := 4
+			if f.EthType == flow.EthTypeIPv6 {
+				v = 6
+			}
+			x.report(">>", "IPv%d decrement TTL exception", v)
+			x.of.endList = true
 			break
 		}
 		f.NwTTL--
@@ -398,15 +420,35 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 	f.InPort = savedIn
 }
 
-// ofOutput outputs to OpenFlow port no of the current bridge.
+// ofPort is the port of the current bridge numbered no (OpenFlow), or nil.
+func (x *xlate) ofPort(no uint32) *port {
+	s := x.of.in.br
+	if no == ofp.PortLocal {
+		return s.byOFPort[LocalOFPort]
+	}
+	if no < ofp.PortMax {
+		return s.byOFPort[int(no)]
+	}
+	return nil
+}
+
+// ofOutput outputs to OpenFlow port no of the current bridge. The input
+// port it skips, and the one IN_PORT names, are the flow's in_port as the
+// actions left it, as OVS's xlate_output_action: ovn-controller sets
+// in_port to OFPP_NONE (push, load, pop) to send a packet back out of the
+// port it came in on.
 func (x *xlate) ofOutput(no uint32) {
 	s := x.of.in.br
-	in := x.of.in
+	cur := x.of.flow.InPort
 	switch no {
 	case ofp.PortNormal:
-		x.normal(in)
+		x.normal(x.of.in)
 	case ofp.PortInPort:
-		x.output(in)
+		if p := x.ofPort(cur); p != nil {
+			x.output(p)
+		} else {
+			x.report(">>", "Nonexistent output port")
+		}
 	case ofp.PortController:
 		x.controller(ofp.PacketInAction, 0xffff, 0, nil, false)
 	case portTable:
@@ -416,22 +458,17 @@ func (x *xlate) ofOutput(no uint32) {
 	case ofp.PortFlood, ofp.PortAll:
 		for _, p := range s.ports {
 			// OFPPC_NO_FLOOD leaves a port out of FLOOD, not ALL.
-			if p != in && !(no == ofp.PortFlood && p.noFlood) {
+			if ofPortNo(p) != cur && !(no == ofp.PortFlood && p.noFlood) {
 				x.output(p)
 			}
 		}
 	default:
-		var p *port
-		if no == ofp.PortLocal {
-			p = s.byOFPort[LocalOFPort]
-		} else if no < ofp.PortMax {
-			p = s.byOFPort[int(no)]
-		}
+		p := x.ofPort(no)
 		if p == nil {
 			x.report(">>", "Nonexistent output port")
 			return
 		}
-		if p == in && no != ofp.PortInPort {
+		if no == cur {
 			x.report(">>", "skipping output to input port")
 			return
 		}

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/datapath"
@@ -76,5 +77,63 @@ func TestStackFrozenAcrossRecirculation(t *testing.T) {
 	}
 	if got := pass(1); got != "2" {
 		t.Errorf("recirculated: %s, want 2 (ip_dst popped into reg3)", got)
+	}
+}
+
+// Output compares with the flow's in_port as the actions left it, as
+// OVS's xlate_output_action: ovn-controller sends a packet back out of
+// its input port by pushing in_port, loading OFPP_NONE into it and
+// outputting to the port by number; IN_PORT and FLOOD follow a loaded
+// in_port too.
+func TestOutputFollowsLoadedInPort(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	inPort := func(no uint16) ofp.Action {
+		return ofp.Action{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldInPort), Value: []byte{byte(no >> 8), byte(no)}, Mask: []byte{0xff, 0xff}}
+	}
+	ref := ofp.FieldRef{Field: ofp.FieldByID(ofp.FieldInPort), NBits: 16}
+	for _, tc := range []struct {
+		name string
+		acts []ofp.Action
+		want string
+	}{
+		{"output to the input port", []ofp.Action{output(1)}, "drop"},
+		{"OFPP_NONE loaded, then output to the input port", []ofp.Action{
+			{Type: ofp.ActStackPush, Src: ref}, inPort(0xffff), output(1), {Type: ofp.ActStackPop, Dst: ref}, output(1)}, "1"},
+		{"IN_PORT after a load", []ofp.Action{inPort(2), output(ofp.PortInPort)}, "2"},
+		{"FLOOD after a load", []ofp.Action{inPort(2), output(ofp.PortFlood)}, "1,3"},
+	} {
+		mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+		mustMod(t, br, fmSpec{prio: 10, actions: tc.acts})
+		if got, _ := tb.xlate(1, eth(macA, macB)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// dec_ttl and dec_ttl(ids) as OVS's compose_dec_ttl: a TTL over 1 is
+// decremented; at 1 the packet goes to the controllers named (invalid_ttl)
+// and the rest of that action list is skipped, while the resubmit that
+// led to it goes on.
+func TestDecTTLException(t *testing.T) {
+	tb, br := emptyTables(t)
+	ip := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}
+	mustMod(t, br, fmSpec{prio: 10, match: ip, actions: []ofp.Action{resubmitTo(1), output(3)}})
+	frame := func(ttl uint8) []byte {
+		return dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB), IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"),
+			Dst: netip.MustParseAddr("10.0.0.2"), TTL: ttl}, UDP: &dptest.UDP{Src: 1, Dst: 2}}.Bytes()
+	}
+	for _, dec := range []ofp.Action{{Type: ofp.ActDecTTL}, {Type: ofp.ActDecTTL, CntIDs: []uint16{0}}} {
+		mustMod(t, br, fmSpec{table: 1, prio: 10, match: ip, actions: []ofp.Action{dec, output(2)}})
+		if got, want := formatAction(&dec), map[bool]string{false: "dec_ttl", true: "dec_ttl(0)"}[dec.CntIDs != nil]; got != want {
+			t.Errorf("formatted as %s, want %s", got, want)
+		}
+		if got, want := func() string { s, _ := tb.xlate(1, frame(64)); return s }(), "set(ipv4(ttl=63)),2,3"; got != want {
+			t.Errorf("%s, TTL 64: %s, want %s", formatAction(&dec), got, want)
+		}
+		got, _ := tb.xlate(1, frame(1))
+		if strings.Contains(got, "2,") || !strings.HasSuffix(got, "3") {
+			t.Errorf("%s, TTL 1: %s, want the packet-in and output 3 only", formatAction(&dec), got)
+		}
 	}
 }

@@ -125,6 +125,10 @@ type Action struct {
 	// CT and NAT: ActCT's and ActNAT's arguments.
 	CT  *CT
 	NAT *NAT
+	// CntIDs: ActDecTTL's controller ids when it came as
+	// NXAST_DEC_TTL_CNT_IDS (and is encoded back as one); nil for the
+	// plain dec_ttl, which reports to controller id 0.
+	CntIDs []uint16
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -212,7 +216,7 @@ const (
 var nxastNames = map[uint16]string{
 	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
-	nxastLearn: "learn", nxastFinTimeout: "fin_timeout", nxastDecTTLCntIDs: "dec_ttl(ids)",
+	nxastLearn: "learn", nxastFinTimeout: "fin_timeout",
 	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)", nxastLearn2: "learn",
@@ -610,6 +614,8 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return Action{Type: ActCTClear}, nil
 	case nxastDecTTL:
 		return Action{Type: ActDecTTL}, nil
+	case nxastDecTTLCntIDs:
+		return decodeDecTTLCntIDs(b)
 	case nxastController:
 		if err := fixedLen(b, 16); err != nil {
 			return Action{}, err
@@ -656,6 +662,28 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return Action{Type: ActUnsupported, Errno: BadActionVendorType, Name: name}, nil
 	}
 	return Action{}, actErr(BadActionVendorType, "unknown Nicira action")
+}
+
+// decodeDecTTLCntIDs decodes NXAST_DEC_TTL_CNT_IDS (dec_ttl(id,...), as
+// ovn-controller encodes its routers' ip.ttl--) with the checks of OVS's
+// decode_NXAST_RAW_DEC_TTL_CNT_IDS.
+func decodeDecTTLCntIDs(b []byte) (Action, *Error) {
+	if len(b) < 16 {
+		return Action{}, actErr(BadActionLen, "dec_ttl")
+	}
+	n := int(binary.BigEndian.Uint16(b[10:]))
+	if !bytes.Equal(b[12:16], make([]byte, 4)) {
+		return Action{}, actErr(MustBeZero, "dec_ttl padding") // as OVS: NXBRC_
+	}
+	ids := b[16:]
+	if len(ids)%2 != 0 || len(ids) < 2*n {
+		return Action{}, actErr(BadActionLen, "dec_ttl controller ids")
+	}
+	a := Action{Type: ActDecTTL, CntIDs: make([]uint16, n)}
+	for i := range a.CntIDs {
+		a.CntIDs[i] = binary.BigEndian.Uint16(ids[2*i:])
+	}
+	return a, nil
 }
 
 // refValue returns a field-sized value and mask setting ref's bits to v.
@@ -1059,6 +1087,19 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = nxActionHeader(b, 16, nxastCTClear)
 		return pad(b, 6)
 	case ActDecTTL:
+		if a.CntIDs != nil {
+			// nx_action_cnt_ids: the ids after the 16-byte header,
+			// padded to 8 bytes.
+			b = nxActionHeader(b, 0, nxastDecTTLCntIDs)
+			b = put16(b, uint16(len(a.CntIDs)))
+			b = pad(b, 4)
+			for _, id := range a.CntIDs {
+				b = put16(b, id)
+			}
+			b = padTo8(b, start)
+			binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
+			return b
+		}
 		if v == V10 {
 			b = nxActionHeader(b, 16, nxastDecTTL)
 			return pad(b, 6)

@@ -3,6 +3,7 @@ package ofp
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"testing"
 )
 
@@ -61,5 +62,45 @@ func TestController2Codec(t *testing.T) {
 		if _, err := DecodeActions(V13, b); err == nil || err.Errno != tc.want {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// NXAST_DEC_TTL_CNT_IDS (dec_ttl(ids), as ovn-controller encodes a
+// router's ip.ttl--): decoded and encoded back to the same bytes, with the
+// errors Debian's `ovs-ofctl parse-actions` gives for bad ones.
+func TestDecTTLCntIDsCodec(t *testing.T) {
+	for _, tc := range []struct {
+		wire string
+		ids  []uint16
+	}{
+		{"ffff00180000232000150001000000000000000000000000", []uint16{0}},
+		{"ffff00180000232000150003000000000001000200030000", []uint16{1, 2, 3}},
+		{"ffff0010000023200015000000000000", []uint16{}},
+	} {
+		wire, _ := hex.DecodeString(tc.wire)
+		acts, err := DecodeActions(V15, wire)
+		if err != nil || len(acts) != 1 || acts[0].Type != ActDecTTL || acts[0].CntIDs == nil ||
+			fmt.Sprint(acts[0].CntIDs) != fmt.Sprint(tc.ids) {
+			t.Fatalf("%s: %+v, %v", tc.wire, acts, err)
+		}
+		if back := AppendActions(nil, V15, acts); !bytes.Equal(back, wire) {
+			t.Errorf("%s: encoded back as %x", tc.wire, back)
+		}
+	}
+	for _, tc := range []struct {
+		name, wire string
+		want       Errno
+	}{
+		{"more ids than bytes", "ffff00180000232000150005000000000001000200030000", BadActionLen},
+		{"padding", "ffff00180000232000150001000000010001000200030000", MustBeZero}, // NXBRC_MUST_BE_ZERO
+	} {
+		b, _ := hex.DecodeString(tc.wire)
+		if _, err := DecodeActions(V15, b); err == nil || err.Errno != tc.want {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	// The plain dec_ttl stays OFPAT_DEC_NW_TTL.
+	if b := AppendActions(nil, V15, []Action{{Type: ActDecTTL}}); hex.EncodeToString(b) != "0018000800000000" {
+		t.Errorf("dec_ttl encoded as %x", b)
 	}
 }
