@@ -29,6 +29,11 @@ var tlvCommands = [][]string{
 	{"del-tlv-map", "BR"},
 	{"dump-tlv-map", "BR"},
 	{"del-tlv-map", "BR"},
+	{"add-flow", "BR", "priority=5,tun_flags=+oam,actions=drop"},
+	{"add-flow", "BR", "priority=6,tun_flags=-oam,tun_id=5,actions=drop"},
+	{"--sort", "dump-flows", "--no-stats", "BR"},
+	{"--sort", "-O", "OpenFlow13", "dump-flows", "--no-stats", "BR"},
+	{"--sort", "-O", "OpenFlow15", "dump-flows", "--no-stats", "BR", "tun_flags=+oam"},
 }
 
 // TestOpenFlowTLVDifferential: add-tlv-map, del-tlv-map and dump-tlv-map

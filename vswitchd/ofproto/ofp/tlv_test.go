@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/govs/govs/datapath/flow"
 )
 
 // tlvModMsg builds an NXT_TLV_TABLE_MOD in version v.
@@ -173,4 +175,37 @@ func FuzzTLVTableMod(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTunFlagsMatch: tun_flags=+oam and -oam (as ovs-ofctl sends them,
+// value and mask 1) match Geneve's O bit, and nothing else.
+func TestTunFlagsMatch(t *testing.T) {
+	for _, c := range []struct {
+		value uint16
+		oam   bool
+	}{{1, true}, {0, false}} {
+		var b []byte
+		b = put32(b, nxmHeader(classNXM1, 104, 4)|0x100)
+		b = put16(b, c.value)
+		b = put16(b, 1)
+		m, err := DecodeNXMatch(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Mask.TunFlags != flow.TunFlagOAM || (m.Flow.TunFlags == flow.TunFlagOAM) != c.oam {
+			t.Fatalf("tun_flags=%d/1: flow %#x mask %#x", c.value, m.Flow.TunFlags, m.Mask.TunFlags)
+		}
+		var pkt Flow
+		pkt.TunFlags = flow.TunFlagKey | flow.TunFlagCsum
+		if got := pkt.Masked(&m.Mask) == m.Flow; got == c.oam {
+			t.Errorf("tun_flags=%d/1 matched a packet without the O bit: %v", c.value, got)
+		}
+		pkt.TunFlags |= flow.TunFlagOAM
+		if got := pkt.Masked(&m.Mask) == m.Flow; got != c.oam {
+			t.Errorf("tun_flags=%d/1 on a packet with the O bit: %v", c.value, got)
+		}
+		if enc := AppendNXMatch(nil, &m, true); string(enc) != string(b) {
+			t.Errorf("encoded %x, want %x", enc, b)
+		}
+	}
 }
