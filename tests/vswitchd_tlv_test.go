@@ -29,6 +29,15 @@ var tlvCommands = [][]string{
 	{"del-tlv-map", "BR"},
 	{"dump-tlv-map", "BR"},
 	{"del-tlv-map", "BR"},
+	// Unmapped tun_metadata fields (tun_metadata0 is mapped above):
+	// NXFMFC_INVALID_TLV_FIELD in matches and actions.
+	{"add-tlv-map", "BR", "{class=0xffff,type=0,len=4}->tun_metadata0"},
+	{"add-flow", "BR", "tun_metadata7=1,actions=drop"},
+	{"-O", "OpenFlow13", "add-flow", "BR", "tun_metadata7=1/0xff,actions=drop"},
+	{"-O", "OpenFlow15", "add-flow", "BR", "actions=set_field:5->tun_metadata8"},
+	{"add-flow", "BR", "actions=load:5->tun_metadata9[0..7]"},
+	{"add-flow", "BR", "actions=move:tun_metadata10[0..7]->NXM_NX_REG0[0..7]"},
+	{"-O", "OpenFlow13", "add-flow", "BR", "actions=move:NXM_NX_REG0[0..7]->tun_metadata11[0..7]"},
 	{"add-flow", "BR", "priority=5,tun_flags=+oam,actions=drop"},
 	{"add-flow", "BR", "priority=6,tun_flags=-oam,tun_id=5,actions=drop"},
 	{"--sort", "dump-flows", "--no-stats", "BR"},

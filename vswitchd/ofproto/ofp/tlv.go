@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"strconv"
 )
 
 // The Geneve option map (OVS's lib/tun-metadata.c and the NXT_TLV_TABLE
@@ -250,3 +251,22 @@ func (t *TLVTable) Apply(m *TLVTableMod, inUse func(idx int) bool) (*TLVTable, *
 	}
 	return n, nil
 }
+
+// tunMetadataIndex returns n if h (any length, mask bit ignored) is the
+// header of NXM_NX_TUN_METADATA<n>, else -1.
+func tunMetadataIndex(h uint32) int {
+	if f := int(h>>9) & 0x7f; h>>16 == classNXM1 && f >= 40 && f < 40+TLVMaxFields {
+		return f - 40
+	}
+	return -1
+}
+
+// errTunMetadata refuses a match or action on tun_metadata<idx> with
+// errno: flows do not take tun_metadata yet. TunMetadata tells which.
+func errTunMetadata(errno Errno, idx int) *Error {
+	return &Error{Errno: errno, Detail: "tun_metadata" + strconv.Itoa(idx) + " in flows is not supported yet", tunMetadata: idx + 1}
+}
+
+// TunMetadata reports whether e refuses a tun_metadata field, and
+// which. For an unmapped one OVS's error is NXFMFC_INVALID_TLV_FIELD.
+func (e *Error) TunMetadata() (int, bool) { return e.tunMetadata - 1, e.tunMetadata > 0 }

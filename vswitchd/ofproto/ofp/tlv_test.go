@@ -209,3 +209,23 @@ func TestTunFlagsMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestTunMetadataRefused: a tun_metadata field of any length in a match
+// is refused, saying which (the connection picks OVS's error for an
+// unmapped one).
+func TestTunMetadataRefused(t *testing.T) {
+	for _, n := range []int{1, 4, 124} {
+		b := put32(nil, nxmHeader(classNXM1, 40+5, n))
+		b = append(b, make([]byte, n)...)
+		_, err := DecodeNXMatch(b)
+		if err == nil {
+			t.Fatalf("tun_metadata5 of %d bytes accepted", n)
+		}
+		if idx, ok := err.TunMetadata(); !ok || idx != 5 || err.Errno != BadField {
+			t.Errorf("%d bytes: %v, tun_metadata %d %v", n, err, idx, ok)
+		}
+	}
+	if _, ok := (&Error{Errno: BadField}).TunMetadata(); ok {
+		t.Error("a plain error names a tun_metadata field")
+	}
+}
