@@ -257,7 +257,7 @@ func (c *conn) handle(b []byte) bool {
 	}
 	var oerr *ofp.Error
 	if errors.As(err, &oerr) {
-		return c.refuse(h, oerr, b)
+		return c.refuse(h, c.tunMetadataError(oerr), b)
 	}
 	if err != nil {
 		c.m.log.Warnf("%s: %v", c.name, err)
@@ -353,6 +353,22 @@ func (c *conn) refuse(h ofp.Header, e *ofp.Error, b []byte) bool {
 		return c.send(ofp.EncodeErrorData(v, h.Xid, e.Errno, b)) == nil
 	}
 	return c.send(ofp.EncodeError(v, h.Xid, e.Errno, b)) == nil
+}
+
+// tunMetadataError gives a refused tun_metadata field OVS's error when
+// the bridge's option map does not map it (NXFMFC_INVALID_TLV_FIELD);
+// a mapped one keeps the decoder's (flows do not take them yet).
+func (c *conn) tunMetadataError(e *ofp.Error) *ofp.Error {
+	idx, ok := e.TunMetadata()
+	if !ok {
+		return e
+	}
+	if tm, isMapper := c.m.src.(TLVMapper); isMapper && tm.TLVTable().Loc(idx) != nil {
+		return e
+	}
+	r := *e
+	r.Errno = ofp.InvalidTLVField
+	return &r
 }
 
 // answerRaw is answer for the requests that need their bytes too.
@@ -457,6 +473,18 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, err
 		}
 		return nil, nil
+	case *ofp.TLVTableMod:
+		tm, ok := c.m.src.(TLVMapper)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_TLV_TABLE_MOD", Detail: "no option map"}
+		}
+		return nil, tm.TLVTableMod(m)
+	case *ofp.TLVTableRequest:
+		tm, ok := c.m.src.(TLVMapper)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_TLV_TABLE_REQUEST", Detail: "no option map"}
+		}
+		return [][]byte{ofp.EncodeTLVTableReply(v, m.Xid, tm.TLVTable())}, nil
 	case *ofp.CTFlushZone:
 		f, ok := c.m.src.(CTFlusher)
 		if !ok {

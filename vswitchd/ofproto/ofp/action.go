@@ -432,6 +432,9 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 		n /= 2
 	}
 	fd := FieldByHeader(h&^0xff | uint32(n))
+	if idx := tunMetadataIndex(h); idx >= 0 {
+		return Action{}, errTunMetadata(BadSetLen, idx)
+	}
 	if fd == nil {
 		return Action{}, actErr(BadSetLen, "set_field: unknown field") // as OVS's decode_ofpat_set_field
 	}
@@ -473,6 +476,9 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 // (OFPBAC_BAD_SET_LEN); an unknown field is refused with unknown.
 func decodeRef(h uint32, ofs, nbits int, unknown Errno) (FieldRef, *Error) {
 	fd := FieldByHeader(h)
+	if idx := tunMetadataIndex(h); idx >= 0 {
+		return FieldRef{}, errTunMetadata(unknown, idx)
+	}
 	if fd == nil || h&0x100 != 0 {
 		return FieldRef{}, actErr(unknown, "unknown field")
 	}

@@ -214,6 +214,8 @@ type Error struct {
 	// EchoAll: the OFPT_ERROR carries the whole request, not its first
 	// 64 bytes (OVS's reply to a refused flow mod).
 	EchoAll bool
+	// tunMetadata is 1+n if what was refused is tun_metadata<n>.
+	tunMetadata int
 }
 
 func (e *Error) Error() string {

@@ -61,6 +61,9 @@ func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
 			l /= 2
 		}
 		fd := FieldByHeader(h&^0xff | uint32(l))
+		if idx := tunMetadataIndex(h); idx >= 0 {
+			return m, ck, errTunMetadata(BadField, idx)
+		}
 		if fd == nil || hdr == 8 {
 			return m, ck, &Error{Errno: BadField, Detail: "unknown match field"}
 		}
@@ -253,6 +256,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 		field(FieldARPTHA)
 	}
 	field(FieldTunID)
+	field(FieldTunFlags)
 	field(FieldTunSrc)
 	field(FieldTunDst)
 	field(FieldPktMark)
