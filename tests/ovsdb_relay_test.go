@@ -155,3 +155,84 @@ func TestOVSDBRelayReconnect(t *testing.T) {
 		t.Errorf("_Server after the reconnect:\n%s", status())
 	}
 }
+
+// TestOVSDBRelayPassive: a relay whose source is passive (punix:, ptcp:)
+// listens, and the source, an ovsdb-server with an active --remote,
+// connects to it, as OVS's relay does with a passive name (the relay
+// still asks for the schema and monitors). Monitors through the relay,
+// a transaction through it and the source's restart give the same output
+// with govs' relay as with Debian's.
+func TestOVSDBRelayPassive(t *testing.T) {
+	type variant struct{ src, relay, via string }
+	variants := []variant{{"debian", "debian", "punix"}, {"debian", "govs", "punix"}, {"govs", "govs", "ptcp"}}
+	outputs := map[variant][]string{}
+	for _, v := range variants {
+		t.Run(v.src+"-to-"+v.relay+"-"+v.via, func(t *testing.T) {
+			lsock, err := os.MkdirTemp("", "ovsdbp-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(lsock) })
+			passive, active := "punix:"+filepath.Join(lsock, "src.sock"), "unix:"+filepath.Join(lsock, "src.sock")
+			if v.via == "ptcp" {
+				port := ovsdbFreePort(t)
+				passive, active = fmt.Sprintf("ptcp:%d:127.0.0.1", port), fmt.Sprintf("tcp:127.0.0.1:%d", port)
+			}
+			rel := ovsdbStartRelay(t, v.relay, passive)
+			relay := "unix:" + rel.sock
+			src := ovsdbStart(t, ovsdbOpts{kind: v.src, remotes: []string{active}})
+			src.mustVsctl("init")
+			src.mustVsctl("add-br", "br0")
+			bridges := func() string {
+				r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "Open_vSwitch", "Bridge", "name")
+				return r.stdout + r.stderr
+			}
+			ovsdbWait(t, vswTimeout, "the relay's copy from the connecting source", func() bool {
+				r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "_Server", "Database", "name", "model", "connected", "leader")
+				return strings.Contains(r.stdout, "true      false  relay      Open_vSwitch") && strings.Contains(bridges(), "br0")
+			})
+			lines := ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")
+			var got []string
+			take := func(n int) {
+				t.Helper()
+				for i := 0; i < n; i++ {
+					select {
+					case l := <-lines:
+						got = append(got, l)
+					case <-time.After(vswTimeout):
+						t.Fatalf("timed out waiting for the monitor through the relay; got %q\nrelay log:\n%s", got, rel.readLog())
+					}
+				}
+			}
+			take(2) // header, br0
+			src.mustVsctl("add-br", "br1")
+			take(2)
+			r := ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",
+				{"op":"insert","table":"Bridge","row":{"name":"viarelay"},"uuid-name":"b"},
+				{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["set",[["named-uuid","b"]]]]]}]`)
+			if r.code != 0 || !strings.Contains(r.stdout, `"uuid"`) {
+				t.Fatalf("transact through the relay: exit %d: %s%s\nrelay log:\n%s", r.code, r.stdout, r.stderr, rel.readLog())
+			}
+			take(2)
+			// The source goes away and comes back: the relay takes its new
+			// connection and its monitors see only what changed meanwhile.
+			src.stop()
+			src.start()
+			src.mustVsctl("add-br", "br2")
+			ovsdbWait(t, vswTimeout, "br2 through the relay after the source's restart", func() bool {
+				return strings.Contains(bridges(), "br2")
+			})
+			take(2)
+			if br := src.mustVsctl("list-br"); br != "br0\nbr1\nbr2\nviarelay\n" {
+				t.Errorf("source's bridges: %q", br)
+			}
+			outputs[v] = got
+		})
+	}
+	want := outputs[variants[0]]
+	for _, v := range variants[1:] {
+		if fmt.Sprint(outputs[v]) != fmt.Sprint(want) {
+			t.Errorf("%s source, %s relay over %s:\n%q\nDebian's relay of Debian's server:\n%q", v.src, v.relay, v.via, outputs[v], want)
+		}
+	}
+}
