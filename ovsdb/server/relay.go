@@ -95,6 +95,11 @@ func (r *relay) run() {
 	defer r.srv.wg.Done()
 	backoff := time.Duration(0)
 	for i := 0; ; i++ {
+		src := r.sources[i%len(r.sources)]
+		if isPassive(src) {
+			// Waiting for the source to connect paces this one.
+			backoff = 0
+		}
 		select {
 		case <-r.srv.done:
 			return
@@ -104,11 +109,6 @@ func (r *relay) run() {
 		case <-r.srv.done:
 			return
 		default:
-		}
-		src := r.sources[i%len(r.sources)]
-		if isPassive(src) {
-			// Waiting for the source to connect paces this one.
-			backoff = 0
 		}
 		synced, err := r.session(src)
 		r.log.Infof("%s: %s", src, err)
