@@ -34,6 +34,48 @@ func ovsdbStartRelay(t *testing.T, kind, source string, extra ...string) *ovsdbP
 	return p
 }
 
+// relayMonitor is ovsdb-client monitoring Bridge names through a relay.
+type relayMonitor struct {
+	t     *testing.T
+	rel   *ovsdbProc
+	lines <-chan string
+	got   []string
+}
+
+// take appends the monitor's next n lines to got.
+func (m *relayMonitor) take(n int) {
+	m.t.Helper()
+	for i := 0; i < n; i++ {
+		select {
+		case l := <-m.lines:
+			m.got = append(m.got, l)
+		case <-time.After(vswTimeout):
+			m.t.Fatalf("timed out waiting for the monitor through the relay; got %q\nrelay log:\n%s", m.got, m.rel.readLog())
+		}
+	}
+}
+
+// ovsdbRelaySteps starts a monitor through relay rel of src, which has br0,
+// adds br1 at the source and a bridge through the relay (ovsdb-client
+// forwards it, the source commits it, the relay's monitor shows it), and
+// returns the monitor with what it showed.
+func ovsdbRelaySteps(t *testing.T, src, rel *ovsdbProc) *relayMonitor {
+	t.Helper()
+	relay := "unix:" + rel.sock
+	m := &relayMonitor{t: t, rel: rel, lines: ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")}
+	m.take(2) // header, br0
+	src.mustVsctl("add-br", "br1")
+	m.take(2)
+	r := ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",
+		{"op":"insert","table":"Bridge","row":{"name":"viarelay"},"uuid-name":"b"},
+		{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["set",[["named-uuid","b"]]]]]}]`)
+	if r.code != 0 || !strings.Contains(r.stdout, `"uuid"`) {
+		t.Fatalf("transact through the relay: exit %d: %s%s\nrelay log:\n%s", r.code, r.stdout, r.stderr, rel.readLog())
+	}
+	m.take(2)
+	return m
+}
+
 // TestOVSDBRelay: Debian's ovsdb-client monitors through a relay (govs'
 // or, for comparison, Debian's) in front of govs' or Debian's server, and
 // sees changes made at the source; a transaction sent to the relay lands
@@ -70,37 +112,14 @@ func TestOVSDBRelay(t *testing.T) {
 				r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "_Server", "Database", "name", "model", "connected", "leader")
 				return strings.Contains(r.stdout, "true      false  relay      Open_vSwitch")
 			})
-			lines := ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")
-			var got []string
-			take := func(n int) {
-				for i := 0; i < n; i++ {
-					select {
-					case l := <-lines:
-						got = append(got, l)
-					case <-time.After(vswTimeout):
-						t.Fatalf("timed out waiting for the monitor through the relay; got %q\nrelay log:\n%s", got, rel.readLog())
-					}
-				}
-			}
-			take(2) // header, br0
-			src.mustVsctl("add-br", "br1")
-			take(2)
-			// A transaction through the relay: ovsdb-client forwards it,
-			// the source commits it, the relay's monitor shows it.
-			r := ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",
-				{"op":"insert","table":"Bridge","row":{"name":"viarelay"},"uuid-name":"b"},
-				{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["set",[["named-uuid","b"]]]]]}]`)
-			if r.code != 0 || !strings.Contains(r.stdout, `"uuid"`) {
-				t.Fatalf("transact through the relay: exit %d: %s%s", r.code, r.stdout, r.stderr)
-			}
-			take(2)
+			m := ovsdbRelaySteps(t, src, rel)
 			if br := src.mustVsctl("list-br"); br != "br0\nbr1\nviarelay\n" {
 				t.Errorf("source's bridges after the relayed transaction: %q", br)
 			}
 			// Errors come back from the source as they are.
-			r = ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",{"op":"insert","table":"Bridge","row":{"name":5}}]`)
-			got = append(got, r.stdout)
-			outputs[v] = got
+			r := ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",{"op":"insert","table":"Bridge","row":{"name":5}}]`)
+			m.got = append(m.got, r.stdout)
+			outputs[v] = m.got
 		})
 	}
 	want := outputs[variant{"debian", "debian"}]
@@ -191,29 +210,7 @@ func TestOVSDBRelayPassive(t *testing.T) {
 				r := ovsdbRun(ovsdbClient, "--timeout=10", "dump", relay, "_Server", "Database", "name", "model", "connected", "leader")
 				return strings.Contains(r.stdout, "true      false  relay      Open_vSwitch") && strings.Contains(bridges(), "br0")
 			})
-			lines := ovsdbMonitor(t, "monitor", relay, "Open_vSwitch", "Bridge", "name")
-			var got []string
-			take := func(n int) {
-				t.Helper()
-				for i := 0; i < n; i++ {
-					select {
-					case l := <-lines:
-						got = append(got, l)
-					case <-time.After(vswTimeout):
-						t.Fatalf("timed out waiting for the monitor through the relay; got %q\nrelay log:\n%s", got, rel.readLog())
-					}
-				}
-			}
-			take(2) // header, br0
-			src.mustVsctl("add-br", "br1")
-			take(2)
-			r := ovsdbRun(ovsdbClient, "--timeout=30", "transact", relay, `["Open_vSwitch",
-				{"op":"insert","table":"Bridge","row":{"name":"viarelay"},"uuid-name":"b"},
-				{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["set",[["named-uuid","b"]]]]]}]`)
-			if r.code != 0 || !strings.Contains(r.stdout, `"uuid"`) {
-				t.Fatalf("transact through the relay: exit %d: %s%s\nrelay log:\n%s", r.code, r.stdout, r.stderr, rel.readLog())
-			}
-			take(2)
+			m := ovsdbRelaySteps(t, src, rel)
 			// The source goes away and comes back: the relay takes its new
 			// connection and its monitors see only what changed meanwhile.
 			src.stop()
@@ -222,11 +219,11 @@ func TestOVSDBRelayPassive(t *testing.T) {
 			ovsdbWait(t, vswTimeout, "br2 through the relay after the source's restart", func() bool {
 				return strings.Contains(bridges(), "br2")
 			})
-			take(2)
+			m.take(2)
 			if br := src.mustVsctl("list-br"); br != "br0\nbr1\nbr2\nviarelay\n" {
 				t.Errorf("source's bridges: %q", br)
 			}
-			outputs[v] = got
+			outputs[v] = m.got
 		})
 	}
 	want := outputs[variants[0]]
