@@ -205,8 +205,8 @@ func TestOvsdbReadOnlyRemote(t *testing.T) {
 }
 
 // TestOvsdbRefusesRelayAndCluster checks that govs refuses, by name, the
-// database kinds it does not serve (clustered, relays of passive sources)
-// rather than taking them for file names.
+// database kinds it does not serve (clustered) and malformed relay
+// arguments rather than taking them for file names.
 func TestOvsdbRefusesRelayAndCluster(t *testing.T) {
 	dir, err := os.MkdirTemp("", "ovsdbt-")
 	if err != nil {
@@ -218,7 +218,7 @@ func TestOvsdbRefusesRelayAndCluster(t *testing.T) {
 		t.Fatalf("ovsdb-tool create-cluster: %s", r.stderr)
 	}
 	for _, tc := range []struct{ db, want string }{
-		{"relay:OVN_Southbound:ptcp:6642", "ptcp:6642 is not an active remote (unix:, tcp: or ssl:)"},
+		{"relay:OVN_Southbound:ptcp:x", "relay:OVN_Southbound:ptcp:x: x: bad port number"},
 		{cl, "clustered databases are not supported"},
 	} {
 		pidf := filepath.Join(dir, "pid")

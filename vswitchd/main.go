@@ -29,6 +29,7 @@ import (
 
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/internal/ovsssl"
+	"github.com/govs/govs/internal/pprofsock"
 	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/dbclient"
@@ -132,13 +133,13 @@ func run() error {
 	sslCtx := ovsssl.New(log.Module("stream_ssl"), ssl.PeerCACert)
 	sslCtx.Configure(ssl.Settings)
 	dbclient.UseSSL(sslCtx)
-	var prof *daemon.PprofServer
+	var prof *pprofsock.Server
 	if pprofPath != "" {
 		// After Start, so that the --detach child serves it.
 		if !filepath.IsAbs(pprofPath) {
 			pprofPath = filepath.Join(opts.Rundir, pprofPath)
 		}
-		if prof, err = daemon.ServePprof(pprofPath); err != nil {
+		if prof, err = pprofsock.Serve(pprofPath); err != nil {
 			d.Close()
 			return err
 		}

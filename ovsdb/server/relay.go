@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/jsonrpc"
 )
@@ -30,13 +31,26 @@ type relay struct {
 	nextID  int                              // guarded by mu
 	e       *dbEntry                         // guarded by mu: nil until the first schema
 	synced  chan struct{}                    // closed by the reader once the initial rows are in
+	passive map[string]*passiveSource        // guarded by mu: listeners of passive sources, by name
+}
+
+// passiveSource is a relay source given as punix:, ptcp: or pssl:: the
+// relay listens and the source connects to it, as jsonrpc_session does
+// with a passive name (lib/jsonrpc.c). The relay still speaks first on the
+// accepted connection (get_schema, monitor_cond); a newer connection
+// replaces the current one. The listener stays open for the relay's life.
+type passiveSource struct {
+	ln       net.Listener
+	accepted chan net.Conn // from the accept loop to the relay's sessions
+	next     net.Conn      // guarded by relay.mu: a connection that replaced the current one
 }
 
 // relayMonitorID names the relay's monitor in the source.
 const relayMonitorID = `"relay"`
 
 // ParseRelay splits "relay:DB:REMOTE[,REMOTE]..." into the database name
-// and its sources, which must be active remotes (unix:, tcp:, ssl:).
+// and its sources: active remotes (unix:, tcp:, ssl:) the relay connects
+// to, or passive ones (punix:, ptcp:, pssl:) it listens on.
 func ParseRelay(arg string) (string, []string, error) {
 	rest, ok := strings.CutPrefix(arg, "relay:")
 	if !ok {
@@ -52,11 +66,8 @@ func ParseRelay(arg string) (string, []string, error) {
 	}
 	var sources []string
 	for _, r := range strings.Split(list, ",") {
-		kind, _, _ := strings.Cut(r, ":")
-		if kind != "unix" && kind != "tcp" && kind != "ssl" {
-			// OVS also takes passive remotes here, for a source that
-			// connects to its relay; govs does not.
-			return "", nil, fmt.Errorf("%s: %s is not an active remote (unix:, tcp: or ssl:)", arg, r)
+		if strings.HasPrefix(r, "db:") {
+			return "", nil, fmt.Errorf("%s: %s: a relay source is a remote, not a db: reference", arg, r)
 		}
 		if err := ValidateRemote(r); err != nil {
 			return "", nil, fmt.Errorf("%s: %v", arg, err)
@@ -84,6 +95,11 @@ func (r *relay) run() {
 	defer r.srv.wg.Done()
 	backoff := time.Duration(0)
 	for i := 0; ; i++ {
+		src := r.sources[i%len(r.sources)]
+		if isPassive(src) {
+			// Waiting for the source to connect paces this one.
+			backoff = 0
+		}
 		select {
 		case <-r.srv.done:
 			return
@@ -94,7 +110,6 @@ func (r *relay) run() {
 			return
 		default:
 		}
-		src := r.sources[i%len(r.sources)]
 		synced, err := r.session(src)
 		r.log.Infof("%s: %s", src, err)
 		if synced {
@@ -114,23 +129,18 @@ func (r *relay) session(src string) (synced bool, err error) {
 }
 
 func (r *relay) session1(src string, done *bool) error {
-	kind, rest, _ := strings.Cut(src, ":")
-	network, addr := "unix", rest
-	if kind != "unix" {
-		a, err := dialAddr(rest)
-		if err != nil {
+	var nc net.Conn
+	var p *passiveSource
+	var err error
+	if isPassive(src) {
+		if p, err = r.listen(src); err != nil {
 			return err
 		}
-		network, addr = "tcp", a
-	}
-	nc, err := net.DialTimeout(network, addr, 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("connection attempt failed (%v)", err)
-	}
-	if kind == "ssl" {
-		if nc, err = r.srv.sslHandshake(nc, src, true); err != nil {
-			return fmt.Errorf("connection attempt failed (%v)", err)
+		if nc, err = r.accept(p); err != nil {
+			return err
 		}
+	} else if nc, err = r.dial(src); err != nil {
+		return err
 	}
 	probe := time.Duration(0)
 	if needsProbes(src) {
@@ -162,9 +172,19 @@ func (r *relay) session1(src string, done *bool) error {
 		}
 	}()
 	stop := func() { c.Close() }
+	var accepted chan net.Conn // nil, never ready, for an active source
+	if p != nil {
+		accepted = p.accepted
+	}
 	go func() {
 		select {
 		case <-r.srv.done:
+			stop()
+		case nc := <-accepted:
+			r.log.Infof("%s: new connection replacing active connection", src)
+			r.mu.Lock()
+			p.next = nc
+			r.mu.Unlock()
 			stop()
 		case <-served:
 		}
@@ -197,6 +217,122 @@ func (r *relay) session1(src string, done *bool) error {
 	r.srv.setServerRow(r.e, map[string]any{"connected": true})
 	<-served
 	return fmt.Errorf("connection closed (%v)", c.Err())
+}
+
+func isPassive(src string) bool {
+	kind, _, _ := strings.Cut(src, ":")
+	return kind == "punix" || kind == "ptcp" || kind == "pssl"
+}
+
+// dial connects to an active source.
+func (r *relay) dial(src string) (net.Conn, error) {
+	kind, rest, _ := strings.Cut(src, ":")
+	network, addr := "unix", rest
+	if kind != "unix" {
+		a, err := dialAddr(rest)
+		if err != nil {
+			return nil, err
+		}
+		network, addr = "tcp", a
+	}
+	nc, err := net.DialTimeout(network, addr, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("connection attempt failed (%v)", err)
+	}
+	if kind == "ssl" {
+		if nc, err = r.srv.sslHandshake(nc, src, true); err != nil {
+			return nil, fmt.Errorf("connection attempt failed (%v)", err)
+		}
+	}
+	return nc, nil
+}
+
+// listen opens a passive source's listener the first time and starts its
+// accept loop, which the server's exit ends.
+func (r *relay) listen(src string) (*passiveSource, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.passive[src]; p != nil {
+		return p, nil
+	}
+	kind, rest, _ := strings.Cut(src, ":")
+	var ln net.Listener
+	var err error
+	if kind == "punix" {
+		ln, err = unixsock.Listen(rest, 0o750)
+	} else {
+		var addr string
+		if addr, err = listenAddr(rest); err == nil {
+			ln, err = net.Listen("tcp", addr)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen failed (%v)", src, err)
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		r.log.Infof("%s: listening on port %d", src, a.Port)
+	}
+	p := &passiveSource{ln: ln, accepted: make(chan net.Conn)}
+	if r.passive == nil {
+		r.passive = map[string]*passiveSource{}
+	}
+	r.passive[src] = p
+	r.srv.wg.Add(2)
+	go func() {
+		defer r.srv.wg.Done()
+		<-r.srv.done
+		ln.Close()
+	}()
+	go r.acceptLoop(src, p)
+	return p, nil
+}
+
+func (r *relay) acceptLoop(src string, p *passiveSource) {
+	defer r.srv.wg.Done()
+	for {
+		nc, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			r.log.Warnf("%s: accept failed: %v", src, err)
+			select {
+			case <-r.srv.done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		if strings.HasPrefix(src, "pssl:") {
+			if nc, err = r.srv.sslHandshake(nc, "ssl:"+nc.RemoteAddr().String(), false); err != nil {
+				continue
+			}
+		}
+		select {
+		case p.accepted <- nc:
+		case <-r.srv.done:
+			nc.Close()
+			return
+		}
+	}
+}
+
+// accept waits for the source to connect to a passive source, or takes
+// the connection that replaced the last one.
+func (r *relay) accept(p *passiveSource) (net.Conn, error) {
+	r.mu.Lock()
+	nc := p.next
+	p.next = nil
+	r.mu.Unlock()
+	if nc != nil {
+		return nc, nil
+	}
+	select {
+	case nc = <-p.accepted:
+		return nc, nil
+	case <-r.srv.done:
+		return nil, errors.New("server exiting")
+	}
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -36,7 +36,10 @@ func TestParseRelay(t *testing.T) {
 		{"relay:Open_vSwitch:unix:/run/db.sock", "Open_vSwitch", "unix:/run/db.sock", ""},
 		{"relay:Open_vSwitch", "", "", "ovsdb error: relay:Open_vSwitch: invalid syntax"},
 		{"relay:Open_vSwitch:", "", "", "relay:Open_vSwitch:: invalid syntax (relay:DB_NAME:REMOTE[,REMOTE]...)"},
-		{"relay:Open_vSwitch:ptcp:6640", "", "", "relay:Open_vSwitch:ptcp:6640: ptcp:6640 is not an active remote (unix:, tcp: or ssl:)"},
+		{"relay:Open_vSwitch:ptcp:6640:127.0.0.1,punix:/run/r.sock", "Open_vSwitch", "ptcp:6640:127.0.0.1 punix:/run/r.sock", ""},
+		{"relay:Open_vSwitch:db:Open_vSwitch,Open_vSwitch,manager_options", "", "",
+			"relay:Open_vSwitch:db:Open_vSwitch,Open_vSwitch,manager_options: db:Open_vSwitch: a relay source is a remote, not a db: reference"},
+		{"relay:Open_vSwitch:ptcp:x", "", "", "relay:Open_vSwitch:ptcp:x: x: bad port number"},
 	} {
 		name, sources, err := ParseRelay(tc.in)
 		if tc.err != "" {
@@ -51,10 +54,10 @@ func TestParseRelay(t *testing.T) {
 	}
 }
 
-// FuzzParseRelay: an accepted relay argument has a name and only active
-// remotes that pass ValidateRemote.
+// FuzzParseRelay: an accepted relay argument has a name and only remotes
+// that pass ValidateRemote, none a db: reference.
 func FuzzParseRelay(f *testing.F) {
-	for _, s := range []string{"relay:OVN_Southbound:tcp:127.0.0.1:6642,ssl:[::1]:6642", "relay:x", "relay:a:unix:/s,", "relay::tcp:1"} {
+	for _, s := range []string{"relay:OVN_Southbound:tcp:127.0.0.1:6642,ssl:[::1]:6642", "relay:x", "relay:a:unix:/s,", "relay::tcp:1", "relay:a:ptcp:0:127.0.0.1,punix:/x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -66,7 +69,7 @@ func FuzzParseRelay(f *testing.F) {
 			t.Fatalf("%q: accepted with name %q, sources %q", s, name, sources)
 		}
 		for _, r := range sources {
-			if ValidateRemote(r) != nil || strings.HasPrefix(r, "p") {
+			if ValidateRemote(r) != nil || strings.HasPrefix(r, "db:") {
 				t.Fatalf("%q: source %q accepted", s, r)
 			}
 		}

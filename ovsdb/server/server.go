@@ -83,7 +83,8 @@ type Server struct {
 	locks lockTable
 	repl  replication
 
-	noMonitorCond atomic.Bool // ovsdb-server/disable-monitor-cond
+	noMonitorCond atomic.Bool   // ovsdb-server/disable-monitor-cond
+	commits       atomic.Uint64 // commits to every database, for the idle memory release
 
 	reconfig  chan struct{} // kicks the remotes reconfiguration
 	dbRemotes atomic.Bool   // some remote is read from a database
@@ -166,6 +167,7 @@ func canonicalSchema(raw json.RawMessage) string { return sortedJSON(raw) }
 
 // committed runs for every commit of e, in commit order, under e.d's lock.
 func (s *Server) committed(e *dbEntry, c *db.Commit) {
+	s.commits.Add(1)
 	if n := s.opts.HistoryLength; n > 0 {
 		if len(e.history) >= n {
 			copy(e.history, e.history[1:])
@@ -467,11 +469,22 @@ func (s *Server) maintenanceLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(statusInterval)
 	defer t.Stop()
+	var lastCommits uint64
+	busy := false
 	for {
 		select {
 		case <-s.done:
 			return
 		case now := <-t.C:
+			// A burst of transactions leaves garbage that Go's scavenger
+			// gives back only over minutes: once the databases have been
+			// quiet for a tick after one, return it (one GC per burst).
+			if n := s.commits.Load(); n != lastCommits {
+				lastCommits, busy = n, true
+			} else if busy {
+				busy = false
+				jsonrpc.ReleaseMemory()
+			}
 			s.mu.Lock()
 			var entries []*dbEntry
 			for _, e := range s.dbs {

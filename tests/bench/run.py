@@ -34,7 +34,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECS = int(os.environ.get("BENCH_SECS", "4"))
 ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "flowmod", "bond"]
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
 for _x in SECTIONS:
     if _x not in ALL_SECTIONS:
@@ -155,6 +155,8 @@ if not set(SECTIONS) & {"net", "vhost", "multiflow"}:
     # ovsdb and flowmod need no traffic tools, bond iperf3 and ethtool only
     PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")
             + (("iperf3", "ethtool") if "bond" in SECTIONS else ())}
+if "ovn" in SECTIONS:
+    PKGS["ovn-central"] = "/usr/bin/ovn-northd"
 if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
     # adds the ovs-vswitchd alternative at priority 50: Debian's default ovs-vswitchd (100) stays selected
     PKGS["openvswitch-switch-dpdk"] = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -565,6 +567,14 @@ def flowmod_bench():
     return {"rc": r.returncode, "output": r.stdout}
 
 
+def ovn_bench():
+    """tests/bench/ovn.sh: OVN's NB and SB on govs' ovsdb-server against Debian's, Debian's ovn-northd on top."""
+    r = subprocess.run([os.path.join(HERE, "ovn.sh"), "-rounds", str(ROUNDS), "-govs",
+                        os.path.join(TOP, "bin", "ovsdb-server")], cwd=TOP, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=1800)
+    return {"rc": r.returncode, "output": r.stdout}
+
+
 def bond_bench():
     """tests/bench/bond.sh: iperf3 over a balance-tcp bond of two veths against one veth, govs and OVS."""
     r = subprocess.run([os.path.join(HERE, "bond.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)], cwd=TOP,
@@ -603,7 +613,7 @@ def inner(ns):
     rn = Runner(workdir)
     samples, vsamples, msamples = {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
-    ovsdb = micro = flowmod = bond = None
+    ovsdb = micro = flowmod = bond = ovn = None
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
@@ -626,6 +636,9 @@ def inner(ns):
         if "ovsdb" in SECTIONS:
             log("ovsdbbench")
             ovsdb = ovsdb_bench()
+        if "ovn" in SECTIONS:
+            log("ovn.sh")
+            ovn = ovn_bench()
         if "flowmod" in SECTIONS:
             log("flowmod.sh")
             flowmod = flowmod_bench()
@@ -638,7 +651,7 @@ def inner(ns):
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn)
 
 
 def cleanup(rn):
@@ -679,7 +692,7 @@ def results_base():
     return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-latest"
 
 
-def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None):
+def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None):
     vsamples, msamples = vsamples or {}, msamples or {}
     allsamples = {}
     for src in (samples, vsamples, msamples):
@@ -708,7 +721,7 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
         "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
-        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond}
+        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn}
     with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     table = render_table(doc)
@@ -824,6 +837,11 @@ def render_table(doc):
         lines += ["| %s | %s | %s | %sx |" % (x["measurement"], x["debian"], x["govs"], x["ratio"]) for x in o["rows"]]
     elif o:
         lines += ["", "OVSDB bench failed: %s" % (o.get("error") or o.get("output", "")[-500:])]
+    ov = doc.get("ovn")
+    if ov:
+        lines += ["", "OVN workload (tests/bench/ovn.sh; Debian's ovn-northd on each server):", ""]
+        lines += [l for l in ov["output"].splitlines() if l.startswith("|") or l.startswith("ratios:")] or [
+            "ovn.sh failed: " + ov["output"][-500:]]
     fm = doc.get("flowmod")
     if fm:
         lines += ["", "Flow-mod rate (tests/bench/flowmod.sh; ratio debian/govs seconds, > 1: govs faster):", ""]

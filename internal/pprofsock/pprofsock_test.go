@@ -1,4 +1,4 @@
-package daemon
+package pprofsock
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"testing"
 )
 
-func TestServePprof(t *testing.T) {
+func TestServe(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pprof.sock")
 	old := syscall.Umask(0)
-	s, err := ServePprof(path)
+	s, err := Serve(path)
 	syscall.Umask(old)
 	if err != nil {
 		t.Fatal(err)

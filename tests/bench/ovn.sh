@@ -1,0 +1,126 @@
+#!/bin/bash
+# ovn.sh [-rounds N] [-govs PATH]: OVN's Northbound and Southbound databases on govs' ovsdb-server against
+# Debian's, with Debian's ovn-northd on top (each database in an ovsdb-server of its own, as ovn-ctl runs
+# them). The workload: 200 ovn-nbctl calls of one command each (ls-add, lsp-add, lsp-set-addresses,
+# lsp-set-port-security, acl-add), one ovn-nbctl call of 200 such commands, then the time ovn-northd takes
+# to settle (`ovn-nbctl --wait=sb sync`). After it: the database files' sizes and the servers' RSS.
+# The two servers alternate round by round; prints medians and ratios (debian/govs for times, > 1: govs
+# faster; govs/debian for sizes, < 1: govs smaller). Needs Debian's openvswitch-switch and ovn-central.
+# Stops only the processes of its own pidfiles; needs no network namespace (unix sockets only).
+set -u
+rounds=2 govs=""
+while [ $# -gt 0 ]; do
+  case "$1" in -rounds) rounds=$2; shift 2 ;; -govs) govs=$2; shift 2 ;; *) echo "usage: $0 [-rounds N] [-govs PATH]" >&2; exit 2 ;; esac
+done
+top=$(cd "$(dirname "$0")/../.." && pwd)
+if [ -z "$govs" ]; then
+  govs=$top/bin/ovsdb-server
+  (cd $top && CGO_ENABLED=0 go build -o bin/ovsdb-server ./ovsdb) || exit 1 # as make build does
+fi
+for f in /usr/sbin/ovsdb-server /usr/bin/ovn-northd /usr/bin/ovn-nbctl /usr/share/ovn/ovn-nb.ovsschema; do
+  [ -e $f ] || { echo "ovn.sh: $f missing (openvswitch-switch, ovn-central)" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/gvovn-XXXXXX)
+
+stop() { # stop the daemons of directory $1 by their pidfiles
+  for x in ovn-northd nb sb; do
+    f=$1/$x.pid; [ -f $f ] || continue; pid=$(cat $f)
+    kill $pid 2>/dev/null; for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  done
+}
+cleanup() { stop $work/govs; stop $work/debian; rm -rf $work; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# cmds FIRST LAST: the workload's commands for switches FIRST..LAST, ten per switch, one a line, quoted
+# for eval.
+cmds() {
+  local k j m
+  for k in $(seq $1 $2); do
+    m=$(printf '%02x' $k)
+    echo "ls-add sw$k"
+    for j in 1 2 3; do
+      echo "lsp-add sw$k sw$k-p$j"
+      echo "lsp-set-addresses sw$k-p$j '00:00:00:00:$m:0$j 10.$k.0.$j'"
+    done
+    echo "lsp-add sw$k sw$k-p4"
+    echo "lsp-set-port-security sw$k-p4 '00:00:00:00:$m:04 10.$k.0.4'"
+    echo "acl-add sw$k to-lport 1000 ip4.src==10.$k.0.1 allow-related"
+  done
+}
+
+now() { date +%s.%N; }
+rss() { awk '/^VmRSS/ {print $2}' /proc/$(cat $1)/status; } # kB
+
+# measure PEER: prints "calls batch settle nb_bytes sb_bytes nb_rss_kb sb_rss_kb lflows" (or "failed ...")
+measure() {
+  local peer=$1 d=$work/$1 bin=/usr/sbin/ovsdb-server
+  [ $peer = govs ] && bin=$govs
+  rm -rf $d; mkdir -p $d
+  export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVN_RUNDIR=$d OVN_LOGDIR=$d
+  for db in nb sb; do
+    ovsdb-tool create $d/$db.db /usr/share/ovn/ovn-$db.ovsschema >&2 || return 1
+    $bin $d/$db.db --remote=punix:$d/$db.sock --pidfile=$d/$db.pid --unixctl=$d/$db.ctl \
+      --log-file=$d/$db.log --detach --no-chdir >&2 || { echo "failed $db-server"; return 1; }
+  done
+  ovn-northd --ovnnb-db=unix:$d/nb.sock --ovnsb-db=unix:$d/sb.sock --pidfile=$d/ovn-northd.pid \
+    --unixctl=$d/ovn-northd.ctl --log-file=$d/ovn-northd.log --detach --no-chdir >&2 || { echo "failed northd"; return 1; }
+  local NB="ovn-nbctl --db=unix:$d/nb.sock --timeout=60"
+  $NB --wait=sb sync >&2 || { echo "failed first sync"; return 1; }
+  local t0 t1 t2 t3 c
+  t0=$(now)
+  while read -r c; do
+    eval "$NB $c" >&2 || { echo "failed: $c"; return 1; }
+  done < <(cmds 0 19)
+  t1=$(now)
+  eval "$NB $(cmds 20 39 | sed '1!s/^/-- /' | tr '\n' ' ')" >&2 || { echo "failed batch"; return 1; }
+  t2=$(now)
+  $NB --wait=sb sync >&2 || { echo "failed sync"; return 1; }
+  t3=$(now)
+  # RSS at rest: a few seconds after the settle (govs gives a burst's garbage back within 5 s).
+  sleep 6
+  local lflows
+  lflows=$(ovsdb-client dump unix:$d/sb.sock OVN_Southbound Logical_Flow _uuid | grep -c '^[0-9a-f]\{8\}-')
+  echo "$(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc) $(echo "$t3 - $t2" | bc)" \
+    "$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid) $lflows"
+  stop $d
+  unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVN_RUNDIR OVN_LOGDIR
+}
+
+declare -A res
+for r in $(seq $rounds); do
+  order="govs debian"; [ $((r % 2)) = 0 ] && order="debian govs"
+  for p in $order; do
+    out=$(measure $p)
+    echo "round $r $p: $out" >&2
+    res[$p]="${res[$p]:-}$out;"
+  done
+done
+python3 - "${res[govs]}" "${res[debian]}" <<'PY'
+import statistics, sys
+labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands", "s", True),
+          ("ovn-northd settle (--wait=sb sync)", "s", True), ("NB file size", "KiB", False),
+          ("SB file size", "KiB", False), ("NB server RSS", "MiB", False), ("SB server RSS", "MiB", False),
+          ("SB Logical_Flow rows", "rows", None)]
+scale = [1, 1, 1, 1 / 1024, 1 / 1024, 1 / 1024, 1 / 1024, 1]
+def cols(s):
+    runs = [r.split() for r in s.split(";") if r.strip()]
+    if not runs or any(r[0] == "failed" or len(r) != len(labels) for r in runs):
+        return None, " ".join(" ".join(r) for r in runs if r and r[0] == "failed") or "no run"
+    return [statistics.median(float(r[i]) for r in runs) * scale[i] for i in range(len(labels))], None
+g, ge = cols(sys.argv[1])
+d, de = cols(sys.argv[2])
+if g is None or d is None:
+    print("ovn.sh failed: govs: %s; debian: %s" % (ge or "ok", de or "ok"))
+    sys.exit(1)
+print("| OVN workload (medians) | unit | debian ovsdb-server | govs ovsdb-server | ratio |")
+print("|---|---|---|---|---|")
+for i, (label, unit, time) in enumerate(labels):
+    if time is None:
+        ratio = "same" if g[i] == d[i] else "differ"
+    else:
+        ratio = "%.2fx" % ((d[i] / g[i]) if time else (g[i] / d[i])) if g[i] and d[i] else "n/a"
+    f = "%.0f" if unit in ("KiB", "rows") else "%.2f" if unit == "s" else "%.1f"
+    print("| %s | %s | %s | %s | %s |" % (label, unit, f % d[i], f % g[i], ratio))
+print("ratios: debian/govs for times (> 1: govs faster), govs/debian for sizes (< 1: govs smaller)")
+PY
