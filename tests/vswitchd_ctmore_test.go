@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -302,5 +304,56 @@ func TestOpenFlowCtHostile(t *testing.T) {
 	}
 	if out := s.appctl("version"); out == "" {
 		t.Errorf("the switch does not answer after the hostile packets")
+	}
+}
+
+// TestOpenFlowCtDumpDifferential runs the same flows and traffic (a TCP
+// connection opened, used and closed; a UDP datagram) through Debian's
+// ovs-vswitchd (netdev) and govs and requires the same
+// `dpctl/dump-conntrack` once both have seen the connection close, with
+// addresses and the client's ephemeral port normalised.
+func TestOpenFlowCtDumpDifferential(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gcdd", "10.88.0", "gcdg", "10.89.0")
+	dumps := map[*ofSwitch]string{}
+	for _, sw := range []*ofSwitch{deb, govs} {
+		sub := strings.TrimSuffix(sw.a.mustExec("ip", "-4", "-o", "addr", "show", "dev", "eth0"), "\n")
+		net := "10.88.0"
+		if strings.Contains(sub, "10.89.0.") {
+			net = "10.89.0"
+		}
+		sw.replaceFlows("table=0,priority=100,arp,actions=NORMAL",
+			"table=0,priority=100,icmp,actions=NORMAL",
+			"table=0,priority=90,ip,actions=ct(table=1,zone=4)",
+			"table=1,priority=100,ct_state=+trk+new,tcp,in_port=1,actions=ct(commit,zone=4,exec(set_field:0x5->ct_mark)),output:2",
+			"table=1,priority=100,ct_state=+trk+new,udp,in_port=1,actions=ct(commit,zone=4,exec(set_field:0x1->ct_label)),output:2",
+			"table=1,priority=100,ct_state=+trk+est,in_port=1,actions=output:2",
+			"table=1,priority=100,ct_state=+trk+est,in_port=2,actions=output:1",
+			"table=1,priority=1,actions=drop")
+		// Debian's netdev datapath passes TCP between veths only without
+		// their checksum offload; govs is given the same.
+		for _, ns := range []*vswNS{sw.a, sw.b} {
+			ns.mustExec("ethtool", "-K", "eth0", "tx", "off")
+		}
+		sw.a.waitPing(net + ".2")
+		holdServer(t, sw.b, net+".2", 7401)
+		if got := connectEach(t, sw.a, net+".2", 5, 7401); got != "ok" {
+			t.Fatalf("%s: connection: %s", sw.br, got)
+		}
+		sw.a.mustExec(debPython, "-c", `import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 7403)); s.sendto(b"govs", (sys.argv[2], 7402))`, net+".1", net+".2")
+		var dump string
+		vswWait(t, vswTimeout, sw.br+"'s connections to close", func() bool {
+			dump = sw.appctl("dpctl/dump-conntrack", "zone=4")
+			return strings.Contains(dump, "state=TIME_WAIT") && strings.Contains(dump, "udp,")
+		})
+		dump = strings.ReplaceAll(dump, net+".", "NET.")
+		dump = regexp.MustCompile(`sport=\d+,dport=7401\)`).ReplaceAllString(dump, "sport=EPH,dport=7401)")
+		dump = regexp.MustCompile(`sport=7401,dport=\d+\)`).ReplaceAllString(dump, "sport=7401,dport=EPH)")
+		lines := strings.Split(strings.TrimSpace(dump), "\n")
+		slices.Sort(lines)
+		dumps[sw] = strings.Join(lines, "\n")
+	}
+	if dumps[govs] != dumps[deb] {
+		t.Errorf("dpctl/dump-conntrack zone=4:\ngovs:\n%s\nDebian's ovs-vswitchd:\n%s", dumps[govs], dumps[deb])
 	}
 }
