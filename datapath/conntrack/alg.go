@@ -515,9 +515,10 @@ func rewriteFTP(b []byte, p *parsed, m ftpMsg, c *conn, reply bool) (int, int) {
 	}
 	delta := len(s) - m.addrLen
 	n := len(b) + delta
-	if n > cap(b) || p.end != len(b) {
-		// No room, or link-layer padding after the packet: leave the
-		// message as it is (OVS warns of an unsupported MTU).
+	if !p.resizable || n > cap(b) || p.end != len(b) {
+		// A caller that cannot take a new length, no room, or
+		// link-layer padding after the packet: leave the message as it
+		// is (OVS warns of an unsupported MTU).
 		return len(b), 0
 	}
 	b = b[:max(n, len(b))]

@@ -343,3 +343,21 @@ func FuzzFTPControl(f *testing.F) {
 		}
 	})
 }
+
+// Execute (ExecuteAt) cannot report a new length: it leaves the PORT
+// address alone rather than resize the frame.
+func TestFTPExecuteKeepsLength(t *testing.T) {
+	tr, _ := newTracker(t)
+	c, s, x := "10.0.0.1", "10.0.0.2", "192.168.0.100"
+	act := Action{Commit: true, Helper: HelperFTP, NAT: &NATRange{Src: true, MinAddr: a4(x), MaxAddr: a4(x)}}
+	ftpSession(t, tr, c, s, act, Action{NAT: &NATRange{}})
+	f := roomy(tcp4(c, s, 40000, 21, psh|ack, 1001, 5001, "PORT 10,0,0,1,156,65\r\n"))
+	var md Meta
+	if err := tr.Execute(f, &md, &Action{NAT: &NATRange{}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := tcpPayload(f); got != "PORT 10,0,0,1,156,65\r\n" || md.State&est == 0 {
+		t.Errorf("%s %q", StateString(md.State), got)
+	}
+	checkCsums(t, f)
+}

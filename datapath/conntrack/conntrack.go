@@ -568,14 +568,19 @@ func (t *Tracker) Execute(b []byte, md *Meta, a *Action, partialCsum bool) error
 // ExecuteAt is Execute at time now of the tracker's clock, for a caller
 // that has read it for a whole batch.
 func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsum bool) error {
-	_, err := t.ExecuteSized(now, b, md, a, partialCsum)
+	_, err := t.execute(now, b, md, a, partialCsum, false)
 	return err
 }
 
 // ExecuteSized is ExecuteAt for a frame an ALG may lengthen or shorten
 // (an FTP address rewritten under NAT) within b's capacity: it returns
-// the frame's new length.
+// the frame's new length. ExecuteAt never changes the length: such a
+// rewrite is skipped.
 func (t *Tracker) ExecuteSized(now int64, b []byte, md *Meta, a *Action, partialCsum bool) (int, error) {
+	return t.execute(now, b, md, a, partialCsum, true)
+}
+
+func (t *Tracker) execute(now int64, b []byte, md *Meta, a *Action, partialCsum, resizable bool) (int, error) {
 	helper, ok := helperKind(a.Helper)
 	if !ok {
 		return len(b), ErrUnsupported
@@ -583,6 +588,7 @@ func (t *Tracker) ExecuteSized(now int64, b []byte, md *Meta, a *Action, partial
 	n := len(b)
 	var p parsed
 	p.zone = a.Zone
+	p.resizable = resizable
 	if !parseFrame(b, &p) {
 		*md = Meta{State: StateInvalid | StateTracked, Zone: a.Zone}
 		return n, nil
