@@ -76,6 +76,31 @@ print(len(buf.getvalue()))
 // several times faster than a pyenv shim on a loaded machine.
 const debPython = "/usr/bin/python3"
 
+// tftpServerScript answers each datagram to port 69 from a new port with
+// a TFTP DATA block and waits for the acknowledgement, which it reports
+// back in a second block, as a TFTP server's transfer goes.
+const tftpServerScript = `import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 69))
+while True:
+    d, peer = s.recvfrom(512)
+    t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); t.bind((sys.argv[1], 0)); t.settimeout(5)
+    t.sendto(b"\x00\x03\x00\x01govs-tftp", peer)
+    try:
+        a, p = t.recvfrom(64); t.sendto(b"\x00\x03\x00\x02 acked", p)
+    except OSError:
+        pass
+    t.close()
+`
+
+// tftpClientScript sends a read request to port 69, acknowledges the
+// block from whatever port it came and prints both blocks' data.
+const tftpClientScript = `import socket, sys
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.settimeout(5)
+c.sendto(b"\x00\x01file\x00octet\x00", (sys.argv[1], 69))
+d, peer = c.recvfrom(512); c.sendto(b"\x00\x04\x00\x01", peer)
+e, _ = c.recvfrom(512); print((d[4:] + e[4:]).decode())
+`
+
 const ftpFileLen = len("govs-ftp-data\n") * 3000
 
 // ftpServer runs the FTP server in ns on host until the test ends and
@@ -113,7 +138,7 @@ func ftpGet(ns *vswNS, host, mode string, secs int) (bool, string) {
 	return err == nil && strings.TrimSpace(out) == fmt.Sprint(ftpFileLen), out
 }
 
-// TestOpenFlowCtFTP runs FTP transfers with python's ftplib through a
+// TestOpenFlowCtFTP runs a TFTP exchange (alg=tftp) and FTP transfers with python's ftplib through a
 // firewall loaded with Debian's ovs-ofctl that lets a open new
 // connections only to port 21 and lets in what the FTP helper relates to
 // them (ct(alg=ftp)): passive and active, plain and through SNAT, where
@@ -131,8 +156,9 @@ func TestOpenFlowCtFTP(t *testing.T) {
 			"table=0,priority=100,icmp,actions=NORMAL",
 			"table=0,priority=90,ip,actions=ct(table=1,zone=3"+nat+")",
 			"table=1,priority=100,ct_state=+trk+new-rel,tcp,tp_dst=21,in_port=1,actions="+commit+",output:2",
-			"table=1,priority=100,ct_state=+trk+new+rel,tcp,in_port=1,actions=ct(commit,zone=3"+natRel+"),output:2",
-			"table=1,priority=100,ct_state=+trk+new+rel,tcp,in_port=2,actions=ct(commit,zone=3"+natRel+"),output:1",
+			"table=1,priority=100,ct_state=+trk+new-rel,udp,tp_dst=69,in_port=1,actions=ct(commit,zone=3,alg=tftp),output:2",
+			"table=1,priority=100,ct_state=+trk+new+rel,ip,in_port=1,actions=ct(commit,zone=3"+natRel+"),output:2",
+			"table=1,priority=100,ct_state=+trk+new+rel,ip,in_port=2,actions=ct(commit,zone=3"+natRel+"),output:1",
 			"table=1,priority=100,ct_state=+trk+est,in_port=1,actions=output:2",
 			"table=1,priority=100,ct_state=+trk+est,in_port=2,actions=output:1",
 			"table=1,priority=1,actions=drop")
@@ -144,8 +170,27 @@ func TestOpenFlowCtFTP(t *testing.T) {
 			t.Fatalf("%s FTP through the firewall: %s\nserver: %s\n%s", mode, out, logs(), s.appctl("dpctl/dump-conntrack", "-m"))
 		}
 	}
+	// TFTP: the server answers from a port of its own, the client
+	// acknowledges to it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tftpd := exec.CommandContext(ctx, "ip", "netns", "exec", s.b.Name, debPython, "-c", tftpServerScript, "10.84.0.2")
+	if err := tftpd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tdone := make(chan struct{})
+	go func() { tftpd.Wait(); close(tdone) }()
+	defer func() { cancel(); <-tdone }()
+	vswWait(t, vswTimeout, "the TFTP server", func() bool {
+		o, _ := s.b.exec("ss", "-Hlun", "sport = :69")
+		return strings.Contains(o, ":69")
+	})
+	if out, err := s.a.exec(debPython, "-c", tftpClientScript, "10.84.0.2"); err != nil || strings.TrimSpace(out) != "govs-tftp acked" {
+		t.Errorf("TFTP through the firewall: %v: %s\n%s", err, out, s.appctl("dpctl/dump-conntrack", "-m"))
+	}
 	ct := s.appctl("dpctl/dump-conntrack", "zone=3")
-	if !strings.Contains(ct, "dport=21),reply=(") || !strings.Contains(ct, "helper=ftp") || !strings.Contains(ct, "sport=20,") {
+	if !strings.Contains(ct, "dport=21),reply=(") || !strings.Contains(ct, "helper=ftp") || !strings.Contains(ct, "sport=20,") ||
+		!strings.Contains(ct, "dport=69),reply=(") || !strings.Contains(ct, "helper=tftp") {
 		t.Errorf("conntrack after plain FTP:\n%s", ct)
 	}
 
