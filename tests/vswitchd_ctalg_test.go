@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -107,24 +108,40 @@ const ftpFileLen = len("govs-ftp-data\n") * 3000
 // returns a function giving what it has logged so far.
 func ftpServer(t *testing.T, ns *vswNS, host string) func() string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", ns.Name, debPython, "-c", ftpServerScript, host)
 	var mu sync.Mutex
 	var out bytes.Buffer
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(p) })
-	srv.Stdout, srv.Stderr = w, w
-	if err := srv.Start(); err != nil {
+	startInNS(t, ns, w, debPython, "-c", ftpServerScript, host)
+	waitListening(t, ns, "t", 21)
+	return func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+}
+
+// startInNS runs args in ns until the test ends, writing their output
+// to w if it is not nil.
+func startInNS(t *testing.T, ns *vswNS, w io.Writer, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name}, args...)...)
+	if w != nil {
+		cmd.Stdout, cmd.Stderr = w, w
+	}
+	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { srv.Wait(); close(done) }()
+	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	vswWait(t, vswTimeout, "the FTP server on "+host, func() bool {
-		o, _ := ns.exec("ss", "-Hltn", "sport = :21")
-		return strings.Contains(o, ":21")
+}
+
+// waitListening waits for a socket in ns bound to port, of TCP (proto
+// "t") or UDP ("u").
+func waitListening(t *testing.T, ns *vswNS, proto string, port int) {
+	t.Helper()
+	vswWait(t, vswTimeout, fmt.Sprintf("a server in %s on port %d", ns.Name, port), func() bool {
+		o, _ := ns.exec("ss", "-Hl"+proto+"n", fmt.Sprintf("sport = :%d", port))
+		return strings.Contains(o, fmt.Sprintf(":%d", port))
 	})
-	return func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
 }
 
 type writerFunc func([]byte) (int, error)
@@ -172,19 +189,8 @@ func TestOpenFlowCtFTP(t *testing.T) {
 	}
 	// TFTP: the server answers from a port of its own, the client
 	// acknowledges to it.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tftpd := exec.CommandContext(ctx, "ip", "netns", "exec", s.b.Name, debPython, "-c", tftpServerScript, "10.84.0.2")
-	if err := tftpd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tdone := make(chan struct{})
-	go func() { tftpd.Wait(); close(tdone) }()
-	defer func() { cancel(); <-tdone }()
-	vswWait(t, vswTimeout, "the TFTP server", func() bool {
-		o, _ := s.b.exec("ss", "-Hlun", "sport = :69")
-		return strings.Contains(o, ":69")
-	})
+	startInNS(t, s.b, nil, debPython, "-c", tftpServerScript, "10.84.0.2")
+	waitListening(t, s.b, "u", 69)
 	if out, err := s.a.exec(debPython, "-c", tftpClientScript, "10.84.0.2"); err != nil || strings.TrimSpace(out) != "govs-tftp acked" {
 		t.Errorf("TFTP through the firewall: %v: %s\n%s", err, out, s.appctl("dpctl/dump-conntrack", "-m"))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -57,24 +56,13 @@ for p in sys.argv[3:]:
 // holdServer runs holdServerScript in ns until the test ends.
 func holdServer(t *testing.T, ns *vswNS, host string, ports ...int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	args := []string{"netns", "exec", ns.Name, debPython, "-c", holdServerScript, host}
+	args := []string{debPython, "-c", holdServerScript, host}
 	for _, p := range ports {
 		args = append(args, strconv.Itoa(p))
 	}
-	srv := exec.CommandContext(ctx, "ip", args...)
-	if err := srv.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { srv.Wait(); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	startInNS(t, ns, nil, args...)
 	for _, p := range ports {
-		vswWait(t, vswTimeout, fmt.Sprintf("a server on port %d", p), func() bool {
-			o, _ := ns.exec("ss", "-Hltn", fmt.Sprintf("sport = :%d", p))
-			return strings.Contains(o, fmt.Sprintf(":%d", p))
-		})
+		waitListening(t, ns, "t", p)
 	}
 }
 
