@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+
+	"github.com/govs/govs/datapath/dptest"
 )
 
 // roomy gives a frame spare capacity, as a packet buffer has, so that an
@@ -360,4 +362,39 @@ func TestFTPExecuteKeepsLength(t *testing.T) {
 		t.Errorf("%s %q", StateString(md.State), got)
 	}
 	checkCsums(t, f)
+}
+
+func tcp6(src, dst string, sport, dport uint16, flags uint16, seq, ack uint32, payload string) []byte {
+	f := dptest.Frame{Dst: macB, Src: macA,
+		IPv6:    &dptest.IPv6{Src: ip(src), Dst: ip(dst)},
+		TCP:     &dptest.TCP{Src: sport, Dst: dport, Flags: flags, Seq: seq, Ack: ack},
+		Payload: []byte(payload)}
+	return f.Checksummed()
+}
+
+// Active FTP over IPv6 through SNAT: EPRT's address becomes the
+// translated one (the frame grows), the IPv6 payload length and the TCP
+// checksum follow, and the server's connection to it is related.
+func TestFTPActiveSNAT6(t *testing.T) {
+	tr, _ := newTracker(t)
+	c, s, x := "fd00::1", "fd00::2", "fd00::abcd:100"
+	var xa [16]byte
+	copy(xa[:], ip(x).AsSlice())
+	act := Action{Commit: true, Helper: HelperFTP, NAT: &NATRange{Src: true, V6: true, MinAddr: xa, MaxAddr: xa}}
+	back := Action{NAT: &NATRange{}}
+	exec(t, tr, tcp6(c, s, 40000, 21, syn, 1000, 0, ""), act)
+	exec(t, tr, tcp6(s, x, 21, 40000, syn|ack, 5000, 1001, ""), back)
+	exec(t, tr, tcp6(c, s, 40000, 21, ack, 1001, 5001, ""), back)
+	st, out := exec(t, tr, tcp6(c, s, 40000, 21, psh|ack, 1001, 5001, "EPRT |2|fd00::1|6275|\r\n"), back)
+	if want := "EPRT |2|fd00::abcd:100|6275|\r\n"; tcpPayload(out) != want || st&est == 0 {
+		t.Fatalf("EPRT: %s %q", StateString(st), tcpPayload(out))
+	}
+	if got := int(binary.BigEndian.Uint16(out[14+4:])); got != len(out)-14-40 {
+		t.Errorf("payload length %d, frame %d", got, len(out)-14-40)
+	}
+	checkCsums(t, out)
+	st, out = exec(t, tr, tcp6(s, x, 20, 6275, syn, 1, 0, ""), Action{Commit: true, NAT: &NATRange{}})
+	if st != trk|nw|rel|StateDstNAT || addrOf(out, false) != ip(c) {
+		t.Errorf("data SYN: %s to %s", StateString(st), addrOf(out, false))
+	}
 }
