@@ -238,7 +238,9 @@ func (t *Tracker) algBefore(b []byte, p *parsed, c *conn, reply, nat, partial bo
 func (t *Tracker) algAfter(b []byte, p *parsed, c *conn, reply bool, nat, partial bool) (int, bool) {
 	ctl := algCtl(p)
 	n := len(b)
-	if ctl == algNone || (c.alg.kind == algNone && c.alg.skew == 0) {
+	// kind is fixed before c is inserted; skew only moves under an FTP
+	// helper.
+	if ctl == algNone || c.alg.kind == algNone {
 		return n, false
 	}
 	c.mu.Lock()
