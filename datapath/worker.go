@@ -856,9 +856,13 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 					pkts[k] = p
 				}
 				// The tracker refuses only what translations never
-				// emit (helpers): such a packet is dropped.
-				if w.dp.ct.ExecuteAt(now, p.Data(), &mds[k], o.ct, p.Offload.Flags&packet.NeedsCsum != 0) != nil {
+				// emit (unknown helpers): such a packet is dropped. An
+				// ALG may resize the frame (an FTP address under NAT).
+				d := p.Data()
+				if n, err := w.dp.ct.ExecuteSized(now, d, &mds[k], o.ct, p.Offload.Flags&packet.NeedsCsum != 0); err != nil {
 					pkts[k] = nil
+				} else if n != len(d) {
+					p.SetLen(n)
 				}
 			}
 			if len(whole) > 0 {

@@ -131,9 +131,21 @@ table=4,priority=10,ct_state=+trk,ip,actions=output:1
 			t.Errorf("ofproto/trace %s: govs %q, Debian's %q", pkt, got, want)
 		}
 	}
-	// govs' tracker has no helpers: alg= is refused, not ignored.
-	if out, rc := govs.ofctl("add-flow", govs.br, "tcp,actions=ct(commit,alg=ftp)"); rc == 0 || !strings.Contains(out, "OFPBAC_BAD_ARGUMENT") {
-		t.Errorf("ct(alg=ftp) accepted (%d): %s", rc, out)
+	// Helpers: accepted for their protocol, and translated the same.
+	for i, args := range [][]string{
+		{"add-flow", "BR", "priority=300,tcp,tp_dst=21,actions=ct(commit,alg=ftp,table=1)"},
+		{"add-flow", "BR", "priority=300,udp,tp_dst=69,actions=ct(commit,alg=tftp),output:2"},
+		{"add-flow", "BR", "udp,actions=ct(commit,alg=ftp)"},
+		{"add-flow", "BR", "tcp,actions=ct(alg=tftp)"},
+		{"dump-flows", "--no-stats", "--rsort", "BR", "tcp"},
+	} {
+		t.Run(fmt.Sprintf("alg%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+	for _, pkt := range []string{"in_port=1,tcp,nw_src=10.0.0.1,tp_dst=21", "in_port=1,udp,nw_src=10.0.0.1,udp_dst=69"} {
+		want, got := deb.traceAllActions(pkt), govs.traceAllActions(pkt)
+		if got != want {
+			t.Errorf("ofproto/trace %s: govs %q, Debian's %q", pkt, got, want)
+		}
 	}
 }
 

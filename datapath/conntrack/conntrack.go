@@ -91,7 +91,8 @@ type Action struct {
 	SetLabel         bool
 	Label, LabelMask Label
 	NAT              *NATRange
-	// Helper is an ALG (alg=ftp|tftp): not supported, Execute refuses it.
+	// Helper is an ALG: "" for none, HelperFTP or HelperTFTP; Execute
+	// refuses others.
 	Helper string
 }
 
@@ -179,6 +180,7 @@ type conn struct {
 	tcp   tcpConn
 	// committed: counted in the table and its zone.
 	committed bool
+	alg       algConn
 }
 
 // shards is how many independently locked parts the table has; a power of
@@ -219,6 +221,8 @@ type Tracker struct {
 
 	// frags holds IP fragments until their datagram is whole.
 	frags reassembler
+	// exps holds the data connections ALGs expect.
+	exps expTable
 
 	// Counters for ct-stats and coverage.
 	full, zoneFull, natExhausted atomic.Uint64
@@ -400,6 +404,7 @@ func (t *Tracker) remove(c *conn) {
 func (t *Tracker) Sweep() int {
 	now := t.clock()
 	t.frags.sweep(now)
+	t.exps.sweep(now)
 	n := 0
 	t.scan(func(c *conn) bool { return c.expires.Load() <= now }, func(c *conn) bool {
 		t.remove(c)
@@ -563,14 +568,30 @@ func (t *Tracker) Execute(b []byte, md *Meta, a *Action, partialCsum bool) error
 // ExecuteAt is Execute at time now of the tracker's clock, for a caller
 // that has read it for a whole batch.
 func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsum bool) error {
-	if a.Helper != "" {
-		return ErrUnsupported
+	_, err := t.execute(now, b, md, a, partialCsum, false)
+	return err
+}
+
+// ExecuteSized is ExecuteAt for a frame an ALG may lengthen or shorten
+// (an FTP address rewritten under NAT) within b's capacity: it returns
+// the frame's new length. ExecuteAt never changes the length: such a
+// rewrite is skipped.
+func (t *Tracker) ExecuteSized(now int64, b []byte, md *Meta, a *Action, partialCsum bool) (int, error) {
+	return t.execute(now, b, md, a, partialCsum, true)
+}
+
+func (t *Tracker) execute(now int64, b []byte, md *Meta, a *Action, partialCsum, resizable bool) (int, error) {
+	helper, ok := helperKind(a.Helper)
+	if !ok {
+		return len(b), ErrUnsupported
 	}
+	n := len(b)
 	var p parsed
 	p.zone = a.Zone
+	p.resizable = resizable
 	if !parseFrame(b, &p) {
 		*md = Meta{State: StateInvalid | StateTracked, Zone: a.Zone}
-		return nil
+		return n, nil
 	}
 
 	// Tracked already in this zone by an earlier ct(): do not track
@@ -581,7 +602,7 @@ func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsu
 			t.natPacket(b, &p, c, reply, md, partialCsum)
 		}
 		t.setMarkLabel(c, a, md)
-		return nil
+		return n, nil
 	}
 
 	var c *conn
@@ -595,7 +616,7 @@ func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsu
 		c, reply = t.lookup(&rk, now)
 		if c == nil {
 			*md = Meta{State: StateInvalid | StateTracked, Zone: a.Zone}
-			return nil
+			return n, nil
 		}
 		related = true
 	} else {
@@ -616,6 +637,7 @@ func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsu
 			st |= StateReply
 		}
 	case c != nil:
+		t.algBefore(b, &p, c, reply, a.NAT != nil, partialCsum)
 		c.mu.Lock()
 		res, tm := t.update(c, b, &p, reply)
 		c.mu.Unlock()
@@ -632,30 +654,42 @@ func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsu
 			st = StateNew
 		case resInvalid:
 			*md = Meta{State: StateInvalid | StateTracked, Zone: a.Zone}
-			return nil
+			return n, nil
 		case resNew:
 			t.remove(c)
 			c = nil
 		}
 	}
+	var exp *expectation
 	if c == nil && !related {
 		if !validNew(&p) {
 			*md = Meta{State: StateInvalid | StateTracked, Zone: a.Zone}
-			return nil
+			return n, nil
 		}
 		st = StateNew
+		if exp = t.exps.lookup(p.key); exp != nil {
+			st |= StateRelated
+		}
 		if a.Commit {
 			var err error
-			c, err = t.create(b, &p, a, now)
-			if err != nil {
+			c, err = t.create(b, &p, a, exp, helper, now)
+			switch {
+			case err == errFull:
+				// As OVS's conn_not_found: over a limit the packet
+				// stays +new, only nothing is committed.
+			case err != nil:
 				*md = Meta{State: StateInvalid | StateTracked, Zone: a.Zone}
-				return nil
+				return n, nil
 			}
 		}
 	}
 	*md = Meta{State: st | StateTracked, Zone: a.Zone}
 	if c == nil {
-		return nil
+		if exp != nil {
+			md.Mark, md.Label = exp.mark, exp.label
+			md.Orig, md.OrigValid = tupleOf(&exp.parentKey), true
+		}
+		return n, nil
 	}
 	md.conn = c
 	if a.NAT != nil && c.nat != 0 {
@@ -665,6 +699,12 @@ func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsu
 			t.natPacket(b, &p, c, reply, md, partialCsum)
 		}
 	}
+	if !related {
+		var inv bool
+		if n, inv = t.algAfter(b, &p, c, reply, a.NAT != nil, partialCsum); inv {
+			md.State |= StateInvalid
+		}
+	}
 	if a.Commit {
 		t.setMarkLabel(c, a, md)
 	} else {
@@ -672,9 +712,12 @@ func (t *Tracker) ExecuteAt(now int64, b []byte, md *Meta, a *Action, partialCsu
 		md.Mark, md.Label = c.mark, c.label
 		c.mu.Unlock()
 	}
-	md.Orig = Tuple{Src: c.orig.src, Dst: c.orig.dst, SrcPort: c.orig.sport, DstPort: c.orig.dport, Proto: c.orig.proto, V6: c.orig.v6}
+	md.Orig = tupleOf(&c.orig)
+	if c.alg.related {
+		md.Orig = tupleOf(&c.alg.parent)
+	}
 	md.OrigValid = true
-	return nil
+	return n, nil
 }
 
 func (t *Tracker) setMarkLabel(c *conn, a *Action, md *Meta) {
@@ -734,8 +777,9 @@ var (
 	errNAT  = errors.New("conntrack: NAT tuple space exhausted")
 )
 
-// create commits a new connection for p.
-func (t *Tracker) create(b []byte, p *parsed, a *Action, now int64) (*conn, error) {
+// create commits a new connection for p; exp is the expectation it
+// fulfils, if any, helper the ALG it gets.
+func (t *Tracker) create(b []byte, p *parsed, a *Action, exp *expectation, helper uint8, now int64) (*conn, error) {
 	if lim := t.zoneLimit(a.Zone); lim != 0 && uint32(t.zoneCount[a.Zone].Load()) >= lim {
 		t.zoneFull.Add(1)
 		return nil, errFull
@@ -759,7 +803,21 @@ func (t *Tracker) create(b []byte, p *parsed, a *Action, now int64) (*conn, erro
 	t.zoneCount[a.Zone].Add(1)
 	c.committed = true
 	c.reply = p.key.reverse()
-	if a.NAT != nil && (a.NAT.Src || a.NAT.Dst) {
+	if helper != algNone && helper == algCtl(p) {
+		c.alg.kind = helper
+	}
+	if exp != nil {
+		t.exps.remove(exp)
+		if relate(c, exp, a.NAT != nil) {
+			if !t.insert(c, now) {
+				t.nconns.Add(-1)
+				t.zoneCount[a.Zone].Add(-1)
+				t.natExhausted.Add(1)
+				return nil, errNAT
+			}
+			return c, nil
+		}
+	} else if a.NAT != nil && (a.NAT.Src || a.NAT.Dst) {
 		if !t.natSelect(c, a.NAT, now) {
 			t.nconns.Add(-1)
 			t.zoneCount[a.Zone].Add(-1)

@@ -22,6 +22,11 @@ type Entry struct {
 	// ExpiresIn is the time left before the connection expires, in
 	// seconds.
 	ExpiresIn int64
+	// Helper is the connection's ALG ("ftp", "tftp" or ""); Parent the
+	// original tuple of the connection it is related to, if HasParent.
+	Helper    string
+	Parent    Tuple
+	HasParent bool
 }
 
 // TCP protoinfo flags (CT_DPIF_TCPF_*).
@@ -50,6 +55,15 @@ func (c *conn) entry(now int64) Entry {
 	defer c.mu.Unlock()
 	e := Entry{Orig: tupleOf(&c.orig), Reply: tupleOf(&c.reply), Zone: c.orig.zone, Mark: c.mark, Label: c.label,
 		ExpiresIn: max(0, (c.expires.Load()-now)/1e9)}
+	switch c.alg.kind {
+	case algFTP:
+		e.Helper = HelperFTP
+	case algTFTP:
+		e.Helper = HelperTFTP
+	}
+	if c.alg.related {
+		e.Parent, e.HasParent = tupleOf(&c.alg.parent), true
+	}
 	if c.orig.proto == protoTCP && (c.tcp.peer[0].state != 0 || c.tcp.peer[1].state != 0) {
 		// OVS prints one state, the later of the two peers', with the
 		// userspace view coalesced to the kernel's (ct-dpif.c).
@@ -188,6 +202,14 @@ func (e Entry) Format(verbose, stats bool) string {
 	case e.TCPState != "":
 		b.WriteString(",protoinfo=(state=")
 		b.WriteString(e.TCPState)
+		b.WriteByte(')')
+	}
+	if e.Helper != "" {
+		b.WriteString(",helper=" + e.Helper)
+	}
+	if verbose && e.HasParent {
+		b.WriteString(",parent=(")
+		e.Parent.format(&b)
 		b.WriteByte(')')
 	}
 	return b.String()

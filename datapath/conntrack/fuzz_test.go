@@ -24,6 +24,8 @@ func FuzzExecute(f *testing.F) {
 			{Commit: true, NAT: &NATRange{Src: true, MinAddr: a4("192.168.0.1"), MaxAddr: a4("192.168.0.3"), MinPort: 1, MaxPort: 3}},
 			{Commit: true, Zone: 1, NAT: &NATRange{Dst: true, MinAddr: a4("10.1.0.1"), MaxAddr: a4("10.1.0.1")}},
 			{Commit: true, Force: true, NAT: &NATRange{}},
+			{Commit: true, Helper: HelperFTP, NAT: &NATRange{Src: true, MinAddr: a4("192.168.0.100"), MaxAddr: a4("192.168.0.100")}},
+			{Commit: true, Helper: HelperTFTP},
 		}
 		a := acts[int(mode)%len(acts)]
 		n := len(b)

@@ -108,6 +108,8 @@ type parsed struct {
 	frag        bool
 	ipv4HdrLen  int
 	ipv6NextOff int // offset of the next-header byte that names the L4 protocol
+	// resizable: an ALG may change the frame's length.
+	resizable bool
 }
 
 // TCP flag bits.

@@ -148,7 +148,7 @@ func (x *xlate) ct(a *ofp.Action) {
 	x.commitSets()
 	x.commitVLAN()
 
-	act := conntrack.Action{Zone: zone, Commit: c.Flags&ofp.CTCommit != 0}
+	act := conntrack.Action{Zone: zone, Commit: c.Flags&ofp.CTCommit != 0, Helper: ctHelper(c.Alg)}
 	act.Force = act.Commit && c.Flags&ofp.CTForce != 0
 	var markMask uint32
 	var labelMask [16]byte
@@ -355,10 +355,22 @@ func maxIfDiffers(n *ofp.NAT) [16]byte {
 	return n.MaxAddr
 }
 
+// ctHelper is the datapath's name of the helper on an alg= port.
+func ctHelper(alg uint16) string {
+	switch alg {
+	case 21:
+		return conntrack.HelperFTP
+	case 69:
+		return conntrack.HelperTFTP
+	}
+	return ""
+}
+
 // checkCT checks a ct action against the match as OVS's check_CT and
 // check_NAT: ct needs IP, a commit not +inv, a zone field its
-// prerequisites, and a nat range the family matched. A helper (alg=) is
-// refused: govs' tracker has none.
+// prerequisites, and a nat range the family matched. A helper other than
+// ftp (21) and tftp (69) is refused: OVS accepts the flow but cannot
+// translate it ("cannot serialize ct_helper").
 func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
 	c := a.CT
 	typ := m.Flow.EthType
@@ -388,8 +400,8 @@ func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
 			}
 		}
 	}
-	if c.Alg != 0 {
-		return &ofp.Error{Errno: ofp.BadActionArgument, Detail: "ct helpers (alg) are not supported"}
+	if c.Alg != 0 && ctHelper(c.Alg) == "" {
+		return &ofp.Error{Errno: ofp.BadActionArgument, Detail: "ct helper (alg) other than ftp and tftp"}
 	}
 	return nil
 }
