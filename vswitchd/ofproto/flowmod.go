@@ -122,7 +122,8 @@ func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Durati
 		}
 		return nil, nil
 	}
-	return br.delete(ft, fm, gen), nil
+	removed := br.delete(ft, fm, gen)
+	return append(removed, deleteLearned(ft, removed, gen)...), nil
 }
 
 // flowsChanged has installed datapath flows revalidated: soon, and for
@@ -322,7 +323,7 @@ func (br *Bridge) expire() bool {
 		}
 		for _, r := range old.t[t].sorted() {
 			reason := -1
-			if r.hard != 0 && now-r.modified >= time.Duration(r.hard)*time.Second {
+			if r.hard != 0 && now-max(r.modified, time.Duration(r.stats.refreshed.Load())) >= time.Duration(r.hard)*time.Second {
 				reason = ofp.RemovedHardTimeout
 			} else if r.idle != 0 {
 				used := max(time.Duration(r.stats.used.Load()), r.created)
@@ -343,6 +344,13 @@ func (br *Bridge) expire() bool {
 	}
 	if ft == nil {
 		return false
+	}
+	var rs []*rule
+	for _, g := range removed {
+		rs = append(rs, g.r)
+	}
+	for _, r := range deleteLearned(ft, rs, gen) {
+		removed = append(removed, gone{r, ofp.RemovedDelete})
 	}
 	br.tables.Store(ft)
 	br.dirty.Store(true)

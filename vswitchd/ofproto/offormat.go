@@ -140,6 +140,10 @@ func formatAction(a *ofp.Action) string {
 		return natName(a.NAT)
 	case ofp.ActCTClear:
 		return "ct_clear"
+	case ofp.ActLearn:
+		return formatLearn(a.Learn)
+	case ofp.ActFinTimeout:
+		return formatFinTimeout(a.Fin)
 	case ofp.ActClone:
 		parts := make([]string, len(a.Nested))
 		for i := range a.Nested {
