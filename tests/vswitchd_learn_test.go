@@ -126,6 +126,21 @@ func TestOpenFlowLearnDifferential(t *testing.T) {
 			t.Errorf("ofproto/trace %s: govs %q, Debian's %q", pkt, got, want)
 		}
 	}
+	// The learn action as ofproto/trace shows it, and what it would learn.
+	learnLines := func(s *ofSwitch) string {
+		var out []string
+		for _, l := range strings.Split(s.appctl("ofproto/trace", s.br, "in_port=1,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02"), "\n") {
+			// (Not the megaflow: the internal ports' chatter may have
+			// filled table 10 on one switch.)
+			if strings.Contains(l, "learn") {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if want, got := learnLines(deb), learnLines(govs); got != want || !strings.Contains(got, "learn(table=10,") {
+		t.Errorf("ofproto/trace of learn: govs:\n%s\nDebian's:\n%s", got, want)
+	}
 	deb.a.waitPing("10.171.0.2")
 	govs.a.waitPing("10.172.0.2")
 	for _, version := range []string{"OpenFlow10", "OpenFlow15"} {

@@ -82,13 +82,17 @@ func learnFlowMod(l *ofp.Learn, f *ofp.Flow) *ofp.FlowMod {
 
 // learn executes a learn action in the translation: the sources it reads
 // are consulted; a packet's or a refresh's translation adds or refreshes
-// the flow.
+// the flow; ofproto/trace, which has no side effects, says it ignores it.
 func (x *xlate) learn(l *ofp.Learn) {
 	f := &x.of.flow
 	for _, s := range l.Specs {
 		if s.Src.Field != nil {
 			ofp.MarkRef(&x.of.wc, s.Src)
 		}
+	}
+	if x.mode == modeTrace {
+		x.report(">>", "suppressing side effects, so learn action ignored")
+		return
 	}
 	fm := learnFlowMod(l, f)
 	br := x.of.in.br.br
@@ -97,9 +101,6 @@ func (x *xlate) learn(l *ofp.Learn) {
 		ok = br.learnFlow(l, fm)
 	} else {
 		ok = br.canLearn(l, fm)
-	}
-	if x.trace != nil {
-		x.report("->", "table=%d %s priority=%d actions=%s", fm.Table, learnMatchString(&fm.Match), fm.Priority, formatActions(fm.Actions))
 	}
 	if r := l.ResultDst; r.Field != nil {
 		v := uint64(0)
@@ -123,24 +124,6 @@ func refBits(r ofp.FieldRef, v uint64) (value, mask []byte) {
 	ofp.Pop(&val, r, e)
 	ofp.MarkRef(&mk, r)
 	return r.Field.Get(&val), r.Field.Get(&mk)
-}
-
-func learnMatchString(m *ofp.Match) string {
-	if s := formatOFMatch(m); s != "" {
-		return s
-	}
-	return "(match all)"
-}
-
-func formatActions(acts []ofp.Action) string {
-	if len(acts) == 0 {
-		return "drop"
-	}
-	parts := make([]string, len(acts))
-	for i := range acts {
-		parts[i] = formatAction(&acts[i])
-	}
-	return strings.Join(parts, ",")
 }
 
 // canLearn reports whether l would learn fm now (a translation without
@@ -420,4 +403,12 @@ func formatFinTimeout(f *ofp.FinTimeout) string {
 		args = append(args, fmt.Sprintf("hard_timeout=%d", f.Hard))
 	}
 	return "fin_timeout(" + strings.Join(args, ",") + ")"
+}
+
+func formatActions(acts []ofp.Action) string {
+	parts := make([]string, len(acts))
+	for i := range acts {
+		parts[i] = formatAction(&acts[i])
+	}
+	return strings.Join(parts, ",")
 }

@@ -77,6 +77,22 @@ func TestLearnMACLearning(t *testing.T) {
 	if fl := tableFlows(br, 10); len(fl) != 0 {
 		t.Errorf("delete_learned left:\n%s", strings.Join(fl, "\n"))
 	}
+
+	// A learning flow that times out takes its learned flows with it,
+	// unless another flow with the same learn remains.
+	macLearning(t, br, ofp.LearnDeleteLearned, 0, ofp.FieldRef{})
+	learning := br.Flows()[0].Actions
+	mustMod(t, br, fmSpec{table: 3, hard: 5, actions: learning})
+	tb.xlate(1, eth(macA, macB))
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDeleteStrict})
+	if n := len(tableFlows(br, 10)); n != 1 {
+		t.Errorf("%d learned flows while another learning flow remains, want 1", n)
+	}
+	tb.clock.advance(6 * time.Second)
+	br.expire()
+	if fl := tableFlows(br, 10); len(fl) != 0 {
+		t.Errorf("learning flow expired, left:\n%s", strings.Join(fl, "\n"))
+	}
 }
 
 // limit=1: the second source is not learned, and result_dst says so.
