@@ -167,3 +167,20 @@ func TestFormatLearn(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// A modify that takes the learn out of the learning flow deletes what it
+// learned with delete_learned; one that keeps it does not.
+func TestLearnDeleteLearnedOnModify(t *testing.T) {
+	tb, br := emptyTables(t)
+	macLearning(t, br, ofp.LearnDeleteLearned, 0, ofp.FieldRef{})
+	learning := br.Flows()[0].Actions
+	tb.xlate(1, eth(macA, macB))
+	mustMod(t, br, fmSpec{cmd: ofp.FlowModifyStrict, actions: learning})
+	if n := len(tableFlows(br, 10)); n != 1 {
+		t.Fatalf("%d learned flows after a modify keeping the learn, want 1", n)
+	}
+	mustMod(t, br, fmSpec{cmd: ofp.FlowModifyStrict, actions: []ofp.Action{output(ofp.PortFlood)}})
+	if fl := tableFlows(br, 10); len(fl) != 0 {
+		t.Errorf("modify without the learn left:\n%s", strings.Join(fl, "\n"))
+	}
+}

@@ -74,10 +74,16 @@ func TestLearnRoundTrip(t *testing.T) {
 }
 
 // Malformed learn actions get the errors OVS's decoder and learn_check
-// give them.
+// give them (the decoding ones as Debian's ovs-ofctl ofp-print reports
+// them for the same bytes in a FLOW_MOD).
 func TestLearnDecodeErrors(t *testing.T) {
 	good := appendLearn(nil, macLearn())
 	mod := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	l2 := macLearn()
+	l2.Limit, l2.Flags = 3, LearnWriteResult
+	l2.ResultDst = FieldRef{FieldByID(FieldReg0 + 3), 5, 1}
+	good2 := appendLearn(nil, l2)
+	mod2 := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good2)) }
 	tcpDst := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnMatch, NBits: 16, Imm: []byte{0, 80}, Dst: FieldRef{FieldByID(FieldTCPDst), 0, 16}}}}
 	roLoad := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnLoad, NBits: 16, Imm: []byte{8, 0}, Dst: FieldRef{FieldByID(FieldEthType), 0, 16}}}}
 	wide := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnMatch, NBits: 20, Src: FieldRef{FieldByID(FieldReg0), 20, 20}, Dst: FieldRef{FieldByID(FieldReg0), 20, 20}}}}
@@ -98,6 +104,9 @@ func TestLearnDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
 			return b
 		}), BadActionArgument},
+		{"learn2 padding", mod2(func(b []byte) []byte { b[38] = 1; return b }), ActionMustBeZero},
+		{"learn2 result_dst_ofs without result_dst", mod2(func(b []byte) []byte { b[25] = 0; return b }), BadActionArgument},
+		{"learn2 unknown result_dst", mod2(func(b []byte) []byte { b[40] = 0x7f; return b }), BadField},
 		{"match without prerequisites", appendLearn(nil, tcpDst), MatchInconsistent},
 		{"load to read-only", appendLearn(nil, roLoad), BadSetArgument},
 		{"bits past the field", appendLearn(nil, wide), BadSetLen},
