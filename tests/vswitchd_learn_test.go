@@ -104,6 +104,9 @@ func TestOpenFlowLearnDifferential(t *testing.T) {
 		{"add-flow", "BR", "actions=learn(table=1,NXM_NX_REG0[0..15]=NXM_NX_REG1[])"},
 		{"add-flow", "BR", "actions=learn(table=1,bogus=1)"},
 		{"add-flow", "BR", "actions=learn(table=1,load:0x5->NXM_OF_ETH_TYPE[])"},
+		{"add-flow", "BR", "ip,actions=learn(table=1,load:NXM_NX_REG0[]->NXM_OF_IP_DST[])"},
+		{"add-flow", "BR", "ip,actions=learn(table=1,eth_type=0x800,load:NXM_NX_REG0[]->NXM_OF_IP_DST[])"},
+		{"-O", "OpenFlow13", "dump-flows", "BR"},
 		{"del-flows", "BR"},
 		{"dump-flows", "BR"},
 	} {

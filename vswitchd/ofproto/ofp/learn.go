@@ -219,8 +219,8 @@ func checkRange(r FieldRef) *Error {
 
 // check is what of OVS's learn_check does not depend on the learning
 // flow's match: every range in its field, a load into a writable field,
-// and each matched field's prerequisites among the immediates matched
-// before it.
+// and each matched or loaded field's prerequisites among the immediates
+// matched before it.
 func (l *Learn) check() *Error {
 	var dst Match
 	for i := range l.Specs {
@@ -251,6 +251,9 @@ func (l *Learn) check() *Error {
 			}
 			if !s.Dst.Field.Writable {
 				return actErr(BadSetArgument, "learn: load to read-only field "+s.Dst.Field.Name)
+			}
+			if !s.Dst.Field.Prereqs(&dst) {
+				return actErr(MatchInconsistent, "learn: load to "+s.Dst.Field.Name+", which lacks its prerequisites")
 			}
 		}
 	}

@@ -86,6 +86,7 @@ func TestLearnDecodeErrors(t *testing.T) {
 	mod2 := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good2)) }
 	tcpDst := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnMatch, NBits: 16, Imm: []byte{0, 80}, Dst: FieldRef{FieldByID(FieldTCPDst), 0, 16}}}}
 	roLoad := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnLoad, NBits: 16, Imm: []byte{8, 0}, Dst: FieldRef{FieldByID(FieldEthType), 0, 16}}}}
+	ipLoad := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnLoad, NBits: 32, Src: FieldRef{FieldByID(FieldReg0), 0, 32}, Dst: FieldRef{FieldByID(FieldIPv4Dst), 0, 32}}}}
 	wide := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnMatch, NBits: 20, Src: FieldRef{FieldByID(FieldReg0), 20, 20}, Dst: FieldRef{FieldByID(FieldReg0), 20, 20}}}}
 	for _, tc := range []struct {
 		name string
@@ -109,6 +110,7 @@ func TestLearnDecodeErrors(t *testing.T) {
 		{"learn2 unknown result_dst", mod2(func(b []byte) []byte { b[40] = 0x7f; return b }), BadField},
 		{"match without prerequisites", appendLearn(nil, tcpDst), MatchInconsistent},
 		{"load to read-only", appendLearn(nil, roLoad), BadSetArgument},
+		{"load without prerequisites", appendLearn(nil, ipLoad), MatchInconsistent},
 		{"bits past the field", appendLearn(nil, wide), BadSetLen},
 	} {
 		_, err := DecodeActions(V10, tc.wire)
