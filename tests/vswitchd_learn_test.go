@@ -84,9 +84,9 @@ func TestOpenFlowLearnDifferential(t *testing.T) {
 		"table=2,priority=5,actions=learn(table=10,idle_timeout=10,hard_timeout=20,fin_idle_timeout=2,fin_hard_timeout=4,priority=5,cookie=0x12,send_flow_rem,delete_learned," +
 			"NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15],load:0x5->NXM_NX_REG1[]," +
 			"eth_type=0x800,output:NXM_NX_REG2[0..15]),fin_timeout(idle_timeout=3,hard_timeout=7)",
-		"table=2,priority=6,ip,actions=learn(table=11,limit=10,result_dst=reg3[5],ip,NXM_OF_IP_DST[]=NXM_OF_IP_SRC[],nw_proto=6,tcp_dst=80," +
+		"table=2,priority=6,ip,actions=learn(table=11,limit=10,result_dst=reg3[5],eth_type=0x800,NXM_OF_IP_DST[]=NXM_OF_IP_SRC[],nw_proto=6,tcp_dst=80," +
 			"load:0xabcdef0123->NXM_NX_XXREG0[3..50],load:NXM_OF_IP_SRC[0..7]->NXM_NX_REG4[8..15])",
-		"table=2,priority=7,tcp,actions=learn(table=12,eth_src=00:11:22:33:44:55,NXM_OF_TCP_SRC[]=NXM_OF_TCP_DST[],ip,nw_proto=6),fin_timeout(idle_timeout=1)",
+		"table=2,priority=7,tcp,actions=learn(table=12,eth_src=00:11:22:33:44:55,eth_type=0x800,nw_proto=6,NXM_OF_TCP_SRC[]=NXM_OF_TCP_DST[]),fin_timeout(idle_timeout=1)",
 	}, "\n")+"\n")
 	for i, args := range [][]string{
 		{"del-flows", "BR"},
@@ -111,6 +111,19 @@ func TestOpenFlowLearnDifferential(t *testing.T) {
 		{"dump-flows", "BR"},
 	} {
 		t.Run(fmt.Sprintf("flows/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+
+	// govs' own ovs-ofctl shows the learn flows as Debian's does.
+	ours := govsUtility(t, "ovs-ofctl")
+	if out, rc := govs.ofctl("add-flows", govs.br, learns); rc != 0 {
+		t.Fatalf("add-flows: %s", out)
+	}
+	for _, version := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+		want, wantRC := govs.ofctl("-O", version, "dump-flows", govs.br)
+		got, gotRC := govs.runRC(ours, "-O", version, "dump-flows", govs.br)
+		if g, w := govs.normalizeOfctl(got), govs.normalizeOfctl(want); gotRC != wantRC || g != w {
+			t.Errorf("govs' ovs-ofctl -O %s dump-flows (exit %d):\n%s\nDebian's (exit %d):\n%s", version, gotRC, g, wantRC, w)
+		}
 	}
 
 	// The learning switch: the same trace before any traffic (a flood),

@@ -1,7 +1,7 @@
 package ofproto
 
 import (
-	"fmt"
+	"encoding/hex"
 	"strings"
 
 	"github.com/govs/govs/datapath/flow"
@@ -303,106 +303,25 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	br.tables.Store(&ft)
 }
 
-// formatLearn formats a learn action as OVS's learn_format.
+// formatLearn formats a learn action as OVS's learn_format; field
+// ranges as nxmRef, whole-field immediates in hexadecimal.
 func formatLearn(l *ofp.Learn) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "learn(table=%d", l.Table)
-	if l.IdleTimeout != 0 {
-		fmt.Fprintf(&b, ",idle_timeout=%d", l.IdleTimeout)
-	}
-	if l.HardTimeout != 0 {
-		fmt.Fprintf(&b, ",hard_timeout=%d", l.HardTimeout)
-	}
-	if l.FinIdleTimeout != 0 {
-		fmt.Fprintf(&b, ",fin_idle_timeout=%d", l.FinIdleTimeout)
-	}
-	if l.FinHardTimeout != 0 {
-		fmt.Fprintf(&b, ",fin_hard_timeout=%d", l.FinHardTimeout)
-	}
-	if l.Priority != 0x8000 {
-		fmt.Fprintf(&b, ",priority=%d", l.Priority)
-	}
-	if l.Flags&ofp.LearnSendFlowRem != 0 {
-		b.WriteString(",send_flow_rem")
-	}
-	if l.Flags&ofp.LearnDeleteLearned != 0 {
-		b.WriteString(",delete_learned")
-	}
-	if l.Cookie != 0 {
-		fmt.Fprintf(&b, ",cookie=%#x", l.Cookie)
-	}
-	if l.Limit != 0 {
-		fmt.Fprintf(&b, ",limit=%d", l.Limit)
-	}
-	if l.ResultDst.Field != nil {
-		b.WriteString(",result_dst=" + nxmRef(l.ResultDst))
-	}
-	for i := range l.Specs {
-		s := &l.Specs[i]
-		b.WriteByte(',')
-		imm := func() string {
-			e := s.Entry(nil)
-			v := strings.TrimLeft(fmt.Sprintf("%x", e[:]), "0")
-			if v == "" {
-				v = "0"
-			}
-			return "0x" + v
-		}
-		switch {
-		case s.Kind == ofp.LearnMatch && s.Src.Field == nil:
-			if s.Dst.Ofs == 0 && s.Dst.NBits == s.Dst.Field.Bits() {
-				b.WriteString(s.Dst.Field.Name + "=" + imm())
-			} else {
-				b.WriteString(nxmRef(s.Dst) + "=" + imm())
-			}
-		case s.Kind == ofp.LearnMatch:
-			b.WriteString(nxmRef(s.Dst))
-			if s.Src.Field != s.Dst.Field || s.Src.Ofs != s.Dst.Ofs {
-				b.WriteString("=" + nxmRef(s.Src))
-			}
-		case s.Kind == ofp.LearnLoad && s.Src.Field == nil:
-			b.WriteString("load:" + imm() + "->" + nxmRef(s.Dst))
-		case s.Kind == ofp.LearnLoad:
-			b.WriteString("load:" + nxmRef(s.Src) + "->" + nxmRef(s.Dst))
-		default:
-			b.WriteString("output:" + nxmRef(s.Src))
-		}
-	}
-	b.WriteByte(')')
-	return b.String()
+	return l.Format(nxmRef, func(_ *ofp.Field, v []byte) string { return "0x" + hex.EncodeToString(v) })
 }
 
 // nxmRef formats a field range with the field's NXM or OXM name, as OVS's
-// mf_format_subfield.
+// mf_format_subfield (the name from the field's header class).
 func nxmRef(r ofp.FieldRef) string {
 	name := strings.ToUpper(r.Field.Name)
-	switch h := r.Field.NXM; {
-	case h>>16 == 0:
+	switch r.Field.NXM >> 16 {
+	case 0:
 		name = "NXM_OF_" + name
-	case h>>16 == 1:
+	case 1:
 		name = "NXM_NX_" + name
 	default:
 		name = "OXM_OF_" + name
 	}
-	switch {
-	case r.Ofs == 0 && r.NBits == r.Field.Bits():
-		return name + "[]"
-	case r.NBits == 1:
-		return fmt.Sprintf("%s[%d]", name, r.Ofs)
-	}
-	return fmt.Sprintf("%s[%d..%d]", name, r.Ofs, r.Ofs+r.NBits-1)
-}
-
-// formatFinTimeout formats fin_timeout as OVS's format_FIN_TIMEOUT.
-func formatFinTimeout(f *ofp.FinTimeout) string {
-	var args []string
-	if f.Idle != 0 {
-		args = append(args, fmt.Sprintf("idle_timeout=%d", f.Idle))
-	}
-	if f.Hard != 0 {
-		args = append(args, fmt.Sprintf("hard_timeout=%d", f.Hard))
-	}
-	return "fin_timeout(" + strings.Join(args, ",") + ")"
+	return formatRefNamed(name, r)
 }
 
 func formatActions(acts []ofp.Action) string {

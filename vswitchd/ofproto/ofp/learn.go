@@ -3,6 +3,8 @@ package ofp
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"strings"
 )
 
 // NX_LEARN_F_* flags of NXAST_LEARN and NXAST_LEARN2.
@@ -358,4 +360,89 @@ func appendLearn(b []byte, l *Learn) []byte {
 // it (OVS's ofpact_put_reg_load).
 func LoadAction(fd *Field, value, mask []byte) Action {
 	return Action{Type: ActSetField, Field: fd, Value: value, Mask: mask, raw: rawRegLoad}
+}
+
+// mfNames are OVS's meta-flow names (mf_field.name, what learn_format
+// prints) of the fields whose govs name is OVS's other name for them.
+var mfNames = map[string]string{"ip_proto": "nw_proto", "ip_ecn": "nw_ecn"}
+
+// Format formats l as OVS's learn_format: ref formats a field range,
+// value a whole field's value (a full-width immediate match).
+func (l *Learn) Format(ref func(FieldRef) string, value func(*Field, []byte) string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "learn(table=%d", l.Table)
+	for _, o := range []struct {
+		name string
+		v    uint16
+	}{{"idle_timeout", l.IdleTimeout}, {"hard_timeout", l.HardTimeout}, {"fin_idle_timeout", l.FinIdleTimeout}, {"fin_hard_timeout", l.FinHardTimeout}} {
+		if o.v != 0 {
+			fmt.Fprintf(&b, ",%s=%d", o.name, o.v)
+		}
+	}
+	if l.Priority != 0x8000 {
+		fmt.Fprintf(&b, ",priority=%d", l.Priority)
+	}
+	if l.Flags&LearnSendFlowRem != 0 {
+		b.WriteString(",send_flow_rem")
+	}
+	if l.Flags&LearnDeleteLearned != 0 {
+		b.WriteString(",delete_learned")
+	}
+	if l.Cookie != 0 {
+		fmt.Fprintf(&b, ",cookie=%#x", l.Cookie)
+	}
+	if l.Limit != 0 {
+		fmt.Fprintf(&b, ",limit=%d", l.Limit)
+	}
+	if l.ResultDst.Field != nil {
+		b.WriteString(",result_dst=" + ref(l.ResultDst))
+	}
+	for i := range l.Specs {
+		s := &l.Specs[i]
+		b.WriteByte(',')
+		imm := func() string { // mf_format_subvalue
+			e := s.Entry(nil)
+			v := strings.TrimLeft(fmt.Sprintf("%x", e[:]), "0")
+			if v == "" {
+				v = "0"
+			}
+			return "0x" + v
+		}
+		switch {
+		case s.Kind == LearnMatch && s.Src.Field == nil && s.Dst.Ofs == 0 && s.Dst.NBits == s.Dst.Field.Bits():
+			v, _ := s.Value(nil)
+			name := s.Dst.Field.Name
+			if n, ok := mfNames[name]; ok {
+				name = n
+			}
+			b.WriteString(name + "=" + value(s.Dst.Field, v))
+		case s.Kind == LearnMatch && s.Src.Field == nil:
+			b.WriteString(ref(s.Dst) + "=" + imm())
+		case s.Kind == LearnMatch:
+			b.WriteString(ref(s.Dst))
+			if s.Src.Field != s.Dst.Field || s.Src.Ofs != s.Dst.Ofs {
+				b.WriteString("=" + ref(s.Src))
+			}
+		case s.Kind == LearnLoad && s.Src.Field == nil:
+			b.WriteString("load:" + imm() + "->" + ref(s.Dst))
+		case s.Kind == LearnLoad:
+			b.WriteString("load:" + ref(s.Src) + "->" + ref(s.Dst))
+		default:
+			b.WriteString("output:" + ref(s.Src))
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// Format formats f as OVS's format_FIN_TIMEOUT.
+func (f *FinTimeout) Format() string {
+	var args []string
+	if f.Idle != 0 {
+		args = append(args, fmt.Sprintf("idle_timeout=%d", f.Idle))
+	}
+	if f.Hard != 0 {
+		args = append(args, fmt.Sprintf("hard_timeout=%d", f.Hard))
+	}
+	return "fin_timeout(" + strings.Join(args, ",") + ")"
 }
