@@ -23,6 +23,14 @@ func macLearn() *Learn {
 		}}
 }
 
+// macLearn2 is macLearn as NXAST_LEARN2: a limit and a result_dst.
+func macLearn2() *Learn {
+	l := macLearn()
+	l.Limit, l.Flags = 3, LearnWriteResult
+	l.ResultDst = FieldRef{FieldByID(FieldReg0 + 3), 5, 1}
+	return l
+}
+
 // The wire layout of struct nx_action_learn and its specs, as OVS's
 // encode_LEARN lays them out.
 func TestLearnEncoding(t *testing.T) {
@@ -39,18 +47,15 @@ func TestLearnEncoding(t *testing.T) {
 	if !bytes.Equal(b[32:32+len(want)], want) {
 		t.Errorf("first spec %x, want %x", b[32:32+len(want)], want)
 	}
-	l2 := macLearn()
-	l2.Limit, l2.Flags = 3, LearnWriteResult
-	l2.ResultDst = FieldRef{FieldByID(FieldReg0 + 3), 5, 1}
+	l2 := macLearn2()
 	if b2 := appendLearn(nil, l2); binary.BigEndian.Uint16(b2[8:]) != nxastLearn2 || binary.BigEndian.Uint32(b2[32:]) != 3 {
 		t.Errorf("learn2 %x", b2)
 	}
 }
 
 func TestLearnRoundTrip(t *testing.T) {
-	l2 := macLearn()
-	l2.Limit, l2.Flags = 3, LearnWriteResult|LearnDeleteLearned
-	l2.ResultDst = FieldRef{FieldByID(FieldReg0 + 3), 5, 1}
+	l2 := macLearn2()
+	l2.Flags |= LearnDeleteLearned
 	fin := Action{Type: ActFinTimeout, Fin: &FinTimeout{Idle: 3, Hard: 7}}
 	for _, v := range []Version{V10, V13, V15} {
 		for _, l := range []*Learn{macLearn(), l2} {
@@ -79,9 +84,7 @@ func TestLearnRoundTrip(t *testing.T) {
 func TestLearnDecodeErrors(t *testing.T) {
 	good := appendLearn(nil, macLearn())
 	mod := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
-	l2 := macLearn()
-	l2.Limit, l2.Flags = 3, LearnWriteResult
-	l2.ResultDst = FieldRef{FieldByID(FieldReg0 + 3), 5, 1}
+	l2 := macLearn2()
 	good2 := appendLearn(nil, l2)
 	mod2 := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good2)) }
 	tcpDst := &Learn{Table: 1, Specs: []LearnSpec{{Kind: LearnMatch, NBits: 16, Imm: []byte{0, 80}, Dst: FieldRef{FieldByID(FieldTCPDst), 0, 16}}}}
@@ -123,9 +126,7 @@ func TestLearnDecodeErrors(t *testing.T) {
 // FuzzLearnActions: a learn or fin_timeout action list that decodes
 // encodes to bytes that decode to the same actions and encode the same.
 func FuzzLearnActions(f *testing.F) {
-	l2 := macLearn()
-	l2.Limit, l2.Flags = 3, LearnWriteResult
-	l2.ResultDst = FieldRef{FieldByID(FieldReg0 + 3), 5, 1}
+	l2 := macLearn2()
 	for _, v := range []Version{V10, V13, V15} {
 		f.Add(uint8(v), AppendActions(nil, v, []Action{{Type: ActLearn, Learn: macLearn()}, {Type: ActFinTimeout, Fin: &FinTimeout{Idle: 1}}}))
 		f.Add(uint8(v), AppendActions(nil, v, []Action{{Type: ActLearn, Learn: l2}}))
@@ -152,13 +153,20 @@ func FuzzLearnActions(f *testing.F) {
 				}
 			}
 		}
-		wire := AppendActions(nil, v, acts)
-		again, err := DecodeActions(v, wire)
-		if err != nil {
-			t.Fatalf("%s: %x decoded, its encoding %x does not: %v", v, b, wire, err)
-		}
-		if back := AppendActions(nil, v, again); !bytes.Equal(back, wire) {
-			t.Fatalf("%s: %x encodes as %x, then %x", v, b, wire, back)
-		}
+		requireRoundTrip(t, v, b, acts)
 	})
+}
+
+// requireRoundTrip: acts, decoded from b, encode to bytes that decode and
+// encode the same again.
+func requireRoundTrip(t *testing.T, v Version, b []byte, acts []Action) {
+	t.Helper()
+	wire := AppendActions(nil, v, acts)
+	again, err := DecodeActions(v, wire)
+	if err != nil {
+		t.Fatalf("%s: %x decoded, its encoding %x does not: %v", v, b, wire, err)
+	}
+	if back := AppendActions(nil, v, again); !bytes.Equal(back, wire) {
+		t.Fatalf("%s: %x encodes as %x, then %x", v, b, wire, back)
+	}
 }
