@@ -666,6 +666,10 @@ func formatAction(a *ofp.Action, v ofp.Version, pn portNames) string {
 		return fmt.Sprintf("conjunction(%d,%d/%d)", a.ID, a.Clause+1, a.NClauses)
 	case ofp.ActCT:
 		return formatCT(a, v, pn)
+	case ofp.ActLearn:
+		return a.Learn.Format(formatRef, func(fd *ofp.Field, val []byte) string { return fieldValue(fd, val, nil, pn) })
+	case ofp.ActFinTimeout:
+		return a.Fin.Format()
 	}
 	if a.Name != "" {
 		return a.Name

@@ -113,16 +113,24 @@ func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Durati
 			return nil, &ofp.Error{Errno: ofp.BadOutGroup, Detail: fmt.Sprintf("group %d does not exist", g)}
 		}
 	}
+	// A flow replaced by an add or whose actions a modify replaced may
+	// have been the last to learn with delete_learned.
 	switch fm.Command {
 	case ofp.FlowAdd:
-		return nil, br.add(ft, fm, now, gen)
+		old := ft.t[fm.Table].find(&fm.Match, fm.Priority)
+		if err := br.add(ft, fm, now, gen); err != nil || old == nil {
+			return nil, err
+		}
+		return deleteLearned(ft, []*rule{old}, gen), nil
 	case ofp.FlowModify, ofp.FlowModifyStrict:
-		if !br.modify(ft, fm, now, gen) && fm.ModifyAdds && fm.Table != ofp.TableAll {
+		replaced := br.modify(ft, fm, now, gen)
+		if len(replaced) == 0 && fm.ModifyAdds && fm.Table != ofp.TableAll {
 			return nil, br.add(ft, fm, now, gen)
 		}
-		return nil, nil
+		return deleteLearned(ft, replaced, gen), nil
 	}
-	return br.delete(ft, fm, gen), nil
+	removed := br.delete(ft, fm, gen)
+	return append(removed, deleteLearned(ft, removed, gen)...), nil
 }
 
 // flowsChanged has installed datapath flows revalidated: soon, and for
@@ -227,13 +235,15 @@ func matching(ft *flowTables, t int, fm *ofp.FlowMod, strict bool) []*rule {
 	return rs
 }
 
-func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) bool {
+// modify changes the actions of the flows fm selects and returns the
+// flows it replaced.
+func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) []*rule {
 	strict := fm.Command == ofp.FlowModifyStrict
 	lo, hi := tablesOf(fm.Table)
-	found := false
+	var replaced []*rule
 	for t := lo; t <= hi; t++ {
 		for _, r := range matching(ft, t, fm, strict) {
-			found = true
+			replaced = append(replaced, r)
 			nr := *r
 			nr.actions = fm.Actions
 			nr.modified = now
@@ -246,7 +256,7 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 			ft.mutable(uint8(t), gen).put(&nr, r, gen)
 		}
 	}
-	return found
+	return replaced
 }
 
 func (br *Bridge) delete(ft *flowTables, fm *ofp.FlowMod, gen uint64) []*rule {
@@ -322,7 +332,7 @@ func (br *Bridge) expire() bool {
 		}
 		for _, r := range old.t[t].sorted() {
 			reason := -1
-			if r.hard != 0 && now-r.modified >= time.Duration(r.hard)*time.Second {
+			if r.hard != 0 && now-max(r.modified, time.Duration(r.stats.refreshed.Load())) >= time.Duration(r.hard)*time.Second {
 				reason = ofp.RemovedHardTimeout
 			} else if r.idle != 0 {
 				used := max(time.Duration(r.stats.used.Load()), r.created)
@@ -343,6 +353,13 @@ func (br *Bridge) expire() bool {
 	}
 	if ft == nil {
 		return false
+	}
+	var rs []*rule
+	for _, g := range removed {
+		rs = append(rs, g.r)
+	}
+	for _, r := range deleteLearned(ft, rs, gen) {
+		removed = append(removed, gone{r, ofp.RemovedDelete})
 	}
 	br.tables.Store(ft)
 	br.dirty.Store(true)

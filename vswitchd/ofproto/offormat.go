@@ -74,8 +74,10 @@ func formatOFMatch(m *ofp.Match) string {
 	return s + "," + strings.Join(extra, ",")
 }
 
-func formatRef(r ofp.FieldRef) string {
-	name := strings.ToUpper(r.Field.Name)
+func formatRef(r ofp.FieldRef) string { return formatRefNamed(strings.ToUpper(r.Field.Name), r) }
+
+// formatRefNamed formats r's bit range of the field called name.
+func formatRefNamed(name string, r ofp.FieldRef) string {
 	if r.Ofs == 0 && r.NBits == r.Field.Len*8 {
 		return name + "[]"
 	}
@@ -151,6 +153,10 @@ func formatAction(a *ofp.Action) string {
 		return natName(a.NAT)
 	case ofp.ActCTClear:
 		return "ct_clear"
+	case ofp.ActLearn:
+		return formatLearn(a.Learn)
+	case ofp.ActFinTimeout:
+		return a.Fin.Format()
 	case ofp.ActClone:
 		parts := make([]string, len(a.Nested))
 		for i := range a.Nested {

@@ -369,6 +369,10 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		clearCT(f)
 	case ofp.ActCT:
 		x.ct(a)
+	case ofp.ActLearn:
+		x.learn(a.Learn)
+	case ofp.ActFinTimeout:
+		x.finTimeout(a.Fin)
 	case ofp.ActMeter:
 		x.ofMeter(a.ID)
 	case ofp.ActNote, ofp.ActClearActions, ofp.ActConjunction:
@@ -538,6 +542,10 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			}
 		case ofp.ActCT:
 			if err := checkCT(a, m); err != nil {
+				return err
+			}
+		case ofp.ActLearn:
+			if err := checkLearn(a.Learn, m); err != nil {
 				return err
 			}
 		}

@@ -45,6 +45,9 @@ type ruleStats struct {
 	packets, bytes atomic.Uint64
 	// used is the bridge clock when a packet last matched, as nanoseconds.
 	used atomic.Int64
+	// refreshed is the bridge clock when a learn action last learned the
+	// flow again unchanged, which restarts its hard timeout.
+	refreshed atomic.Int64
 }
 
 // tableCounters are a table's packet counters.

@@ -41,6 +41,10 @@ const (
 	ActConjunction
 	ActCT  // ct(...): CT's arguments, Nested its exec() actions
 	ActNAT // nat(...), only inside a ct's exec(): NAT's arguments
+	// ActLearn adds or refreshes a flow made from the packet (learn.go);
+	// ActFinTimeout shortens the rule's timeouts on a TCP FIN or RST.
+	ActLearn
+	ActFinTimeout
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -129,6 +133,9 @@ type Action struct {
 	// NXAST_DEC_TTL_CNT_IDS (and is encoded back as one); nil for the
 	// plain dec_ttl, which reports to controller id 0.
 	CntIDs []uint16
+	// Learn and Fin: ActLearn's and ActFinTimeout's arguments.
+	Learn *Learn
+	Fin   *FinTimeout
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -216,10 +223,9 @@ const (
 var nxastNames = map[uint16]string{
 	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
-	nxastLearn: "learn", nxastFinTimeout: "fin_timeout",
 	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
-	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)", nxastLearn2: "learn",
+	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
 	nxastCheckPktLarger: "check_pkt_larger", nxastDeleteField: "delete_field",
 }
@@ -654,6 +660,10 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return decodeCT(v, b, depth)
 	case nxastNAT:
 		return decodeNAT(b)
+	case nxastLearn, nxastLearn2:
+		return decodeLearn(sub, b)
+	case nxastFinTimeout:
+		return decodeFinTimeout(b)
 	case nxastClone:
 		if len(b) < 16 {
 			return Action{}, actErr(BadActionLen, "clone")
@@ -1132,6 +1142,10 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		return appendCT(b, v, a)
 	case ActNAT:
 		return appendNAT(b, a.NAT)
+	case ActLearn:
+		return appendLearn(b, a.Learn)
+	case ActFinTimeout:
+		return appendFinTimeout(b, a.Fin)
 	case ActClone:
 		b = nxActionHeader(b, 0, nxastClone)
 		b = pad(b, 6)

@@ -182,14 +182,7 @@ func FuzzCtActions(f *testing.F) {
 				return // the other actions have fuzz targets of their own
 			}
 		}
-		wire := AppendActions(nil, v, acts)
-		again, err := DecodeActions(v, wire)
-		if err != nil {
-			t.Fatalf("%s: %x decoded, its encoding %x does not: %v", v, b, wire, err)
-		}
-		if back := AppendActions(nil, v, again); !bytes.Equal(back, wire) {
-			t.Fatalf("%s: %x encodes as %x, then %x", v, b, wire, back)
-		}
+		requireRoundTrip(t, v, b, acts)
 	})
 }
 
