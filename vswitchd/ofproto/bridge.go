@@ -266,6 +266,11 @@ type Bridge struct {
 	// NORMAL flow (fail_mode=secure or controllers).
 	failSecure bool
 	async      AsyncSink
+	// monitor is async if it is a FlowMonitorSink; while recording,
+	// changes collects what the current request changed (monitor.go).
+	monitor   FlowMonitorSink
+	recording bool
+	changes   changeLog
 	// meters are the OpenFlow meters (meter.go); meterMap publishes
 	// their datapath ids to translations.
 	meters   map[uint32]*meter
