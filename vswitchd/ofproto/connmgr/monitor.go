@@ -2,6 +2,7 @@ package connmgr
 
 import (
 	"slices"
+	"time"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -11,9 +12,18 @@ import (
 // OFPMP_FLOW_MONITOR (1.4+) to hear of the flows that match, first those
 // present (the reply to the request), then every change as it happens.
 
-// monitorSet is a connection's flow monitors.
+// monitorSet is a connection's flow monitors and the updates waiting to
+// be sent to it.
 type monitorSet struct {
 	byID map[uint32]*ofp.FlowMonitor
+	// queue holds encoded updates for writeUpdates (running while
+	// writing), queued bytes in all; paused is set from pausedAt until
+	// the queue drains.
+	queue    [][]byte
+	queued   int
+	writing  bool
+	paused   bool
+	pausedAt time.Time
 }
 
 // Monitoring reports whether any connection monitors flows.
@@ -113,6 +123,7 @@ func (c *conn) dropMonitors() {
 	defer c.monMu.Unlock()
 	c.m.nMonitors.Add(-int32(len(c.monitors.byID)))
 	c.monitors.byID = nil
+	c.monitors.queue, c.monitors.queued, c.monitors.paused = nil, 0, false
 }
 
 // monitorSelects applies a monitor's filters to a flow as OVS's
@@ -146,10 +157,18 @@ func eventFlag(ev ofp.UpdateEvent) uint16 {
 	return ofp.MonitorAdd
 }
 
-// FlowChanges sends each monitoring connection the changes its monitors
-// select, as one reply: in full, or, for the connection's own changes
-// unless it asked for them (MonitorOwn), one abbreviated update with the
-// xid of the first such request.
+// monitorBacklog is how many bytes of flow updates may wait for a
+// connection before its monitors pause, as OVS's ofmonitor_flush (128 kB).
+const monitorBacklog = 128 * 1024
+
+// FlowChanges queues for each monitoring connection the changes its
+// monitors select, as one reply: in full, or, for the connection's own
+// changes unless it asked for them (MonitorOwn), one abbreviated update
+// with the xid of the first such request. It never waits for a
+// connection: one that falls more than monitorBacklog bytes behind is
+// paused (NXT_FLOW_MONITOR_PAUSED) and hears only of deletions until its
+// queue drains, then of the flows added or modified meanwhile, then
+// NXT_FLOW_MONITOR_RESUMED (OVS's ofmonitor_resume).
 func (m *Manager) FlowChanges(changes []ofp.FlowChange) {
 	for _, c := range m.connList() {
 		v := c.negotiated()
@@ -162,6 +181,9 @@ func (m *Manager) FlowChanges(changes []ofp.FlowChange) {
 		abbreviated := false
 		for i := range changes {
 			ch := &changes[i]
+			if c.monitors.paused && ch.Event != ofp.UpdateDeleted {
+				continue
+			}
 			var flags uint16
 			for _, fm := range c.monitors.byID {
 				if fm.Flags&eventFlag(ch.Event) != 0 && monitorSelects(fm, ch.Table, &ch.Match, ch.Actions, ch.OldActions) {
@@ -170,7 +192,7 @@ func (m *Manager) FlowChanges(changes []ofp.FlowChange) {
 			}
 			switch {
 			case flags == 0:
-			case flags&ofp.MonitorOwn != 0 || ch.Origin != c:
+			case flags&ofp.MonitorOwn != 0 || ch.Origin != c || c.monitors.paused:
 				u := ch.FlowUpdate
 				u.WithActions = flags&ofp.MonitorActions != 0
 				updates = append(updates, u)
@@ -179,9 +201,85 @@ func (m *Manager) FlowChanges(changes []ofp.FlowChange) {
 				abbreviated = true
 			}
 		}
-		c.monMu.Unlock()
 		if len(updates) > 0 {
-			c.send(ofp.EncodeFlowUpdates(v, 0, updates)...)
+			c.queueUpdatesLocked(ofp.EncodeFlowUpdates(v, 0, updates))
+			if !c.monitors.paused && c.monitors.queued > monitorBacklog {
+				c.monitors.paused = true
+				c.monitors.pausedAt = time.Now()
+				c.queueUpdatesLocked([][]byte{ofp.EncodeFlowMonitorPaused(v, false)})
+			}
+		}
+		c.monMu.Unlock()
+	}
+}
+
+// queueUpdatesLocked queues msgs for the connection's monitor writer,
+// starting it if needed. monMu must be held.
+func (c *conn) queueUpdatesLocked(msgs [][]byte) {
+	for _, b := range msgs {
+		c.monitors.queue = append(c.monitors.queue, b)
+		c.monitors.queued += len(b)
+	}
+	if !c.monitors.writing {
+		c.monitors.writing = true
+		go c.writeUpdates()
+	}
+}
+
+// writeUpdates sends the queued updates until the queue is empty; a
+// paused connection whose queue drained then resumes.
+func (c *conn) writeUpdates() {
+	for {
+		c.monMu.Lock()
+		if len(c.monitors.queue) == 0 {
+			if !c.monitors.paused || c.monitors.byID == nil {
+				c.monitors.writing = false
+				c.monMu.Unlock()
+				return
+			}
+			c.resumeLocked()
+			c.monMu.Unlock()
+			continue
+		}
+		b := c.monitors.queue[0]
+		c.monitors.queue = c.monitors.queue[1:]
+		c.monitors.queued -= len(b)
+		c.monMu.Unlock()
+		if err := c.send(b); err != nil {
+			c.monMu.Lock()
+			c.monitors.queue, c.monitors.queued, c.monitors.writing = nil, 0, false
+			c.monMu.Unlock()
+			return
 		}
 	}
+}
+
+// resumeLocked queues what a paused connection missed: the flows its
+// monitors select that were added or modified since it paused, as
+// ADDED, then NXT_FLOW_MONITOR_RESUMED. monMu must be held.
+func (c *conn) resumeLocked() {
+	v := c.negotiated()
+	since := time.Since(c.monitors.pausedAt)
+	var updates []ofp.FlowUpdate
+	for _, f := range c.m.src.Flows() {
+		if f.HardAge > since {
+			continue
+		}
+		var flags uint16
+		for _, fm := range c.monitors.byID {
+			if fm.Flags&(ofp.MonitorAdd|ofp.MonitorModify) != 0 && monitorSelects(fm, f.Table, &f.Match, f.Actions, nil) {
+				flags |= fm.Flags
+			}
+		}
+		if flags != 0 {
+			updates = append(updates, ofp.FlowUpdate{Event: ofp.UpdateAdded, Table: f.Table, Priority: f.Priority,
+				IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout, Cookie: f.Cookie, Match: f.Match,
+				Actions: f.Actions, WithActions: flags&ofp.MonitorActions != 0})
+		}
+	}
+	c.monitors.paused = false
+	if len(updates) > 0 {
+		c.queueUpdatesLocked(ofp.EncodeFlowUpdates(v, 0, updates))
+	}
+	c.queueUpdatesLocked([][]byte{ofp.EncodeFlowMonitorPaused(v, true)})
 }
