@@ -360,6 +360,7 @@ func (br *Bridge) expire() bool {
 		}
 	}
 	if ft == nil {
+		br.takeChanges() // none
 		return false
 	}
 	br.tables.Store(ft)
