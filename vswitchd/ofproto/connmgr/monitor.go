@@ -97,12 +97,17 @@ func (c *conn) flowMonitorRequest(req *ofp.FlowMonitorRequest) ([][]byte, *ofp.E
 			if flags == 0 {
 				continue
 			}
-			updates = append(updates, ofp.FlowUpdate{Event: ofp.UpdateInitial, Table: f.Table, Priority: f.Priority,
-				IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout, Cookie: f.Cookie, Match: f.Match,
-				Actions: f.Actions, WithActions: flags&ofp.MonitorActions != 0})
+			updates = append(updates, flowUpdate(ofp.UpdateInitial, &f, flags))
 		}
 	}
 	return ofp.EncodeFlowUpdates(c.negotiated(), req.Xid, updates), nil
+}
+
+// flowUpdate reports flow f as ev to monitors with flags.
+func flowUpdate(ev ofp.UpdateEvent, f *ofp.FlowStats, flags uint16) ofp.FlowUpdate {
+	return ofp.FlowUpdate{Event: ev, Table: f.Table, Priority: f.Priority, IdleTimeout: f.IdleTimeout,
+		HardTimeout: f.HardTimeout, Cookie: f.Cookie, Match: f.Match, Actions: f.Actions,
+		WithActions: flags&ofp.MonitorActions != 0}
 }
 
 // flowMonitorCancel deletes monitor id (NXT/ONFT_FLOW_MONITOR_CANCEL).
@@ -272,9 +277,7 @@ func (c *conn) resumeLocked() {
 			}
 		}
 		if flags != 0 {
-			updates = append(updates, ofp.FlowUpdate{Event: ofp.UpdateAdded, Table: f.Table, Priority: f.Priority,
-				IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout, Cookie: f.Cookie, Match: f.Match,
-				Actions: f.Actions, WithActions: flags&ofp.MonitorActions != 0})
+			updates = append(updates, flowUpdate(ofp.UpdateAdded, &f, flags))
 		}
 	}
 	c.monitors.paused = false

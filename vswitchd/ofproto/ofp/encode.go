@@ -395,29 +395,26 @@ func EncodeTableStatsReply(v Version, xid uint32, tables []TableStats) [][]byte 
 			b = pad(b, 32) // name: OVS leaves it empty
 			b = put32(b, t.Wildcards10)
 			b = put32(b, t.MaxEntries)
-		case V11:
-			b = pad(b, 7)
-			b = pad(b, 32)
-			b = put32(b, tableMatch11) // wildcards
-			b = put32(b, tableMatch11) // match
-			b = put32(b, inst)
-			b = put32(b, tableActions11) // write_actions
-			b = put32(b, tableActions11) // apply_actions
-			b = put32(b, 0)              // config: OFPTC11_TABLE_MISS_CONTROLLER
-			b = put32(b, t.MaxEntries)
-		case V12:
-			b = pad(b, 7)
-			b = pad(b, 32)
-			b = put64(b, tableMatch12) // match
-			b = put64(b, tableMatch12) // wildcards
-			b = put32(b, tableActions12)
-			b = put32(b, tableActions12)
-			b = put64(b, tableSetFields12)
-			b = put64(b, tableSetFields12)
-			b = put64(b, ^uint64(0)) // metadata_match
-			b = put64(b, ^uint64(0)) // metadata_write
-			b = put32(b, inst)
-			b = put32(b, 0) // config
+		case V11, V12:
+			b = pad(b, 7+32) // pad, name
+			if v == V11 {
+				b = put32(b, tableMatch11) // wildcards
+				b = put32(b, tableMatch11) // match
+				b = put32(b, inst)
+				b = put32(b, tableActions11) // write_actions
+				b = put32(b, tableActions11) // apply_actions
+			} else {
+				b = put64(b, tableMatch12) // match
+				b = put64(b, tableMatch12) // wildcards
+				b = put32(b, tableActions12)
+				b = put32(b, tableActions12)
+				b = put64(b, tableSetFields12)
+				b = put64(b, tableSetFields12)
+				b = put64(b, ^uint64(0)) // metadata_match
+				b = put64(b, ^uint64(0)) // metadata_write
+				b = put32(b, inst)
+			}
+			b = put32(b, 0) // config: OFPTC11_TABLE_MISS_CONTROLLER
 			b = put32(b, t.MaxEntries)
 		default:
 			b = pad(b, 3)

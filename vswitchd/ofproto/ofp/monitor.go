@@ -1,6 +1,9 @@
 package ofp
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Flow monitors, as OVS's lib/ofp-monitor.c: Nicira's NXST_FLOW_MONITOR
 // (what ovs-ofctl sends in OpenFlow 1.0–1.2), ONF's extension
@@ -94,67 +97,59 @@ type FlowMonitorCancel struct {
 	ID uint32
 }
 
-// decodeNXFlowMonitor decodes the nx_flow_monitor_request entries of an
-// NXST_FLOW_MONITOR request: id, flags, out_port, match_len, table_id,
-// zeros[5], then an NXM match padded to 8 bytes.
-func decodeNXFlowMonitor(h Header, body []byte) (Message, error) {
-	const name = "NXST_FLOW_MONITOR request"
+// decodeMonitors decodes a flow monitor request's entries, each 16 bytes
+// then a match, with entry, which returns the monitor and what follows it.
+func decodeMonitors(h Header, body []byte, name string, entry func(b []byte) (FlowMonitor, []byte, *Error)) (Message, error) {
 	m := &FlowMonitorRequest{Header: h}
 	for len(body) > 0 {
 		if len(body) < 16 {
 			return nil, errorf(BadLen, name, "%d leftover bytes", len(body))
 		}
-		fm := FlowMonitor{ID: binary.BigEndian.Uint32(body), Flags: binary.BigEndian.Uint16(body[4:]),
-			OutPort: widenPort10(binary.BigEndian.Uint16(body[6:])), OutGroup: GroupAny, Table: body[10]}
-		if err := checkMonitorFlags(fm.Flags, name); err != nil {
-			return nil, err
-		}
-		if !isZero(body[11:16]) {
-			return nil, errorf(MustBeZero, name, "nonzero padding")
-		}
-		n := int(binary.BigEndian.Uint16(body[8:]))
-		padded := (n + 7) &^ 7
-		if len(body) < 16+padded {
-			return nil, errorf(BadLen, name, "match_len %d with %d bytes", n, len(body)-16)
-		}
-		match, err := DecodeNXMatch(body[16 : 16+n])
+		fm, rest, err := entry(body)
 		if err != nil {
 			return nil, named(err, name)
 		}
-		fm.Match = match
 		m.Monitors = append(m.Monitors, fm)
-		body = body[16+padded:]
+		body = rest
 	}
 	return m, nil
+}
+
+// decodeNXFlowMonitor decodes the nx_flow_monitor_request entries of an
+// NXST_FLOW_MONITOR request: id, flags, out_port, match_len, table_id,
+// zeros[5], then an NXM match padded to 8 bytes.
+func decodeNXFlowMonitor(h Header, body []byte) (Message, error) {
+	return decodeMonitors(h, body, "NXST_FLOW_MONITOR request", func(b []byte) (FlowMonitor, []byte, *Error) {
+		fm := FlowMonitor{ID: binary.BigEndian.Uint32(b), Flags: binary.BigEndian.Uint16(b[4:]),
+			OutPort: widenPort10(binary.BigEndian.Uint16(b[6:])), OutGroup: GroupAny, Table: b[10]}
+		if err := checkMonitorFlags(fm.Flags, b[11:16]); err != nil {
+			return fm, nil, err
+		}
+		n := int(binary.BigEndian.Uint16(b[8:]))
+		padded := (n + 7) &^ 7
+		if len(b) < 16+padded {
+			return fm, nil, &Error{Errno: BadLen, Detail: fmt.Sprintf("match_len %d with %d bytes", n, len(b)-16)}
+		}
+		match, err := DecodeNXMatch(b[16 : 16+n])
+		fm.Match = match
+		return fm, b[16+padded:], err
+	})
 }
 
 // decodeONFFlowMonitor decodes ONFST_FLOW_MONITOR's entries (as OVS
 // encodes them): id, flags, match_len, out_port (32 bits), table_id,
 // zeros[3], then an OXM ofp_match.
 func decodeONFFlowMonitor(h Header, body []byte) (Message, error) {
-	const name = "ONFST_FLOW_MONITOR request"
-	m := &FlowMonitorRequest{Header: h}
-	for len(body) > 0 {
-		if len(body) < 16 {
-			return nil, errorf(BadLen, name, "%d leftover bytes", len(body))
+	return decodeMonitors(h, body, "ONFST_FLOW_MONITOR request", func(b []byte) (FlowMonitor, []byte, *Error) {
+		fm := FlowMonitor{ID: binary.BigEndian.Uint32(b), Flags: binary.BigEndian.Uint16(b[4:]),
+			OutPort: binary.BigEndian.Uint32(b[8:]), OutGroup: GroupAny, Table: b[12]}
+		if err := checkMonitorFlags(fm.Flags, b[13:16]); err != nil {
+			return fm, nil, err
 		}
-		fm := FlowMonitor{ID: binary.BigEndian.Uint32(body), Flags: binary.BigEndian.Uint16(body[4:]),
-			OutPort: binary.BigEndian.Uint32(body[8:]), OutGroup: GroupAny, Table: body[12]}
-		if err := checkMonitorFlags(fm.Flags, name); err != nil {
-			return nil, err
-		}
-		if !isZero(body[13:16]) {
-			return nil, errorf(MustBeZero, name, "nonzero padding")
-		}
-		match, rest, err := decodeOXMMatch(h.Version, body[16:])
-		if err != nil {
-			return nil, named(err, name)
-		}
+		match, rest, err := decodeOXMMatch(h.Version, b[16:])
 		fm.Match = match
-		m.Monitors = append(m.Monitors, fm)
-		body = rest
-	}
-	return m, nil
+		return fm, rest, err
+	})
 }
 
 // OpenFlow 1.4's flow monitor flags (OFPFMF_*).
@@ -173,31 +168,20 @@ const (
 // ofp14_flow_monitor_request entries: monitor_id, out_port, out_group,
 // flags, table_id, command, then an OXM ofp_match.
 func decodeFlowMonitor14(h Header, body []byte) (Message, error) {
-	const name = "OFPMP_FLOW_MONITOR request"
-	m := &FlowMonitorRequest{Header: h}
-	for len(body) > 0 {
-		if len(body) < 16 {
-			return nil, errorf(BadLen, name, "%d leftover bytes", len(body))
-		}
-		fm := FlowMonitor{ID: binary.BigEndian.Uint32(body), OutPort: binary.BigEndian.Uint32(body[4:]),
-			OutGroup: binary.BigEndian.Uint32(body[8:]), Table: body[14], Command: body[15]}
-		flags := binary.BigEndian.Uint16(body[12:])
-		match, rest, err := decodeOXMMatch(h.Version, body[16:])
-		if err != nil {
-			return nil, named(err, name)
-		}
-		body = rest
+	return decodeMonitors(h, body, "OFPMP_FLOW_MONITOR request", func(b []byte) (FlowMonitor, []byte, *Error) {
+		fm := FlowMonitor{ID: binary.BigEndian.Uint32(b), OutPort: binary.BigEndian.Uint32(b[4:]),
+			OutGroup: binary.BigEndian.Uint32(b[8:]), Table: b[14], Command: b[15]}
+		flags := binary.BigEndian.Uint16(b[12:])
+		match, rest, err := decodeOXMMatch(h.Version, b[16:])
 		fm.Match = match
-		if fm.Command == MonitorCmdDelete {
-			m.Monitors = append(m.Monitors, fm)
-			continue
-		}
-		if fm.Command > MonitorCmdDelete {
-			return nil, errorf(MonitorBadCmd, name, "command %d", fm.Command)
-		}
-		// OFPFMF_NO_ABBREV is refused, as OVS's decoder does.
-		if flags&(ofpfmfAdd|ofpfmfRemoved|ofpfmfModify) == 0 || flags&^(ofpfmfAll&^ofpfmfNoAbbrev) != 0 {
-			return nil, errorf(MonitorBadFlags, name, "flags %#x", flags)
+		switch {
+		case err != nil || fm.Command == MonitorCmdDelete:
+			return fm, rest, err
+		case fm.Command > MonitorCmdDelete:
+			return fm, nil, &Error{Errno: MonitorBadCmd, Detail: fmt.Sprintf("command %d", fm.Command)}
+		case flags&(ofpfmfAdd|ofpfmfRemoved|ofpfmfModify) == 0 || flags&^(ofpfmfAll&^ofpfmfNoAbbrev) != 0:
+			// OFPFMF_NO_ABBREV is refused, as OVS's decoder does.
+			return fm, nil, &Error{Errno: MonitorBadFlags, Detail: fmt.Sprintf("flags %#x", flags)}
 		}
 		for _, f := range [...][2]uint16{{ofpfmfInitial, MonitorInitial}, {ofpfmfAdd, MonitorAdd},
 			{ofpfmfRemoved, MonitorDelete}, {ofpfmfModify, MonitorModify},
@@ -206,14 +190,17 @@ func decodeFlowMonitor14(h Header, body []byte) (Message, error) {
 				fm.Flags |= f[1]
 			}
 		}
-		m.Monitors = append(m.Monitors, fm)
-	}
-	return m, nil
+		return fm, rest, nil
+	})
 }
 
-func checkMonitorFlags(flags uint16, name string) *Error {
+// checkMonitorFlags checks a Nicira or ONF monitor's flags and padding.
+func checkMonitorFlags(flags uint16, zeros []byte) *Error {
 	if flags&(MonitorAdd|MonitorDelete|MonitorModify) == 0 || flags&^monitorFlagsAll != 0 {
-		return errorf(MonitorBadFlags, name, "flags %#x", flags)
+		return &Error{Errno: MonitorBadFlags, Detail: fmt.Sprintf("flags %#x", flags)}
+	}
+	if !isZero(zeros) {
+		return &Error{Errno: MustBeZero, Detail: "nonzero padding"}
 	}
 	return nil
 }
