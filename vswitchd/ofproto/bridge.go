@@ -270,6 +270,11 @@ type Bridge struct {
 	// tlv is the Geneve option map of the tun_metadata fields
 	// (tlv.go); replaced whole, read without locks.
 	tlv atomic.Pointer[ofp.TLVTable]
+	// monitor is async if it is a FlowMonitorSink; while recording,
+	// changes collects what the current request changed (monitor.go).
+	monitor   FlowMonitorSink
+	recording bool
+	changes   changeLog
 	// meters are the OpenFlow meters (meter.go); meterMap publishes
 	// their datapath ids to translations.
 	meters   map[uint32]*meter

@@ -31,8 +31,10 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 	type gone struct {
 		r      *rule
 		reason uint8
+		fm     *ofp.FlowMod
 	}
 	br.flowMu.Lock()
+	br.startChanges()
 	ft := br.tables.Load().withPrivateGroups()
 	now := br.clock()
 	gen := gens.Add(1)
@@ -42,8 +44,10 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 		var rs []*rule
 		var err *ofp.Error
 		reason := uint8(ofp.RemovedDelete)
+		var fm *ofp.FlowMod
 		switch m := m.(type) {
 		case *ofp.FlowMod:
+			fm = m
 			rs, err = br.flowModLocked(ft, m, now, gen)
 		case *ofp.GroupMod:
 			rs, err = br.groupModLocked(ft, m, now, gen)
@@ -59,19 +63,23 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 			err = &ofp.Error{Errno: ofp.BundleMsgUnsup, Detail: "not allowed in a bundle"}
 		}
 		if err != nil {
+			br.takeChanges() // nothing changed
 			br.flowMu.Unlock()
 			return i, err
 		}
 		for _, r := range rs {
-			removed = append(removed, gone{r, reason})
+			removed = append(removed, gone{r, reason, fm})
 		}
 	}
 	br.tables.Store(ft)
 	br.flowsChanged()
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)
+		br.flowGone(g.r, g.reason, g.fm)
 	}
+	changes := br.takeChanges()
 	br.flowMu.Unlock()
+	br.reportChanges(changes)
 	for _, p := range outs {
 		// Checked above: only the datapath can fail it now, as a
 		// packet-out's execution fails in OVS after its commit.

@@ -19,6 +19,7 @@ type AsyncSink interface {
 func (br *Bridge) SetAsync(s AsyncSink) {
 	br.flowMu.Lock()
 	br.async = s
+	br.monitor, _ = s.(FlowMonitorSink)
 	br.setPacketInSink(s)
 	br.flowMu.Unlock()
 }
@@ -52,19 +53,25 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	if err := checkFlowMod(fm); err != nil {
 		return err
 	}
+	var changes []ofp.FlowChange
+	defer func() { br.reportChanges(changes) }()
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
+	br.startChanges()
 	ft := *br.tables.Load()
 	now := br.clock()
 	removed, err := br.flowModLocked(&ft, fm, now, gens.Add(1))
 	if err != nil {
+		br.takeChanges() // nothing changed
 		return err
 	}
 	br.tables.Store(&ft)
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.RemovedDelete, now)
+		br.flowGone(r, ofp.RemovedDelete, fm)
 	}
+	changes = br.takeChanges()
 	return nil
 }
 
@@ -124,7 +131,13 @@ func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Durati
 		return deleteLearned(ft, []*rule{old}, gen), nil
 	case ofp.FlowModify, ofp.FlowModifyStrict:
 		replaced := br.modify(ft, fm, now, gen)
-		if len(replaced) == 0 && fm.ModifyAdds && fm.Table != ofp.TableAll {
+		if len(replaced) == 0 && fm.ModifyAdds {
+			if fm.Table == ofp.TableAll {
+				// OVS's add_flow_init: "all tables" adds to table 0.
+				add := *fm
+				add.Table = 0
+				return nil, br.add(ft, &add, now, gen)
+			}
 			return nil, br.add(ft, fm, now, gen)
 		}
 		return deleteLearned(ft, replaced, gen), nil
@@ -181,6 +194,7 @@ func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen ui
 		nr.seq = seqs.Add(1)
 	}
 	ft.mutable(fm.Table, gen).put(nr, old, gen)
+	br.noteChange(ofp.UpdateAdded, nr, 0, nil, fm)
 	return nil
 }
 
@@ -254,6 +268,7 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 				nr.stats = &ruleStats{}
 			}
 			ft.mutable(uint8(t), gen).put(&nr, r, gen)
+			br.noteChange(ofp.UpdateModified, &nr, 0, r, fm)
 		}
 	}
 	return replaced
@@ -315,8 +330,11 @@ func (br *Bridge) Flows() []ofp.FlowStats {
 // expire removes the flows whose idle or hard timeout passed, sending
 // FLOW_REMOVED for those that asked; it reports whether any went.
 func (br *Bridge) expire() bool {
+	var changes []ofp.FlowChange
+	defer func() { br.reportChanges(changes) }()
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
+	br.startChanges()
 	old := br.tables.Load()
 	now := br.clock()
 	var ft *flowTables
@@ -352,6 +370,7 @@ func (br *Bridge) expire() bool {
 		}
 	}
 	if ft == nil {
+		br.takeChanges() // none
 		return false
 	}
 	var rs []*rule
@@ -365,6 +384,8 @@ func (br *Bridge) expire() bool {
 	br.dirty.Store(true)
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)
+		br.flowGone(g.r, g.reason, nil)
 	}
+	changes = br.takeChanges()
 	return true
 }

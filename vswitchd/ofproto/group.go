@@ -49,19 +49,25 @@ func (br *Bridge) GroupMod(gm *ofp.GroupMod) *ofp.Error {
 	if err := checkGroupMod(gm); err != nil {
 		return err
 	}
+	var changes []ofp.FlowChange
+	defer func() { br.reportChanges(changes) }()
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
+	br.startChanges()
 	ft := br.tables.Load().withPrivateGroups()
 	now := br.clock()
 	removed, err := br.groupModLocked(ft, gm, now, gens.Add(1))
 	if err != nil {
+		br.takeChanges() // nothing changed
 		return err
 	}
 	br.tables.Store(ft)
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.FlowRemovedGroup, now)
+		br.flowGone(r, ofp.FlowRemovedGroup, nil)
 	}
+	changes = br.takeChanges()
 	return nil
 }
 

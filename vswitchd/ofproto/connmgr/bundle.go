@@ -105,6 +105,9 @@ func (c *conn) bundleAdd(m *ofp.BundleAdd, raw []byte) *ofp.Error {
 		return &ofp.Error{Errno: ofp.BundleBadFlags, Name: "OFPT_BUNDLE_ADD_MESSAGE", Detail: "flags differ from the bundle's"}
 	}
 	b.used = time.Now()
+	if fm, ok := m.Msg.(*ofp.FlowMod); ok {
+		fm.Origin = c
+	}
 	b.msgs = append(b.msgs, m)
 	return nil
 }

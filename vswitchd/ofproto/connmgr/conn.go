@@ -89,6 +89,11 @@ type conn struct {
 	bundles        map[uint32]*bundle
 	bundleTimer    *time.Timer // nil while there are no bundles
 	bundlesStopped bool        // the connection closed
+
+	// monMu guards monitors, the connection's flow monitors (monitor.go),
+	// which flow changes visit from other goroutines.
+	monMu    sync.Mutex
+	monitors monitorSet
 }
 
 // defaultMissSendLen is OFP_DEFAULT_MISS_SEND_LEN, a primary controller's
@@ -189,6 +194,7 @@ func (c *conn) probe(interval time.Duration, stop <-chan struct{}) {
 func (c *conn) run() {
 	defer c.nc.Close()
 	defer c.stopBundles()
+	defer c.dropMonitors()
 	if err := c.send(ofp.EncodeHello(c.versions, 0)); err != nil {
 		c.closeWith(err)
 		return
@@ -464,6 +470,7 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		if c.role.Load() == ofp.RoleSlave {
 			return nil, &ofp.Error{Errno: ofp.IsSlave, Name: "OFPT_FLOW_MOD"}
 		}
+		m.Origin = c
 		if err := c.m.src.FlowMod(m); err != nil {
 			if err.Name == "" {
 				err.Name = "OFPT_FLOW_MOD"
@@ -509,6 +516,10 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		return nil, nil
 	case *ofp.StatsRequest:
 		return c.stats(m)
+	case *ofp.FlowMonitorRequest:
+		return c.flowMonitorRequest(m)
+	case *ofp.FlowMonitorCancel:
+		return nil, c.flowMonitorCancel(m.ID)
 	case *ofp.MeterMod:
 		return c.meterMod(m)
 	case *ofp.GroupMod:
@@ -563,9 +574,6 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		}
 		return ofp.EncodePortStatsReply(v, m.Xid, stats), nil
 	case ofp.StatsTable:
-		if !ofp.TableStatsSupported(v) {
-			return nil, &ofp.Error{Errno: ofp.BadStat, Name: "OFPMP_TABLE request", Detail: fmt.Sprintf("not supported in %s", v)}
-		}
 		tables := make([]ofp.TableStats, NTables)
 		for i := range tables {
 			tables[i] = ofp.TableStats{ID: uint8(i), MaxEntries: maxEntries, Wildcards10: wildcards10}

@@ -135,6 +135,9 @@ type Manager struct {
 	pinQ     chan *ofp.PacketIn
 	pinDone  chan struct{}
 	pinDrops atomic.Uint64
+
+	// nMonitors counts the connections' flow monitors (monitor.go).
+	nMonitors atomic.Int32
 }
 
 // pinQueueLen is how many packet-ins may wait for slow connections before

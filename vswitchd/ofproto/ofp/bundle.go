@@ -184,6 +184,8 @@ func decodeONF(h Header, body []byte) (Message, error) {
 			return decodeBundle(h, rest, false, "ONFT_BUNDLE_CONTROL")
 		case onftBundleAdd:
 			return decodeBundle(h, rest, true, "ONFT_BUNDLE_ADD_MESSAGE")
+		case onfFlowMonitor:
+			return decodeFlowMonitorCancel(h, rest, "ONFT_FLOW_MONITOR_CANCEL")
 		}
 	}
 	return nil, errorf(BadSubtype, "ONFT", "ONF experimenter type %d not supported in %s", typ, h.Version)

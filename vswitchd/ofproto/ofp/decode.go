@@ -357,6 +357,8 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 			return nil, errorf(BadLen, "NXT_TLV_TABLE_REQUEST", "%d bytes", len(rest))
 		}
 		return &TLVTableRequest{h}, nil
+	case nxtFlowMonitorCancel:
+		return decodeFlowMonitorCancel(h, rest, "NXT_FLOW_MONITOR_CANCEL")
 	case nxtSetPacketInFormat:
 		if len(rest) != 4 {
 			return nil, errorf(BadLen, "NXT_SET_PACKET_IN_FORMAT", "%d bytes", len(rest))
@@ -471,6 +473,10 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 		return decodeMeterStats(m, body, name)
 	case StatsVendor:
 		return decodeVendorStats(m, body)
+	case StatsFlowMonitor:
+		if v >= V14 {
+			return decodeFlowMonitor14(h, body)
+		}
 	}
 	return nil, errorf(BadStat, name, "statistics type %d not supported", kind)
 }
@@ -539,7 +545,11 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 	if len(body) < 4 {
 		return nil, errorf(BadLen, name, "%d bytes of body", len(body))
 	}
-	if vendor := binary.BigEndian.Uint32(body); vendor != NiciraVendor {
+	vendor := binary.BigEndian.Uint32(body)
+	if vendor == ONFVendor && m.Version == V13 && len(body) >= 8 && binary.BigEndian.Uint32(body[4:]) == onfFlowMonitor {
+		return decodeONFFlowMonitor(m.Header, body[8:])
+	}
+	if vendor != NiciraVendor {
 		return nil, errorf(BadVendor, name, "vendor 0x%08x", vendor)
 	}
 	// nicira10_stats_msg: vendor, subtype, pad[4]; nicira11_stats_msg
@@ -552,6 +562,9 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 		return nil, errorf(BadLen, "NXST", "%d bytes of body", len(body))
 	}
 	sub := binary.BigEndian.Uint32(body[4:])
+	if sub == nxStatsFlowMonitor && m.Version <= V12 {
+		return decodeNXFlowMonitor(m.Header, body[hdr:])
+	}
 	if sub != nxStatsFlow && sub != nxStatsAggregate {
 		return nil, errorf(BadSubtype, "NXST", "Nicira statistics subtype %d not supported", sub)
 	}

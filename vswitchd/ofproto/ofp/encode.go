@@ -346,30 +346,78 @@ func EncodePortStatsReply(v Version, xid uint32, stats []PortStats) [][]byte {
 
 // TableStats is one flow table's counters.
 type TableStats struct {
-	ID                      uint8
-	Active                  uint32
-	Lookup, Matched         uint64
-	MaxEntries, Wildcards10 uint32 // OpenFlow 1.0 only
+	ID              uint8
+	Active          uint32
+	Lookup, Matched uint64
+	MaxEntries      uint32 // OpenFlow 1.0–1.2
+	Wildcards10     uint32 // OpenFlow 1.0
 }
 
-// TableStatsSupported reports whether EncodeTableStatsReply can encode
-// version v: OpenFlow 1.1 and 1.2 table statistics carry match and action
-// capability bitmaps govs does not describe.
-func TableStatsSupported(v Version) bool { return v == V10 || v >= V13 }
+// OpenFlow 1.1 and 1.2 table statistics describe each table's
+// capabilities with bitmaps; govs reports OVS's values (ofp-table.c's
+// ofputil_put_ofp11_table_stats / ofp12), which ovs-ofctl reads before it
+// sends a flow mod in those versions. Only the last table lacks
+// goto_table.
+const (
+	// OFPFMF11_* for every field but OFPFMF11_TYPE (wildcards and match).
+	tableMatch11 = 0xfbff
+	// OFPIT_GOTO_TABLE, WRITE_METADATA, WRITE_ACTIONS, APPLY_ACTIONS and
+	// CLEAR_ACTIONS, as bits by instruction number.
+	tableInstructions = 0x3e
+	instGotoTable     = 0x02
+	// OFPAT11_* but COPY_TTL_OUT and COPY_TTL_IN.
+	tableActions11 = 0x1ffe7ff
+	// OFPAT12_OUTPUT, SET_MPLS_TTL, DEC_MPLS_TTL, PUSH_VLAN, POP_VLAN,
+	// PUSH_MPLS, POP_MPLS, SET_QUEUE, GROUP, SET_NW_TTL, DEC_NW_TTL and
+	// SET_FIELD.
+	tableActions12 = 1<<0 | 0x7ff<<15
+	// OXM fields (OFPXMT12_* bits) but IN_PHY_PORT; set-field also not
+	// ETH_TYPE and IP_PROTO.
+	tableMatch12     = 1<<36 - 1 - 1<<1
+	tableSetFields12 = tableMatch12 - 1<<5 - 1<<10
+)
 
-// EncodeTableStatsReply answers a TABLE statistics request in a version
-// TableStatsSupported accepts.
+// EncodeTableStatsReply answers a TABLE statistics request; tables are
+// numbered from 0, the last one without goto_table.
 func EncodeTableStatsReply(v Version, xid uint32, tables []TableStats) [][]byte {
 	r := newStatsReply(v, xid, StatsTable, false)
 	for i := range tables {
 		t := &tables[i]
+		inst := uint32(tableInstructions)
+		if i == len(tables)-1 {
+			inst &^= instGotoTable
+		}
 		var b []byte
 		b = put8(b, t.ID)
-		b = pad(b, 3)
-		if v == V10 {
+		switch v {
+		case V10:
+			b = pad(b, 3)
 			b = pad(b, 32) // name: OVS leaves it empty
 			b = put32(b, t.Wildcards10)
 			b = put32(b, t.MaxEntries)
+		case V11, V12:
+			b = pad(b, 7+32) // pad, name
+			if v == V11 {
+				b = put32(b, tableMatch11) // wildcards
+				b = put32(b, tableMatch11) // match
+				b = put32(b, inst)
+				b = put32(b, tableActions11) // write_actions
+				b = put32(b, tableActions11) // apply_actions
+			} else {
+				b = put64(b, tableMatch12) // match
+				b = put64(b, tableMatch12) // wildcards
+				b = put32(b, tableActions12)
+				b = put32(b, tableActions12)
+				b = put64(b, tableSetFields12)
+				b = put64(b, tableSetFields12)
+				b = put64(b, ^uint64(0)) // metadata_match
+				b = put64(b, ^uint64(0)) // metadata_write
+				b = put32(b, inst)
+			}
+			b = put32(b, 0) // config: OFPTC11_TABLE_MISS_CONTROLLER
+			b = put32(b, t.MaxEntries)
+		default:
+			b = pad(b, 3)
 		}
 		b = put32(b, t.Active)
 		b = put64(b, t.Lookup)

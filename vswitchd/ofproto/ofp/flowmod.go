@@ -47,6 +47,9 @@ type FlowMod struct {
 	// ModifyAdds: a modify that matches no flow adds one (OpenFlow
 	// 1.0 and 1.1 semantics).
 	ModifyAdds bool
+	// Origin is the connection that sent it (not on the wire): flow
+	// monitors abbreviate a connection's own changes.
+	Origin any
 }
 
 // FlowModTableID is NXT_FLOW_MOD_TABLE_ID: whether OpenFlow 1.0 flow

@@ -1,0 +1,130 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The ovs-ofctl commands of issue 12's list in every OpenFlow version
+// (-O OpenFlow10 ... OpenFlow15), against govs and Debian's
+// ovs-vswitchd: same output and exit status. TestOpenFlowDifferential
+// covers the flow commands in 1.0, 1.3, 1.4 and 1.5,
+// TestOpenFlowMonitorDifferential `monitor`, TestOpenFlowBundleDifferential
+// --bundle in 1.3–1.5, the group and meter tests their commands in 1.1+
+// and 1.3+; these add what was compared in no version or in few.
+//
+// Not compared, because govs still differs: OpenFlow 1.1 flow mods
+// (refused: OFPBMC_BAD_TYPE, no 1.1 standard matches), group messages in
+// OpenFlow 1.0 (NXT_GROUP_MOD, NXST_GROUP_DESC: OFPBRC_BAD_SUBTYPE) and
+// dump-table-features in 1.3+ (govs' table features list no properties).
+
+var ofdiffVersions = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlow13", "OpenFlow14", "OpenFlow15"}
+
+// arpRequest is an Ethernet frame (hex) for packet-out: an ARP request
+// from 00:00:00:00:00:01 (10.0.0.1) for 10.0.0.2.
+const arpRequest = "ffffffffffff000000000001080600010800060400010000000000010a0000010000000000000a000002"
+
+// TestOpenFlowDifferentialPorts: show, dump-tables, dump-ports,
+// dump-ports-desc, mod-port and packet-out in every version.
+func TestOpenFlowDifferentialPorts(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gdvd", "10.216.0", "gdvo", "10.217.0")
+	for _, v := range ofdiffVersions {
+		steps := [][]string{
+			{"show", "BR"},
+			{"dump-tables", "BR"},
+			{"mod-port", "BR", "1", "down"},
+			{"dump-ports-desc", "BR", "1"},
+			{"mod-port", "BR", "1", "up"},
+		}
+		// The rest does not depend on the version in govs: one version
+		// of each port format (1.0, 1.4+) keeps the test short.
+		if v == "OpenFlow10" || v == "OpenFlow15" {
+			steps = append(steps, [][]string{
+				{"dump-ports", "BR", "1"},
+				{"mod-port", "BR", "2", "no-flood"},
+				{"dump-ports-desc", "BR", "2"},
+				{"mod-port", "BR", "2", "flood"},
+				{"mod-port", "BR", "9", "down"},
+				{"packet-out", "BR", "1", "output:2", arpRequest},
+				{"packet-out", "BR", "CONTROLLER", "output:1,output:2", arpRequest},
+				{"packet-out", "BR", "LOCAL", "output:9", arpRequest},
+			}...)
+		}
+		for i, args := range steps {
+			args := append([]string{"-O", v}, args...)
+			t.Run(fmt.Sprintf("%s/%02d", v, i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+		}
+	}
+}
+
+// TestOpenFlowDifferentialTables: the flow commands in OpenFlow 1.2 (which
+// failed whole: ovs-ofctl asks for 1.2 table statistics first), and in
+// every version add-flow, --bundle, dump-flows, groups and meters.
+func TestOpenFlowDifferentialTables(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gdtd", "10.218.0", "gdto", "10.219.0")
+	dir := t.TempDir()
+	f := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flows1 := f("flows1", "priority=10,in_port=1,actions=output:2\npriority=10,in_port=2,actions=output:1\n"+
+		"cookie=0x10,priority=20,ip,nw_src=10.0.0.1,actions=NORMAL\ntable=1,priority=5,arp,actions=drop\n")
+	flows2 := f("flows2", "priority=10,in_port=1,actions=output:3\ncookie=0x10,priority=20,ip,nw_src=10.0.0.1,actions=NORMAL\n")
+	o12 := []string{"-O", "OpenFlow12"}
+	for i, args := range [][]string{
+		{"del-flows", "BR"},
+		{"add-flows", "BR", flows1},
+		{"add-flow", "BR", "table=2,priority=3,tcp,tp_dst=80,actions=output:1"},
+		{"mod-flows", "BR", "in_port=1,actions=output:3"},
+		{"--strict", "mod-flows", "BR", "priority=10,in_port=2,actions=drop"},
+		{"mod-flows", "BR", "udp,actions=drop"}, // matches nothing: adds nothing in 1.2
+		{"dump-flows", "BR"},
+		{"diff-flows", "BR", flows2},
+		{"replace-flows", "BR", flows2},
+		{"dump-flows", "BR"},
+		{"--strict", "del-flows", "BR", "priority=10,in_port=1"},
+		{"del-flows", "BR", "cookie=0x10/-1"},
+		{"dump-flows", "BR"},
+		{"add-flow", "BR", "table=254,actions=drop"},
+	} {
+		t.Run(fmt.Sprintf("OpenFlow12/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, append(o12, args...)) })
+	}
+	for _, v := range ofdiffVersions {
+		o := []string{"-O", v}
+		steps := [][]string{
+			{"--bundle", "add-flows", "BR", flows2},
+			{"--bundle", "add-flow", "BR", "priority=30,actions=drop"},
+			{"add-meter", "BR", "meter=1,kbps,band=type=drop,rate=1000"},
+			{"dump-meters", "BR"},
+			{"del-meters", "BR"},
+		}
+		if v != "OpenFlow11" {
+			steps = append(steps, [][]string{
+				{"dump-flows", "--no-stats", "BR"},
+				{"del-flows", "BR"},
+			}...)
+		}
+		if v != "OpenFlow10" && v != "OpenFlow11" {
+			steps = append(steps, [][]string{
+				{"add-flow", "BR", "priority=40,ip,actions=output:1"},
+				{"dump-flows", "--no-stats", "BR", "ip"},
+			}...)
+		}
+		if v != "OpenFlow10" {
+			steps = append(steps, [][]string{
+				{"add-group", "BR", "group_id=1,type=all,bucket=output:1,bucket=output:2"},
+				{"dump-groups", "BR"},
+				{"del-groups", "BR"},
+			}...)
+		}
+		for i, args := range steps {
+			args := append(o, args...)
+			t.Run(fmt.Sprintf("%s/%02d", v, i), func(t *testing.T) { compareOfctl(t, deb, govs, args, normalizeMeters) })
+		}
+	}
+}
