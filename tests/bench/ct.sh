@@ -17,7 +17,8 @@
 # N+100000 for the run if it is lower, and restored at exit. Rounds interleave the peers. Prints medians and
 # the ratios govs/ovs and govs/kernel. Needs root, ab, nginx, nft, iperf3, a built bin/ovs-vswitchd.
 # Stops only the processes of its own pidfiles. CT_GOVS_ARGS: more arguments for govs' ovs-vswitchd (e.g.
-# --pprof=pprof.sock, in its rundir $work/s, to profile it).
+# --pprof=pprof.sock, in its rundir $work/s, to profile it). Peer govs-base: govs' ovs-vswitchd of another
+# build, CT_GOVS_BASE (before/after a change in one run).
 set -u
 rounds=2 secs=4 fill=1000000 rate=100000 peers=govs,ovs,kernel
 while [ $# -gt 0 ]; do
@@ -76,6 +77,7 @@ mem() {
 up() {
   local peer=$1 vs=$top/bin/ovs-vswitchd
   [ $peer = ovs ] && vs=/usr/sbin/ovs-vswitchd
+  [ $peer = govs-base ] && vs=${CT_GOVS_BASE:?CT_GOVS_BASE names the govs-base peer\'s ovs-vswitchd}
   rm -rf $work/s $work/b; mkdir -p $work/s $work/b
   for n in $nsa $nsb $nss; do ip netns add $n || return 1; ip -n $n link set lo up; done
   ip -n $nsa link add eth0 type veth peer name pa netns $nss
@@ -116,7 +118,7 @@ N
     ip netns exec $nss /usr/sbin/ovsdb-server $d/conf.db --remote=punix:$d/db.sock --pidfile=$d/ovsdb-server.pid \
       --unixctl=$d/ovsdb-server.ctl --detach --no-chdir --log-file=$d/ovsdb-server.log >&2 || return 1
     vsctl --no-wait init >&2
-    local extra=; [ $peer = govs ] && extra=${CT_GOVS_ARGS:-}
+    local extra=; [ $peer != ovs ] && extra=${CT_GOVS_ARGS:-}
     OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d ip netns exec $nss $vs unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid \
       --unixctl=$d/ovs-vswitchd.ctl --detach --no-chdir --log-file=$d/ovs-vswitchd.log $extra >&2 || return 1
     vsctl add-br br0 -- set bridge br0 datapath_type=netdev fail_mode=secure \

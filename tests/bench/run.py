@@ -577,7 +577,8 @@ def bond_bench():
 
 def ct_bench():
     """tests/bench/ct.sh: a stateful firewall, govs against Debian's OVS (netdev) and the kernel's conntrack."""
-    r = subprocess.run([os.path.join(HERE, "ct.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)], cwd=TOP,
+    peers = ["-peers", os.environ["BENCH_CT_PEERS"]] if os.environ.get("BENCH_CT_PEERS") else []
+    r = subprocess.run([os.path.join(HERE, "ct.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)] + peers, cwd=TOP,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
     return {"rc": r.returncode, "output": r.stdout}
 
