@@ -35,7 +35,9 @@ work=$(mktemp -d /tmp/gvct-XXXXXX)
 p=gvct$$
 nsa=$p-a nsb=$p-b nss=$p-s
 ctmax=/proc/sys/net/netfilter/nf_conntrack_max
-ctmax0=$(nsenter --net=/proc/1/ns/net cat $ctmax 2>/dev/null || echo)
+ctmax0=$(cat $ctmax 2>/dev/null) ctmaxset=
+# setmax N: nf_conntrack_max is writable only in the initial network namespace (run.py raises it there)
+setmax() { echo $1 2>/dev/null > $ctmax || nsenter --net=/proc/1/ns/net sh -c "echo $1 > $ctmax" 2>/dev/null; }
 
 stop() { # the daemons of directory $1 (those named in $2, default all), by their pidfiles
   for x in ${2:-ovs-vswitchd ovsdb-server iperf3 nginx}; do
@@ -50,9 +52,7 @@ teardown() {
 }
 cleanup() {
   teardown; rm -rf $work
-  if [ -n "$ctmax0" ] && [ "$(nsenter --net=/proc/1/ns/net cat $ctmax)" != "$ctmax0" ]; then
-    nsenter --net=/proc/1/ns/net sh -c "echo $ctmax0 > $ctmax"
-  fi
+  [ -n "$ctmaxset" ] && setmax $ctmax0
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -208,8 +208,10 @@ measure() {
 }
 
 if [ -n "$ctmax0" ] && [ "$ctmax0" -lt $((fill + 100000)) ]; then
-  nsenter --net=/proc/1/ns/net sh -c "echo $((fill + 100000)) > $ctmax"
+  if setmax $((fill + 100000)); then ctmaxset=1
+  else echo "ct.sh: cannot raise nf_conntrack_max from $ctmax0 here: the kernel's table stops there" >&2; fi
 fi
+echo "kernel nf_conntrack_max $(cat $ctmax)"
 IFS=, read -ra plist <<< "$peers"
 declare -A res
 for r in $(seq $rounds); do
