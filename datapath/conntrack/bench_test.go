@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -91,4 +92,40 @@ func BenchmarkSNAT(b *testing.B) {
 			tr.Flush(-1)
 		}
 	}
+}
+
+// BenchmarkTableMemory commits b.N connections (up to 1 M, then a new
+// table) and reports the live heap each one costs after a collection: the
+// connection and its two table entries.
+func BenchmarkTableMemory(b *testing.B) {
+	const max = 1 << 20
+	f := udp4("10.0.0.1", "10.0.0.2", 1, 53)
+	act := &Action{Commit: true}
+	var before, after runtime.MemStats
+	var tr *Tracker
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%max == 0 {
+			tr = New(Config{})
+		}
+		f[14+12] = byte(i >> 16)
+		f[14+20] = byte(i >> 8)
+		f[14+21] = byte(i)
+		var md Meta
+		tr.Execute(f, &md, act, false)
+	}
+	b.StopTimer()
+	n := b.N % max
+	if n == 0 {
+		n = min(b.N, max)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), "B/conn")
+	if tr.NConns() != n {
+		b.Fatalf("%d connections, want %d", tr.NConns(), n)
+	}
+	runtime.KeepAlive(tr)
 }

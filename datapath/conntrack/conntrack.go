@@ -189,8 +189,8 @@ type conn struct {
 const shards = 256
 
 type shard struct {
-	mu  sync.RWMutex // guards m
-	m   map[key]*conn
+	mu  sync.RWMutex // guards t
+	t   table
 	idx int      // position in the table: the order locks are taken in
 	_   [32]byte // keeps neighbouring shards' locks off one cache line
 }
@@ -252,7 +252,6 @@ func New(cfg Config) *Tracker {
 	}
 	t.maxConns.Store(cfg.MaxConns)
 	for i := range t.shards {
-		t.shards[i].m = make(map[key]*conn)
 		t.shards[i].idx = i
 	}
 	t.limits.Store(&zoneLimits{})
@@ -309,14 +308,18 @@ func le64(b []byte) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
-func (t *Tracker) shardOf(k *key) *shard { return &t.shards[k.hash()&(shards-1)] }
+// shardOf returns k's shard and the hash of k within it.
+func (t *Tracker) shardOf(k *key) (*shard, uint32) {
+	h := k.hash()
+	return &t.shards[h&(shards-1)], uint32(h >> 32)
+}
 
 // lookup finds the live connection with k in either direction; reply says
 // k is its reply key.
 func (t *Tracker) lookup(k *key, now int64) (c *conn, reply bool) {
-	s := t.shardOf(k)
+	s, h := t.shardOf(k)
 	s.mu.RLock()
-	c = s.m[*k]
+	c = s.t.get(k, h)
 	s.mu.RUnlock()
 	if c == nil || c.dead.Load() || c.expires.Load() <= now {
 		return nil, false
@@ -327,12 +330,13 @@ func (t *Tracker) lookup(k *key, now int64) (c *conn, reply bool) {
 // insert adds c under both its keys. It fails if either is taken by a
 // live connection; an expired one that still holds a key is removed first.
 func (t *Tracker) insert(c *conn, now int64) bool {
-	s1, s2 := t.shardOf(&c.orig), t.shardOf(&c.reply)
+	s1, h1 := t.shardOf(&c.orig)
+	s2, h2 := t.shardOf(&c.reply)
 	for {
 		var stale [2]*conn
 		lock2(s1, s2)
-		for i, k := range [2]*key{&c.orig, &c.reply} {
-			if o := t.shardOf(k).m[*k]; o != nil {
+		for i, o := range [2]*conn{s1.t.get(&c.orig, h1), s2.t.get(&c.reply, h2)} {
+			if o != nil {
 				if !o.dead.Load() && o.expires.Load() > now {
 					unlock2(s1, s2)
 					return false
@@ -341,8 +345,10 @@ func (t *Tracker) insert(c *conn, now int64) bool {
 			}
 		}
 		if stale[0] == nil && stale[1] == nil {
-			s1.m[c.orig] = c
-			s2.m[c.reply] = c
+			s1.t.put(c, h1, false)
+			if c.reply != c.orig {
+				s2.t.put(c, h2, true)
+			}
 			unlock2(s1, s2)
 			return true
 		}
@@ -381,11 +387,9 @@ func (t *Tracker) removeLocked(c *conn) {
 	if c.dead.Swap(true) {
 		return
 	}
-	for _, k := range [2]*key{&c.orig, &c.reply} {
-		s := t.shardOf(k)
-		if s.m[*k] == c {
-			delete(s.m, *k)
-		}
+	for i, k := range [2]*key{&c.orig, &c.reply} {
+		s, h := t.shardOf(k)
+		s.t.del(c, h, i == 1)
 	}
 	t.nconns.Add(-1)
 	t.zoneCount[c.orig.zone].Add(-1)
@@ -393,7 +397,8 @@ func (t *Tracker) removeLocked(c *conn) {
 
 // remove unlinks c from the table.
 func (t *Tracker) remove(c *conn) {
-	s1, s2 := t.shardOf(&c.orig), t.shardOf(&c.reply)
+	s1, _ := t.shardOf(&c.orig)
+	s2, _ := t.shardOf(&c.reply)
 	lock2(s1, s2)
 	t.removeLocked(c)
 	unlock2(s1, s2)
@@ -452,9 +457,9 @@ func (t *Tracker) scan(sel, f func(c *conn) bool) {
 		s := &t.shards[i]
 		cs = cs[:0]
 		s.mu.RLock()
-		for k, c := range s.m {
-			if c.orig == k && sel(c) {
-				cs = append(cs, c)
+		for j := range s.t.slots {
+			if sl := &s.t.slots[j]; sl.c != nil && !sl.reply && sel(sl.c) {
+				cs = append(cs, sl.c)
 			}
 		}
 		s.mu.RUnlock()

@@ -34,7 +34,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECS = int(os.environ.get("BENCH_SECS", "4"))
 ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond"]
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond", "ct"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
 for _x in SECTIONS:
     if _x not in ALL_SECTIONS:
@@ -152,11 +152,14 @@ PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iper
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
         "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
 if not set(SECTIONS) & {"net", "vhost", "multiflow"}:
-    # ovsdb and flowmod need no traffic tools, bond iperf3 and ethtool only
+    # ovsdb and flowmod need no traffic tools, bond iperf3 and ethtool only, ct also ab and nginx
     PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")
-            + (("iperf3", "ethtool") if "bond" in SECTIONS else ())}
+            + (("iperf3", "ethtool") if set(SECTIONS) & {"bond", "ct"} else ())
+            + (("nginx", "apache2-utils") if "ct" in SECTIONS else ())}
 if "ovn" in SECTIONS:
     PKGS["ovn-central"] = "/usr/bin/ovn-northd"
+if "ct" in SECTIONS:
+    PKGS["nftables"] = "/usr/sbin/nft"
 if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
     # adds the ovs-vswitchd alternative at priority 50: Debian's default ovs-vswitchd (100) stays selected
     PKGS["openvswitch-switch-dpdk"] = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -184,6 +187,11 @@ def outer():
     subprocess.run(["make", "-C", TOP, "build"], check=True)
     ns = "gvbench-%d" % PID
     hp = open("/proc/sys/vm/nr_hugepages").read().strip()
+    # ct.sh fills the kernel's table with 1 M connections; its bound is a sysctl of this namespace only
+    ctmax, ctmax0 = "/proc/sys/net/netfilter/nf_conntrack_max", None
+    if "ct" in SECTIONS and os.path.exists(ctmax) and int(open(ctmax).read()) < 1100000:
+        ctmax0 = open(ctmax).read().strip()
+        open(ctmax, "w").write("1100000")
     sh(["ip", "netns", "add", ns])
     child = None
 
@@ -204,6 +212,8 @@ def outer():
             except subprocess.TimeoutExpired:
                 child.kill()
         subprocess.run(["ip", "netns", "del", ns])
+        if ctmax0:
+            open(ctmax, "w").write(ctmax0)
         try:
             if open("/proc/sys/vm/nr_hugepages").read().strip() != hp:
                 open("/proc/sys/vm/nr_hugepages", "w").write(hp)
@@ -582,6 +592,14 @@ def bond_bench():
     return {"rc": r.returncode, "output": r.stdout}
 
 
+def ct_bench():
+    """tests/bench/ct.sh: a stateful firewall, govs against Debian's OVS (netdev) and the kernel's conntrack."""
+    peers = ["-peers", os.environ["BENCH_CT_PEERS"]] if os.environ.get("BENCH_CT_PEERS") else []
+    r = subprocess.run([os.path.join(HERE, "ct.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)] + peers, cwd=TOP,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+    return {"rc": r.returncode, "output": r.stdout}
+
+
 def med(vals):
     v = [x for x in vals if isinstance(x, (int, float))]
     return statistics.median(v) if v else None
@@ -613,7 +631,7 @@ def inner(ns):
     rn = Runner(workdir)
     samples, vsamples, msamples = {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
-    ovsdb = micro = flowmod = bond = ovn = None
+    ovsdb = micro = flowmod = bond = ovn = ct = None
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
@@ -645,13 +663,16 @@ def inner(ns):
         if "bond" in SECTIONS:
             log("bond.sh")
             bond = bond_bench()
+        if "ct" in SECTIONS:
+            log("ct.sh")
+            ct = ct_bench()
     except Interrupted:
         log("interrupted: cleaning up")
         cleanup(rn)
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn, ct)
 
 
 def cleanup(rn):
@@ -692,7 +713,7 @@ def results_base():
     return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-latest"
 
 
-def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None):
+def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None, ct=None):
     vsamples, msamples = vsamples or {}, msamples or {}
     allsamples = {}
     for src in (samples, vsamples, msamples):
@@ -721,7 +742,7 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
         "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
-        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn}
+        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn, "ct": ct}
     with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     table = render_table(doc)
@@ -853,6 +874,12 @@ def render_table(doc):
                   "switch to switch):", ""]
         lines += [l for l in bd["output"].splitlines() if l.startswith("|") or l == ""] or [
             "bond.sh failed: " + bd["output"][-500:]]
+    ct = doc.get("ct")
+    if ct:
+        lines += ["", "Conntrack (tests/bench/ct.sh; a stateful firewall: OpenFlow ct() flows in govs and Debian's OVS "
+                  "(netdev), a Linux bridge with nftables ct state rules in the kernel; ratios > 1: govs better):", ""]
+        lines += [l for l in ct["output"].splitlines() if l.startswith(("|", "raw ", "kernel "))] or [
+            "ct.sh failed: " + ct["output"][-500:]]
     errs = ["%s %s %d: %s" % (sec, p, i + 1, s["error"]) for sec in ("samples", "samples_vhost", "samples_multiflow")
             for p, ss in doc.get(sec, {}).items() for i, s in enumerate(ss) if s.get("error")]
     if errs:
