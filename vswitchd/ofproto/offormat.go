@@ -140,6 +140,8 @@ func formatAction(a *ofp.Action) string {
 		return natName(a.NAT)
 	case ofp.ActCTClear:
 		return "ct_clear"
+	case ofp.ActCheckPktLarger:
+		return fmt.Sprintf("check_pkt_larger(%d)->%s", a.PktLen, formatRef(a.Dst))
 	case ofp.ActClone:
 		parts := make([]string, len(a.Nested))
 		for i := range a.Nested {
