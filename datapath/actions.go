@@ -73,6 +73,8 @@ type Action struct {
 	MaxLen uint32
 	// Counter is an ActionCount's counter.
 	Counter *Counter
+	// PktLen is an ActionCheckPktLen's arguments.
+	PktLen *PktLenCheck
 }
 
 // CT returns the action that tracks the packet with a's arguments.
@@ -101,7 +103,8 @@ func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cook
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
 	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie || a.MeterID != b.MeterID ||
-		a.Field != b.Field || a.Val != b.Val || !tnlEqual(a.Tnl, b.Tnl) || a.MaxLen != b.MaxLen || a.Counter != b.Counter {
+		a.Field != b.Field || a.Val != b.Val || !tnlEqual(a.Tnl, b.Tnl) || a.MaxLen != b.MaxLen || a.Counter != b.Counter ||
+		!pktLenEqual(a.PktLen, b.PktLen) {
 		return false
 	}
 	if a.CT == nil || b.CT == nil {
@@ -166,6 +169,8 @@ func (as Actions) Format(name func(uint32) string) string {
 		}
 		if a.Kind == ActionOutput && name != nil {
 			b.WriteString(name(a.Port))
+		} else if a.Kind == ActionCheckPktLen && a.PktLen != nil {
+			b.WriteString(pktLenString(a.PktLen, name))
 		} else {
 			b.WriteString(a.String())
 		}
@@ -224,6 +229,10 @@ func (a Action) String() string {
 		return "tnl_pop(" + strconv.FormatUint(uint64(a.Port), 10) + ")"
 	case ActionTrunc:
 		return "trunc(" + strconv.FormatUint(uint64(a.MaxLen), 10) + ")"
+	case ActionCheckPktLen:
+		if a.PktLen != nil {
+			return pktLenString(a.PktLen, nil)
+		}
 	}
 	return "unknown(" + strconv.Itoa(int(a.Kind)) + ")"
 }

@@ -24,6 +24,12 @@ func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 	}
 	p.SetLen(copy(p.Tail(), frame))
 	p.InPort = inPort
+	dp.executeOps(p, ops)
+	return nil
+}
+
+// executeOps runs ops on p, for Execute.
+func (dp *Datapath) executeOps(p *packet.Packet, ops []op) {
 	trunc := 0 // an ActionTrunc's length for the next output
 	for i := range ops {
 		o := &ops[i]
@@ -57,12 +63,12 @@ func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 			popVLAN(p)
 		case ActionPushVLAN:
 			if !pushVLAN(p, o.tpid, o.tci) {
-				return nil
+				return
 			}
 		case ActionMeter:
 			pk := [1]*packet.Packet{p}
 			if dp.meter(o.meter, pk[:], dp.clock()); pk[0] == nil {
-				return nil
+				return
 			}
 		case ActionUserspace:
 			if box := dp.upcaller.Load(); box != nil {
@@ -70,7 +76,9 @@ func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 					h.Userspace(o.cookie, p)
 				}
 			}
+		case ActionCheckPktLen:
+			dp.executePktLen(o.pktLen, p)
+			return
 		}
 	}
-	return nil
 }

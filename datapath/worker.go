@@ -127,6 +127,7 @@ type op struct {
 	tnl       *tnlOp
 	maxLen    uint32
 	counter   *Counter
+	pktLen    *pktLenOp
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -141,6 +142,10 @@ func usesMeta(ops []op) bool {
 		switch ops[i].kind {
 		case ActionCT, ActionCTClear, ActionRecirc, ActionTnlPop:
 			return true
+		case ActionCheckPktLen:
+			if usesMeta(ops[i].pktLen.gt) || usesMeta(ops[i].pktLen.le) {
+				return true
+			}
 		}
 	}
 	return false
@@ -184,13 +189,17 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			if a.Counter != nil {
 				ops = append(ops, op{kind: a.Kind, counter: a.Counter})
 			}
+		case ActionCheckPktLen:
+			if a.PktLen != nil {
+				ops = append(ops, op{kind: a.Kind, pktLen: resolvePktLen(a.PktLen, table)})
+			}
 		}
 	}
 	// Header changes after the last output are lost work; a ct (a
 	// commit), a recirculation and a meter (its counters) are not.
 	for len(ops) > 0 {
 		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace || k == ActionMeter ||
-			k == ActionTnlPush || k == ActionTnlPop {
+			k == ActionTnlPush || k == ActionTnlPop || k == ActionCheckPktLen {
 			break
 		}
 		ops = ops[:len(ops)-1]
@@ -779,7 +788,11 @@ func (w *worker) execute(n int, table *portTable, now int64) {
 // frame's bytes other than completing its checksum, which every copy may
 // share).
 func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, depth int, table *portTable, now int64) {
-	queued := false
+	w.applyFrom(ops, pkts, mds, false, depth, table, now)
+}
+
+// applyFrom is apply for packets that were output before if queued.
+func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, queued bool, depth int, table *portTable, now int64) {
 	trunc := 0 // an ActionTrunc's length for the next output
 	for i := range ops {
 		o := &ops[i]
@@ -899,6 +912,9 @@ func (w *worker) apply(ops []op, pkts []*packet.Packet, mds []conntrack.Meta, de
 		case ActionTnlPop:
 			w.tnlPopBatch(o.port, pkts, queued, depth+1, table, now)
 			queued = true
+		case ActionCheckPktLen:
+			w.checkPktLen(o.pktLen, pkts, mds, queued, depth, table, now)
+			return
 		}
 	}
 }

@@ -157,6 +157,8 @@ func formatAction(a *ofp.Action) string {
 		return formatLearn(a.Learn)
 	case ofp.ActFinTimeout:
 		return a.Fin.Format()
+	case ofp.ActCheckPktLarger:
+		return fmt.Sprintf("check_pkt_larger(%d)->%s", a.PktLen, formatRef(a.Dst))
 	case ofp.ActClone:
 		parts := make([]string, len(a.Nested))
 		for i := range a.Nested {

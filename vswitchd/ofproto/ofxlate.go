@@ -214,6 +214,9 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		switch a.Type {
 		case ofp.ActGotoTable:
 			return a.Table, true
+		case ofp.ActCheckPktLarger:
+			x.checkPktLarger(a, acts[i+1:], id)
+			return 0, false
 		default:
 			x.ofAction(a, id)
 		}
@@ -531,6 +534,11 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			}
 			if m != nil && !a.Dst.Field.Prereqs(m) {
 				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "pop without its field's prerequisites"}
+			}
+		case ofp.ActCheckPktLarger:
+			// No prerequisites (OVS's check_CHECK_PKT_LARGER).
+			if !translatable(a.Dst.Field.ID) {
+				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Dst.Field.Name + " is not supported"}
 			}
 		case ofp.ActOutputReg:
 			if m != nil && !a.Src.Field.Prereqs(m) {

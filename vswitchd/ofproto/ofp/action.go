@@ -45,6 +45,9 @@ const (
 	// ActFinTimeout shortens the rule's timeouts on a TCP FIN or RST.
 	ActLearn
 	ActFinTimeout
+	// ActCheckPktLarger is check_pkt_larger(PktLen)->Dst: Dst's bit is
+	// set to whether the packet is longer than PktLen bytes.
+	ActCheckPktLarger
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -136,6 +139,8 @@ type Action struct {
 	// Learn and Fin: ActLearn's and ActFinTimeout's arguments.
 	Learn *Learn
 	Fin   *FinTimeout
+	// PktLen: ActCheckPktLarger's length.
+	PktLen uint16
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -214,9 +219,9 @@ const (
 	nxastEncap          = 46
 	nxastDecap          = 47
 	nxastDecNSHTTL      = 48
-	nxastDebugSlow      = 49
-	nxastCheckPktLarger = 49 + 1
-	nxastDeleteField    = 51
+	nxastCheckPktLarger = 49
+	nxastDeleteField    = 50
+	nxastDebugSlow      = 254
 )
 
 // nxastNames are the Nicira actions govs decodes without executing.
@@ -227,7 +232,7 @@ var nxastNames = map[uint16]string{
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
-	nxastCheckPktLarger: "check_pkt_larger", nxastDeleteField: "delete_field",
+	nxastDeleteField: "delete_field",
 }
 
 func actErr(e Errno, detail string) *Error { return &Error{Errno: e, Detail: detail} }
@@ -656,6 +661,8 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		}
 		// The group id is 32-bit aligned, after two bytes of padding.
 		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body[2:])}, nil
+	case nxastCheckPktLarger:
+		return decodeCheckPktLarger(b)
 	case nxastCT:
 		return decodeCT(v, b, depth)
 	case nxastNAT:
@@ -1138,6 +1145,8 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put32(b, a.Src.Field.header(true))
 		b = put16(b, a.MaxLen)
 		return pad(b, 6)
+	case ActCheckPktLarger:
+		return appendCheckPktLarger(b, a)
 	case ActCT:
 		return appendCT(b, v, a)
 	case ActNAT:
