@@ -301,6 +301,9 @@ func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTa
 	if h.Csum {
 		k.TunFlags |= flow.TunFlagCsum
 	}
+	if h.OAM {
+		k.TunFlags |= flow.TunFlagOAM
+	}
 	if h.Kind != tunnel.KindGRE || h.KeyPresent {
 		k.TunFlags |= flow.TunFlagKey
 	}

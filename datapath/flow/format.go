@@ -122,7 +122,7 @@ func (k *Key) formatTunnel(b *strings.Builder) {
 	for _, f := range []struct {
 		bit  uint16
 		name string
-	}{{TunFlagDontFragment, "df"}, {TunFlagCsum, "csum"}, {TunFlagKey, "key"}} {
+	}{{TunFlagDontFragment, "df"}, {TunFlagCsum, "csum"}, {TunFlagKey, "key"}, {TunFlagOAM, "oam"}} {
 		if k.TunFlags&f.bit != 0 {
 			b.WriteString("+" + f.name)
 		} else {

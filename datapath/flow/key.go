@@ -135,6 +135,7 @@ type Key struct {
 const (
 	TunFlagDontFragment = 1 << 0
 	TunFlagCsum         = 1 << 1
+	TunFlagOAM          = 1 << 2 // Geneve's O bit: OpenFlow's tun_flags=+oam
 	TunFlagKey          = 1 << 3
 )
 

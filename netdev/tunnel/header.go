@@ -48,6 +48,7 @@ type Header struct {
 	Seq            uint32 // GRE sequence number
 	SeqPresent     bool   // GRE: sequence field present
 	Options        []byte // Geneve options, TLVs, a multiple of 4 bytes
+	OAM            bool   // Geneve: the O (control packet) bit
 }
 
 // Tunnel protocol constants (RFC 7348, RFC 8926, RFC 2890).
@@ -176,6 +177,9 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 		binary.BigEndian.PutUint32(t[4:], h.Key<<8)
 	} else {
 		t[0] = byte(len(h.Options) / 4)
+		if h.OAM {
+			t[1] = 0x80
+		}
 		binary.BigEndian.PutUint16(t[2:], etherTEB)
 		binary.BigEndian.PutUint32(t[4:], h.Key<<8)
 		copy(t[geneveLen:], h.Options)
@@ -289,6 +293,7 @@ func Parse(frame []byte) (Header, []byte, error) {
 			return h, nil, ErrTruncated
 		}
 		h.Key = binary.BigEndian.Uint32(t[4:]) >> 8
+		h.OAM = t[1]&0x80 != 0
 		if optLen > 0 {
 			h.Options = t[geneveLen : geneveLen+optLen]
 		}

@@ -34,6 +34,7 @@ func headerCases() []Header {
 			gn := base
 			gn.Kind, gn.DstPort, gn.Key = KindGeneve, 6081, 5
 			gn.Options = mustHexT("0102 80 01 deadbeef")
+			gn.OAM = csum
 			gr := base
 			gr.Kind, gr.SrcPort, gr.KeyPresent, gr.Key, gr.SeqPresent = KindGRE, 0, true, 77, csum
 			if csum {
@@ -67,7 +68,8 @@ func TestHeaderRoundTrip(t *testing.T) {
 		if got.Kind != h.Kind || got.Src != h.Src || got.Dst != h.Dst || got.TOS != h.TOS || got.TTL != h.TTL ||
 			got.DF != h.DF || got.ID != h.ID || got.SrcPort != h.SrcPort || got.DstPort != h.DstPort ||
 			got.Csum != h.Csum || got.Key != h.Key || got.KeyPresent != h.KeyPresent || got.Seq != h.Seq ||
-			got.SeqPresent != h.SeqPresent || !bytes.Equal(got.Options, h.Options) || got.EthDst != h.EthDst {
+			got.SeqPresent != h.SeqPresent || !bytes.Equal(got.Options, h.Options) || got.EthDst != h.EthDst ||
+			got.OAM != h.OAM {
 			t.Errorf("round trip:\n got %+v\nwant %+v", got, h)
 		}
 		// Any flipped bit in a checksummed header is caught or changes a field.

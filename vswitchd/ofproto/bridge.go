@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/vswitchd/lacp"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // LocalOFPort is OFPP_LOCAL, the OpenFlow number of a bridge's own port.
@@ -266,6 +267,9 @@ type Bridge struct {
 	// NORMAL flow (fail_mode=secure or controllers).
 	failSecure bool
 	async      AsyncSink
+	// tlv is the Geneve option map of the tun_metadata fields
+	// (tlv.go); replaced whole, read without locks.
+	tlv atomic.Pointer[ofp.TLVTable]
 	// meters are the OpenFlow meters (meter.go); meterMap publishes
 	// their datapath ids to translations.
 	meters   map[uint32]*meter

@@ -457,6 +457,18 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, err
 		}
 		return nil, nil
+	case *ofp.TLVTableMod:
+		tm, ok := c.m.src.(TLVMapper)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_TLV_TABLE_MOD", Detail: "no option map"}
+		}
+		return nil, tm.TLVTableMod(m)
+	case *ofp.TLVTableRequest:
+		tm, ok := c.m.src.(TLVMapper)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_TLV_TABLE_REQUEST", Detail: "no option map"}
+		}
+		return [][]byte{ofp.EncodeTLVTableReply(v, m.Xid, tm.TLVTable())}, nil
 	case *ofp.CTFlushZone:
 		f, ok := c.m.src.(CTFlusher)
 		if !ok {

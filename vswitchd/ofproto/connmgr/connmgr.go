@@ -75,6 +75,15 @@ type CTFlusher interface {
 	FlushConntrack(m *ofp.CTFlush)
 }
 
+// TLVMapper is a Source that keeps a Geneve option map for its
+// tun_metadata fields (NXT_TLV_TABLE_MOD and _REQUEST).
+type TLVMapper interface {
+	// TLVTableMod applies m, or returns the error to refuse it with.
+	TLVTableMod(m *ofp.TLVTableMod) *ofp.Error
+	// TLVTable returns the current map.
+	TLVTable() *ofp.TLVTable
+}
+
 // Logger is the vlog module logger connections write to.
 type Logger interface {
 	Errorf(format string, args ...any)

@@ -350,6 +350,13 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 		return decodeCTFlush(h, rest)
 	case nxtResume:
 		return decodeResume(h, rest)
+	case nxtTLVTableMod:
+		return decodeTLVTableMod(h, rest)
+	case nxtTLVTableRequest:
+		if len(rest) != 0 {
+			return nil, errorf(BadLen, "NXT_TLV_TABLE_REQUEST", "%d bytes", len(rest))
+		}
+		return &TLVTableRequest{h}, nil
 	case nxtSetPacketInFormat:
 		if len(rest) != 4 {
 			return nil, errorf(BadLen, "NXT_SET_PACKET_IN_FORMAT", "%d bytes", len(rest))

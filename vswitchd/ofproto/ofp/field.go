@@ -279,10 +279,20 @@ func init() {
 		get: func(f *Flow, b []byte) { copy(b, f.TunDst[12:16]) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunDst, b) }})
 	// tun_flags shows OpenFlow only the OAM flag (OVS's
-	// FLOW_TNL_PUB_F_OAM), which no tunnel here sets: always 0.
+	// FLOW_TNL_PUB_F_OAM, bit 0), Geneve's O bit.
 	addField(&Field{ID: FieldTunFlags, Name: "tun_flags", Len: 2, Maskable: true, NXM: nxmHeader(classNXM1, 104, 2),
-		get: func(f *Flow, b []byte) { b[0], b[1] = 0, 0 },
-		set: func(f *Flow, b []byte) {}})
+		get: func(f *Flow, b []byte) {
+			b[0], b[1] = 0, 0
+			if f.TunFlags&flow.TunFlagOAM != 0 {
+				b[1] = 1
+			}
+		},
+		set: func(f *Flow, b []byte) {
+			f.TunFlags &^= flow.TunFlagOAM
+			if b[1]&1 != 0 {
+				f.TunFlags |= flow.TunFlagOAM
+			}
+		}})
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
 	u32Field(FieldConjID, "conj_id", nxmHeader(classNXM1, 37, 4), 0, false, false, preNone, func(f *Flow) *uint32 { return &f.ConjID })
 	// ct_state is 32 bits on the wire; the key keeps the 8 defined ones

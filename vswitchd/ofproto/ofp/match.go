@@ -253,6 +253,7 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 		field(FieldARPTHA)
 	}
 	field(FieldTunID)
+	field(FieldTunFlags)
 	field(FieldTunSrc)
 	field(FieldTunDst)
 	field(FieldPktMark)
