@@ -27,17 +27,7 @@ func TestOvnGovsChassis(t *testing.T) {
 	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer)
 	vswNeedRoot(t)
 	// Central: Debian's ovsdb-server with NB and SB, and ovn-northd.
-	central, err := os.MkdirTemp("", "ovng-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(central)
-		} else {
-			t.Logf("OVN central directory kept: %s", central)
-		}
-	})
+	central := ovsdbKeptDir(t, "ovng-", "OVN central")
 	for _, db := range []struct{ file, schema string }{{"nb.db", ovsdbNBSchema}, {"sb.db", ovnSBSchema}} {
 		ovnRun(t, ovsdbTool, "create", filepath.Join(central, db.file), db.schema)
 	}
