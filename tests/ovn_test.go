@@ -62,17 +62,7 @@ func TestOvnEndToEnd(t *testing.T) {
 	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsVswitchd, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer)
 	k := sslCerts(t)
 	sslPort := ovsdbFreePort(t)
-	dir, err := os.MkdirTemp("", "ovnt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(dir)
-		} else {
-			t.Logf("OVN test directory kept: %s", dir)
-		}
-	})
+	dir := ovsdbKeptDir(t, "ovnt-", "OVN test")
 	sub := func(name string) string {
 		d := filepath.Join(dir, name)
 		if err := os.Mkdir(d, 0o755); err != nil {

@@ -86,6 +86,24 @@ func govsUtility(t testing.TB, name string) string {
 	return filepath.Join(ovsdbBuildDir, name)
 }
 
+// ovsdbKeptDir makes a temporary directory that is removed when the test
+// ends, or kept and named in the log (as what's) when it failed.
+func ovsdbKeptDir(t testing.TB, pattern, what string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("%s directory kept: %s", what, dir)
+		}
+	})
+	return dir
+}
+
 func ovsdbNeed(t testing.TB, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
@@ -127,19 +145,8 @@ func ovsdbStart(t testing.TB, o ovsdbOpts) *ovsdbProc {
 	}
 	dir := o.dir
 	if dir == "" {
-		var err error
 		// Unix socket paths are limited to 108 bytes: keep it short.
-		dir, err = os.MkdirTemp("", "ovsdbt-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if !t.Failed() {
-				os.RemoveAll(dir)
-			} else {
-				t.Logf("%s server directory kept: %s", o.kind, dir)
-			}
-		})
+		dir = ovsdbKeptDir(t, "ovsdbt-", o.kind+" server")
 	}
 	p := &ovsdbProc{t: t, kind: o.kind, dir: dir, db: filepath.Join(dir, "conf.db"),
 		sock: filepath.Join(dir, "db.sock"), ctl: filepath.Join(dir, "ovsdb-server.ctl"),
