@@ -137,14 +137,19 @@ func EncodeTLVTableReply(v Version, xid uint32, t *TLVTable) []byte {
 	b = put32(b, TLVOptionSpace)
 	b = put16(b, TLVMaxFields)
 	b = pad(b, 10)
-	for _, mp := range t.Maps() {
+	return finish(appendTLVMaps(b, t.Maps()))
+}
+
+// appendTLVMaps appends maps as struct nx_tlv_map entries.
+func appendTLVMaps(b []byte, maps []TLVMap) []byte {
+	for _, mp := range maps {
 		b = put16(b, mp.Class)
 		b = put8(b, mp.Type)
 		b = put8(b, mp.Len)
 		b = put16(b, mp.Index)
 		b = pad(b, 2)
 	}
-	return finish(b)
+	return b
 }
 
 // TLVLoc is where a mapped tun_metadata field's value lives in a flow's

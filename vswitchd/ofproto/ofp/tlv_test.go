@@ -18,14 +18,7 @@ func tlvModMsg(v Version, cmd uint16, maps ...TLVMap) []byte {
 	b = put32(b, nxtTLVTableMod)
 	b = put16(b, cmd)
 	b = pad(b, 6)
-	for _, mp := range maps {
-		b = put16(b, mp.Class)
-		b = put8(b, mp.Type)
-		b = put8(b, mp.Len)
-		b = put16(b, mp.Index)
-		b = pad(b, 2)
-	}
-	return finish(b)
+	return finish(appendTLVMaps(b, maps))
 }
 
 func decodeTLVMod(t *testing.T, b []byte) (*TLVTableMod, *Error) {
