@@ -203,7 +203,7 @@ func tcpServer(t *testing.T, ns *vswNS, ip string, port int) func() string {
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
 c, a = s.accept(); c.sendall(b"govs"); c.close(); print(a[0], flush=True)`
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", ns.Name, "python3", "-c", script, ip, strconv.Itoa(port))
+	srv := exec.CommandContext(ctx, "ip", "netns", "exec", ns.Name, debPython, "-c", script, ip, strconv.Itoa(port))
 	var out bytes.Buffer
 	srv.Stdout, srv.Stderr = &out, &out
 	if err := srv.Start(); err != nil {
@@ -229,7 +229,7 @@ c, a = s.accept(); c.sendall(b"govs"); c.close(); print(a[0], flush=True)`
 // tcpConnect connects from ns to ip:port and reports whether the
 // server's greeting arrived within secs seconds.
 func tcpConnect(ns *vswNS, ip string, port, secs int) bool {
-	out, err := ns.exec("python3", "-c", `import socket, sys
+	out, err := ns.exec(debPython, "-c", `import socket, sys
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3]))
 print(c.recv(4).decode())`, ip, strconv.Itoa(port), strconv.Itoa(secs))
 	return err == nil && strings.Contains(out, "govs")
