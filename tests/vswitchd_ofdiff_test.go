@@ -92,7 +92,7 @@ func TestOpenFlowDifferentialTables(t *testing.T) {
 		{"dump-flows", "BR"},
 		{"add-flow", "BR", "table=254,actions=drop"},
 	} {
-		t.Run(fmt.Sprintf("OpenFlow12/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, append(o12, args...)) })
+		t.Run(fmt.Sprintf("flows12/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, append(o12, args...)) })
 	}
 	for _, v := range ofdiffVersions {
 		o := []string{"-O", v}
