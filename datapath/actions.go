@@ -160,14 +160,17 @@ func (as Actions) Format(name func(uint32) string) string {
 		return "drop"
 	}
 	var b strings.Builder
-	for _, a := range as {
+	for i := 0; i < len(as); i++ {
+		a := as[i]
 		if a.Kind == ActionCount {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		if a.Kind == ActionOutput && name != nil {
+		if a.Kind == ActionSet {
+			i += formatSets(&b, as[i:]) - 1
+		} else if a.Kind == ActionOutput && name != nil {
 			b.WriteString(name(a.Port))
 		} else if a.Kind == ActionCheckPktLen && a.PktLen != nil {
 			b.WriteString(pktLenString(a.PktLen, name))

@@ -3,7 +3,9 @@ package datapath
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
@@ -54,57 +56,103 @@ func Set(field SetField, val []byte) Action {
 }
 
 func (a Action) setString() string {
+	hdr, _, kv := a.setPart()
+	return "set(" + hdr + "(" + kv + "))"
+}
+
+// setPart is what an ActionSet shows in OVS's set(HEADER(FIELD=VALUE,...))
+// format: its header, its field's place among the header's fields as OVS
+// prints them (lib/odp-util.c's key formats), and FIELD=VALUE.
+func (a Action) setPart() (hdr string, rank int, kv string) {
 	v := a.Val[:]
+	mac := func() string { return flow.MAC(v[:6]).String() }
+	ip4 := func() string { return netip.AddrFrom4([4]byte(v[:4])).String() }
+	ip6 := func() string { return netip.AddrFrom16(a.Val).String() }
+	u8 := func() string { return strconv.Itoa(int(v[0])) }
+	u16 := func() string { return strconv.Itoa(int(binary.BigEndian.Uint16(v))) }
 	switch a.Field {
 	case SetEthSrc:
-		return "set(eth(src=" + flow.MAC(v[:6]).String() + "))"
+		return "eth", 0, "src=" + mac()
 	case SetEthDst:
-		return "set(eth(dst=" + flow.MAC(v[:6]).String() + "))"
+		return "eth", 1, "dst=" + mac()
 	case SetIPv4Src:
-		return "set(ipv4(src=" + netip.AddrFrom4([4]byte(v[:4])).String() + "))"
+		return "ipv4", 0, "src=" + ip4()
 	case SetIPv4Dst:
-		return "set(ipv4(dst=" + netip.AddrFrom4([4]byte(v[:4])).String() + "))"
+		return "ipv4", 1, "dst=" + ip4()
 	case SetIPv4TTL:
-		return "set(ipv4(ttl=" + strconv.Itoa(int(v[0])) + "))"
-	case SetIPv6HopLimit:
-		return "set(ipv6(hlimit=" + strconv.Itoa(int(v[0])) + "))"
-	case SetTpSrc:
-		return "set(l4(src=" + strconv.Itoa(int(binary.BigEndian.Uint16(v))) + "))"
-	case SetTpDst:
-		return "set(l4(dst=" + strconv.Itoa(int(binary.BigEndian.Uint16(v))) + "))"
-	case SetARPOp:
-		return "set(arp(op=" + strconv.Itoa(int(binary.BigEndian.Uint16(v))) + "))"
-	case SetARPSHA, SetARPTHA:
-		return "set(arp(" + map[SetField]string{SetARPSHA: "sha", SetARPTHA: "tha"}[a.Field] + "=" + flow.MAC(v[:6]).String() + "))"
-	case SetARPSPA, SetARPTPA:
-		return "set(arp(" + map[SetField]string{SetARPSPA: "sip", SetARPTPA: "tip"}[a.Field] + "=" + netip.AddrFrom4([4]byte(v[:4])).String() + "))"
+		return "ipv4", 4, "ttl=" + u8()
 	case SetIPv6Src:
-		return "set(ipv6(src=" + netip.AddrFrom16(a.Val).String() + "))"
+		return "ipv6", 0, "src=" + ip6()
 	case SetIPv6Dst:
-		return "set(ipv6(dst=" + netip.AddrFrom16(a.Val).String() + "))"
+		return "ipv6", 1, "dst=" + ip6()
 	case SetIPv6Label:
-		return "set(ipv6(label=" + hexAlt(uint64(binary.BigEndian.Uint32(v))) + "))"
-	case SetICMPType, SetICMPCode, SetICMPv6Type, SetICMPv6Code:
-		name := "icmp("
-		if a.Field == SetICMPv6Type || a.Field == SetICMPv6Code {
-			name = "icmpv6("
-		}
-		if a.Field == SetICMPType || a.Field == SetICMPv6Type {
-			return "set(" + name + "type=" + strconv.Itoa(int(v[0])) + "))"
-		}
-		return "set(" + name + "code=" + strconv.Itoa(int(v[0])) + "))"
+		return "ipv6", 2, "label=" + hexAlt(uint64(binary.BigEndian.Uint32(v)))
+	case SetIPv6HopLimit:
+		return "ipv6", 5, "hlimit=" + u8()
+	case SetTpSrc:
+		return "l4", 0, "src=" + u16()
+	case SetTpDst:
+		return "l4", 1, "dst=" + u16()
+	case SetARPSPA:
+		return "arp", 0, "sip=" + ip4()
+	case SetARPTPA:
+		return "arp", 1, "tip=" + ip4()
+	case SetARPOp:
+		return "arp", 2, "op=" + u16()
+	case SetARPSHA:
+		return "arp", 3, "sha=" + mac()
+	case SetARPTHA:
+		return "arp", 4, "tha=" + mac()
+	case SetICMPType:
+		return "icmp", 0, "type=" + u8()
+	case SetICMPCode:
+		return "icmp", 1, "code=" + u8()
+	case SetICMPv6Type:
+		return "icmpv6", 0, "type=" + u8()
+	case SetICMPv6Code:
+		return "icmpv6", 1, "code=" + u8()
 	case SetNDTarget:
-		return "set(nd(target=" + netip.AddrFrom16(a.Val).String() + "))"
+		return "nd", 0, "target=" + ip6()
 	case SetNDSLL:
-		return "set(nd(sll=" + flow.MAC(v[:6]).String() + "))"
+		return "nd", 1, "sll=" + mac()
 	case SetNDTLL:
-		return "set(nd(tll=" + flow.MAC(v[:6]).String() + "))"
+		return "nd", 2, "tll=" + mac()
 	case SetNDReserved:
-		return "set(nd_ext(nd_reserved=" + hexAlt(uint64(binary.BigEndian.Uint32(v))) + "))"
+		return "nd_ext", 0, "nd_reserved=" + hexAlt(uint64(binary.BigEndian.Uint32(v)))
 	case SetNDOptionsType:
-		return "set(nd_ext(nd_options_type=" + strconv.Itoa(int(v[0])) + "))"
+		return "nd_ext", 1, "nd_options_type=" + u8()
 	}
-	return "set(?)"
+	return "?", 0, ""
+}
+
+// formatSets writes a run of ActionSets as OVS shows the one masked set
+// it commits per header: set(eth(src=...,dst=...)), fields in OVS's order.
+// It returns how many of sets it consumed (those of the first's header).
+func formatSets(b *strings.Builder, sets []Action) int {
+	hdr, _, _ := sets[0].setPart()
+	type part struct {
+		rank int
+		kv   string
+	}
+	var parts []part
+	n := 0
+	for ; n < len(sets) && sets[n].Kind == ActionSet; n++ {
+		h, r, kv := sets[n].setPart()
+		if h != hdr {
+			break
+		}
+		parts = append(parts, part{r, kv})
+	}
+	slices.SortStableFunc(parts, func(x, y part) int { return x.rank - y.rank })
+	b.WriteString("set(" + hdr + "(")
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p.kv)
+	}
+	b.WriteString("))")
+	return n
 }
 
 // l3Offset returns the offset of the network header and its Ethernet

@@ -157,3 +157,22 @@ func TestSetARPAndICMP(t *testing.T) {
 		t.Errorf("format: %s", got)
 	}
 }
+
+// TestSetFormatGroupsHeader: consecutive sets of one header show as OVS's
+// one set per header, fields in OVS's order; another header or action
+// between them starts a new one.
+func TestSetFormatGroupsHeader(t *testing.T) {
+	mac := [6]byte{0x50, 0x54, 0, 0, 0, 2}
+	as := Actions{
+		Set(SetEthSrc, mac[:]), Set(SetEthDst, mac[:]),
+		Set(SetARPOp, []byte{0, 2}), Set(SetARPSHA, mac[:]), Set(SetARPSPA, []byte{10, 0, 0, 2}),
+		Set(SetARPTHA, mac[:]), Set(SetARPTPA, []byte{10, 0, 0, 1}),
+		Output(1), Set(SetEthDst, mac[:]),
+	}
+	want := "set(eth(src=50:54:00:00:00:02,dst=50:54:00:00:00:02))," +
+		"set(arp(sip=10.0.0.2,tip=10.0.0.1,op=2,sha=50:54:00:00:00:02,tha=50:54:00:00:00:02)),1," +
+		"set(eth(dst=50:54:00:00:00:02))"
+	if got := as.String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

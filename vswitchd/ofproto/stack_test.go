@@ -29,7 +29,7 @@ func TestStackTranslation(t *testing.T) {
 		pop(reg1), resubmitTo(1)}})
 	mustMod(t, br, fmSpec{table: 1, prio: 5, match: map[ofp.FieldID][2]uint64{ofp.FieldReg0 + 1: {0, 0}}, actions: []ofp.Action{output(2)}})
 	mustMod(t, br, fmSpec{table: 1, prio: 1, actions: []ofp.Action{output(3)}})
-	want := "set(eth(src=" + macB + ")),set(eth(dst=" + macA + ")),2"
+	want := "set(eth(src=" + macB + ",dst=" + macA + ")),2"
 	if got, _ := tb.xlate(1, eth(macA, macB)); got != want {
 		t.Errorf("swap: %s, want %s", got, want)
 	}
