@@ -104,7 +104,7 @@ func (a Action) setString() string {
 	case SetNDOptionsType:
 		return "set(nd_ext(nd_options_type=" + strconv.Itoa(int(v[0])) + "))"
 	}
-	return "set(?)"
+	return a.setStringMore()
 }
 
 // l3Offset returns the offset of the network header and its Ethernet
@@ -158,6 +158,9 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		}
 		return
 	}
+	if f == SetSkbMark {
+		return // metadata only: see SetSkbMark
+	}
 	l3, typ := l3Offset(d)
 	if l3 < 0 {
 		return
@@ -195,6 +198,9 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 				l4csum = l4[6:8]
 			}
 		}
+	}
+	if setMore(ip, l4, ip[9], false, f, val) {
+		return
 	}
 	switch f {
 	case SetIPv4Src, SetIPv4Dst:
@@ -330,6 +336,9 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		return
 	}
 	proto, l4 := ipv6L4(ip)
+	if setMore(ip, l4, proto, true, f, val) {
+		return
+	}
 	icmp := proto == flow.IPProtoICMPv6 && len(l4) >= 4
 	switch f {
 	case SetIPv6HopLimit:
