@@ -122,7 +122,7 @@ func (a Action) setPart() (hdr string, rank int, kv string) {
 	case SetNDOptionsType:
 		return "nd_ext", 1, "nd_options_type=" + u8()
 	}
-	return "?", 0, ""
+	return a.setPartMore()
 }
 
 // formatSets writes a run of ActionSets as OVS shows the one masked set
@@ -138,7 +138,8 @@ func formatSets(b *strings.Builder, sets []Action) int {
 	n := 0
 	for ; n < len(sets) && sets[n].Kind == ActionSet; n++ {
 		h, r, kv := sets[n].setPart()
-		if h != hdr {
+		if h != hdr || (n > 0 && !strings.Contains(kv, "=")) {
+			// Another header, or a header of one value (skb_mark).
 			break
 		}
 		parts = append(parts, part{r, kv})
@@ -206,6 +207,9 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		}
 		return
 	}
+	if f == SetSkbMark {
+		return // metadata only: see SetSkbMark
+	}
 	l3, typ := l3Offset(d)
 	if l3 < 0 {
 		return
@@ -243,6 +247,9 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 				l4csum = l4[6:8]
 			}
 		}
+	}
+	if setMore(ip, l4, ip[9], false, f, val) {
+		return
 	}
 	switch f {
 	case SetIPv4Src, SetIPv4Dst:
@@ -378,6 +385,9 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		return
 	}
 	proto, l4 := ipv6L4(ip)
+	if setMore(ip, l4, proto, true, f, val) {
+		return
+	}
 	icmp := proto == flow.IPProtoICMPv6 && len(l4) >= 4
 	switch f {
 	case SetIPv6HopLimit:

@@ -181,19 +181,27 @@ func (s *ofSwitch) dpPortNames() map[string]string {
 // with datapath port numbers replaced by neutral port names.
 func (s *ofSwitch) traceActions(pkt string) string {
 	s.t.Helper()
-	names := s.dpPortNames()
-	out := s.appctl("ofproto/trace", s.br, pkt)
-	m := regexp.MustCompile(`(?m)^Datapath actions: (.*)$`).FindStringSubmatch(out)
-	if m == nil {
-		s.t.Fatalf("ofproto/trace %s:\n%s", pkt, out)
-	}
-	parts := strings.Split(m[1], ",")
+	line, names := s.traceLine(pkt)
+	parts := strings.Split(line, ",")
 	for i, p := range parts {
 		if n, ok := names[p]; ok {
 			parts[i] = n
 		}
 	}
 	return s.normalizeOfctl(strings.Join(parts, ","))
+}
+
+// traceLine returns the "Datapath actions" of ofproto/trace of pkt and
+// the switch's datapath port names by number.
+func (s *ofSwitch) traceLine(pkt string) (string, map[string]string) {
+	s.t.Helper()
+	names := s.dpPortNames()
+	out := s.appctl("ofproto/trace", s.br, pkt)
+	m := regexp.MustCompile(`(?m)^Datapath actions: (.*)$`).FindStringSubmatch(out)
+	if m == nil {
+		s.t.Fatalf("ofproto/trace %s:\n%s", pkt, out)
+	}
+	return m[1], names
 }
 
 var ofNormalizers = []struct {

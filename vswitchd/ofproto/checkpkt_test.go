@@ -46,8 +46,8 @@ func TestCheckPktLargerTranslation(t *testing.T) {
 	}
 	// A destination govs cannot set is refused.
 	bad := cpl
-	bad.Dst = ofp.FieldRef{Field: ofp.FieldByID(ofp.FieldIPDSCP), NBits: 1}
+	bad.Dst = ofp.FieldRef{Field: ofp.FieldByID(ofp.FieldCtMark), NBits: 1}
 	if err := br.FlowMod(fmSpec{actions: []ofp.Action{bad, output(1)}}.mod()); err == nil || err.Errno != ofp.BadSetType {
-		t.Errorf("check_pkt_larger to ip_dscp: %v", err)
+		t.Errorf("check_pkt_larger to ct_mark: %v", err)
 	}
 }

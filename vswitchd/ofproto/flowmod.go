@@ -100,6 +100,7 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 	}
 	fm.Match.Normalize()
 	if fm.Command < ofp.FlowDelete {
+		ofp.RetargetLegacyPorts(fm.Actions, &fm.Match)
 		if err := checkActions(fm.Actions, &fm.Match, fm.Table); err != nil {
 			return err
 		}

@@ -80,8 +80,9 @@ func (x *xlate) pipeline(in *port) {
 	x.of.flow.Key = *x.key
 	if saved != nil {
 		// Through a patch port the peer bridge sees no conntrack state
-		// (OVS's patch_port_output).
+		// (OVS's patch_port_output), and the packet's mark.
 		clearCT(&x.of.flow)
+		x.of.flow.PktMark = saved.flow.PktMark
 	}
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
@@ -564,8 +565,9 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 // translatable reports whether the translation can set field id: the
 // pipeline's registers and metadata, the input port, the VLAN, the
 // Ethernet, IPv4 and IPv6 addresses, the IPv6 label, the TTL, the
-// TCP/UDP ports, ICMP and ICMPv6 types and codes, ARP's fields and
-// neighbour discovery's.
+// TCP/UDP ports, ICMP and ICMPv6 types and codes, ARP's fields,
+// neighbour discovery's, the TOS byte's DSCP and ECN bits, SCTP ports
+// and the packet mark.
 func translatable(id ofp.FieldID) bool {
 	switch {
 	case id >= ofp.FieldReg0 && id < ofp.FieldXXReg0+4:
@@ -579,7 +581,8 @@ func translatable(id ofp.FieldID) bool {
 		ofp.FieldARPOp, ofp.FieldARPSPA, ofp.FieldARPTPA, ofp.FieldARPSHA, ofp.FieldARPTHA,
 		ofp.FieldIPv6Src, ofp.FieldIPv6Dst, ofp.FieldIPv6Label,
 		ofp.FieldICMPType, ofp.FieldICMPCode, ofp.FieldICMPv6Type, ofp.FieldICMPv6Code,
-		ofp.FieldNDTarget, ofp.FieldNDSLL, ofp.FieldNDTLL, ofp.FieldNDReserved, ofp.FieldNDOptionsType:
+		ofp.FieldNDTarget, ofp.FieldNDSLL, ofp.FieldNDTLL, ofp.FieldNDReserved, ofp.FieldNDOptionsType,
+		ofp.FieldIPDSCP, ofp.FieldIPTOS, ofp.FieldIPECN, ofp.FieldSCTPSrc, ofp.FieldSCTPDst, ofp.FieldPktMark:
 		return true
 	}
 	return false

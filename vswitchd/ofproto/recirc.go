@@ -27,6 +27,9 @@ type frozen struct {
 	metadata uint64
 	// stack is the push/pop stack (OVS freezes it too).
 	stack string
+	// pktMark is the packet's mark (OVS's pkt_mark, metadata that a
+	// recirculation keeps).
+	pktMark uint32
 }
 
 // recircNode is one allocated recirculation ID.
@@ -181,7 +184,7 @@ func (x *xlate) ct(a *ofp.Action) {
 
 	if c.Table != ofp.CTNoTable {
 		st := frozen{br: x.of.in.br.br, table: c.Table, inPort: x.of.in.name, ofInPort: f.InPort,
-			regs: f.Regs, metadata: f.Metadata, stack: x.of.stack}
+			regs: f.Regs, metadata: f.Metadata, stack: x.of.stack, pktMark: f.PktMark}
 		// A trace allocates too (as OVS's): the ID lives with the rule.
 		id := x.backer.recircs.alloc(st, x.of.rule)
 		x.acts = append(x.acts, datapath.Recirc(id))
@@ -259,6 +262,7 @@ func (x *xlate) resume(st frozen, ok bool) {
 	f := &x.of.flow
 	f.Key = *x.key
 	f.InPort, f.Regs, f.Metadata = st.ofInPort, st.regs, st.metadata
+	f.PktMark, x.pktMark = st.pktMark, st.pktMark
 	f.VLANTCI, f.VLANTPID = x.cur.tci, x.cur.tpid
 	orig := x.key
 	x.key = &f.Key

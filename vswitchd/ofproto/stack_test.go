@@ -39,7 +39,7 @@ func TestStackTranslation(t *testing.T) {
 		want ofp.Errno
 	}{
 		{"pop to a field govs cannot set", fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {0x0800, 0}},
-			actions: []ofp.Action{push(src), pop(ref(ofp.FieldIPDSCP, 6))}}, ofp.BadSetType},
+			actions: []ofp.Action{push(src), pop(ref(ofp.FieldCtMark, 6))}}, ofp.BadSetType},
 		{"push without prerequisites", fmSpec{actions: []ofp.Action{push(ref(ofp.FieldIPv4Src, 32))}}, ofp.MatchInconsistent},
 		{"pop without prerequisites", fmSpec{actions: []ofp.Action{pop(ref(ofp.FieldIPv4Dst, 32))}}, ofp.MatchInconsistent},
 	} {

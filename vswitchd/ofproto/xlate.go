@@ -120,6 +120,9 @@ type xlate struct {
 	recircTrace []traceRecirc
 	// paused: a controller(pause) stopped the translation.
 	paused *pausing
+	// pktMark is the packet's mark as the actions so far leave it (the
+	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
+	pktMark uint32
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -444,6 +447,9 @@ func (x *xlate) commitSets() {
 		case b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP:
 			set(k.TpSrc != b.TpSrc, datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc))
 			set(k.TpDst != b.TpDst, datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst))
+		case b.NwProto == flow.IPProtoSCTP:
+			set(k.TpSrc != b.TpSrc, datapath.SetSCTPSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc))
+			set(k.TpDst != b.TpDst, datapath.SetSCTPDst, binary.BigEndian.AppendUint16(nil, k.TpDst))
 		case b.NwProto == flow.IPProtoICMP && ip4:
 			set(k.TpSrc != b.TpSrc, datapath.SetICMPType, []byte{uint8(k.TpSrc)})
 			set(k.TpDst != b.TpDst, datapath.SetICMPCode, []byte{uint8(k.TpDst)})
@@ -466,6 +472,7 @@ func (x *xlate) commitSets() {
 		set(k.NdReserved != b.NdReserved, datapath.SetNDReserved, binary.BigEndian.AppendUint32(nil, k.NdReserved))
 		set(k.NdOptionsType != b.NdOptionsType, datapath.SetNDOptionsType, []byte{k.NdOptionsType})
 	}
+	x.commitMore()
 	fields := *k
 	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort
 	x.base = fields

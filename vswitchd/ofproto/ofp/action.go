@@ -940,7 +940,7 @@ func padTo8(b []byte, start int) []byte {
 // legacy10 is the OpenFlow 1.0 action that sets a whole field, if any.
 var legacy10 = map[FieldID]uint16{FieldEthSrc: at10SetDLSrc, FieldEthDst: at10SetDLDst, FieldIPv4Src: at10SetNWSrc,
 	FieldIPv4Dst: at10SetNWDst, FieldIPTOS: at10SetNWTOS, FieldTCPSrc: at10SetTPSrc, FieldTCPDst: at10SetTPDst,
-	FieldUDPSrc: at10SetTPSrc, FieldUDPDst: at10SetTPDst}
+	FieldUDPSrc: at10SetTPSrc, FieldUDPDst: at10SetTPDst, FieldSCTPSrc: at10SetTPSrc, FieldSCTPDst: at10SetTPDst}
 
 // AppendActions appends acts as version v's actions (instructions are
 // left out: AppendInstructions places them).
@@ -1042,6 +1042,10 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 				b = append(b, a.Value...)
 				return padTo8(b, start)
 			}
+		}
+		if v >= V12 && full && a.raw == rawLegacy && a.Field.ID == FieldIPTOS {
+			// OpenFlow 1.0's mod_nw_tos is ip_dscp in OXM, as OVS's.
+			return appendSetField(b, v, fields[FieldIPDSCP], []byte{a.Value[0] >> 2}, []byte{0xff})
 		}
 		if v >= V15 || (a.raw != rawRegLoad && full && v >= V12) {
 			return appendSetField(b, v, a.Field, a.Value, a.Mask)

@@ -1,0 +1,27 @@
+package ofproto
+
+import (
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
+)
+
+// commitMore adds the set actions for the TOS byte and the packet mark
+// (the rest of OVS's commit_set_nw_action and its
+// commit_set_pkt_mark_action, which come last). The TOS is a masked set of
+// the bits the translation consulted or wrote, skipped as OVS skips it for
+// a flow without an IP protocol.
+func (x *xlate) commitMore() {
+	k, b := x.key, &x.base
+	if (b.EthType == flow.EthTypeIPv4 || b.EthType == flow.EthTypeIPv6) && k.NwProto != 0 && k.NwTOS != b.NwTOS {
+		mask := uint8(0xff)
+		if x.of != nil && x.of.wc.NwTOS != 0 {
+			mask = x.of.wc.NwTOS
+		}
+		x.acts = append(x.acts, datapath.SetTOS(b.EthType == flow.EthTypeIPv6, k.NwTOS, mask))
+	}
+	if x.of != nil && x.of.flow.PktMark != x.pktMark {
+		// Masked by the bits consulted or written, as the TOS.
+		x.pktMark = x.of.flow.PktMark
+		x.acts = append(x.acts, datapath.SetMark(x.pktMark, x.of.wc.PktMark))
+	}
+}

@@ -1,0 +1,56 @@
+package ofproto
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/govs/govs/datapath/dptest"
+	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// Setting the TOS byte's bits is a masked datapath set of the bits
+// written (as Debian's ovs-vswitchd traces it), none when they already
+// hold the value; pkt_mark is set, matched by a later lookup, and shows
+// as skb_mark.
+func TestSetTOSAndMarkTranslation(t *testing.T) {
+	tb, br := emptyTables(t)
+	set := func(id ofp.FieldID, v ...byte) ofp.Action {
+		m := make([]byte, len(v))
+		for i := range m {
+			m[i] = 0xff
+		}
+		return ofp.Action{Type: ofp.ActSetField, Field: ofp.FieldByID(id), Value: v, Mask: m}
+	}
+	ip := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}, ofp.FieldInPort: {1, 0}}
+	frame := func(tos uint8) []byte {
+		return dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+			IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"), TOS: tos},
+			UDP:  &dptest.UDP{Src: 1, Dst: 2}}.Bytes()
+	}
+	for _, tc := range []struct {
+		name string
+		act  ofp.Action
+		tos  uint8
+		want string
+	}{
+		{"nw_tos", set(ofp.FieldIPTOS, 0x20), 0, "set(ipv4(tos=0x20/0xfc)),2"},
+		{"ip_dscp", set(ofp.FieldIPDSCP, 5), 0xff, "set(ipv4(tos=0x14/0xfc)),2"},
+		{"ip_ecn", set(ofp.FieldIPECN, 1), 0, "set(ipv4(tos=0x1/0x3)),2"},
+		{"unchanged", set(ofp.FieldIPTOS, 0x20), 0x21, "2"},
+	} {
+		mustMod(t, br, fmSpec{prio: 10, match: ip, actions: []ofp.Action{tc.act, output(2)}})
+		if got, _ := tb.xlate(1, frame(tc.tos)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	in2 := map[ofp.FieldID][2]uint64{ofp.FieldInPort: {2, 0}}
+	mustMod(t, br, fmSpec{prio: 10, match: in2, actions: []ofp.Action{set(ofp.FieldPktMark, 0, 0, 0, 5), resubmitTo(1)}})
+	mustMod(t, br, fmSpec{table: 1, prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldPktMark: {5, 0}}, actions: []ofp.Action{output(3)}})
+	if got, _ := tb.xlate(2, frame(0)); got != "set(skb_mark(0x5)),3" {
+		t.Errorf("pkt_mark: %s", got)
+	}
+	if err := br.FlowMod(fmSpec{actions: []ofp.Action{set(ofp.FieldIPDSCP, 1), output(1)}}.mod()); err == nil || err.Errno != ofp.MatchInconsistent {
+		t.Errorf("ip_dscp without ip: %v", err)
+	}
+}
