@@ -47,6 +47,16 @@ const (
 	SetNDOptionsType // the first option's type
 )
 
+// TpSet returns the action that writes port (SetTpSrc or SetTpDst) of a
+// packet of IP protocol proto (TCP or UDP), which it shows as OVS's
+// set(tcp(...)) or set(udp(...)).
+func TpSet(field SetField, proto uint8, port uint16) Action {
+	a := Action{Kind: ActionSet, Field: field}
+	binary.BigEndian.PutUint16(a.Val[:], port)
+	a.Val[2] = proto
+	return a
+}
+
 // Set returns the action that writes val (big-endian, the field's size)
 // to field.
 func Set(field SetField, val []byte) Action {
@@ -89,10 +99,17 @@ func (a Action) setPart() (hdr string, rank int, kv string) {
 		return "ipv6", 2, "label=" + hexAlt(uint64(binary.BigEndian.Uint32(v)))
 	case SetIPv6HopLimit:
 		return "ipv6", 5, "hlimit=" + u8()
-	case SetTpSrc:
-		return "l4", 0, "src=" + u16()
-	case SetTpDst:
-		return "l4", 1, "dst=" + u16()
+	case SetTpSrc, SetTpDst:
+		// Val[2] is the IP protocol the translation set the port for
+		// (TpSet); it names the header as OVS's tcp(...) and udp(...).
+		hdr = map[byte]string{flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp"}[v[2]]
+		if hdr == "" {
+			hdr = "l4"
+		}
+		if a.Field == SetTpSrc {
+			return hdr, 0, "src=" + u16()
+		}
+		return hdr, 1, "dst=" + u16()
 	case SetARPSPA:
 		return "arp", 0, "sip=" + ip4()
 	case SetARPTPA:

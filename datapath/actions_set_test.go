@@ -168,10 +168,11 @@ func TestSetFormatGroupsHeader(t *testing.T) {
 		Set(SetARPOp, []byte{0, 2}), Set(SetARPSHA, mac[:]), Set(SetARPSPA, []byte{10, 0, 0, 2}),
 		Set(SetARPTHA, mac[:]), Set(SetARPTPA, []byte{10, 0, 0, 1}),
 		Output(1), Set(SetEthDst, mac[:]),
+		TpSet(SetTpDst, 6, 80), TpSet(SetTpSrc, 6, 1000), TpSet(SetTpSrc, 17, 53),
 	}
 	want := "set(eth(src=50:54:00:00:00:02,dst=50:54:00:00:00:02))," +
 		"set(arp(sip=10.0.0.2,tip=10.0.0.1,op=2,sha=50:54:00:00:00:02,tha=50:54:00:00:00:02)),1," +
-		"set(eth(dst=50:54:00:00:00:02))"
+		"set(eth(dst=50:54:00:00:00:02)),set(tcp(src=1000,dst=80)),set(udp(src=53))"
 	if got := as.String(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

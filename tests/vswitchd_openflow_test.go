@@ -364,6 +364,8 @@ table=0,priority=100,in_port=2,dl_vlan=10,actions=pop_vlan,output:1
 table=0,priority=50,in_port=2,actions=push_vlan:0x8100,set_field:4106->vlan_vid,output:1,output:3
 table=1,priority=10,tcp,tp_dst=80,actions=load:0x50->NXM_NX_REG0[],resubmit(,2)
 table=1,priority=5,actions=goto_table:3
+table=1,priority=20,udp,tp_dst=53,actions=mod_tp_dst:5353,mod_tp_src:99,mod_nw_dst:10.0.0.9,mod_nw_src:10.0.0.8,mod_dl_src:00:00:00:00:00:09,output:2
+table=1,priority=20,tcp,tp_dst=8080,actions=mod_tp_dst:80,output:2
 table=2,reg0=0x50,actions=output:3,clone(push_vlan:0x8100,set_field:4097->vlan_vid,output:2),output:2
 table=3,priority=1,udp,actions=drop
 table=3,priority=0,ip,actions=move:NXM_OF_IP_SRC[0..7]->NXM_NX_REG1[0..7],resubmit(,4)
@@ -380,7 +382,8 @@ table=4,reg1=0x2,actions=output:3,exit,output:1
 	}
 	for _, pkt := range []string{
 		"in_port=1,tcp,nw_src=10.0.0.1,tp_dst=80", "in_port=1,tcp,nw_src=10.0.0.1,tp_dst=81",
-		"in_port=1,udp,nw_src=10.0.0.1", "in_port=1,icmp,nw_src=10.0.0.2", "in_port=1,icmp,nw_src=10.0.0.3",
+		"in_port=1,udp,nw_src=10.0.0.1", "in_port=1,udp,nw_src=10.0.0.1,udp_dst=53", "in_port=1,tcp,nw_src=10.0.0.1,tcp_dst=8080",
+		"in_port=1,icmp,nw_src=10.0.0.2", "in_port=1,icmp,nw_src=10.0.0.3",
 		"in_port=1,arp", "in_port=2,dl_vlan=10", "in_port=2,dl_vlan=11", "in_port=2", "in_port=3,ip", "in_port=3,arp",
 	} {
 		want, got := deb.traceActions(pkt), govs.traceActions(pkt)

@@ -445,8 +445,12 @@ func (x *xlate) commitSets() {
 		switch {
 		case b.NwFrag&flow.FragLater != 0:
 		case b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP:
-			set(k.TpSrc != b.TpSrc, datapath.SetTpSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc))
-			set(k.TpDst != b.TpDst, datapath.SetTpDst, binary.BigEndian.AppendUint16(nil, k.TpDst))
+			if k.TpSrc != b.TpSrc {
+				x.acts = append(x.acts, datapath.TpSet(datapath.SetTpSrc, b.NwProto, k.TpSrc))
+			}
+			if k.TpDst != b.TpDst {
+				x.acts = append(x.acts, datapath.TpSet(datapath.SetTpDst, b.NwProto, k.TpDst))
+			}
 		case b.NwProto == flow.IPProtoSCTP:
 			set(k.TpSrc != b.TpSrc, datapath.SetSCTPSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc))
 			set(k.TpDst != b.TpDst, datapath.SetSCTPDst, binary.BigEndian.AppendUint16(nil, k.TpDst))
