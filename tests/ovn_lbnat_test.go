@@ -2,9 +2,7 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -60,26 +58,14 @@ http.server.HTTPServer(("", 80), H).serve_forever()
 // the test ends.
 func ovnServeHTTP(t *testing.T, ns *vswNS, name string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	// ip netns exec execs python3 itself: the pid is the server's.
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", ns.Name, ovnPython, "-c", ovnHTTPServer, name)
-	var out bytes.Buffer
-	srv.Stdout, srv.Stderr = &out, &out
-	if err := srv.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	// Registered first, this runs after the server has stopped.
+	var out *bytes.Buffer
 	t.Cleanup(func() {
-		cancel()
-		srv.Wait()
-		if t.Failed() && out.Len() > 0 {
+		if t.Failed() && out != nil && out.Len() > 0 {
 			t.Logf("HTTP server %s: %s", name, out.String())
 		}
 	})
-	vswWait(t, vswTimeout, name+"'s HTTP server to listen", func() bool {
-		o, _ := ns.exec("ss", "-Hltn", "sport = :80")
-		return strings.Contains(o, ":80")
-	})
+	out = ns.serve(t, "80", ovnPython, "-c", ovnHTTPServer, name)
 }
 
 // ovnFetch GETs url from ns until an answer comes (or the deadline) and
