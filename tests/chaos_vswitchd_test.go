@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -37,20 +36,7 @@ func chaosBridge(t *testing.T, e *vswEnv, br string, net int, tag string) (*vswN
 // chaosIperfServer runs iperf3 -s in ns on ip until the test ends.
 func chaosIperfServer(t *testing.T, ns *vswNS, ip string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", ns.Name, "iperf3", "-s", "--bind", ip)
-	if err := srv.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		srv.Wait()
-	})
-	vswWait(t, 10*time.Second, "iperf3 server to listen", func() bool {
-		out, _ := ns.exec("ss", "-Hltn", "sport = :5201")
-		return strings.Contains(out, "5201")
-	})
+	ns.serve(t, "5201", "iperf3", "-s", "--bind", ip)
 }
 
 // chaosBg is a command running in the background with its output kept.

@@ -26,36 +26,8 @@ import (
 func TestOvnGovsChassis(t *testing.T) {
 	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer)
 	vswNeedRoot(t)
-	// Central: Debian's ovsdb-server with NB and SB, and ovn-northd.
-	central := ovsdbKeptDir(t, "ovng-", "OVN central")
-	for _, db := range []struct{ file, schema string }{{"nb.db", ovsdbNBSchema}, {"sb.db", ovnSBSchema}} {
-		ovnRun(t, ovsdbTool, "create", filepath.Join(central, db.file), db.schema)
-	}
-	nb, sb := "unix:"+filepath.Join(central, "nb.sock"), "unix:"+filepath.Join(central, "sb.sock")
-	ovnDaemon(t, central, "ovsdb-server", ovsdbDebianServer, filepath.Join(central, "nb.db"), filepath.Join(central, "sb.db"),
-		"--remote=p"+nb, "--remote=p"+sb, "--unixctl="+filepath.Join(central, "ovsdb-server.ctl"))
-	ovnDaemon(t, central, "ovn-northd", ovnNorthd, "--ovnnb-db="+nb, "--ovnsb-db="+sb,
-		"--unixctl="+filepath.Join(central, "ovn-northd.ctl"))
-
-	// The chassis: govs' ovsdb-server and ovs-vswitchd; ovn-controller
-	// creates br-int itself.
-	e := vswNewEnv(t)
-	e.mustVsctl("set", "open", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+sb,
-		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1")
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, f := range []string{filepath.Join(e.dir, "ovn-controller.log"), filepath.Join(central, "ovn-northd.log")} {
-				if b, err := os.ReadFile(f); err == nil {
-					t.Logf("%s:\n%s", filepath.Base(f), vswTail(string(b), 40))
-				}
-			}
-		}
-	})
-	ovnDaemon(t, e.dir, "ovn-controller", ovnController, "unix:"+e.sock())
-	vswWait(t, vswTimeout, "ovn-controller to create br-int", func() bool {
-		_, err := e.vsctl("br-exists", "br-int")
-		return err == nil
-	})
+	central, nb, sb := ovnCentral(t, "ovng-")
+	e := ovnGovsChassis(t, central, sb)
 
 	var vifs []*vswNS
 	for i, tag := range []string{"a", "b"} {
@@ -194,4 +166,47 @@ func TestOvnGovsChassis(t *testing.T) {
 			t.Errorf("%s is not running", filepath.Base(pf))
 		}
 	}
+}
+
+// ovnCentral starts OVN's central on Debian's daemons: ovsdb-server
+// serving the Northbound and Southbound databases, and ovn-northd. It
+// returns their directory and the NB and SB remotes.
+func ovnCentral(t *testing.T, prefix string) (dir, nb, sb string) {
+	t.Helper()
+	dir = ovsdbKeptDir(t, prefix, "OVN central")
+	for _, db := range []struct{ file, schema string }{{"nb.db", ovsdbNBSchema}, {"sb.db", ovnSBSchema}} {
+		ovnRun(t, ovsdbTool, "create", filepath.Join(dir, db.file), db.schema)
+	}
+	nb, sb = "unix:"+filepath.Join(dir, "nb.sock"), "unix:"+filepath.Join(dir, "sb.sock")
+	ovnDaemon(t, dir, "ovsdb-server", ovsdbDebianServer, filepath.Join(dir, "nb.db"), filepath.Join(dir, "sb.db"),
+		"--remote=p"+nb, "--remote=p"+sb, "--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"))
+	ovnDaemon(t, dir, "ovn-northd", ovnNorthd, "--ovnnb-db="+nb, "--ovnsb-db="+sb,
+		"--unixctl="+filepath.Join(dir, "ovn-northd.ctl"))
+	return dir, nb, sb
+}
+
+// ovnGovsChassis starts chassis hv1 on govs: govs' ovsdb-server and
+// ovs-vswitchd, and Debian's ovn-controller connected to sb, which creates
+// br-int itself. On failure the test logs ovn-controller's and
+// ovn-northd's (in central) logs.
+func ovnGovsChassis(t *testing.T, central, sb string) *vswEnv {
+	t.Helper()
+	e := vswNewEnv(t)
+	e.mustVsctl("set", "open", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+sb,
+		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, f := range []string{filepath.Join(e.dir, "ovn-controller.log"), filepath.Join(central, "ovn-northd.log")} {
+				if b, err := os.ReadFile(f); err == nil {
+					t.Logf("%s:\n%s", filepath.Base(f), vswTail(string(b), 40))
+				}
+			}
+		}
+	})
+	ovnDaemon(t, e.dir, "ovn-controller", ovnController, "unix:"+e.sock())
+	vswWait(t, vswTimeout, "ovn-controller to create br-int", func() bool {
+		_, err := e.vsctl("br-exists", "br-int")
+		return err == nil
+	})
+	return e
 }

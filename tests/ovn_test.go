@@ -99,30 +99,8 @@ func TestOvnEndToEnd(t *testing.T) {
 
 	// The chassis: Debian's ovsdb-server, ovs-vswitchd and ovn-controller.
 	hv := sub("hv1")
-	chassisDB := "unix:" + filepath.Join(hv, "db.sock")
-	ovnRun(t, ovsdbTool, "create", filepath.Join(hv, "conf.db"), ovsdbVSwitchSch)
-	ovnDaemon(t, hv, "ovsdb-server", ovsdbDebianServer, filepath.Join(hv, "conf.db"), "--remote=p"+chassisDB,
-		"--unixctl="+filepath.Join(hv, "ovsdb-server.ctl"))
-	vsctl := func(args ...string) string {
-		t.Helper()
-		return ovnRun(t, ovsdbVsctl, append([]string{"--db=" + chassisDB, "--timeout=60"}, args...)...)
-	}
-	vsctl("--no-wait", "init")
-	ovnDaemon(t, hv, "ovs-vswitchd", ovsVswitchd, chassisDB, "--unixctl="+filepath.Join(hv, "ovs-vswitchd.ctl"))
-	vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail-mode=secure",
-		"other-config:disable-in-band=true")
-	t.Cleanup(func() {
-		// The taps of Debian's netdev bridges persist after its
-		// ovs-vswitchd stops: delete the bridge while it runs (this
-		// cleanup runs before the daemons' stops).
-		vswRun(ovsdbVsctl, "--db="+chassisDB, "--timeout=10", "del-br", "br-int")
-	})
-	vsctl("set", "open", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+govs.sb,
-		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=127.0.0.1",
-		"external_ids:ovn-bridge-datapath-type=netdev")
 	// Its SSL files serve the pssl: variant below.
-	ovnDaemon(t, hv, "ovn-controller", ovnController, chassisDB,
-		"--private-key="+k.cliKey, "--certificate="+k.cliCert, "--ca-cert="+k.ca)
+	vsctl := ovnDebianChassis(t, hv, govs.sb, "--private-key="+k.cliKey, "--certificate="+k.cliCert, "--ca-cert="+k.ca)
 
 	var vifs []*vswNS
 	for i, tag := range []string{"a", "b"} {

@@ -487,6 +487,30 @@ func (ns *vswNS) iperf(srv *vswNS, ip string, args ...string) string {
 	return out
 }
 
+// serve runs args in ns until the test ends (stopped through its pid: ip
+// netns exec execs the command itself), waits for a TCP listener on port
+// in ns, and returns the command's output, to read once the test ends.
+func (ns *vswNS) serve(t testing.TB, port string, args ...string) *bytes.Buffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name}, args...)...)
+	out := &bytes.Buffer{}
+	srv.Stdout, srv.Stderr = out, out
+	if err := srv.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		srv.Wait()
+	})
+	vswWait(t, vswTimeout, args[0]+" to listen on port "+port, func() bool {
+		o, _ := ns.exec("ss", "-Hltn", "sport = :"+port)
+		return strings.Contains(o, ":"+port)
+	})
+	return out
+}
+
 // vswIperfSummary picks iperf3's receiver line for the test log.
 func vswIperfSummary(out string) string {
 	for _, l := range strings.Split(out, "\n") {

@@ -2,9 +2,11 @@ package ofproto
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/datapath/dptest"
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -105,5 +107,39 @@ func TestGroupBuckets(t *testing.T) {
 	}
 	if _, err := removeBuckets(b(5), 55); err == nil || err.Errno != ofp.GroupUnknownBucket {
 		t.Fatalf("remove unknown: %v", err)
+	}
+}
+
+// A select group whose buckets ct(commit,nat(dst=...)), as ovn-controller
+// writes a load balancer's backends: bucket actions are checked against no
+// match (they crashed the check), and the flow that sends IP to the group
+// translates to the chosen bucket's ct. A helper govs cannot run is still
+// refused in a bucket.
+func TestGroupBucketCT(t *testing.T) {
+	tb, br := emptyTables(t)
+	backend := func(id uint32, last byte) ofp.Bucket {
+		nat := ofp.Action{Type: ofp.ActNAT, NAT: &ofp.NAT{Flags: ofp.NATDst, Family: 4, MinAddr: [16]byte{10, 0, 0, last}}}
+		ct := ofp.Action{Type: ofp.ActCT, CT: &ofp.CT{Flags: ofp.CTCommit, ZoneImm: 5, Table: 1}, Nested: []ofp.Action{nat}}
+		return ofp.Bucket{ID: id, Weight: 100, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofp.Action{ct}}
+	}
+	gm := &ofp.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupSelect, ID: 1, Buckets: []ofp.Bucket{backend(0, 2), backend(1, 3)}}
+	if err := checkGroupMod(gm); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if err := br.GroupMod(gm); err != nil {
+		t.Fatalf("add: %v", err)
+	}
+	mustMod(t, br, fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}},
+		actions: []ofp.Action{{Type: ofp.ActGroup, ID: 1}}})
+	frame := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.100")},
+		TCP:  &dptest.TCP{Src: 40000, Dst: 80, Flags: dptest.SYN}}.Bytes()
+	if acts, _ := tb.xlate(1, frame); !strings.HasPrefix(acts, "ct(commit,zone=5,nat(dst=10.0.0.") {
+		t.Errorf("IP to the group: %s", acts)
+	}
+	bad := backend(2, 4)
+	bad.Actions[0].CT.Alg = 99
+	if err := checkGroupMod(&ofp.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupSelect, ID: 2, Buckets: []ofp.Bucket{bad}}); err == nil || err.Errno != ofp.BadActionArgument {
+		t.Errorf("a bucket's ct(alg=99): %v", err)
 	}
 }

@@ -374,9 +374,15 @@ func ctHelper(alg uint16) string {
 // check_NAT: ct needs IP, a commit not +inv, a zone field its
 // prerequisites, and a nat range the family matched. A helper other than
 // ftp (21) and tftp (69) is refused: OVS accepts the flow but cannot
-// translate it ("cannot serialize ct_helper").
+// translate it ("cannot serialize ct_helper"). A nil m (a group bucket's
+// actions, which OVS checks against no match) skips the prerequisites:
+// ovn-controller's load balancers put ct(commit,nat(dst=...)) in select
+// group buckets.
 func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
 	c := a.CT
+	if m == nil {
+		return checkCTHelper(c)
+	}
 	typ := m.Flow.EthType
 	if m.Mask.EthType != 0xffff {
 		typ = 0
@@ -404,6 +410,11 @@ func checkCT(a *ofp.Action, m *ofp.Match) *ofp.Error {
 			}
 		}
 	}
+	return checkCTHelper(c)
+}
+
+// checkCTHelper refuses a helper govs cannot run.
+func checkCTHelper(c *ofp.CT) *ofp.Error {
 	if c.Alg != 0 && ctHelper(c.Alg) == "" {
 		return &ofp.Error{Errno: ofp.BadActionArgument, Detail: "ct helper (alg) other than ftp and tftp"}
 	}
