@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -360,6 +361,14 @@ func (l *Logger) openLogFile(force bool) error {
 	}
 	l.logFile = f
 	l.file.SetOutput(f)
+	// A panic or fatal error goes to the log file too, not only to
+	// stderr, which a detached daemon has pointed at /dev/null: OVS's
+	// daemons log their fatal signals' backtraces there.
+	if err := debug.SetCrashOutput(f, debug.CrashOptions{}); err != nil {
+		l.mu.Unlock()
+		l.self.Warnf("crash output to %s: %v", name, err)
+		l.mu.Lock()
+	}
 	l.updateAllMaxLocked()
 	l.mu.Unlock()
 	l.self.Infof("opened log file %s", name)
