@@ -13,11 +13,13 @@ import (
 // there: written across goto_table and resubmit, cleared, reordered
 // (pop, push, dec_ttl, set-fields, then group or else output), and run
 // at the end of the walk, not after an exit. ofproto/trace shows the same
-// datapath actions.
+// datapath actions, and so does a group bucket, which OVS runs as an
+// action set (one output, set-fields first).
 func TestOpenFlowActionSet(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gwxd", "10.236.0", "gwxo", "10.237.0")
 	for i, args := range [][]string{
 		{"-O", "OpenFlow13", "add-group", "BR", "group_id=1,type=all,bucket=output:1,bucket=output:3"},
+		{"-O", "OpenFlow13", "add-group", "BR", "group_id=2,type=all,bucket=output:2,mod_dl_src:00:00:00:00:00:03,output:3"},
 	} {
 		t.Run(fmt.Sprintf("group/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
 	}
@@ -34,6 +36,7 @@ table=3,actions=exit
 table=4,ip,actions=write_actions(mod_nw_tos:16)
 table=0,priority=12,in_port=3,arp,actions=write_actions(resubmit(,6),mod_dl_src:00:00:00:00:00:05)
 table=6,actions=output:1
+table=0,priority=13,in_port=1,arp,actions=group:2
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ table=6,actions=output:1
 	}
 	for _, pkt := range []string{"in_port=1,udp,nw_src=10.0.0.1", "in_port=1,tcp,nw_src=10.0.0.1",
 		"in_port=1,tcp,nw_src=10.0.0.2,nw_ttl=64", "in_port=1,dl_vlan=7,tcp,nw_src=10.0.0.2,nw_ttl=64",
-		"in_port=2,ip", "in_port=3,icmp", "in_port=3,arp"} {
+		"in_port=2,ip", "in_port=3,icmp", "in_port=3,arp", "in_port=1,arp"} {
 		if want, got := deb.traceNested(pkt), govs.traceNested(pkt); got != want {
 			t.Errorf("ofproto/trace %s: govs %q, Debian's %q", pkt, got, want)
 		}
