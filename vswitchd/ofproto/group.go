@@ -360,7 +360,9 @@ func (x *xlate) bucket(g *group, i int, table uint8) {
 	saved := *x.of
 	x.of.indent++
 	x.of.groupDepth++
-	x.ofActions(g.buckets[i].Actions, table)
+	// A bucket's actions are an action set (OVS's xlate_group_bucket):
+	// reordered, one output, nothing without one.
+	x.ofActions(actionSetList(g.buckets[i].Actions), table)
 	saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
 	*x.of = saved
 	x.syncVLAN()

@@ -169,6 +169,14 @@ func formatAction(a *ofp.Action) string {
 		return fmt.Sprintf("meter:%d", a.ID)
 	case ofp.ActClearActions:
 		return "clear_actions"
+	case ofp.ActGroup:
+		return fmt.Sprintf("group:%d", a.ID)
+	case ofp.ActWriteActions:
+		parts := make([]string, len(a.Nested))
+		for i := range a.Nested {
+			parts[i] = formatAction(&a.Nested[i])
+		}
+		return "write_actions(" + strings.Join(parts, ",") + ")"
 	}
 	return fmt.Sprintf("action(%d)", a.Type)
 }

@@ -48,6 +48,12 @@ type ofState struct {
 	// 16 bytes an entry, the top last (a string: a clone's copy of the
 	// state keeps the stack it started with).
 	stack string
+	// actset is the action set, as written (actionset.go); lastTable
+	// the table of the last rule whose actions ran.
+	actset    []ofp.Action
+	lastTable uint8
+	// inActionSet: the action set's actions run.
+	inActionSet bool
 }
 
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
@@ -108,6 +114,7 @@ func (x *xlate) pipeline(in *port) {
 		x.normal(in)
 	} else {
 		x.table(0)
+		x.executeActionSet(x.of.lastTable)
 	}
 	x.cancelGate(in, mark)
 	x.mergeWC()
@@ -177,7 +184,7 @@ func (x *xlate) table(id uint8) {
 				r.stats.bytes.Add(x.bytes)
 			}
 		}
-		x.of.rule = r
+		x.of.rule, x.of.lastTable = r, id
 		next, ok := x.ofActions(r.actions, id)
 		if !ok || x.of.exit {
 			return
@@ -252,6 +259,9 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 	case ofp.ActResubmit:
 		x.resubmit(a, id)
 	case ofp.ActSetField:
+		if x.of.inActionSet && !x.hasPrereqs(a.Field) {
+			break
+		}
 		// The bits set are consulted: the datapath flow sets them only
 		// for packets that do not already hold the value (OVS's
 		// mf_mask_field_masked in xlate's set_field).
@@ -259,6 +269,9 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		a.Field.SetMasked(f, a.Value, a.Mask)
 		x.syncVLAN()
 	case ofp.ActMove:
+		if x.of.inActionSet && !x.hasPrereqs(a.Src.Field, a.Dst.Field) {
+			break
+		}
 		ofp.MarkRef(&x.of.wc, a.Src)
 		ofp.MarkRef(&x.of.wc, a.Dst)
 		ofp.Move(f, a.Src, a.Dst)
@@ -379,7 +392,11 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.finTimeout(a.Fin)
 	case ofp.ActMeter:
 		x.ofMeter(a.ID)
-	case ofp.ActNote, ofp.ActClearActions, ofp.ActConjunction:
+	case ofp.ActWriteActions:
+		x.writeActions(a.Nested)
+	case ofp.ActClearActions:
+		x.clearActions()
+	case ofp.ActNote, ofp.ActConjunction:
 	}
 }
 
@@ -498,7 +515,12 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 		case ofp.ActUnsupported:
 			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
 		case ofp.ActWriteActions:
-			return &ofp.Error{Errno: ofp.UnsupInst, Detail: "write_actions is not supported"}
+			if err := checkActionSet(a.Nested); err != nil {
+				return err
+			}
+			if err := checkActions(a.Nested, m, table); err != nil {
+				return err
+			}
 		case ofp.ActController:
 			// Per-action controller meters are not carried out:
 			// refused as the whole NXAST_CONTROLLER2 was before.

@@ -130,6 +130,7 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 		x.mirrorPacket(in, in.srcMirrors)
 	}
 	x.ofActions(acts, 0)
+	x.executeActionSet(x.of.lastTable)
 	x.finishPause()
 	if x.changed {
 		b.dp.RequestRevalidation()
