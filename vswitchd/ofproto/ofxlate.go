@@ -467,7 +467,21 @@ func (x *xlate) ofOutput(no uint32) {
 	cur := x.of.flow.InPort
 	switch no {
 	case ofp.PortNormal:
-		x.normal(x.of.in)
+		in := x.of.in
+		if cur != ofPortNo(in) {
+			// lookup_input_bundle: NORMAL starts from the in_port the
+			// actions loaded; OFPP_NONE and OFPP_CONTROLLER are the
+			// controller's own trunk, anything else unknown drops.
+			in = x.ofPort(cur)
+			if in == nil && (cur == portNone || cur == ofp.PortController) {
+				in = &port{br: s, ofport: int(cur)}
+			}
+			if in == nil {
+				x.report(">>", "no input bundle, dropping")
+				return
+			}
+		}
+		x.normal(in)
 	case ofp.PortInPort:
 		if p := x.ofPort(cur); p != nil {
 			x.output(p)

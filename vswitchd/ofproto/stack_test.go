@@ -83,7 +83,7 @@ func TestStackFrozenAcrossRecirculation(t *testing.T) {
 // Output compares with the flow's in_port as the actions left it, as
 // OVS's xlate_output_action: ovn-controller sends a packet back out of
 // its input port by pushing in_port, loading OFPP_NONE into it and
-// outputting to the port by number; IN_PORT and FLOOD follow a loaded
+// outputting to the port by number; IN_PORT, FLOOD and NORMAL follow a loaded
 // in_port too.
 func TestOutputFollowsLoadedInPort(t *testing.T) {
 	tb := newTestBacker(t)
@@ -102,6 +102,9 @@ func TestOutputFollowsLoadedInPort(t *testing.T) {
 			{Type: ofp.ActStackPush, Src: ref}, inPort(0xffff), output(1), {Type: ofp.ActStackPop, Dst: ref}, output(1)}, "1"},
 		{"IN_PORT after a load", []ofp.Action{inPort(2), output(ofp.PortInPort)}, "2"},
 		{"FLOOD after a load", []ofp.Action{inPort(2), output(ofp.PortFlood)}, "1,3"},
+		{"NORMAL after a load", []ofp.Action{inPort(2), output(ofp.PortNormal)}, "1,3"},
+		{"NORMAL from OFPP_NONE", []ofp.Action{inPort(0xffff), output(ofp.PortNormal)}, "1,2,3"},
+		{"NORMAL from a port that does not exist", []ofp.Action{inPort(7), output(ofp.PortNormal)}, "drop"},
 	} {
 		mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
 		mustMod(t, br, fmSpec{prio: 10, actions: tc.acts})

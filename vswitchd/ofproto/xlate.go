@@ -268,6 +268,10 @@ func (x *xlate) normal(in *port) {
 // gone or carries other VLANs (the reconfiguration forgot in's entries and
 // must not see new ones). ml.mu must be held.
 func (x *xlate) learnable(in *port) bool {
+	if in.name == "" {
+		// The controller's pseudo port (OVS's ofpp_none_bundle) learns nothing.
+		return false
+	}
 	cur := in.br.br.snap.Load()
 	if cur == in.br {
 		return true
