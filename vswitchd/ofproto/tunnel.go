@@ -91,7 +91,8 @@ func (idx *index) indexTunnel(p *port) {
 // address match, an exact match preferred to a "flow" one.
 func (x *xlate) tunnelIn(k *flow.Key) *port {
 	m := x.mask
-	m.TunID, m.TunFlags = ^uint64(0), 0xffff
+	// OVS's tnl_wc_init: the flags that tell the tunnel port apart.
+	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
 	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.TunDst = m.TunSrc
 	src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
