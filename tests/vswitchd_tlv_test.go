@@ -46,6 +46,7 @@ var tlvCommands = [][]string{
 	{"-O", "OpenFlow15", "add-flow", "BR", "priority=10,tun_metadata0=0x10000/0xffff0000,actions=move:NXM_NX_REG0[0..15]->NXM_NX_TUN_METADATA0[0..15]"},
 	{"add-flow", "BR", "priority=11,tun_metadata0=0x123456789,actions=drop"},
 	{"add-flow", "BR", "priority=12,actions=move:NXM_NX_TUN_METADATA0[16..40]->NXM_NX_XXREG0[0..24]"},
+	{"add-flow", "BR", "priority=13,tun_metadata0=0xa0001/0xffffff,actions=drop"},
 	{"del-tlv-map", "BR", "{class=0xffff,type=0,len=4}->tun_metadata0"},
 	{"add-flow", "BR", "priority=5,tun_flags=+oam,actions=drop"},
 	{"add-flow", "BR", "priority=6,tun_flags=-oam,tun_id=5,actions=drop"},

@@ -476,6 +476,8 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 	mask := bytes.Repeat([]byte{0xff}, fd.Len)
 	if masked {
 		mask = bytes.Clone(b[4+fd.Len : 4+l])
+	} else if TunMetadataIndex(fd) >= 0 {
+		mask = nil // the whole mapping, whatever length the wire gave
 	}
 	if checkValue(fd, val, mask) != nil {
 		return Action{}, actErr(BadSetArgument, "set_field value")
@@ -1062,7 +1064,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		if v >= V15 || (a.raw != rawRegLoad && full && v >= V12) {
 			return appendSetField(b, v, a.Field, a.Value, a.Mask)
 		}
-		if ofs, nbits, ok := maskRange(a.Mask); ok && nbits <= 64 {
+		// A variable-length field (tun_metadata) always goes as
+		// NXAST_REG_LOAD2, as OVS's set_field_to_nxast.
+		if ofs, nbits, ok := maskRange(a.Mask); ok && nbits <= 64 && TunMetadataIndex(a.Field) < 0 {
 			b = nxActionHeader(b, 24, nxastRegLoad)
 			b = put16(b, uint16(ofs<<6|(nbits-1)))
 			b = put32(b, a.Field.header(true))

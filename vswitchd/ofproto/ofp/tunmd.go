@@ -106,18 +106,19 @@ func tunMDWrite(f *Flow, idx int, b []byte) {
 	f.TunMDPresent |= 1 << idx
 }
 
-// fit returns b right-aligned in n bytes, or false if it has non-zero
-// bytes beyond them.
-func fit(b []byte, n int) ([]byte, bool) {
-	if len(b) > n {
-		if !isZero(b[:len(b)-n]) {
-			return nil, false
+// fit returns b right-aligned in n bytes. Of a longer b, the last n
+// bytes if the others are zero (the same number), else the first n, as
+// OVS's copy_entry_value takes a variable-length field's value.
+func fit(b []byte, n int) []byte {
+	if len(b) >= n {
+		if isZero(b[:len(b)-n]) {
+			return bytes.Clone(b[len(b)-n:])
 		}
-		return bytes.Clone(b[len(b)-n:]), true
+		return bytes.Clone(b[:n])
 	}
 	r := make([]byte, n)
 	copy(r[n-len(b):], b)
-	return r, true
+	return r
 }
 
 func errUnmappedTLV(idx int) *Error {
@@ -127,8 +128,8 @@ func errUnmappedTLV(idx int) *Error {
 // ResolveTunMD places m's tun_metadata matches in m.Flow and m.Mask at
 // the places t maps them to, each as long as its mapping, as OVS's
 // tun_metadata_set_match with the switch's table:
-// NXFMFC_INVALID_TLV_FIELD for an unmapped field, OFPBMC_BAD_LEN for a
-// value longer than the mapping.
+// NXFMFC_INVALID_TLV_FIELD for an unmapped field; of a value longer than
+// the mapping, its first bytes count.
 func (m *Match) ResolveTunMD(t *TLVTable) *Error {
 	for i := range m.TunMD {
 		e := &m.TunMD[i]
@@ -136,13 +137,9 @@ func (m *Match) ResolveTunMD(t *TLVTable) *Error {
 		if l == nil {
 			return errUnmappedTLV(e.Idx)
 		}
-		v, ok1 := fit(e.Value, int(l.Len))
-		mk, ok2 := bytes.Repeat([]byte{0xff}, int(l.Len)), true
+		v, mk := fit(e.Value, int(l.Len)), bytes.Repeat([]byte{0xff}, int(l.Len))
 		if e.Mask != nil {
-			mk, ok2 = fit(e.Mask, int(l.Len))
-		}
-		if !ok1 || !ok2 {
-			return &Error{Errno: BadMatchLen, Detail: "tun_metadata" + strconv.Itoa(e.Idx) + " longer than its mapping"}
+			mk = fit(e.Mask, int(l.Len))
 		}
 		for j := range v {
 			v[j] &= mk[j]
@@ -160,7 +157,7 @@ func (m *Match) ResolveTunMD(t *TLVTable) *Error {
 // ResolveActions gives the tun_metadata fields acts use (set_field, load,
 // move, push, pop, output_reg, in nested lists too) the length t maps
 // them to: NXFMFC_INVALID_TLV_FIELD for an unmapped field,
-// OFPBAC_BAD_SET_LEN for a value or bit range beyond the mapping.
+// OFPBAC_BAD_SET_LEN for a bit range beyond the mapping.
 func ResolveActions(acts []Action, t *TLVTable) *Error {
 	ref := func(r *FieldRef) *Error {
 		idx := TunMetadataIndex(r.Field)
@@ -184,12 +181,11 @@ func ResolveActions(acts []Action, t *TLVTable) *Error {
 			if l == nil {
 				return errUnmappedTLV(idx)
 			}
-			v, ok1 := fit(a.Value, int(l.Len))
-			mk, ok2 := fit(a.Mask, int(l.Len))
-			if !ok1 || !ok2 {
-				return &Error{Errno: BadSetLen, Detail: "set_field value longer than tun_metadata" + strconv.Itoa(idx) + "'s mapping"}
+			mk := bytes.Repeat([]byte{0xff}, int(l.Len))
+			if a.Mask != nil {
+				mk = fit(a.Mask, int(l.Len))
 			}
-			a.Field, a.Value, a.Mask = TunMetadataField(idx, int(l.Len)), v, mk
+			a.Field, a.Value, a.Mask = TunMetadataField(idx, int(l.Len)), fit(a.Value, int(l.Len)), mk
 		}
 		if a.Src.Field != nil {
 			if err := ref(&a.Src); err != nil {
