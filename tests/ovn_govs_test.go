@@ -142,24 +142,8 @@ func TestOvnGovsChassis(t *testing.T) {
 	}
 
 	// Nothing was refused, and ovn-controller never had to start over.
-	vlog, _ := os.ReadFile(e.logPath())
-	for _, l := range strings.Split(string(vlog), "\n") {
-		if strings.Contains(l, "refused") || strings.Contains(l, "|WARN|") || strings.Contains(l, "|ERR|") {
-			t.Errorf("ovs-vswitchd: %s", l)
-		}
-	}
-	clog, _ := os.ReadFile(filepath.Join(e.dir, "ovn-controller.log"))
-	bad := regexp.MustCompile(`\|(ERR|WARN|EMER)\||br-int.mgmt: connection (closed|dropped)`)
-	for _, l := range strings.Split(string(clog), "\n") {
-		// The representor plug provider needs a NIC that has them;
-		// ovn-controller logs the same on Debian's switch. Its first
-		// connection attempts may come before the switch has made br-int
-		// (it asked for the bridge a moment before), as with OVS's.
-		if bad.MatchString(l) && !strings.Contains(l, "|vif_plug_provider|WARN|failed to initialize representor") &&
-			!strings.Contains(l, "br-int.mgmt: connection failed (No such file or directory)") {
-			t.Errorf("ovn-controller: %s", l)
-		}
-	}
+	ovnCheckSwitchLog(t, e.logPath())
+	ovnCheckControllerLog(t, filepath.Join(e.dir, "ovn-controller.log"))
 	for _, pf := range []string{filepath.Join(e.dir, "ovn-controller.pid"), filepath.Join(e.dir, "ovs-vswitchd.pid"),
 		filepath.Join(central, "ovn-northd.pid")} {
 		if pid := vswReadPid(pf); pid <= 0 || syscall.Kill(pid, 0) != nil {
@@ -209,4 +193,36 @@ func ovnGovsChassis(t *testing.T, central, sb string) *vswEnv {
 		return err == nil
 	})
 	return e
+}
+
+// ovnCheckSwitchLog fails t for each line of govs' ovs-vswitchd log at
+// path that refuses something ovn-controller sent (an OFPT_ERROR) or
+// warns.
+func ovnCheckSwitchLog(t *testing.T, path string) {
+	t.Helper()
+	vlog, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(vlog), "\n") {
+		if strings.Contains(l, "refused") || strings.Contains(l, "|WARN|") || strings.Contains(l, "|ERR|") {
+			t.Errorf("ovs-vswitchd: %s", l)
+		}
+	}
+}
+
+// ovnCheckControllerLog fails t for each line of ovn-controller's log at
+// path that is an error, a warning, an OpenFlow error reply it got, or a
+// lost connection to br-int.
+func ovnCheckControllerLog(t *testing.T, path string) {
+	t.Helper()
+	clog, _ := os.ReadFile(path)
+	bad := regexp.MustCompile(`\|(ERR|WARN|EMER)\||OpenFlow error|br-int.mgmt: connection (closed|dropped)`)
+	for _, l := range strings.Split(string(clog), "\n") {
+		// The representor plug provider needs a NIC that has them;
+		// ovn-controller logs the same on Debian's switch. Its first
+		// connection attempts may come before the switch has made br-int
+		// (it asked for the bridge a moment before), as with OVS's.
+		if bad.MatchString(l) && !strings.Contains(l, "|vif_plug_provider|WARN|failed to initialize representor") &&
+			!strings.Contains(l, "br-int.mgmt: connection failed (No such file or directory)") {
+			t.Errorf("ovn-controller: %s", l)
+		}
+	}
 }
