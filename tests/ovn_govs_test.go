@@ -94,15 +94,9 @@ func TestOvnGovsChassis(t *testing.T) {
 	}{{a, "10.0.0.254"}, {c, "10.0.1.254"}} {
 		r.ns.mustExec("ip", "route", "add", "default", "via", r.gw)
 	}
-	nbctl("ls-add", "sw1",
-		"--", "lsp-add", "sw1", "sw1-p1", "--", "lsp-set-addresses", "sw1-p1", "50:54:00:00:01:01 10.0.1.1",
-		"--", "lr-add", "lr0",
-		"--", "lrp-add", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.254/24",
-		"--", "lrp-add", "lr0", "lr0-sw1", "00:00:00:00:ff:02", "10.0.1.254/24",
-		"--", "lsp-add", "sw0", "sw0-lr0", "--", "lsp-set-type", "sw0-lr0", "router",
-		"--", "lsp-set-addresses", "sw0-lr0", "router", "--", "lsp-set-options", "sw0-lr0", "router-port=lr0-sw0",
-		"--", "lsp-add", "sw1", "sw1-lr0", "--", "lsp-set-type", "sw1-lr0", "router",
-		"--", "lsp-set-addresses", "sw1-lr0", "router", "--", "lsp-set-options", "sw1-lr0", "router-port=lr0-sw1")
+	nbctl(append([]string{"ls-add", "sw1",
+		"--", "lsp-add", "sw1", "sw1-p1", "--", "lsp-set-addresses", "sw1-p1", "50:54:00:00:01:01 10.0.1.1"},
+		ovnRouterCmds...)...)
 	nbctl("--wait=hv", "sync")
 	a.waitPing("10.0.1.1")
 	c.waitPing("10.0.0.1")
@@ -114,17 +108,7 @@ func TestOvnGovsChassis(t *testing.T) {
 		t.Errorf("a ping with TTL 1 through the router:\n%s", out)
 	}
 
-	// ACLs: allow-related makes sw0 stateful (conntrack), and a drop of
-	// ICMP towards sw0-p2 stops a's pings; b's pings of a pass, and so
-	// do a's replies to them (established connections), as across the
-	// router.
-	nbctl("--wait=hv", "acl-add", "sw0", "to-lport", "1000", "ip4", "allow-related",
-		"--", "acl-add", "sw0", "to-lport", "1002", `outport == "sw0-p2" && icmp4`, "drop")
-	b.waitPing("10.0.0.1")
-	c.waitPing("10.0.0.1")
-	a.noPing("10.0.0.2")
-	nbctl("--wait=hv", "acl-del", "sw0", "to-lport", "1002", `outport == "sw0-p2" && icmp4`)
-	a.waitPing("10.0.0.2")
+	ovnCheckACL(nbctl, a, b, c)
 	t.Logf("iperf3 through conntrack (allow-related): %s", vswIperfSummary(a.iperf(b, "10.0.0.2", "-t", "1")))
 
 	// The flow table ovn-controller installed, for a later differential.
@@ -142,24 +126,8 @@ func TestOvnGovsChassis(t *testing.T) {
 	}
 
 	// Nothing was refused, and ovn-controller never had to start over.
-	vlog, _ := os.ReadFile(e.logPath())
-	for _, l := range strings.Split(string(vlog), "\n") {
-		if strings.Contains(l, "refused") || strings.Contains(l, "|WARN|") || strings.Contains(l, "|ERR|") {
-			t.Errorf("ovs-vswitchd: %s", l)
-		}
-	}
-	clog, _ := os.ReadFile(filepath.Join(e.dir, "ovn-controller.log"))
-	bad := regexp.MustCompile(`\|(ERR|WARN|EMER)\||br-int.mgmt: connection (closed|dropped)`)
-	for _, l := range strings.Split(string(clog), "\n") {
-		// The representor plug provider needs a NIC that has them;
-		// ovn-controller logs the same on Debian's switch. Its first
-		// connection attempts may come before the switch has made br-int
-		// (it asked for the bridge a moment before), as with OVS's.
-		if bad.MatchString(l) && !strings.Contains(l, "|vif_plug_provider|WARN|failed to initialize representor") &&
-			!strings.Contains(l, "br-int.mgmt: connection failed (No such file or directory)") {
-			t.Errorf("ovn-controller: %s", l)
-		}
-	}
+	ovnCheckSwitchLog(t, e.logPath())
+	ovnCheckControllerLog(t, filepath.Join(e.dir, "ovn-controller.log"))
 	for _, pf := range []string{filepath.Join(e.dir, "ovn-controller.pid"), filepath.Join(e.dir, "ovs-vswitchd.pid"),
 		filepath.Join(central, "ovn-northd.pid")} {
 		if pid := vswReadPid(pf); pid <= 0 || syscall.Kill(pid, 0) != nil {
@@ -209,4 +177,65 @@ func ovnGovsChassis(t *testing.T, central, sb string) *vswEnv {
 		return err == nil
 	})
 	return e
+}
+
+// ovnCheckSwitchLog fails t for each line of govs' ovs-vswitchd log at
+// path that refuses something ovn-controller sent (an OFPT_ERROR) or
+// warns.
+func ovnCheckSwitchLog(t *testing.T, path string) {
+	t.Helper()
+	vlog, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(vlog), "\n") {
+		if strings.Contains(l, "refused") || strings.Contains(l, "|WARN|") || strings.Contains(l, "|ERR|") {
+			t.Errorf("ovs-vswitchd: %s", l)
+		}
+	}
+}
+
+// ovnCheckControllerLog fails t for each line of ovn-controller's log at
+// path that is an error, a warning, an OpenFlow error reply it got, or a
+// lost connection to br-int.
+func ovnCheckControllerLog(t *testing.T, path string) {
+	t.Helper()
+	clog, _ := os.ReadFile(path)
+	bad := regexp.MustCompile(`\|(ERR|WARN|EMER)\||OpenFlow error|br-int.mgmt: connection (closed|dropped)`)
+	for _, l := range strings.Split(string(clog), "\n") {
+		// The representor plug provider needs a NIC that has them;
+		// ovn-controller logs the same on Debian's switch. Its first
+		// connection attempts may come before the switch has made br-int
+		// (it asked for the bridge a moment before), as with OVS's.
+		if bad.MatchString(l) && !strings.Contains(l, "|vif_plug_provider|WARN|failed to initialize representor") &&
+			!strings.Contains(l, "br-int.mgmt: connection failed (No such file or directory)") {
+			t.Errorf("ovn-controller: %s", l)
+		}
+	}
+}
+
+// ovnRouterCmds are ovn-nbctl commands (each after a "--") that add lr0,
+// a router between sw0 (10.0.0.254) and sw1 (10.0.1.254).
+var ovnRouterCmds = []string{
+	"--", "lr-add", "lr0",
+	"--", "lrp-add", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.254/24",
+	"--", "lrp-add", "lr0", "lr0-sw1", "00:00:00:00:ff:02", "10.0.1.254/24",
+	"--", "lsp-add", "sw0", "sw0-lr0", "--", "lsp-set-type", "sw0-lr0", "router",
+	"--", "lsp-set-addresses", "sw0-lr0", "router", "--", "lsp-set-options", "sw0-lr0", "router-port=lr0-sw0",
+	"--", "lsp-add", "sw1", "sw1-lr0", "--", "lsp-set-type", "sw1-lr0", "router",
+	"--", "lsp-set-addresses", "sw1-lr0", "router", "--", "lsp-set-options", "sw1-lr0", "router-port=lr0-sw1",
+}
+
+// ovnCheckACL checks ACLs on sw0, whose VIFs a (10.0.0.1, sw0-p1) and b
+// (10.0.0.2, sw0-p2) are, and c behind lr0 on sw1: allow-related makes
+// sw0 stateful (conntrack), and a drop of ICMP towards sw0-p2 stops a's
+// pings; b's pings of a pass, and so do a's replies to them (established
+// connections), as across the router; once the drop is gone, a's pings
+// of b pass again.
+func ovnCheckACL(nbctl func(...string) string, a, b, c *vswNS) {
+	drop := []string{"sw0", "to-lport", "1002", `outport == "sw0-p2" && icmp4`}
+	nbctl(append(append([]string{"--wait=hv", "acl-add", "sw0", "to-lport", "1000", "ip4", "allow-related",
+		"--", "acl-add"}, drop...), "drop")...)
+	b.waitPing("10.0.0.1")
+	c.waitPing("10.0.0.1")
+	a.noPing("10.0.0.2")
+	nbctl(append([]string{"--wait=hv", "acl-del"}, drop...)...)
+	a.waitPing("10.0.0.2")
 }

@@ -99,7 +99,7 @@ func TestQoS(t *testing.T) {
 	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}}
 	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
 	var d db
-	d.bridge("br0", "p1", "p2", "p3", "p4:internal", "p5:internal")
+	d.bridge("br0", "p1", "p2", "p3", "p4:internal", "p5:internal", "p6:internal")
 	q := func(typ string, oc map[string]string, queues ...map[string]string) *string {
 		u := d.uuid()
 		row := vswitchd.QoS{UUID: u, Type: typ, OtherConfig: oc, Queues: map[int]string{}}
@@ -117,7 +117,13 @@ func TestQoS(t *testing.T) {
 	d.port("p4").QOS = q(QoSTrTCMPolicer, map[string]string{"cir": "1000", "cbs": "2048", "eir": "500", "ebs": "1024"},
 		map[string]string{"cir": "100", "cbs": "200", "eir": "300", "ebs": "400"}, map[string]string{})
 	d.port("p5").QOS = q(QoSTrTCMPolicer, map[string]string{"cbs": "1"})
+	d.port("p6").QOS = q(QoSLinuxNoop, nil)
 	des := Build(d.rows)
+	for _, p := range des.Problems {
+		if strings.Contains(p, "p6") {
+			t.Errorf("linux-noop, which asks for nothing, is reported: %s", p)
+		}
+	}
 	for _, w := range []string{
 		"port p4: QoS trtcm-policer queue 1 " + notRunning + " (govs has no set_queue action: every frame is in queue 0)",
 		"port p5: QoS trtcm-policer has no queue 0, which every frame is in: the port drops every frame it sends, as OVS's does",
@@ -136,6 +142,7 @@ func TestQoS(t *testing.T) {
 	for _, c := range []struct{ name, out, err string }{
 		{"p1", "QoS: p1 egress-policer\ncbs: 2048\ncir: 1000000\n", ""},
 		{"p2", "QoS not configured on p2\n", ""},
+		{"p6", "QoS not configured on p6\n", ""},
 		{"p4", "QoS: p4 trtcm-policer\ncbs: 2048\ncir: 1000\nebs: 1024\neir: 500\n\nDefault:\n  cbs: 200\n  cir: 100\n  ebs: 400\n  eir: 300\n" +
 			"  tx_packets: 3\n  tx_bytes: 300\n  tx_errors: 1\n", ""},
 		{"nosuch", "", "no such interface"},

@@ -20,6 +20,11 @@ const (
 	// three-color meters (RFC 4115), other_config cir/cbs/eir/ebs in
 	// bytes; queue 0's meter first, then the port's.
 	QoSTrTCMPolicer = "trtcm-policer"
+	// QoSLinuxNoop asks the switch to leave the port's queueing alone
+	// (lib/netdev-linux.c tc_ops_noop): OVS takes it on any port,
+	// without a word, and qos/show says none is configured. OVN's
+	// ovn-controller sets it on the egress interface of its tunnels.
+	QoSLinuxNoop = "linux-noop"
 )
 
 // QoSSpec is the QoS row a Port names, parsed.
@@ -52,7 +57,7 @@ var _ EgressPolicingDatapath = (*datapath.Datapath)(nil)
 // in problems (OVS's userspace datapath refuses them with EOPNOTSUPP and
 // the port runs without QoS, as here).
 func qosSpec(port string, q *vswitchd.QoS, queues map[string]vswitchd.Queue, problems *[]string) QoSSpec {
-	if q == nil || q.Type == "" {
+	if q == nil || q.Type == "" || q.Type == QoSLinuxNoop {
 		return QoSSpec{}
 	}
 	// smap_get_ullong: absent or unparsable means 0.
