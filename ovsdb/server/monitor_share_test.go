@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -98,5 +99,98 @@ func TestMergedUpdatesNotShared(t *testing.T) {
 	p := string(slow.recv().Params)
 	if strings.Count(p, "insert") != 2 || !strings.Contains(p, `{"type":"a"}`) || !strings.Contains(p, `{"type":"b"}`) {
 		t.Errorf("slow client's merged update: %s", p)
+	}
+}
+
+// TestSharedUpdateBytes checks, for update, update2 and update3, that
+// monitors with equal parameters send the very same encoded bytes for a
+// commit, and that monitors with other conditions (or, for "monitor", which
+// has none, other columns) or another id get their own, correct, update.
+func TestSharedUpdateBytes(t *testing.T) {
+	const since = `,"00000000-0000-0000-0000-000000000000"`
+	for _, tc := range []struct {
+		method, same, other, tail string
+	}{
+		{"monitor", `{"QoS":{"columns":["type"]}}`, `{"QoS":{"columns":["external_ids"]}}`, ""},
+		{"monitor_cond", `{"QoS":[{"columns":["type"],"where":[["type","==","a"]]}]}`,
+			`{"QoS":[{"columns":["type"],"where":[["type","==","b"]]}]}`, ""},
+		{"monitor_cond_since", `{"QoS":[{"columns":["type"],"where":[["type","==","a"]]}]}`,
+			`{"QoS":[{"columns":["type"],"where":[["type","==","b"]]}]}`, since},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			s, sock := testServer(t, Options{})
+			w := dialTest(t, sock)
+			// Four sessions, told apart by a lock each takes: m1 and m2
+			// with equal requests, m3 another, x the first's under another id.
+			clients := []struct{ name, id, req string }{
+				{"m1", `["m"]`, tc.same}, {"m2", `["m"]`, tc.same}, {"m3", `["m"]`, tc.other}, {"x", `["x"]`, tc.same}}
+			for _, cl := range clients {
+				c := dialTest(t, sock)
+				if _, r := c.call(tc.method, `["Open_vSwitch",`+cl.id+`,`+cl.req+tc.tail+`]`); r.Error != nil {
+					t.Fatalf("%s %s: %s", tc.method, cl.name, r.Error)
+				}
+				if _, r := c.call("lock", `["`+cl.name+`"]`); r.Error != nil {
+					t.Fatalf("lock: %s", r.Error)
+				}
+			}
+			// Hold every monitoring session so that none sends the update
+			// itself, commit, and take each update here.
+			byLock := map[string]*session{}
+			s.mu.Lock()
+			for ss := range s.sessions {
+				for _, cl := range clients {
+					if s.locks.owns(ss, cl.name) {
+						byLock[cl.name] = ss
+					}
+				}
+			}
+			s.mu.Unlock()
+			if len(byLock) != len(clients) {
+				t.Fatalf("found %d of %d sessions", len(byLock), len(clients))
+			}
+			for _, ss := range byLock {
+				ss.mu.Lock()
+			}
+			w.transact(`{"op":"insert","table":"QoS","row":{"type":"a","external_ids":["map",[["k","v"]]]}},` +
+				`{"op":"insert","table":"QoS","row":{"type":"b"}}`)
+			got := map[string][]byte{}
+			for name, ss := range byLock {
+				for _, m := range ss.monitors {
+					if msg, b := m.takeUpdate(); msg != nil {
+						got[name] = b
+					}
+				}
+				ss.mu.Unlock()
+			}
+			m1, m2, m3, x := got["m1"], got["m2"], got["m3"], got["x"]
+			if m1 == nil || m2 == nil || m3 == nil || x == nil {
+				t.Fatalf("missing updates: %q", got)
+			}
+			if &m1[0] != &m2[0] {
+				t.Errorf("equal monitors encoded twice:\n%s\n%s", m1, m2)
+			}
+			if &m1[0] == &m3[0] || &m1[0] == &x[0] {
+				t.Errorf("unequal monitors share an encoding")
+			}
+			method := map[string]string{"monitor": `"update"`, "monitor_cond": `"update2"`, "monitor_cond_since": `"update3"`}[tc.method]
+			if !bytes.Contains(m1, []byte(`"method":`+method)) || !bytes.Contains(m1, []byte(`["m"]`)) ||
+				!bytes.Contains(x, []byte(`["x"]`)) {
+				t.Errorf("method or id: %s / %s", m1, x)
+			}
+			if tc.method == "monitor" {
+				if !bytes.Contains(m1, []byte(`{"type":"a"}`)) || !bytes.Contains(m3, []byte(`"external_ids":["map",[["k","v"]]]`)) ||
+					bytes.Contains(m3, []byte(`"type"`)) {
+					t.Errorf("columns: %s / %s", m1, m3)
+				}
+				return
+			}
+			if !bytes.Contains(m1, []byte(`"a"`)) || bytes.Contains(m1, []byte(`"b"`)) ||
+				!bytes.Contains(m3, []byte(`"b"`)) || bytes.Contains(m3, []byte(`"a"`)) {
+				t.Errorf("conditions: %s / %s", m1, m3)
+			}
+			if !bytes.Equal(bytes.Replace(x, []byte(`["x"]`), []byte(`["m"]`), 1), m1) {
+				t.Errorf("other id, other update:\n%s\n%s", x, m1)
+			}
+		})
 	}
 }

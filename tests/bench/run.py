@@ -926,7 +926,8 @@ def svg(doc, path):
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % esc(
-             "govs vs OVS 3.1 (netdev, DPDK) vs Linux bridge: veths between namespaces, vhost-user (%s, %d CPUs)" % (
+             ("govs vs OVS 3.1 (netdev, DPDK) vs Linux bridge: veths between namespaces, vhost-user (%s, %d CPUs)"
+              if ms else "govs' ovsdb-server vs Debian's ovsdb-server 3.1 (%s, %d CPUs)") % (
                  doc["date"][:10], doc["machine"]["cpus"]))]
     x = 10
     for p in peers:
