@@ -154,8 +154,21 @@ func TestOvsdbMonitorCondDifferential(t *testing.T) {
 // on Bridge with cond_change, waits for the server to acknowledge each
 // (cond_seqno counts the replies to monitor_cond_change), makes changes with ovs-vsctl and waits for them through a
 // step counter in the unconditionally monitored Open_vSwitch table, and
-// prints the Bridge rows the IDL holds after each step.
+// prints the Bridge rows the IDL holds after each step. argv[3] is the
+// monitor method: monitor_cond_since, the IDL's own choice, or
+// monitor_cond, which it otherwise uses only with servers that lack the
+// former.
 const ovsdbCondIDLScript = ovsdbIDLPrelude + `
+if sys.argv[3] == "monitor_cond":
+    send = idl._Idl__send_monitor_request
+    idl._Idl__send_monitor_request = lambda *a: send(ovs.db.idl.Monitor.monitor_cond)
+methods = set()
+send_request = idl.send_request
+def record(msg):
+    if msg.method.startswith("monitor"):
+        methods.add(msg.method)
+    return send_request(msg)
+idl.send_request = record
 def show(what):
     rows = sorted((b.name, sorted(b.external_ids.items())) for b in idl.tables["Bridge"].rows.values())
     print(what, json.dumps(rows))
@@ -204,33 +217,66 @@ vsctl("add-br", "br5")
 conds([["name", "==", "br5"]], [True], [["name", "==", "br1"], ["name", "==", "br5"], False])
 vsctl("set", "Bridge", "br5", "external_ids:k=b", "--", "set", "Bridge", "br4", "external_ids:k=b")
 conds([], [["external_ids", "includes", ["map", [["k", "b"]]]]])
+# Reconnections: the IDL asks again with its acknowledged condition
+# (monitor_cond_since with the last transaction it saw). Changes and a
+# condition change made before it reconnects must all show.
+def reconnect(c, *args):
+    global step
+    step += 1
+    idl.force_reconnect()
+    subprocess.run(["ovs-vsctl", "--no-wait", "--db=" + remote] + list(args) +
+        ["--", "set", "Open_vSwitch", ".", "external_ids:step=%d" % step], check=True)
+    if c is not None:
+        idl.cond_change("Bridge", c)
+    st = idl.tables["Bridge"].condition_state
+    run_until(lambda: any(r.external_ids.get("step") == str(step) for r in idl.tables["Open_vSwitch"].rows.values())
+        and st.new is None and st.requested is None)
+    show("reconnect %s after %s" % (json.dumps(c), " ".join(args)))
+reconnect(None, "set", "Bridge", "br4", "external_ids:k=c", "--", "add-br", "br6", "--", "set", "Bridge", "br6", "external_ids:k=b")
+reconnect([["name", "==", "br0"], ["external_ids", "includes", ["map", [["k", "c"]]]]], "add-br", "br7")
+reconnect(None, "set", "Bridge", "br0", "external_ids:k=c", "--", "del-br", "br4")
+reconnect([True], "del-br", "br6")
+print("methods", sorted(methods))
 idl.close()
 `
 
 // TestOvsdbMonitorCondIDLDifferential runs the Python IDL's conditional
 // monitoring (cond_change with several clauses, [], [True], [False],
-// changes back to back, rows entering and leaving the condition) against Debian's server and govs'
-// and requires the same rows at every step.
+// changes back to back, rows entering and leaving the condition,
+// reconnections with changes missed) against Debian's server and govs',
+// over monitor_cond_since and monitor_cond, and requires the same rows at
+// every step. Debian's standalone server answers monitor_cond_since with
+// found=false, govs with found=true and only what the client missed.
 func TestOvsdbMonitorCondIDLDifferential(t *testing.T) {
 	ovsdbNeed(t, ovsdbPython)
-	out := map[string]string{}
-	for _, kind := range []string{"debian", "govs"} {
-		p := ovsdbStart(t, ovsdbOpts{kind: kind})
-		ovsdbCondSetup(p)
-		f := filepath.Join(p.dir, "cond.py")
-		if err := os.WriteFile(f, []byte(ovsdbCondIDLScript), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r := ovsdbRun(ovsdbPython, f, "unix:"+p.sock, ovsdbVSwitchSch)
-		if r.code != 0 {
-			t.Fatalf("%s: python IDL: exit %d\n%s\n%s", kind, r.code, r.stdout, r.stderr)
-		}
-		out[kind] = r.stdout
+	for _, method := range []string{"monitor_cond_since", "monitor_cond"} {
+		t.Run(method, func(t *testing.T) {
+			out := map[string]string{}
+			for _, kind := range []string{"debian", "govs"} {
+				p := ovsdbStart(t, ovsdbOpts{kind: kind})
+				ovsdbCondSetup(p)
+				f := filepath.Join(p.dir, "cond.py")
+				if err := os.WriteFile(f, []byte(ovsdbCondIDLScript), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := ovsdbRun(ovsdbPython, f, "unix:"+p.sock, ovsdbVSwitchSch, method)
+				if r.code != 0 {
+					t.Fatalf("%s: python IDL: exit %d\n%s\n%s", kind, r.code, r.stdout, r.stderr)
+				}
+				out[kind] = r.stdout
+			}
+			// The IDL monitors _Server with "monitor", the data with one of
+			// the others.
+			if !strings.Contains(out["govs"], "'"+method+"'") ||
+				strings.Contains(out["govs"], "'monitor_cond_since'") != (method == "monitor_cond_since") {
+				t.Errorf("the IDL did not monitor with %s:\n%s", method, out["govs"])
+			}
+			if out["debian"] != out["govs"] {
+				t.Fatalf("IDL rows differ\ndebian:\n%s\ngovs:\n%s", out["debian"], out["govs"])
+			}
+			t.Logf("IDL steps:\n%s", out["govs"])
+		})
 	}
-	if out["debian"] != out["govs"] {
-		t.Fatalf("IDL rows differ\ndebian:\n%s\ngovs:\n%s", out["debian"], out["govs"])
-	}
-	t.Logf("IDL steps:\n%s", out["govs"])
 }
 
 // ovsdbCondChangeCall sends a request and returns, canonicalised, the
