@@ -74,6 +74,9 @@ var errHandover = errors.New("socket handover")
 
 // SwitchSockBuf implements SockBufSwitcher.
 func (s *systemPort) SwitchSockBuf(n int) error {
+	if len(s.queues) > 0 {
+		return fmt.Errorf("netdev: %s: %w", s.name, ErrMultiQueue)
+	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
 	// One handover at a time: the reader finishes the last one first,
