@@ -27,25 +27,11 @@ const fanoutHashFlags = unix.PACKET_FANOUT_HASH | unix.PACKET_FANOUT_FLAG_IGNORE
 // new sockets are closed; s stays in its group, alone, receiving all.
 func (s *systemPort) openQueues(n int, cfg Config) error {
 	var err error
-	ctl := func(p *systemPort, f func(fd int) error) {
-		if err != nil {
-			return
-		}
-		if cerr := p.rc.Control(func(fd uintptr) { err = f(int(fd)) }); cerr != nil {
-			err = cerr
-		}
-	}
+	ctl := func(p *systemPort, f func(fd int) error) { sockCtl(&err, p, f) }
 	var group int
-	ctl(s, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, (fanoutHashFlags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16); err != nil {
-			return fmt.Errorf("PACKET_FANOUT: %w", err)
-		}
-		v, err := unix.GetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
-		if err != nil {
-			return fmt.Errorf("PACKET_FANOUT: %w", err)
-		}
-		group = v & 0xffff
-		return nil
+	ctl(s, func(fd int) (err error) {
+		group, err = newFanoutGroup(fd, fanoutHashFlags)
+		return err
 	})
 	if err != nil {
 		return err
