@@ -145,7 +145,10 @@ type dpPort struct {
 	dev  netdev.Port
 	// slot indexes the per-worker tx queues; unique among attached ports.
 	slot int
-	w    *worker
+	// ws are the workers of the port's receive queues, one each (the
+	// netdev's RxQueues, or the port itself); w is ws[0].
+	ws []*worker
+	w  *worker
 
 	// txMu serializes dev.Write: a netdev takes one writer at a time and
 	// every rx goroutine may output to any port. Held once per batch.
@@ -293,13 +296,22 @@ func (dp *Datapath) AddPort(no uint32, p netdev.Port) error {
 		}
 	}
 	port := &dpPort{no: no, name: p.Name(), dev: p, slot: dp.allocSlot()}
-	w := newWorker(dp, port)
-	port.w = w
-	dp.workers[w] = struct{}{}
+	queues := []netdev.Reader{p}
+	if mq, ok := p.(netdev.RxQueuer); ok {
+		queues = mq.RxQueues()
+	}
+	for i, q := range queues {
+		w := newQueueWorker(dp, port, q, i)
+		port.ws = append(port.ws, w)
+		dp.workers[w] = struct{}{}
+	}
+	port.w = port.ws[0]
 	// Flows translated while the port was missing resolve their outputs
 	// to it anew when they see the new table.
 	dp.ports.Store(old.with(port))
-	go w.run()
+	for _, w := range port.ws {
+		go w.run()
+	}
 	dp.log.Debugf("added port %s as datapath port %d", port.name, no)
 	return nil
 }
@@ -316,7 +328,9 @@ func (dp *Datapath) DelPort(no uint32) error {
 		dp.mu.Unlock()
 		return fmt.Errorf("%w: %d", ErrNoSuchPort, no)
 	}
-	port.w.detached.Store(true)
+	for _, w := range port.ws {
+		w.detached.Store(true)
+	}
 	dp.ports.Store(old.without(no))
 	g := dp.gen.Add(1)
 	dp.mu.Unlock()
@@ -325,10 +339,11 @@ func (dp *Datapath) DelPort(no uint32) error {
 	// actions against the new table in every batch begun after the bump.
 	dp.synchronize(g)
 
-	w := port.w
-	w.flowMu.Lock()
-	dp.nflows.Add(-int64(w.removeAll()))
-	w.flowMu.Unlock()
+	for _, w := range port.ws {
+		w.flowMu.Lock()
+		dp.nflows.Add(-int64(w.removeAll()))
+		w.flowMu.Unlock()
+	}
 	dp.mu.Lock()
 	dp.freeSlots = append(dp.freeSlots, port.slot)
 	dp.mu.Unlock()
@@ -427,7 +442,9 @@ func (dp *Datapath) Close() {
 	dp.closed = true
 	ports := dp.ports.Load().byNo
 	for _, p := range ports {
-		p.w.detached.Store(true)
+		for _, w := range p.ws {
+			w.detached.Store(true)
+		}
 	}
 	dp.ports.Store(newPortTable(map[uint32]*dpPort{}))
 	g := dp.gen.Add(1)
@@ -437,9 +454,11 @@ func (dp *Datapath) Close() {
 	dp.synchronize(g)
 	dp.ct.Close()
 	for _, p := range ports {
-		p.w.flowMu.Lock()
-		dp.nflows.Add(-int64(p.w.removeAll()))
-		p.w.flowMu.Unlock()
+		for _, w := range p.ws {
+			w.flowMu.Lock()
+			dp.nflows.Add(-int64(w.removeAll()))
+			w.flowMu.Unlock()
+		}
 	}
 }
 

@@ -62,18 +62,19 @@ type FlowInfo struct {
 func (dp *Datapath) Flows() []FlowInfo {
 	var out []FlowInfo
 	for _, p := range dp.sortedPorts() {
-		w := p.w
-		w.flowMu.Lock()
-		for r := range w.cls.All {
-			f := r.Value
-			used, ever := f.usedAt()
-			out = append(out, FlowInfo{
-				UFID: f.ufid, Key: f.key, Mask: f.mask, Actions: f.acts.Load().actions,
-				Packets: f.packets.Load(), Bytes: f.bytes.Load(), TCPFlags: uint16(f.tcpFlags.Load()),
-				Used: time.Duration(used), Ever: ever, Worker: p.no,
-			})
+		for _, w := range p.ws {
+			w.flowMu.Lock()
+			for r := range w.cls.All {
+				f := r.Value
+				used, ever := f.usedAt()
+				out = append(out, FlowInfo{
+					UFID: f.ufid, Key: f.key, Mask: f.mask, Actions: f.acts.Load().actions,
+					Packets: f.packets.Load(), Bytes: f.bytes.Load(), TCPFlags: uint16(f.tcpFlags.Load()),
+					Used: time.Duration(used), Ever: ever, Worker: p.no,
+				})
+			}
+			w.flowMu.Unlock()
 		}
-		w.flowMu.Unlock()
 	}
 	return out
 }
@@ -294,8 +295,12 @@ func (dp *Datapath) WorkerStats() []WorkerStats {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	for _, p := range ports {
-		c := p.w.stats.load()
-		c.sub(&p.w.base)
+		var c counters
+		for _, w := range p.ws {
+			wc := w.stats.load()
+			wc.sub(&w.base)
+			c.add(&wc)
+		}
 		out = append(out, WorkerStats{
 			Port: p.no, Received: c.rx, EMCHits: c.emcHits, MegaflowHits: c.megaHits,
 			SubtableLookups: c.lookups, Missed: c.missed, Lost: c.lost, Recirculations: c.recirc,
@@ -313,7 +318,9 @@ func (dp *Datapath) ClearWorkerStats() {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	for _, p := range ports {
-		p.w.base = p.w.stats.load()
+		for _, w := range p.ws {
+			w.base = w.stats.load()
+		}
 	}
 }
 

@@ -133,9 +133,12 @@ func (dp *Datapath) revalidate() {
 	}
 	slices.SortFunc(ports, func(a, b *dpPort) int { return cmp.Compare(a.no, b.no) })
 
-	total := 0
+	var ws []*worker
 	for _, p := range ports {
-		w := p.w
+		ws = append(ws, p.ws...)
+	}
+	total := 0
+	for _, w := range ws {
 		w.flowMu.Lock()
 		rs.flows = rs.flows[:0]
 		for r := range w.cls.All {

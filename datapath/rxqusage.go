@@ -11,8 +11,8 @@ import (
 // Receive-queue usage for dpif-netdev/pmd-rxq-show, as OVS measures it:
 // each worker's busy time in intervals of rxqInterval, the last
 // rxqIntervals of them kept (OVS's PMD_INTERVAL_LEN and PMD_INTERVAL_MAX).
-// A govs worker is one port's receive goroutine, so its one queue's
-// usage is the worker's: busy time over wall time, and no overhead.
+// A govs worker is the receive goroutine of one queue of a port, so the
+// queue's usage is the worker's: busy time over wall time, and no overhead.
 const (
 	rxqInterval  = 10 * time.Second
 	rxqIntervals = 6
@@ -64,16 +64,18 @@ func (u *rxqUsage) last(k int) (busy, total uint64) {
 // revalidator every revalidateInterval.
 func (dp *Datapath) sampleUsage(now time.Time) {
 	for _, p := range dp.sortedPorts() {
-		p.w.usage.sample(now, p.w.stats.load().busy)
+		for _, w := range p.ws {
+			w.usage.sample(now, w.stats.load().busy)
+		}
 	}
 }
 
 // PMDRxqShowCommand is `ovs-appctl dpif-netdev/pmd-rxq-show [-pmd core]
-// [-secs secs] [dp]`: each worker as a pmd thread whose core id is its
-// port's number (as in PMDStatsShowCommand), with its one receive queue
-// and the share of the last secs seconds (rounded up to whole 10 s
-// intervals, 60 at most and by default) it spent forwarding, "NOT AVAIL"
-// until an interval has passed. Where fewer intervals than asked for have
+// [-secs secs] [dp]`: each port's workers as a pmd thread whose core id is
+// the port's number (as in PMDStatsShowCommand), with one line per receive
+// queue (options:n_rxq), each with the share of the last secs seconds
+// (rounded up to whole 10 s intervals, 60 at most and by default) its
+// worker spent forwarding, "NOT AVAIL" until an interval has passed. Where fewer intervals than asked for have
 // passed, the share is over those (OVS counts the missing ones as idle).
 // As OVS with one userspace datapath, it takes any datapath name for it.
 func (dp *Datapath) PMDRxqShowCommand(args []string) (string, error) {
@@ -107,14 +109,17 @@ func (dp *Datapath) PMDRxqShowCommand(args []string) (string, error) {
 		if core >= 0 && int64(p.no) != core {
 			continue
 		}
-		busy, total := p.w.usage.last(int(secs / step))
-		usage, overhead := "NOT AVAIL", "NOT AVAIL"
-		if total > 0 {
-			usage = fmt.Sprintf("%2.0f %%", float64(min(busy, total))*100/float64(total))
-			overhead = fmt.Sprintf("%2.0f %%", 0.0)
-		}
 		fmt.Fprintf(&b, "pmd thread numa_id 0 core_id %d:\n  isolated : false\n", p.no)
-		fmt.Fprintf(&b, "  port: %-16s  queue-id: %2d (enabled)   pmd usage: %s\n", p.name, 0, usage)
+		overhead := "NOT AVAIL"
+		for _, w := range p.ws {
+			busy, total := w.usage.last(int(secs / step))
+			usage := "NOT AVAIL"
+			if total > 0 {
+				usage = fmt.Sprintf("%2.0f %%", float64(min(busy, total))*100/float64(total))
+				overhead = fmt.Sprintf("%2.0f %%", 0.0)
+			}
+			fmt.Fprintf(&b, "  port: %-16s  queue-id: %2d (enabled)   pmd usage: %s\n", p.name, w.queue, usage)
+		}
 		fmt.Fprintf(&b, "  overhead: %s\n", overhead)
 	}
 	return b.String(), nil

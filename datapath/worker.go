@@ -319,6 +319,10 @@ func (a *atomicCounters) addSingle(c *counters) {
 type worker struct {
 	dp   *Datapath
 	port *dpPort
+	// rxq is the receive queue the worker reads, queue its number: the
+	// port itself (queue 0) unless the port is a netdev.RxQueuer.
+	rxq   netdev.Reader
+	queue int
 	// detached is set by DelPort and Close: the worker forwards nothing
 	// more and waits in Read for the netdev to be closed.
 	detached atomic.Bool
@@ -372,7 +376,13 @@ type worker struct {
 }
 
 func newWorker(dp *Datapath, p *dpPort) *worker {
-	w := &worker{dp: dp, port: p, done: make(chan struct{}), rng: uint64(p.no)*0x9e3779b97f4a7c15 | 1}
+	return newQueueWorker(dp, p, p.dev, 0)
+}
+
+// newQueueWorker returns the worker of port p's receive queue i, rx.
+func newQueueWorker(dp *Datapath, p *dpPort, rx netdev.Reader, i int) *worker {
+	w := &worker{dp: dp, port: p, rxq: rx, queue: i, done: make(chan struct{}),
+		rng: (uint64(p.no)+uint64(i)<<32)*0x9e3779b97f4a7c15 | 1}
 	for i := range w.upActs {
 		w.upActs[i] = make(Actions, 0, actionsCap)
 	}
@@ -425,7 +435,7 @@ func (w *worker) run() {
 		close(w.done)
 		w.dp.workerExited(w)
 	}()
-	rw, lazy := w.port.dev.(netdev.ReadWaiter)
+	rw, lazy := w.rxq.(netdev.ReadWaiter)
 	w.rxN = len(w.rx)
 	if lazy {
 		w.rxN = 1
@@ -445,7 +455,7 @@ func (w *worker) run() {
 		n := 0
 		if err == nil {
 			w.holdRx()
-			n, err = w.port.dev.Read(w.rx[:w.rxN])
+			n, err = w.rxq.Read(w.rx[:w.rxN])
 		}
 		if full = n == w.rxN; full && lazy {
 			w.rxN = min(2*w.rxN, len(w.rx))

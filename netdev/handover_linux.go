@@ -74,6 +74,9 @@ var errHandover = errors.New("socket handover")
 
 // SwitchSockBuf implements SockBufSwitcher.
 func (s *systemPort) SwitchSockBuf(n int) error {
+	if len(s.queues) > 0 {
+		return fmt.Errorf("netdev: %s: %w", s.name, ErrMultiQueue)
+	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
 	// One handover at a time: the reader finishes the last one first,
@@ -115,14 +118,7 @@ func (s *systemPort) handOver(ns *systemPort) error {
 		return errors.New("the new socket's options differ")
 	}
 	var err error
-	ctl := func(p *systemPort, f func(fd int) error) {
-		if err != nil {
-			return
-		}
-		if cerr := p.rc.Control(func(fd uintptr) { err = f(int(fd)) }); cerr != nil {
-			err = cerr
-		}
-	}
+	ctl := func(p *systemPort, f func(fd int) error) { sockCtl(&err, p, f) }
 	setProg := func(k uint32) func(fd int) error {
 		return func(fd int) error {
 			if err := setFilter(fd, unix.SOL_PACKET, unix.PACKET_FANOUT_DATA, k); err != nil {
@@ -133,15 +129,11 @@ func (s *systemPort) handOver(ns *systemPort) error {
 	}
 	if !s.grouped {
 		ctl(s, func(fd int) error {
-			if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, (fanoutFlags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16); err != nil {
-				return fmt.Errorf("PACKET_FANOUT: %w", err)
+			g, err := newFanoutGroup(fd, fanoutFlags)
+			if err == nil {
+				s.grouped, s.group = true, g
 			}
-			v, err := unix.GetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
-			if err != nil {
-				return fmt.Errorf("PACKET_FANOUT: %w", err)
-			}
-			s.grouped, s.group = true, v&0xffff
-			return nil
+			return err
 		})
 	}
 	ctl(s, setProg(0))
@@ -174,6 +166,31 @@ func (s *systemPort) handOver(ns *systemPort) error {
 	// Wake a reader waiting on the old socket, which gets no more.
 	s.f.SetReadDeadline(time.Now())
 	return nil
+}
+
+// sockCtl runs f on p's socket unless *err is already set, and records
+// its error (or the closed socket's) in *err.
+func sockCtl(err *error, p *systemPort, f func(fd int) error) {
+	if *err != nil {
+		return
+	}
+	if cerr := p.rc.Control(func(fd uintptr) { *err = f(int(fd)) }); cerr != nil {
+		*err = cerr
+	}
+}
+
+// newFanoutGroup puts fd in a new PACKET_FANOUT group of the type and flags
+// given, whose id the kernel picks (PACKET_FANOUT_FLAG_UNIQUEID), and
+// returns the id.
+func newFanoutGroup(fd, flags int) (int, error) {
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT, (flags|unix.PACKET_FANOUT_FLAG_UNIQUEID)<<16); err != nil {
+		return 0, fmt.Errorf("PACKET_FANOUT: %w", err)
+	}
+	v, err := unix.GetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
+	if err != nil {
+		return 0, fmt.Errorf("PACKET_FANOUT: %w", err)
+	}
+	return v & 0xffff, nil
 }
 
 // handingOver reports whether err is the wake-up of a reader that has a

@@ -90,6 +90,36 @@ type Config struct {
 	// super-frames marked for segmentation) and Offloads is all false, so
 	// every frame written is segmented and checksummed in software first.
 	DisableOffload bool
+	// RxQueues is how many receive queues a system port opens: one
+	// AF_PACKET socket each, all in one PACKET_FANOUT_HASH group, so that
+	// the kernel spreads the device's flows over them (options:n_rxq).
+	// 0 means 1. Other ports have one queue and ignore it.
+	RxQueues int
+}
+
+// MaxRxQueues is the most receive queues a system port takes: OVS's limit
+// for its AF_XDP ports (MAX_XSKQ), whose options:n_rxq error text govs
+// reports. Each queue of a port reading from its ring maps 16 MiB.
+const MaxRxQueues = 16
+
+// ErrMultiQueue is returned by SwitchSockBuf on a port with more than one
+// receive queue: their sockets are in a PACKET_FANOUT_HASH group, which
+// the hand-over's own group cannot join; the caller reopens the port.
+var ErrMultiQueue = errors.New("netdev: a port with several receive queues cannot hand its sockets over")
+
+// Reader is one receive queue of a port, read as Port.Read.
+type Reader interface {
+	Read(pkts []*packet.Packet) (n int, err error)
+}
+
+// RxQueuer is implemented by ports that may receive on several queues.
+// Each queue is read by a goroutine of its own, as Port.Read; queue 0 is
+// the port itself. Frames of one flow (same addresses and ports) always
+// arrive on the same queue, so each stays in order.
+type RxQueuer interface {
+	// RxQueues returns the port's receive queues, at least one; the
+	// count is fixed for the port's life.
+	RxQueues() []Reader
 }
 
 // ReadWaiter is implemented by ports whose reader can wait for frames

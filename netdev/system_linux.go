@@ -94,6 +94,10 @@ type systemPort struct {
 	swapped chan struct{} // guarded by hmu: closed when the reader took next
 	grouped bool          // guarded by hmu: the socket is in fanout group
 	group   int
+
+	// queues are receive queues 1..n-1 (rxqueues_linux.go), fixed at
+	// open; their kdrops are guarded by this port's kmu.
+	queues []*systemPort
 }
 
 type sysRx struct {
@@ -145,6 +149,12 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 	}
 	s.cfg = cfg
 	s.init()
+	if cfg.RxQueues > 1 {
+		if err := s.openQueues(cfg.RxQueues, cfg); err != nil {
+			s.closeSock()
+			return nil, fmt.Errorf("netdev: open system port %s: %d receive queues: %w", name, cfg.RxQueues, err)
+		}
+	}
 	return s, nil
 }
 
@@ -585,11 +595,12 @@ func (s *systemPort) Stats() Stats {
 		})
 	}
 	st.RxDropped += s.kdrops
-	s.kmu.Unlock()
 	st.Offload = s.tx.fin.ctr.Snapshot()
 	rx := s.rxo.Snapshot()
 	st.Offload.Checksummed += rx.Checksummed
 	st.Offload.Errors += rx.Errors
+	s.queueStats(&st)
+	s.kmu.Unlock()
 	return st
 }
 
@@ -605,6 +616,14 @@ func (s *systemPort) SetSockBufs(rcv, snd int) error {
 	var err error
 	if cerr := s.latest().rc.Control(func(fd uintptr) { err = setSockBufs(int(fd), rcv, snd) }); cerr != nil {
 		return s.portErr(cerr)
+	}
+	for _, q := range s.queues {
+		if err != nil {
+			break
+		}
+		if cerr := q.rc.Control(func(fd uintptr) { err = setSockBufs(int(fd), rcv, snd) }); cerr != nil {
+			return s.portErr(cerr)
+		}
 	}
 	return err
 }
@@ -634,6 +653,10 @@ func (s *systemPort) Close() error {
 		s.next.closeSock()
 		s.next = nil
 		close(s.swapped)
+	}
+	for _, q := range s.queues {
+		q.closed.Store(true)
+		q.closeSock()
 	}
 	return s.closeSock()
 }

@@ -9,6 +9,14 @@ switch -> testpmd rxonly over two vhost-user client ports, 64 and 1518 B, govs w
 netdev and the bridge, plus the datapath's Go micro-benchmarks FlowSetup/ActiveFlows), ovsdb (ovsdbbench).
 A run of only some sections writes results/<sections>-latest.* so that latest.* keeps the full run.
 
+Peer govs-rxq2 (not in the default set: BENCH_PEERS=govs,govs-rxq2,bridge) is govs with options:n_rxq=2 on
+both ports. BENCH_NET_TESTS (comma list of tcp1,tcp4,udp,tap,crr,pps) picks the net section's tests.
+BENCH_CRR_N sets ab -c 1's connections (default 3000). BENCH_PIN=1 pins the switch to CPU 0 (govs started under taskset) and the endpoints (iperf3, nginx, ab) to
+CPU 1, and records for govs, during TCP 1 stream and ab -c 1, its CPU time (user/system, /proc/PID/stat),
+its threads' context switches (/proc/PID/task/*/status) and each CPU's busy share (/proc/stat: the whole
+machine's, other users included); BENCH_PROFILE=1 also takes a Go CPU profile of govs during each
+(results/<run>-govs-tcp1.pprof, -crr1.pprof; `go tool pprof -top bin/ovs-vswitchd FILE`).
+
 Everything runs inside a network namespace of its own (gvbench-PID) so that the switches' host-side
 devices (ovs-netdev, br0, the veths' host ends, the internal ports' addresses) cannot collide with anything
 else on the machine. Results: tests/bench/results/latest.json, latest.svg, latest.png (gnuplot), and a
@@ -33,6 +41,10 @@ RESULTS = os.path.join(HERE, "results")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECS = int(os.environ.get("BENCH_SECS", "4"))
 ALL_PEERS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+PIN = os.environ.get("BENCH_PIN") == "1"
+PROFILE = os.environ.get("BENCH_PROFILE") == "1"
+SWITCH_CPU, ENDPOINT_CPU = "0", "1"
+ENDPOINT = ["taskset", "-c", ENDPOINT_CPU] if PIN else []
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
 ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond", "ct"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
@@ -47,9 +59,9 @@ VHOST_SECS = int(os.environ.get("BENCH_VHOST_SECS", "14"))
 # multiflow section: peers (BENCH_MF_PEERS) from the net section's set-ups
 MF_PEERS = [p for p in os.environ.get("BENCH_MF_PEERS", "govs,ovs,bridge").split(",") if p]
 MICRO_BENCH = ["go", "test", "-run", "XXX", "-bench", "FlowSetup|ActiveFlows|EMC", "-benchtime", "2000x", "./datapath/"]
-COMPARE = ["ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
-NET_COLS = ["govs", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
-ALL_COLS = ["govs", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
+COMPARE = ["govs-rxq2", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
+NET_COLS = ["govs", "govs-rxq2", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+ALL_COLS = ["govs", "govs-rxq2", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
 SOCKBUF = 1073741823
 
 # name -> (label, unit, higher_is_better)
@@ -72,6 +84,16 @@ METRICS = {
     "udp8k_rcv_drops": ("UDP 8 KiB @4G receiver UdpRcvbufErrors", "datagrams", False),
     "tcp1_switch_drops": ("TCP 1 stream frames dropped at the switch", "frames", False),
 }
+# BENCH_PIN=1: where govs' time goes during TCP 1 stream (tcp1) and ab -c 1 (crr1), per second of the test
+for _t, _l in (("tcp1", "TCP 1 stream"), ("crr1", "ab -c 1")):
+    METRICS["%s_sw_user_pct" % _t] = ("pinned %s: switch user CPU" % _l, "% of a CPU", None)
+    METRICS["%s_sw_sys_pct" % _t] = ("pinned %s: switch system CPU" % _l, "% of a CPU", None)
+    METRICS["%s_sw_cs_per_s" % _t] = ("pinned %s: switch context switches" % _l, "/s", None)
+    METRICS["%s_sw_ncs_per_s" % _t] = ("pinned %s: of them involuntary" % _l, "/s", None)
+    METRICS["%s_cpu0_busy_pct" % _t] = ("pinned %s: CPU 0 (switch) busy, machine" % _l, "%", None)
+    METRICS["%s_cpu1_busy_pct" % _t] = ("pinned %s: CPU 1 (endpoints) busy, machine" % _l, "%", None)
+    METRICS["%s_cpu0_softirq_pct" % _t] = ("pinned %s: CPU 0 softirq" % _l, "%", None)
+    METRICS["%s_cpu1_softirq_pct" % _t] = ("pinned %s: CPU 1 softirq" % _l, "%", None)
 # section vhost: testpmd virtio-user txonly -> 2 vhost-user client ports -> testpmd rxonly (net/vhost-pps.sh)
 VHOST_METRICS = {}
 for _sz in [int(x) for x in os.environ.get("BENCH_VHOST_SIZES", "64,1518").split(",") if x]:
@@ -92,7 +114,9 @@ NET_METRICS = [m for m in METRICS if m not in VHOST_METRICS and m not in MF_METR
 PEER_TESTS = {
     "govs-sockbuf": ["udp"],
 }
-DEFAULT_TESTS = ["tcp1", "tcp4", "udp", "tap", "crr", "pps"]
+# connections of ab -c 1: a pinned run wants a few seconds of them, not nginx's start-up, in its CPU figures
+CRR_N = int(os.environ.get("BENCH_CRR_N", "3000"))
+DEFAULT_TESTS = [t for t in os.environ.get("BENCH_NET_TESTS", "tcp1,tcp4,udp,tap,crr,pps").split(",") if t]
 
 # prefixes are kept short: "gbgv-a0" etc. must fit in 15 characters
 PID = os.getpid()
@@ -103,6 +127,12 @@ def peer_setup(name, workdir):
     env = dict(os.environ)
     if name.startswith("govs"):
         env.update(GOVS_PREFIX="bgv", GOVS_DIR=os.path.join(workdir, "govs"))
+        if name == "govs-rxq2":
+            env["GOVS_NRXQ"] = "2"
+        if PIN:
+            env["GOVS_TASKSET"] = "taskset -c " + SWITCH_CPU
+        if PROFILE:
+            env["GOVS_PPROF"] = os.path.join(workdir, "govs", "pprof.sock")
         up = [os.path.join(NET, "peer-govs.sh"), "up"] + (["sockbuf"] if name == "govs-sockbuf" else [])
         return ("bgv", env, up, [os.path.join(NET, "peer-govs.sh"), "down"], "gbr0",
                 os.path.join(workdir, "govs", "ovs-vswitchd.pid"))
@@ -251,7 +281,7 @@ class Runner:
     def iperf_server(self, prefix):
         if os.path.exists(self.iperf_pid):
             os.unlink(self.iperf_pid)
-        sh(["ip", "netns", "exec", prefix + "-b", "iperf3", "-s", "-1", "-D", "-p", str(self.port), "-I", self.iperf_pid])
+        sh(["ip", "netns", "exec", prefix + "-b"] + ENDPOINT + ["iperf3", "-s", "-1", "-D", "-p", str(self.port), "-I", self.iperf_pid])
         time.sleep(0.3)
 
     def kill_iperf_server(self):
@@ -262,7 +292,7 @@ class Runner:
 
     def iperf(self, prefix, args, from_ns=True):
         self.iperf_server(prefix)
-        argv = (["ip", "netns", "exec", prefix + "-a"] if from_ns else []) + \
+        argv = (["ip", "netns", "exec", prefix + "-a"] if from_ns else []) + ENDPOINT + \
             ["iperf3", "-J", "-c", "10.77.0.2", "-p", str(self.port), "-t", str(SECS)] + args
         try:
             r = sh(argv, timeout=SECS + 30, check=False)
@@ -298,7 +328,8 @@ class Runner:
             return {"gbps": 0.0, "loss": 100.0, "error": (j or {}).get("error", "no result")}
 
     def crr(self, prefix, n, c):
-        r = sh([os.path.join(NET, "crr.sh"), prefix, str(n), str(c)], timeout=150, check=False)
+        env = dict(os.environ, BENCH_ENDPOINT_TASKSET=" ".join(ENDPOINT))
+        r = sh([os.path.join(NET, "crr.sh"), prefix, str(n), str(c)], env=env, timeout=150, check=False)
         m = re.search(r"Requests per second:\s+([\d.]+)", r.stdout)
         f = re.search(r"Failed requests:\s+(\d+)", r.stdout)
         return {"cps": float(m.group(1)) if m else 0.0, "failed": int(f.group(1)) if f else None}
@@ -311,6 +342,73 @@ class Runner:
 
 
 STATS_WAIT = 6  # govs writes Interface statistics every 5 s
+
+
+def cpu_snapshot(pidfile):
+    """The switch's CPU ticks (user, system) and its threads' context switches (voluntary, involuntary), and
+    /proc/stat's ticks of CPUs 0 and 1 (busy, softirq, total), with the time."""
+    s = {"t": time.time()}
+    try:
+        pid = int(open(pidfile).read().strip())
+        f = open("/proc/%d/stat" % pid).read()
+        rest = f[f.rindex(")") + 2:].split()
+        s["utime"], s["stime"] = int(rest[11]), int(rest[12])
+        vol = inv = 0
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                for l in open("/proc/%d/task/%s/status" % (pid, tid)):
+                    if l.startswith("voluntary_ctxt_switches:"):
+                        vol += int(l.split()[1])
+                    elif l.startswith("nonvoluntary_ctxt_switches:"):
+                        inv += int(l.split()[1])
+            except OSError:
+                pass  # a thread that exited
+        s["vcs"], s["ncs"] = vol, inv
+    except (OSError, ValueError, TypeError):
+        pass
+    for l in open("/proc/stat"):
+        f = l.split()
+        if f[0] in ("cpu0", "cpu1"):
+            v = [int(x) for x in f[1:]]
+            # user nice system idle iowait irq softirq steal ...
+            s[f[0]] = {"busy": sum(v) - v[3] - v[4], "softirq": v[6], "total": sum(v)}
+    return s
+
+
+def cpu_delta(tag, a, b, s):
+    """Adds to sample s what the switch and CPUs 0 and 1 did between snapshots a and b, per second."""
+    secs = b["t"] - a["t"]
+    hz = os.sysconf("SC_CLK_TCK")
+    if "utime" in a and "utime" in b and secs > 0:
+        s[tag + "_sw_user_pct"] = 100.0 * (b["utime"] - a["utime"]) / hz / secs
+        s[tag + "_sw_sys_pct"] = 100.0 * (b["stime"] - a["stime"]) / hz / secs
+        s[tag + "_sw_cs_per_s"] = (b["vcs"] + b["ncs"] - a["vcs"] - a["ncs"]) / secs
+        s[tag + "_sw_ncs_per_s"] = (b["ncs"] - a["ncs"]) / secs
+    for c in ("cpu0", "cpu1"):
+        if c in a and c in b and b[c]["total"] > a[c]["total"]:
+            tot = b[c]["total"] - a[c]["total"]
+            s["%s_%s_busy_pct" % (tag, c)] = 100.0 * (b[c]["busy"] - a[c]["busy"]) / tot
+            s["%s_%s_softirq_pct" % (tag, c)] = 100.0 * (b[c]["softirq"] - a[c]["softirq"]) / tot
+
+
+class Profile:
+    """A Go CPU profile of govs (BENCH_PROFILE=1) for the next secs seconds, fetched from its --pprof socket."""
+    def __init__(self, name, env, tag, secs):
+        self.p, self.out = None, None
+        sock = env.get("GOVS_PPROF")
+        if not (PROFILE and name.startswith("govs") and sock):
+            return
+        self.out = os.path.join(RESULTS, "%s-%s-%s.pprof" % (results_base(), name, tag))
+        self.p = subprocess.Popen(["curl", "-s", "--unix-socket", sock, "-o", self.out,
+                                   "http://govs/debug/pprof/profile?seconds=%d" % secs])
+
+    def wait(self):
+        if self.p:
+            try:
+                self.p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
 
 
 def wait_ping(name, prefix):
@@ -376,7 +474,12 @@ def run_peer(name, rn, samples):
             s["sock_rcvbuf"] = sockbuf_of(prefix + "-a0")
         drops0, _ = switch_drops(name, prefix, env)
         if "tcp1" in tests:
+            c0 = cpu_snapshot(pidfile) if PIN else None
+            prof = Profile(name, env, "tcp1", max(SECS - 1, 1))
             r = rn.tcp(prefix, 1, pidfile)
+            prof.wait()
+            if c0:
+                cpu_delta("tcp1", c0, cpu_snapshot(pidfile), s)
             s["tcp1_gbps"], s["tcp1_retrans"] = r["gbps"], r.get("retrans")
             if "cpu_s_per_gbit" in r:
                 s["cpu_s_per_gbit"] = r["cpu_s_per_gbit"]
@@ -404,7 +507,12 @@ def run_peer(name, rn, samples):
             s["tap_tcp_gbps"] = rn.tcp(prefix, 1, from_ns=False)["gbps"]
             sh(["ip", "addr", "del", "10.77.0.3/24", "dev", local], check=False)
         if "crr" in tests:
-            r = rn.crr(prefix, 3000, 1)
+            c0 = cpu_snapshot(pidfile) if PIN else None
+            prof = Profile(name, env, "crr1", 3)
+            r = rn.crr(prefix, CRR_N, 1)
+            prof.wait()
+            if c0:
+                cpu_delta("crr1", c0, cpu_snapshot(pidfile), s)
             s["crr_cps"], s["crr_failed"] = r["cps"], r["failed"]
             r = rn.crr(prefix, 10000, 64)
             s["crr64_cps"], s["crr64_failed"] = r["cps"], r["failed"]
@@ -708,9 +816,10 @@ def machine():
 
 def results_base():
     """latest for a run of all sections; otherwise e.g. vhost-multiflow-latest, so latest.* keeps the full run."""
+    pin = "pin-" if PIN else ""
     if set(SECTIONS) == set(ALL_SECTIONS):
-        return "latest"
-    return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-latest"
+        return pin + "latest"
+    return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-" + pin + "latest"
 
 
 def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None, ct=None):
@@ -737,7 +846,7 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
     base = results_base()
     doc = {"date": started.isoformat(timespec="seconds"), "finished": datetime.datetime.now(
         datetime.timezone.utc).isoformat(timespec="seconds"), "machine": machine(), "rounds": ROUNDS,
-        "sections": SECTIONS, "iperf3_seconds": SECS, "vhost_seconds": VHOST_SECS, "netns": ns,
+        "sections": SECTIONS, "pinned": PIN, "iperf3_seconds": SECS, "vhost_seconds": VHOST_SECS, "netns": ns,
         "metrics": {m: {"label": l, "unit": u, "higher_is_better": h} for m, (l, u, h) in METRICS.items()},
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
@@ -792,7 +901,11 @@ def render_table(doc):
     nt = table_lines(v, net_metrics, cols, rcols)
     if nt:
         lines += ["ratios: govs/peer (peer/govs for loss, retransmits, CPU): > 1 means govs is better; govs-sockbuf "
-                  "is govs with other_config:userspace-sock-buf-size=%d" % SOCKBUF, ""] + nt
+                  "is govs with other_config:userspace-sock-buf-size=%d, govs-rxq2 with options:n_rxq=2" % SOCKBUF]
+        if doc.get("pinned"):
+            lines += ["pinned (BENCH_PIN=1): the switch on CPU %s, iperf3/nginx/ab on CPU %s; the bridge forwards in "
+                      "the endpoints' softirq, on CPU %s" % (SWITCH_CPU, ENDPOINT_CPU, ENDPOINT_CPU)]
+        lines += [""] + nt
     vcols = [p for p in ALL_VHOST_PEERS if p in v and any(v[p].get(m) is not None for m in vh_metrics)]
     vt = table_lines(v, vh_metrics, vcols, list(doc.get("vhost_ratios", {}).items()))
     if vt:
@@ -887,7 +1000,7 @@ def render_table(doc):
     return "\n".join(lines) + "\n"
 
 
-COLORS = {"govs": "#1b7837", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
+COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
           "ovs-dpdk": "#762a83", "bridge": "#2166ac"}
 
 

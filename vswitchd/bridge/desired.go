@@ -152,6 +152,8 @@ type IfaceSpec struct {
 	// and tx-retries-max.
 	ZeroCopy  bool
 	TxRetries int
+	// RxQueues is a system interface's options:n_rxq, 1 if unset.
+	RxQueues int
 	// PatchPeer is a patch port's options:peer.
 	PatchPeer string
 	// DummyRxPcap and DummyTxPcap are a dummy interface's pcap files for

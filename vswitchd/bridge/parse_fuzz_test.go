@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/schema/vswitchd"
 )
 
@@ -20,6 +22,9 @@ func FuzzPortParse(f *testing.F) {
 		{TypeVhostUserClient, OptDQZeroCopy, "maybe"},
 		{TypeVhostUser, OptTxRetriesMax, "-1"},
 		{TypeSystem, "foo", "bar"},
+		{TypeSystem, OptNRxq, "2"},
+		{TypeSystem, OptNRxq, "17"},
+		{TypeSystem, OptNRxq, "0x2"},
 		{"vxlan", "remote_ip", "1.2.3.4"},
 		{QoSEgressPolicer, "cir", "18446744073709551616"},
 		{QoSEgressPolicer, "cbs", "2048"},
@@ -37,6 +42,13 @@ func FuzzPortParse(f *testing.F) {
 		if driverOf(typ).parse(&again, parseEnv{VhostSockDir: "/run"}, &problems2) != errText ||
 			again.identity() != spec.identity() || len(problems) != len(problems2) {
 			t.Fatalf("parsing %s %s=%q twice differs", typ, key, value)
+		}
+		if n, err := strconv.Atoi(value); typ == TypeSystem && key == OptNRxq && errText == "" && spec.RxQueues == 1 &&
+			(err != nil || n != 1) && len(problems) == 0 {
+			t.Fatalf("n_rxq=%q ignored silently", value)
+		}
+		if spec.RxQueues < 0 || spec.RxQueues > netdev.MaxRxQueues {
+			t.Fatalf("n_rxq=%q gave %d queues", value, spec.RxQueues)
 		}
 		if typ == TypeVhostUserClient && key == OptTxRetriesMax && spec.TxRetries == 8 && value != "8" && len(problems) == 0 {
 			t.Fatalf("tx-retries-max=%q ignored silently", value)

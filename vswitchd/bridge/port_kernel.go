@@ -1,12 +1,21 @@
 package bridge
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/govs/govs/netdev"
+)
+
+// OptNRxq is a system interface's options:n_rxq, its receive queues: one
+// AF_PACKET socket each in a PACKET_FANOUT_HASH group, each read by a
+// datapath worker of its own. It applies live, by reopening the port.
+const OptNRxq = "n_rxq"
 
 // kernelPort runs a kernel network device: system attaches to an existing
 // interface through AF_PACKET, internal and tap create a tap device (OVS's
 // userspace datapath runs internal ports as taps too).
 type kernelPort struct {
-	noLive
 	typ string
 	// netdev is the type as OVS's netdev layer names it.
 	netdev string
@@ -20,13 +29,36 @@ func init() {
 
 func (kernelPort) kind() PortKind { return KindKernel }
 
-// parse: kernel devices take no options; OVS warns (netdev_set_config).
-func (kernelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
-	if len(spec.Options) > 0 {
+// parse: a system interface takes n_rxq; other options, and any on tap
+// and internal devices, are not configurable and OVS warns
+// (netdev_set_config). n_rxq is read as OVS's AF_XDP ports read it
+// (netdev_afxdp_set_config): MAX(smap_get_int(n_rxq, 1), 1), more than
+// MaxRxQueues refused with its error; the values OVS takes as 1 silently
+// are also logged here.
+func (k kernelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
+	spec.RxQueues = 1
+	others := len(spec.Options)
+	if v, ok := spec.Options[OptNRxq]; ok && k.typ == TypeSystem {
+		others--
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 1:
+			*problems = append(*problems, fmt.Sprintf("interface %s: ignoring invalid options:%s=%q (must be an integer in the range 1..%d; using 1)",
+				spec.Name, OptNRxq, v, netdev.MaxRxQueues))
+		case n > netdev.MaxRxQueues:
+			return fmt.Sprintf("%s: Too big '%s' (%d > %d).", spec.Name, OptNRxq, n, netdev.MaxRxQueues)
+		default:
+			spec.RxQueues = n
+		}
+	}
+	if others > 0 {
 		*problems = append(*problems, fmt.Sprintf("%s: arguments provided to device that is not configurable", spec.Name))
 	}
 	return ""
 }
+
+// live: a system interface's n_rxq applies by reopening it (apply).
+func (k kernelPort) live(key string) bool { return k.typ == TypeSystem && key == OptNRxq }
 
 func (k kernelPort) netdevType(*iface) string { return k.netdev }
 func (k kernelPort) request(s *Switch, ifc *iface) OpenRequest {
@@ -51,9 +83,15 @@ func (kernelPort) apply(s *Switch, ifc *iface, mtu bool) {
 	if mtu {
 		s.applyMTU(ifc)
 	}
-	if ifc.dev != nil && !s.reopenForOffloads(ifc) {
-		s.applySockBuf(ifc)
+	if ifc.dev == nil || s.reopenForOffloads(ifc) {
+		return
 	}
+	if max(ifc.rxQueues, 1) != max(ifc.spec.RxQueues, 1) {
+		s.log.Infof("%s: reopening with %d receive queues", ifc.spec.Name, max(ifc.spec.RxQueues, 1))
+		s.reopen(ifc)
+		return
+	}
+	s.applySockBuf(ifc)
 }
 
 func (kernelPort) refresh(s *Switch, ifc *iface) {

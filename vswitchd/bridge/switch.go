@@ -137,6 +137,7 @@ type iface struct {
 	// negotiated; meaningless while dev is nil.
 	tso            bool
 	sockBuf        int // 0: the kernel default
+	rxQueues       int // receive queues (options:n_rxq), 0 meaning 1
 	offloads       netdev.Offloads
 	rcvBuf, sndBuf int // getsockopt's sizes; 0 when it has no socket
 

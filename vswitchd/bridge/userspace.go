@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -87,7 +88,7 @@ func (s *Switch) effSockBuf(ifc *iface) int {
 
 // portConfig is how ifc's device is opened now. Caller holds mu.
 func (s *Switch) portConfig(ifc *iface) netdev.Config {
-	return netdev.Config{SockBufSize: s.effSockBuf(ifc), DisableOffload: !s.tso}
+	return netdev.Config{SockBufSize: s.effSockBuf(ifc), DisableOffload: !s.tso, RxQueues: ifc.spec.RxQueues}
 }
 
 // opened records the settings ifc's new device was opened with (req) and
@@ -95,6 +96,7 @@ func (s *Switch) portConfig(ifc *iface) netdev.Config {
 func (s *Switch) opened(ifc *iface, req OpenRequest) {
 	ifc.tso = s.tso
 	ifc.sockBuf = s.effSockBuf(ifc)
+	ifc.rxQueues = req.Config.RxQueues
 	ifc.offloads = ifc.dev.Offloads()
 	ifc.zeroCopy, ifc.txRetries = req.Vhost.ZeroCopy, req.Vhost.TxRetriesMax
 	s.readSockBufs(ifc)
@@ -142,7 +144,11 @@ func (s *Switch) applySockBuf(ifc *iface) {
 				s.readSockBufs(ifc)
 				return
 			}
-			s.log.Warnf("%s: %s; reopening", ifc.spec.Name, Strerror(err))
+			if errors.Is(err, netdev.ErrMultiQueue) {
+				s.log.Infof("%s: reopening its %d receive queues for the new socket buffers", ifc.spec.Name, ifc.rxQueues)
+			} else {
+				s.log.Warnf("%s: %s; reopening", ifc.spec.Name, Strerror(err))
+			}
 		}
 		s.reopen(ifc)
 		return

@@ -4,6 +4,8 @@
 # It starts the switch with its embedded database (--embedded-db=FILE) when this build has one; otherwise it
 # falls back to Debian's /usr/sbin/ovsdb-server on a temporary conf.db and points bin/ovs-vswitchd at its socket.
 # With "sockbuf", other_config:userspace-sock-buf-size=1073741823 is set before any port is added.
+# GOVS_NRXQ=N sets options:n_rxq=N on both ports; GOVS_TASKSET (e.g. "taskset -c 0") prefixes the switch's
+# command line; GOVS_PPROF=SOCKET serves its Go profiles there (--pprof).
 # Stops only the processes named in its own pidfiles.
 p=${GOVS_PREFIX:-gv}; d=${GOVS_DIR:-/tmp/govsbench}; export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVS_SYSCONFDIR=$d
 here=$(cd $(dirname $0) && pwd); top=$(cd $here/../../.. && pwd)
@@ -11,7 +13,8 @@ V="/usr/bin/ovs-vsctl --timeout=10 --db=unix:$d/db.sock"
 case "$1" in
 up)
   mkdir -p $d; rm -f $d/conf.db
-  if $top/bin/ovs-vswitchd --embedded-db=$d/conf.db --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl \
+  pp=${GOVS_PPROF:+--pprof=$GOVS_PPROF}
+  if $GOVS_TASKSET $top/bin/ovs-vswitchd $pp --embedded-db=$d/conf.db --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl \
        --log-file=$d/ovs-vswitchd.log --detach --no-chdir 2>$d/embedded.err; then
     echo embedded > $d/mode
     for i in $(seq 50); do [ -S $d/db.sock ] && break; sleep 0.1; done
@@ -24,12 +27,17 @@ up)
       --unixctl=$d/ovsdb-server.ctl --detach --no-chdir --log-file=$d/ovsdb-server.log
     $V --no-wait init
     [ "$2" = sockbuf ] && $V --no-wait set Open_vSwitch . other_config:userspace-sock-buf-size=1073741823
-    $top/bin/ovs-vswitchd unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl \
+    $GOVS_TASKSET $top/bin/ovs-vswitchd $pp unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl \
       --log-file=$d/ovs-vswitchd.log --detach --no-chdir
   fi
   [ "$2" = sockbuf ] && $V set Open_vSwitch . other_config:userspace-sock-buf-size=1073741823
   $here/topo.sh up $p
-  $V add-br gbr0 -- add-port gbr0 $p-a0 -- add-port gbr0 $p-b0
+  if [ -n "$GOVS_NRXQ" ]; then
+    $V add-br gbr0 -- add-port gbr0 $p-a0 -- set Interface $p-a0 options:n_rxq=$GOVS_NRXQ \
+      -- add-port gbr0 $p-b0 -- set Interface $p-b0 options:n_rxq=$GOVS_NRXQ
+  else
+    $V add-br gbr0 -- add-port gbr0 $p-a0 -- add-port gbr0 $p-b0
+  fi
   ;;
 down)
   $here/topo.sh down $p
