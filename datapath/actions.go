@@ -320,6 +320,10 @@ func formatCT(c *conntrack.Action) string {
 	if c.Helper != "" {
 		parts = append(parts, "helper="+c.Helper)
 	}
+	if c.TimeoutPolicy != conntrack.DefaultPolicy {
+		// The netdev datapath names a timeout policy by its ID.
+		parts = append(parts, "timeout="+strconv.FormatUint(uint64(c.TimeoutPolicy), 10))
+	}
 	if n := c.NAT; n != nil {
 		s := "nat"
 		if n.Src || n.Dst {

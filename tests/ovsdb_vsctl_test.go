@@ -175,6 +175,24 @@ func TestOvsdbVsctlDifferential(t *testing.T) {
 		vsList("list", "QoS"),
 		vsList("list", "Mirror"),
 		vs("show"),
+		// Conntrack zones' timeout policies.
+		vs("add-zone-tp", "netdev", "zone=5", "udp_first=1"),
+		vs("--", "--id=@dp", "create", "Datapath", "datapath_version=0", "--", "set", "Open_vSwitch", ".", "datapaths:netdev=@dp"),
+		vs("add-zone-tp", "netdev", "zone=5", "udp_first=1", "udp_single=2", "icmp_first=3", "tcp_unack=4"),
+		vs("add-zone-tp", "netdev", "zone=5", "udp_first=9"),
+		vs("--may-exist", "add-zone-tp", "netdev", "zone=5", "udp_first=9"),
+		vs("add-zone-tp", "netdev", "zone=0x10", "udp_first=x", "icmp_reply=7"),
+		vs("add-zone-tp", "netdev", "zone=6", "bogus=1"),
+		vs("add-zone-tp", "netdev", "zone=70000", "udp_first=1"),
+		vs("add-zone-tp", "netdev", "zone=7"),
+		vs("add-zone-tp", "system", "zone=7", "udp_first=1"),
+		vs("list-zone-tp", "netdev"),
+		vs("list-zone-tp", "system"),
+		vs("del-zone-tp", "netdev", "zone=9"),
+		vs("--if-exists", "del-zone-tp", "netdev", "zone=9"),
+		vs("del-zone-tp", "netdev", "zone=16"),
+		vs("list-zone-tp", "netdev"),
+		vsList("--columns=timeouts", "list", "CT_Timeout_Policy"),
 	}
 	// Debian's ovs-vsctl against Debian's server is the reference; Debian's
 	// ovs-vsctl and govs' own against govs' server must print the same.

@@ -94,6 +94,9 @@ type Action struct {
 	// Helper is an ALG: "" for none, HelperFTP or HelperTFTP; Execute
 	// refuses others.
 	Helper string
+	// TimeoutPolicy is the ID of the timeout policy a connection this
+	// action commits gets (SetTimeoutPolicy); DefaultPolicy for none.
+	TimeoutPolicy uint32
 }
 
 // ErrUnsupported reports an action the tracker does not implement.
@@ -181,6 +184,8 @@ type conn struct {
 	// committed: counted in the table and its zone.
 	committed bool
 	alg       algConn
+	// tp is the ID of the connection's timeout policy.
+	tp uint32
 }
 
 // shards is how many independently locked parts the table has; a power of
@@ -224,6 +229,10 @@ type Tracker struct {
 	// exps holds the data connections ALGs expect.
 	exps expTable
 
+	// policies are the timeout policies by ID; replaced whole on change.
+	policies atomic.Pointer[policyTable]
+	polMu    sync.Mutex // serializes policy changes
+
 	// Counters for ct-stats and coverage.
 	full, zoneFull, natExhausted atomic.Uint64
 
@@ -255,6 +264,7 @@ func New(cfg Config) *Tracker {
 		t.shards[i].idx = i
 	}
 	t.limits.Store(&zoneLimits{})
+	t.policies.Store(&policyTable{})
 	return t
 }
 
@@ -647,7 +657,7 @@ func (t *Tracker) execute(now int64, b []byte, md *Meta, a *Action, partialCsum,
 		res, tm := t.update(c, b, &p, reply)
 		c.mu.Unlock()
 		if tm != tmKeep {
-			c.expires.Store(now + int64(defaultTimeouts[tm]))
+			c.expires.Store(now + int64(t.timeoutOf(c.tp, tm)))
 		}
 		switch res {
 		case resValid:
@@ -793,7 +803,7 @@ func (t *Tracker) create(b []byte, p *parsed, a *Action, exp *expectation, helpe
 		t.full.Add(1)
 		return nil, errFull
 	}
-	c := &conn{orig: p.key}
+	c := &conn{orig: p.key, tp: a.TimeoutPolicy}
 	var tm timeout
 	switch {
 	case p.proto == protoTCP && p.l4Valid:
@@ -803,7 +813,7 @@ func (t *Tracker) create(b []byte, p *parsed, a *Action, exp *expectation, helpe
 	default:
 		tm = tmOtherFirst
 	}
-	c.expires.Store(now + int64(defaultTimeouts[tm]))
+	c.expires.Store(now + int64(t.timeoutOf(c.tp, tm)))
 	t.nconns.Add(1)
 	t.zoneCount[a.Zone].Add(1)
 	c.committed = true

@@ -918,4 +918,7 @@ var vsctlCommands = []*syntax{
 	{name: "del-aa-mapping", min: 3, max: 3, rw: true, run: cmdDelAAMapping},
 	{name: "get-aa-mapping", min: 1, max: 1, run: cmdGetAAMapping},
 	{name: "emer-reset", rw: true, run: cmdEmerReset},
+	{name: "add-zone-tp", min: 3, max: maxArgs, options: "--may-exist", rw: true, run: cmdAddZoneTP},
+	{name: "del-zone-tp", min: 2, max: 2, options: "--if-exists", rw: true, run: cmdDelZoneTP},
+	{name: "list-zone-tp", min: 1, max: 1, run: cmdListZoneTP},
 }
