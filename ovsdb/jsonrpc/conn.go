@@ -211,29 +211,12 @@ func (c *Conn) SendEncodedNow(m *Message, b []byte) error {
 		werr = err
 	}
 	c.mu.Lock()
-	c.writing = false
-	if !c.closed {
-		c.backlog -= n
-	}
 	if werr == nil && n < len(b) && !c.closed {
 		// The rest goes first: whatever was queued meanwhile came later.
 		c.out = append([][]byte{b[n:]}, c.out...)
 	}
-	c.cond.Broadcast()
-	wake := len(c.out) > 0 || c.kicked
-	c.mu.Unlock()
-	if werr != nil {
-		c.opts.Log.Warnf("%s: send error: %v", c.opts.Name, werr)
-		c.closeWith(werr)
-		return werr
-	}
-	if wake {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-	return nil
+	c.doneWritingLocked(n)
+	return c.wroteLocked(werr)
 }
 
 // SendRaw queues one already encoded message.
@@ -425,6 +408,13 @@ func (c *Conn) writeQueued() error {
 	_, err := bufs.WriteTo(c.nc)
 	c.mu.Lock()
 	c.doneWritingLocked(n)
+	return c.wroteLocked(err)
+}
+
+// wroteLocked ends a write made outside the writer goroutine: it closes the
+// connection on err, or wakes the writer if output or OnIdle is due. Called
+// with c.mu held; returns with it released.
+func (c *Conn) wroteLocked(err error) error {
 	wake := c.kicked || len(c.out) > 0
 	c.mu.Unlock()
 	if err != nil {
