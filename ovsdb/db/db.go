@@ -21,6 +21,9 @@ type Commit struct {
 	Comment string
 	Durable bool
 	Date    time.Time
+	// By is the LockChecker of the Transact call that made the commit
+	// (nil for other commits), so that hooks can tell who committed.
+	By LockChecker
 }
 
 type tableData struct {

@@ -773,7 +773,7 @@ func (tx *txn) commit() (*Commit, *Error) {
 			}
 		}
 	}
-	c := &Commit{TxnID: NewUUID(), Tables: tx.changes, Comment: strings.Join(tx.comment, "\n"), Durable: tx.durable, Date: tx.now}
+	c := &Commit{TxnID: NewUUID(), Tables: tx.changes, Comment: strings.Join(tx.comment, "\n"), Durable: tx.durable, Date: tx.now, By: tx.locks}
 	for _, h := range tx.d.hooks {
 		if err := h(c); err != nil {
 			return nil, &Error{Name: "I/O error", Details: err.Error()}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -70,6 +71,7 @@ type Options struct {
 // is queued and written by a goroutine of the connection.
 type Conn struct {
 	nc   net.Conn
+	raw  syscall.RawConn // nc's, for writes that must not block; nil if it has none (TLS)
 	opts Options
 	dec  *Decoder
 
@@ -116,6 +118,9 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 	}
 	c.cond = sync.NewCond(&c.mu)
 	c.lastActivity.Store(time.Now().UnixNano())
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
 	return c
 }
 
@@ -156,6 +161,62 @@ func (c *Conn) SendEncoded(m *Message, b []byte) error {
 		c.opts.Log.Debugf("%s: send %s", c.opts.Name, m)
 	}
 	return c.SendRaw(b)
+}
+
+// Idle reports whether nothing is queued or being written.
+func (c *Conn) Idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.out) == 0 && !c.writing && !c.closed
+}
+
+// SendEncodedNow is SendEncoded, but if nothing is queued or being written
+// and the reader is not running the handler, it writes b on the caller's
+// goroutine, as far as the socket takes it without blocking; the writer
+// goroutine is woken only for a rest. This saves a goroutine wake-up when
+// another connection's goroutine sends, as a commit's monitor updates are.
+func (c *Conn) SendEncodedNow(m *Message, b []byte) error {
+	c.mu.Lock()
+	now := c.raw != nil && !c.closed && !c.writing && !c.inHandler && len(c.out) == 0
+	if now {
+		c.writing = true
+		c.backlog += len(b)
+	}
+	c.mu.Unlock()
+	if !now {
+		return c.SendEncoded(m, b)
+	}
+	if c.opts.Log != NopLogger {
+		c.opts.Log.Debugf("%s: send %s", c.opts.Name, m)
+	}
+	var n int
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			k, err := syscall.Write(int(fd), b[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				if err != syscall.EAGAIN {
+					werr = err
+				}
+				break
+			}
+			n += k
+		}
+		return true // never wait for the socket: the writer does
+	})
+	if werr == nil {
+		werr = err
+	}
+	c.mu.Lock()
+	if werr == nil && n < len(b) && !c.closed {
+		// The rest goes first: whatever was queued meanwhile came later.
+		c.out = append([][]byte{b[n:]}, c.out...)
+	}
+	c.doneWritingLocked(n)
+	return c.wroteLocked(werr)
 }
 
 // SendRaw queues one already encoded message.
@@ -347,6 +408,13 @@ func (c *Conn) writeQueued() error {
 	_, err := bufs.WriteTo(c.nc)
 	c.mu.Lock()
 	c.doneWritingLocked(n)
+	return c.wroteLocked(err)
+}
+
+// wroteLocked ends a write made outside the writer goroutine: it closes the
+// connection on err, or wakes the writer if output or OnIdle is due. Called
+// with c.mu held; returns with it released.
+func (c *Conn) wroteLocked(err error) error {
 	wake := c.kicked || len(c.out) > 0
 	c.mu.Unlock()
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -411,5 +413,58 @@ func TestDecoderBufferBounds(t *testing.T) {
 	}
 	if d.Buffered() >= LargeBuffer {
 		t.Errorf("buffer of %d bytes kept after the large message", d.Buffered())
+	}
+}
+
+// TestConnSendEncodedNow checks that a message sent from another goroutine
+// is written at once when nothing is queued, and that when the socket takes
+// only part of it (the peer not reading), the rest is queued ahead of later
+// messages and everything arrives in order once the peer reads.
+func TestConnSendEncodedNow(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.SetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		conns[i], err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := NewConn(conns[0], Options{})
+	if c.raw == nil {
+		t.Fatal("no raw conn for a unix socket")
+	}
+	go c.Serve(func(*Message) {})
+	t.Cleanup(func() { c.Close(); conns[1].Close() })
+
+	small := NewNotification("update", []int{0})
+	if err := c.SendEncodedNow(small, small.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(conns[1], 0)
+	if m := readMsg(t, d); m.Method != "update" || string(m.Params) != "[0]" {
+		t.Fatalf("got %s", m)
+	}
+	// 1 MiB cannot fit in the socket: most of it is queued.
+	var want []string
+	for i := 1; i <= 3; i++ {
+		m := NewNotification("update", []string{strings.Repeat(string(rune('a'+i)), 1<<20)})
+		if err := c.SendEncodedNow(m, m.Append(nil)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(m.Params))
+		if i == 1 && c.Idle() {
+			t.Fatal("1 MiB written at once into a 4 KiB socket buffer")
+		}
+	}
+	for i, w := range want {
+		if m := readMsg(t, d); string(m.Params) != w {
+			t.Fatalf("message %d: %.40s..., want %.40s...", i+1, m.Params, w)
+		}
 	}
 }

@@ -104,8 +104,9 @@ func (uc *updateCache) get(key string, build func() []byte) []byte {
 }
 
 // addCommit merges a commit into pending; uc is the commit's shared cache.
-// Called under the database lock.
-func (m *monitor) addCommit(c *db.Commit, uc *updateCache) {
+// It reports whether the monitor has something new to send. Called under
+// the database lock.
+func (m *monitor) addCommit(c *db.Commit, uc *updateCache) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	touched := false
@@ -134,8 +135,8 @@ func (m *monitor) addCommit(c *db.Commit, uc *updateCache) {
 	if touched {
 		m.commits++
 		m.shared = uc
-		m.ss.conn.Kick()
 	}
+	return touched
 }
 
 // takeUpdate returns a notification for the pending changes and its

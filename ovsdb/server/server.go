@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -179,8 +180,22 @@ func (s *Server) committed(e *dbEntry, c *db.Commit) {
 	if len(e.monitors) > 0 {
 		uc = &updateCache{}
 	}
+	var notify []*session
 	for m := range e.monitors {
-		m.addCommit(c, uc)
+		if m.addCommit(c, uc) && !slices.Contains(notify, m.ss) {
+			notify = append(notify, m.ss)
+		}
+	}
+	if by, ok := c.By.(*session); ok && len(notify) > 0 {
+		// A client's transaction: its goroutine sends the updates
+		// itself once the commit is done (session.sendUpdates).
+		by.notifyMu.Lock()
+		by.notify = append(by.notify, notify...)
+		by.notifyMu.Unlock()
+	} else {
+		for _, ss := range notify {
+			ss.conn.Kick()
+		}
 	}
 	s.logTxn(e, c)
 	close(e.commits)

@@ -33,6 +33,9 @@ type session struct {
 	// readOnly reports whether the remote the session came through is
 	// read-only now; nil for none. Set before the session serves requests.
 	readOnly func() bool
+
+	notifyMu sync.Mutex
+	notify   []*session // guarded by notifyMu: sessions with updates from this session's commits
 }
 
 type trigger struct {
@@ -102,6 +105,48 @@ func (ss *session) flushLocked() {
 		if msg, b := m.takeUpdate(); msg != nil {
 			ss.conn.SendEncoded(msg, b)
 		}
+	}
+}
+
+// maxDirectUpdates is how many sessions' updates a committing goroutine
+// writes itself; writing to 100 monitoring clients one after another was
+// slower than their writers in parallel.
+const maxDirectUpdates = 16
+
+// sendUpdates sends the monitor updates that this session's commits made,
+// from the committing goroutine: each connection with nothing queued gets
+// its update written at once, without waking its writer goroutine (a
+// wake-up per monitoring client per commit otherwise), up to
+// maxDirectUpdates of them. A connection that is
+// still writing is kicked instead, so a slow client's updates keep merging
+// in its monitors until its queue drains, and so is one whose session is
+// busy.
+func (ss *session) sendUpdates() {
+	ss.notifyMu.Lock()
+	notify := ss.notify
+	ss.notify = nil
+	ss.notifyMu.Unlock()
+	if len(notify) > maxDirectUpdates {
+		// Wake the rest first, so that their writers work on the other
+		// CPUs while this goroutine writes.
+		for _, o := range notify[maxDirectUpdates:] {
+			o.conn.Kick()
+		}
+		notify = notify[:maxDirectUpdates]
+	}
+	for _, o := range notify {
+		// Never wait here for another session: whoever holds its lock
+		// is sending; its writer sends the update instead.
+		if !o.conn.Idle() || !o.mu.TryLock() {
+			o.conn.Kick()
+			continue
+		}
+		for _, m := range o.monitors {
+			if msg, b := m.takeUpdate(); msg != nil {
+				o.conn.SendEncodedNow(msg, b)
+			}
+		}
+		o.mu.Unlock()
 	}
 }
 
@@ -275,6 +320,7 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 		}
 	}
 	res := e.d.Transact(ops, ss, time.Time{})
+	ss.sendUpdates()
 	if res.WaitUntil.IsZero() {
 		ss.finishTransact(m, e, res)
 		return
@@ -304,6 +350,7 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 			var commits <-chan struct{}
 			e.d.Read(func(db.Snapshot) { commits = e.commits })
 			res := e.d.Transact(ops, ss, started)
+			ss.sendUpdates()
 			if res.WaitUntil.IsZero() {
 				ss.mu.Lock()
 				_, live := ss.triggers[key]
