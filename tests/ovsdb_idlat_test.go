@@ -481,9 +481,17 @@ func TestOvsdbIDLAtPython(t *testing.T) {
 	}
 	empty := idlAtEmpty(t, schema)
 	dir := ovsdbKeptDir(t, "idlatpy-", "python driver")
-	var runs []run
+	driver := filepath.Join(dir, "driver.py")
+	if err := os.WriteFile(driver, []byte(idlAtPyDriver), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One driver per server, both at once.
+	cmds := map[string]*exec.Cmd{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, kind := range []string{"debian", "govs"} {
 		p := idlAtServer(t, kind, schema)
+		var runs []run
 		for i, c := range cases {
 			prep := []string{empty}
 			if c.pre != "" {
@@ -491,20 +499,26 @@ func TestOvsdbIDLAtPython(t *testing.T) {
 			}
 			runs = append(runs, run{prep, schema, "unix:" + p.sock, c.cmds, filepath.Join(dir, fmt.Sprintf("%d-%s.out", i, kind))})
 		}
+		j, _ := json.Marshal(runs)
+		jf := filepath.Join(dir, kind+".json")
+		if err := os.WriteFile(jf, j, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmds[kind] = exec.CommandContext(ctx, ovsdbPython, driver, filepath.Join(src, "tests", "test-ovsdb.py"), jf)
 	}
-	j, _ := json.Marshal(runs)
-	jf, driver := filepath.Join(dir, "cases.json"), filepath.Join(dir, "driver.py")
-	if err := os.WriteFile(jf, j, 0o644); err != nil {
-		t.Fatal(err)
+	var wg sync.WaitGroup
+	for kind, cmd := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := ovsdbRunCmd(cmd); r.code != 0 {
+				t.Errorf("%s: python driver: exit %d\n%s\n%s", kind, r.code, r.stdout, r.stderr)
+			}
+		}()
 	}
-	if err := os.WriteFile(driver, []byte(idlAtPyDriver), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r := ovsdbRunCmd(exec.CommandContext(ctx, ovsdbPython, driver, filepath.Join(src, "tests", "test-ovsdb.py"), jf))
-	if r.code != 0 {
-		t.Fatalf("python driver: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	for i, c := range cases {
 		out := map[string]string{}
