@@ -15,9 +15,10 @@ import (
 	"time"
 )
 
-// The conditional-monitoring cases of OVS 3.1's own IDL test suite
-// (tests/ovsdb-idl.at in Debian's openvswitch-source tarball), run with
-// OVS's own drivers, tests/test-ovsdb (the C IDL, built from the tarball by
+// The cases of OVS 3.1's own IDL test suite (tests/ovsdb-idl.at in
+// Debian's openvswitch-source tarball) written with OVSDB_CHECK_IDL and
+// OVSDB_CHECK_IDL_TRACK, conditional monitoring among them, run with OVS's
+// own drivers, tests/test-ovsdb (the C IDL, built from the tarball by
 // testdata/cidl/build.sh) and tests/test-ovsdb.py (python3-openvswitch's
 // IDL), against Debian's ovsdb-server and govs'. The command lines are the
 // ones the .at file's macros run; the outputs, sorted and with uuids
@@ -62,8 +63,9 @@ type idlAtCase struct {
 	want  string   // expected output, sorted and uuid-filtered
 }
 
-// idlAtCases returns the cases of ovsdb-idl.at that set a condition.
-func idlAtCases(t *testing.T, src string) []idlAtCase {
+// idlAtCases returns the cases of ovsdb-idl.at and how many of them set a
+// condition.
+func idlAtCases(t *testing.T, src string) ([]idlAtCase, int) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(src, "tests", "ovsdb-idl.at"))
 	if err != nil {
@@ -73,16 +75,39 @@ func idlAtCases(t *testing.T, src string) []idlAtCase {
 	if err != nil {
 		t.Fatalf("ovsdb-idl.at: %v", err)
 	}
-	var out []idlAtCase
+	conds := 0
 	for _, c := range cases {
 		for _, cmd := range c.cmds {
 			if strings.HasPrefix(cmd, "condition ") {
-				out = append(out, c)
+				conds++
 				break
 			}
 		}
 	}
-	return out
+	return cases, conds
+}
+
+// idlAtNotCompared says why a case's outputs are not compared, or "".
+// After a reconnection Debian's standalone server answers
+// monitor_cond_since with found=false and resends every row, which the
+// change-tracking IDL reports as inserted again; govs answers found=true
+// with only the changes missed, as OVS's clustered servers do, and the IDL
+// reports nothing new. A transaction sent without waiting ("+") right after
+// another may reach the IDL in the same run or the next, and the tracked
+// changes it prints differ (OVS's suite relies on an idle machine).
+func idlAtNotCompared(c idlAtCase) string {
+	if !c.track {
+		return ""
+	}
+	for i, cmd := range c.cmds {
+		if cmd == "reconnect" {
+			return "change tracking across a reconnection (monitor_cond_since found=true)"
+		}
+		if i > 0 && strings.HasPrefix(cmd, "+[") && strings.HasPrefix(c.cmds[i-1], "[") {
+			return "change tracking of two transactions sent back to back (timing)"
+		}
+	}
+	return ""
 }
 
 // idlAtParse extracts the OVSDB_CHECK_IDL and OVSDB_CHECK_IDL_TRACK
@@ -117,7 +142,7 @@ func idlAtParse(text string) ([]idlAtCase, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s %q: commands: %v", macro, args[0], err)
 			}
-			c := idlAtCase{title: args[0], track: macro == "OVSDB_CHECK_IDL_TRACK", cmds: cmds, want: args[3]}
+			c := idlAtCase{title: args[0], track: macro == "OVSDB_CHECK_IDL_TRACK", cmds: append([]string{}, cmds...), want: args[3]}
 			if len(pre) == 1 {
 				c.pre = pre[0]
 			}
@@ -325,8 +350,7 @@ func idlAtEmpty(t *testing.T, schema string) string {
 
 // idlAtPrepare empties the server's database and runs the case's
 // transaction, as OVSDB_CHECK_IDL does before it starts the IDL.
-func idlAtPrepare(t *testing.T, p *ovsdbProc, empty string, c idlAtCase) {
-	t.Helper()
+func idlAtPrepare(p *ovsdbProc, empty string, c idlAtCase) error {
 	for _, txn := range []string{empty, c.pre} {
 		if txn == "" {
 			continue
@@ -335,14 +359,19 @@ func idlAtPrepare(t *testing.T, p *ovsdbProc, empty string, c idlAtCase) {
 		// ignores its output); emptying may not.
 		r := p.client("transact", "unix:"+p.sock, txn)
 		if r.code != 0 || (txn == empty && strings.Contains(r.stdout, `"error"`)) {
-			t.Fatalf("%s %q: ovsdb-client transact %s: exit %d: %s%s", p.kind, c.title, txn, r.code, r.stdout, r.stderr)
+			return fmt.Errorf("%s %q: ovsdb-client transact %s: exit %d: %s%s", p.kind, c.title, txn, r.code, r.stdout, r.stderr)
 		}
 	}
+	return nil
 }
 
 // idlAtCompare checks the outputs of one case.
 func idlAtCompare(t *testing.T, lang string, c idlAtCase, out map[string]string) {
 	t.Helper()
+	if why := idlAtNotCompared(c); why != "" {
+		t.Logf("%s %q: outputs not compared: %s", lang, c.title, why)
+		return
+	}
 	deb, govs := idlAtFilter(out["debian"]), idlAtFilter(out["govs"])
 	if deb != c.want {
 		t.Errorf("%s %q: Debian's server does not give ovsdb-idl.at's output (the harness runs the case differently)\nwant:\n%s\ndebian:\n%s", lang, c.title, c.want, deb)
@@ -352,15 +381,15 @@ func idlAtCompare(t *testing.T, lang string, c idlAtCase, out map[string]string)
 	}
 }
 
-// TestOvsdbIDLAtCondC runs ovsdb-idl.at's conditional-monitoring cases
-// with OVS's C IDL (test-ovsdb idl, -c for the change-tracking cases).
-func TestOvsdbIDLAtCondC(t *testing.T) {
+// TestOvsdbIDLAtC runs ovsdb-idl.at's cases with OVS's C IDL (test-ovsdb
+// idl, -c for the change-tracking cases).
+func TestOvsdbIDLAtC(t *testing.T) {
 	src := idlAtSource(t)
 	bin := filepath.Join(src, "tests", "test-ovsdb")
 	schema := filepath.Join(src, "tests", "idltest.ovsschema")
-	cases := idlAtCases(t, src)
-	if len(cases) < 10 {
-		t.Fatalf("only %d conditional cases found in ovsdb-idl.at", len(cases))
+	cases, conds := idlAtCases(t, src)
+	if conds < 10 {
+		t.Fatalf("only %d conditional cases found in ovsdb-idl.at", conds)
 	}
 	empty := idlAtEmpty(t, schema)
 	servers := map[string]*ovsdbProc{}
@@ -368,23 +397,36 @@ func TestOvsdbIDLAtCondC(t *testing.T) {
 		servers[kind] = idlAtServer(t, kind, schema)
 	}
 	for _, c := range cases {
+		// Both servers at once: the case takes half the time.
+		var mu sync.Mutex // guards out
 		out := map[string]string{}
+		var wg sync.WaitGroup
 		for kind, p := range servers {
-			idlAtPrepare(t, p, empty, c)
-			args := []string{"-vconsole:off", "-t20"}
-			if c.track {
-				args = append(args, "-c")
-			}
-			args = append(args, "idl", "unix:"+p.sock)
-			r := ovsdbRun(bin, append(args, c.cmds...)...)
-			if r.code != 0 {
-				t.Errorf("%s %q: test-ovsdb: exit %d\n%s\n%s", kind, c.title, r.code, r.stdout, r.stderr)
-			}
-			out[kind] = r.stdout
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := idlAtPrepare(p, empty, c); err != nil {
+					t.Error(err)
+					return
+				}
+				args := []string{"-vconsole:off", "-t20"}
+				if c.track {
+					args = append(args, "-c")
+				}
+				args = append(args, "idl", "unix:"+p.sock)
+				r := ovsdbRun(bin, append(args, c.cmds...)...)
+				if r.code != 0 {
+					t.Errorf("%s %q: test-ovsdb: exit %d\n%s\n%s", kind, c.title, r.code, r.stdout, r.stderr)
+				}
+				mu.Lock()
+				out[kind] = r.stdout
+				mu.Unlock()
+			}()
 		}
+		wg.Wait()
 		idlAtCompare(t, "C IDL", c, out)
 	}
-	t.Logf("%d cases of ovsdb-idl.at", len(cases))
+	t.Logf("%d cases of ovsdb-idl.at, %d of them conditional", len(cases), conds)
 }
 
 // idlAtPyDriver runs test-ovsdb.py's "idl" command for several cases in
@@ -410,20 +452,25 @@ for c in json.load(open(sys.argv[2])):
     sys.stdout = stdout
 `
 
-// TestOvsdbIDLAtCondPython runs ovsdb-idl.at's conditional-monitoring
-// cases (those the suite runs for Python too) with test-ovsdb.py.
-func TestOvsdbIDLAtCondPython(t *testing.T) {
+// TestOvsdbIDLAtPython runs ovsdb-idl.at's cases that the suite runs for
+// Python too (OVSDB_CHECK_IDL's) with test-ovsdb.py.
+func TestOvsdbIDLAtPython(t *testing.T) {
 	ovsdbNeed(t, ovsdbPython)
 	src := idlAtSource(t)
 	schema := filepath.Join(src, "tests", "idltest.ovsschema")
 	var cases []idlAtCase
-	for _, c := range idlAtCases(t, src) {
+	all, _ := idlAtCases(t, src)
+	conds := 0
+	for _, c := range all {
 		if !c.track {
 			cases = append(cases, c)
+			if strings.Contains(strings.Join(c.cmds, "\n"), "condition ") {
+				conds++
+			}
 		}
 	}
-	if len(cases) < 5 {
-		t.Fatalf("only %d conditional Python cases found in ovsdb-idl.at", len(cases))
+	if conds < 5 {
+		t.Fatalf("only %d conditional Python cases found in ovsdb-idl.at", conds)
 	}
 	type run struct {
 		Prepare []string `json:"prepare"`
@@ -434,9 +481,17 @@ func TestOvsdbIDLAtCondPython(t *testing.T) {
 	}
 	empty := idlAtEmpty(t, schema)
 	dir := ovsdbKeptDir(t, "idlatpy-", "python driver")
-	var runs []run
+	driver := filepath.Join(dir, "driver.py")
+	if err := os.WriteFile(driver, []byte(idlAtPyDriver), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One driver per server, both at once.
+	cmds := map[string]*exec.Cmd{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, kind := range []string{"debian", "govs"} {
 		p := idlAtServer(t, kind, schema)
+		var runs []run
 		for i, c := range cases {
 			prep := []string{empty}
 			if c.pre != "" {
@@ -444,20 +499,26 @@ func TestOvsdbIDLAtCondPython(t *testing.T) {
 			}
 			runs = append(runs, run{prep, schema, "unix:" + p.sock, c.cmds, filepath.Join(dir, fmt.Sprintf("%d-%s.out", i, kind))})
 		}
+		j, _ := json.Marshal(runs)
+		jf := filepath.Join(dir, kind+".json")
+		if err := os.WriteFile(jf, j, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmds[kind] = exec.CommandContext(ctx, ovsdbPython, driver, filepath.Join(src, "tests", "test-ovsdb.py"), jf)
 	}
-	j, _ := json.Marshal(runs)
-	jf, driver := filepath.Join(dir, "cases.json"), filepath.Join(dir, "driver.py")
-	if err := os.WriteFile(jf, j, 0o644); err != nil {
-		t.Fatal(err)
+	var wg sync.WaitGroup
+	for kind, cmd := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := ovsdbRunCmd(cmd); r.code != 0 {
+				t.Errorf("%s: python driver: exit %d\n%s\n%s", kind, r.code, r.stdout, r.stderr)
+			}
+		}()
 	}
-	if err := os.WriteFile(driver, []byte(idlAtPyDriver), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r := ovsdbRunCmd(exec.CommandContext(ctx, ovsdbPython, driver, filepath.Join(src, "tests", "test-ovsdb.py"), jf))
-	if r.code != 0 {
-		t.Fatalf("python driver: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	for i, c := range cases {
 		out := map[string]string{}
@@ -470,7 +531,7 @@ func TestOvsdbIDLAtCondPython(t *testing.T) {
 		}
 		idlAtCompare(t, "Python IDL", c, out)
 	}
-	t.Logf("%d cases of ovsdb-idl.at", len(cases))
+	t.Logf("%d cases of ovsdb-idl.at, %d of them conditional", len(cases), conds)
 }
 
 // FuzzIdlAtParse feeds the .at parser arbitrary text: it may refuse it but
