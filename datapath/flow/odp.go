@@ -108,7 +108,8 @@ func (k *Key) formatODPTunnel(b *strings.Builder, m *Mask, verbose bool) {
 			o.u16("tp_src", k.TunTpSrc, m.TunTpSrc, 0xffff)
 			o.u16("tp_dst", k.TunTpDst, m.TunTpDst, 0xffff)
 		}
-		if k.TunOptsLen > 0 {
+		// Options matched as absent print as geneve(), as OVS's.
+		if k.TunOptsLen > 0 || m.TunOptsLen != 0 {
 			if !o.firstField {
 				b.WriteByte(',')
 			}

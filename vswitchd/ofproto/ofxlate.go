@@ -154,6 +154,8 @@ func (x *xlate) mergeWC() {
 func (x *xlate) tunMetadataIn(in *port) bool {
 	f := &x.of.flow
 	f.TunTab = in.br.br.tlv.Load()
+	// The mask's tun_metadata bits are marked through the map too.
+	x.of.wc.TunTab = f.TunTab
 	if f.TunOptsLen == 0 {
 		return true
 	}
