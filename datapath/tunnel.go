@@ -77,7 +77,18 @@ func tnlString(t *TnlPush) string {
 	case tunnel.KindVXLAN:
 		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),vxlan(vni=" + hexAlt(uint64(h.Key)) + ")")
 	case tunnel.KindGeneve:
-		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),geneve(vni=" + hexAlt(uint64(h.Key)) + ")")
+		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),geneve(")
+		if h.OAM {
+			b.WriteString("oam,")
+		}
+		if flow.GeneveCritical&geneveTypes(h.Options) != 0 {
+			b.WriteString("crit,")
+		}
+		b.WriteString("vni=" + hexAlt(uint64(h.Key)))
+		if len(h.Options) > 0 {
+			b.WriteString(",options(" + flow.FormatGeneveOpts(h.Options) + ")")
+		}
+		b.WriteString(")")
 	case tunnel.KindGRE:
 		b.WriteString("gre((flags=0x" + strconv.FormatUint(uint64(greFlags(h)), 16) + ",proto=0x6558)")
 		if h.KeyPresent {
@@ -91,6 +102,20 @@ func tnlString(t *TnlPush) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// geneveTypes is the OR of the option types in opts.
+func geneveTypes(opts []byte) uint8 {
+	var t uint8
+	if _, err := flow.ParseGeneveOpts(opts); err != nil {
+		return 0
+	}
+	for len(opts) > 0 {
+		var o flow.GeneveOpt
+		o, opts = flow.NextGeneveOpt(opts)
+		t |= o.Type
+	}
+	return t
 }
 
 func greFlags(h *tunnel.Header) uint16 {
@@ -280,6 +305,11 @@ func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTa
 		w.tnlPopDrop(port)
 		return
 	}
+	if _, err := flow.ParseGeneveOpts(h.Options); err != nil {
+		// Options that are not whole TLVs, or more than a key holds.
+		w.tnlPopDrop(port)
+		return
+	}
 	p.Pull(off)
 	p.SetLen(n)
 	p.InPort = port.no
@@ -292,6 +322,8 @@ func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTa
 	k.TunID = uint64(h.Key)
 	k.TunSrc, k.TunDst = h.Src.As16(), h.Dst.As16()
 	k.TunTOS, k.TunTTL = h.TOS, h.TTL
+	// The options stay in the buffer in front of the inner frame.
+	k.TunOptsLen = uint8(copy(k.TunOpts[:], h.Options))
 	if h.Kind != tunnel.KindGRE {
 		k.TunTpSrc, k.TunTpDst = h.SrcPort, h.DstPort
 	}

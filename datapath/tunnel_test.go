@@ -3,6 +3,7 @@ package datapath
 import (
 	"bytes"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 
@@ -32,7 +33,8 @@ func TestTunnelPushPop(t *testing.T) {
 			case tunnel.KindVXLAN:
 				h.DstPort = 4789
 			case tunnel.KindGeneve:
-				h.DstPort = 6081
+				// One option, OVN's (class 0x102, type 0x80, 4 bytes).
+				h.DstPort, h.Options = 6081, []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01}
 			}
 			var mu sync.Mutex
 			var popped []flow.Key
@@ -71,6 +73,24 @@ func TestTunnelPushPop(t *testing.T) {
 			mu.Unlock()
 			if k.TunID != 5 || netip.AddrFrom16(k.TunSrc).Unmap() != h.Src || netip.AddrFrom16(k.TunDst).Unmap() != h.Dst || k.TunTTL != 64 {
 				t.Errorf("key after tnl_pop: %v", k)
+			}
+			if !bytes.Equal(k.Options(), h.Options) {
+				t.Errorf("key options %x, want %x", k.Options(), h.Options)
+			}
+			if kind == tunnel.KindGeneve {
+				if want := "geneve({class=0x102,type=0x80,len=4,0xa0001}),"; !strings.Contains(k.String(), want) {
+					t.Errorf("key %s, want %s in it", k, want)
+				}
+				// An option longer than what is left: dropped.
+				bad := h
+				bad.Options = []byte{0x01, 0x02, 0x80, 0x02, 0, 0, 0, 1}
+				b, err := tunnel.Build(&bad, inner)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.ports[2].Inject(b)
+				dptest.Eventually(t, "bad options counted", func() bool { pop, _ := r.dp.TunnelErrors(); return pop == 1 })
+				r.dp.tnlPopErrors.Store(0)
 			}
 			// Truncated outer headers: dropped, counted, nothing sent.
 			r.ports[2].Inject(enc[:40])

@@ -32,10 +32,14 @@ func tunNS(t *testing.T, name string) {
 
 // tunStartSwitch starts govs' ovs-vswitchd in namespace ns with its own
 // database and rundir.
-func tunStartSwitch(t *testing.T, ns string) *tnlSwitch {
+func tunStartSwitch(t *testing.T, ns string) *tnlSwitch { return tunStartBin(t, ns, vswBinary(t)) }
+
+// tunStartBin starts ovs-vswitchd bin (govs' or Debian's) in namespace ns
+// with its own database and rundir.
+func tunStartBin(t *testing.T, ns, bin string) *tnlSwitch {
 	t.Helper()
 	e := vswNewEnv(t, true)
-	args := []string{"netns", "exec", ns, vswBinary(t), "unix:" + e.sock(), "--pidfile", "--detach", "--no-chdir",
+	args := []string{"netns", "exec", ns, bin, "unix:" + e.sock(), "--pidfile", "--detach", "--no-chdir",
 		"--log-file=" + e.logPath(), "-vconsole:off"}
 	if _, err := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, "ip", args...); err != nil {
 		t.Fatal(err)
@@ -53,9 +57,15 @@ func tunStartSwitch(t *testing.T, ns string) *tnlSwitch {
 // namespace with vifAddr.
 func tunSetup(t *testing.T, tag, local, remote, typ, vifAddr string) *tunNode {
 	t.Helper()
+	return tunSetupBin(t, tag, vswBinary(t), local, remote, typ, vifAddr)
+}
+
+// tunSetupBin is tunSetup with ovs-vswitchd bin.
+func tunSetupBin(t *testing.T, tag, bin, local, remote, typ, vifAddr string) *tunNode {
+	t.Helper()
 	ns := "gtun-" + tag
 	tunNS(t, ns)
-	sw := tunStartSwitch(t, ns)
+	sw := tunStartBin(t, ns, bin)
 	vif := &vswNS{t: t, Name: "gtun-v" + tag, Host: "vif"}
 	tunNS(t, vif.Name)
 	for _, c := range []string{
@@ -69,7 +79,14 @@ func tunSetup(t *testing.T, tag, local, remote, typ, vifAddr string) *tunNode {
 		}
 	}
 	e := sw.e
-	e.mustVsctl("add-br", "br-phy", "--", "add-br", "br-int")
+	e.mustVsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev",
+		"--", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev")
+	// Debian's ovs-vswitchd creates the bridge's tap device after the
+	// transaction.
+	vswWait(t, vswTimeout, "br-phy's device", func() bool {
+		_, err := vswRun("ip", "-n", ns, "link", "show", "br-phy")
+		return err == nil
+	})
 	sw.ip(t, "ip addr add "+local+" dev br-phy")
 	sw.ip(t, "ip link set br-phy up")
 	e.mustVsctl("add-port", "br-int", "vif", "--", "add-port", "br-int", "tun0", "--", "set", "interface", "tun0",

@@ -118,6 +118,11 @@ func (k *Key) formatTunnel(b *strings.Builder) {
 	if k.TunTpDst != 0 {
 		fmt.Fprintf(b, "tp_src=%d,tp_dst=%d,", k.TunTpSrc, k.TunTpDst)
 	}
+	if k.TunOptsLen > 0 {
+		b.WriteString("geneve(")
+		formatGeneve(b, k.Options(), nil, false)
+		b.WriteString("),")
+	}
 	b.WriteString("flags(")
 	for _, f := range []struct {
 		bit  uint16

@@ -111,6 +111,15 @@ type Key struct {
 	TunTpSrc, TunTpDst uint16
 	// TunTOS and TunTTL are the outer IP TOS and TTL.
 	TunTOS, TunTTL uint8
+	// TunOptsLen is the length in bytes of the Geneve options in
+	// TunOpts, 0 if the packet carried none.
+	TunOptsLen uint8
+	tunPad     [7]byte
+	// TunOpts are the Geneve options of a decapsulated packet as they
+	// were on the wire, TLVs (OVS's flow_tnl metadata in its "UDPIF"
+	// form); bytes past TunOptsLen are zero. Packets with more than
+	// TunOptsMax bytes of options are dropped by tnl_pop.
+	TunOpts [TunOptsMax]byte
 
 	// The IPv6 neighbour discovery fields of an ICMPv6 neighbour
 	// solicitation or advertisement with code 0 (OVS's nd_target,
@@ -138,6 +147,14 @@ const (
 	TunFlagOAM          = 1 << 2 // Geneve's O bit: OpenFlow's tun_flags=+oam
 	TunFlagKey          = 1 << 3
 )
+
+// TunOptsMax is the most bytes of Geneve options a key holds. OVS takes
+// up to 252 (TLV_TOT_OPT_SIZE); govs keeps the key small and drops
+// packets with more, counting them as tunnel pop errors.
+const TunOptsMax = 64
+
+// Options returns the Geneve options of the key, raw TLVs.
+func (k *Key) Options() []byte { return k.TunOpts[:k.TunOptsLen] }
 
 // HasTunnel reports whether the packet was decapsulated.
 func (k *Key) HasTunnel() bool { return k.TunDst != [16]byte{} }
@@ -251,13 +268,18 @@ func (k *Key) Hash() uint64 {
 	if m := w[11] | w[12] | w[13] | w[14] | w[15] | w[16] | w[17] | w[18]; m != 0 {
 		h ^= mix(w[12]^s2, w[13]^s0) ^ mix(w[14]^s3, w[15]^s1) ^ mix(w[16]^s0, w[17]^s3) ^ mix(w[18]^s1, KeySize^s2)
 	}
-	// So are the tunnel words, but on decapsulated packets.
+	// So are the tunnel words, but on decapsulated packets, and the
+	// Geneve options words, but on packets that carried options.
 	if t := w[19] | w[20] | w[21] | w[22] | w[23] | w[24]; t != 0 {
 		h ^= mix(w[19]^s1, w[20]^s3) ^ mix(w[21]^s2, w[22]^s0) ^ mix(w[23]^s3, w[24]^s1)
+		if w[25] != 0 {
+			h ^= mix(w[25]^s0, w[26]^s2) ^ mix(w[27]^s1, w[28]^s3) ^ mix(w[29]^s2, w[30]^s0) ^
+				mix(w[31]^s3, w[32]^s1) ^ mix(w[33]^s0, KeySize^s1)
+		}
 	}
 	// And the neighbour discovery words, but on NS and NA.
-	if n := w[25] | w[26] | w[27]; n != 0 {
-		h ^= mix(w[25]^s2, w[26]^s1) ^ mix(w[27]^s0, KeySize^s3)
+	if n := w[34] | w[35] | w[36]; n != 0 {
+		h ^= mix(w[34]^s2, w[35]^s1) ^ mix(w[36]^s0, KeySize^s3)
 	}
 	return mix(h^s0, h^s1)
 }

@@ -30,7 +30,11 @@ func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 	var b strings.Builder
 	b.Grow(256)
 	if f.Verbose {
-		b.WriteString("skb_priority(0/0),skb_mark(0/0),")
+		b.WriteString("skb_priority(0/0),")
+	}
+	k.formatODPTunnel(&b, m, f.Verbose)
+	if f.Verbose {
+		b.WriteString("skb_mark(0/0),")
 	}
 	k.formatODPMeta(&b, m, f.Verbose)
 	b.WriteString("recirc_id(")
@@ -67,6 +71,78 @@ func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 	k.formatODPInner(&o, m)
 	return b.String()
 }
+
+// formatODPTunnel writes the tunnel attribute of a decapsulated packet's
+// flow as OVS's format_odp_tun_attr, followed by a comma, e.g.
+// "tunnel(tun_id=0x5,src=10.0.0.1,dst=10.0.0.2,geneve({class=0x102,type=0x80,len=4,0xa0001}),flags(-df-csum+key)),".
+func (k *Key) formatODPTunnel(b *strings.Builder, m *Mask, verbose bool) {
+	if !k.HasTunnel() {
+		return
+	}
+	o := odpWriter{b: b, verbose: verbose, first: true}
+	o.attr("tunnel", func() {
+		if k.TunFlags&TunFlagKey != 0 {
+			if o.field("tun_id", m.TunID == 0) {
+				b.WriteString(hexAlt(k.TunID))
+				if m.TunID != ^uint64(0) {
+					b.WriteString("/" + hexAlt(m.TunID))
+				}
+			}
+		}
+		src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
+		if src.Is4In6() || dst.Is4In6() {
+			o.ipv4("src", src.Unmap().As4(), [4]byte(m.TunSrc[12:]))
+			o.ipv4("dst", dst.Unmap().As4(), [4]byte(m.TunDst[12:]))
+		} else {
+			o.ipv6("ipv6_src", k.TunSrc, m.TunSrc)
+			o.ipv6("ipv6_dst", k.TunDst, m.TunDst)
+		}
+		if o.field("tos", m.TunTOS == 0) {
+			b.WriteString(hexAlt(uint64(k.TunTOS)))
+			if m.TunTOS != 0xff {
+				b.WriteString("/" + hexAlt(uint64(m.TunTOS)))
+			}
+		}
+		o.u8("ttl", k.TunTTL, m.TunTTL)
+		if k.TunTpDst != 0 {
+			o.u16("tp_src", k.TunTpSrc, m.TunTpSrc, 0xffff)
+			o.u16("tp_dst", k.TunTpDst, m.TunTpDst, 0xffff)
+		}
+		// Options matched as absent print as geneve(), as OVS's.
+		if k.TunOptsLen > 0 || m.TunOptsLen != 0 {
+			if !o.firstField {
+				b.WriteByte(',')
+			}
+			o.firstField = false
+			b.WriteString("geneve(")
+			formatGeneve(b, k.Options(), m.TunOpts[:k.TunOptsLen], verbose)
+			b.WriteByte(')')
+		}
+		// The flags in OVS's bit order (FLOW_TNL_F_OAM, _DONT_FRAGMENT,
+		// _CSUM, _KEY), all four masked printing as format_flags.
+		bits := [4]uint16{TunFlagOAM, TunFlagDontFragment, TunFlagCsum, TunFlagKey}
+		var v, mk uint64
+		for i, f := range bits {
+			if k.TunFlags&f != 0 {
+				v |= 1 << i
+			}
+			if m.TunFlags&f != 0 {
+				mk |= 1 << i
+			}
+		}
+		if mk != 0 || verbose {
+			if !o.firstField {
+				b.WriteByte(',')
+			}
+			o.firstField = false
+			b.WriteString("flags(" + formatFlagsMasked(v, mk, 0xf, tunFlagNames[:]) + ")")
+		}
+	}, true)
+	b.WriteByte(',')
+}
+
+// tunFlagNames are the tunnel flags' names in OVS's bit order.
+var tunFlagNames = [4]string{"oam", "df", "csum", "key"}
 
 // formatODPMeta writes the conntrack attributes that OVS's userspace
 // datapath puts before recirc_id (odp_flow_key_from_flow), each followed

@@ -69,6 +69,18 @@ const (
 	greSeq  = 0x1000
 )
 
+// criticalOpt reports whether the Geneve options opts hold a critical one
+// (type bit 0x80): the header's C bit says so (RFC 8926 section 3.4).
+func criticalOpt(opts []byte) bool {
+	for len(opts) >= 4 {
+		if opts[2]&0x80 != 0 {
+			return true
+		}
+		opts = opts[min(len(opts), 4+int(opts[3]&0x1f)*4):]
+	}
+	return false
+}
+
 // Errors Parse reports; the datapath counts them as tunnel pop errors.
 var (
 	ErrTruncated = errors.New("tunnel header truncated")
@@ -179,6 +191,9 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 		t[0] = byte(len(h.Options) / 4)
 		if h.OAM {
 			t[1] = 0x80
+		}
+		if criticalOpt(h.Options) {
+			t[1] |= 0x40
 		}
 		binary.BigEndian.PutUint16(t[2:], etherTEB)
 		binary.BigEndian.PutUint32(t[4:], h.Key<<8)

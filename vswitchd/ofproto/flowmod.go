@@ -113,6 +113,9 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 // On error ft may be half changed: the caller drops it. flowMu must be
 // held.
 func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) ([]*rule, *ofp.Error) {
+	if err := br.resolveTunMD(&fm.Match, fm.Actions); err != nil {
+		return nil, err
+	}
 	if fm.Command < ofp.FlowDelete {
 		if err := br.checkMeters(fm.Actions); err != nil {
 			return nil, err

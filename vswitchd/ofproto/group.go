@@ -100,6 +100,11 @@ func checkGroupMod(gm *ofp.GroupMod) *ofp.Error {
 // and returns the flows it deleted. On error ft may be half changed: the
 // caller drops it. flowMu must be held.
 func (br *Bridge) groupModLocked(ft *flowTables, gm *ofp.GroupMod, now time.Duration, gen uint64) ([]*rule, *ofp.Error) {
+	for i := range gm.Buckets {
+		if err := br.resolveTunMD(nil, gm.Buckets[i].Actions); err != nil {
+			return nil, err
+		}
+	}
 	cur := ft.groups[gm.ID]
 	switch gm.Command {
 	case ofp.GroupAdd, ofp.GroupAddOrMod, ofp.GroupModify:

@@ -98,6 +98,12 @@ func (x *xlate) pipeline(in *port) {
 		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
 	}
+	if !x.tunMetadataIn(in) {
+		x.mergeWC()
+		x.key = orig
+		x.of = saved
+		return
+	}
 	if !x.gateReceives(in) {
 		x.mergeWC()
 		x.key = orig
@@ -130,6 +136,38 @@ func (x *xlate) mergeWC() {
 	wc := x.of.wc.Key
 	wc.InPort = 0 // an OpenFlow port number; the datapath port is always matched
 	x.mask.Or((*flow.Mask)(&wc))
+	if x.of.wc.TunMDPresent != 0 || x.of.wc.TunMD != ([ofp.TLVOptionSpace]byte{}) {
+		// The tun_metadata bits consulted, on the packet's options:
+		// their length too, so that a packet with other options (or
+		// none) does not match.
+		x.mask.TunOptsLen = 0xff
+		k := x.key
+		ofp.TunMDOptsMask(&x.of.wc, x.of.flow.TunTab, k.Options(), x.mask.TunOpts[:k.TunOptsLen])
+	}
+}
+
+// tunMetadataIn gives the OpenFlow flow the tun_metadata fields of the
+// packet's Geneve options through in's bridge's option map, as OVS's
+// xlate_actions does (tun_metadata_from_geneve_udpif): a mapped option of
+// another length, or a critical one the map does not have, drops the
+// packet. It reports whether the packet goes on.
+func (x *xlate) tunMetadataIn(in *port) bool {
+	f := &x.of.flow
+	f.TunTab = in.br.br.tlv.Load()
+	// The mask's tun_metadata bits are marked through the map too.
+	x.of.wc.TunTab = f.TunTab
+	if f.TunOptsLen == 0 {
+		return true
+	}
+	opts := f.Options()
+	// Every option's header is read.
+	x.mask.TunOptsLen = 0xff
+	ofp.TunMDOptsMask(nil, f.TunTab, opts, x.mask.TunOpts[:len(opts)])
+	if err := ofp.TunMDFromOpts(f, f.TunTab, opts); err != nil {
+		x.report(">>>>", "Invalid Geneve tunnel metadata")
+		return false
+	}
+	return true
 }
 
 // lookup finds the highest-priority rule of table id matching the flow,
@@ -588,11 +626,13 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 // pipeline's registers and metadata, the input port, the VLAN, the
 // Ethernet, IPv4 and IPv6 addresses, the IPv6 label, the TTL, the
 // TCP/UDP ports, ICMP and ICMPv6 types and codes, ARP's fields,
-// neighbour discovery's, the TOS byte's DSCP and ECN bits, SCTP ports
-// and the packet mark.
+// neighbour discovery's, the TOS byte's DSCP and ECN bits, SCTP ports,
+// the packet mark and tun_metadata.
 func translatable(id ofp.FieldID) bool {
 	switch {
 	case id >= ofp.FieldReg0 && id < ofp.FieldXXReg0+4:
+		return true
+	case id >= ofp.FieldTunMetadata0 && id < ofp.FieldTunMetadata0+ofp.TLVMaxFields:
 		return true
 	}
 	switch id {

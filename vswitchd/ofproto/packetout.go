@@ -77,6 +77,9 @@ func (br *Bridge) preparePacketOut(po *ofp.PacketOut) (*pendingPacketOut, *ofp.E
 		}
 		acts[i] = a
 	}
+	if err := br.resolveTunMD(nil, acts); err != nil {
+		return nil, err
+	}
 	s := br.snap.Load()
 	var in *port
 	switch {

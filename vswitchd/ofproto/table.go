@@ -66,7 +66,7 @@ func (br *Bridge) TableCounts(id uint8) (lookups, matched uint64) {
 
 // sameMatch reports whether r has exactly m and priority (strict match).
 func (r *rule) sameMatch(m *ofp.Match, prio uint16) bool {
-	return r.priority == prio && r.match == *m
+	return r.priority == prio && r.match.Flow == m.Flow && r.match.Mask == m.Mask
 }
 
 // narrower reports whether r's match is at least as specific as m (a

@@ -19,9 +19,33 @@ func (br *Bridge) TLVTableMod(m *ofp.TLVTableMod) *ofp.Error {
 // TLVTable returns the bridge's Geneve option map.
 func (br *Bridge) TLVTable() *ofp.TLVTable { return br.tlv.Load() }
 
-// tunMetadataInUse reports whether a flow matches on or acts on
-// tun_metadata<idx>. None can yet: flows using tun_metadata are refused
-// when decoded (OFPBMC_BAD_FIELD). Called with flowMu held.
+// tunMetadataInUse reports whether a flow or group matches on or acts
+// on tun_metadata<idx>. Called with flowMu held.
 func (br *Bridge) tunMetadataInUse(idx int) bool {
-	return false
+	ft := br.tables.Load()
+	used := false
+	for _, t := range ft.t {
+		t.each(func(r *rule) {
+			used = used || r.match.Mask.TunMDPresent&(1<<idx) != 0 || ofp.ActionsUseTunMD(r.actions, idx)
+		})
+	}
+	for _, g := range ft.groups {
+		for _, b := range g.buckets {
+			used = used || ofp.ActionsUseTunMD(b.Actions, idx)
+		}
+	}
+	return used
+}
+
+// resolveTunMD fits the tun_metadata fields of a match and actions to
+// the bridge's option map (NXFMFC_INVALID_TLV_FIELD if one is not
+// mapped), as OVS decodes them with the switch's map.
+func (br *Bridge) resolveTunMD(m *ofp.Match, acts []ofp.Action) *ofp.Error {
+	t := br.tlv.Load()
+	if m != nil {
+		if err := m.ResolveTunMD(t); err != nil {
+			return err
+		}
+	}
+	return ofp.ResolveActions(acts, t)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/netdev/tunnel"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // TunnelConfig is a tunnel port's options (type=vxlan|geneve|gre), parsed.
@@ -91,7 +92,8 @@ func (idx *index) indexTunnel(p *port) {
 // address match, an exact match preferred to a "flow" one.
 func (x *xlate) tunnelIn(k *flow.Key) *port {
 	m := x.mask
-	m.TunID, m.TunFlags = ^uint64(0), 0xffff
+	// OVS's tnl_wc_init: the flags that tell the tunnel port apart.
+	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
 	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.TunDst = m.TunSrc
 	src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
@@ -275,6 +277,23 @@ func (x *xlate) tunnelOutput(out *port) {
 	h.KeyPresent = c.Kind != tunnel.KindGRE || c.OutKeyPresent || c.OutKeyFlow
 	if c.Kind != tunnel.KindGRE {
 		h.Key &= 0xffffff
+	}
+	if c.Kind == tunnel.KindGeneve && x.of != nil {
+		// The options are the flow's tun_metadata (OVS's
+		// tun_metadata_to_geneve_header): those the packet came with
+		// unless actions changed them, so a decapsulated packet's are
+		// matched whole.
+		h.Options = ofp.TunMDToOpts(&x.of.flow)
+		if k.HasTunnel() {
+			m.TunOptsLen = 0xff
+			for i := range k.TunOptsLen {
+				m.TunOpts[i] = 0xff
+			}
+		}
+		if len(h.Options) > 252 {
+			x.report(">>", "native tunnel: Geneve options too long, dropping")
+			return
+		}
 	}
 	x.commitSets()
 	x.commitVLAN()

@@ -11,6 +11,7 @@ import (
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/netdev/tunnel"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // fakeTnlEnv routes 172.31.0.0/24 to br-phy, owns 172.31.0.1, and has
@@ -99,5 +100,86 @@ func TestTunnelTranslation(t *testing.T) {
 	tb.Upcall(u)
 	if got := u[0].Actions.String(); got != "drop" || u[0].Mask.TunID != ^uint64(0) {
 		t.Errorf("decapsulated VNI 6: %s, mask tun_id %#x", got, u[0].Mask.TunID)
+	}
+}
+
+// Geneve with OVN's option mapped to tun_metadata0: a flow's set_field
+// becomes the option tnl_push sends (with the C bit, the option being
+// critical); a decapsulated packet matches tun_metadata0 through the
+// map, the megaflow masking the options' headers and the matched bits;
+// another value, or an unknown critical option, is dropped. A mapping in
+// use cannot be deleted, and an unmapped field is refused as OVS does.
+func TestTunnelGeneveMetadata(t *testing.T) {
+	tb := newTestBacker(t)
+	env := &fakeTnlEnv{neigh: map[netip.Addr]net.HardwareAddr{
+		netip.MustParseAddr("172.31.0.2"): {2, 0, 0, 0, 0, 0x20}}}
+	tb.SetTunnelEnv(env)
+	tnl := &TunnelConfig{Kind: tunnel.KindGeneve, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5, DstPort: 6081}
+	br := tb.bridge("br-int", BridgeConfig{Ports: []PortConfig{trunk("vif", 1), {Name: "tun0", OFPort: 2, DPPort: 6081, Tag: -1, Tunnel: tnl}}})
+	tb.bridge("br-phy", BridgeConfig{Ports: []PortConfig{trunk("ul", 2), {Name: "br-phy", OFPort: LocalOFPort, DPPort: 3, Tag: -1}}})
+	if err := br.TLVTableMod(&ofp.TLVTableMod{Command: ofp.TLVAdd, Maps: []ofp.TLVMap{{Class: 0x102, Type: 0x80, Len: 4, Index: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	md := func(idx int, v ...byte) *ofp.FlowMod {
+		fm := fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {2, 0}}, actions: []ofp.Action{output(1)}}.mod()
+		fm.Match.TunMD = []ofp.TunMDEntry{{Idx: idx, Value: v}}
+		return fm
+	}
+	if err := br.FlowMod(md(0, 0x0a, 0x00, 0x01)); err != nil {
+		t.Fatal(err)
+	}
+	// Other packets from the tunnel are dropped, not left to NORMAL.
+	if err := br.FlowMod(fmSpec{prio: 5, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {2, 0}}}.mod()); err != nil {
+		t.Fatal(err)
+	}
+	set := ofp.Action{Type: ofp.ActSetField, Field: ofp.TunMetadataField(0, 4), Value: []byte{0, 5, 0, 2}, Mask: []byte{0xff, 0xff, 0xff, 0xff}}
+	if err := br.FlowMod(fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: []ofp.Action{set, output(2)}}.mod()); err != nil {
+		t.Fatal(err)
+	}
+	if err := br.FlowMod(md(1, 1)); err == nil || err.Errno != ofp.InvalidTLVField {
+		t.Errorf("unmapped tun_metadata1: %v", err)
+	}
+	if err := br.TLVTableMod(&ofp.TLVTableMod{Command: ofp.TLVDelete, Maps: []ofp.TLVMap{{Index: 0}}}); err == nil || err.Errno != ofp.TLVInvalidDel {
+		t.Errorf("deleting a mapping in use: %v", err)
+	}
+
+	acts, _ := tb.xlate(1, eth(macA, macB))
+	if want := "geneve(crit,vni=0x5,options({class=0x102,type=0x80,len=4,0x50002}))"; !strings.Contains(acts, want) {
+		t.Errorf("output to tun0: %s, want %s in it", acts, want)
+	}
+
+	decap := func(opts ...byte) []datapath.Upcall {
+		u := []datapath.Upcall{{}}
+		flow.Extract(eth(macB, macA), 6081, &u[0].Key)
+		k := &u[0].Key
+		k.TunID, k.TunSrc, k.TunDst = 5, netip.MustParseAddr("::ffff:172.31.0.2").As16(), netip.MustParseAddr("::ffff:172.31.0.1").As16()
+		k.TunFlags = flow.TunFlagKey
+		k.TunOptsLen = uint8(copy(k.TunOpts[:], opts))
+		tb.Upcall(u)
+		return u
+	}
+	u := decap(0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01)
+	if got := u[0].Actions.String(); got != "1" {
+		t.Errorf("tun_metadata0=0xa0001: %s", got)
+	}
+	m := u[0].Mask
+	if m.TunOptsLen != 0xff || [8]byte(m.TunOpts[:8]) != [8]byte{0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0xff, 0xff} {
+		t.Errorf("mask options %#x %x", m.TunOptsLen, m.TunOpts[:8])
+	}
+	want := "tunnel(tun_id=0x5,src=172.31.0.2,dst=172.31.0.1,geneve({class=0x102,type=0x80,len=4,0xa0001}),flags(-df-csum+key))"
+	if got := flow.FormatODP(&u[0].Key, &m, flow.ODPFormat{}); !strings.HasPrefix(got, want) {
+		t.Errorf("megaflow %s, want %s...", got, want)
+	}
+	if got := decap(0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x02)[0].Actions.String(); got != "drop" {
+		t.Errorf("tun_metadata0=0xa0002: %s", got)
+	}
+	if got := decap(0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01, 0xff, 0xff, 0x80, 0x00)[0].Actions.String(); got != "drop" {
+		t.Errorf("with an unknown critical option: %s", got)
+	}
+	if got := decap(0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01, 0xff, 0xff, 0x00, 0x00)[0].Actions.String(); got != "1" {
+		t.Errorf("with an unknown non-critical option: %s", got)
+	}
+	if got := decap()[0].Actions.String(); got != "drop" {
+		t.Errorf("without options: %s", got)
 	}
 }

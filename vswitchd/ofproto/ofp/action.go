@@ -444,7 +444,12 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 	}
 	fd := FieldByHeader(h&^0xff | uint32(n))
 	if idx := tunMetadataIndex(h); idx >= 0 {
-		return Action{}, errTunMetadata(BadSetLen, idx)
+		if n < 1 || n > TLVMaxOptLen {
+			return Action{}, actErr(BadSetLen, "set_field: tun_metadata length")
+		}
+		// As long as the wire says; ResolveActions fits it to the
+		// bridge's mapping.
+		fd = TunMetadataField(idx, n)
 	}
 	if fd == nil {
 		return Action{}, actErr(BadSetLen, "set_field: unknown field") // as OVS's decode_ofpat_set_field
@@ -468,9 +473,11 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 		return Action{}, actErr(BadSetArgument, "set_field: read-only field "+fd.Name)
 	}
 	val := bytes.Clone(b[4 : 4+fd.Len])
-	mask := bytes.Clone(ones[:fd.Len])
+	mask := bytes.Repeat([]byte{0xff}, fd.Len)
 	if masked {
 		mask = bytes.Clone(b[4+fd.Len : 4+l])
+	} else if TunMetadataIndex(fd) >= 0 {
+		mask = nil // the whole mapping, whatever length the wire gave
 	}
 	if checkValue(fd, val, mask) != nil {
 		return Action{}, actErr(BadSetArgument, "set_field value")
@@ -487,8 +494,15 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 // (OFPBAC_BAD_SET_LEN); an unknown field is refused with unknown.
 func decodeRef(h uint32, ofs, nbits int, unknown Errno) (FieldRef, *Error) {
 	fd := FieldByHeader(h)
-	if idx := tunMetadataIndex(h); idx >= 0 {
-		return FieldRef{}, errTunMetadata(unknown, idx)
+	if idx := tunMetadataIndex(h); idx >= 0 && h&0x100 == 0 {
+		// The header's length is the sender's idea of the mapping's
+		// (0: the most there is); ResolveActions checks the range
+		// against the bridge's.
+		n := int(h & 0xff)
+		if n == 0 || n > TLVMaxOptLen {
+			n = TLVMaxOptLen
+		}
+		fd = TunMetadataField(idx, n)
 	}
 	if fd == nil || h&0x100 != 0 {
 		return FieldRef{}, actErr(unknown, "unknown field")
@@ -1050,7 +1064,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		if v >= V15 || (a.raw != rawRegLoad && full && v >= V12) {
 			return appendSetField(b, v, a.Field, a.Value, a.Mask)
 		}
-		if ofs, nbits, ok := maskRange(a.Mask); ok && nbits <= 64 {
+		// A variable-length field (tun_metadata) always goes as
+		// NXAST_REG_LOAD2, as OVS's set_field_to_nxast.
+		if ofs, nbits, ok := maskRange(a.Mask); ok && nbits <= 64 && TunMetadataIndex(a.Field) < 0 {
 			b = nxActionHeader(b, 24, nxastRegLoad)
 			b = put16(b, uint16(ofs<<6|(nbits-1)))
 			b = put32(b, a.Field.header(true))

@@ -36,7 +36,7 @@ func TestClientFlowModRoundTrip(t *testing.T) {
 			}
 			got := msg.(*FlowMod)
 			if got.Xid != 9 || got.Command != cmd || got.Priority != 100 || got.Table != 1 || got.IdleTimeout != 5 ||
-				got.HardTimeout != 7 || got.Match != fm.Match || !sameActions(got.Actions, acts) {
+				got.HardTimeout != 7 || !reflect.DeepEqual(got.Match, fm.Match) || !sameActions(got.Actions, acts) {
 				t.Errorf("%s cmd %d: decoded %+v", v, cmd, *got)
 			}
 			if cmd == FlowAdd && got.NewCookie != 0x42 {
@@ -71,7 +71,7 @@ func TestClientFlowStatsRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %v", v, err)
 		}
 		got := msg.(*StatsRequest)
-		if got.Kind != StatsFlow || got.Table != TableAll || got.OutPort != PortAny || got.Match != req.Match ||
+		if got.Kind != StatsFlow || got.Table != TableAll || got.OutPort != PortAny || !reflect.DeepEqual(got.Match, req.Match) ||
 			got.Cookie != 0x10 || got.CookieMask != 0xff || got.NX != (v == V10) {
 			t.Errorf("%s: decoded %+v", v, got)
 		}

@@ -22,6 +22,14 @@ type Flow struct {
 	// ConjID is the conjunction a conjunctive match found (conj_id),
 	// set only for the lookup that follows it.
 	ConjID uint32
+	// TunMD holds the tun_metadata fields at the places the bridge's
+	// TLVTable gives them, TunMDPresent says which are present (bit n:
+	// tun_metadata<n>), as OVS's flow_tnl metadata outside the datapath.
+	TunMD        [TLVOptionSpace]byte
+	TunMDPresent uint64
+	// TunTab is the TLVTable the tun_metadata fields of a packet's flow
+	// are read and written through; nil in matches and masks.
+	TunTab *TLVTable
 }
 
 // Match is a flow with a mask: a one bit in Mask is a bit the flow must
@@ -29,6 +37,9 @@ type Flow struct {
 type Match struct {
 	Flow Flow
 	Mask Flow
+	// TunMD are the match's tun_metadata fields, by index, as decoded;
+	// ResolveTunMD places them in Flow and Mask through a TLVTable.
+	TunMD []TunMDEntry
 }
 
 // FieldID names a field govs knows (OVS's enum mf_field_id, a subset).
@@ -580,6 +591,11 @@ func (f *Flow) masked(m *Flow) Flow {
 	r.Metadata &= m.Metadata
 	r.PktMark &= m.PktMark
 	r.ConjID &= m.ConjID
+	for i := range r.TunMD {
+		r.TunMD[i] &= m.TunMD[i]
+	}
+	r.TunMDPresent &= m.TunMDPresent
+	r.TunTab = nil
 	return r
 }
 
@@ -596,6 +612,10 @@ func (f *Flow) Or(o *Flow) {
 	f.Metadata |= o.Metadata
 	f.PktMark |= o.PktMark
 	f.ConjID |= o.ConjID
+	for i := range f.TunMD {
+		f.TunMD[i] |= o.TunMD[i]
+	}
+	f.TunMDPresent |= o.TunMDPresent
 }
 
 // GetRef returns the bits of ref in f as an integer (up to 64 bits).

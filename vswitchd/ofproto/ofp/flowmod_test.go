@@ -61,7 +61,7 @@ func roundTrip(t *testing.T, fm *FlowMod) {
 		if err != nil {
 			t.Fatalf("%s nx=%v: decoding what was encoded: %v\n%x", v, nx, err, b)
 		}
-		if m != fm.Match {
+		if !reflect.DeepEqual(m, fm.Match) {
 			t.Fatalf("%s nx=%v: match %+v became %+v", v, nx, fm.Match, m)
 		}
 		if len(acts) != len(fm.Actions) {

@@ -3,6 +3,7 @@ package ofp
 import (
 	"bytes"
 	"encoding/binary"
+	"strconv"
 
 	"github.com/govs/govs/datapath/flow"
 )
@@ -61,8 +62,25 @@ func decodeNXMatch(b []byte, withCookie bool) (Match, Cookie, *Error) {
 			l /= 2
 		}
 		fd := FieldByHeader(h&^0xff | uint32(l))
-		if idx := tunMetadataIndex(h); idx >= 0 {
-			return m, ck, errTunMetadata(BadField, idx)
+		if idx := tunMetadataIndex(h); idx >= 0 && hdr == 4 {
+			if l < 1 || l > TLVMaxOptLen || hasMask && n%2 != 0 {
+				return m, ck, &Error{Errno: BadMatchLen, Detail: "tun_metadata" + strconv.Itoa(idx) + ": bad length"}
+			}
+			if seen[FieldTunMetadata0+FieldID(idx)] {
+				return m, ck, &Error{Errno: DupField, Detail: "tun_metadata" + strconv.Itoa(idx) + " twice"}
+			}
+			seen[FieldTunMetadata0+FieldID(idx)] = true
+			e := TunMDEntry{Idx: idx, Value: bytes.Clone(payload[:l])}
+			if hasMask {
+				e.Mask = bytes.Clone(payload[l:])
+				for i := range e.Value {
+					if e.Value[i]&^e.Mask[i] != 0 {
+						return m, ck, &Error{Errno: BadWildcards, Detail: "tun_metadata" + strconv.Itoa(idx) + ": value bits outside the mask"}
+					}
+				}
+			}
+			m.TunMD = append(m.TunMD, e)
+			continue
 		}
 		if fd == nil || hdr == 8 {
 			return m, ck, &Error{Errno: BadField, Detail: "unknown match field"}
@@ -149,7 +167,7 @@ func checkValue(fd *Field, value, mask []byte) *Error {
 // field after its prerequisites (as OVS's nx_put_raw).
 func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	put := func(h uint32, n int, value, mask []byte) {
-		exact := bytes.Equal(mask[:n], ones[:n])
+		exact := len(mask) >= n && allOnes(mask[:n])
 		if fd := FieldByHeader(h); fd != nil && fd.full != nil && bytes.Equal(mask, fd.full) {
 			exact, mask = true, ones
 		}
@@ -259,6 +277,10 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldTunFlags)
 	field(FieldTunSrc)
 	field(FieldTunDst)
+	// OVS's tun_metadata_to_nx_match: by index, as long as the mapping.
+	for _, e := range m.TunMD {
+		put(TunMetadataField(e.Idx, len(e.Value)).NXM, len(e.Value), e.Value, e.Mask)
+	}
 	field(FieldPktMark)
 	field(FieldConjID)
 	field(FieldCtState)
@@ -394,7 +416,7 @@ func decodeMatch10(b []byte) Match {
 func (m *Match) Representable10() bool {
 	r := appendMatch10(nil, m)
 	back := decodeMatch10(r)
-	return back == *m
+	return len(m.TunMD) == 0 && back.Flow == m.Flow && back.Mask == m.Mask
 }
 
 // appendMatch10 appends m as an ofp10_match (ofputil_match_to_ofp10_match).

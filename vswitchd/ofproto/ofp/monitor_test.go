@@ -3,6 +3,7 @@ package ofp
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func TestDecodeFlowMonitor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp := func(m *Match) bool { return *m == want }
+	tcp := func(m *Match) bool { return reflect.DeepEqual(*m, want) }
 	for _, tc := range []struct {
 		file string
 		want string // monitors as id/command/flags/out_port/table/tcp

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -42,7 +43,7 @@ func TestNDMatchAndSet(t *testing.T) {
 	}
 	oxm := AppendNXMatch(nil, &fm.Match, false)
 	back, derr := DecodeNXMatch(oxm)
-	if derr != nil || back != fm.Match {
+	if derr != nil || !reflect.DeepEqual(back, fm.Match) {
 		t.Errorf("round trip: %v, %+v", derr, back)
 	}
 

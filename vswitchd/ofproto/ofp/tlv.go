@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
-	"strconv"
 )
 
 // The Geneve option map (OVS's lib/tun-metadata.c and the NXT_TLV_TABLE
@@ -264,12 +263,6 @@ func tunMetadataIndex(h uint32) int {
 		return f - 40
 	}
 	return -1
-}
-
-// errTunMetadata refuses a match or action on tun_metadata<idx> with
-// errno: flows do not take tun_metadata yet. TunMetadata tells which.
-func errTunMetadata(errno Errno, idx int) *Error {
-	return &Error{Errno: errno, Detail: "tun_metadata" + strconv.Itoa(idx) + " in flows is not supported yet", tunMetadata: idx + 1}
 }
 
 // TunMetadata reports whether e refuses a tun_metadata field, and

@@ -203,20 +203,22 @@ func TestTunFlagsMatch(t *testing.T) {
 	}
 }
 
-// TestTunMetadataRefused: a tun_metadata field of any length in a match
-// is refused, saying which (the connection picks OVS's error for an
-// unmapped one).
-func TestTunMetadataRefused(t *testing.T) {
+// TestTunMetadataDecoded: a tun_metadata field of any length up to 124
+// bytes decodes, as long as the wire gives it, for the bridge to place
+// through its map; longer is refused.
+func TestTunMetadataDecoded(t *testing.T) {
 	for _, n := range []int{1, 4, 124} {
 		b := put32(nil, nxmHeader(classNXM1, 40+5, n))
 		b = append(b, make([]byte, n)...)
-		_, err := DecodeNXMatch(b)
-		if err == nil {
-			t.Fatalf("tun_metadata5 of %d bytes accepted", n)
+		m, err := DecodeNXMatch(b)
+		if err != nil || len(m.TunMD) != 1 || m.TunMD[0].Idx != 5 || len(m.TunMD[0].Value) != n {
+			t.Fatalf("tun_metadata5 of %d bytes: %+v %v", n, m.TunMD, err)
 		}
-		if idx, ok := err.TunMetadata(); !ok || idx != 5 || err.Errno != BadField {
-			t.Errorf("%d bytes: %v, tun_metadata %d %v", n, err, idx, ok)
-		}
+	}
+	b := put32(nil, nxmHeader(classNXM1, 40+5, 125))
+	b = append(b, make([]byte, 125)...)
+	if _, err := DecodeNXMatch(b); err == nil || err.Errno != BadMatchLen {
+		t.Errorf("125 bytes: %v", err)
 	}
 	if _, ok := (&Error{Errno: BadField}).TunMetadata(); ok {
 		t.Error("a plain error names a tun_metadata field")

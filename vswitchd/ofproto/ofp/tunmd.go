@@ -1,0 +1,284 @@
+package ofp
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/govs/govs/datapath/flow"
+)
+
+// The tun_metadata0-63 fields (NXM_NX_TUN_METADATA<n>, OVS's
+// lib/tun-metadata.c). Their length is the one the bridge's TLVTable
+// maps them to: decoding, which has no table, keeps the length the wire
+// gave, and the bridge resolves matches and actions against its table
+// (ResolveTunMD, ResolveActions) before it takes them.
+
+// FieldTunMetadata0 is tun_metadata0's FieldID; tun_metadata<n> is
+// FieldTunMetadata0+n. They are not in the fixed field table.
+const FieldTunMetadata0 FieldID = 128
+
+// TunMDEntry is a match on tun_metadata<Idx>: Value under Mask, both as
+// long as the field (a multiple of 4 once resolved); a nil Mask, before
+// resolving, is an exact match of the whole mapping.
+type TunMDEntry struct {
+	Idx         int
+	Value, Mask []byte
+}
+
+var (
+	tunMDMu     sync.Mutex
+	tunMDFields [TLVMaxFields][TLVMaxOptLen + 1]*Field
+)
+
+// TunMetadataField returns tun_metadata<idx> as a field of n bytes
+// (1..124): its NXM header has length n, and it reads and writes the
+// low n bytes of the value the flow's TunTab places.
+func TunMetadataField(idx, n int) *Field {
+	tunMDMu.Lock()
+	defer tunMDMu.Unlock()
+	if fd := tunMDFields[idx][n]; fd != nil {
+		return fd
+	}
+	fd := &Field{ID: FieldTunMetadata0 + FieldID(idx), Name: "tun_metadata" + strconv.Itoa(idx), Len: n, Maskable: true,
+		NXM: nxmHeader(classNXM1, uint8(40+idx), n), Writable: true,
+		get: func(f *Flow, b []byte) { tunMDRead(f, idx, b) },
+		set: func(f *Flow, b []byte) { tunMDWrite(f, idx, b) }}
+	tunMDFields[idx][n] = fd
+	return fd
+}
+
+// TunMetadataIndex returns n if fd is tun_metadata<n>, else -1.
+func TunMetadataIndex(fd *Field) int {
+	if fd != nil && fd.ID >= FieldTunMetadata0 && fd.ID < FieldTunMetadata0+TLVMaxFields {
+		return int(fd.ID - FieldTunMetadata0)
+	}
+	return -1
+}
+
+// read returns the bytes of option space space that l places, in order.
+func (l *TLVLoc) read(space *[TLVOptionSpace]byte) []byte {
+	b := make([]byte, 0, l.Len)
+	for _, off := range l.Blocks {
+		b = append(b, space[off:off+tlvBlock]...)
+	}
+	return b
+}
+
+// write puts v, l.Len bytes, in the option space at l's places.
+func (l *TLVLoc) write(space *[TLVOptionSpace]byte, v []byte) {
+	for i, off := range l.Blocks {
+		copy(space[off:off+tlvBlock], v[i*tlvBlock:])
+	}
+}
+
+// tunMDRead puts tun_metadata<idx>'s value in f into b, right-aligned
+// (OVS's tun_metadata_read); zeros if unmapped.
+func tunMDRead(f *Flow, idx int, b []byte) {
+	clear(b)
+	l := f.TunTab.Loc(idx)
+	if l == nil {
+		return
+	}
+	v := l.read(&f.TunMD)
+	if len(b) >= len(v) {
+		copy(b[len(b)-len(v):], v)
+	} else {
+		copy(b, v[len(v)-len(b):])
+	}
+}
+
+// tunMDWrite sets tun_metadata<idx> in f to b, right-aligned, and marks
+// it present (OVS's tun_metadata_write); nothing if unmapped.
+func tunMDWrite(f *Flow, idx int, b []byte) {
+	l := f.TunTab.Loc(idx)
+	if l == nil {
+		return
+	}
+	v := make([]byte, l.Len)
+	if len(b) >= len(v) {
+		copy(v, b[len(b)-len(v):])
+	} else {
+		copy(v[len(v)-len(b):], b)
+	}
+	l.write(&f.TunMD, v)
+	f.TunMDPresent |= 1 << idx
+}
+
+// fit returns b right-aligned in n bytes. Of a longer b, the last n
+// bytes if the others are zero (the same number), else the first n, as
+// OVS's copy_entry_value takes a variable-length field's value.
+func fit(b []byte, n int) []byte {
+	if len(b) >= n {
+		if isZero(b[:len(b)-n]) {
+			return bytes.Clone(b[len(b)-n:])
+		}
+		return bytes.Clone(b[:n])
+	}
+	r := make([]byte, n)
+	copy(r[n-len(b):], b)
+	return r
+}
+
+func errUnmappedTLV(idx int) *Error {
+	return &Error{Errno: InvalidTLVField, Detail: "tun_metadata" + strconv.Itoa(idx) + " is not mapped", tunMetadata: idx + 1}
+}
+
+// ResolveTunMD places m's tun_metadata matches in m.Flow and m.Mask at
+// the places t maps them to, each as long as its mapping, as OVS's
+// tun_metadata_set_match with the switch's table:
+// NXFMFC_INVALID_TLV_FIELD for an unmapped field; of a value longer than
+// the mapping, its first bytes count.
+func (m *Match) ResolveTunMD(t *TLVTable) *Error {
+	for i := range m.TunMD {
+		e := &m.TunMD[i]
+		l := t.Loc(e.Idx)
+		if l == nil {
+			return errUnmappedTLV(e.Idx)
+		}
+		v, mk := fit(e.Value, int(l.Len)), bytes.Repeat([]byte{0xff}, int(l.Len))
+		if e.Mask != nil {
+			mk = fit(e.Mask, int(l.Len))
+		}
+		for j := range v {
+			v[j] &= mk[j]
+		}
+		e.Value, e.Mask = v, mk
+		l.write(&m.Flow.TunMD, v)
+		l.write(&m.Mask.TunMD, mk)
+		m.Flow.TunMDPresent |= 1 << e.Idx
+		m.Mask.TunMDPresent |= 1 << e.Idx
+	}
+	slices.SortFunc(m.TunMD, func(a, b TunMDEntry) int { return a.Idx - b.Idx })
+	return nil
+}
+
+// ResolveActions gives the tun_metadata fields acts use (set_field, load,
+// move, push, pop, output_reg, in nested lists too) the length t maps
+// them to: NXFMFC_INVALID_TLV_FIELD for an unmapped field,
+// OFPBAC_BAD_SET_LEN for a bit range beyond the mapping.
+func ResolveActions(acts []Action, t *TLVTable) *Error {
+	ref := func(r *FieldRef) *Error {
+		idx := TunMetadataIndex(r.Field)
+		if idx < 0 {
+			return nil
+		}
+		l := t.Loc(idx)
+		if l == nil {
+			return errUnmappedTLV(idx)
+		}
+		if r.Ofs+r.NBits > int(l.Len)*8 {
+			return &Error{Errno: BadSetLen, Detail: "bits beyond tun_metadata" + strconv.Itoa(idx) + "'s mapping"}
+		}
+		r.Field = TunMetadataField(idx, int(l.Len))
+		return nil
+	}
+	for i := range acts {
+		a := &acts[i]
+		if idx := TunMetadataIndex(a.Field); idx >= 0 {
+			l := t.Loc(idx)
+			if l == nil {
+				return errUnmappedTLV(idx)
+			}
+			mk := bytes.Repeat([]byte{0xff}, int(l.Len))
+			if a.Mask != nil {
+				mk = fit(a.Mask, int(l.Len))
+			}
+			a.Field, a.Value, a.Mask = TunMetadataField(idx, int(l.Len)), fit(a.Value, int(l.Len)), mk
+		}
+		if a.Src.Field != nil {
+			if err := ref(&a.Src); err != nil {
+				return err
+			}
+		}
+		if a.Dst.Field != nil {
+			if err := ref(&a.Dst); err != nil {
+				return err
+			}
+		}
+		if err := ResolveActions(a.Nested, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ActionsUseTunMD reports whether acts use tun_metadata<idx>.
+func ActionsUseTunMD(acts []Action, idx int) bool {
+	for i := range acts {
+		a := &acts[i]
+		if TunMetadataIndex(a.Field) == idx || TunMetadataIndex(a.Src.Field) == idx || TunMetadataIndex(a.Dst.Field) == idx ||
+			ActionsUseTunMD(a.Nested, idx) {
+			return true
+		}
+	}
+	return false
+}
+
+// errGeneve: a packet's Geneve options do not fit the table (a mapped
+// option of another length, or a critical option not mapped).
+type errGeneve struct{}
+
+func (errGeneve) Error() string { return "Invalid Geneve tunnel metadata" }
+
+// TunMDFromOpts fills f's tun_metadata from Geneve options opts (raw
+// TLVs, as the datapath key has them) through t, as OVS's
+// tun_metadata_from_geneve_udpif: a mapped option of another length than
+// its mapping, or a critical option t does not map, is an error.
+func TunMDFromOpts(f *Flow, t *TLVTable, opts []byte) error {
+	f.TunMD, f.TunMDPresent = [TLVOptionSpace]byte{}, 0
+	if _, err := flow.ParseGeneveOpts(opts); err != nil {
+		return err
+	}
+	for len(opts) > 0 {
+		var o flow.GeneveOpt
+		o, opts = flow.NextGeneveOpt(opts)
+		idx := t.Lookup(o.Class, o.Type)
+		switch {
+		case idx >= 0 && int(t.entries[idx].Len) == len(o.Data):
+			t.entries[idx].write(&f.TunMD, o.Data)
+			f.TunMDPresent |= 1 << idx
+		case idx >= 0 || o.Type&flow.GeneveCritical != 0:
+			return errGeneve{}
+		}
+	}
+	return nil
+}
+
+// TunMDOptsMask returns the datapath mask of Geneve options opts (which
+// TunMDFromOpts took) for the tun_metadata bits wc consulted: every
+// option's class, type and length, and the consulted bits of the mapped
+// ones' data (OVS's tun_metadata_to_geneve_mask__).
+func TunMDOptsMask(wc *Flow, t *TLVTable, opts []byte, mask []byte) {
+	off := 0
+	for len(opts) > 0 {
+		var o flow.GeneveOpt
+		o, opts = flow.NextGeneveOpt(opts)
+		mask[off], mask[off+1], mask[off+2], mask[off+3] = 0xff, 0xff, 0xff, 0x1f
+		if idx := t.Lookup(o.Class, o.Type); idx >= 0 && wc != nil && int(t.entries[idx].Len) == len(o.Data) {
+			m := t.entries[idx].read(&wc.TunMD)
+			for i := range m {
+				mask[off+4+i] |= m[i]
+			}
+		}
+		off += 4 + len(o.Data)
+	}
+}
+
+// TunMDToOpts returns f's present tun_metadata fields as Geneve options,
+// by index (OVS's tun_metadata_to_geneve_header).
+func TunMDToOpts(f *Flow) []byte {
+	var b []byte
+	for idx := 0; idx < TLVMaxFields; idx++ {
+		if f.TunMDPresent&(1<<idx) == 0 {
+			continue
+		}
+		l := f.TunTab.Loc(idx)
+		if l == nil {
+			continue
+		}
+		b = flow.AppendGeneveOpt(b, flow.GeneveOpt{Class: l.Class, Type: l.Type, Data: l.read(&f.TunMD)})
+	}
+	return b
+}
