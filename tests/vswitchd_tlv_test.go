@@ -53,6 +53,9 @@ var tlvCommands = [][]string{
 	{"--sort", "dump-flows", "--no-stats", "BR"},
 	{"--sort", "-O", "OpenFlow13", "dump-flows", "--no-stats", "BR"},
 	{"--sort", "-O", "OpenFlow15", "dump-flows", "--no-stats", "BR", "tun_flags=+oam"},
+	{"--sort", "dump-flows", "--no-stats", "BR", "tun_metadata0=0x5/0xff"},
+	{"-O", "OpenFlow13", "dump-aggregate", "BR", "tun_metadata0=0x1234"},
+	{"dump-flows", "--no-stats", "BR", "tun_metadata3=0x1234"},
 }
 
 // TestOpenFlowTLVDifferential: add-tlv-map, del-tlv-map and dump-tlv-map

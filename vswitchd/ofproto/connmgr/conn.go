@@ -588,6 +588,9 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		}
 		return ofp.EncodeTableStatsReply(v, m.Xid, tables), nil
 	case ofp.StatsFlow:
+		if err := c.resolveTunMD(&m.Match); err != nil {
+			return nil, err
+		}
 		var flows []ofp.FlowStats
 		for _, f := range c.m.src.Flows() {
 			if flowSelected(m, &f) {
@@ -599,6 +602,9 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		}
 		return ofp.EncodeFlowStatsReply(v, m.Xid, m.NX, flows), nil
 	case ofp.StatsAggregate:
+		if err := c.resolveTunMD(&m.Match); err != nil {
+			return nil, err
+		}
 		var packets, bytes uint64
 		var n uint32
 		for _, f := range c.m.src.Flows() {
@@ -624,6 +630,19 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		return ofp.EncodeEmptyStatsReply(v, m.Xid, m.Kind), nil
 	}
 	return nil, &ofp.Error{Errno: ofp.BadStat, Detail: fmt.Sprintf("statistics type %d not handled", m.Kind)}
+}
+
+// resolveTunMD places a statistics request's tun_metadata matches
+// through the bridge's option map, as its flows' are.
+func (c *conn) resolveTunMD(m *ofp.Match) *ofp.Error {
+	if len(m.TunMD) == 0 {
+		return nil
+	}
+	tm, ok := c.m.src.(TLVMapper)
+	if !ok {
+		return &ofp.Error{Errno: ofp.InvalidTLVField, Detail: "no Geneve option map"}
+	}
+	return m.ResolveTunMD(tm.TLVTable())
 }
 
 // flowSelected applies a flow statistics request's filters as OVS's

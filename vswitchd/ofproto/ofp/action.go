@@ -113,6 +113,9 @@ type Action struct {
 	Field       *Field
 	Value, Mask []byte
 	raw         int
+	// wholeVar: an unmasked set_field of a variable-length field, which
+	// sets all of it whatever the length of Value.
+	wholeVar bool
 	// Src and Dst: ActMove; Dst: ActOutputReg's source register; Src:
 	// ActStackPush's field, Dst: ActStackPop's.
 	Src, Dst FieldRef
@@ -476,8 +479,6 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 	mask := bytes.Repeat([]byte{0xff}, fd.Len)
 	if masked {
 		mask = bytes.Clone(b[4+fd.Len : 4+l])
-	} else if TunMetadataIndex(fd) >= 0 {
-		mask = nil // the whole mapping, whatever length the wire gave
 	}
 	if checkValue(fd, val, mask) != nil {
 		return Action{}, actErr(BadSetArgument, "set_field value")
@@ -486,7 +487,9 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 		// OVS requires OFPVID_PRESENT in a set_field to vlan_vid.
 		return Action{}, actErr(BadSetArgument, "set_field vlan_vid without OFPVID_PRESENT")
 	}
-	return Action{Type: ActSetField, Field: fd, Value: val, Mask: mask}, nil
+	// An unmasked tun_metadata set_field sets the whole mapping,
+	// whatever length the wire gave (ResolveActions).
+	return Action{Type: ActSetField, Field: fd, Value: val, Mask: mask, wholeVar: !masked && TunMetadataIndex(fd) >= 0}, nil
 }
 
 // decodeRef decodes a header plus ofs/nbits into a FieldRef, checking

@@ -279,7 +279,11 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldTunDst)
 	// OVS's tun_metadata_to_nx_match: by index, as long as the mapping.
 	for _, e := range m.TunMD {
-		put(TunMetadataField(e.Idx, len(e.Value)).NXM, len(e.Value), e.Value, e.Mask)
+		mask := e.Mask
+		if mask == nil {
+			mask = bytes.Repeat([]byte{0xff}, len(e.Value))
+		}
+		put(TunMetadataField(e.Idx, len(e.Value)).NXM, len(e.Value), e.Value, mask)
 	}
 	field(FieldPktMark)
 	field(FieldConjID)

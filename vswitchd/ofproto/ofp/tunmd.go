@@ -182,7 +182,7 @@ func ResolveActions(acts []Action, t *TLVTable) *Error {
 				return errUnmappedTLV(idx)
 			}
 			mk := bytes.Repeat([]byte{0xff}, int(l.Len))
-			if a.Mask != nil {
+			if !a.wholeVar {
 				mk = fit(a.Mask, int(l.Len))
 			}
 			a.Field, a.Value, a.Mask = TunMetadataField(idx, int(l.Len)), fit(a.Value, int(l.Len)), mk
