@@ -23,12 +23,14 @@ import (
 // is on the other chassis, and they ping across; an ACL dropping ICMP
 // towards one port is enforced, and lifted again; ovn-nbctl --wait=hv
 // returns once both chassis caught up. Nothing either ovn-controller
-// sends is refused. The subtest debian runs Debian's ovsdb-server and
-// ovs-vswitchd (netdev datapath) as both chassis.
+// sends is refused (and on govs, its switch logs no refusal or warning).
+// The subtest debian runs Debian's ovsdb-server and ovs-vswitchd (netdev
+// datapath) as both chassis, govs runs govs' own.
 func TestOvnTwoChassis(t *testing.T) {
 	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsVswitchd, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer)
 	vswNeedRoot(t)
 	t.Run("debian", func(t *testing.T) { ovn2Run(t, "o2d", true) })
+	t.Run("govs", func(t *testing.T) { ovn2Run(t, "o2g", false) })
 }
 
 // ovn2Chassis is one chassis of TestOvnTwoChassis.
@@ -44,6 +46,8 @@ type ovn2Chassis struct {
 // with namespace names starting with prefix, and runs the checks.
 func ovn2Run(t *testing.T, prefix string, debian bool) {
 	start := time.Now()
+	// The steps' times, in the log, show where a slow run waited.
+	step := func(what string) { t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), what) }
 	central, nb, sb := ovnCentral(t, prefix+"c-")
 	var hvs []*ovn2Chassis
 	for i, name := range []string{"hv1", "hv2"} {
@@ -76,6 +80,7 @@ func ovn2Run(t *testing.T, prefix string, debian bool) {
 		"--", "lsp-add", "sw1", "sw1-p1", "--", "lsp-set-addresses", "sw1-p1", "50:54:00:00:01:01 10.0.1.1"},
 		ovnRouterCmds...)...)
 
+	step("chassis and VIFs up")
 	// Each port is bound by the chassis it is on, and each chassis has
 	// made its Geneve port towards the other.
 	for _, p := range []struct{ port, hv string }{{"sw0-p1", "hv1"}, {"sw0-p2", "hv2"}, {"sw1-p1", "hv2"}} {
@@ -98,6 +103,7 @@ func ovn2Run(t *testing.T, prefix string, debian bool) {
 			return len(f) == 3 && f[0] == "geneve" && f[1] == `"`+other.encapIP+`"` && f[2] != "-1" && f[2] != "[]"
 		})
 	}
+	step("ports bound, tunnel ports made")
 	// --wait=hv returns once both chassis have installed the change.
 	nbctl("--wait=hv", "sync")
 	nbCfg := strings.TrimSpace(nbctl("get", "NB_Global", ".", "nb_cfg"))
@@ -106,17 +112,21 @@ func ovn2Run(t *testing.T, prefix string, debian bool) {
 		t.Errorf("after --wait=hv: NB nb_cfg %s, hv_cfg %s", nbCfg, hvCfg)
 	}
 
+	step("--wait=hv sync returned")
 	// One logical switch across the chassis: the only way from a to b is
 	// the underlay, in Geneve.
 	a.waitPing("10.0.0.2")
 	b.waitPing("10.0.0.1")
 	t.Logf("iperf3 over Geneve, hv1 to hv2: %s", vswIperfSummary(a.iperf(b, "10.0.0.2", "-t", "1")))
+	step("ping and iperf3")
 	// The router: a (sw0, hv1) and c (sw1, hv2).
 	a.waitPing("10.0.1.1")
 	c.waitPing("10.0.0.1")
 
+	step("ping through the router")
 	// ACLs, with conntrack on both chassis.
 	ovnCheckACL(nbctl, a, b, c)
+	step("ACL")
 
 	// Nothing was refused, no daemon died, and ovn-controller never had
 	// to start over.
@@ -131,7 +141,7 @@ func ovn2Run(t *testing.T, prefix string, debian bool) {
 			}
 		}
 	}
-	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+	step("done")
 }
 
 // ovn2IP runs ip(8) with args in namespace ns.

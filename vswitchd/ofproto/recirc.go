@@ -270,6 +270,18 @@ func (x *xlate) resume(st frozen, ok bool) {
 		title := fmt.Sprintf("bridge(\"%s\")", st.br.name)
 		fmt.Fprintf(x.trace, "\n%s\n%s\n    thaw\n        Resuming from table %d\n", title, strings.Repeat("-", len(title)), st.table)
 	}
+	// The packet's Geneve options are read again through the bridge's
+	// option map, which set_field to tun_metadata needs too, as OVS's
+	// xlate_actions does for a thawed packet: without it, a packet
+	// from a tunnel lost its tun_metadata after ct, and one sent into
+	// a tunnel after ct went without its options (OVN's ACLs between
+	// two chassis dropped everything).
+	if !x.tunMetadataIn(in) {
+		x.mergeWC()
+		x.key = orig
+		x.of = saved
+		return
+	}
 	x.table(st.table)
 	x.mergeWC()
 	x.key = orig
