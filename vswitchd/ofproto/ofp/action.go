@@ -48,6 +48,11 @@ const (
 	// ActCheckPktLarger is check_pkt_larger(PktLen)->Dst: Dst's bit is
 	// set to whether the packet is longer than PktLen bytes.
 	ActCheckPktLarger
+	// ActMultipath writes the link Multipath picks to its Dst;
+	// ActBundle outputs to the member Bundle picks, or writes its
+	// number to Dst (bundle_load).
+	ActMultipath
+	ActBundle
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -141,6 +146,9 @@ type Action struct {
 	Fin   *FinTimeout
 	// PktLen: ActCheckPktLarger's length.
 	PktLen uint16
+	// Multipath and Bundle: ActMultipath's and ActBundle's arguments.
+	Multipath *Multipath
+	Bundle    *Bundle
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -227,8 +235,7 @@ const (
 // nxastNames are the Nicira actions govs decodes without executing.
 var nxastNames = map[uint16]string{
 	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
-	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
-	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
+	nxastSetTunnel64: "set_tunnel64", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
@@ -663,6 +670,10 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body[2:])}, nil
 	case nxastCheckPktLarger:
 		return decodeCheckPktLarger(b)
+	case nxastMultipath:
+		return decodeMultipath(b)
+	case nxastBundle, nxastBundleLoad:
+		return decodeBundleAction(sub == nxastBundleLoad, b)
 	case nxastCT:
 		return decodeCT(v, b, depth)
 	case nxastNAT:
@@ -1151,6 +1162,10 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		return pad(b, 6)
 	case ActCheckPktLarger:
 		return appendCheckPktLarger(b, a)
+	case ActMultipath:
+		return appendMultipath(b, a.Multipath)
+	case ActBundle:
+		return appendBundleAction(b, a.Bundle)
 	case ActCT:
 		return appendCT(b, v, a)
 	case ActNAT:
