@@ -117,6 +117,11 @@ func TestOpenFlowMultipathDifferential(t *testing.T) {
 		{"add-flow", "BR", "actions=bundle(nw_src,0,hrw,ofport,members:1,2)"},
 		{"add-flow", "BR", "actions=bundle(eth_src,0,hrw,ofport,members:1,0xff05)"},
 		{"-O", "OpenFlow13", "add-flow", "BR", "actions=write_actions(bundle(eth_src,0,hrw,ofport,members:1,2))"},
+		// An action set takes output:CONTROLLER, not NXAST_CONTROLLER
+		// or NXAST_CONTROLLER2.
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=7,actions=write_actions(controller(reason=no_match))"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=7,actions=write_actions(controller(userdata=01.02))"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=7,actions=write_actions(controller)"},
 		{"-O", "OpenFlow15", "dump-flows", "--no-stats", "--rsort", "BR"},
 	} {
 		t.Run(fmt.Sprintf("errors/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })

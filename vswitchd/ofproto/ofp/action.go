@@ -74,6 +74,8 @@ const (
 	// rawController2: a controller action decoded from NXAST_CONTROLLER2,
 	// encoded back as one (OVS keeps the raw form).
 	rawController2
+	// rawNXController: a controller action decoded from NXAST_CONTROLLER.
+	rawNXController
 )
 
 // NXAST_CONTROLLER2 properties (OVS's NXAC2PT_*).
@@ -645,7 +647,7 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 			return Action{}, err
 		}
 		return Action{Type: ActController, Port: PortController, MaxLen: binary.BigEndian.Uint16(body),
-			ControllerID: binary.BigEndian.Uint16(body[2:]), Reason: body[4]}, nil
+			ControllerID: binary.BigEndian.Uint16(body[2:]), Reason: body[4], raw: rawNXController}, nil
 	case nxastController2:
 		return decodeController2(b)
 	case nxastWriteMetadata:
@@ -1315,3 +1317,10 @@ func MaskBits(b []byte) int {
 // Legacy reports whether a set-field action was an OpenFlow 1.0 mod_*
 // action.
 func (a *Action) Legacy() bool { return a.raw == rawLegacy }
+
+// NiciraController reports whether a controller action came as
+// NXAST_CONTROLLER or NXAST_CONTROLLER2 (OVS's OFPACT_CONTROLLER), not as
+// an output to the CONTROLLER port (OFPACT_OUTPUT).
+func (a *Action) NiciraController() bool {
+	return a.Type == ActController && (a.raw == rawNXController || a.raw == rawController2)
+}
