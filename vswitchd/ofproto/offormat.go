@@ -160,7 +160,7 @@ func formatAction(a *ofp.Action) string {
 	case ofp.ActCheckPktLarger:
 		return fmt.Sprintf("check_pkt_larger(%d)->%s", a.PktLen, formatRef(a.Dst))
 	case ofp.ActMultipath:
-		return a.Multipath.Format(formatRef(a.Multipath.Dst))
+		return a.Multipath.Format(nxmRef(a.Multipath.Dst))
 	case ofp.ActBundle:
 		return formatBundle(a.Bundle)
 	case ofp.ActClone:
