@@ -84,11 +84,7 @@ func TestOpenFlowMultipathDifferential(t *testing.T) {
 	pkts = append(pkts, multipathCorpus("3")[:6]...)
 	pkts = append(pkts, multipathCorpus("LOCAL")[:3]...)
 	for i, pkt := range pkts {
-		want, got := deb.traceNested(pkt), govs.traceNested(pkt)
-		if got != want {
-			t.Errorf("ofproto/trace %s:\ngovs     %q\nDebian's %q", pkt, got, want)
-		}
-		if i == 0 && !strings.Contains(got, "set(eth(dst=") {
+		if got := compareTrace(t, deb, govs, "", pkt); i == 0 && !strings.Contains(got, "set(eth(dst=") {
 			t.Errorf("ofproto/trace %s: %s, no link written to eth_dst", pkt, got)
 		}
 	}
@@ -102,9 +98,7 @@ func TestOpenFlowMultipathDifferential(t *testing.T) {
 		})
 	}
 	for _, pkt := range append(multipathCorpus("2")[:4], multipathCorpus("3")[:4]...) {
-		if want, got := deb.traceNested(pkt), govs.traceNested(pkt); got != want {
-			t.Errorf("port 1 down: ofproto/trace %s:\ngovs     %q\nDebian's %q", pkt, got, want)
-		}
+		compareTrace(t, deb, govs, "port 1 down: ", pkt)
 	}
 	// The errors last: a flow both switches took would take every packet.
 	for i, args := range [][]string{
@@ -126,6 +120,17 @@ func TestOpenFlowMultipathDifferential(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("errors/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
 	}
+}
+
+// compareTrace requires the same datapath actions for pkt in both
+// switches and returns govs'.
+func compareTrace(t *testing.T, deb, govs *ofSwitch, when, pkt string) string {
+	t.Helper()
+	want, got := deb.traceNested(pkt), govs.traceNested(pkt)
+	if got != want {
+		t.Errorf("%sofproto/trace %s:\ngovs     %q\nDebian's %q", when, pkt, got, want)
+	}
+	return got
 }
 
 // TestOpenFlowBundleFailover: real traffic through a bundle action. A's
