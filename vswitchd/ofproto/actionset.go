@@ -68,7 +68,9 @@ func checkActionSet(acts []ofp.Action) *ofp.Error {
 		if a.Type == ofp.ActUnsupported {
 			return &ofp.Error{Errno: a.Errno, Detail: a.Name + " is not supported"}
 		}
-		if a.Type == ofp.ActController && a.Port != ofp.PortController {
+		// OVS's action sets take an output to CONTROLLER, not the
+		// Nicira controller actions.
+		if a.NiciraController() || a.Type == ofp.ActController && a.Port != ofp.PortController {
 			return &ofp.Error{Errno: ofp.BadActionType, Detail: "disallowed action in action set"}
 		}
 		if actionSetClass(a) == setInvalid {

@@ -3,10 +3,11 @@ package ofproto
 import (
 	"cmp"
 	"fmt"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Balanced bonds' hash buckets and their rebalancing, as OVS's bond.c: a
@@ -59,24 +60,7 @@ func BondHashMAC(mac [6]byte, vlan uint16, basis uint32) uint32 {
 	for i, b := range mac {
 		x |= uint64(b) << (40 - 8*i)
 	}
-	return mhashFinish(mhashAdd(mhashAdd(basis, uint32(x)), uint32(x>>32)) ^ 8)
-}
-
-// mhashAdd and mhashFinish are OVS's lib/hash.h (murmur3 steps) as built
-// without SSE 4.2, as Debian's is.
-func mhashAdd(h, d uint32) uint32 {
-	if d != 0 {
-		d *= 0xcc9e2d51
-		d = bits.RotateLeft32(d, 15)
-		d *= 0x1b873593
-		h ^= d
-	}
-	h = bits.RotateLeft32(h, 13)
-	return h*5 + 0xe6546b64
-}
-
-func mhashFinish(h uint32) uint32 {
-	return mix(h)
+	return ofp.HashFinish(ofp.HashAdd(ofp.HashAdd(basis, uint32(x)), uint32(x>>32)), 8)
 }
 
 // BondHash is one bucket of a bond, as bond/show prints it.

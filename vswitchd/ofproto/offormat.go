@@ -159,6 +159,10 @@ func formatAction(a *ofp.Action) string {
 		return a.Fin.Format()
 	case ofp.ActCheckPktLarger:
 		return fmt.Sprintf("check_pkt_larger(%d)->%s", a.PktLen, formatRef(a.Dst))
+	case ofp.ActMultipath:
+		return a.Multipath.Format(nxmRef(a.Multipath.Dst))
+	case ofp.ActBundle:
+		return formatBundle(a.Bundle)
 	case ofp.ActClone:
 		parts := make([]string, len(a.Nested))
 		for i := range a.Nested {

@@ -426,6 +426,10 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.ct(a)
 	case ofp.ActLearn:
 		x.learn(a.Learn)
+	case ofp.ActMultipath:
+		x.multipath(a.Multipath)
+	case ofp.ActBundle:
+		x.bundle(a.Bundle)
 	case ofp.ActFinTimeout:
 		x.finTimeout(a.Fin)
 	case ofp.ActMeter:
@@ -614,6 +618,16 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			// No prerequisites (OVS's check_CHECK_PKT_LARGER).
 			if !translatable(a.Dst.Field.ID) {
 				return &ofp.Error{Errno: ofp.BadSetType, Detail: "setting " + a.Dst.Field.Name + " is not supported"}
+			}
+		case ofp.ActMultipath:
+			if err := checkDst(a.Multipath.Dst, m, "multipath"); err != nil {
+				return err
+			}
+		case ofp.ActBundle:
+			if a.Bundle.Load {
+				if err := checkDst(a.Bundle.Dst, m, "bundle_load"); err != nil {
+					return err
+				}
 			}
 		case ofp.ActOutputReg:
 			if m != nil && !a.Src.Field.Prereqs(m) {

@@ -48,6 +48,11 @@ const (
 	// ActCheckPktLarger is check_pkt_larger(PktLen)->Dst: Dst's bit is
 	// set to whether the packet is longer than PktLen bytes.
 	ActCheckPktLarger
+	// ActMultipath writes the link Multipath picks to its Dst;
+	// ActBundle outputs to the member Bundle picks, or writes its
+	// number to Dst (bundle_load).
+	ActMultipath
+	ActBundle
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -69,6 +74,8 @@ const (
 	// rawController2: a controller action decoded from NXAST_CONTROLLER2,
 	// encoded back as one (OVS keeps the raw form).
 	rawController2
+	// rawNXController: a controller action decoded from NXAST_CONTROLLER.
+	rawNXController
 )
 
 // NXAST_CONTROLLER2 properties (OVS's NXAC2PT_*).
@@ -144,6 +151,9 @@ type Action struct {
 	Fin   *FinTimeout
 	// PktLen: ActCheckPktLarger's length.
 	PktLen uint16
+	// Multipath and Bundle: ActMultipath's and ActBundle's arguments.
+	Multipath *Multipath
+	Bundle    *Bundle
 	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
 }
@@ -230,8 +240,7 @@ const (
 // nxastNames are the Nicira actions govs decodes without executing.
 var nxastNames = map[uint16]string{
 	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
-	nxastSetTunnel64: "set_tunnel64", nxastMultipath: "multipath", nxastBundle: "bundle", nxastBundleLoad: "bundle_load",
-	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
+	nxastSetTunnel64: "set_tunnel64", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
@@ -655,7 +664,7 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 			return Action{}, err
 		}
 		return Action{Type: ActController, Port: PortController, MaxLen: binary.BigEndian.Uint16(body),
-			ControllerID: binary.BigEndian.Uint16(body[2:]), Reason: body[4]}, nil
+			ControllerID: binary.BigEndian.Uint16(body[2:]), Reason: body[4], raw: rawNXController}, nil
 	case nxastController2:
 		return decodeController2(b)
 	case nxastWriteMetadata:
@@ -680,6 +689,10 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return Action{Type: ActGroup, ID: binary.BigEndian.Uint32(body[2:])}, nil
 	case nxastCheckPktLarger:
 		return decodeCheckPktLarger(b)
+	case nxastMultipath:
+		return decodeMultipath(b)
+	case nxastBundle, nxastBundleLoad:
+		return decodeBundleAction(sub == nxastBundleLoad, b)
 	case nxastCT:
 		return decodeCT(v, b, depth)
 	case nxastNAT:
@@ -1170,6 +1183,10 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		return pad(b, 6)
 	case ActCheckPktLarger:
 		return appendCheckPktLarger(b, a)
+	case ActMultipath:
+		return appendMultipath(b, a.Multipath)
+	case ActBundle:
+		return appendBundleAction(b, a.Bundle)
 	case ActCT:
 		return appendCT(b, v, a)
 	case ActNAT:
@@ -1319,3 +1336,10 @@ func MaskBits(b []byte) int {
 // Legacy reports whether a set-field action was an OpenFlow 1.0 mod_*
 // action.
 func (a *Action) Legacy() bool { return a.raw == rawLegacy }
+
+// NiciraController reports whether a controller action came as
+// NXAST_CONTROLLER or NXAST_CONTROLLER2 (OVS's OFPACT_CONTROLLER), not as
+// an output to the CONTROLLER port (OFPACT_OUTPUT).
+func (a *Action) NiciraController() bool {
+	return a.Type == ActController && (a.raw == rawNXController || a.raw == rawController2)
+}

@@ -104,3 +104,24 @@ func TestDecTTLCntIDsCodec(t *testing.T) {
 		t.Errorf("dec_ttl encoded as %x", b)
 	}
 }
+
+// NiciraController tells NXAST_CONTROLLER and NXAST_CONTROLLER2 (OVS's
+// OFPACT_CONTROLLER, which action sets refuse) from output:CONTROLLER.
+func TestNiciraController(t *testing.T) {
+	for _, tc := range []struct {
+		a    Action
+		want bool
+	}{
+		{Action{Type: ActController, Port: PortController, MaxLen: 0xffff, Reason: PacketInNoMatch}, true},
+		{Action{Type: ActController, Port: PortController, MaxLen: 0xffff, Reason: PacketInAction, Userdata: []byte{1}}, true},
+		{Action{Type: ActController, Port: PortController, MaxLen: 0xffff, Reason: PacketInAction}, false},
+	} {
+		acts, err := DecodeActions(V13, AppendActions(nil, V13, []Action{tc.a}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := acts[0].NiciraController(); got != tc.want {
+			t.Errorf("%+v: NiciraController %v, want %v", tc.a, got, tc.want)
+		}
+	}
+}
