@@ -567,7 +567,7 @@ func Capabilities() map[string]string {
 	}
 	supported := map[string]bool{
 		"ct_clear": true, "ct_label": true, "ct_mark": true, "ct_orig_tuple": true, "ct_orig_tuple6": true,
-		"ct_state": true, "ct_state_nat": true, "ct_zone": true, "recirc": true, "ufid": true, "check_pkt_len": true,
+		"ct_state": true, "ct_state_nat": true, "ct_zone": true, "recirc": true, "ufid": true, "check_pkt_len": true, "ct_timeout": true,
 	}
 	for _, k := range []string{"add_mpls", "check_pkt_len", "clone", "ct_clear", "ct_eventmask", "ct_flush",
 		"ct_label", "ct_mark", "ct_orig_tuple", "ct_orig_tuple6", "ct_state", "ct_state_nat", "ct_timeout",
