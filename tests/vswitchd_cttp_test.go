@@ -47,11 +47,7 @@ func TestOpenFlowCtTimeoutPolicy(t *testing.T) {
 		actions[sw] = sw.traceActions(pkt) + " | " +
 			sw.traceActions("in_port=1,udp,nw_src="+net+".1,nw_dst="+net+".2,udp_src=7500,udp_dst=7502")
 
-		// Debian's netdev datapath takes a veth's partial checksums for
-		// bad ones (+inv, nothing committed); both switches get the same.
-		for _, ns := range []*vswNS{sw.a, sw.b} {
-			ns.mustExec("ethtool", "-K", "eth0", "tx", "off")
-		}
+		sw.noTxChecksum()
 		sw.a.waitPing(net + ".2")
 		var dump string
 		vswWait(t, vswTimeout, sw.br+" to track both datagrams", func() bool {
@@ -87,5 +83,14 @@ func TestOpenFlowCtTimeoutPolicy(t *testing.T) {
 	}
 	if !strings.Contains(actions[govs], "ct(commit,zone=5,timeout=1)") {
 		t.Errorf("datapath actions: %s, want ct(commit,zone=5,timeout=1)", actions[govs])
+	}
+}
+
+// noTxChecksum turns the namespaces' checksum offload off: Debian's
+// netdev datapath takes a veth's partial checksums for bad ones (+inv,
+// nothing committed); both switches get the same.
+func (s *ofSwitch) noTxChecksum() {
+	for _, ns := range []*vswNS{s.a, s.b} {
+		ns.mustExec("ethtool", "-K", "eth0", "tx", "off")
 	}
 }
