@@ -158,53 +158,71 @@ func (dp *Datapath) FlushConntrackCommand(args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(args) > 0 && strings.Contains(args[0], "@") {
+	// As OVS 3.1's: with four arguments the first names the datapath,
+	// which is opened, and then parsed again as the rest are.
+	if len(args) == 4 {
 		if err := checkDPName(args[0]); err != nil {
+			return "", fmt.Errorf("%v\novs-vswitchd: Cannot open dpif (Invalid argument)", err)
+		}
+	}
+	zone := -1
+	if len(args) > 0 && strings.HasPrefix(args[0], "zone=") {
+		z, ok := zoneArg(args[0])
+		if !ok {
+			// OVS 3.1 takes a zone over 65535 modulo 65536; govs
+			// refuses it.
+			return "", dpErr("failed to parse zone", einval)
+		}
+		zone, args = int(z), args[1:]
+	}
+	var tuples [2]conntrack.TupleMatch
+	// As OVS 3.1's, the two tuples share one protocol.
+	var proto *uint8
+	for i := 0; i < 2 && len(args) > 0; i++ {
+		if tuples[i], err = parseCtTuple(args[0], &proto); err != nil {
 			return "", err
 		}
 		args = args[1:]
 	}
-	zone := -1
 	if len(args) > 0 {
-		if z, ok := zoneArg(args[0]); ok {
-			zone, args = int(z), args[1:]
-		}
-	}
-	if len(args) > 2 {
 		return "", dpErr("invalid arguments", einval)
 	}
-	var tuples []conntrack.Tuple
-	for _, a := range args {
-		tu, err := parseCtTuple(a)
-		if err != nil {
-			return "", err
-		}
-		tuples = append(tuples, tu)
-	}
-	if len(tuples) == 0 {
+	if tuples[0].Has == 0 && tuples[1].Has == 0 {
 		dp.ct.Flush(zone)
 		return "", nil
 	}
 	z := uint16(max(zone, 0))
-	if !dp.ct.FlushTuple(z, tuples[0]) && (len(tuples) < 2 || !dp.ct.FlushTuple(z, tuples[1])) {
-		return "", dpErr("failed to flush conntrack", "No such file or directory")
+	const five = conntrack.MatchSrc | conntrack.MatchDst | conntrack.MatchProto | conntrack.MatchSrcPort | conntrack.MatchDstPort
+	if tuples[0].Has == five && tuples[1].Has == 0 {
+		// A whole original tuple alone names one connection, which must
+		// exist.
+		if !dp.ct.FlushTuple(z, tuples[0].Tuple) {
+			return "", dpErr("failed to flush conntrack", "No such file or directory")
+		}
+		return "", nil
 	}
+	// Otherwise every connection that both match, of the zone if one
+	// was given, of every zone if not; there may be none.
+	dp.ct.FlushMatch(zone, tuples[0], tuples[1])
 	return "", nil
 }
 
-// parseCtTuple parses a ct-tuple as ct_dpif_parse_tuple does:
+// parseCtTuple parses a ct-tuple as OVS 3.1's ofp_ct_tuple_parse, fields
+// not given left out of the match:
 // ct_nw_src=,ct_nw_dst=,ct_ipv6_src=,ct_ipv6_dst=,ct_nw_proto=,ct_tp_src=,
 // ct_tp_dst=,icmp_type=,icmp_code=,icmp_id=.
-func parseCtTuple(s string) (conntrack.Tuple, error) {
-	var tu conntrack.Tuple
+func parseCtTuple(s string, proto **uint8) (conntrack.TupleMatch, error) {
+	var m conntrack.TupleMatch
+	tu := &m.Tuple
 	var icmpType, icmpCode uint8
+	var hasICMP bool
 	for _, f := range strings.Split(s, ",") {
 		if f == "" {
 			continue
 		}
 		key, val, ok := strings.Cut(f, "=")
 		if !ok {
-			return tu, dpErr("field "+key+" missing value", einval)
+			return m, dpErr("field "+key+" missing value", einval)
 		}
 		bad := dpErr("failed to parse field "+key, einval)
 		switch key {
@@ -212,7 +230,7 @@ func parseCtTuple(s string) (conntrack.Tuple, error) {
 			a, err := netip.ParseAddr(val)
 			v6 := strings.HasPrefix(key, "ct_ipv6")
 			if err != nil || a.Is6() != v6 {
-				return tu, bad
+				return m, bad
 			}
 			tu.V6 = v6
 			b := a.As16()
@@ -222,41 +240,50 @@ func parseCtTuple(s string) (conntrack.Tuple, error) {
 				copy(b[:], v[:])
 			}
 			if strings.HasSuffix(key, "src") {
-				tu.Src = b
+				tu.Src, m.Has = b, m.Has|conntrack.MatchSrc
 			} else {
-				tu.Dst = b
+				tu.Dst, m.Has = b, m.Has|conntrack.MatchDst
 			}
 		case "ct_nw_proto", "icmp_type", "icmp_code":
 			v, err := strconv.ParseUint(val, 0, 8)
 			if err != nil {
-				return tu, bad
+				return m, bad
 			}
 			switch key {
 			case "ct_nw_proto":
-				tu.Proto = uint8(v)
+				tu.Proto, m.Has = uint8(v), m.Has|conntrack.MatchProto
+				p := uint8(v)
+				*proto = &p
 			case "icmp_type":
-				icmpType = uint8(v)
+				icmpType, hasICMP = uint8(v), true
 			default:
-				icmpCode = uint8(v)
+				icmpCode, hasICMP = uint8(v), true
 			}
 		case "ct_tp_src", "ct_tp_dst", "icmp_id":
 			v, err := strconv.ParseUint(val, 0, 16)
 			if err != nil {
-				return tu, bad
+				return m, bad
 			}
 			if key == "ct_tp_dst" {
-				tu.DstPort = uint16(v)
+				tu.DstPort, m.Has = uint16(v), m.Has|conntrack.MatchDstPort
 			} else {
-				tu.SrcPort = uint16(v)
+				tu.SrcPort, m.Has = uint16(v), m.Has|conntrack.MatchSrcPort
 			}
 		default:
-			return tu, dpErr("invalid conntrack tuple field: "+key, einval)
+			return m, dpErr("invalid conntrack tuple field: "+key, einval)
 		}
 	}
-	if tu.Proto == 1 || tu.Proto == 58 {
-		tu.DstPort = uint16(icmpType)<<8 | uint16(icmpCode)
+	if *proto != nil && m.Has&conntrack.MatchProto == 0 {
+		tu.Proto, m.Has = **proto, m.Has|conntrack.MatchProto
 	}
-	return tu, nil
+	if tu.Proto == 1 || tu.Proto == 58 {
+		if hasICMP {
+			tu.DstPort, m.Has = uint16(icmpType)<<8|uint16(icmpCode), m.Has|conntrack.MatchDstPort
+		}
+	} else if m.Has&(conntrack.MatchSrcPort|conntrack.MatchDstPort) != 0 && m.Has&conntrack.MatchProto == 0 {
+		return m, dpErr("port is set without protocol", einval)
+	}
+	return m, nil
 }
 
 // CtStatsShowCommand is `dpctl/ct-stats-show [-m] [dp] [zone=N]
@@ -567,7 +594,7 @@ func Capabilities() map[string]string {
 	}
 	supported := map[string]bool{
 		"ct_clear": true, "ct_label": true, "ct_mark": true, "ct_orig_tuple": true, "ct_orig_tuple6": true,
-		"ct_state": true, "ct_state_nat": true, "ct_zone": true, "recirc": true, "ufid": true, "check_pkt_len": true,
+		"ct_state": true, "ct_state_nat": true, "ct_zone": true, "recirc": true, "ufid": true, "check_pkt_len": true, "ct_timeout": true,
 	}
 	for _, k := range []string{"add_mpls", "check_pkt_len", "clone", "ct_clear", "ct_eventmask", "ct_flush",
 		"ct_label", "ct_mark", "ct_orig_tuple", "ct_orig_tuple6", "ct_state", "ct_state_nat", "ct_timeout",

@@ -141,7 +141,8 @@ func FuzzCtArgs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if tu, err := parseCtTuple(s); err == nil {
+		var proto *uint8
+		if tu, err := parseCtTuple(s, &proto); err == nil {
 			if tu.V6 && (tu.Src != [16]byte{} || tu.Dst != [16]byte{}) && tu.Addr(true).Is4() {
 				t.Fatalf("%q: IPv6 tuple with an IPv4 address", s)
 			}

@@ -852,3 +852,47 @@ func (t *Tracker) create(b []byte, p *parsed, a *Action, exp *expectation, helpe
 	}
 	return c, nil
 }
+
+// Fields of a TupleMatch.
+const (
+	MatchSrc = 1 << iota
+	MatchDst
+	MatchProto
+	MatchSrcPort
+	MatchDstPort
+)
+
+// TupleMatch is a partial tuple (OVS 3.1's ofp_ct_tuple): only the
+// fields Has names are compared; an address also compares V6.
+type TupleMatch struct {
+	Tuple
+	Has uint8
+}
+
+func (m *TupleMatch) matches(k *key) bool {
+	switch {
+	case m.Has&(MatchSrc|MatchDst) != 0 && m.V6 != k.v6,
+		m.Has&MatchSrc != 0 && m.Src != k.src,
+		m.Has&MatchDst != 0 && m.Dst != k.dst,
+		m.Has&MatchProto != 0 && m.Proto != k.proto,
+		m.Has&MatchSrcPort != 0 && m.SrcPort != k.sport,
+		m.Has&MatchDstPort != 0 && m.DstPort != k.dport:
+		return false
+	}
+	return true
+}
+
+// FlushMatch removes the connections of zone (of every zone if zone < 0)
+// whose original direction matches orig and reply direction matches
+// reply, and returns how many.
+func (t *Tracker) FlushMatch(zone int, orig, reply TupleMatch) int {
+	n := 0
+	t.each(func(c *conn) bool {
+		if (zone < 0 || int(c.orig.zone) == zone) && orig.matches(&c.orig) && reply.matches(&c.reply) {
+			t.remove(c)
+			n++
+		}
+		return true
+	})
+	return n
+}

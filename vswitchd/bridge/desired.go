@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/connmgr"
@@ -56,6 +58,9 @@ type Desired struct {
 	// VhostSockDir is where dpdkvhostuser ports serve their sockets:
 	// other_config:vhost-sock-dir under the rundir.
 	VhostSockDir string
+	// CTZones are the conntrack zones' timeout policies: the ct_zones of
+	// the Datapath row datapaths:netdev names.
+	CTZones map[uint16]conntrack.TimeoutPolicy
 	// Bridges are sorted by name; names are unique.
 	Bridges []BridgeSpec
 	// Problems are configuration errors that have no Interface row to be
@@ -197,6 +202,9 @@ type Rows struct {
 	Queues      []vswitchd.Queue
 	Controllers []vswitchd.Controller
 	Mirrors     []vswitchd.Mirror
+	Datapaths   []vswitchd.Datapath
+	CTZones     []vswitchd.CTZone
+	CTPolicies  []vswitchd.CTTimeoutPolicy
 }
 
 // Build resolves the rows into a Desired. Dangling references are skipped;
@@ -223,6 +231,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	d.MaxIdle = parseOption(ovs.OtherConfig, KeyMaxIdle, "Open_vSwitch", DefaultMaxIdle, ParseMaxIdle, &d.Problems)
 	d.BundleIdle = parseOption(ovs.OtherConfig, KeyBundleIdleTimeout, "Open_vSwitch", connmgr.DefaultBundleIdleTimeout, ParseBundleIdleTimeout, &d.Problems)
 	d.VhostSockDir = vhostSockDir(rundir, ovs.OtherConfig, &d.Problems)
+	d.CTZones = ctZones(ovs, rows, &d.Problems)
 
 	bridges := index(rows.Bridges, func(b vswitchd.Bridge) string { return b.UUID })
 	ports := index(rows.Ports, func(p vswitchd.Port) string { return p.UUID })
@@ -479,4 +488,41 @@ func socketTargetProblem(bridge, target, rundir string) string {
 func inDir(path, dir string) bool {
 	rel, err := filepath.Rel(filepath.Clean(dir), path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// ctZones reads the zones' timeout policies of the Datapath row that
+// Open_vSwitch.datapaths names for "netdev" (OVS's ct_zones_reconfigure):
+// a zone without a policy row gets an empty policy, the default's
+// timeouts. govs runs every datapath type on one tracker: another type's
+// zones are reported, not applied.
+func ctZones(ovs vswitchd.OpenvSwitch, rows Rows, problems *[]string) map[uint16]conntrack.TimeoutPolicy {
+	dps := index(rows.Datapaths, func(d vswitchd.Datapath) string { return d.UUID })
+	zones := index(rows.CTZones, func(z vswitchd.CTZone) string { return z.UUID })
+	pols := index(rows.CTPolicies, func(p vswitchd.CTTimeoutPolicy) string { return p.UUID })
+	var out map[uint16]conntrack.TimeoutPolicy
+	for _, typ := range slices.Sorted(maps.Keys(ovs.Datapaths)) {
+		dp, ok := dps[ovs.Datapaths[typ]]
+		if !ok || len(dp.CTZones) == 0 {
+			continue
+		}
+		if typ != "netdev" {
+			*problems = append(*problems, fmt.Sprintf("datapath %s: ct_zones not applied: govs applies the timeout policies of datapath netdev, whose conntrack it runs", typ))
+			continue
+		}
+		out = map[uint16]conntrack.TimeoutPolicy{}
+		for z, u := range dp.CTZones {
+			zr, ok := zones[u]
+			if !ok || z < 0 || z > 65535 {
+				continue
+			}
+			tp := conntrack.TimeoutPolicy{}
+			if zr.TimeoutPolicy != nil {
+				for k, v := range pols[*zr.TimeoutPolicy].Timeouts {
+					tp[k] = uint32(v)
+				}
+			}
+			out[uint16(z)] = tp
+		}
+	}
+	return out
 }

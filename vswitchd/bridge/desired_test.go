@@ -56,3 +56,24 @@ func TestBuild(t *testing.T) {
 		t.Errorf("no Open_vSwitch row: %+v", empty)
 	}
 }
+
+// TestBuildCTZones: the zones of datapaths:netdev with their policies (an
+// empty one for a zone without a policy row); another type's zones are
+// reported, not applied.
+func TestBuildCTZones(t *testing.T) {
+	tp := "tp-1"
+	rows := Rows{
+		OpenVSwitch: []vswitchd.OpenvSwitch{{UUID: "ovs", Datapaths: map[string]string{"netdev": "dp-n", "system": "dp-s"}}},
+		Datapaths: []vswitchd.Datapath{{UUID: "dp-n", CTZones: map[int]string{5: "z-5", 6: "z-6"}},
+			{UUID: "dp-s", CTZones: map[int]string{7: "z-5"}}},
+		CTZones:    []vswitchd.CTZone{{UUID: "z-5", TimeoutPolicy: &tp}, {UUID: "z-6"}},
+		CTPolicies: []vswitchd.CTTimeoutPolicy{{UUID: tp, Timeouts: map[string]int{"udp_first": 1, "icmp_reply": 2}}},
+	}
+	d := Build(rows)
+	if len(d.CTZones) != 2 || d.CTZones[5]["udp_first"] != 1 || d.CTZones[5]["icmp_reply"] != 2 || len(d.CTZones[6]) != 0 {
+		t.Errorf("CTZones: %v", d.CTZones)
+	}
+	if !slices.ContainsFunc(d.Problems, func(p string) bool { return strings.HasPrefix(p, "datapath system: ct_zones not applied") }) {
+		t.Errorf("problems: %q", d.Problems)
+	}
+}

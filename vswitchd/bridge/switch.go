@@ -239,6 +239,12 @@ func (s *Switch) Apply(d *Desired) {
 		}
 	}
 
+	if cs, ok := s.backer.(CTSettings); ok {
+		for _, err := range cs.SetCTZonePolicies(d.CTZones) {
+			s.log.Warnf("%v", err)
+		}
+	}
+
 	wants, order := collect(d)
 
 	// Removals first, so that names, port numbers and OpenFlow numbers are

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/netdev"
 )
 
@@ -302,6 +303,12 @@ func ParseBundleIdleTimeout(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("must be an integer number of seconds, at least 1")
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// CTSettings is implemented by a backer that gives conntrack zones the
+// timeout policies of the Datapath table.
+type CTSettings interface {
+	SetCTZonePolicies(zones map[uint16]conntrack.TimeoutPolicy) []error
 }
 
 // FlowSettings is implemented by a datapath whose flow table limits follow

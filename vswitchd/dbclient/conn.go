@@ -126,6 +126,8 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.Port{}),
 		client.WithTable(&vswitchd.Interface{}),
 		client.WithTable(&vswitchd.Datapath{}),
+		client.WithTable(&vswitchd.CTZone{}),
+		client.WithTable(&vswitchd.CTTimeoutPolicy{}),
 		client.WithTable(&vswitchd.QoS{}),
 		client.WithTable(&vswitchd.Queue{}),
 		client.WithTable(&vswitchd.Controller{}),
@@ -159,7 +161,7 @@ func (c *Conn) Connected() bool { return c.cli.Connected() }
 // run.
 func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 	var r bridge.Rows
-	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues, &r.Controllers, &r.Mirrors} {
+	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues, &r.Controllers, &r.Mirrors, &r.Datapaths, &r.CTZones, &r.CTPolicies} {
 		if err := c.cli.List(ctx, list); err != nil {
 			return bridge.Rows{}, err
 		}

@@ -50,6 +50,10 @@ type Backer struct {
 	// slow receives bond members' slow protocols frames (lacp.go).
 	slow    atomic.Pointer[slowHandler]
 	recircs recircs
+
+	ctMu     sync.Mutex // guards ctPol
+	ctPol    ctPolicies
+	ctZoneTP atomic.Pointer[map[uint16]uint32] // zone -> timeout policy ID
 }
 
 // index is the immutable view translations start from: every bridge's

@@ -153,6 +153,11 @@ func (x *xlate) ct(a *ofp.Action) {
 
 	act := conntrack.Action{Zone: zone, Commit: c.Flags&ofp.CTCommit != 0, Helper: ctHelper(c.Alg)}
 	act.Force = act.Commit && c.Flags&ofp.CTForce != 0
+	if act.Commit {
+		// As OVS's put_ct_timeout: a commit in a zone with a timeout
+		// policy gives the connection that policy.
+		act.TimeoutPolicy = x.backer.ctTimeoutPolicy(zone)
+	}
 	var markMask uint32
 	var labelMask [16]byte
 	for i := range a.Nested {

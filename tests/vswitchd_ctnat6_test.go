@@ -1,0 +1,80 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+)
+
+// udp6ProbeScript sends "probe" from a connected UDP socket to host:port
+// and prints what comes back: the server's answer, or "refused" if an
+// ICMPv6 port unreachable was delivered to the socket.
+const udp6ProbeScript = `import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.settimeout(3)
+s.connect((sys.argv[1], int(sys.argv[2]))); s.send(b"probe")
+try:
+    print(s.recv(100).decode())
+except ConnectionRefusedError:
+    print("refused")
+except socket.timeout:
+    print("timeout")`
+
+// udp6EchoPeerScript answers each datagram with its sender's address.
+const udp6EchoPeerScript = `import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind((sys.argv[1], int(sys.argv[2])))
+while True:
+    d, a = s.recvfrom(100); s.sendto(a[0].encode(), a)`
+
+// TestOpenFlowCtNAT6 SNATs namespace a (fd87::1) to fd87::100 on its way
+// to b (fd87::2), with Debian's ovs-ofctl flows on govs: ping6 passes, b
+// sees UDP and TCP from fd87::100, and the ICMPv6 port unreachable b sends
+// to fd87::100 reaches a's socket, its inner header translated back. In
+// another zone, a virtual address fd87::200 is DNATed to b, and b's
+// answers come back from the virtual address.
+func TestOpenFlowCtNAT6(t *testing.T) {
+	s := startGovsSwitch(t)
+	s.setUp("gn6o", "10.245.0")
+	s.a.mustExec("ip", "-6", "addr", "add", "fd87::1/64", "dev", "eth0", "nodad")
+	s.b.mustExec("ip", "-6", "addr", "add", "fd87::2/64", "dev", "eth0", "nodad")
+	// b reaches the translated address through a's port.
+	amac := strings.TrimSpace(s.a.mustExec("cat", "/sys/class/net/eth0/address"))
+	s.b.mustExec("ip", "-6", "neigh", "replace", "fd87::100", "lladdr", amac, "dev", "eth0", "nud", "permanent")
+	bmac := strings.TrimSpace(s.b.mustExec("cat", "/sys/class/net/eth0/address"))
+	s.a.mustExec("ip", "-6", "neigh", "replace", "fd87::200", "lladdr", bmac, "dev", "eth0", "nud", "permanent")
+	s.replaceFlows("table=0,priority=95,ipv6,in_port=1,ipv6_dst=fd87::200,actions=ct(commit,zone=10,nat(dst=fd87::2)),output:2",
+		"table=0,priority=95,ipv6,in_port=2,ipv6_dst=fd87::1,actions=ct(zone=10,nat,table=1)",
+		"table=0,priority=100,icmp6,icmp_type=135,actions=NORMAL",
+		"table=0,priority=100,icmp6,icmp_type=136,actions=NORMAL",
+		"table=0,priority=90,ipv6,in_port=1,actions=ct(commit,zone=9,nat(src=fd87::100)),output:2",
+		"table=0,priority=90,ipv6,in_port=2,actions=ct(zone=9,nat,table=1)",
+		"table=1,priority=100,ct_state=+trk+est,actions=output:1",
+		"table=1,priority=100,ct_state=+trk+rel,actions=output:1",
+		"table=1,priority=1,actions=drop",
+		"table=0,priority=1,actions=drop")
+	s.a.waitPing("fd87::2")
+	startInNS(t, s.b, nil, debPython, "-c", udp6EchoPeerScript, "fd87::2", "7701")
+	waitListening(t, s.b, "u", 7701)
+	if got := strings.TrimSpace(s.a.mustExec(debPython, "-c", udp6ProbeScript, "fd87::2", "7701")); got != "fd87::100" {
+		t.Errorf("UDP: b saw the source %q, want fd87::100\n%s", got, s.appctl("dpctl/dump-conntrack"))
+	}
+	// Port 7702 is closed: b's ICMPv6 error goes to fd87::100 and must be
+	// translated, outer and inner header, back to a's socket.
+	if got := strings.TrimSpace(s.a.mustExec(debPython, "-c", udp6ProbeScript, "fd87::2", "7702")); got != "refused" {
+		t.Errorf("UDP to a closed port: %q, want refused (the ICMPv6 error NATed back)\n%s", got, s.appctl("dpctl/dump-conntrack"))
+	}
+	if got := strings.TrimSpace(s.a.mustExec(debPython, "-c", udp6ProbeScript, "fd87::200", "7701")); got != "fd87::1" {
+		t.Errorf("UDP to the DNATed fd87::200: %q, want b's answer fd87::1 from fd87::200\n%s", got, s.appctl("dpctl/dump-conntrack"))
+	}
+	holdServer(t, s.b, "fd87::2", 7703)
+	if got := connectEach(t, s.a, "fd87::2", 3, 7703); got != "ok" {
+		t.Errorf("TCP through SNAT: %s\n%s", got, s.appctl("dpctl/dump-conntrack"))
+	}
+	if got := connectEach(t, s.a, "fd87::200", 3, 7703); got != "ok" {
+		t.Errorf("TCP through DNAT: %s\n%s", got, s.appctl("dpctl/dump-conntrack"))
+	}
+	if dump := s.appctl("dpctl/dump-conntrack", "zone=9"); !strings.Contains(dump, "tcp,orig=(src=fd87::1,dst=fd87::2,") || !strings.Contains(dump, "reply=(src=fd87::2,dst=fd87::100,") {
+		t.Errorf("dump-conntrack zone=9 lacks the translated TCP connection:\n%s", dump)
+	}
+	if dump := s.appctl("dpctl/dump-conntrack", "zone=10"); !strings.Contains(dump, "tcp,orig=(src=fd87::1,dst=fd87::200,") || !strings.Contains(dump, "reply=(src=fd87::2,dst=fd87::1,") {
+		t.Errorf("dump-conntrack zone=10 lacks the translated TCP connection:\n%s", dump)
+	}
+}
