@@ -144,10 +144,13 @@ func TestOvsdbClientMonitor(t *testing.T) {
 			p.mustVsctl("add-br", "br0")
 			db := "unix:" + p.sock
 			m1 := ovsdbMonitor(t, "monitor", db, "Open_vSwitch", "Bridge", "name,stp_enable")
-			m2 := ovsdbMonitor(t, "monitor-cond", db, "Open_vSwitch", `[["name","==","br1"]]`, "Bridge", "name,stp_enable")
+			// br0 is in m2's condition only so that its initial line shows
+			// the monitor is in place before br1 is added.
+			m2 := ovsdbMonitor(t, "monitor-cond", db, "Open_vSwitch", `[["name","==","br1"],["name","==","br0"]]`, "Bridge", "name,stp_enable")
 			m3 := ovsdbMonitor(t, "monitor-cond-since", db, "Open_vSwitch", "[true]", "Bridge", "name")
 			ovsdbExpectLines(t, "monitor", m1, "row,action,name,stp_enable", "<uuid>,initial,br0,false")
 			ovsdbExpectLines(t, "monitor-cond-since", m3, "found: false, last_id: <uuid>", "row,action,name", "<uuid>,initial,br0")
+			ovsdbExpectLines(t, "monitor-cond", m2, "row,action,name,stp_enable", "<uuid>,initial,br0,")
 			p.mustVsctl("add-br", "br1")
 			ovsdbExpectLines(t, "monitor", m1, "row,action,name,stp_enable", "<uuid>,insert,br1,false")
 			ovsdbExpectLines(t, "monitor-cond", m2, "row,action,name,stp_enable", "<uuid>,insert,br1,")
