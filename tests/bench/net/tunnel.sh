@@ -12,7 +12,7 @@
 #   kernel                   a Linux vxlan device (id 5, port 4789) and vif on a Linux bridge (this kernel has
 #                            no geneve module)
 # TUN_SOCKBUF=BYTES sets other_config:userspace-sock-buf-size before any port is added.
-# GOVS_PPROF=SOCKET serves chassis a's govs' Go profiles there. Stops only the processes in its own pidfiles.
+# GOVS_PPROF=SOCKET serves each chassis' govs' Go profiles at SOCKET.a and SOCKET.b. Stops only the processes in its own pidfiles.
 p=${TUN_PREFIX:-tn}; d=${TUN_DIR:-/tmp/tunbench}
 here=$(cd $(dirname $0) && pwd); top=$(cd $here/../../.. && pwd)
 
@@ -42,7 +42,7 @@ switch() { # switch s bin kind: an ovs-vswitchd in chassis s
     ip netns exec $p-c$s $E /usr/sbin/ovs-vswitchd unix:$o/db.sock --pidfile=$o/ovs-vswitchd.pid \
       --unixctl=$o/ovs-vswitchd.ctl --detach --no-chdir --log-file=$o/ovs-vswitchd.log || return 1
   else
-    local pp=; [ $s = a ] && [ -n "$GOVS_PPROF" ] && pp=--pprof=$GOVS_PPROF
+    local pp=; [ -n "$GOVS_PPROF" ] && pp=--pprof=$GOVS_PPROF.$s
     ip netns exec $p-c$s $E $bin $pp --embedded-db=$o/conf.db --pidfile=$o/ovs-vswitchd.pid \
       --unixctl=$o/ovs-vswitchd.ctl --log-file=$o/ovs-vswitchd.log --detach --no-chdir || return 1
     for i in $(seq 50); do [ -S $o/db.sock ] && break; sleep 0.1; done
