@@ -109,8 +109,8 @@ func tunUnderlay(t *testing.T, a, b *tunNode) {
 
 // TestTunnelGovsToGovs runs VXLAN, then Geneve, then GRE between two govs
 // switches in their own namespaces, joined by a veth underlay: ping both
-// ways, iperf3 TCP over VXLAN (its figure is logged), and the status and
-// tnl/ports/show of the tunnel port.
+// ways, iperf3 TCP over VXLAN (its figure is logged), the status and
+// tnl/ports/show of the tunnel port, and the underlay ports' socket buffers.
 func TestTunnelGovsToGovs(t *testing.T) {
 	start := time.Now()
 	a := tunSetup(t, "a", "172.31.0.1/24", "172.31.0.2", "vxlan", "10.9.0.1/24")
@@ -123,6 +123,12 @@ func TestTunnelGovsToGovs(t *testing.T) {
 	})
 	if of := a.sw.e.ofport("tun0"); of <= 0 {
 		t.Fatalf("tun0 ofport %d", of)
+	}
+	// The underlay ports leave their 240-frame receive ring for a 4 MiB
+	// socket buffer (the kernel doubles it): the far switch's segments
+	// overflowed the ring (vswitchd/bridge/underlay.go).
+	for _, n := range []*tunNode{a, b} {
+		gvofWaitStatus(n.sw.e, "ul", "rx_sock_buf", "8388608")
 	}
 	a.vif.waitPing("10.9.0.2")
 	b.vif.waitPing("10.9.0.1")

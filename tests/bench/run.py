@@ -46,7 +46,7 @@ PROFILE = os.environ.get("BENCH_PROFILE") == "1"
 SWITCH_CPU, ENDPOINT_CPU = "0", "1"
 ENDPOINT = ["taskset", "-c", ENDPOINT_CPU] if PIN else []
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond", "ct"]
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond", "ct", "tunnel"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
 for _x in SECTIONS:
     if _x not in ALL_SECTIONS:
@@ -57,6 +57,20 @@ VHOST_PEERS = [p for p in os.environ.get("BENCH_VHOST_PEERS", ",".join(ALL_VHOST
 VHOST_SIZES = [int(x) for x in os.environ.get("BENCH_VHOST_SIZES", "64,1518").split(",") if x]
 VHOST_SECS = int(os.environ.get("BENCH_VHOST_SECS", "14"))
 # multiflow section: peers (BENCH_MF_PEERS) from the net section's set-ups
+# tunnel section (net/tunnel.sh): peers and tests; govs-geneve is compared with ovs-geneve and kernel (vxlan: this
+# kernel has no geneve module). govs-base-geneve runs the ovs-vswitchd named by TUN_GOVS_BASE (before/after a change
+# in one run; in the default peers when it is set), govs-geneve-sockbuf sets userspace-sock-buf-size.
+TUN_PEERS = [p for p in os.environ.get("BENCH_TUN_PEERS", ("govs-base-geneve," if os.environ.get("TUN_GOVS_BASE") else "")
+                                       + "govs-geneve,govs-vxlan,ovs-geneve,kernel").split(",") if p]
+TUN_TESTS = [t for t in os.environ.get("BENCH_TUN_TESTS", "tcp1,crr,pps").split(",") if t]
+TUN_METRICS = {
+    "tcp1_gbps": ("TCP 1 stream, Gbit/s", True),
+    "tcp1_retrans": ("TCP 1 stream retransmits", False),
+    "ul_rx_dropped": ("underlay receive drops (switch b's ul rx_dropped)", False),
+    "crr_cps": ("connections/s, ab -c 1", True),
+    "pps64_rx_kpps": ("64 B frames from testpmd, received kpps", True),
+    "pps64_tx_kpps": ("64 B frames from testpmd, offered kpps", None),
+}
 MF_PEERS = [p for p in os.environ.get("BENCH_MF_PEERS", "govs,ovs,bridge").split(",") if p]
 MICRO_BENCH = ["go", "test", "-run", "XXX", "-bench", "FlowSetup|ActiveFlows|EMC", "-benchtime", "2000x", "./datapath/"]
 COMPARE = ["govs-rxq2", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
@@ -181,7 +195,7 @@ def out(argv):
 PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iperf3", "nginx": "/usr/sbin/nginx",
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
         "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
-if not set(SECTIONS) & {"net", "vhost", "multiflow"}:
+if not set(SECTIONS) & {"net", "vhost", "multiflow", "tunnel"}:
     # ovsdb and flowmod need no traffic tools, bond iperf3 and ethtool only, ct also ab and nginx
     PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")
             + (("iperf3", "ethtool") if set(SECTIONS) & {"bond", "ct"} else ())
@@ -693,6 +707,74 @@ def ovn_bench():
     return {"rc": r.returncode, "output": r.stdout}
 
 
+def tunnel_env(workdir, name):
+    env = dict(os.environ, TUN_PREFIX="btn", TUN_DIR=os.path.join(workdir, "tun"))
+    if name.endswith("-sockbuf"):
+        env["TUN_SOCKBUF"] = "1073741823"
+    return env
+
+
+def run_tunnel(name, rn, samples):
+    """net/tunnel.sh: VIF to VIF across two chassis over a tunnel, one peer."""
+    tn = os.path.join(NET, "tunnel.sh")
+    env = tunnel_env(rn.workdir, name)
+    kind = name[:-len("-sockbuf")] if name.endswith("-sockbuf") else name
+    s = {"loadavg_before": open("/proc/loadavg").read().split()[:3]}
+    sh([tn, "down"], env=env, check=False)
+    t = time.time()
+    try:
+        sh([tn, "up", kind], env=env, timeout=60)
+        wait_ping(name, "btn")
+        if name in ("govs-geneve", "govs-vxlan"):
+            # the underlay ports move to their socket buffer once the tunnel's route is known (a few seconds at most)
+            for _ in range(50):
+                if all(out(["ovs-vsctl", "--db=unix:" + os.path.join(env["TUN_DIR"], c, "db.sock"), "get", "interface",
+                            "ul", "status:rx_sock_buf"]).strip('"') == "8388608" for c in "ab"):
+                    break
+                time.sleep(0.2)
+        if "tcp1" in TUN_TESTS:
+            r = rn.tcp("btn", 1)
+            s["tcp1_gbps"], s["tcp1_retrans"] = r["gbps"], r.get("retrans")
+            if name.startswith("ovs") or name.startswith("govs"):
+                time.sleep(STATS_WAIT)
+                st = out(["ovs-vsctl", "--db=unix:" + os.path.join(env["TUN_DIR"], "b", "db.sock"), "get",
+                          "interface", "ul", "statistics:rx_dropped"]).strip()
+                s["ul_rx_dropped"] = int(st) if st.isdigit() else None
+        if "crr" in TUN_TESTS:
+            r = rn.crr("btn", CRR_N, 1)
+            s["crr_cps"], s["crr_failed"] = r["cps"], r["failed"]
+        if "pps" in TUN_TESTS:
+            r = rn.pps("btn")
+            s["pps64_tx_kpps"], s["pps64_rx_kpps"] = r["tx"], r["rx"]
+    except RuntimeError as e:
+        s["error"] = str(e)
+        log("  error:", e)
+    finally:
+        sh([tn, "down"], env=env, check=False)
+    s["seconds"] = round(time.time() - t, 1)
+    samples.setdefault(name, []).append(s)
+    log("  %s: %s" % (name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()}))
+
+
+def tunnel_lines(tsamples):
+    """The tunnel section's table: medians per peer, govs-geneve's ratio to ovs-geneve and kernel."""
+    peers = [p for p in TUN_PEERS if p in tsamples]
+    v = {p: {m: med([s.get(m) for s in tsamples[p]]) for m in TUN_METRICS} for p in peers}
+    cmp = [p for p in ("ovs-geneve", "kernel") if p in v and "govs-geneve" in v]
+    lines = ["| metric | " + " | ".join(peers) + "".join(" | govs-geneve:" + p for p in cmp) + " |",
+             "|---" * (1 + len(peers) + len(cmp)) + "|"]
+    for m, (label, hib) in TUN_METRICS.items():
+        if all(v[p][m] is None for p in peers):
+            continue
+        row = [label] + [fmt(v[p][m], "kpps" if "kpps" in m or "cps" in m or "retrans" in m or "drop" in m
+                             else "") for p in peers]
+        for p in cmp:
+            r = ratio(v["govs-geneve"][m], v[p][m], hib)
+            row.append("%.2fx" % r if r else "")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def bond_bench():
     """tests/bench/bond.sh: iperf3 over a balance-tcp bond of two veths against one veth, govs and OVS."""
     r = subprocess.run([os.path.join(HERE, "bond.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)], cwd=TOP,
@@ -737,7 +819,7 @@ def inner(ns):
     os.makedirs(RESULTS, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="gvbench-")
     rn = Runner(workdir)
-    samples, vsamples, msamples = {}, {}, {}
+    samples, vsamples, msamples, tsamples = {}, {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
     ovsdb = micro = flowmod = bond = ovn = ct = None
     try:
@@ -752,6 +834,10 @@ def inner(ns):
                     for name in (VHOST_PEERS if rd % 2 == 0 else VHOST_PEERS[::-1]):
                         log("round %d/%d: vhost %s %d B" % (rd + 1, ROUNDS, name, size))
                         run_vhost(name, size, rn, vsamples)
+            if "tunnel" in SECTIONS:
+                for name in (TUN_PEERS if rd % 2 == 0 else TUN_PEERS[::-1]):
+                    log("round %d/%d: tunnel %s" % (rd + 1, ROUNDS, name))
+                    run_tunnel(name, rn, tsamples)
             if "multiflow" in SECTIONS:
                 for name in MF_PEERS:
                     log("round %d/%d: multi-flow %s" % (rd + 1, ROUNDS, name))
@@ -780,7 +866,7 @@ def inner(ns):
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn, ct)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn, ct, tsamples)
 
 
 def cleanup(rn):
@@ -793,6 +879,8 @@ def cleanup(rn):
         for name in ("govs", "ovs-dpdk"):
             env, _, down, _, _ = vhost_setup(name, d)
             subprocess.run(down, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([os.path.join(NET, "tunnel.sh"), "down"], env=tunnel_env(rn.workdir, ""),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shutil.rmtree(rn.workdir, ignore_errors=True)
 
 
@@ -822,7 +910,8 @@ def results_base():
     return "-".join(x for x in ALL_SECTIONS if x in SECTIONS) + "-" + pin + "latest"
 
 
-def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None, ct=None):
+def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None, ct=None,
+           tsamples=None):
     vsamples, msamples = vsamples or {}, msamples or {}
     allsamples = {}
     for src in (samples, vsamples, msamples):
@@ -851,7 +940,8 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
         "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
-        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn, "ct": ct}
+        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn, "ct": ct,
+        "samples_tunnel": tsamples or {}}
     with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     table = render_table(doc)
@@ -993,7 +1083,12 @@ def render_table(doc):
                   "(netdev), a Linux bridge with nftables ct state rules in the kernel; ratios > 1: govs better):", ""]
         lines += [l for l in ct["output"].splitlines() if l.startswith(("|", "raw ", "kernel "))] or [
             "ct.sh failed: " + ct["output"][-500:]]
-    errs = ["%s %s %d: %s" % (sec, p, i + 1, s["error"]) for sec in ("samples", "samples_vhost", "samples_multiflow")
+    if doc.get("samples_tunnel"):
+        lines += ["", "Tunnels (tests/bench/net/tunnel.sh; VIF to VIF across two chassis namespaces joined by a veth "
+                  "underlay, VIF MTU 1450; kernel = vxlan devices on Linux bridges, this kernel has no geneve; "
+                  "ratios > 1: govs-geneve better):", ""] + tunnel_lines(doc["samples_tunnel"])
+    errs = ["%s %s %d: %s" % (sec, p, i + 1, s["error"]) for sec in ("samples", "samples_vhost", "samples_multiflow",
+                                                                       "samples_tunnel")
             for p, ss in doc.get(sec, {}).items() for i, s in enumerate(ss) if s.get("error")]
     if errs:
         lines += [""] + ["error: " + e for e in errs]

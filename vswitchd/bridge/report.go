@@ -204,6 +204,7 @@ func (s *Switch) Refresh() {
 		ifc.driver().refresh(s, ifc)
 	}
 	s.refreshMirrors()
+	s.syncUnderlays()
 	if len(s.stps) > 0 {
 		// In case a carrier change went unnoticed.
 		s.syncSTP()

@@ -133,6 +133,9 @@ type iface struct {
 	// sockBufReq is the interface's own userspace-sock-buf-size that
 	// runs (the last valid one), 0 to follow the global setting.
 	sockBufReq int
+	// underlay is set while ifc is a system port on a bridge a tunnel's
+	// route leaves by (syncUnderlays).
+	underlay bool
 	// The settings dev was opened or last configured with, and what it
 	// negotiated; meaningless while dev is nil.
 	tso            bool
@@ -313,6 +316,7 @@ func (s *Switch) Apply(d *Desired) {
 	s.syncRSTP()
 	s.syncSTP()
 	s.syncBonds()
+	s.syncUnderlays()
 }
 
 // collect lists the interfaces d asks for, by name, and their order of

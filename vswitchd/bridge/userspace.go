@@ -79,10 +79,14 @@ func parseOption[T comparable](oc map[string]string, key, where string, def T, p
 }
 
 // effSockBuf is the socket buffer size ifc should run with: its own
-// request, else the global one; 0 for the kernel default. Caller holds mu.
+// request, else the global one, else underlaySockBuf for a tunnel's
+// underlay port; 0 for the kernel default. Caller holds mu.
 func (s *Switch) effSockBuf(ifc *iface) int {
 	if ifc.sockBufReq > 0 {
 		return ifc.sockBufReq
+	}
+	if s.sockBuf == 0 && ifc.underlay {
+		return underlaySockBuf
 	}
 	return s.sockBuf
 }
