@@ -109,7 +109,7 @@ func tunUnderlay(t *testing.T, a, b *tunNode) {
 
 // TestTunnelGovsToGovs runs VXLAN, then Geneve, then GRE between two govs
 // switches in their own namespaces, joined by a veth underlay: ping both
-// ways, iperf3 TCP over VXLAN (its figure is logged), and the status and
+// ways, iperf3 TCP over each (the figures are logged), and the status and
 // tnl/ports/show of the tunnel port.
 func TestTunnelGovsToGovs(t *testing.T) {
 	start := time.Now()
@@ -138,7 +138,8 @@ func TestTunnelGovsToGovs(t *testing.T) {
 		}
 		a.vif.waitPing("10.9.0.2")
 		b.vif.waitPing("10.9.0.1")
-		t.Logf("%s: ping both ways", typ)
+		out := a.vif.iperf(b.vif, "10.9.0.2", "-t", "1")
+		t.Logf("%s: ping both ways; iperf3 TCP govs to govs: %s", typ, vswIperfSummary(out))
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
