@@ -28,17 +28,9 @@ func TestTunnelIPv6Underlay(t *testing.T) {
 		out, _ := a.sw.e.vsctl("get", "interface", "tun0", "status")
 		return strings.Contains(out, `tunnel_egress_iface=br-phy`)
 	})
-	for _, typ := range []string{"geneve", "vxlan"} {
-		if typ != "geneve" {
-			for _, n := range []*tunNode{a, b} {
-				n.sw.e.mustVsctl("set", "interface", "tun0", "type="+typ)
-			}
-		}
-		a.vif.waitPing("10.9.0.2")
-		b.vif.waitPing("10.9.0.1")
-		out := a.vif.iperf(b.vif, "10.9.0.2", "-t", "1")
-		t.Logf("iperf3 TCP over %s, IPv6 underlay, govs to govs: %s", typ, vswIperfSummary(out))
-	}
+	tunPingIperf(t, a, b, "10.9.0.1", "10.9.0.2", "geneve, IPv6 underlay")
+	tunRetype(t, "vxlan", a, b)
+	tunPingIperf(t, a, b, "10.9.0.1", "10.9.0.2", "vxlan, IPv6 underlay")
 	neigh := a.sw.run("tnl/neigh/show")
 	if !strings.Contains(neigh, "\nfd31::2 ") || !strings.Contains(neigh, "   br-phy\n") {
 		t.Errorf("tnl/neigh/show lacks fd31::2 on br-phy:\n%s", neigh)
@@ -61,20 +53,8 @@ func TestTunnelKeyFlow(t *testing.T) {
 	a.sw.e.mustVsctl("set", "interface", "tun0", "options:key=flow", "options:remote_ip=flow")
 	b.sw.e.mustVsctl("set", "interface", "tun0", "options:key=flow")
 	tunUnderlay(t, a, b)
-	for _, f := range []string{
-		"priority=100,in_port=vif,actions=set_field:0x1234->tun_id,set_field:172.31.0.2->tun_dst,output:tun0",
-		"priority=100,in_port=tun0,tun_id=0x4321,actions=output:vif",
-		"priority=50,in_port=tun0,actions=drop",
-	} {
-		a.sw.ofctl(t, "add-flow", "br-int", f)
-	}
-	for _, f := range []string{
-		"priority=100,in_port=vif,actions=set_field:0x4321->tun_id,output:tun0",
-		"priority=100,in_port=tun0,tun_id=0x1234,actions=output:vif",
-		"priority=50,in_port=tun0,actions=drop",
-	} {
-		b.sw.ofctl(t, "add-flow", "br-int", f)
-	}
+	tunFlows(t, a, "set_field:0x1234->tun_id,set_field:172.31.0.2->tun_dst,", "tun_id=0x4321", "")
+	tunFlows(t, b, "set_field:0x4321->tun_id,", "tun_id=0x1234", "")
 	a.vif.waitPing("10.9.0.2")
 	b.vif.waitPing("10.9.0.1")
 	if dump := a.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "vni=0x1234)") {

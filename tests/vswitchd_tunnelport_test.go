@@ -107,6 +107,24 @@ func tunUnderlay(t *testing.T, a, b *tunNode) {
 	}
 }
 
+// tunRetype makes each node's tun0 a typ tunnel.
+func tunRetype(t *testing.T, typ string, nodes ...*tunNode) {
+	t.Helper()
+	for _, n := range nodes {
+		n.sw.e.mustVsctl("set", "interface", "tun0", "type="+typ)
+	}
+}
+
+// tunPingIperf waits until a's VIF (aIP) and b's (bIP) ping each other,
+// then runs a 1 s iperf3 TCP from a to b and logs its figure under label.
+func tunPingIperf(t *testing.T, a, b *tunNode, aIP, bIP, label string) {
+	t.Helper()
+	a.vif.waitPing(bIP)
+	b.vif.waitPing(aIP)
+	out := a.vif.iperf(b.vif, bIP, "-t", "1")
+	t.Logf("%s: ping both ways; iperf3 TCP a to b: %s", label, vswIperfSummary(out))
+}
+
 // TestTunnelGovsToGovs runs VXLAN, then Geneve, then GRE between two govs
 // switches in their own namespaces, joined by a veth underlay: ping both
 // ways, iperf3 TCP over each (the figures are logged), and the status and
@@ -133,13 +151,8 @@ func TestTunnelGovsToGovs(t *testing.T) {
 	}
 
 	for _, typ := range []string{"geneve", "gre"} {
-		for _, n := range []*tunNode{a, b} {
-			n.sw.e.mustVsctl("set", "interface", "tun0", "type="+typ)
-		}
-		a.vif.waitPing("10.9.0.2")
-		b.vif.waitPing("10.9.0.1")
-		out := a.vif.iperf(b.vif, "10.9.0.2", "-t", "1")
-		t.Logf("%s: ping both ways; iperf3 TCP govs to govs: %s", typ, vswIperfSummary(out))
+		tunRetype(t, typ, a, b)
+		tunPingIperf(t, a, b, "10.9.0.1", "10.9.0.2", typ)
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
