@@ -17,6 +17,20 @@ func (s *tnlSwitch) ofctl(t *testing.T, args ...string) string {
 	return out
 }
 
+// tunFlows gives node n's br-int three flows: packets from vif take
+// sendActs and go out of tun0; those from tun0 that match recvMatch take
+// recvActs and go to vif; other packets from tun0 are dropped.
+func tunFlows(t *testing.T, n *tunNode, sendActs, recvMatch, recvActs string) {
+	t.Helper()
+	for _, f := range []string{
+		"priority=100,in_port=vif,actions=" + sendActs + "output:tun0",
+		"priority=100,in_port=tun0," + recvMatch + ",actions=" + recvActs + "output:vif",
+		"priority=50,in_port=tun0,actions=drop",
+	} {
+		n.sw.ofctl(t, "add-flow", "br-int", f)
+	}
+}
+
 // TestTunnelGeneveOptions: two govs switches joined by Geneve exchange
 // OVN's option (class 0x102, type 0x80, 4 bytes) as tun_metadata0, set
 // and matched by flows that Debian's ovs-ofctl loads (set_field, and a
@@ -46,20 +60,9 @@ func testGeneveOptions(t *testing.T, far string) {
 	// a sets 0xa0001 with set_field and wants 0xb0002; b puts 0xb0002
 	// there with a move from a register and wants 0xa0001, copying it
 	// to reg1 on the way (a move out of it).
-	for _, f := range []string{
-		"priority=100,in_port=vif,actions=set_field:0xa0001->tun_metadata0,output:tun0",
-		"priority=100,in_port=tun0,tun_metadata0=0xb0002,actions=output:vif",
-		"priority=50,in_port=tun0,actions=drop",
-	} {
-		a.sw.ofctl(t, "add-flow", "br-int", f)
-	}
-	for _, f := range []string{
-		"priority=100,in_port=vif,actions=load:0xb0002->NXM_NX_REG0[],move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA0[0..31],output:tun0",
-		"priority=100,in_port=tun0,tun_metadata0=0xa0001/0xffffff,actions=move:NXM_NX_TUN_METADATA0[16..30]->NXM_NX_REG1[0..14],output:vif",
-		"priority=50,in_port=tun0,actions=drop",
-	} {
-		b.sw.ofctl(t, "add-flow", "br-int", f)
-	}
+	tunFlows(t, a, "set_field:0xa0001->tun_metadata0,", "tun_metadata0=0xb0002", "")
+	tunFlows(t, b, "load:0xb0002->NXM_NX_REG0[],move:NXM_NX_REG0[]->NXM_NX_TUN_METADATA0[0..31],",
+		"tun_metadata0=0xa0001/0xffffff", "move:NXM_NX_TUN_METADATA0[16..30]->NXM_NX_REG1[0..14],")
 	// ovs-ofctl shows a mask that covers the value's bytes as none
 	// (as with Debian's ovs-vswitchd, see tlvCommands).
 	if dump := b.sw.ofctl(t, "dump-flows", "--no-stats", "br-int"); !strings.Contains(dump, "tun_metadata0=0xa0001,") ||

@@ -329,3 +329,48 @@ func (c *NeighCache) AgingCmd(args []string) (string, error) {
 	c.SetAging(time.Duration(n) * time.Second)
 	return "OK\n", nil
 }
+
+// NeighSolicitation returns the Ethernet frame of an IPv6 neighbour
+// solicitation for target from src at smac, as OVS's compose_nd_ns: sent
+// to target's solicited-node multicast address (and its MAC), hop limit
+// 255, with a source link-layer address option.
+func NeighSolicitation(smac net.HardwareAddr, src, target netip.Addr) []byte {
+	const ipv6Len, nsLen, optLen = 40, 24, 8
+	f := make([]byte, 14+ipv6Len+nsLen+optLen)
+	t16, s16 := target.As16(), src.As16()
+	sn := [16]byte{0: 0xff, 1: 0x02, 11: 0x01, 12: 0xff, 13: t16[13], 14: t16[14], 15: t16[15]}
+	copy(f[0:6], []byte{0x33, 0x33, sn[12], sn[13], sn[14], sn[15]})
+	copy(f[6:12], smac)
+	binary.BigEndian.PutUint16(f[12:], 0x86dd)
+	ip := f[14:]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], nsLen+optLen)
+	ip[6], ip[7] = 58, 255
+	copy(ip[8:24], s16[:])
+	copy(ip[24:40], sn[:])
+	icmp := ip[ipv6Len:]
+	icmp[0] = 135
+	copy(icmp[8:24], t16[:])
+	icmp[24], icmp[25] = 1, 1
+	copy(icmp[26:32], smac)
+	binary.BigEndian.PutUint16(icmp[2:], ^icmpv6Sum(ip[8:24], ip[24:40], icmp))
+	return f
+}
+
+// icmpv6Sum is the ones' complement sum of the IPv6 pseudo-header and an
+// ICMPv6 message (its checksum field as it stands).
+func icmpv6Sum(src, dst, msg []byte) uint16 {
+	s := uint32(len(msg)) + 58
+	for _, b := range [][]byte{src, dst, msg} {
+		for i := 0; i+1 < len(b); i += 2 {
+			s += uint32(binary.BigEndian.Uint16(b[i:]))
+		}
+		if len(b)%2 == 1 {
+			s += uint32(b[len(b)-1]) << 8
+		}
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}

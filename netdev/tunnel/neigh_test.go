@@ -141,3 +141,18 @@ func FuzzParseNeighFrame(f *testing.F) {
 		}
 	})
 }
+
+// The expected frame's checksum was computed apart from the code under
+// test.
+func TestNeighSolicitation(t *testing.T) {
+	got := NeighSolicitation(net.HardwareAddr{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"))
+	want := mustHex(t, "3333ff000002 020000000001 86dd 60000000 0020 3a ff 20010db8000000000000000000000001 ff0200000000000000000001ff000002"+
+		"87 00 1c27 00000000 20010db8000000000000000000000002 01 01 020000000001")
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got  %x\nwant %x", got, want)
+	}
+	// A solicitation teaches nothing by itself.
+	if _, _, ok := ParseNeighFrame(got); ok {
+		t.Fatal("learned from a solicitation")
+	}
+}

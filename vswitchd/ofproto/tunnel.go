@@ -174,30 +174,56 @@ func (x *xlate) terminates(out *port) (uint32, bool) {
 	return vport, true
 }
 
-// snoopNeigh learns the tunnel next hops from ARP output to a bridge's
-// local port (OVS's tnl_neigh_snoop in terminate_native_tunnel): a
-// reply, or a gratuitous request, maps the sender's address to its MAC.
+// snoopNeigh learns the tunnel next hops from ARP and ND output to a
+// bridge's local port (OVS's tnl_neigh_snoop in terminate_native_tunnel):
+// an ARP reply, or a gratuitous request, maps the sender's address to its
+// MAC; a neighbour advertisement with a target link-layer address maps
+// the target to it (tnl_nd_snoop).
 func (x *xlate) snoopNeigh(in *port) {
 	k, m := x.key, x.mask
-	if k.EthType != flow.EthTypeARP || (x.mode != modePacket && x.mode != modeRefresh) {
+	if x.mode != modePacket && x.mode != modeRefresh {
+		return
+	}
+	var ip netip.Addr
+	var mac [6]byte
+	switch {
+	case k.EthType == flow.EthTypeARP:
+		m.NwProto = 0xff
+		m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
+		m.IPv4Dst = m.IPv4Src
+		m.ArpSHA = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		if (k.NwProto != 2 && (k.NwProto != 1 || k.IPv4Src != k.IPv4Dst)) || k.IPv4Src == ([4]byte{}) {
+			return
+		}
+		ip, mac = netip.AddrFrom4(k.IPv4Src), k.ArpSHA
+	case k.EthType == flow.EthTypeIPv6:
+		// is_nd's reads, then the NA's.
+		m.NwProto = 0xff
+		if k.NwProto != flow.IPProtoICMPv6 {
+			return
+		}
+		m.TpSrc, m.TpDst = 0xffff, 0xffff
+		if !k.IsND() || k.TpSrc != flow.ICMPv6NA {
+			return
+		}
+		m.ArpTHA = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		if k.ArpTHA == ([6]byte{}) {
+			return
+		}
+		all := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		m.IPv6Src, m.IPv6Dst, m.NdTarget = all, all, all
+		ip, mac = netip.AddrFrom16(k.NdTarget), k.ArpTHA
+	default:
 		return
 	}
 	env := in.br.br.backer.tunnelEnv()
 	if env == nil {
 		return
 	}
-	m.NwProto = 0xff
-	m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
-	m.IPv4Dst = m.IPv4Src
-	m.ArpSHA = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	if k.NwProto == 2 || (k.NwProto == 1 && k.IPv4Src == k.IPv4Dst) {
-		if k.IPv4Src != ([4]byte{}) {
-			if env.LearnNeigh(in.br.br.name, netip.AddrFrom4(k.IPv4Src), net.HardwareAddr(k.ArpSHA[:])) {
-				// Flows that dropped for want of this neighbour
-				// translate again.
-				x.changed = true
-			}
-		}
+	if env.LearnNeigh(in.br.br.name, ip, net.HardwareAddr(mac[:])) {
+		// Flows that dropped for want of this neighbour translate
+		// again.
+		x.changed = true
 	}
 }
 
@@ -333,12 +359,16 @@ func (x *xlate) egress(in *port, h *tunnel.Header) datapath.Actions {
 	return nested
 }
 
-// sendNeighRequest sends an ARP request for ip from the underlay bridge
-// port in (its address src, MAC smac), translated through in's bridge as
-// a packet it sent (OVS's tnl_send_arp_request). IPv6 next hops get no
-// neighbour solicitation yet.
+// sendNeighRequest sends an ARP request (IPv4) or a neighbour
+// solicitation (IPv6) for ip from the underlay bridge port in (its
+// address src, MAC smac), translated through in's bridge as a packet it
+// sent (OVS's tnl_send_arp_request and tnl_send_nd_request).
 func (x *xlate) sendNeighRequest(in *port, smac net.HardwareAddr, src, ip netip.Addr) {
-	if !ip.Is4() || !src.Is4() {
+	if ip.Is4() != src.Is4() {
+		return
+	}
+	if !ip.Is4() {
+		in.br.br.backer.sendFrom(in, tunnel.NeighSolicitation(smac, src, ip))
 		return
 	}
 	f := make([]byte, 42)

@@ -183,3 +183,64 @@ func TestTunnelGeneveMetadata(t *testing.T) {
 		t.Errorf("without options: %s", got)
 	}
 }
+
+// fakeTnlEnv6 routes 2001:db8:31::/64 to br-phy and owns 2001:db8:31::1.
+type fakeTnlEnv6 struct{ fakeTnlEnv }
+
+func (e *fakeTnlEnv6) Route(dst netip.Addr) (string, netip.Addr, netip.Addr, bool) {
+	if !netip.MustParsePrefix("2001:db8:31::/64").Contains(dst) {
+		return "", netip.Addr{}, netip.Addr{}, false
+	}
+	return "br-phy", netip.MustParseAddr("2001:db8:31::1"), dst, true
+}
+func (e *fakeTnlEnv6) IsLocal(a netip.Addr) bool { return a == netip.MustParseAddr("2001:db8:31::1") }
+
+// The IPv6 underlay: a neighbour advertisement with a target link-layer
+// address, output to br-phy's local port, teaches the next hop (one
+// without the option, or a solicitation, teaches nothing); output to tun0
+// then pushes an IPv6 outer header, and Geneve for the local address
+// arriving on ul is popped.
+func TestTunnelTranslationIPv6(t *testing.T) {
+	tb := newTestBacker(t)
+	env := &fakeTnlEnv6{fakeTnlEnv{neigh: map[netip.Addr]net.HardwareAddr{}}}
+	tb.SetTunnelEnv(env)
+	ip := netip.MustParseAddr
+	tnl := &TunnelConfig{Kind: tunnel.KindGeneve, Remote: ip("2001:db8:31::2"), InKey: 5, OutKey: 5,
+		InKeyPresent: true, OutKeyPresent: true, DstPort: 6081}
+	tb.bridge("br-int", BridgeConfig{Ports: []PortConfig{trunk("vif", 1), {Name: "tun0", OFPort: 2, DPPort: 6081, Tag: -1, Tunnel: tnl}}})
+	tb.bridge("br-phy", BridgeConfig{Ports: []PortConfig{trunk("ul", 2), {Name: "br-phy", OFPort: LocalOFPort, DPPort: 3, Tag: -1}}})
+
+	if acts, _ := tb.xlate(1, eth(macA, macB)); acts != "drop" {
+		t.Errorf("without a neighbour: %s", acts)
+	}
+	far, near := dptest.MAC("02:00:00:00:00:20"), dptest.MAC("02:00:00:00:00:10")
+	nd := func(typ uint8, opt []byte) []byte {
+		tgt := ip("2001:db8:31::2").As16()
+		return dptest.Frame{Src: far, Dst: near, IPv6: &dptest.IPv6{Src: ip("2001:db8:31::2"), Dst: ip("2001:db8:31::1"), HopLimit: 255},
+			ICMP: &dptest.ICMP{Type: typ, Rest: 0x60000000}, Payload: append(tgt[:], opt...)}.Checksummed()
+	}
+	tb.xlate(2, nd(136, nil))
+	tb.xlate(2, nd(135, dptest.NDOpt(1, far)))
+	if m, ok := env.Neigh("br-phy", ip("2001:db8:31::2")); ok {
+		t.Fatalf("learned %v from an NA without TLL or an NS", m)
+	}
+	_, mask := tb.xlate(2, nd(136, dptest.NDOpt(2, far)))
+	if m, ok := env.Neigh("br-phy", ip("2001:db8:31::2")); !ok || m.String() != "02:00:00:00:00:20" {
+		t.Fatalf("NA not learned: %v %v", m, ok)
+	}
+	if mask.NdTarget[0] != 0xff || mask.ArpTHA[0] != 0xff || mask.TpSrc != 0xffff {
+		t.Errorf("snoop mask %+v", mask)
+	}
+	acts, _ := tb.xlate(1, eth(macA, macB))
+	if !strings.HasPrefix(acts, "clone(tnl_push(tnl_port(6081),header(eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10),ipv6(src=2001:db8:31::1,dst=2001:db8:31::2") ||
+		!strings.Contains(acts, "geneve(") {
+		t.Errorf("output to tun0: %s", acts)
+	}
+
+	h := tunnel.Header{Kind: tunnel.KindGeneve, EthSrc: far, EthDst: near,
+		Src: ip("2001:db8:31::2"), Dst: ip("2001:db8:31::1"), TTL: 64, SrcPort: 40000, DstPort: 6081, Key: 5}
+	enc, _ := tunnel.Build(&h, eth(macB, macA))
+	if acts, _ := tb.xlate(2, enc); acts != "tnl_pop(6081)" {
+		t.Errorf("Geneve over IPv6 for this host on ul: %s", acts)
+	}
+}
