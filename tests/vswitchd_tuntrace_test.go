@@ -116,3 +116,27 @@ func TestOpenFlowTunnelTraceDifferential(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenFlowTunnelPacketIn: a packet-in carries the tunnel fields its
+// flow set (tun_id, tun_src, tun_dst, tun_metadata as long as its
+// mapping) in its metadata as Debian's ovs-vswitchd sends them, in
+// NXT_PACKET_IN2 and OpenFlow 1.3's PACKET_IN (issue 15).
+func TestOpenFlowTunnelPacketIn(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtpd", "10.77.0", "gtpo", "10.77.0")
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.a.mustExec("ip", "link", "set", "eth0", "address", "02:00:00:77:00:01")
+		if out, rc := s.ofctl("add-tlv-map", s.br, "{class=0x102,type=0x80,len=4}->tun_metadata0,{class=0xffff,type=1,len=8}->tun_metadata1"); rc != 0 {
+			t.Fatalf("add-tlv-map: %s", out)
+		}
+		s.replaceFlows("arp,actions=set_field:0xa0001->tun_metadata0,set_field:0x1234->tun_metadata1,set_field:5->tun_id," +
+			"set_field:172.31.9.2->tun_src,set_field:172.31.9.1->tun_dst,controller")
+	}
+	for _, args := range [][]string{{"-P", "nxt_packet_in2"}, {"-O", "OpenFlow13"}} {
+		want := deb.firstPacketIn(args...)
+		got := govs.firstPacketIn(args...)
+		if got != want {
+			t.Errorf("monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+		}
+		t.Logf("monitor %v:\n%s", args, got)
+	}
+}
