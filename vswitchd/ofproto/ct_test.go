@@ -90,7 +90,7 @@ func TestCtMatchTranslation(t *testing.T) {
 			// (recirc_id as the key has it).
 			if tc.megaflow != "" {
 				m.RecircID = ^uint32(0)
-				if got := formatMatch(&k, &m, "1", true, false); !strings.HasPrefix(got, tc.megaflow) {
+				if got := formatMatch(&k, &m, "1", true, false, ""); !strings.HasPrefix(got, tc.megaflow) {
 					t.Errorf("megaflow %s, want it to start %s", got, tc.megaflow)
 				}
 			}

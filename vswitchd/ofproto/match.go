@@ -2,7 +2,9 @@ package ofproto
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/big"
 	"math/bits"
 	"net"
 	"net/netip"
@@ -11,14 +13,16 @@ import (
 	"strings"
 
 	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // formatMatch formats key k under mask m in OpenFlow match syntax, as OVS's
 // match_format does (lib/match.c), with inPort for the input port. A
 // megaflow starts with "recirc_id=0,eth," as ofproto/trace's "Megaflow:"
 // line does. tagged2 adds the empty second VLAN header ("vlan_tci1=0x0000")
-// that OVS's flow_format shows after a tag.
-func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool) string {
+// that OVS's flow_format shows after a tag. tunMD is the tun_metadata
+// fields' text (see ofp.FormatTunMD), shown after the other tunnel fields.
+func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool, tunMD string) string {
 	var b strings.Builder
 	put := func(format string, args ...any) {
 		fmt.Fprintf(&b, format, args...)
@@ -63,6 +67,8 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 			skipType = false
 		}
 	}
+	formatTunnel(put, k, m)
+	b.WriteString(tunMD)
 	if m.InPort != 0 {
 		put("in_port=%s", inPort)
 	}
@@ -304,6 +310,75 @@ func hex0(v uint64) string {
 	return fmt.Sprintf("%#x", v)
 }
 
+// formatTunnel writes the IPv4 tunnel fields m covers as OVS's
+// format_flow_tunnel. A packet's flow (a mask with tun_ttl, which no
+// OpenFlow match and no megaflow has) also shows the fields govs' key
+// lacks, all zero in OVS's, as flow_format does.
+func formatTunnel(put func(string, ...any), k *flow.Key, m *flow.Mask) {
+	switch m.TunID {
+	case 0:
+	case ^uint64(0):
+		put("tun_id=%s", hex0(k.TunID))
+	default:
+		put("tun_id=%s/%s", hex0(k.TunID), hex0(m.TunID))
+	}
+	putIPNet(put, "tun_src", [4]byte(k.TunSrc[12:]), [4]byte(m.TunSrc[12:]))
+	putIPNet(put, "tun_dst", [4]byte(k.TunDst[12:]), [4]byte(m.TunDst[12:]))
+	packet := m.TunTTL != 0
+	if packet {
+		put("tun_ipv6_src=::,tun_ipv6_dst=::,tun_gbp_id=0,tun_gbp_flags=0")
+	}
+	if m.TunTOS != 0 {
+		put("tun_tos=%x", k.TunTOS)
+	}
+	if packet {
+		put("tun_ttl=%d,tun_erspan_ver=0,gtpu_flags=0,gtpu_msgtype=0", k.TunTTL)
+	}
+	if m.TunFlags&tunFlagsAll != 0 {
+		put("tun_flags=%s", formatTunFlags(k.TunFlags, m.TunFlags&tunFlagsAll))
+	}
+}
+
+// tunFlagNames are the tunnel flags in the order of OVS's FLOW_TNL_F_*
+// bits, which its formats follow.
+var tunFlagNames = []struct {
+	bit  uint16
+	name string
+}{{flow.TunFlagOAM, "oam"}, {flow.TunFlagDontFragment, "df"}, {flow.TunFlagCsum, "csum"}, {flow.TunFlagKey, "key"}}
+
+const tunFlagsAll = flow.TunFlagOAM | flow.TunFlagDontFragment | flow.TunFlagCsum | flow.TunFlagKey
+
+// formatTunFlags is OVS's format_flags_masked for tun_flags: "oam|key"
+// under the whole mask, "+oam-df" under part of it.
+func formatTunFlags(v, m uint16) string {
+	var b strings.Builder
+	if m == tunFlagsAll {
+		for _, f := range tunFlagNames {
+			if v&f.bit != 0 {
+				if b.Len() > 0 {
+					b.WriteByte('|')
+				}
+				b.WriteString(f.name)
+			}
+		}
+		if b.Len() == 0 {
+			return "0"
+		}
+		return b.String()
+	}
+	for _, f := range tunFlagNames {
+		if m&f.bit != 0 {
+			if v&f.bit != 0 {
+				b.WriteByte('+')
+			} else {
+				b.WriteByte('-')
+			}
+			b.WriteString(f.name)
+		}
+	}
+	return b.String()
+}
+
 // hex128 formats a 128-bit big-endian value as OVS's ovs_u128 hex: "0x"
 // and the digits without leading zeros.
 func hex128(b [16]byte) string {
@@ -350,6 +425,18 @@ func putIPv6Net(put func(string, ...any), name string, v, m [16]byte) {
 func packetMask(k *flow.Key) flow.Mask {
 	m := flow.Mask{InPort: ^uint32(0), VLANTCI: 0xffff, EthType: 0xffff,
 		EthSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	// flow_wildcards_init_for_packet: a tunnel packet's outer header
+	// (tun_id only with the key flag, which OpenFlow cannot set), else
+	// a tun_id set.
+	if k.HasTunnel() {
+		m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		m.TunDst, m.TunTOS, m.TunTTL, m.TunFlags = m.TunSrc, 0xff, 0xff, 0xffff
+		if k.TunFlags&flow.TunFlagKey != 0 {
+			m.TunID = ^uint64(0)
+		}
+	} else if k.TunID != 0 {
+		m.TunID = ^uint64(0)
+	}
 	all4 := [4]byte{0xff, 0xff, 0xff, 0xff}
 	switch k.EthType {
 	case flow.EthTypeIPv4, flow.EthTypeIPv6:
@@ -393,9 +480,14 @@ func errFlowSyntax(spec, format string, args ...any) error {
 // and protocol shorthands a NORMAL bridge's flows show (ip, tcp, arp,
 // nw_src, tp_dst, ...). Fields not given are zero. The input port, a
 // number, a name or LOCAL, is returned as port resolves it: the bridge's
-// port (nil for a number that is none) and its OpenFlow number.
-func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, in *port, ofport int, err error) {
+// port (nil for a number that is none) and its OpenFlow number. The
+// tunnel fields (tun_id, tun_src, tun_dst, tun_tos, tun_ttl, tun_flags
+// and tun_metadata0-63, the latter Geneve options through tlv, unmapped
+// ones left out as OVS leaves them) are the packet's as received.
+func parseFlow(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error)) (k flow.Key, in *port, ofport int, err error) {
 	typeSet, protoSet := false, false
+	tunSet := map[string]bool{}
+	var tunMD map[int][]byte
 	setType := func(t uint16) error {
 		if typeSet {
 			return errFlowSyntax(spec, "Ethernet type set multiple times")
@@ -600,11 +692,121 @@ func parseFlow(spec string, port func(string) (*port, int, error)) (k flow.Key, 
 		case "ct_state":
 			k.CtState, err = parseCtState(val)
 		default:
-			return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
+			if !isTunField(name) {
+				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
+			}
+			if tunSet[name] {
+				return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
+			}
+			tunSet[name] = true
+			if idx, ok := tunMDIndex(name); ok {
+				var v []byte
+				if v, err = parseTunMDValue(name, val); err == nil {
+					if tunMD == nil {
+						tunMD = map[int][]byte{}
+					}
+					tunMD[idx] = v
+				}
+			} else {
+				err = parseTunField(&k, name, val)
+			}
 		}
 		if err != nil {
 			return k, nil, 0, bad(err)
 		}
 	}
+	if tunMD != nil {
+		opts := ofp.TunMDOptsFromValues(tlv, tunMD)
+		if len(opts) > flow.TunOptsMax {
+			// The datapath key holds no more (tnl_pop drops such packets).
+			return k, nil, 0, errFlowSyntax(spec, "tun_metadata needs %d bytes of Geneve options, more than the %d a packet may carry", len(opts), flow.TunOptsMax)
+		}
+		k.TunOptsLen = uint8(copy(k.TunOpts[:], opts))
+	}
 	return k, in, ofport, nil
+}
+
+// isTunField reports whether name is one of the tunnel fields parseFlow
+// takes.
+func isTunField(name string) bool {
+	switch name {
+	case "tun_id", "tunnel_id", "tun_src", "tun_dst", "tun_tos", "tun_ttl", "tun_flags":
+		return true
+	}
+	_, ok := tunMDIndex(name)
+	return ok
+}
+
+// tunMDIndex returns n for "tun_metadata<n>", n in 0-63.
+func tunMDIndex(name string) (int, bool) {
+	d, ok := strings.CutPrefix(name, "tun_metadata")
+	if !ok || d == "" || len(d) > 1 && d[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(d)
+	return n, err == nil && n >= 0 && n < ofp.TLVMaxFields
+}
+
+// parseTunMDValue parses a tun_metadata value (a number, hexadecimal
+// with 0x) into its big-endian bytes, at most 124 of them.
+func parseTunMDValue(name, val string) ([]byte, error) {
+	v, ok := new(big.Int).SetString(val, 0)
+	if !ok || v.Sign() < 0 {
+		return nil, fmt.Errorf("bad syntax for %s value", name)
+	}
+	if v.BitLen() > ofp.TLVMaxOptLen*8 {
+		return nil, fmt.Errorf("value too large for %d-byte field %s", ofp.TLVMaxOptLen, name)
+	}
+	return v.Bytes(), nil
+}
+
+// parseTunField sets tunnel field name of k to val. OpenFlow shows only
+// the OAM flag of tun_flags; an IPv4 address of 0.0.0.0 is no address.
+func parseTunField(k *flow.Key, name, val string) error {
+	switch name {
+	case "tun_src", "tun_dst":
+		a, err := netip.ParseAddr(val)
+		if err != nil || !a.Is4() {
+			return fmt.Errorf("invalid IP address")
+		}
+		v := [16]byte{}
+		if !a.IsUnspecified() {
+			v = netip.AddrFrom16(a.As16()).As16()
+		}
+		if name == "tun_src" {
+			k.TunSrc = v
+		} else {
+			k.TunDst = v
+		}
+	case "tun_flags":
+		if strings.ContainsAny(val, "+-") {
+			return fmt.Errorf("wildcards not allowed here")
+		}
+		k.TunFlags = 0
+		if val == "oam" {
+			k.TunFlags = flow.TunFlagOAM
+		} else if v, err := strconv.ParseUint(val, 0, 16); err != nil || v > 1 {
+			return fmt.Errorf("unknown tunnel flag(s)")
+		} else if v == 1 {
+			k.TunFlags = flow.TunFlagOAM
+		}
+	default:
+		size := map[string]int{"tun_id": 8, "tunnel_id": 8, "tun_tos": 1, "tun_ttl": 1}[name]
+		v, err := strconv.ParseUint(val, 0, size*8)
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return fmt.Errorf("value too large for %d-byte field %s", size, name)
+			}
+			return err
+		}
+		switch name {
+		case "tun_tos":
+			k.TunTOS = uint8(v)
+		case "tun_ttl":
+			k.TunTTL = uint8(v)
+		default:
+			k.TunID = v
+		}
+	}
+	return nil
 }

@@ -39,7 +39,7 @@ func ofPortString(p uint32) string {
 // the fields govs matches on (empty for a match-all).
 func formatOFMatch(m *ofp.Match) string {
 	k, mk := m.Flow.Key, flow.Mask(m.Mask.Key)
-	s := formatMatch(&k, &mk, ofPortString(m.Flow.InPort), false, false)
+	s := formatMatch(&k, &mk, ofPortString(m.Flow.InPort), false, false, ofTunMD(m))
 	var extra []string
 	if m.Mask.ConjID != 0 {
 		// OVS's match_format puts conj_id before the packet fields.
@@ -262,4 +262,14 @@ func pinReasonName(r uint8) string {
 		return "packet_out"
 	}
 	return fmt.Sprint(r)
+}
+
+// ofTunMD formats the tun_metadata fields of m, resolved through the
+// bridge's option map.
+func ofTunMD(m *ofp.Match) string {
+	var b strings.Builder
+	for _, e := range m.TunMD {
+		ofp.FormatTunMDEntry(&b, e.Idx, e.Value, e.Mask)
+	}
+	return b.String()
 }

@@ -136,6 +136,12 @@ func (x *xlate) mergeWC() {
 	wc := x.of.wc.Key
 	wc.InPort = 0 // an OpenFlow port number; the datapath port is always matched
 	x.mask.Or((*flow.Mask)(&wc))
+	if t := x.tunMDWC; t != nil {
+		t.TunMDPresent |= x.of.wc.TunMDPresent
+		for i, b := range x.of.wc.TunMD {
+			t.TunMD[i] |= b
+		}
+	}
 	if x.of.wc.TunMDPresent != 0 || x.of.wc.TunMD != ([ofp.TLVOptionSpace]byte{}) {
 		// The tun_metadata bits consulted, on the packet's options:
 		// their length too, so that a packet with other options (or
@@ -198,6 +204,10 @@ func (x *xlate) table(id uint8) {
 				fmt.Fprintf(x.trace, "%s%2d. No match.\n%s    drop\n", pad, id, pad)
 			} else {
 				fmt.Fprintf(x.trace, "%s%2d. %s\n", pad, id, ruleTitle(r))
+				if len(r.actions) == 0 {
+					// OVS's ofpacts_format of no actions.
+					fmt.Fprintf(x.trace, "%s    drop\n", pad)
+				}
 			}
 		}
 		if x.packets > 0 {

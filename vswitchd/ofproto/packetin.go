@@ -71,7 +71,7 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16, userdata []byte, pau
 	c := pinCtx{br: s.in.br.br, reason: reason, maxLen: maxLen, id: id, meta: s.flow, userdata: string(userdata)}
 	c.meta.Key = flow.Key{}
 	c.meta.InPort = s.flow.InPort
-	c.meta.TunID = s.flow.TunID
+	c.meta.TunID, c.meta.TunSrc, c.meta.TunDst, c.meta.TunFlags = s.flow.TunID, s.flow.TunSrc, s.flow.TunDst, s.flow.TunFlags
 	if s.rule == nil && s.packetOut && reason == ofp.PacketInAction {
 		c.reason = ofp.PacketInPacketOut
 	}

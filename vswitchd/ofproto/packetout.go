@@ -37,6 +37,10 @@ func (br *Bridge) Resume(r *ofp.Resume) *ofp.Error {
 	if c == nil || c.Bridge != br.uuid {
 		return &ofp.Error{Errno: ofp.NXRStale, Name: name, Detail: "continuation not from this bridge"}
 	}
+	if err := r.Metadata.ResolveTunMD(br.tlv.Load()); err != nil {
+		err.Name = name
+		return err
+	}
 	p, err := br.preparePacketOut(&ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: r.Metadata.Flow.InPort, Actions: c.Actions, Data: r.Data})
 	if err != nil {
 		err.Name = name
@@ -127,6 +131,10 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 		f, md := &x.of.flow, &r.Metadata.Flow
 		f.TunID, f.Metadata, f.Regs, f.PktMark = md.TunID, md.Metadata, md.Regs, md.PktMark
 		f.CtState, f.CtZone, f.CtMark, f.CtLabel = md.CtState, md.CtZone, md.CtMark, md.CtLabel
+		f.TunSrc, f.TunDst = md.TunSrc, md.TunDst
+		f.TunFlags = f.TunFlags&^flow.TunFlagOAM | md.TunFlags&flow.TunFlagOAM
+		f.TunTab = p.br.tlv.Load()
+		f.TunMD, f.TunMDPresent = md.TunMD, md.TunMDPresent
 		x.of.packetOut = false
 		x.of.stack = string(r.Continuation.Stack)
 	} else if in.srcMirrors != 0 {

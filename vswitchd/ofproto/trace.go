@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -37,7 +38,8 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	}
 	s := br.snap.Load()
 	idx := b.idx.Load()
-	k, in, ofport, err := parseFlow(spec, func(v string) (*port, int, error) {
+	tlv := br.tlv.Load()
+	k, in, ofport, err := parseFlow(spec, tlv, func(v string) (*port, int, error) {
 		if v == "LOCAL" {
 			v = strconv.Itoa(LocalOFPort)
 		}
@@ -60,10 +62,12 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	inText := ofportString(ofport)
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true))
+	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil)))
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(idx, &u, modeTrace, 0)
 	x.trace = &out
+	x.tunMDWC = &ofp.Flow{}
+	tnlWCInit(&k, &u.Mask)
 	if in == nil {
 		title := fmt.Sprintf("bridge(\"%s\")", br.name)
 		fmt.Fprintf(&out, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
@@ -77,8 +81,11 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 		x.pipeline(in)
 	}
 	x.finishPause()
+	if !k.HasTunnel() {
+		clearTunnelMask(&u.Mask)
+	}
 	fmt.Fprintf(&out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
-		formatMatch(&k, &u.Mask, inText, true, false), x.acts)
+		formatMatch(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC)), x.acts)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
 }
@@ -101,15 +108,55 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		if k.CtMark != 0 {
 			m.CtMark = ^uint32(0)
 		}
-		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true))
+		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true, ""))
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
 		x.trace = out
 		x.resume(r.st, true)
 		fmt.Fprintf(out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
-			formatMatch(&k, &u.Mask, inText, true, false), x.acts)
+			formatMatch(&k, &u.Mask, inText, true, false, ""), x.acts)
 		queue = append(queue, x.recircTrace...)
 	}
+}
+
+// tnlWCInit is OVS's tnl_wc_init for a trace: a packet from a tunnel
+// matches the fields that tell tunnel ports apart, its outer TOS, and
+// the ECN of an inner IP header when the outer one says CE.
+func tnlWCInit(k *flow.Key, m *flow.Mask) {
+	if !k.HasTunnel() {
+		return
+	}
+	m.TunID = ^uint64(0)
+	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	m.TunDst = m.TunSrc
+	m.TunFlags |= flow.TunFlagDontFragment | flow.TunFlagCsum | flow.TunFlagKey
+	m.TunTOS = 0xff
+	if (k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6) && k.TunTOS&0x03 == 0x03 {
+		m.NwTOS |= 0x03
+	}
+}
+
+// clearTunnelMask removes the tunnel fields from the megaflow of a packet
+// that did not come from a tunnel, as OVS's xlate_wc_finish does.
+func clearTunnelMask(m *flow.Mask) {
+	m.TunID, m.TunSrc, m.TunDst, m.TunFlags = 0, [16]byte{}, [16]byte{}, 0
+	m.TunTpSrc, m.TunTpDst, m.TunTOS, m.TunTTL = 0, 0, 0, 0
+	m.TunOptsLen, m.TunOpts = 0, [flow.TunOptsMax]byte{}
+}
+
+// traceTunMD formats the tun_metadata of a tunnel packet k: those wc
+// consulted, or with a nil wc every present one (a packet's flow).
+func traceTunMD(t *ofp.TLVTable, k *flow.Key, wc *ofp.Flow) string {
+	if !k.HasTunnel() {
+		return ""
+	}
+	f := ofp.Flow{TunTab: t}
+	if ofp.TunMDFromOpts(&f, t, k.Options()) != nil {
+		return ""
+	}
+	var b strings.Builder
+	ofp.FormatTunMD(&b, &f, wc)
+	return b.String()
 }
 
 // maxRecircTraces bounds the recirculations one trace follows (a ct

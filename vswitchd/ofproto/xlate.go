@@ -8,6 +8,7 @@ import (
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
 // Translation limits, as OVS's MAX_DEPTH and MAX_RESUBMITS: patch ports
@@ -120,6 +121,9 @@ type xlate struct {
 	recircTrace []traceRecirc
 	// paused: a controller(pause) stopped the translation.
 	paused *pausing
+	// tunMDWC, in a trace, collects the tun_metadata bits the flow
+	// tables consulted (for the Megaflow line).
+	tunMDWC *ofp.Flow
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32

@@ -1,6 +1,10 @@
 package ofp
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/govs/govs/datapath/flow"
+)
 
 // Nicira packet-in subtypes and NXT_PACKET_IN2 properties.
 const (
@@ -80,6 +84,24 @@ func (pi *PacketIn) metadataMatch() Match {
 	f.InPort, mk.InPort = md.InPort, ^uint32(0)
 	if md.TunID != 0 {
 		f.TunID, mk.TunID = md.TunID, ^uint64(0)
+	}
+	if fl := md.TunFlags & flow.TunFlagOAM; fl != 0 {
+		f.TunFlags, mk.TunFlags = fl, flow.TunFlagOAM
+	}
+	all16 := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	v4 := [16]byte{10: 0xff, 11: 0xff}
+	if md.TunSrc != ([16]byte{}) && md.TunSrc != v4 {
+		f.TunSrc, mk.TunSrc = md.TunSrc, all16
+	}
+	if md.TunDst != ([16]byte{}) && md.TunDst != v4 {
+		f.TunDst, mk.TunDst = md.TunDst, all16
+	}
+	// OVS's tun_metadata_get_fmd: the present fields, as long as their
+	// mapping.
+	for idx := range TLVMaxFields {
+		if l := md.TunTab.Loc(idx); l != nil && md.TunMDPresent&(1<<idx) != 0 {
+			m.TunMD = append(m.TunMD, TunMDEntry{Idx: idx, Value: l.read(&md.TunMD)})
+		}
 	}
 	if md.Metadata != 0 {
 		f.Metadata, mk.Metadata = md.Metadata, ^uint64(0)

@@ -2,8 +2,11 @@ package ofp
 
 import (
 	"bytes"
+	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/govs/govs/datapath/flow"
@@ -96,14 +99,20 @@ func tunMDWrite(f *Flow, idx int, b []byte) {
 	if l == nil {
 		return
 	}
-	v := make([]byte, l.Len)
-	if len(b) >= len(v) {
-		copy(v, b[len(b)-len(v):])
-	} else {
-		copy(v[len(v)-len(b):], b)
-	}
-	l.write(&f.TunMD, v)
+	l.write(&f.TunMD, lowBytes(b, int(l.Len)))
 	f.TunMDPresent |= 1 << idx
+}
+
+// lowBytes returns b right-aligned in n bytes: its last n bytes if it
+// is longer.
+func lowBytes(b []byte, n int) []byte {
+	v := make([]byte, n)
+	if len(b) >= n {
+		copy(v, b[len(b)-n:])
+	} else {
+		copy(v[n-len(b):], b)
+	}
+	return v
 }
 
 // fit returns b right-aligned in n bytes. Of a longer b, the last n
@@ -279,6 +288,82 @@ func TunMDToOpts(f *Flow) []byte {
 			continue
 		}
 		b = flow.AppendGeneveOpt(b, flow.GeneveOpt{Class: l.Class, Type: l.Type, Data: l.read(&f.TunMD)})
+	}
+	return b
+}
+
+// FormatTunMD writes f's tun_metadata fields that wc consulted as OVS's
+// tun_metadata_match_format: "tun_metadata<n>=<hex>[/<mask>]," by index,
+// "=NP" for a field looked for but not present. A nil wc shows every
+// present field exactly (a packet's flow).
+func FormatTunMD(b *strings.Builder, f, wc *Flow) {
+	for idx := range TLVMaxFields {
+		l := f.TunTab.Loc(idx)
+		seen := f.TunMDPresent
+		if wc != nil {
+			seen = wc.TunMDPresent
+		}
+		if l == nil || seen&(1<<idx) == 0 {
+			continue
+		}
+		if f.TunMDPresent&(1<<idx) == 0 {
+			fmt.Fprintf(b, "tun_metadata%d=NP,", idx)
+			continue
+		}
+		v := l.read(&f.TunMD)
+		var m []byte
+		if wc != nil {
+			m = l.read(&wc.TunMD)
+			for i := range v {
+				v[i] &= m[i]
+			}
+		}
+		FormatTunMDEntry(b, idx, v, m)
+	}
+}
+
+// FormatTunMDEntry writes "tun_metadata<idx>=<value>[/<mask>]," as OVS's
+// match_format shows a matched field (mask nil for an exact match).
+func FormatTunMDEntry(b *strings.Builder, idx int, v, m []byte) {
+	fmt.Fprintf(b, "tun_metadata%d=%s", idx, hexBytes(v))
+	if m != nil && !isAllOnes(m) {
+		b.WriteString("/" + hexBytes(m))
+	}
+	b.WriteByte(',')
+}
+
+// hexBytes is OVS's ds_put_hex: "0x" and the digits without leading
+// zeros, "0" for zero.
+func hexBytes(b []byte) string {
+	s := strings.TrimLeft(hex.EncodeToString(b), "0")
+	if s == "" {
+		return "0"
+	}
+	return "0x" + s
+}
+
+func isAllOnes(b []byte) bool {
+	for _, c := range b {
+		if c != 0xff {
+			return false
+		}
+	}
+	return true
+}
+
+// TunMDOptsFromValues returns the Geneve options (as a datapath key
+// holds them) that give tun_metadata<i> the value vals[i] through t, by
+// index; a value longer than its mapping keeps its low bytes and a field
+// t does not map is left out, as OVS's parse_ofp_exact_flow does.
+func TunMDOptsFromValues(t *TLVTable, vals map[int][]byte) []byte {
+	var b []byte
+	for idx := range TLVMaxFields {
+		v, ok := vals[idx]
+		l := t.Loc(idx)
+		if !ok || l == nil {
+			continue
+		}
+		b = flow.AppendGeneveOpt(b, flow.GeneveOpt{Class: l.Class, Type: l.Type, Data: lowBytes(v, int(l.Len))})
 	}
 	return b
 }
