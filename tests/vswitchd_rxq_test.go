@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -90,14 +91,20 @@ func gvrqQueues(e *vswEnv, port string) int {
 	return strings.Count(e.mustAppctl("dpif-netdev/pmd-rxq-show"), fmt.Sprintf("  port: %-16s  queue-id:", port))
 }
 
-// gvrqSockets counts the packet sockets bound to dev (/proc/net/packet).
+// gvrqSockets counts the packet sockets bound to dev, from this thread's
+// namespace's /proc/net/packet. Not /proc/self/net: that is the main
+// thread's namespace, and a test that locked a goroutine to a thread and
+// entered another namespace (gvofInNS) leaves the main thread there when
+// that goroutine ran on it.
 func gvrqSockets(t *testing.T, dev string) int {
 	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ifi, err := net.InterfaceByName(dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("/proc/net/packet")
+	f, err := os.Open("/proc/thread-self/net/packet")
 	if err != nil {
 		t.Fatal(err)
 	}
