@@ -13,7 +13,8 @@ import (
 // OVS 3.1 accepts (all, zone=N, an original or reply 5-tuple, both) and
 // malformed ones on Debian's ovs-vswitchd (netdev) and govs, with the same
 // UDP connections in zones 0 and 5, and requires the same output, exit
-// status and remaining connections after each. (A zone over 65535,
+// status and remaining connections after each; then the partial forms
+// again as NXT_CT_FLUSH from `ovs-ofctl ct-flush`. (A zone over 65535,
 // which OVS 3.1 takes modulo 65536, govs refuses.)
 func TestOpenFlowCtFlushDifferential(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gfld", "10.243.0", "gflo", "10.244.0")
@@ -48,6 +49,14 @@ for sp in (7600, 7610):
 		orig := fmt.Sprintf("ct_nw_src=%s,ct_nw_dst=%s,ct_nw_proto=17,ct_tp_src=7600,ct_tp_dst=7601", a, b)
 		reply := fmt.Sprintf("ct_nw_src=%s,ct_nw_dst=%s,ct_nw_proto=17,ct_tp_src=7601,ct_tp_dst=7600", b, a)
 		orig0 := fmt.Sprintf("ct_nw_src=%s,ct_nw_dst=%s,ct_nw_proto=17,ct_tp_src=7610,ct_tp_dst=7602", a, b)
+		record := func(args []string, out string, rc int) {
+			dump := strings.ReplaceAll(sw.appctl("dpctl/dump-conntrack"), net+".", "NET.")
+			lines := strings.Split(strings.TrimSpace(dump), "\n")
+			slices.Sort(lines)
+			res := strings.ReplaceAll(fmt.Sprintf("flush-conntrack %s: exit %d: %s\n%s", strings.Join(args, " "), rc,
+				strings.TrimSpace(out), strings.Join(lines, "\n")), net+".", "NET.")
+			results[sw] = append(results[sw], regexp.MustCompile(`ovs-appctl: \S+: `).ReplaceAllString(res, "ovs-appctl: CTL: "))
+		}
 		for _, args := range [][]string{
 			{"zone=5", orig},
 			{orig0},
@@ -75,12 +84,27 @@ for sp in (7600, 7610):
 		} {
 			fill()
 			out, rc := sw.runRC(vswAppctl, append([]string{"-t", target}, append([]string{"dpctl/flush-conntrack"}, args...)...)...)
-			dump := strings.ReplaceAll(sw.appctl("dpctl/dump-conntrack"), net+".", "NET.")
-			lines := strings.Split(strings.TrimSpace(dump), "\n")
-			slices.Sort(lines)
-			res := strings.ReplaceAll(fmt.Sprintf("flush-conntrack %s: exit %d: %s\n%s", strings.Join(args, " "), rc,
-				strings.TrimSpace(out), strings.Join(lines, "\n")), net+".", "NET.")
-			results[sw] = append(results[sw], regexp.MustCompile(`ovs-appctl: \S+: `).ReplaceAllString(res, "ovs-appctl: CTL: "))
+			record(args, out, rc)
+		}
+		for _, args := range [][]string{
+			{"zone=5", orig},
+			{orig0},
+			{"zone=5", "", reply},
+			{"zone=5"},
+			{},
+			{"ct_nw_proto=17"},
+			{"zone=5", "ct_nw_proto=17,ct_tp_dst=7601"},
+			{"zone=5", "ct_nw_src=" + a + ",ct_nw_proto=17,ct_tp_src=7610"},
+			{"zone=5", orig, reply},
+			{"zone=5", orig, "ct_nw_proto=17,ct_tp_src=7777"},
+			{"zone=5", "ct_nw_proto=6"},
+			{"ct_nw_proto=17,ct_nw_dst=" + b},
+			{"zone=5", "ct_nw_proto=1"},
+			{"", "ct_nw_proto=17,ct_tp_src=7602"},
+		} {
+			fill()
+			out, rc := sw.ofctl(append([]string{"ct-flush", sw.br}, args...)...)
+			record(append([]string{"ofctl"}, args...), out, rc)
 		}
 	}
 	for i := range results[deb] {

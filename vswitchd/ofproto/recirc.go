@@ -446,24 +446,58 @@ func (br *Bridge) FlushConntrackZone(zone uint16) {
 }
 
 // FlushConntrack carries out NXT_CT_FLUSH as OVS 3.1's ct_dpif_flush:
-// without tuples every connection of the zone (of all zones without a
-// zone), else the connection with the original tuple, or failing that
-// the reply tuple, in the zone (0 by default).
+// with nothing to match, every connection of the zone (of all zones
+// without a zone); with a whole original tuple and no reply tuple, that
+// connection in the zone (0 by default); otherwise every connection,
+// of the zone or of all zones, whose directions match the fields given
+// (zero fields match anything; an ICMP tuple's id, type and code always
+// compare).
 func (br *Bridge) FlushConntrack(m *ofp.CTFlush) {
 	ct := br.backer.dp.Conntrack()
-	if m.Orig == (ofp.CTTuple{}) && m.Reply == (ofp.CTTuple{}) {
-		zone := -1
-		if m.HasZone {
-			zone = int(m.Zone)
-		}
+	zone := -1
+	if m.HasZone {
+		zone = int(m.Zone)
+	}
+	icmp := m.Proto == flow.IPProtoICMP || m.Proto == flow.IPProtoICMPv6
+	zero := func(t ofp.CTTuple) bool {
+		return t.Src == [16]byte{} && t.Dst == [16]byte{} && (icmp || t.SrcPort == 0 && t.DstPort == 0)
+	}
+	switch {
+	case m.Proto == 0 && zero(m.Orig) && zero(m.Reply):
 		ct.Flush(zone)
-		return
+	case m.Orig.Src != [16]byte{} && m.Orig.Dst != [16]byte{} &&
+		(icmp || m.Orig.SrcPort != 0 && m.Orig.DstPort != 0) && zero(m.Reply):
+		ct.FlushTuple(m.Zone, ctTuple(m.Proto, m.Orig))
+	default:
+		ct.FlushMatch(zone, ctMatch(m.Proto, m.Orig, icmp), ctMatch(m.Proto, m.Reply, icmp))
 	}
-	for _, tu := range []ofp.CTTuple{m.Orig, m.Reply} {
-		if tu != (ofp.CTTuple{}) && ct.FlushTuple(m.Zone, ctTuple(m.Proto, tu)) {
-			return
+}
+
+// ctMatch is the tracker's partial match for one direction of an
+// NXT_CT_FLUSH: the fields given, as OVS 3.1's ct_dpif_entry_cmp.
+func ctMatch(proto uint8, t ofp.CTTuple, icmp bool) conntrack.TupleMatch {
+	m := conntrack.TupleMatch{Tuple: ctTuple(proto, t)}
+	if proto != 0 {
+		m.Has |= conntrack.MatchProto
+	}
+	if t.Src != [16]byte{} {
+		m.Has |= conntrack.MatchSrc
+	}
+	if t.Dst != [16]byte{} {
+		m.Has |= conntrack.MatchDst
+	}
+	switch {
+	case icmp:
+		m.Has |= conntrack.MatchSrcPort | conntrack.MatchDstPort
+	default:
+		if t.SrcPort != 0 {
+			m.Has |= conntrack.MatchSrcPort
+		}
+		if t.DstPort != 0 {
+			m.Has |= conntrack.MatchDstPort
 		}
 	}
+	return m
 }
 
 // ctTuple is the tracker's form of an NXT_CT_FLUSH tuple: IPv4 addresses
