@@ -159,6 +159,8 @@ func TestOvsdbMonitorCondDifferential(t *testing.T) {
 // monitor_cond, which it otherwise uses only with servers that lack the
 // former.
 const ovsdbCondIDLScript = ovsdbIDLPrelude + `
+# Reconnections back to back would double the IDL's backoff up to 8 s.
+idl._session.reconnect.set_backoff(1000, 1000)
 if sys.argv[3] == "monitor_cond":
     send = idl._Idl__send_monitor_request
     idl._Idl__send_monitor_request = lambda *a: send(ovs.db.idl.Monitor.monitor_cond)
@@ -251,6 +253,9 @@ func TestOvsdbMonitorCondIDLDifferential(t *testing.T) {
 	ovsdbNeed(t, ovsdbPython)
 	for _, method := range []string{"monitor_cond_since", "monitor_cond"} {
 		t.Run(method, func(t *testing.T) {
+			// The IDL's reconnections wait out its backoff: the two
+			// methods' runs overlap those waits.
+			t.Parallel()
 			out := map[string]string{}
 			for _, kind := range []string{"debian", "govs"} {
 				p := ovsdbStart(t, ovsdbOpts{kind: kind})
