@@ -275,10 +275,8 @@ func parsePort(s string, ports portResolver) (uint32, error) {
 		}
 		return uint32(n), nil
 	}
-	for _, r := range reservedPorts {
-		if strings.EqualFold(r.name, s) || r.name == "ANY" && strings.EqualFold(s, "NONE") {
-			return r.no, nil
-		}
+	if p, ok := ofp.ReservedPort(s); ok {
+		return p, nil
 	}
 	name := s
 	if len(s) >= 2 && s[0] == '"' {
@@ -342,14 +340,14 @@ func parseField(m *ofp.Match, key, value string, ports portResolver) error {
 		k.NwFrag, mk.NwFrag = f[0], f[1]
 		return nil
 	case "ct_state":
-		v, msk, err := parseFlags(value, ctStateNames[:], 0xff, "ct_state")
+		v, msk, err := parseFlags(value, ofp.CTStateNames[:], 0xff, "ct_state")
 		if err != nil {
 			return err
 		}
 		k.CtState, mk.CtState = uint8(v), uint8(msk)
 		return nil
 	case "tcp_flags":
-		v, msk, err := parseFlags(value, tcpFlagNames[:9], 0x0fff, "tcp_flags")
+		v, msk, err := parseFlags(value, ofp.TCPFlagNames[:9], 0x0fff, "tcp_flags")
 		if err != nil {
 			return err
 		}
@@ -603,13 +601,7 @@ func parseRef(s string) (ofp.FieldRef, error) {
 		return ofp.FieldRef{}, fmt.Errorf("%s: missing [ at end of field name", s)
 	}
 	rng = strings.TrimSuffix(rng, "]")
-	var fd *ofp.Field
-	for f, nxm := range nxmNames {
-		if strings.EqualFold(nxm, name) {
-			fd = ofp.FieldByName(f)
-			break
-		}
-	}
+	fd := ofp.FieldByNXMName(name)
 	if fd == nil {
 		fd = fieldOf(name)
 	}
@@ -961,13 +953,9 @@ func parseController(arg string) ([]ofp.Action, error) {
 			}
 			a.MaxLen = uint16(n)
 		case "reason":
-			found := false
-			for i, r := range pinReasons {
-				if r == v {
-					a.Reason, found = uint8(i), true
-				}
-			}
-			if !found {
+			r, ok := ofp.PacketInReason(v)
+			a.Reason = r
+			if !ok {
 				return nil, fmt.Errorf("unknown reason \"%s\"", v)
 			}
 		case "id":
