@@ -1212,6 +1212,24 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 			if err = ref(a.Src, "source"); err == nil {
 				err = ref(a.Dst, "destination")
 			}
+		case ofp.ActOutputReg:
+			err = ref(a.Src, "source")
+		case ofp.ActCheckPktLarger:
+			err = ref(a.Dst, "destination")
+		case ofp.ActMultipath:
+			err = ref(a.Multipath.Dst, "destination")
+		case ofp.ActBundle:
+			for _, p := range a.Bundle.Members {
+				if p == 0xfffd {
+					logWarn("bundle", "unsupported controller member")
+					return fatalf("actions are invalid with specified match (OFPBAC_BAD_OUT_PORT)")
+				}
+			}
+			if a.Bundle.Load {
+				err = ref(a.Bundle.Dst, "destination")
+			}
+		case ofp.ActLearn:
+			err = checkLearn(a.Learn, m, ref)
 		case ofp.ActStackPush:
 			err = ref(a.Src, "source")
 		case ofp.ActStackPop:
@@ -1237,6 +1255,39 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkLearn is OVS's learn_check: each source against the learning
+// flow's match, each matched field against the learned flow's match so
+// far (a "source" too), each loaded one as a destination.
+func checkLearn(l *ofp.Learn, m *ofp.Match, ref func(ofp.FieldRef, string) error) error {
+	var dst ofp.Match
+	for i := range l.Specs {
+		s := &l.Specs[i]
+		if s.Src.Field != nil {
+			if err := ref(s.Src, "source"); err != nil {
+				return err
+			}
+		}
+		switch s.Kind {
+		case ofp.LearnMatch:
+			if !s.Dst.Field.Prereqs(&dst) {
+				logWarn("meta_flow", fmt.Sprintf("source field %s lacks correct prerequisites", s.Dst.Field.Name))
+				return errInconsistent
+			}
+			if s.Src.Field == nil {
+				v, mk := s.Value(nil)
+				s.Dst.Field.SetMasked(&dst.Flow, v, mk)
+				s.Dst.Field.SetMasked(&dst.Mask, mk, mk)
+			}
+		case ofp.LearnLoad:
+			if !s.Dst.Field.Prereqs(&dst) {
+				logWarn("meta_flow", fmt.Sprintf("destination field %s lacks correct prerequisites", s.Dst.Field.Name))
+				return errInconsistent
+			}
 		}
 	}
 	return nil

@@ -593,47 +593,6 @@ func parseMAC(s string) ([6]byte, error) {
 	return m, nil
 }
 
-// parseRef parses "NAME[]", "NAME[N]" or "NAME[A..B]" (a field's NXM
-// or OVS name) as mf_parse_subfield.
-func parseRef(s string) (ofp.FieldRef, error) {
-	name, rng, ok := strings.Cut(s, "[")
-	if !ok || !strings.HasSuffix(rng, "]") {
-		return ofp.FieldRef{}, fmt.Errorf("%s: missing [ at end of field name", s)
-	}
-	rng = strings.TrimSuffix(rng, "]")
-	fd := ofp.FieldByNXMName(name)
-	if fd == nil {
-		fd = fieldOf(name)
-	}
-	if fd == nil {
-		return ofp.FieldRef{}, fmt.Errorf("%s: unknown field `%s'", s, name)
-	}
-	width := fd.Bits()
-	ref := ofp.FieldRef{Field: fd, Ofs: 0, NBits: width}
-	switch {
-	case rng == "":
-	case strings.Contains(rng, ".."):
-		a, b, _ := strings.Cut(rng, "..")
-		lo, err1 := strconv.Atoi(a)
-		hi, err2 := strconv.Atoi(b)
-		if err1 != nil || err2 != nil || lo > hi {
-			return ofp.FieldRef{}, fmt.Errorf("%s: syntax error expecting [] or [<bit>] or [<start>..<end>]", s)
-		}
-		ref.Ofs, ref.NBits = lo, hi-lo+1
-	default:
-		bit, err := strconv.Atoi(rng)
-		if err != nil {
-			return ofp.FieldRef{}, fmt.Errorf("%s: syntax error expecting [] or [<bit>] or [<start>..<end>]", s)
-		}
-		ref.Ofs, ref.NBits = bit, 1
-	}
-	if ref.Ofs+ref.NBits > width {
-		return ofp.FieldRef{}, fmt.Errorf("%s: %d-bit field %s[%d..%d] exceeds %d-bit field %s", s, ref.NBits, name,
-			ref.Ofs, ref.Ofs+ref.NBits-1, width, name)
-	}
-	return ref, nil
-}
-
 // splitActions splits an action list at top-level commas.
 func splitActions(s string) []string {
 	var parts []string
@@ -670,7 +629,9 @@ func parseActions(s string, ports portResolver) ([]ofp.Action, error) {
 		key, arg := item, ""
 		if i := strings.IndexAny(item, ":=("); i >= 0 {
 			key, arg = item[:i], item[i+1:]
-			if item[i] == '(' {
+			// "check_pkt_larger(LEN)->DST" keeps its ")->DST", as in
+			// ofputil_parse_key_value.
+			if item[i] == '(' && !strings.Contains(arg, ")->") {
 				if !strings.HasSuffix(arg, ")") {
 					return nil, fmt.Errorf("%s: unbalanced parentheses", item)
 				}
@@ -706,7 +667,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	name := key                // a port's name keeps its case
 	key = strings.ToLower(key) // OVS's action names are case-insensitive
 	switch key {
-	case "output":
+	case "output", "output_reg":
 		if strings.Contains(arg, "[") {
 			ref, err := parseRef(arg)
 			if err != nil {
@@ -824,22 +785,11 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Load(ref, n))
 	case "move":
-		src, dst, ok := strings.Cut(arg, "->")
-		if !ok {
-			return nil, fmt.Errorf("%s: missing `->' following source", arg)
-		}
-		s, err := parseRef(src)
+		m, err := parseMove(arg)
 		if err != nil {
 			return nil, err
 		}
-		d, err := parseRef(dst)
-		if err != nil {
-			return nil, err
-		}
-		if s.NBits != d.NBits {
-			return nil, fmt.Errorf("%s: source field is %d bits wide but destination is %d bits wide", arg, s.NBits, d.NBits)
-		}
-		return one(ofp.Action{Type: ofp.ActMove, Src: s, Dst: d})
+		return one(m)
 	case "push", "pop":
 		ref, err := parseRef(arg)
 		if err != nil {
@@ -877,10 +827,41 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	case "exit":
 		return one(ofp.Action{Type: ofp.ActExit})
 	case "dec_ttl":
-		if arg != "" {
-			return nil, errors.New("govs' ovs-ofctl does not support dec_ttl with controller ids")
+		a, err := parseDecTTL(arg)
+		if err != nil {
+			return nil, err
 		}
-		return one(ofp.Action{Type: ofp.ActDecTTL})
+		return one(a)
+	case "learn":
+		l, err := parseLearn(arg, ports)
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActLearn, Learn: l})
+	case "fin_timeout":
+		a, err := parseFinTimeout(arg)
+		if err != nil {
+			return nil, err
+		}
+		return one(a)
+	case "multipath":
+		m, err := parseMultipath(arg)
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActMultipath, Multipath: m})
+	case "bundle", "bundle_load":
+		bd, err := parseBundle(arg, key == "bundle_load", ports)
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActBundle, Bundle: bd})
+	case "check_pkt_larger":
+		a, err := parseCheckPktLarger(arg)
+		if err != nil {
+			return nil, err
+		}
+		return one(a)
 	case "clear_actions":
 		return one(ofp.Action{Type: ofp.ActClearActions})
 	case "note":
@@ -964,6 +945,20 @@ func parseController(arg string) ([]ofp.Action, error) {
 				return nil, err
 			}
 			a.ControllerID = uint16(n)
+		case "userdata":
+			data, err := parseHexArg(v)
+			if err != nil {
+				return nil, errors.New("bad hex digit in `controller' action `userdata'")
+			}
+			a.Userdata = data
+		case "pause":
+			a.Pause = true
+		case "meter_id":
+			n, err := strconv.ParseUint(v, 0, 32)
+			if err != nil {
+				return nil, fmt.Errorf("invalid numeric format %s", v)
+			}
+			a.ID = uint32(n)
 		default:
 			return nil, fmt.Errorf("%s: govs' ovs-ofctl does not support this controller argument", k)
 		}
@@ -1143,4 +1138,26 @@ func parseNATRange(n *ofp.NAT, s string) error {
 		}
 	}
 	return nil
+}
+
+// parseHexArg parses hex bytes, optionally separated by '.', as
+// OVS's parse_hex_bytes does for userdata.
+func parseHexArg(s string) ([]byte, error) {
+	var data []byte
+	for len(s) > 0 {
+		if s[0] == '.' {
+			s = s[1:]
+			continue
+		}
+		if len(s) < 2 {
+			return nil, fmt.Errorf("%s: hex digits expected", s)
+		}
+		b, err := strconv.ParseUint(s[:2], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("%s: hex digits expected", s)
+		}
+		data = append(data, byte(b))
+		s = s[2:]
+	}
+	return data, nil
 }

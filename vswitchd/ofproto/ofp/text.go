@@ -1,6 +1,7 @@
 package ofp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -164,6 +165,9 @@ func FormatRef(r FieldRef) string {
 
 // FormatFieldValue formats a field's value (and mask unless full) as mf_format.
 func FormatFieldValue(fd *Field, value, mask []byte, pn PortNames) string {
+	if mask == nil {
+		mask = bytes.Repeat([]byte{0xff}, len(value))
+	}
 	full := true
 	for _, c := range mask {
 		full = full && c == 0xff
@@ -262,7 +266,8 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 	case ActController:
 		return formatController(a)
 	case ActResubmit:
-		if a.Table == 0xff && !a.ResubmitTable() {
+		// format_RESUBMIT: the short form whenever it says it all.
+		if a.Port != PortInPort && a.Table == 0xff {
 			return "resubmit:" + pn.Port(a.Port)
 		}
 		port, table := "", ""
