@@ -666,6 +666,13 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	one := func(a ofp.Action) ([]ofp.Action, error) { return []ofp.Action{a}, nil }
 	name := key                // a port's name keeps its case
 	key = strings.ToLower(key) // OVS's action names are case-insensitive
+	if p, ok := nxParsers[key]; ok {
+		a, err := p(arg, ports)
+		if err != nil {
+			return nil, err
+		}
+		return one(a)
+	}
 	switch key {
 	case "output", "output_reg":
 		if strings.Contains(arg, "[") {
@@ -826,42 +833,6 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		return one(ofp.Action{Type: ofp.ActCTClear})
 	case "exit":
 		return one(ofp.Action{Type: ofp.ActExit})
-	case "dec_ttl":
-		a, err := parseDecTTL(arg)
-		if err != nil {
-			return nil, err
-		}
-		return one(a)
-	case "learn":
-		l, err := parseLearn(arg, ports)
-		if err != nil {
-			return nil, err
-		}
-		return one(ofp.Action{Type: ofp.ActLearn, Learn: l})
-	case "fin_timeout":
-		a, err := parseFinTimeout(arg)
-		if err != nil {
-			return nil, err
-		}
-		return one(a)
-	case "multipath":
-		m, err := parseMultipath(arg)
-		if err != nil {
-			return nil, err
-		}
-		return one(ofp.Action{Type: ofp.ActMultipath, Multipath: m})
-	case "bundle", "bundle_load":
-		bd, err := parseBundle(arg, key == "bundle_load", ports)
-		if err != nil {
-			return nil, err
-		}
-		return one(ofp.Action{Type: ofp.ActBundle, Bundle: bd})
-	case "check_pkt_larger":
-		a, err := parseCheckPktLarger(arg)
-		if err != nil {
-			return nil, err
-		}
-		return one(a)
 	case "clear_actions":
 		return one(ofp.Action{Type: ofp.ActClearActions})
 	case "note":

@@ -15,6 +15,30 @@ import (
 // (lib/multipath.c), bundle and bundle_load (lib/bundle.c),
 // check_pkt_larger, fin_timeout and dec_ttl (lib/ofp-actions.c).
 
+// nxParsers parse the arguments of the actions named (parseAction's
+// key).
+var nxParsers = map[string]func(arg string, ports portResolver) (ofp.Action, error){
+	"dec_ttl":          func(arg string, _ portResolver) (ofp.Action, error) { return parseDecTTL(arg) },
+	"fin_timeout":      func(arg string, _ portResolver) (ofp.Action, error) { return parseFinTimeout(arg) },
+	"check_pkt_larger": func(arg string, _ portResolver) (ofp.Action, error) { return parseCheckPktLarger(arg) },
+	"learn": func(arg string, ports portResolver) (ofp.Action, error) {
+		l, err := parseLearn(arg, ports)
+		return ofp.Action{Type: ofp.ActLearn, Learn: l}, err
+	},
+	"multipath": func(arg string, _ portResolver) (ofp.Action, error) {
+		m, err := parseMultipath(arg)
+		return ofp.Action{Type: ofp.ActMultipath, Multipath: m}, err
+	},
+	"bundle": func(arg string, ports portResolver) (ofp.Action, error) {
+		bd, err := parseBundle(arg, false, ports)
+		return ofp.Action{Type: ofp.ActBundle, Bundle: bd}, err
+	},
+	"bundle_load": func(arg string, ports portResolver) (ofp.Action, error) {
+		bd, err := parseBundle(arg, true, ports)
+		return ofp.Action{Type: ofp.ActBundle, Bundle: bd}, err
+	},
+}
+
 // parseSubfield parses a field range at the start of s as
 // mf_parse_subfield__: a field's NXM/OXM or OVS name, then "[]",
 // "[BIT]", "[START..END]" or nothing (the whole field). It returns what

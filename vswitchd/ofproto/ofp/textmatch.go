@@ -254,32 +254,7 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		f.mac("arp_sha", k.ArpSHA, mk.ArpSHA)
 		f.mac("arp_tha", k.ArpTHA, mk.ArpTHA)
 	}
-	if mk.NwTOS&0xfc != 0 {
-		f.put("nw_tos=%d", k.NwTOS&0xfc)
-	}
-	if mk.NwTOS&0x03 != 0 {
-		f.put("nw_ecn=%d", k.NwTOS&0x03)
-	}
-	if mk.NwTTL != 0 {
-		f.put("nw_ttl=%d", k.NwTTL)
-	}
-	switch mk.NwFrag & (flow.FragAny | flow.FragLater) {
-	case flow.FragAny | flow.FragLater:
-		s := "no"
-		switch {
-		case k.NwFrag&flow.FragAny != 0 && k.NwFrag&flow.FragLater != 0:
-			s = "later"
-		case k.NwFrag&flow.FragAny != 0:
-			s = "first"
-		case k.NwFrag&flow.FragLater != 0:
-			s = "<error>"
-		}
-		f.put("nw_frag=%s", s)
-	case flow.FragAny:
-		f.put("nw_frag=%s", map[bool]string{true: "yes", false: "no"}[k.NwFrag&flow.FragAny != 0])
-	case flow.FragLater:
-		f.put("nw_frag=%s", map[bool]string{true: "later", false: "not_later"}[k.NwFrag&flow.FragLater != 0])
-	}
+	FormatIPMatch(f.put, &k.Key, &mk.Key)
 	// ICMP type and code are 8-bit fields kept in the 16-bit ports: an
 	// exact 8-bit match is an exact match.
 	icmp16 := func(m uint16) uint16 {
@@ -315,4 +290,36 @@ func u128(hi, lo uint64) string {
 		return fmt.Sprintf("%#x", lo)
 	}
 	return fmt.Sprintf("%#x%016x", hi, lo)
+}
+
+// FormatIPMatch puts the nw_tos, nw_ecn, nw_ttl and nw_frag items of
+// key k under mask m, as match_format; the switch's own match printer
+// shares it.
+func FormatIPMatch(put func(string, ...any), k, m *flow.Key) {
+	if m.NwTOS&0xfc != 0 {
+		put("nw_tos=%d", k.NwTOS&0xfc)
+	}
+	if m.NwTOS&0x03 != 0 {
+		put("nw_ecn=%d", k.NwTOS&0x03)
+	}
+	if m.NwTTL != 0 {
+		put("nw_ttl=%d", k.NwTTL)
+	}
+	switch m.NwFrag & (flow.FragAny | flow.FragLater) {
+	case flow.FragAny | flow.FragLater:
+		s := "no"
+		switch {
+		case k.NwFrag&flow.FragAny != 0 && k.NwFrag&flow.FragLater != 0:
+			s = "later"
+		case k.NwFrag&flow.FragAny != 0:
+			s = "first"
+		case k.NwFrag&flow.FragLater != 0:
+			s = "<error>"
+		}
+		put("nw_frag=%s", s)
+	case flow.FragAny:
+		put("nw_frag=%s", map[bool]string{true: "yes", false: "no"}[k.NwFrag&flow.FragAny != 0])
+	case flow.FragLater:
+		put("nw_frag=%s", map[bool]string{true: "later", false: "not_later"}[k.NwFrag&flow.FragLater != 0])
+	}
 }
