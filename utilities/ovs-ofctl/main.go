@@ -671,8 +671,8 @@ func resolver(ports []ofp.Port) portResolver {
 	}
 }
 
-func namesOf(ports []ofp.Port) portNames {
-	pn := portNames{}
+func namesOf(ports []ofp.Port) ofp.PortNames {
+	pn := ofp.PortNames{}
 	for _, p := range ports {
 		pn[p.No] = p.Name
 	}
@@ -712,7 +712,7 @@ func (o *ofctl) dumpFlows(args []string) error {
 		return err
 	}
 	defer vc.close()
-	var pn portNames
+	var pn ofp.PortNames
 	if names {
 		pn = namesOf(ports)
 	}
@@ -907,8 +907,8 @@ func normalize(m *ofp.Match, v ofp.Version) {
 		return
 	}
 	logInfo("ofp_match", "normalization changed ofp_match, details:")
-	logInfo("ofp_match", " pre: "+formatMatch(m, 32768, nil))
-	logInfo("ofp_match", "post: "+formatMatch(&norm, 32768, nil))
+	logInfo("ofp_match", " pre: "+ofp.FormatMatch(m, 32768, nil))
+	logInfo("ofp_match", "post: "+ofp.FormatMatch(&norm, 32768, nil))
 	if v == ofp.V10 {
 		*m = norm
 	}
@@ -1212,6 +1212,24 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 			if err = ref(a.Src, "source"); err == nil {
 				err = ref(a.Dst, "destination")
 			}
+		case ofp.ActOutputReg:
+			err = ref(a.Src, "source")
+		case ofp.ActCheckPktLarger:
+			err = ref(a.Dst, "destination")
+		case ofp.ActMultipath:
+			err = ref(a.Multipath.Dst, "destination")
+		case ofp.ActBundle:
+			for _, p := range a.Bundle.Members {
+				if p == 0xfffd {
+					logWarn("bundle", "unsupported controller member")
+					return fatalf("actions are invalid with specified match (OFPBAC_BAD_OUT_PORT)")
+				}
+			}
+			if a.Bundle.Load {
+				err = ref(a.Bundle.Dst, "destination")
+			}
+		case ofp.ActLearn:
+			err = checkLearn(a.Learn, m, ref)
 		case ofp.ActStackPush:
 			err = ref(a.Src, "source")
 		case ofp.ActStackPop:
@@ -1237,6 +1255,39 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkLearn is OVS's learn_check: each source against the learning
+// flow's match, each matched field against the learned flow's match so
+// far (a "source" too), each loaded one as a destination.
+func checkLearn(l *ofp.Learn, m *ofp.Match, ref func(ofp.FieldRef, string) error) error {
+	var dst ofp.Match
+	for i := range l.Specs {
+		s := &l.Specs[i]
+		if s.Src.Field != nil {
+			if err := ref(s.Src, "source"); err != nil {
+				return err
+			}
+		}
+		switch s.Kind {
+		case ofp.LearnMatch:
+			if !s.Dst.Field.Prereqs(&dst) {
+				logWarn("meta_flow", fmt.Sprintf("source field %s lacks correct prerequisites", s.Dst.Field.Name))
+				return errInconsistent
+			}
+			if s.Src.Field == nil {
+				v, mk := s.Value(nil)
+				s.Dst.Field.SetMasked(&dst.Flow, v, mk)
+				s.Dst.Field.SetMasked(&dst.Mask, mk, mk)
+			}
+		case ofp.LearnLoad:
+			if !s.Dst.Field.Prereqs(&dst) {
+				logWarn("meta_flow", fmt.Sprintf("destination field %s lacks correct prerequisites", s.Dst.Field.Name))
+				return errInconsistent
+			}
 		}
 	}
 	return nil
@@ -1283,7 +1334,7 @@ func formatFlowMod(fm *ofp.FlowMod, v ofp.Version) string {
 		fmt.Fprintf(&b, " table:%d", fm.Table)
 	}
 	b.WriteByte(' ')
-	b.WriteString(formatMatch(&fm.Match, int(fm.Priority), nil))
+	b.WriteString(ofp.FormatMatch(&fm.Match, int(fm.Priority), nil))
 	s := b.String()
 	if !strings.HasSuffix(s, " ") {
 		b.WriteByte(' ')
@@ -1307,7 +1358,7 @@ func formatFlowMod(fm *ofp.FlowMod, v ofp.Version) string {
 		fmt.Fprintf(&b, "pri:%d ", fm.Priority)
 	}
 	if fm.OutPort != ofp.PortAny {
-		fmt.Fprintf(&b, "out_port:%s ", portNames(nil).port(fm.OutPort))
+		fmt.Fprintf(&b, "out_port:%s ", ofp.PortNames(nil).Port(fm.OutPort))
 	}
 	for _, fl := range flowFlagNames {
 		if fm.Flags&fl.bit != 0 {
@@ -1317,7 +1368,7 @@ func formatFlowMod(fm *ofp.FlowMod, v ofp.Version) string {
 	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict {
 		return strings.TrimSuffix(b.String(), " ")
 	}
-	b.WriteString("actions=" + formatActions(fm.Actions, v, nil))
+	b.WriteString("actions=" + ofp.FormatActions(fm.Actions, v, nil))
 	return b.String()
 }
 
@@ -1418,7 +1469,7 @@ func (o *ofctl) dumpPorts(args []string) error {
 		return err
 	}
 	// OVS's learns the names for --names after the statistics.
-	var pn portNames
+	var pn ofp.PortNames
 	if o.showNames() {
 		ports, err := o.fetchPorts(args[0])
 		if err != nil {
@@ -1438,7 +1489,7 @@ func (o *ofctl) dumpPorts(args []string) error {
 			if s.No < 10 {
 				b.WriteByte(' ')
 			}
-			fmt.Fprintf(&b, "%s: rx pkts=%s, bytes=%s, drop=%s, errs=%s, frame=%s, over=%s, crc=%s\n", pn.port(s.No),
+			fmt.Fprintf(&b, "%s: rx pkts=%s, bytes=%s, drop=%s, errs=%s, frame=%s, over=%s, crc=%s\n", pn.Port(s.No),
 				statCount(s.RxPackets), statCount(s.RxBytes), statCount(s.RxDropped), statCount(s.RxErrors),
 				statCount(s.RxFrameErr), statCount(s.RxOverErr), statCount(s.RxCRCErr))
 			fmt.Fprintf(&b, "           tx pkts=%s, bytes=%s, drop=%s, errs=%s, coll=%s\n", statCount(s.TxPackets),
@@ -1520,7 +1571,7 @@ func (o *ofctl) queueStats(args []string) error {
 			if q.Queue == 0xffffffff {
 				name = "ALL"
 			}
-			fmt.Fprintf(&b, "  port %s queue %s: bytes=%s, pkts=%s, errors=%s, duration=", portNames(nil).port(q.Port), name,
+			fmt.Fprintf(&b, "  port %s queue %s: bytes=%s, pkts=%s, errors=%s, duration=", ofp.PortNames(nil).Port(q.Port), name,
 				statCount(q.TxBytes), statCount(q.TxPackets), statCount(q.TxErrors))
 			if q.Duration >= 0 {
 				b.WriteString(formatDuration(q.Duration))
@@ -1594,7 +1645,7 @@ func (o *ofctl) modPort(args []string) error {
 		}
 		name := func(bit uint32) string { return cfg[bit] }
 		return fmt.Sprintf(" port: %s: addr:%s\n     config: %s\n     mask:   %s\n     advertise: UNCHANGED",
-			portNames(nil).port(pm.Port), flow.MAC(pm.HWAddr), bitNames(pm.Config, name), bitNames(pm.Mask, name))
+			ofp.PortNames(nil).Port(pm.Port), flow.MAC(pm.HWAddr), bitNames(pm.Config, name), bitNames(pm.Mask, name))
 	}
 	return o.sendWithBarriers(vc, [][]byte{msg}, []string{"OFPT_PORT_MOD"}, []func() string{describe})
 }
@@ -1704,8 +1755,8 @@ func (o *ofctl) packetOut(args []string) error {
 		names[i] = "OFPT_PACKET_OUT"
 		v := vc.v
 		describe[i] = func() string {
-			return fmt.Sprintf(" in_port=%s actions=%s data_len=%d", portNames(nil).port(po.InPort),
-				formatActions(po.Actions, v, nil), len(po.Data))
+			return fmt.Sprintf(" in_port=%s actions=%s data_len=%d", ofp.PortNames(nil).Port(po.InPort),
+				ofp.FormatActions(po.Actions, v, nil), len(po.Data))
 		}
 	}
 	return o.sendWithBarriers(vc, msgs, names, describe)
@@ -1836,7 +1887,7 @@ func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
 }
 
 // formatGroup formats a group as ofp_print_group.
-func formatGroup(g *ofp.GroupDesc, v ofp.Version, pn portNames) string {
+func formatGroup(g *ofp.GroupDesc, v ofp.Version, pn ofp.PortNames) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group_id=%d,type=", g.ID)
 	if int(g.Type) < len(groupTypes) {
@@ -1874,12 +1925,12 @@ func formatGroup(g *ofp.GroupDesc, v ofp.Version, pn portNames) string {
 			fmt.Fprintf(&b, "weight:%d,", bk.Weight)
 		}
 		if bk.WatchPort != ofp.PortAny {
-			fmt.Fprintf(&b, "watch_port:%s,", pn.port(bk.WatchPort))
+			fmt.Fprintf(&b, "watch_port:%s,", pn.Port(bk.WatchPort))
 		}
 		if bk.WatchGroup != ofp.GroupAny {
 			fmt.Fprintf(&b, "watch_group:%d,", bk.WatchGroup)
 		}
-		b.WriteString("actions=" + formatActions(bk.Actions, v, pn))
+		b.WriteString("actions=" + ofp.FormatActions(bk.Actions, v, pn))
 	}
 	return b.String()
 }

@@ -275,10 +275,8 @@ func parsePort(s string, ports portResolver) (uint32, error) {
 		}
 		return uint32(n), nil
 	}
-	for _, r := range reservedPorts {
-		if strings.EqualFold(r.name, s) || r.name == "ANY" && strings.EqualFold(s, "NONE") {
-			return r.no, nil
-		}
+	if p, ok := ofp.ReservedPort(s); ok {
+		return p, nil
 	}
 	name := s
 	if len(s) >= 2 && s[0] == '"' {
@@ -342,14 +340,14 @@ func parseField(m *ofp.Match, key, value string, ports portResolver) error {
 		k.NwFrag, mk.NwFrag = f[0], f[1]
 		return nil
 	case "ct_state":
-		v, msk, err := parseFlags(value, ctStateNames[:], 0xff, "ct_state")
+		v, msk, err := parseFlags(value, ofp.CTStateNames[:], 0xff, "ct_state")
 		if err != nil {
 			return err
 		}
 		k.CtState, mk.CtState = uint8(v), uint8(msk)
 		return nil
 	case "tcp_flags":
-		v, msk, err := parseFlags(value, tcpFlagNames[:9], 0x0fff, "tcp_flags")
+		v, msk, err := parseFlags(value, ofp.TCPFlagNames[:9], 0x0fff, "tcp_flags")
 		if err != nil {
 			return err
 		}
@@ -595,53 +593,6 @@ func parseMAC(s string) ([6]byte, error) {
 	return m, nil
 }
 
-// parseRef parses "NAME[]", "NAME[N]" or "NAME[A..B]" (a field's NXM
-// or OVS name) as mf_parse_subfield.
-func parseRef(s string) (ofp.FieldRef, error) {
-	name, rng, ok := strings.Cut(s, "[")
-	if !ok || !strings.HasSuffix(rng, "]") {
-		return ofp.FieldRef{}, fmt.Errorf("%s: missing [ at end of field name", s)
-	}
-	rng = strings.TrimSuffix(rng, "]")
-	var fd *ofp.Field
-	for f, nxm := range nxmNames {
-		if strings.EqualFold(nxm, name) {
-			fd = ofp.FieldByName(f)
-			break
-		}
-	}
-	if fd == nil {
-		fd = fieldOf(name)
-	}
-	if fd == nil {
-		return ofp.FieldRef{}, fmt.Errorf("%s: unknown field `%s'", s, name)
-	}
-	width := fd.Bits()
-	ref := ofp.FieldRef{Field: fd, Ofs: 0, NBits: width}
-	switch {
-	case rng == "":
-	case strings.Contains(rng, ".."):
-		a, b, _ := strings.Cut(rng, "..")
-		lo, err1 := strconv.Atoi(a)
-		hi, err2 := strconv.Atoi(b)
-		if err1 != nil || err2 != nil || lo > hi {
-			return ofp.FieldRef{}, fmt.Errorf("%s: syntax error expecting [] or [<bit>] or [<start>..<end>]", s)
-		}
-		ref.Ofs, ref.NBits = lo, hi-lo+1
-	default:
-		bit, err := strconv.Atoi(rng)
-		if err != nil {
-			return ofp.FieldRef{}, fmt.Errorf("%s: syntax error expecting [] or [<bit>] or [<start>..<end>]", s)
-		}
-		ref.Ofs, ref.NBits = bit, 1
-	}
-	if ref.Ofs+ref.NBits > width {
-		return ofp.FieldRef{}, fmt.Errorf("%s: %d-bit field %s[%d..%d] exceeds %d-bit field %s", s, ref.NBits, name,
-			ref.Ofs, ref.Ofs+ref.NBits-1, width, name)
-	}
-	return ref, nil
-}
-
 // splitActions splits an action list at top-level commas.
 func splitActions(s string) []string {
 	var parts []string
@@ -678,7 +629,9 @@ func parseActions(s string, ports portResolver) ([]ofp.Action, error) {
 		key, arg := item, ""
 		if i := strings.IndexAny(item, ":=("); i >= 0 {
 			key, arg = item[:i], item[i+1:]
-			if item[i] == '(' {
+			// "check_pkt_larger(LEN)->DST" keeps its ")->DST", as in
+			// ofputil_parse_key_value.
+			if item[i] == '(' && !strings.Contains(arg, ")->") {
 				if !strings.HasSuffix(arg, ")") {
 					return nil, fmt.Errorf("%s: unbalanced parentheses", item)
 				}
@@ -713,8 +666,15 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	one := func(a ofp.Action) ([]ofp.Action, error) { return []ofp.Action{a}, nil }
 	name := key                // a port's name keeps its case
 	key = strings.ToLower(key) // OVS's action names are case-insensitive
+	if p, ok := nxParsers[key]; ok {
+		a, err := p(arg, ports)
+		if err != nil {
+			return nil, err
+		}
+		return one(a)
+	}
 	switch key {
-	case "output":
+	case "output", "output_reg":
 		if strings.Contains(arg, "[") {
 			ref, err := parseRef(arg)
 			if err != nil {
@@ -832,22 +792,11 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Load(ref, n))
 	case "move":
-		src, dst, ok := strings.Cut(arg, "->")
-		if !ok {
-			return nil, fmt.Errorf("%s: missing `->' following source", arg)
-		}
-		s, err := parseRef(src)
+		m, err := parseMove(arg)
 		if err != nil {
 			return nil, err
 		}
-		d, err := parseRef(dst)
-		if err != nil {
-			return nil, err
-		}
-		if s.NBits != d.NBits {
-			return nil, fmt.Errorf("%s: source field is %d bits wide but destination is %d bits wide", arg, s.NBits, d.NBits)
-		}
-		return one(ofp.Action{Type: ofp.ActMove, Src: s, Dst: d})
+		return one(m)
 	case "push", "pop":
 		ref, err := parseRef(arg)
 		if err != nil {
@@ -884,11 +833,6 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		return one(ofp.Action{Type: ofp.ActCTClear})
 	case "exit":
 		return one(ofp.Action{Type: ofp.ActExit})
-	case "dec_ttl":
-		if arg != "" {
-			return nil, errors.New("govs' ovs-ofctl does not support dec_ttl with controller ids")
-		}
-		return one(ofp.Action{Type: ofp.ActDecTTL})
 	case "clear_actions":
 		return one(ofp.Action{Type: ofp.ActClearActions})
 	case "note":
@@ -961,13 +905,9 @@ func parseController(arg string) ([]ofp.Action, error) {
 			}
 			a.MaxLen = uint16(n)
 		case "reason":
-			found := false
-			for i, r := range pinReasons {
-				if r == v {
-					a.Reason, found = uint8(i), true
-				}
-			}
-			if !found {
+			r, ok := ofp.PacketInReason(v)
+			a.Reason = r
+			if !ok {
 				return nil, fmt.Errorf("unknown reason \"%s\"", v)
 			}
 		case "id":
@@ -976,6 +916,20 @@ func parseController(arg string) ([]ofp.Action, error) {
 				return nil, err
 			}
 			a.ControllerID = uint16(n)
+		case "userdata":
+			data, err := parseHexArg(v)
+			if err != nil {
+				return nil, errors.New("bad hex digit in `controller' action `userdata'")
+			}
+			a.Userdata = data
+		case "pause":
+			a.Pause = true
+		case "meter_id":
+			n, err := strconv.ParseUint(v, 0, 32)
+			if err != nil {
+				return nil, fmt.Errorf("invalid numeric format %s", v)
+			}
+			a.ID = uint32(n)
 		default:
 			return nil, fmt.Errorf("%s: govs' ovs-ofctl does not support this controller argument", k)
 		}
@@ -1155,4 +1109,26 @@ func parseNATRange(n *ofp.NAT, s string) error {
 		}
 	}
 	return nil
+}
+
+// parseHexArg parses hex bytes, optionally separated by '.', as
+// OVS's parse_hex_bytes does for userdata.
+func parseHexArg(s string) ([]byte, error) {
+	var data []byte
+	for len(s) > 0 {
+		if s[0] == '.' {
+			s = s[1:]
+			continue
+		}
+		if len(s) < 2 {
+			return nil, fmt.Errorf("%s: hex digits expected", s)
+		}
+		b, err := strconv.ParseUint(s[:2], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("%s: hex digits expected", s)
+		}
+		data = append(data, byte(b))
+		s = s[2:]
+	}
+	return data, nil
 }

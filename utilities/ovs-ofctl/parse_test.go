@@ -36,6 +36,18 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "ip,actions=ct(commit,nat(src=10.0.0.1-10.0.0.9:100-200,persistent,random))",
 			"ip actions=ct(commit,nat(src=10.0.0.1-10.0.0.9:100-200,persistent,random))"},
 		{ofp.V10, "ipv6,actions=ct(commit,nat(src=[fe80::1]-[fe80::5]:80))", "ipv6 actions=ct(commit,nat(src=[fe80::1]-[fe80::5]:80))"},
+		{ofp.V10, "ip,actions=learn(table=2,limit=10,result_dst=reg3[5],eth_type=0x800,ip_dst=ip_src,nw_proto=6,load:0xabcdef->xxreg0[3..50],nw_src=10.0.0.1,in_port=99)",
+			"ip actions=learn(table=2,limit=10,result_dst=NXM_NX_REG3[5],eth_type=0x800,NXM_OF_IP_DST[]=NXM_OF_IP_SRC[],nw_proto=6,load:0xabcdef->NXM_NX_XXREG0[3..50],ip_src=10.0.0.1,in_port=99)"},
+		{ofp.V10, "tcp,actions=learn(NXM_NX_REG0[0..3]=5,output:NXM_NX_REG0[0..15]),fin_timeout(idle_timeout=5)",
+			"tcp actions=learn(table=1,NXM_NX_REG0[0..3]=0x5,output:NXM_NX_REG0[0..15]),fin_timeout(idle_timeout=5)"},
+		{ofp.V10, "actions=multipath(symmetric_l3l4+udp,1024,iter_hash,5000,5000,reg1[0..12])",
+			"actions=multipath(symmetric_l3l4+udp,1024,iter_hash,5000,5000,NXM_NX_REG1[0..12])"},
+		{ofp.V10, "actions=bundle(symmetric_l4,60,active_backup,ofport,slaves:1,2,3)", "actions=bundle(symmetric_l4,60,active_backup,ofport,members:1,2,3)"},
+		{ofp.V10, "actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:4,8)", "actions=bundle_load(eth_src,0,hrw,ofport,NXM_NX_REG0[],members:4,8)"},
+		{ofp.V10, "ip,actions=check_pkt_larger(1500)->NXM_NX_REG0[0],resubmit(,1)", "ip actions=check_pkt_larger(1500)->NXM_NX_REG0[0],resubmit(,1)"},
+		{ofp.V10, "ip,actions=dec_ttl(1,2,3),controller(userdata=01.02.03,pause,meter_id=3),output_reg:NXM_NX_REG1[0..15]",
+			"ip actions=dec_ttl(1,2,3),controller(userdata=01.02.03,pause,meter_id=3),output:NXM_NX_REG1[0..15]"},
+		{ofp.V10, "actions=resubmit:1,resubmit(2,),resubmit(,3)", "actions=resubmit:1,resubmit:2,resubmit(,3)"},
 	} {
 		fs, err := parseFlow(tc.in, parseAdd, nil)
 		if err != nil {

@@ -1,9 +1,6 @@
 package ofproto
 
 import (
-	"encoding/hex"
-	"strings"
-
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -193,7 +190,7 @@ func sameLearned(r *rule, fm *ofp.FlowMod) bool {
 		len(r.actions) != len(fm.Actions) {
 		return false
 	}
-	return formatActions(r.actions) == formatActions(fm.Actions)
+	return ofp.FormatActions(r.actions, 0, nil) == ofp.FormatActions(fm.Actions, 0, nil)
 }
 
 // deleteLearned removes, from ft, the flows learned by the learn actions
@@ -301,33 +298,4 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	gen := gens.Add(1)
 	ft.mutable(r.table, gen).put(&nr, cur, gen)
 	br.tables.Store(&ft)
-}
-
-// formatLearn formats a learn action as OVS's learn_format; field
-// ranges as nxmRef, whole-field immediates in hexadecimal.
-func formatLearn(l *ofp.Learn) string {
-	return l.Format(nxmRef, func(_ *ofp.Field, v []byte) string { return "0x" + hex.EncodeToString(v) })
-}
-
-// nxmRef formats a field range with the field's NXM or OXM name, as OVS's
-// mf_format_subfield (the name from the field's header class).
-func nxmRef(r ofp.FieldRef) string {
-	name := strings.ToUpper(r.Field.Name)
-	switch r.Field.NXM >> 16 {
-	case 0:
-		name = "NXM_OF_" + name
-	case 1:
-		name = "NXM_NX_" + name
-	default:
-		name = "OXM_OF_" + name
-	}
-	return formatRefNamed(name, r)
-}
-
-func formatActions(acts []ofp.Action) string {
-	parts := make([]string, len(acts))
-	for i := range acts {
-		parts[i] = formatAction(&acts[i])
-	}
-	return strings.Join(parts, ",")
 }

@@ -55,7 +55,7 @@ func TestLearnMACLearning(t *testing.T) {
 	}
 	learned := tableFlows(br, 10)
 	want := "table_id=10, n_packets=0, n_bytes=0, priority=32768,vlan_tci=0x0000/0x0fff,dl_dst=" + macA +
-		",actions=set_field:0x00000001/0x0000ffff->reg0"
+		",actions=load:0x1->NXM_NX_REG0[0..15]"
 	if len(learned) != 1 || !strings.HasSuffix(learned[0], want) {
 		t.Fatalf("learned:\n%s\nwant ...%s", strings.Join(learned, "\n"), want)
 	}
@@ -163,7 +163,7 @@ func TestFormatLearn(t *testing.T) {
 	}}
 	want := "learn(table=10,idle_timeout=10,delete_learned,cookie=0x5,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[]," +
 		"load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15],load:0x5->NXM_NX_REG1[],output:NXM_NX_REG2[0..15])"
-	if got := formatLearn(l); got != want {
+	if got := formatAction(&ofp.Action{Type: ofp.ActLearn, Learn: l}); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

@@ -23,7 +23,15 @@ import (
 // that OVS's flow_format shows after a tag. tunMD is the tun_metadata
 // fields' text (see ofp.FormatTunMD), shown after the other tunnel fields.
 func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool, tunMD string) string {
+	return formatMatchOF(k, m, inPort, megaflow, tagged2, tunMD, "", "", "")
+}
+
+// formatMatchOF is formatMatch with the OpenFlow fields a datapath key
+// does not hold, each "name=value," items at its place in match_format:
+// mark (pkt_mark) first, regs before the tunnel, metadata after it.
+func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool, tunMD, mark, regs, metadata string) string {
 	var b strings.Builder
+	b.WriteString(mark)
 	put := func(format string, args ...any) {
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte(',')
@@ -67,8 +75,10 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 			skipType = false
 		}
 	}
+	b.WriteString(regs)
 	formatTunnel(put, k, m)
 	b.WriteString(tunMD)
+	b.WriteString(metadata)
 	if m.InPort != 0 {
 		put("in_port=%s", inPort)
 	}
@@ -138,32 +148,7 @@ func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 boo
 		putMAC("arp_sha", k.ArpSHA, m.ArpSHA)
 		putMAC("arp_tha", k.ArpTHA, m.ArpTHA)
 	}
-	if m.NwTOS&0xfc != 0 {
-		put("nw_tos=%d", k.NwTOS&0xfc)
-	}
-	if m.NwTOS&0x03 != 0 {
-		put("nw_ecn=%d", k.NwTOS&0x03)
-	}
-	if m.NwTTL != 0 {
-		put("nw_ttl=%d", k.NwTTL)
-	}
-	switch m.NwFrag & (flow.FragAny | flow.FragLater) {
-	case flow.FragAny | flow.FragLater:
-		s := "no"
-		switch {
-		case k.NwFrag&flow.FragAny != 0 && k.NwFrag&flow.FragLater != 0:
-			s = "later"
-		case k.NwFrag&flow.FragAny != 0:
-			s = "first"
-		case k.NwFrag&flow.FragLater != 0:
-			s = "<error>"
-		}
-		put("nw_frag=%s", s)
-	case flow.FragAny:
-		put("nw_frag=%s", map[bool]string{true: "yes", false: "no"}[k.NwFrag&flow.FragAny != 0])
-	case flow.FragLater:
-		put("nw_frag=%s", map[bool]string{true: "later", false: "not_later"}[k.NwFrag&flow.FragLater != 0])
-	}
+	ofp.FormatIPMatch(put, k, (*flow.Key)(m))
 	putU16 := func(name string, v, mk uint16) {
 		switch mk {
 		case 0:

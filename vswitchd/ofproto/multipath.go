@@ -65,16 +65,7 @@ func (x *xlate) regLoad(ref ofp.FieldRef, v uint64) {
 	if val != 0 {
 		s = fmt.Sprintf("%#x", val)
 	}
-	x.report("->", "%s is now %s", nxmRef(ref), s)
-}
-
-// formatBundle formats bd as OVS's bundle_format.
-func formatBundle(bd *ofp.Bundle) string {
-	dst := ""
-	if bd.Load {
-		dst = nxmRef(bd.Dst)
-	}
-	return bd.Format(func(p uint16) string { return ofPortString(ofp.MemberPort(p)) }, dst)
+	x.report("->", "%s is now %s", ofp.FormatRef(ref), s)
 }
 
 // checkDst refuses a destination the translation cannot set or whose

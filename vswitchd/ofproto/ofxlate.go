@@ -110,6 +110,10 @@ func (x *xlate) pipeline(in *port) {
 		x.of = saved
 		return
 	}
+	if x.trace != nil && saved == nil && x.traceStart == nil {
+		start := x.of.flow // with its tun_metadata, as it enters table 0
+		x.traceStart = &start
+	}
 	mark := x.markGate()
 	if in.srcMirrors != 0 {
 		x.mirrorPacket(in, in.srcMirrors)
@@ -123,6 +127,10 @@ func (x *xlate) pipeline(in *port) {
 		x.executeActionSet(x.of.lastTable)
 	}
 	x.cancelGate(in, mark)
+	if x.trace != nil && saved == nil && x.traceFinal == nil {
+		final := x.of.flow
+		x.traceFinal = &final
+	}
 	x.mergeWC()
 	x.key = orig
 	x.of = saved

@@ -84,7 +84,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	if !k.HasTunnel() {
 		clearTunnelMask(&u.Mask)
 	}
-	fmt.Fprintf(&out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
+	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
 		formatMatch(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC)), x.acts)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
@@ -260,4 +260,28 @@ func (b *Backer) TraceODP(flow string) (string, error) {
 		return "", fmt.Errorf("no OpenFlow port for datapath port %d", in)
 	}
 	return b.Trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match))
+}
+
+// traceFinalFlow is ofproto/trace's "Final flow:": "unchanged", or the
+// first bridge's flow after its actions as OVS's flow_format shows it
+// (its packet fields, and the registers, metadata and mark not zero).
+func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
+	if x.traceStart == nil || x.traceFinal == nil || *x.traceStart == *x.traceFinal {
+		return "unchanged"
+	}
+	f := x.traceFinal
+	k := f.Key
+	var mark, regs, meta string
+	if f.PktMark != 0 {
+		mark = fmt.Sprintf("pkt_mark=%#x,", f.PktMark)
+	}
+	for i, r := range f.Regs {
+		if r != 0 {
+			regs += fmt.Sprintf("reg%d=%#x,", i, r)
+		}
+	}
+	if f.Metadata != 0 {
+		meta = fmt.Sprintf("metadata=%#x,", f.Metadata)
+	}
+	return formatMatchOF(&k, ptr(packetMask(&k)), ofp.PortNames(nil).Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, regs, meta)
 }

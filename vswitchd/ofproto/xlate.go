@@ -124,6 +124,9 @@ type xlate struct {
 	// tunMDWC, in a trace, collects the tun_metadata bits the flow
 	// tables consulted (for the Megaflow line).
 	tunMDWC *ofp.Flow
+	// traceStart and traceFinal, in a trace, are the first bridge's
+	// OpenFlow flow before and after its actions (OVS's "Final flow:").
+	traceStart, traceFinal *ofp.Flow
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32

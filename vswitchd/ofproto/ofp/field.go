@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"strconv"
 
 	"github.com/govs/govs/datapath/flow"
 )
@@ -370,12 +371,7 @@ func setTunAddr(a *[16]byte, b []byte) {
 	copy(a[12:], b)
 }
 
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return "1" + string(rune('0'+i-10))
-}
+func itoa(i int) string { return strconv.Itoa(i) }
 
 // FieldByID returns the field id, nil if unknown.
 func FieldByID(id FieldID) *Field {
