@@ -185,7 +185,11 @@ func run() error {
 		})
 		registerSyncCommands(u, srv)
 		registerDBCommands(u, srv)
+		registerRefusedCommands(u)
 	}
+	memStop := make(chan struct{})
+	defer close(memStop)
+	daemon.MemoryMonitor(log, d.Unixctl, srv.MemoryUsage, memStop)
 	d.HandleSignals(func(os.Signal) {
 		select {
 		case exit <- struct{}{}:
