@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,13 +21,8 @@ const memoryCheckInterval = 10 * time.Second
 // pairs sorted by key, separated by spaces, and a newline (which
 // unixctl_command_reply adds).
 func MemoryReport(usage map[string]uint64) string {
-	keys := make([]string, 0, len(usage))
-	for k := range usage {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var b strings.Builder
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(usage)) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}

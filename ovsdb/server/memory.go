@@ -1,6 +1,11 @@
 package server
 
-import "github.com/govs/govs/ovsdb/db"
+import (
+	"maps"
+	"slices"
+
+	"github.com/govs/govs/ovsdb/db"
+)
 
 // MemoryUsage returns what ovsdb-server's memory/show reports, with the
 // keys and the rules for when each appears of OVS 3.1's
@@ -26,15 +31,9 @@ func (s *Server) MemoryUsage() map[string]uint64 {
 			usage[k] += uint64(n)
 		}
 	}
+	sessions := s.sessionList()
 	s.mu.Lock()
-	sessions := make([]*session, 0, len(s.sessions))
-	for ss := range s.sessions {
-		sessions = append(sessions, ss)
-	}
-	entries := make([]*dbEntry, 0, len(s.dbs))
-	for _, e := range s.dbs {
-		entries = append(entries, e)
-	}
+	entries := slices.Collect(maps.Values(s.dbs))
 	s.mu.Unlock()
 
 	add("sessions", len(sessions))

@@ -469,13 +469,8 @@ func selectBits(initial, insert, del, modify bool) byte {
 // dbmonKey renders what ovsdb_monitor_equal compares: per table (sorted),
 // its select and its columns, sorted, each with its select.
 func dbmonKey(tables map[string]*monTable) string {
-	names := make([]string, 0, len(tables))
-	for n := range tables {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(tables)) {
 		mt := tables[n]
 		fmt.Fprintf(&b, "%s/%d:", n, selectBits(mt.initial, mt.insert, mt.delete, mt.modify))
 		cols := make([]string, len(mt.cols))

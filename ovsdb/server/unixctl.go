@@ -71,13 +71,7 @@ func (s *Server) RegisterCommands(u *daemon.UnixctlServer, exit func()) {
 // Reconnect drops every client session, as ovsdb-server/reconnect does:
 // clients connect again (and sessions of active remotes are reopened).
 func (s *Server) Reconnect() {
-	s.mu.Lock()
-	sessions := make([]*session, 0, len(s.sessions))
-	for ss := range s.sessions {
-		sessions = append(sessions, ss)
-	}
-	s.mu.Unlock()
-	for _, ss := range sessions {
+	for _, ss := range s.sessionList() {
 		s.rpcLog.Infof("%s: disconnecting (user ran ovsdb-server/reconnect)", ss.conn.Name())
 		ss.conn.Close()
 	}
