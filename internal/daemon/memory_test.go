@@ -1,9 +1,9 @@
 package daemon
 
 import (
-	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 )
@@ -18,25 +18,6 @@ func TestMemoryReport(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a console the monitor's goroutine writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestMemoryMonitorLogs checks the first report's lines, as lib/memory.c
 // logs them (the process started memoryCheckInterval ago, so the check is
 // due at once).
@@ -44,17 +25,25 @@ func TestMemoryMonitorLogs(t *testing.T) {
 	saved := processStart
 	processStart = time.Now().Add(-memoryCheckInterval)
 	defer func() { processStart = saved }()
-	var out lockedBuffer
-	log := NewLogger(&out)
+	log := NewLogger(nil)
+	file := filepath.Join(t.TempDir(), "memory.log")
+	if err := log.SetLogFile(file); err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	out := func() string {
+		b, _ := os.ReadFile(file)
+		return string(b)
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	MemoryMonitor(log, nil, func() map[string]uint64 { return map[string]uint64{"monitors": 1, "cells": 20} }, stop)
 	want := regexp.MustCompile(`\|memory\|INFO\|\d+ kB peak resident set size after 1\d\.\d seconds\n` +
 		`.*\|memory\|INFO\|cells:20 monitors:1\n$`)
 	deadline := time.Now().Add(10 * time.Second)
-	for !want.MatchString(out.String()) {
+	for !want.MatchString(out()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("log: %q", out.String())
+			t.Fatalf("log: %q", out())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
