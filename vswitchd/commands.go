@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"runtime/metrics"
-	"slices"
-	"strings"
 
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/netdev/tunnel"
@@ -104,20 +101,7 @@ func (v *switchd) memoryShow() string {
 	usage["goroutines"] = uint64(runtime.NumGoroutine())
 	usage["heap-live-kB"] = sampleUint(ms[0]) / 1024
 	usage["heap-inuse-kB"] = (sampleUint(ms[1]) + sampleUint(ms[2])) / 1024
-	keys := make([]string, 0, len(usage))
-	for k := range usage {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s:%d", k, usage[k])
-	}
-	b.WriteByte('\n')
-	return b.String()
+	return daemon.MemoryReport(usage)
 }
 
 func sampleUint(s metrics.Sample) uint64 {

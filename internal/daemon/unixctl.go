@@ -245,7 +245,7 @@ func (s *UnixctlServer) registerBuiltins(program, version string, log *Logger) {
 	s.Register("vlog/list-pattern", "", 0, 0, func([]string) (string, error) {
 		return log.ListPatterns(), nil
 	})
-	s.Register("vlog/set", "[spec]...", 0, math.MaxInt, func(args []string) (string, error) {
+	s.Register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, math.MaxInt, func(args []string) (string, error) {
 		for _, a := range args {
 			if err := log.Set(a); err != nil {
 				return "", err

@@ -47,7 +47,7 @@ const wantListCommands = `The available commands are:
   vlog/list               
   vlog/list-pattern       
   vlog/reopen             
-  vlog/set                [spec]...
+  vlog/set                {spec | PATTERN:destination:pattern}
 `
 
 func TestUnixctlCall(t *testing.T) {

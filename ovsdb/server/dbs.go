@@ -131,13 +131,18 @@ func (s *Server) restartReplication() {
 // (ovsdb-server/disable-monitor-cond, for testing clients' fallback).
 func (s *Server) DisableMonitorCond() {
 	s.noMonitorCond.Store(true)
+	for _, ss := range s.sessionList() {
+		ss.conn.Close()
+	}
+}
+
+// sessionList returns the client sessions open now.
+func (s *Server) sessionList() []*session {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	sessions := make([]*session, 0, len(s.sessions))
 	for ss := range s.sessions {
 		sessions = append(sessions, ss)
 	}
-	s.mu.Unlock()
-	for _, ss := range sessions {
-		ss.conn.Close()
-	}
+	return sessions
 }

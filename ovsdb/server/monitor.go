@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/govs/govs/ovsdb/db"
@@ -39,6 +40,12 @@ type monitor struct {
 	// monitor_cond_change, whose conditions it no longer describes.
 	// Guarded by ss.mu.
 	shareKey string
+	// dbmonKey is equal for monitors that ovsdb-server would serve from
+	// one struct ovsdb_monitor (ovsdb_monitor_equal: the same tables,
+	// table selects and columns with their selects; neither the update
+	// version nor the conditions count): memory/show's "monitors" counts
+	// the distinct keys. Immutable.
+	dbmonKey string
 
 	mu      sync.Mutex                     // guards the fields below
 	pending map[string]map[db.UUID]*change // changes not yet sent
@@ -55,6 +62,7 @@ type change struct{ old, new *db.Row }
 type monTable struct {
 	t       *db.Table
 	cols    []*db.Column
+	colSel  []byte // each column's request's select bits (selInitial...)
 	initial bool
 	insert  bool
 	delete  bool
@@ -447,6 +455,35 @@ func parseMonitorRequests(e *dbEntry, raw json.RawMessage, version int) (map[str
 	return tables, nil
 }
 
+// selectBits packs a monitor request's select flags.
+func selectBits(initial, insert, del, modify bool) byte {
+	var b byte
+	for i, f := range []bool{initial, insert, del, modify} {
+		if f {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// dbmonKey renders what ovsdb_monitor_equal compares: per table (sorted),
+// its select and its columns, sorted, each with its select.
+func dbmonKey(tables map[string]*monTable) string {
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(tables)) {
+		mt := tables[n]
+		fmt.Fprintf(&b, "%s/%d:", n, selectBits(mt.initial, mt.insert, mt.delete, mt.modify))
+		cols := make([]string, len(mt.cols))
+		for i, c := range mt.cols {
+			cols[i] = fmt.Sprintf("%s/%d", c.Name, mt.colSel[i])
+		}
+		sort.Strings(cols)
+		b.WriteString(strings.Join(cols, ","))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
 // parseRequest parses one <monitor-request> into mt.
 func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.Column]bool) *ovsdbError {
 	t := mt.t
@@ -495,6 +532,7 @@ func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.
 	mt.insert = mt.insert || insert
 	mt.delete = mt.delete || del
 	mt.modify = mt.modify || modify
+	sel := selectBits(initial, insert, del, modify)
 
 	if cols, ok := members["columns"]; ok {
 		var names []json.RawMessage
@@ -513,6 +551,7 @@ func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.
 			}
 			seen[c] = true
 			mt.cols = append(mt.cols, c)
+			mt.colSel = append(mt.colSel, sel)
 		}
 	} else {
 		for _, c := range t.Columns {
@@ -521,10 +560,12 @@ func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.
 			}
 			seen[c] = true
 			mt.cols = append(mt.cols, c)
+			mt.colSel = append(mt.colSel, sel)
 		}
 		if v := t.Column("_version"); v != nil && !seen[v] {
 			seen[v] = true
 			mt.cols = append(mt.cols, v)
+			mt.colSel = append(mt.colSel, sel)
 		}
 	}
 	if where, ok := members["where"]; ok {
@@ -592,6 +633,7 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	}
 	mon := &monitor{ss: ss, e: e, id: id, version: version, tables: tables,
 		shareKey: fmt.Sprintf("%d %s", version, compactJSON(params[2])),
+		dbmonKey: dbmonKey(tables),
 		pending:  map[string]map[db.UUID]*change{}}
 
 	// Take the initial contents (or what the client missed) and start

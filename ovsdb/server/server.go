@@ -85,6 +85,7 @@ type Server struct {
 	repl  replication
 
 	noMonitorCond atomic.Bool   // ovsdb-server/disable-monitor-cond
+	trimCompacted atomic.Bool   // ovsdb-server/memory-trim-on-compaction
 	commits       atomic.Uint64 // commits to every database, for the idle memory release
 
 	reconfig  chan struct{} // kicks the remotes reconfiguration
@@ -474,6 +475,10 @@ func (s *Server) compact(e *dbEntry) error {
 	})
 	if err != nil {
 		s.log.Errorf("%s: compaction failed: %v", e.name, err)
+	} else if s.trimCompacted.Load() {
+		// OVS calls malloc_trim(0): the heap the old snapshot
+		// and log took goes back to the system now.
+		debug.FreeOSMemory()
 	}
 	return err
 }

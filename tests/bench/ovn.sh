@@ -1,16 +1,17 @@
 #!/bin/bash
-# ovn.sh [-rounds N] [-govs PATH]: OVN's Northbound and Southbound databases on govs' ovsdb-server against
+# ovn.sh [-rounds N] [-govs PATH] [-base PATH]: OVN's Northbound and Southbound databases on govs' ovsdb-server against
 # Debian's, with Debian's ovn-northd on top (each database in an ovsdb-server of its own, as ovn-ctl runs
 # them). The workload: 200 ovn-nbctl calls of one command each (ls-add, lsp-add, lsp-set-addresses,
 # lsp-set-port-security, acl-add), one ovn-nbctl call of 200 such commands, then the time ovn-northd takes
 # to settle (`ovn-nbctl --wait=sb sync`). After it: the database files' sizes and the servers' RSS.
 # The two servers alternate round by round; prints medians and ratios (debian/govs for times, > 1: govs
 # faster; govs/debian for sizes, < 1: govs smaller). Needs Debian's openvswitch-switch and ovn-central.
+# -base PATH adds a third server, another govs build (before a change), in the same rounds.
 # Stops only the processes of its own pidfiles; needs no network namespace (unix sockets only).
 set -u
-rounds=2 govs=""
+rounds=2 govs="" base=""
 while [ $# -gt 0 ]; do
-  case "$1" in -rounds) rounds=$2; shift 2 ;; -govs) govs=$2; shift 2 ;; *) echo "usage: $0 [-rounds N] [-govs PATH]" >&2; exit 2 ;; esac
+  case "$1" in -rounds) rounds=$2; shift 2 ;; -govs) govs=$2; shift 2 ;; -base) base=$2; shift 2 ;; *) echo "usage: $0 [-rounds N] [-govs PATH] [-base PATH]" >&2; exit 2 ;; esac
 done
 top=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "$govs" ]; then
@@ -28,7 +29,7 @@ stop() { # stop the daemons of directory $1 by their pidfiles
     kill $pid 2>/dev/null; for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   done
 }
-cleanup() { stop $work/govs; stop $work/debian; rm -rf $work; }
+cleanup() { stop $work/govs; stop $work/debian; stop $work/base; rm -rf $work; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -56,6 +57,7 @@ rss() { awk '/^VmRSS/ {print $2}' /proc/$(cat $1)/status; } # kB
 measure() {
   local peer=$1 d=$work/$1 bin=/usr/sbin/ovsdb-server
   [ $peer = govs ] && bin=$govs
+  [ $peer = base ] && bin=$base
   rm -rf $d; mkdir -p $d
   export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVN_RUNDIR=$d OVN_LOGDIR=$d
   for db in nb sb; do
@@ -90,13 +92,14 @@ measure() {
 declare -A res
 for r in $(seq $rounds); do
   order="govs debian"; [ $((r % 2)) = 0 ] && order="debian govs"
+  [ -n "$base" ] && { order="govs base debian"; [ $((r % 2)) = 0 ] && order="debian base govs"; }
   for p in $order; do
     out=$(measure $p)
     echo "round $r $p: $out" >&2
     res[$p]="${res[$p]:-}$out;"
   done
 done
-python3 - "${res[govs]}" "${res[debian]}" <<'PY'
+python3 - "${res[govs]}" "${res[debian]}" "${res[base]:-}" <<'PY'
 import statistics, sys
 labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands", "s", True),
           ("ovn-northd settle (--wait=sb sync)", "s", True), ("NB file size", "KiB", False),
@@ -113,14 +116,24 @@ d, de = cols(sys.argv[2])
 if g is None or d is None:
     print("ovn.sh failed: govs: %s; debian: %s" % (ge or "ok", de or "ok"))
     sys.exit(1)
-print("| OVN workload (medians) | unit | debian ovsdb-server | govs ovsdb-server | ratio |")
-print("|---|---|---|---|---|")
+b, be = cols(sys.argv[3]) if sys.argv[3] else (None, None)
+if be:
+    print("ovn.sh: base failed: %s" % be)
+    sys.exit(1)
+print("| OVN workload (medians) | unit | debian ovsdb-server | govs ovsdb-server | ratio |" + (" govs-base | base ratio |" if b else ""))
+print("|---|---|---|---|---|" + ("---|---|" if b else ""))
 for i, (label, unit, time) in enumerate(labels):
     if time is None:
         ratio = "same" if g[i] == d[i] else "differ"
     else:
         ratio = "%.2fx" % ((d[i] / g[i]) if time else (g[i] / d[i])) if g[i] and d[i] else "n/a"
     f = "%.0f" if unit in ("KiB", "rows") else "%.2f" if unit == "s" else "%.1f"
-    print("| %s | %s | %s | %s | %s |" % (label, unit, f % d[i], f % g[i], ratio))
-print("ratios: debian/govs for times (> 1: govs faster), govs/debian for sizes (< 1: govs smaller)")
+    extra = ""
+    if b:
+        br = "same" if b[i] == d[i] else "differ"
+        if time is not None:
+            br = "%.2fx" % ((d[i] / b[i]) if time else (b[i] / d[i])) if b[i] and d[i] else "n/a"
+        extra = " %s | %s |" % (f % b[i], br)
+    print("| %s | %s | %s | %s | %s |%s" % (label, unit, f % d[i], f % g[i], ratio, extra))
+print("ratios: debian/govs for times (> 1: govs faster), govs/debian for sizes (< 1: govs smaller)" + ("; base ratio likewise for govs-base" if b else ""))
 PY
