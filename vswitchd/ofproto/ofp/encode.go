@@ -229,8 +229,15 @@ func (r *statsReply) start() {
 
 // nxSub is the Nicira statistics subtype of an nx reply.
 func (r *statsReply) nxSub() uint32 {
-	if r.kind == StatsAggregate {
+	switch r.kind {
+	case StatsAggregate:
 		return nxStatsAggregate
+	case StatsGroup:
+		return nxStatsGroup
+	case StatsGroupDesc:
+		return nxStatsGroupDesc
+	case StatsGroupFeatures:
+		return nxStatsGroupFeatures
 	}
 	return nxStatsFlow
 }
