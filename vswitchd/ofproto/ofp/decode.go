@@ -508,17 +508,7 @@ func decodeFlowStats(m *StatsRequest, body []byte, name string) (Message, error)
 	m.OutGroup = binary.BigEndian.Uint32(body[8:])
 	m.Cookie = binary.BigEndian.Uint64(body[16:])
 	m.CookieMask = binary.BigEndian.Uint64(body[24:])
-	if m.Version == V11 {
-		all, err := decodeMatch(m.Version, body[32:], name)
-		if err != nil {
-			return nil, err
-		}
-		if !all {
-			return nil, errorf(BadMatchType, name, "OpenFlow 1.1 standard matches are not supported")
-		}
-		return m, nil
-	}
-	match, rest, err := decodeOXMMatch(m.Version, body[32:])
+	match, rest, err := decodeMatch11(m.Version, body[32:])
 	if err != nil {
 		err.Name = name
 		return nil, err
