@@ -216,6 +216,8 @@ func (a Action) String() string {
 			return "userspace(pid=0,slow_path(lacp))"
 		}
 		return "userspace(pid=0,controller(cookie=" + strconv.FormatUint(uint64(a.Cookie), 10) + "))"
+	case ActionMeteredUserspace:
+		return "sample(sample=100.0%,actions(" + meterString(a.MeterID) + "," + Userspace(a.Cookie).String() + "))"
 	case ActionCT:
 		if a.CT != nil {
 			return formatCT(a.CT)

@@ -70,7 +70,14 @@ func (dp *Datapath) executeOps(p *packet.Packet, ops []op) {
 			if dp.meter(o.meter, pk[:], dp.clock()); pk[0] == nil {
 				return
 			}
-		case ActionUserspace:
+		case ActionUserspace, ActionMeteredUserspace:
+			if o.kind == ActionMeteredUserspace {
+				// Only the copy to userspace is metered; p goes on.
+				pk := [1]*packet.Packet{p}
+				if dp.meter(o.meter, pk[:], dp.clock()); pk[0] == nil {
+					break
+				}
+			}
 			if box := dp.upcaller.Load(); box != nil {
 				if h, ok := box.u.(UserspaceHandler); ok {
 					h.Userspace(o.cookie, p)

@@ -18,6 +18,26 @@ const ActionMeter ActionKind = 24
 // Meter returns the action that runs packets through meter id.
 func Meter(id uint32) Action { return Action{Kind: ActionMeter, MeterID: id} }
 
+// ActionMeteredUserspace is ActionUserspace (Cookie) for the packets meter
+// MeterID lets through; every packet goes on to the next action. It is
+// OVS's sample(sample=100.0%,actions(meter(M),userspace(...))), what
+// xlate_controller_action emits for a controller action with a meter.
+const ActionMeteredUserspace ActionKind = 25
+
+// MeteredUserspace returns the action that hands the packets meter lets
+// through to the UserspaceHandler with cookie.
+func MeteredUserspace(cookie, meter uint32) Action {
+	return Action{Kind: ActionMeteredUserspace, Cookie: cookie, MeterID: meter}
+}
+
+// metered returns the packets of pkts meter id lets through, in a copy
+// of pkts (nil for the others) that scratch may hold; pkts is unchanged.
+func (dp *Datapath) metered(id uint32, pkts, scratch []*packet.Packet, now int64) []*packet.Packet {
+	out := append(scratch[:0], pkts...)
+	dp.meter(id, out, now)
+	return out
+}
+
 // MaxMeters is how many meters the datapath holds, ids 0 to MaxMeters-1
 // (dpif-netdev's MAX_METERS); MaxMeterBands is the most bands per meter
 // (MAX_BANDS).

@@ -184,3 +184,35 @@ func BenchmarkMeter(b *testing.B) {
 		})
 	}
 }
+
+// userspaceCount is an Upcaller that counts its userspace actions' packets.
+type userspaceCount struct {
+	Upcaller
+	n atomic.Int64
+}
+
+func (u *userspaceCount) Userspace(cookie uint32, p *packet.Packet) { u.n.Add(1) }
+
+// A metered userspace action (a controller action with a meter) meters
+// only the copy to userspace: every packet goes on to the output.
+func TestDatapathMeteredUserspace(t *testing.T) {
+	r := newRigClock(t, 2, func() int64 { return 0 }) // no refill
+	if err := r.dp.MeterSet(5, MeterConfig{PktPS: true, Bands: []MeterBand{{Rate: 1, Burst: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	acts := Actions{MeteredUserspace(7, 5), Output(2)}
+	u := &userspaceCount{Upcaller: static(acts, &calls)}
+	r.dp.SetUpcall(u)
+	for i := 0; i < 10; i++ {
+		r.ports[1].Inject(frame())
+	}
+	r.rxDone(t, 1, 10)
+	dptest.Eventually(t, "10 frames on port 2", func() bool { return r.ports[2].NumSent() == 10 })
+	if u.n.Load() != 3 {
+		t.Errorf("%d packets to userspace, want the meter's burst of 3", u.n.Load())
+	}
+	if got, want := acts.String(), "sample(sample=100.0%,actions(meter(5),userspace(pid=0,controller(cookie=7)))),2"; got != want {
+		t.Errorf("actions format as %q, want %q", got, want)
+	}
+}

@@ -171,6 +171,8 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind, recirc: a.RecircID})
 		case ActionUserspace:
 			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie})
+		case ActionMeteredUserspace:
+			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie, meter: a.MeterID})
 		case ActionSet:
 			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
 		case ActionMeter:
@@ -199,7 +201,7 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 	// commit), a recirculation and a meter (its counters) are not.
 	for len(ops) > 0 {
 		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace || k == ActionMeter ||
-			k == ActionTnlPush || k == ActionTnlPop || k == ActionCheckPktLen {
+			k == ActionMeteredUserspace || k == ActionTnlPush || k == ActionTnlPop || k == ActionCheckPktLen {
 			break
 		}
 		ops = ops[:len(ops)-1]
@@ -896,16 +898,23 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 			}
 		case ActionCTClear:
 			clear(mds)
-		case ActionUserspace:
+		case ActionUserspace, ActionMeteredUserspace:
 			box := w.dp.upcaller.Load()
 			if box == nil {
 				break
 			}
-			if h, ok := box.u.(UserspaceHandler); ok {
-				for _, p := range pkts {
-					if p != nil {
-						h.Userspace(o.cookie, p)
-					}
+			h, ok := box.u.(UserspaceHandler)
+			if !ok {
+				break
+			}
+			up := pkts
+			if o.kind == ActionMeteredUserspace {
+				var scratch [64]*packet.Packet
+				up = w.dp.metered(o.meter, pkts, scratch[:], now)
+			}
+			for _, p := range up {
+				if p != nil {
+					h.Userspace(o.cookie, p)
 				}
 			}
 		case ActionRecirc:

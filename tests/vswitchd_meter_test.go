@@ -72,6 +72,11 @@ func TestOpenFlowMeterDifferential(t *testing.T) {
 			{"add-flow", "BR", "in_port=1,actions=meter:1,output:2"},
 			{"add-flow", "BR", "table=1,in_port=2,actions=meter:2,output:1"},
 			{"add-flow", "BR", "in_port=2,actions=meter:5,output:1"},
+			// controller(meter_id=N) meters the packet-ins only; a
+			// meter that does not exist is accepted (OVS logs it), and
+			// deleting the meter keeps the flow.
+			{"add-flow", "BR", "table=2,in_port=1,actions=controller(meter_id=1),output:2"},
+			{"add-flow", "BR", "table=2,in_port=3,actions=controller(reason=no_match,max_len=100,meter_id=9)"},
 			{"dump-flows", "BR"},
 			{"-O", "OpenFlow10", "dump-flows", "BR"},
 			{"meter-stats", "BR", "meter=1"},
@@ -94,6 +99,20 @@ func TestOpenFlowMeterDifferential(t *testing.T) {
 	}
 	// Meters need OpenFlow 1.3: ovs-ofctl says so itself.
 	compareOfctl(t, deb, govs, []string{"dump-meters", "BR"}, normalizeMeters)
+
+	// A controller action's meter: the datapath meters the packet-in's
+	// copy only (sample(meter, userspace)), the output takes every packet.
+	// Datapath meter ids and the userspace arguments are each switch's own.
+	for _, c := range [][]string{{"add-meter", "BR", "meter=1,pktps,band=type=drop,rate=10"},
+		{"add-flow", "BR", "priority=100,in_port=3,actions=controller(meter_id=1),output:2"}} {
+		compareOfctl(t, deb, govs, append([]string{"-O", "OpenFlow13"}, c...))
+	}
+	own := regexp.MustCompile(`meter\(\d+\)|userspace\(pid=0,controller\([^)]*\)\)`)
+	want := own.ReplaceAllString(deb.traceNested("in_port=3,ip"), "*")
+	got := own.ReplaceAllString(govs.traceNested("in_port=3,ip"), "*")
+	if got != want || !strings.HasPrefix(got, "sample(") {
+		t.Errorf("ofproto/trace in_port=3,ip: govs %q, Debian's %q", got, want)
+	}
 }
 
 // TestOpenFlowMeterTraffic: a 20 Mbit/s drop meter on the flow from one

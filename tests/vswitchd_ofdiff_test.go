@@ -15,10 +15,10 @@ import (
 // --bundle in 1.3–1.5, the group and meter tests their commands in 1.1+
 // and 1.3+; these add what was compared in no version or in few.
 //
-// Not compared, because govs still differs: OpenFlow 1.1 flow mods
-// (refused: OFPBMC_BAD_TYPE, no 1.1 standard matches), group messages in
-// OpenFlow 1.0 (NXT_GROUP_MOD, NXST_GROUP_DESC: OFPBRC_BAD_SUBTYPE) and
-// dump-table-features in 1.3+ (govs' table features list no properties).
+// Not compared, because govs still differs: dump-table-features in 1.3+
+// (govs' table features list no properties), and in OpenFlow 1.1 a match
+// on "no VLAN" (dl_vlan=0xffff), which Debian's dumps as
+// vlan_tci=0x0000/0x1fff and govs as vlan_tci=0x0000.
 
 var ofdiffVersions = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlow13", "OpenFlow14", "OpenFlow15"}
 
@@ -75,6 +75,14 @@ func TestOpenFlowDifferentialTables(t *testing.T) {
 	flows1 := f("flows1", "priority=10,in_port=1,actions=output:2\npriority=10,in_port=2,actions=output:1\n"+
 		"cookie=0x10,priority=20,ip,nw_src=10.0.0.1,actions=NORMAL\ntable=1,priority=5,arp,actions=drop\n")
 	flows2 := f("flows2", "priority=10,in_port=1,actions=output:3\ncookie=0x10,priority=20,ip,nw_src=10.0.0.1,actions=NORMAL\n")
+	flows11 := f("flows11", "priority=10,in_port=1,actions=output:2\npriority=20,ip,nw_src=10.0.0.0/8,actions=output:2\n"+
+		"priority=21,tcp,nw_dst=10.1.2.3,tp_dst=80,actions=drop\npriority=22,icmp,icmp_type=8,icmp_code=0,nw_tos=16,actions=output:1\n"+
+		"priority=23,dl_vlan=5,dl_vlan_pcp=3,actions=strip_vlan,output:1\n"+
+		"priority=24,dl_src=00:11:22:00:00:00/ff:ff:ff:00:00:00,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00,actions=output:3\n"+
+		"table=1,priority=25,metadata=0x5/0xff,arp,arp_spa=10.0.0.1,arp_op=1,actions=goto_table:2\n"+
+		"priority=26,udp,tp_src=53,actions=write_metadata:0x10/0xff,goto_table:1\npriority=28,ipv6,actions=drop\n"+
+		"priority=29,in_port=LOCAL,actions=output:1\n"+
+		"send_flow_rem,idle_timeout=100,hard_timeout=200,cookie=0x55,priority=33,tcp,actions=output:1\n")
 	o12 := []string{"-O", "OpenFlow12"}
 	for i, args := range [][]string{
 		{"del-flows", "BR"},
@@ -103,10 +111,29 @@ func TestOpenFlowDifferentialTables(t *testing.T) {
 			{"dump-meters", "BR"},
 			{"del-meters", "BR"},
 		}
-		if v != "OpenFlow11" {
+		steps = append(steps, [][]string{
+			{"dump-flows", "--no-stats", "BR"},
+			{"del-flows", "BR"},
+		}...)
+		if v == "OpenFlow11" {
+			// OpenFlow 1.1's standard match (ofp11_match) in flow mods
+			// and flow statistics requests and replies.
 			steps = append(steps, [][]string{
-				{"dump-flows", "--no-stats", "BR"},
-				{"del-flows", "BR"},
+				{"add-flows", "BR", flows11},
+				{"add-flow", "BR", "priority=27,reg0=5,actions=drop"}, // no 1.1 match for it: ovs-ofctl refuses
+				{"--strict", "add-flow", "BR", "check_overlap,priority=21,tcp,nw_dst=10.1.2.3,tp_dst=80,actions=drop"},
+				{"dump-flows", "--no-stats", "--rsort", "BR"},
+				{"dump-flows", "--no-stats", "--rsort", "BR", "ip"},
+				{"dump-flows", "--no-stats", "BR", "in_port=1"},
+				{"mod-flows", "BR", "in_port=1,actions=output:3"},
+				{"--strict", "mod-flows", "BR", "priority=21,tcp,nw_dst=10.1.2.3,tp_dst=80,actions=output:3"},
+				{"--strict", "del-flows", "BR", "priority=22,icmp,icmp_type=8,icmp_code=0,nw_tos=16"},
+				{"del-flows", "BR", "cookie=0x55/-1"},
+				{"-O", "OpenFlow13", "dump-flows", "--no-stats", "--rsort", "BR"},
+				{"dump-aggregate", "BR"},
+				{"del-flows", "BR"}, // table 0 only: ovs-ofctl's 1.1 delete names table 0
+				{"dump-flows", "--no-stats", "--rsort", "BR"},
+				{"-O", "OpenFlow13", "del-flows", "BR"},
 			}...)
 		}
 		if v != "OpenFlow10" && v != "OpenFlow11" {
@@ -115,15 +142,32 @@ func TestOpenFlowDifferentialTables(t *testing.T) {
 				{"dump-flows", "--no-stats", "BR", "ip"},
 			}...)
 		}
-		if v != "OpenFlow10" {
+		steps = append(steps, [][]string{
+			{"add-group", "BR", "group_id=1,type=all,bucket=output:1,bucket=output:2"},
+			{"dump-groups", "BR"},
+			{"del-groups", "BR"},
+		}...)
+		if v == "OpenFlow10" {
+			// OpenFlow 1.0 has groups only as Nicira's NXT_GROUP_MOD and
+			// NXST_GROUP*, with 1.5's layout (bucket ids, insert_bucket).
 			steps = append(steps, [][]string{
-				{"add-group", "BR", "group_id=1,type=all,bucket=output:1,bucket=output:2"},
+				{"add-group", "BR", "group_id=1,type=select,selection_method=hash,fields(ip_src),bucket=output:1,bucket=output:2"},
+				{"add-group", "BR", "group_id=2,type=all,bucket=output:1"},
+				{"add-group", "BR", "group_id=2,type=all,bucket=output:1"},
+				{"mod-group", "BR", "group_id=2,type=all,bucket=output:2"},
+				{"insert-buckets", "BR", "group_id=2,command_bucket_id=last,bucket=bucket_id:5,actions=output:1"},
+				{"dump-groups", "BR", "2"},
+				{"dump-group-stats", "BR"},
+				{"dump-group-features", "BR"},
+				{"del-groups", "BR", "group_id=1"},
 				{"dump-groups", "BR"},
 				{"del-groups", "BR"},
 			}...)
 		}
 		for i, args := range steps {
-			args := append(o, args...)
+			if args[0] != "-O" {
+				args = append(o, args...)
+			}
 			t.Run(fmt.Sprintf("%s/%02d", v, i), func(t *testing.T) { compareOfctl(t, deb, govs, args, normalizeMeters) })
 		}
 	}

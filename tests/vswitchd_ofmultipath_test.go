@@ -31,7 +31,11 @@ func multipathCorpus(inPort string) []string {
 		case 1:
 			pkts = append(pkts, fmt.Sprintf("in_port=%s,arp,%s,arp_spa=10.0.0.%d,arp_tpa=10.0.0.9", inPort, mac, i))
 		case 2:
-			pkts = append(pkts, fmt.Sprintf("in_port=%s,dl_vlan=%d,udp6,%s,%s,%s", inPort, 10*i, mac, v6, udp))
+			pkts = append(pkts, fmt.Sprintf("in_port=%s,dl_vlan=%d,udp6,%s,%s,%s", inPort, 10*i, mac, v6, udp),
+				// Two tags: at OVS's default vlan-limit of 1 the inner one
+				// is payload (eth_type 0x8100), so symmetric_l4 hashes
+				// the outer VID only, in OVS as in govs.
+				fmt.Sprintf("in_port=%s,dl_vlan=%d,dl_type=0x8100,%s", inPort, 10*i+1, mac))
 		case 3:
 			pkts = append(pkts, fmt.Sprintf("in_port=%s,sctp,%s,%s", inPort, mac, v4),
 				fmt.Sprintf("in_port=%s,tcp,nw_frag=first,%s,%s,%s", inPort, mac, v4, tcp))

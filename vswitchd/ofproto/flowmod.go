@@ -202,9 +202,9 @@ func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen ui
 	return nil
 }
 
-// ruleFlags are the flow mod flags a flow keeps and reports: all but
-// CHECK_OVERLAP, as OVS's.
-const ruleFlags = ofp.FlagSendFlowRem | ofp.FlagResetCounts | ofp.FlagNoPktCounts | ofp.FlagNoBytCounts
+// ruleFlags are the flow mod flags a flow keeps and reports, CHECK_OVERLAP
+// too (OVS's OFPUTIL_FF_STATE: its dump-flows shows check_overlap).
+const ruleFlags = ofp.FlagSendFlowRem | ofp.FlagCheckOverlap | ofp.FlagResetCounts | ofp.FlagNoPktCounts | ofp.FlagNoBytCounts
 
 // maxFlowsPerTable is a table's capacity (OVS's default, 1000000 flows
 // as table statistics report).

@@ -286,6 +286,24 @@ func (br *Bridge) deleteMeters() {
 // ofMeter translates the meter action: the packet goes through the
 // meter's datapath meter; a meter that no longer exists is skipped, as
 // OVS's xlate_meter_action.
+// meterController meters the packet-in the controller action just
+// emitted (the last action) with OpenFlow meter id, as OVS's xlate_controller_action: the
+// userspace action becomes a metered one, which only the copy to the
+// controller goes through. A meter that does not exist meters nothing
+// (OVS logs it when the flow is added and sends every packet-in). Unlike
+// OVS, which binds the meter when the flow is added, the meter is looked
+// up as the packet is translated: one added later applies too.
+func (x *xlate) meterController(id uint32) {
+	ids := x.of.in.br.br.meterMap.Load()
+	if ids == nil {
+		return
+	}
+	if dp, ok := (*ids)[id]; ok {
+		last := &x.acts[len(x.acts)-1]
+		*last = datapath.MeteredUserspace(last.Cookie, dp)
+	}
+}
+
 func (x *xlate) ofMeter(id uint32) {
 	ids := x.of.in.br.br.meterMap.Load()
 	if ids == nil {

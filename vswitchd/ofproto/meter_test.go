@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"net/netip"
+	"regexp"
 	"testing"
 
 	"github.com/govs/govs/datapath"
@@ -50,6 +51,17 @@ func TestMeterModErrors(t *testing.T) {
 // A flow's meter becomes a datapath meter action; a flow cannot use a
 // meter that does not exist; deleting the meter deletes the flow and
 // frees the datapath meter.
+// translateIPv4 returns the datapath actions of an IPv4 frame from macA
+// to macB arriving on port 1.
+func translateIPv4(tb *testBacker) string {
+	frame := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")}}.Bytes()
+	u := []datapath.Upcall{{}}
+	flow.Extract(frame, 1, &u[0].Key)
+	tb.Revalidate(u)
+	return u[0].Actions.String()
+}
+
 func TestMeterTranslation(t *testing.T) {
 	tb, br := emptyTables(t)
 	sink := &removedSink{}
@@ -63,14 +75,7 @@ func TestMeterTranslation(t *testing.T) {
 	}
 	mustMod(t, br, fmSpec{prio: 5, flags: ofp.FlagSendFlowRem, actions: []ofp.Action{meter, output(2)}})
 	mustMod(t, br, fmSpec{prio: 1, actions: []ofp.Action{output(3)}})
-	frame := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
-		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")}}.Bytes()
-	xl := func() string {
-		u := []datapath.Upcall{{}}
-		flow.Extract(frame, 1, &u[0].Key)
-		tb.Revalidate(u)
-		return u[0].Actions.String()
-	}
+	xl := func() string { return translateIPv4(tb) }
 	if got := xl(); got != "meter(0),2" {
 		t.Errorf("translated to %q, want meter(0),2", got)
 	}
@@ -88,5 +93,31 @@ func TestMeterTranslation(t *testing.T) {
 	}
 	if _, ok := tb.dp.MeterGet(0); ok {
 		t.Error("the datapath meter outlived its OpenFlow meter")
+	}
+}
+
+// A controller action with a meter meters only its packet-ins: the
+// datapath action is OVS's sample(meter, userspace), the rest of the
+// actions run on every packet; a meter that does not exist meters
+// nothing, and the flow is accepted as OVS accepts it.
+func TestMeterControllerAction(t *testing.T) {
+	tb, br := emptyTables(t)
+	if err := br.MeterMod(&ofp.MeterMod{Command: ofp.MeterAdd, Flags: ofp.MeterPktps, ID: 7, Bands: []ofp.MeterBand{drop(10)}}); err != nil {
+		t.Fatal(err)
+	}
+	ctl := func(meter uint32) ofp.Action {
+		return ofp.Action{Type: ofp.ActController, Port: ofp.PortController, MaxLen: 0xffff, Reason: ofp.PacketInAction, ID: meter}
+	}
+	xl := func() string { return regexp.MustCompile(`cookie=\d+`).ReplaceAllString(translateIPv4(tb), "cookie=C") }
+	mustMod(t, br, fmSpec{prio: 5, actions: []ofp.Action{ctl(7), output(2)}})
+	if got, want := xl(), "sample(sample=100.0%,actions(meter(0),userspace(pid=0,controller(cookie=C)))),2"; got != want {
+		t.Errorf("translated to %q, want %q", got, want)
+	}
+	if st, ok := br.MeterStats(7); !ok || st[0].FlowCount != 0 {
+		t.Errorf("meter stats %+v: a controller action's meter counts no flow, as in OVS", st)
+	}
+	mustMod(t, br, fmSpec{prio: 5, actions: []ofp.Action{ctl(9), output(2)}})
+	if got, want := xl(), "userspace(pid=0,controller(cookie=C)),2"; got != want {
+		t.Errorf("with a missing meter translated to %q, want %q", got, want)
 	}
 }

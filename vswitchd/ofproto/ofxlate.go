@@ -426,7 +426,12 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		}
 		f.NwTTL--
 	case ofp.ActController:
+		n := len(x.acts)
 		x.controller(a.Reason, a.MaxLen, a.ControllerID, a.Userdata, a.Pause)
+		if a.ID != 0 && !a.Pause && len(x.acts) > n {
+			// A pause is not metered, as in OVS (finish_freezing__).
+			x.meterController(a.ID)
+		}
 	case ofp.ActExit:
 		x.of.exit = true
 	case ofp.ActGroup:
@@ -594,12 +599,6 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			}
 			if err := checkActions(a.Nested, m, table); err != nil {
 				return err
-			}
-		case ofp.ActController:
-			// Per-action controller meters are not carried out:
-			// refused as the whole NXAST_CONTROLLER2 was before.
-			if a.ID != 0 {
-				return &ofp.Error{Errno: ofp.BadActionVendorType, Detail: "controller(meter_id) is not supported"}
 			}
 		case ofp.ActGotoTable:
 			if a.Table <= table || int(a.Table) >= NumTables {

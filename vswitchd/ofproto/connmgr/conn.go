@@ -594,9 +594,6 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		var flows []ofp.FlowStats
 		for _, f := range c.m.src.Flows() {
 			if flowSelected(m, &f) {
-				if v == ofp.V11 && !f.Match.IsAll() {
-					return nil, &ofp.Error{Errno: ofp.BadStat, Name: "OFPST_FLOW request", Detail: "OpenFlow 1.1 standard matches are not supported"}
-				}
 				flows = append(flows, f)
 			}
 		}

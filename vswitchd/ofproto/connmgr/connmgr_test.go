@@ -137,15 +137,17 @@ func TestRequestsInOrder(t *testing.T) {
 	m := listen(t, fakeSource{flows: []ofp.FlowStats{normalFlow}})
 	c := dial(t, m, msg(ofp.V13, ofp.TypeHello, 1, 0, 1, 0, 8, 0, 0, 0, 0x10))
 	// Pipelined: a FLOW_MOD (refused: an all-zero match has type 0, an
-	// OpenFlow 1.1 standard match), features, an echo, a barrier.
+	// OpenFlow 1.1 standard match, of length 0: OFPBMC_BAD_LEN, as OVS's
+	// ofputil_pull_ofp11_match in any version), features, an echo, a
+	// barrier.
 	var batch []byte
 	batch = append(batch, msg(ofp.V13, ofp.TypeFlowMod, 2, make([]byte, 48)...)...)
 	batch = append(batch, msg(ofp.V13, ofp.TypeFeaturesReq, 3)...)
 	batch = append(batch, msg(ofp.V13, ofp.TypeEchoRequest, 4, 'x')...)
 	batch = append(batch, msg(ofp.V13, 20, 5)...) // OFPT_BARRIER_REQUEST
 	c.send(batch)
-	if typ, code := c.errorOf(c.recv(), 2); typ != 4 || code != 0 {
-		t.Errorf("FLOW_MOD: error (%d,%d), want OFPBMC_BAD_TYPE", typ, code)
+	if typ, code := c.errorOf(c.recv(), 2); typ != 4 || code != 1 {
+		t.Errorf("FLOW_MOD: error (%d,%d), want OFPBMC_BAD_LEN", typ, code)
 	}
 	f := c.recv()
 	if h := ofp.ParseHeader(f); h.Type != ofp.TypeFeaturesReply || h.Xid != 3 || binary.BigEndian.Uint64(f[8:]) != 0x1234 || f[20] != NTables {

@@ -32,6 +32,10 @@ var groupFeatures = ofp.GroupFeatures{
 // set_queue, group, set_nw_ttl, dec_nw_ttl, set_field.
 const groupActions12 = 1 | 0x7ff<<15
 
+// groupActions10 is the same in OpenFlow 1.0's action numbers (OVS's
+// NXST_GROUP_FEATURES): OFPAT10_OUTPUT to OFPAT10_ENQUEUE, all twelve.
+const groupActions10 = 0xfff
+
 func (c *conn) groupMod(m *ofp.GroupMod) *ofp.Error {
 	gt, ok := c.m.src.(GroupTable)
 	if !ok {
@@ -52,7 +56,11 @@ func (c *conn) groupStats(m *ofp.StatsRequest) [][]byte {
 	gt, _ := c.m.src.(GroupTable)
 	switch m.Kind {
 	case ofp.StatsGroupFeatures:
-		return ofp.EncodeGroupFeaturesReply(v, m.Xid, &groupFeatures)
+		f := groupFeatures
+		if v == ofp.V10 {
+			f.Actions = [4]uint32{groupActions10, groupActions10, groupActions10, groupActions10}
+		}
+		return ofp.EncodeGroupFeaturesReply(v, m.Xid, &f)
 	case ofp.StatsGroupDesc:
 		var groups []ofp.GroupDesc
 		if gt != nil {

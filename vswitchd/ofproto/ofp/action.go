@@ -1053,7 +1053,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put16(b, 8)
 		return pad(b, 4)
 	case ActSetField:
-		full := bytes.Equal(a.Mask, ones[:len(a.Mask)])
+		full := allOnes(a.Mask) // fields run to 124 bytes (tun_metadata): longer than ones
 		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANVID {
 			return appendAction(b, v, &Action{Type: ActSetVLANVID, VLAN: binary.BigEndian.Uint16(a.Value) & flow.VLANVIDMask})
 		}
@@ -1224,7 +1224,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 
 func appendOXMField(b []byte, fd *Field, value, mask []byte, nx bool) []byte {
 	h := fd.header(nx)
-	if bytes.Equal(mask, ones[:fd.Len]) {
+	if len(mask) == fd.Len && allOnes(mask) {
 		b = put32(b, h)
 		return append(b, value...)
 	}

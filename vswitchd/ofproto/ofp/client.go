@@ -825,7 +825,7 @@ func EncodeGroupMod(v Version, xid uint32, gm *GroupMod) []byte {
 	b = put32(b, gm.CommandBucketID)
 	start := len(b)
 	for i := range gm.Buckets {
-		b = appendBucket15(b, gm.Type, &gm.Buckets[i])
+		b = appendBucket15(b, v, gm.Type, &gm.Buckets[i])
 	}
 	binary.BigEndian.PutUint16(b[ll:], uint16(len(b)-start))
 	return finish(appendGroupProps(b, &gm.Props))
@@ -868,7 +868,7 @@ func DecodeGroupDesc(r *Reply) ([]GroupDesc, error) {
 			if 16+bl > n {
 				return nil, errorf(BadLen, "", "bucket list of %d bytes", bl)
 			}
-			if g.Buckets, err = decodeBuckets15(e[16 : 16+bl]); err == nil {
+			if g.Buckets, err = decodeBuckets15(v, e[16:16+bl]); err == nil {
 				err = decodeGroupProps(&g.Props, e[16+bl:])
 			}
 		}

@@ -339,6 +339,11 @@ func decodeVendor(h Header, body []byte) (Message, error) {
 		return &SetFlowFormat{Header: h, Format: binary.BigEndian.Uint32(rest)}, nil
 	case nxtFlowMod:
 		return decodeNXFlowMod(h, rest)
+	case nxtGroupMod:
+		if h.Version != V10 {
+			return nil, errorf(BadSubtype, "NXT", "NXT_GROUP_MOD in %s", h.Version)
+		}
+		return decodeGroupMod(h, rest)
 	case nxtFlowModTableID:
 		if len(rest) != 8 {
 			return nil, errorf(BadLen, "NXT_FLOW_MOD_TABLE_ID", "%d bytes", len(rest))
@@ -503,17 +508,7 @@ func decodeFlowStats(m *StatsRequest, body []byte, name string) (Message, error)
 	m.OutGroup = binary.BigEndian.Uint32(body[8:])
 	m.Cookie = binary.BigEndian.Uint64(body[16:])
 	m.CookieMask = binary.BigEndian.Uint64(body[24:])
-	if m.Version == V11 {
-		all, err := decodeMatch(m.Version, body[32:], name)
-		if err != nil {
-			return nil, err
-		}
-		if !all {
-			return nil, errorf(BadMatchType, name, "OpenFlow 1.1 standard matches are not supported")
-		}
-		return m, nil
-	}
-	match, rest, err := decodeOXMMatch(m.Version, body[32:])
+	match, rest, err := decodeMatch11(m.Version, body[32:])
 	if err != nil {
 		err.Name = name
 		return nil, err
@@ -534,10 +529,14 @@ func widenPort10(p uint16) uint32 {
 	return uint32(p)
 }
 
-// nxStatsFlow is NXST_FLOW.
+// Nicira statistics subtypes: NXST_FLOW, NXST_AGGREGATE, and the group
+// statistics OpenFlow 1.0 has only as Nicira's.
 const (
-	nxStatsFlow      = 0
-	nxStatsAggregate = 1
+	nxStatsFlow          = 0
+	nxStatsAggregate     = 1
+	nxStatsGroup         = 7
+	nxStatsGroupDesc     = 8
+	nxStatsGroupFeatures = 9
 )
 
 func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
@@ -565,6 +564,9 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 	if sub == nxStatsFlowMonitor && m.Version <= V12 {
 		return decodeNXFlowMonitor(m.Header, body[hdr:])
 	}
+	if m.Version == V10 && sub >= nxStatsGroup && sub <= nxStatsGroupFeatures {
+		return decodeNXGroupStats(m, sub, body[hdr:])
+	}
 	if sub != nxStatsFlow && sub != nxStatsAggregate {
 		return nil, errorf(BadSubtype, "NXST", "Nicira statistics subtype %d not supported", sub)
 	}
@@ -591,6 +593,29 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 		return nil, err
 	}
 	m.Match, m.Cookie, m.CookieMask = mt, ck.Value, ck.Mask
+	return m, nil
+}
+
+// decodeNXGroupStats decodes OpenFlow 1.0's NXST_GROUP (body
+// ofp11_group_stats_request), NXST_GROUP_DESC (ofp15_group_desc_request)
+// and NXST_GROUP_FEATURES (empty) requests.
+func decodeNXGroupStats(m *StatsRequest, sub uint32, body []byte) (Message, error) {
+	m.NX = true
+	want := 8
+	switch sub {
+	case nxStatsGroup:
+		m.Kind = StatsGroup
+	case nxStatsGroupDesc:
+		m.Kind = StatsGroupDesc
+	default:
+		m.Kind, want = StatsGroupFeatures, 0
+	}
+	if len(body) != want {
+		return nil, errorf(BadLen, "NXST", "Nicira statistics subtype %d with %d bytes of body, want %d", sub, len(body), want)
+	}
+	if want > 0 {
+		m.Group = binary.BigEndian.Uint32(body)
+	}
 	return m, nil
 }
 

@@ -1,7 +1,6 @@
 package ofp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"time"
 )
@@ -229,8 +228,15 @@ func (r *statsReply) start() {
 
 // nxSub is the Nicira statistics subtype of an nx reply.
 func (r *statsReply) nxSub() uint32 {
-	if r.kind == StatsAggregate {
+	switch r.kind {
+	case StatsAggregate:
 		return nxStatsAggregate
+	case StatsGroup:
+		return nxStatsGroup
+	case StatsGroupDesc:
+		return nxStatsGroupDesc
+	case StatsGroupFeatures:
+		return nxStatsGroupFeatures
 	}
 	return nxStatsFlow
 }
@@ -556,24 +562,10 @@ func appendFlowCounters(b []byte, f *FlowStats) []byte {
 }
 
 // appendMatch11 appends m as a 1.2+ OXM match, or in 1.1 a standard
-// match that wildcards everything (govs does not encode 1.1 matches).
+// match.
 func appendMatch11(b []byte, v Version, m *Match) []byte {
 	if v == V11 {
-		ones := func(n int) []byte { return append(b, bytes.Repeat([]byte{0xff}, n)...) }
-		b = put16(b, 0)     // OFPMT_STANDARD
-		b = put16(b, 88)    // length
-		b = put32(b, 0)     // in_port
-		b = put32(b, 0x3ff) // OFPFW11_ALL
-		b = pad(b, 6)       // dl_src
-		b = ones(6)
-		b = pad(b, 6) // dl_dst
-		b = ones(6)
-		b = pad(b, 8+4) // dl_vlan, dl_vlan_pcp, pad, dl_type, nw_tos, nw_proto; nw_src
-		b = ones(4)
-		b = pad(b, 4) // nw_dst
-		b = ones(4)
-		b = pad(b, 4+4+4+8) // tp_src, tp_dst; mpls_label; mpls_tc, pad; metadata
-		return ones(8)
+		return appendMatch11Std(b, m)
 	}
 	return appendOXMMatch(b, m)
 }

@@ -145,7 +145,8 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 	return fm, nil
 }
 
-// decodeFlowMod11 decodes ofp11_flow_mod (1.2+ with an OXM match).
+// decodeFlowMod11 decodes ofp11_flow_mod (1.1 with a standard match, 1.2+
+// with an OXM match).
 func decodeFlowMod11(h Header, body []byte) (Message, error) {
 	const name = "OFPT_FLOW_MOD"
 	if len(body) < 40 {
@@ -176,9 +177,16 @@ func decodeFlowMod11(h Header, body []byte) (Message, error) {
 	fm.Cookie.Value &= fm.Cookie.Mask
 	fm.ModifyAdds = h.Version == V11
 	if h.Version == V11 {
-		return nil, errorf(BadMatchType, name, "OpenFlow 1.1 standard matches are not supported")
+		// OpenFlow 1.1 knows SEND_FLOW_REM and CHECK_OVERLAP only, and
+		// an add resets the counters (OVS's ofputil_decode_flow_mod_flags).
+		if fm.Flags&^(FlagSendFlowRem|FlagCheckOverlap) != 0 {
+			return nil, errorf(FlowModBadFlags, name, "flags 0x%x in OpenFlow 1.1", fm.Flags)
+		}
+		if fm.Command == FlowAdd {
+			fm.Flags |= FlagResetCounts
+		}
 	}
-	m, rest, err := decodeOXMMatch(h.Version, body[40:])
+	m, rest, err := decodeMatch11(h.Version, body[40:])
 	if err != nil {
 		err.EchoAll = true // as decodeNXFlowMod's
 		return nil, named(err, name)

@@ -77,7 +77,11 @@ func init() {
 		GroupUnknownBucket: {"OFPGMFC_UNKNOWN_BUCKET", 15}, GroupBucketExists: {"OFPGMFC_BUCKET_EXISTS", 16},
 	} {
 		errnoExtra[e] = c.name
-		errCodes[e] = allVersions(6, c.code)
+		// OpenFlow 1.0 has no OFPET_GROUP_MOD_FAILED: OVS sends the
+		// same type and code as a Nicira vendor error (NX1.0(6,n)).
+		codes := allVersions(6, c.code)
+		codes[0] = errCode{vendor: NiciraVendor, typ: 6, code: c.code}
+		errCodes[e] = codes
 	}
 	// Property errors (OFPET14_BAD_PROPERTY in 1.4+; OVS's NX code before).
 	nx := errCode{vendor: NiciraVendor, typ: 1, code: 524}
@@ -136,13 +140,23 @@ func groupErr(e Errno, format string, args ...any) *Error {
 	return &Error{Errno: e, Name: groupModName, Detail: fmt.Sprintf(format, args...)}
 }
 
-// decodeGroupMod decodes OFPT_GROUP_MOD of OpenFlow 1.1 to 1.5 (OVS's
-// ofputil_decode_group_mod and ofputil_check_group_mod).
+// groupLayout15 reports whether version v's group messages have OpenFlow
+// 1.5's layout (bucket ids, properties): 1.5's own and 1.0's Nicira
+// NXT_GROUP_MOD and NXST_GROUP_DESC, which OVS encodes as 1.5's with the
+// buckets' actions in 1.0's encoding.
+func groupLayout15(v Version) bool { return v == V10 || v >= V15 }
+
+// nxtGroupMod is NXT_GROUP_MOD, OpenFlow 1.0's OFPT_GROUP_MOD.
+const nxtGroupMod = 31
+
+// decodeGroupMod decodes OFPT_GROUP_MOD of OpenFlow 1.1 to 1.5 and
+// NXT_GROUP_MOD of 1.0 (OVS's ofputil_decode_group_mod and
+// ofputil_check_group_mod).
 func decodeGroupMod(h Header, body []byte) (Message, error) {
 	v := h.Version
 	gm := &GroupMod{Header: h, CommandBucketID: BucketAll}
 	var buckets, props []byte
-	if v < V15 {
+	if !groupLayout15(v) {
 		if len(body) < 8 {
 			return nil, groupErr(BadLen, "%d bytes of body", len(body))
 		}
@@ -161,10 +175,10 @@ func decodeGroupMod(h Header, body []byte) (Message, error) {
 		buckets, props = body[16:16+n], body[16+n:]
 	}
 	var err *Error
-	if v < V15 {
+	if !groupLayout15(v) {
 		gm.Buckets, err = decodeBuckets11(v, buckets)
 	} else {
-		gm.Buckets, err = decodeBuckets15(buckets)
+		gm.Buckets, err = decodeBuckets15(v, buckets)
 	}
 	if err != nil {
 		err.Name = groupModName
@@ -226,8 +240,9 @@ const (
 	bucketPropWatchGroup = 2
 )
 
-// decodeBuckets15 decodes ofp15_buckets with their properties.
-func decodeBuckets15(b []byte) ([]Bucket, *Error) {
+// decodeBuckets15 decodes ofp15_buckets with their properties, their
+// actions in version v's encoding.
+func decodeBuckets15(v Version, b []byte) ([]Bucket, *Error) {
 	var out []Bucket
 	for len(b) > 0 {
 		if len(b) < 8 {
@@ -242,7 +257,7 @@ func decodeBuckets15(b []byte) ([]Bucket, *Error) {
 		if bk.ID > BucketMax {
 			return nil, &Error{Errno: GroupBadBucket, Detail: fmt.Sprintf("bucket id 0x%x", bk.ID)}
 		}
-		acts, err := DecodeActions(V15, b[8:8+an])
+		acts, err := DecodeActions(v, b[8:8+an])
 		if err != nil {
 			return nil, err
 		}
@@ -361,12 +376,12 @@ func checkGroupMod(gm *GroupMod) *Error {
 	switch gm.Command {
 	case GroupAdd, GroupModify, GroupAddOrMod, GroupDelete:
 	case GroupInsertBucket:
-		if gm.Version < V15 {
-			return groupErr(GroupBadCommand, "insert_bucket needs OpenFlow 1.5")
+		if !groupLayout15(gm.Version) {
+			return groupErr(GroupBadCommand, "insert_bucket needs OpenFlow 1.5 (or 1.0's NXT_GROUP_MOD)")
 		}
 	case GroupRemoveBucket:
-		if gm.Version < V15 {
-			return groupErr(GroupBadCommand, "remove_bucket needs OpenFlow 1.5")
+		if !groupLayout15(gm.Version) {
+			return groupErr(GroupBadCommand, "remove_bucket needs OpenFlow 1.5 (or 1.0's NXT_GROUP_MOD)")
 		}
 		if len(gm.Buckets) > 0 {
 			return groupErr(GroupBadBucket, "remove_bucket with buckets")
@@ -388,7 +403,7 @@ func checkGroupMod(gm *GroupMod) *Error {
 	}
 	for i := range gm.Buckets {
 		b := &gm.Buckets[i]
-		if b.Weight != 0 && gm.Type != GroupSelect && gm.Command != GroupInsertBucket && gm.Version < V15 {
+		if b.Weight != 0 && gm.Type != GroupSelect && gm.Command != GroupInsertBucket && !groupLayout15(gm.Version) {
 			return groupErr(GroupInvalid, "weight in a group that is not select")
 		}
 		switch gm.Type {
@@ -405,9 +420,10 @@ func checkGroupMod(gm *GroupMod) *Error {
 	return nil
 }
 
-// EncodeGroupDescReply encodes OFPMP_GROUP_DESC's reply.
+// EncodeGroupDescReply encodes OFPMP_GROUP_DESC's reply (1.0's
+// NXST_GROUP_DESC).
 func EncodeGroupDescReply(v Version, xid uint32, groups []GroupDesc) [][]byte {
-	r := newStatsReply(v, xid, StatsGroupDesc, false)
+	r := newStatsReply(v, xid, StatsGroupDesc, v == V10)
 	for i := range groups {
 		r.add(appendGroupDesc(nil, v, &groups[i]))
 	}
@@ -427,7 +443,7 @@ func appendGroupDesc(b []byte, v Version, g *GroupDesc) []byte {
 	b = put8(b, g.Type)
 	b = pad(b, 1)
 	b = put32(b, g.ID)
-	if v < V15 {
+	if !groupLayout15(v) {
 		for i := range g.Buckets {
 			b = appendBucket11(b, v, &g.Buckets[i])
 		}
@@ -435,7 +451,7 @@ func appendGroupDesc(b []byte, v Version, g *GroupDesc) []byte {
 		b = put16(b, 0) // bucket_list_len
 		b = pad(b, 6)
 		for i := range g.Buckets {
-			b = appendBucket15(b, g.Type, &g.Buckets[i])
+			b = appendBucket15(b, v, g.Type, &g.Buckets[i])
 		}
 		binary.BigEndian.PutUint16(b[8:], uint16(len(b)-16))
 		b = appendGroupProps(b, &g.Props)
@@ -459,12 +475,12 @@ func appendBucket11(b []byte, v Version, bk *Bucket) []byte {
 // appendBucket15 encodes an OpenFlow 1.5 bucket with the properties OVS
 // includes for the group's type: a weight for select groups, watches for
 // select and fast-failover groups.
-func appendBucket15(b []byte, typ uint8, bk *Bucket) []byte {
+func appendBucket15(b []byte, v Version, typ uint8, bk *Bucket) []byte {
 	start := len(b)
 	b = put16(b, 0)
 	b = put16(b, 0)
 	b = put32(b, bk.ID)
-	b = AppendActions(b, V15, bk.Actions)
+	b = AppendActions(b, v, bk.Actions)
 	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start-8))
 	if typ == GroupSelect {
 		b = put16(b, bucketPropWeight)
@@ -532,9 +548,10 @@ type GroupStats struct {
 	Buckets [][2]uint64
 }
 
-// EncodeGroupStatsReply encodes OFPMP_GROUP's reply.
+// EncodeGroupStatsReply encodes OFPMP_GROUP's reply (1.0's NXST_GROUP,
+// with 1.3's durations).
 func EncodeGroupStatsReply(v Version, xid uint32, groups []GroupStats) [][]byte {
-	r := newStatsReply(v, xid, StatsGroup, false)
+	r := newStatsReply(v, xid, StatsGroup, v == V10)
 	for _, g := range groups {
 		var b []byte
 		b = put16(b, 0)
@@ -544,7 +561,7 @@ func EncodeGroupStatsReply(v Version, xid uint32, groups []GroupStats) [][]byte 
 		b = pad(b, 4)
 		b = put64(b, g.Packets)
 		b = put64(b, g.Bytes)
-		if v >= V13 {
+		if v >= V13 || v == V10 {
 			sec, nsec := splitDuration(g.Duration)
 			b = put32(b, sec)
 			b = put32(b, nsec)
@@ -568,9 +585,10 @@ type GroupFeatures struct {
 	Actions             [4]uint32
 }
 
-// EncodeGroupFeaturesReply encodes OFPMP_GROUP_FEATURES's reply.
+// EncodeGroupFeaturesReply encodes OFPMP_GROUP_FEATURES's reply (1.0's
+// NXST_GROUP_FEATURES).
 func EncodeGroupFeaturesReply(v Version, xid uint32, f *GroupFeatures) [][]byte {
-	r := newStatsReply(v, xid, StatsGroupFeatures, false)
+	r := newStatsReply(v, xid, StatsGroupFeatures, v == V10)
 	var b []byte
 	b = put32(b, f.Types)
 	b = put32(b, f.Capabilities)

@@ -108,6 +108,50 @@ func TestGroupReplies(t *testing.T) {
 	}
 }
 
+// The OpenFlow 1.0 group messages as Debian's ovs-ofctl 3.1 sends them:
+// NXT_GROUP_MOD (add-group group_id=2,type=all,bucket=output:1, 1.5's
+// layout with a 1.0 output action) and the NXST_GROUP_DESC request.
+var (
+	nxGroupMod10  = []string{"00002320 0000001f", "0000 00 00 00000002 0010 0000 ffffffff", "0010 0008 00000000", "0000 0008 0001 0000"}
+	nxGroupDesc10 = []string{"ffff 0000 00002320 00000008 00000000", "fffffffc 00000000"}
+)
+
+// TestNXGroup10 decodes OpenFlow 1.0's Nicira group messages and encodes
+// the replies as OVS does: NXST_GROUP_DESC with 1.5's group layout and
+// 1.0 actions, NXST_GROUP with 1.3's durations.
+func TestNXGroup10(t *testing.T) {
+	m, err := Decode(msg(t, V10, TypeVendor, nxGroupMod10...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm := m.(*GroupMod)
+	if gm.ID != 2 || gm.Type != GroupAll || len(gm.Buckets) != 1 || gm.Buckets[0].Actions[0].Type != ActOutput || gm.Buckets[0].Actions[0].Port != 1 {
+		t.Fatalf("%+v", gm)
+	}
+	m, err = Decode(msg(t, V10, type10StatsRequest, nxGroupDesc10...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.(*StatsRequest); r.Kind != StatsGroupDesc || !r.NX || r.Group != GroupAllGroups {
+		t.Fatalf("%+v", r)
+	}
+	d := EncodeGroupDescReply(V10, 1, []GroupDesc{{Type: gm.Type, ID: gm.ID, Buckets: gm.Buckets}})
+	// Header, stats header, Nicira vendor, subtype and padding, then
+	// the group: length, type, id, bucket list length, its one bucket.
+	want := "01110038 00000001 ffff0000 00002320 00000008 00000000" +
+		"0020 00 00 00000002 0010 000000000000" + "0010 0008 00000000 0000 0008 0001 0000"
+	if got, w := hex.EncodeToString(d[0]), strings.ReplaceAll(want, " ", ""); got != w {
+		t.Fatalf("NXST_GROUP_DESC reply\n%s, want\n%s", got, w)
+	}
+	s := EncodeGroupStatsReply(V10, 1, []GroupStats{{ID: 1, Buckets: [][2]uint64{{1, 2}}}})
+	if len(s[0]) != 24+40+16 || binary.BigEndian.Uint32(s[0][16:]) != nxStatsGroup {
+		t.Fatalf("NXST_GROUP reply %x", s)
+	}
+	if _, err := Decode(msg(t, V13, TypeVendor, nxGroupMod10...)); err == nil {
+		t.Fatal("NXT_GROUP_MOD accepted in OpenFlow 1.3")
+	}
+}
+
 // TestWriteGroupSeeds keeps the fuzz seed corpus of group mods in
 // testdata/requests current.
 func TestWriteGroupSeeds(t *testing.T) {
@@ -118,6 +162,8 @@ func TestWriteGroupSeeds(t *testing.T) {
 		"groupmod-of15-remove.bin": msg(t, V15, type11GroupMod, "0005 00 00 00000008 0000 0000 00000005"),
 		"groupfeatures-of13.bin":   msg(t, V13, type11MultipartReq, "0008 0000 00000000"),
 		"groupdesc-of15.bin":       msg(t, V15, type11MultipartReq, "0007 0000 00000000 fffffffc 00000000"),
+		"nxgroupmod-of10.bin":      msg(t, V10, TypeVendor, nxGroupMod10...),
+		"nxgroupdesc-of10.bin":     msg(t, V10, type10StatsRequest, nxGroupDesc10...),
 	} {
 		path := filepath.Join("testdata", "requests", name)
 		if old, err := os.ReadFile(path); err == nil && string(old) == string(b) {
