@@ -510,8 +510,20 @@ func ctValid(m *Match) bool {
 
 // fieldSet reports, for each field, whether a match constrains any bit
 // of it (the mask is nonzero).
-func (fd *Field) inMask(m *Match) bool {
-	for _, c := range fd.Get(&m.Mask) {
+func (fd *Field) inMask(m *Match) bool { return fd.inMaskBuf(m, nil) }
+
+// inMaskBuf is inMask reading the mask into buf when it is long enough
+// (CheckPrereqs asks of every field, once per flow mod decoded).
+func (fd *Field) inMaskBuf(m *Match, buf []byte) bool {
+	var b []byte
+	if fd.Len <= len(buf) {
+		b = buf[:fd.Len]
+		clear(b)
+		fd.get(&m.Mask, b)
+	} else {
+		b = fd.Get(&m.Mask)
+	}
+	for _, c := range b {
 		if c != 0 {
 			return true
 		}
@@ -526,9 +538,10 @@ func (fd *Field) inMask(m *Match) bool {
 // ICMP type and code, ...) are checked together: one of them must have
 // its prerequisites.
 func (m *Match) CheckPrereqs() *Error {
+	buf := make([]byte, 128)
 	for _, group := range aliases {
 		fd := fields[group[0]]
-		if !fd.inMask(m) {
+		if !fd.inMaskBuf(m, buf) {
 			continue
 		}
 		ok := false
@@ -546,7 +559,7 @@ func (m *Match) CheckPrereqs() *Error {
 		if fd == nil || fd.pre == preNone || aliased[fd.ID] || fd.ID == FieldVLANPCP {
 			continue
 		}
-		if fd.inMask(m) && !prereqOK(fd.pre, m) {
+		if fd.inMaskBuf(m, buf) && !prereqOK(fd.pre, m) {
 			return &Error{Errno: BadPrereq, Detail: fd.Name + " without its prerequisites"}
 		}
 	}
