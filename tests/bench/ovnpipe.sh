@@ -9,9 +9,9 @@
 #   govs-normal, ovs-normal: the same switch with a plain bridge (NORMAL) on the same VIFs, no OVN;
 #   govs-base: govs' ovs-vswitchd of another build, OVNPIPE_GOVS_BASE (before/after a change in one run).
 # Figures per peer: iperf3 TCP 1 stream a -> b; 64 B frames from testpmd (net/pps.sh, to b's MAC) received
-# of offered; first-packet round trip: median of 20 `ping -c 1` each right after `ovs-appctl
-# dpctl/del-flows` (static neighbours, no ARP), against the warm round trip (median of 50 pings 10 ms
-# apart). For the OVN peers all again ("+ct") after adding ACLs from-lport and to-lport `ip4
+# of offered; first-packet round trip: median of 30 `ping -c 1` each right after `ovs-appctl
+# dpctl/del-flows` (static neighbours, no ARP), against the warm round trip (30 `ping -c 1` through the
+# flows the one before installed, alternating with those). For the OVN peers all again ("+ct") after adding ACLs from-lport and to-lport `ip4
 # allow-related` and a load balancer 10.0.0.100:5201 -> 10.0.0.2:5201 to sw0 (conntrack in the
 # pipeline), plus TCP through the load balancer's VIP. Rounds interleave the peers. Prints medians, govs'
 # ratio to ovs and govs' OVN TCP to govs-normal's. Needs root, iperf3, dpdk-testpmd, ovn-central,
@@ -154,16 +154,17 @@ pps() { # "offered/received" kpps of 64 B frames a -> b's MAC
   PPS_TXARGS="--eth-peer=0,50:54:00:00:00:02" $here/net/pps.sh $p | awk '{print $2 "/" $4}'
   ip -n $p-a link set eth0 up; ip -n $p-b link set eth0 up; neigh
 }
-rtt() { # first-packet and warm round trips in ms (medians)
-  local i first=()
-  for i in $(seq 20); do
+rtt() { # first-packet and warm round trips in ms: medians of 30 single pings each, alternating one right after
+  # a flush of the datapath's flows and one through the flows it left (each ping a new process, as a first
+  # packet's is)
+  local i first=() warm=()
+  one() { ip netns exec $p-a ping -n -c 1 -W 1 10.0.0.2 | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p'; }
+  for i in $(seq 30); do
     appctl dpctl/del-flows >/dev/null || { echo "n/a n/a"; return; }
-    first+=($(ip netns exec $p-a ping -n -c 1 -W 1 10.0.0.2 | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p'))
+    first+=($(one)); warm+=($(one))
   done
-  local warm=$(ip netns exec $p-a ping -n -q -c 50 -i 0.01 -W 1 10.0.0.2 >/dev/null;
-    ip netns exec $p-a ping -n -c 50 -i 0.01 -W 1 10.0.0.2 | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' | sort -n | sed -n 25p)
-  local f=$(printf '%s\n' "${first[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "n/a")}')
-  echo "$f ${warm:-n/a}"
+  local m='{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "n/a")}'
+  echo "$(printf '%s\n' "${first[@]}" | sort -n | awk "$m") $(printf '%s\n' "${warm[@]}" | sort -n | awk "$m")"
 }
 
 # measure PEER: one line of key=value figures
@@ -208,7 +209,7 @@ peers = sys.argv[1].split(",")
 raw = {$(for peer in "${plist[@]}"; do printf '"%s": "%s", ' $peer "${res[$peer]}"; done)}
 rows = [("tcp", "TCP 1 stream, Gbit/s", True), ("pps", "64 B frames from testpmd: received of offered, kpps", True),
         ("first", "first-packet round trip (ping after dpctl/del-flows), ms", False),
-        ("warm", "warm round trip (ping), ms", False),
+        ("warm", "warm round trip (ping -c 1, flows installed), ms", False),
         ("ct_tcp", "+ct: TCP 1 stream, Gbit/s", True), ("ct_vip_tcp", "+ct: TCP 1 stream to the LB VIP, Gbit/s", True),
         ("ct_pps", "+ct: 64 B frames, received of offered, kpps", True),
         ("ct_first", "+ct: first-packet round trip, ms", False), ("ct_warm", "+ct: warm round trip, ms", False)]
