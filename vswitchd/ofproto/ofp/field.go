@@ -615,6 +615,34 @@ func (f *Flow) masked(m *Flow) Flow {
 // Masked returns f with the bits outside m cleared.
 func (f *Flow) Masked(m *Flow) Flow { return f.masked(m) }
 
+// HasTunMD reports whether f, a mask, has tun_metadata bits.
+func (f *Flow) HasTunMD() bool { return f.TunMDPresent != 0 || f.TunMD != [TLVOptionSpace]byte{} }
+
+// MaskHead sets *r, which must have no tun_metadata, to f masked by m,
+// which must have none (!m.HasTunMD()): Masked without tun_metadata's
+// 256 bytes.
+func (f *Flow) MaskHead(m *Flow, r *Flow) {
+	r.Key = f.Key.Masked((*flow.Mask)(&m.Key))
+	for i := range r.Regs {
+		r.Regs[i] = f.Regs[i] & m.Regs[i]
+	}
+	r.Metadata = f.Metadata & m.Metadata
+	r.PktMark = f.PktMark & m.PktMark
+	r.ConjID = f.ConjID & m.ConjID
+}
+
+// OrHead is Or of an o that has no tun_metadata bits.
+func (f *Flow) OrHead(o *Flow) {
+	km := (*flow.Mask)(&f.Key)
+	km.Or((*flow.Mask)(&o.Key))
+	for i := range f.Regs {
+		f.Regs[i] |= o.Regs[i]
+	}
+	f.Metadata |= o.Metadata
+	f.PktMark |= o.PktMark
+	f.ConjID |= o.ConjID
+}
+
 // Or adds o's bits to f (for masks).
 func (f *Flow) Or(o *Flow) {
 	km := (*flow.Mask)(&f.Key)
