@@ -88,18 +88,15 @@ def med(s):
         try: v.append(float(x))
         except ValueError: return None, x
     return statistics.median(v), None
-print("| %s flows, seconds (median) | debian ovs-vswitchd | govs ovs-vswitchd | debian/govs |" % n)
-print("|---|---|---|---|")
-for label, g, d in (("ovs-ofctl add-flows", sys.argv[2], sys.argv[3]), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", sys.argv[4], sys.argv[5])):
-    (gv, ge), (dv, de) = med(g), med(d)
-    ratio = "%.2fx" % (dv / gv) if gv and dv else "n/a"
-    print("| %s | %s | %s | %s |" % (label, "%.2f" % dv if dv else de, "%.2f" % gv if gv else ge, ratio))
+def table(other, gadd, gbundle, oadd, obundle):
+    print("| %s flows, seconds (median) | %s ovs-vswitchd | govs ovs-vswitchd | %s/govs |" % (n, other, other))
+    print("|---|---|---|---|")
+    for label, g, d in (("ovs-ofctl add-flows", gadd, oadd), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", gbundle, obundle)):
+        (gv, ge), (dv, de) = med(g), med(d)
+        ratio = "%.2fx" % (dv / gv) if gv and dv else "n/a"
+        print("| %s | %s | %s | %s |" % (label, "%.2f" % dv if dv else de, "%.2f" % gv if gv else ge, ratio))
+table("debian", sys.argv[2], sys.argv[4], sys.argv[3], sys.argv[5])
 if sys.argv[6]:
     print()
-    print("| %s flows, seconds (median) | govs-base ovs-vswitchd | govs ovs-vswitchd | govs-base/govs |" % n)
-    print("|---|---|---|---|")
-    for label, g, b in (("ovs-ofctl add-flows", sys.argv[2], sys.argv[6]), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", sys.argv[4], sys.argv[7])):
-        (gv, ge), (bv, be) = med(g), med(b)
-        ratio = "%.2fx" % (bv / gv) if gv and bv else "n/a"
-        print("| %s | %s | %s | %s |" % (label, "%.2f" % bv if bv else be, "%.2f" % gv if gv else ge, ratio))
+    table("govs-base", sys.argv[2], sys.argv[4], sys.argv[6], sys.argv[7])
 PY

@@ -631,7 +631,7 @@ func (f *Flow) MaskHead(m *Flow, r *Flow) {
 	r.ConjID = f.ConjID & m.ConjID
 }
 
-// OrHead is Or of an o that has no tun_metadata bits.
+// OrHead is Or without tun_metadata, for an o that has none.
 func (f *Flow) OrHead(o *Flow) {
 	km := (*flow.Mask)(&f.Key)
 	km.Or((*flow.Mask)(&o.Key))
@@ -645,14 +645,7 @@ func (f *Flow) OrHead(o *Flow) {
 
 // Or adds o's bits to f (for masks).
 func (f *Flow) Or(o *Flow) {
-	km := (*flow.Mask)(&f.Key)
-	km.Or((*flow.Mask)(&o.Key))
-	for i := range f.Regs {
-		f.Regs[i] |= o.Regs[i]
-	}
-	f.Metadata |= o.Metadata
-	f.PktMark |= o.PktMark
-	f.ConjID |= o.ConjID
+	f.OrHead(o)
 	for i := range f.TunMD {
 		f.TunMD[i] |= o.TunMD[i]
 	}
