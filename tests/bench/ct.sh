@@ -214,14 +214,8 @@ fi
 echo "kernel nf_conntrack_max $(cat $ctmax)"
 IFS=, read -ra plist <<< "$peers"
 declare -A res
-for r in $(seq $rounds); do
-  order=("${plist[@]}"); [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${plist[@]}" | tac))
-  for peer in "${order[@]}"; do
-    echo "round $r/$rounds: $peer" >&2
-    out=$(measure $peer); echo "  $peer: $out" >&2
-    res[$peer]+="$out;"
-  done
-done
+. $here/rounds.sh
+rounds $rounds "${plist[@]}"
 teardown
 
 python3 - "$peers" "$fill" <<P

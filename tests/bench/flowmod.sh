@@ -4,7 +4,8 @@
 # the same with `-O OpenFlow14 --bundle` (one atomic bundle). Each switch runs with Debian's ovsdb-server in
 # a network namespace of its own (the netdev datapath's tap ovs-netdev is per namespace); they alternate
 # round by round. Prints seconds (median) and the ratio debian/govs (> 1: govs is faster). Needs root and a
-# built bin/ovs-vswitchd (make build). Stops only the processes of its own pidfiles.
+# built bin/ovs-vswitchd (make build). Stops only the processes of its own pidfiles. FLOWMOD_GOVS_BASE=BINARY
+# adds peer govs-base, another build's ovs-vswitchd, and the ratio govs-base/govs (a change before/after).
 set -u
 n=100000 rounds=2
 while [ $# -gt 0 ]; do
@@ -45,6 +46,7 @@ measure() {
     --unixctl=$d/ovsdb-server.ctl --detach --no-chdir --log-file=$d/ovsdb-server.log >&2
   $V --no-wait init >&2
   local vs=/usr/sbin/ovs-vswitchd; [ $peer = govs ] && vs=$top/bin/ovs-vswitchd
+  [ $peer = govs-base ] && vs=$FLOWMOD_GOVS_BASE
   $N $vs unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl --detach --no-chdir \
     --log-file=$d/ovs-vswitchd.log >&2
   $N $V add-br br0 -- set bridge br0 datapath_type=netdev protocols=OpenFlow10,OpenFlow13,OpenFlow14 >&2
@@ -68,15 +70,16 @@ measure() {
 }
 
 declare -A add bundle
+peers="govs debian${FLOWMOD_GOVS_BASE:+ govs-base}"
 for r in $(seq $rounds); do
-  order="govs debian"; [ $((r % 2)) = 0 ] && order="debian govs"
+  order=$peers; [ $((r % 2)) = 0 ] && order=$(echo $peers | tr ' ' '\n' | tac)
   for p in $order; do
     set -- $(measure $p) failed failed
     echo "round $r $p: add-flows ${1}s, bundle ${2}s" >&2
     add[$p]="${add[$p]:-} $1"; bundle[$p]="${bundle[$p]:-} $2"
   done
 done
-python3 - "$n" "${add[govs]}" "${add[debian]}" "${bundle[govs]}" "${bundle[debian]}" <<'PY'
+python3 - "$n" "${add[govs]}" "${add[debian]}" "${bundle[govs]}" "${bundle[debian]}" "${add[govs-base]:-}" "${bundle[govs-base]:-}" <<'PY'
 import statistics, sys
 n = sys.argv[1]
 def med(s):
@@ -85,10 +88,15 @@ def med(s):
         try: v.append(float(x))
         except ValueError: return None, x
     return statistics.median(v), None
-print("| %s flows, seconds (median) | debian ovs-vswitchd | govs ovs-vswitchd | debian/govs |" % n)
-print("|---|---|---|---|")
-for label, g, d in (("ovs-ofctl add-flows", sys.argv[2], sys.argv[3]), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", sys.argv[4], sys.argv[5])):
-    (gv, ge), (dv, de) = med(g), med(d)
-    ratio = "%.2fx" % (dv / gv) if gv and dv else "n/a"
-    print("| %s | %s | %s | %s |" % (label, "%.2f" % dv if dv else de, "%.2f" % gv if gv else ge, ratio))
+def table(other, gadd, gbundle, oadd, obundle):
+    print("| %s flows, seconds (median) | %s ovs-vswitchd | govs ovs-vswitchd | %s/govs |" % (n, other, other))
+    print("|---|---|---|---|")
+    for label, g, d in (("ovs-ofctl add-flows", gadd, oadd), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", gbundle, obundle)):
+        (gv, ge), (dv, de) = med(g), med(d)
+        ratio = "%.2fx" % (dv / gv) if gv and dv else "n/a"
+        print("| %s | %s | %s | %s |" % (label, "%.2f" % dv if dv else de, "%.2f" % gv if gv else ge, ratio))
+table("debian", sys.argv[2], sys.argv[4], sys.argv[3], sys.argv[5])
+if sys.argv[6]:
+    print()
+    table("govs-base", sys.argv[2], sys.argv[4], sys.argv[6], sys.argv[7])
 PY

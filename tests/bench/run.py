@@ -46,7 +46,7 @@ PROFILE = os.environ.get("BENCH_PROFILE") == "1"
 SWITCH_CPU, ENDPOINT_CPU = "0", "1"
 ENDPOINT = ["taskset", "-c", ENDPOINT_CPU] if PIN else []
 PEERS = [p for p in os.environ.get("BENCH_PEERS", ",".join(ALL_PEERS)).split(",") if p]
-ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond", "ct", "tunnel"]
+ALL_SECTIONS = ["net", "vhost", "multiflow", "ovsdb", "ovn", "flowmod", "bond", "ct", "tunnel", "ovnpipe"]
 SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)).split(",") if x]
 for _x in SECTIONS:
     if _x not in ALL_SECTIONS:
@@ -202,6 +202,9 @@ if not set(SECTIONS) & {"net", "vhost", "multiflow", "tunnel"}:
             + (("nginx", "apache2-utils") if "ct" in SECTIONS else ())}
 if "ovn" in SECTIONS:
     PKGS["ovn-central"] = "/usr/bin/ovn-northd"
+if "ovnpipe" in SECTIONS:
+    PKGS.update({"ovn-central": "/usr/bin/ovn-northd", "ovn-host": "/usr/bin/ovn-controller", "iperf3": "/usr/bin/iperf3",
+                 "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool"})
 if "ct" in SECTIONS:
     PKGS["nftables"] = "/usr/sbin/nft"
 if "vhost" in SECTIONS and "ovs-dpdk" in VHOST_PEERS:
@@ -790,6 +793,14 @@ def ct_bench():
     return {"rc": r.returncode, "output": r.stdout}
 
 
+def ovnpipe_bench():
+    """tests/bench/ovnpipe.sh: traffic through the OVN pipeline of one logical switch on govs and on Debian's OVS."""
+    peers = ["-peers", os.environ["BENCH_OVNPIPE_PEERS"]] if os.environ.get("BENCH_OVNPIPE_PEERS") else []
+    r = subprocess.run([os.path.join(HERE, "ovnpipe.sh"), "-rounds", str(ROUNDS), "-secs", str(SECS)] + peers, cwd=TOP,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+    return {"rc": r.returncode, "output": r.stdout}
+
+
 def med(vals):
     v = [x for x in vals if isinstance(x, (int, float))]
     return statistics.median(v) if v else None
@@ -821,7 +832,7 @@ def inner(ns):
     rn = Runner(workdir)
     samples, vsamples, msamples, tsamples = {}, {}, {}, {}
     started = datetime.datetime.now(datetime.timezone.utc)
-    ovsdb = micro = flowmod = bond = ovn = ct = None
+    ovsdb = micro = flowmod = bond = ovn = ct = ovnpipe = None
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
@@ -860,13 +871,16 @@ def inner(ns):
         if "ct" in SECTIONS:
             log("ct.sh")
             ct = ct_bench()
+        if "ovnpipe" in SECTIONS:
+            log("ovnpipe.sh")
+            ovnpipe = ovnpipe_bench()
     except Interrupted:
         log("interrupted: cleaning up")
         cleanup(rn)
         sys.exit(130)
     finally:
         cleanup(rn)
-    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn, ct, tsamples)
+    report(samples, ovsdb, started, ns, vsamples, msamples, micro, flowmod, bond, ovn, ct, tsamples, ovnpipe)
 
 
 def cleanup(rn):
@@ -911,7 +925,7 @@ def results_base():
 
 
 def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None, flowmod=None, bond=None, ovn=None, ct=None,
-           tsamples=None):
+           tsamples=None, ovnpipe=None):
     vsamples, msamples = vsamples or {}, msamples or {}
     allsamples = {}
     for src in (samples, vsamples, msamples):
@@ -940,7 +954,7 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
         "values": values, "ratio_note": "govs/peer for higher-is-better metrics, peer/govs for lower-is-better: "
         "> 1 means govs is better", "ratios": ratios, "vhost_ratios": vratios, "samples": samples,
         "samples_vhost": vsamples, "samples_multiflow": msamples, "multiflow_note": MF_LABEL,
-        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn, "ct": ct,
+        "micro": micro, "ovsdb": ovsdb, "flowmod": flowmod, "bond": bond, "ovn": ovn, "ct": ct, "ovnpipe": ovnpipe,
         "samples_tunnel": tsamples or {}}
     with open(os.path.join(RESULTS, base + ".json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
@@ -1083,6 +1097,12 @@ def render_table(doc):
                   "(netdev), a Linux bridge with nftables ct state rules in the kernel; ratios > 1: govs better):", ""]
         lines += [l for l in ct["output"].splitlines() if l.startswith(("|", "raw ", "kernel "))] or [
             "ct.sh failed: " + ct["output"][-500:]]
+    op = doc.get("ovnpipe")
+    if op:
+        lines += ["", "OVN pipeline (tests/bench/ovnpipe.sh; one logical switch, two namespace VIFs, Debian's OVN 23.03 "
+                  "programming br-int; +ct: with allow-related ACLs and a load balancer; ratios > 1: govs better):", ""]
+        lines += [l for l in op["output"].splitlines() if l.startswith(("|", "govs OVN", "raw "))] or [
+            "ovnpipe.sh failed: " + op["output"][-500:]]
     if doc.get("samples_tunnel"):
         lines += ["", "Tunnels (tests/bench/net/tunnel.sh; VIF to VIF across two chassis namespaces joined by a veth "
                   "underlay, VIF MTU 1450; kernel = vxlan devices on Linux bridges, this kernel has no geneve; "

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -120,8 +121,12 @@ type table struct {
 }
 
 type subtable struct {
-	gen     uint64
-	mask    ofp.Flow
+	gen  uint64
+	mask ofp.Flow
+	// tunmd: mask has tun_metadata bits. Most subtables have none: their
+	// lookups leave out tun_metadata's 256 bytes (half of a Flow) when
+	// masking, widening the wildcards and hashing.
+	tunmd   bool
 	maxPrio uint16
 	prios   map[uint16]int // rules per priority, for maxPrio
 	n       int
@@ -142,6 +147,22 @@ var hashSeed = maphash.MakeSeed()
 var gens, seqs atomic.Uint64
 
 func hashKey(k *ofp.Flow) uint64 { return maphash.Comparable(hashSeed, *k) }
+
+// flowHead is an ofp.Flow up to its tun_metadata.
+type flowHead struct {
+	flow.Key
+	Regs            [16]uint32
+	Metadata        uint64
+	PktMark, ConjID uint32
+}
+
+// hash is the hash of k, a flow masked by st's mask, in st.
+func (st *subtable) hash(k *ofp.Flow) uint64 {
+	if st.tunmd {
+		return hashKey(k)
+	}
+	return maphash.Comparable(hashSeed, flowHead{k.Key, k.Regs, k.Metadata, k.PktMark, k.ConjID})
+}
 
 // before reports whether a ranks before b: higher priority, then older.
 func (a *rule) before(b *rule) bool {
@@ -168,9 +189,15 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		if best != nil && st.maxPrio < best.priority {
 			break
 		}
-		wc.Or(&st.mask)
-		k := f.Masked(&st.mask)
-		h := hashKey(&k)
+		var k ofp.Flow
+		if st.tunmd {
+			wc.Or(&st.mask)
+			k = f.Masked(&st.mask)
+		} else {
+			wc.OrHead(&st.mask)
+			f.MaskHead(&st.mask, &k)
+		}
+		h := st.hash(&k)
 		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
 			if r.match.Flow != k {
 				continue
@@ -202,7 +229,7 @@ func (t *table) find(m *ofp.Match, prio uint16) *rule {
 		if st.mask != m.Mask {
 			continue
 		}
-		h := hashKey(&m.Flow)
+		h := st.hash(&m.Flow)
 		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
 			if r.match.Flow == m.Flow && r.priority == prio {
 				return r
@@ -293,14 +320,15 @@ func (t *table) put(r, old *rule, gen uint64) {
 	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
 	var st *subtable
 	if i < 0 {
-		st = &subtable{gen: gen, mask: r.match.Mask, prios: map[uint16]int{}, shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
+		st = &subtable{gen: gen, mask: r.match.Mask, tunmd: r.match.Mask.HasTunMD(), prios: map[uint16]int{},
+			shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
 		st = t.subs[i].mutable(gen)
 		t.subs[i] = st
 	}
-	h := hashKey(&r.match.Flow)
+	h := st.hash(&r.match.Flow)
 	sh := st.shard(h, gen)
 	l := sh.rules[h]
 	t.timed += r.isTimed()
@@ -333,7 +361,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
-	h := hashKey(&r.match.Flow)
+	h := st.hash(&r.match.Flow)
 	sh := st.shard(h, gen)
 	l := slices.DeleteFunc(slices.Clone(sh.rules[h]), func(o *rule) bool { return o == r })
 	if len(l) == 0 {

@@ -506,8 +506,20 @@ func ctValid(m *Match) bool {
 
 // fieldSet reports, for each field, whether a match constrains any bit
 // of it (the mask is nonzero).
-func (fd *Field) inMask(m *Match) bool {
-	for _, c := range fd.Get(&m.Mask) {
+func (fd *Field) inMask(m *Match) bool { return fd.inMaskBuf(m, nil) }
+
+// inMaskBuf is inMask reading the mask into buf when it is long enough
+// (CheckPrereqs asks of every field, once per flow mod decoded).
+func (fd *Field) inMaskBuf(m *Match, buf []byte) bool {
+	var b []byte
+	if fd.Len <= len(buf) {
+		b = buf[:fd.Len]
+		clear(b)
+		fd.get(&m.Mask, b)
+	} else {
+		b = fd.Get(&m.Mask)
+	}
+	for _, c := range b {
 		if c != 0 {
 			return true
 		}
@@ -522,9 +534,10 @@ func (fd *Field) inMask(m *Match) bool {
 // ICMP type and code, ...) are checked together: one of them must have
 // its prerequisites.
 func (m *Match) CheckPrereqs() *Error {
+	buf := make([]byte, 128)
 	for _, group := range aliases {
 		fd := fields[group[0]]
-		if !fd.inMask(m) {
+		if !fd.inMaskBuf(m, buf) {
 			continue
 		}
 		ok := false
@@ -542,7 +555,7 @@ func (m *Match) CheckPrereqs() *Error {
 		if fd == nil || fd.pre == preNone || aliased[fd.ID] || fd.ID == FieldVLANPCP {
 			continue
 		}
-		if fd.inMask(m) && !prereqOK(fd.pre, m) {
+		if fd.inMaskBuf(m, buf) && !prereqOK(fd.pre, m) {
 			return &Error{Errno: BadPrereq, Detail: fd.Name + " without its prerequisites"}
 		}
 	}
@@ -598,8 +611,24 @@ func (f *Flow) masked(m *Flow) Flow {
 // Masked returns f with the bits outside m cleared.
 func (f *Flow) Masked(m *Flow) Flow { return f.masked(m) }
 
-// Or adds o's bits to f (for masks).
-func (f *Flow) Or(o *Flow) {
+// HasTunMD reports whether f, a mask, has tun_metadata bits.
+func (f *Flow) HasTunMD() bool { return f.TunMDPresent != 0 || f.TunMD != [TLVOptionSpace]byte{} }
+
+// MaskHead sets *r, which must have no tun_metadata, to f masked by m,
+// which must have none (!m.HasTunMD()): Masked without tun_metadata's
+// 256 bytes.
+func (f *Flow) MaskHead(m *Flow, r *Flow) {
+	r.Key = f.Key.Masked((*flow.Mask)(&m.Key))
+	for i := range r.Regs {
+		r.Regs[i] = f.Regs[i] & m.Regs[i]
+	}
+	r.Metadata = f.Metadata & m.Metadata
+	r.PktMark = f.PktMark & m.PktMark
+	r.ConjID = f.ConjID & m.ConjID
+}
+
+// OrHead is Or without tun_metadata, for an o that has none.
+func (f *Flow) OrHead(o *Flow) {
 	km := (*flow.Mask)(&f.Key)
 	km.Or((*flow.Mask)(&o.Key))
 	for i := range f.Regs {
@@ -608,6 +637,11 @@ func (f *Flow) Or(o *Flow) {
 	f.Metadata |= o.Metadata
 	f.PktMark |= o.PktMark
 	f.ConjID |= o.ConjID
+}
+
+// Or adds o's bits to f (for masks).
+func (f *Flow) Or(o *Flow) {
+	f.OrHead(o)
 	for i := range f.TunMD {
 		f.TunMD[i] |= o.TunMD[i]
 	}

@@ -123,7 +123,7 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 	if padded > len(rest) {
 		return nil, errorf(BadLen, name, "match_len %d", n)
 	}
-	m, ck, err := decodeNXMatch(rest[:n], true)
+	ck, err := decodeNXMatchInto(&fm.Match, rest[:n], true)
 	if err != nil {
 		// OVS refuses a flow mod's bad match whole, as its other errors
 		// (checked against Debian's ovs-vswitchd with ct_* matches).
@@ -135,7 +135,7 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 		// cannot match one.
 		return nil, &Error{Errno: NXMInvalid, Name: name, Detail: "NXM_NX_COOKIE in an add", EchoAll: true}
 	}
-	fm.Match, fm.Cookie = m, ck
+	fm.Cookie = ck
 	acts, err := DecodeActions(V10, rest[padded:])
 	if err != nil {
 		err.Name, err.EchoAll = name, true
@@ -186,12 +186,17 @@ func decodeFlowMod11(h Header, body []byte) (Message, error) {
 			fm.Flags |= FlagResetCounts
 		}
 	}
-	m, rest, err := decodeMatch11(h.Version, body[40:])
+	var rest []byte
+	var err *Error
+	if len(body) >= 42 && binary.BigEndian.Uint16(body[40:]) == matchTypeStandard {
+		fm.Match, rest, err = decodeMatch11(h.Version, body[40:])
+	} else {
+		rest, err = decodeOXMMatchInto(&fm.Match, h.Version, body[40:])
+	}
 	if err != nil {
 		err.EchoAll = true // as decodeNXFlowMod's
 		return nil, named(err, name)
 	}
-	fm.Match = m
 	acts, err := DecodeInstructions(h.Version, rest)
 	if err != nil {
 		err.EchoAll = true
