@@ -575,7 +575,7 @@ func (w *worker) batch(n int) {
 		w.upcall(nmiss, table, now)
 	}
 	w.execute(n, table, now)
-	w.flush()
+	w.flush(table)
 
 	w.stats.addSingle(&w.c)
 	if runts > 0 {
@@ -1142,11 +1142,18 @@ func (w *worker) enqueue(port *dpPort, p *packet.Packet) {
 	q.pkts = append(q.pkts, p)
 }
 
-// flush writes every port's queued packets, one Write per BatchSize.
-func (w *worker) flush() {
+// flush writes every port's queued packets, one Write per BatchSize;
+// decapsulated TCP segments are coalesced first for a port that takes TSO.
+func (w *worker) flush(table *portTable) {
 	for _, s := range w.active {
 		q := &w.txq[s]
-		for pkts := q.pkts; len(pkts) > 0; {
+		pkts := q.pkts
+		if len(pkts) > 1 {
+			if o := q.port.dev.Offloads(); o.Csum && (o.TSO4 || o.TSO6) {
+				pkts = w.coalesce(pkts, offloadCaps{tso4: o.TSO4, tso6: o.TSO6}, table)
+			}
+		}
+		for len(pkts) > 0 {
 			m := min(len(pkts), netdev.BatchSize)
 			w.write(q.port, pkts[:m])
 			w.c.sentPkts += uint64(m)
