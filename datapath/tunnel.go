@@ -251,7 +251,11 @@ func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *port
 	if t.meta {
 		mds = make([]conntrack.Meta, len(out))
 	}
+	// The encapsulated copies are not the decapsulated packet.
+	in := w.inTun
+	w.inTun = false
 	w.apply(t.nested, out, mds, depth, table, now)
+	w.inTun = in
 }
 
 // encap puts t's outer headers in front of p and fixes the lengths,

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
@@ -215,4 +216,60 @@ func TestTnlPushString(t *testing.T) {
 			t.Errorf("%v last:\n got %s\nwant 3,%s", c.h.Kind, got, want)
 		}
 	}
+}
+
+// ct() after tnl_pop: the recirculated packet is looked up again with
+// the tunnel's in_port and the outer headers still in its key, as OVS's
+// recirculation keeps the packet's metadata, so that a stateful ACL on
+// the decapsulated side sees where the packet came from.
+func TestTunnelPopCTRecirc(t *testing.T) {
+	r := newRig(t, 2)
+	if err := r.dp.AddPort(4, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
+		t.Fatal(err)
+	}
+	h := tunnel.Header{Kind: tunnel.KindGeneve, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
+		Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, Key: 5, KeyPresent: true,
+		DstPort: 6081, Options: []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01}}
+	var mu sync.Mutex
+	var after []flow.Key // keys seen after ct
+	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
+		for i := range batch {
+			u := &batch[i]
+			u.Mask = flow.Exact()
+			k := &u.Key
+			switch {
+			case k.InPort == 1:
+				u.Actions = append(u.Actions, TnlPop(4))
+			case k.RecircID == 0:
+				u.Actions = append(u.Actions, CT(conntrack.Action{Zone: 1, Commit: true}), Recirc(1))
+			default:
+				mu.Lock()
+				after = append(after, *k)
+				mu.Unlock()
+				if k.InPort == 4 && k.TunID == 5 && k.CtState&conntrack.StateTracked != 0 {
+					u.Actions = append(u.Actions, Output(2))
+				}
+			}
+		}
+	}))
+	inner := tcpFrame(ipA, ipB, 40000, 80, dptest.SYN, 1, 0)
+	enc, err := tunnel.Build(&h, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ports[1].Inject(enc)
+	dptest.Eventually(t, "the packet through ct on port 2", func() bool { return len(r.ports[2].Sent()) == 1 })
+	if s := r.ports[2].Sent()[0]; !bytes.Equal(s, inner) {
+		t.Errorf("sent %x, want %x", s, inner)
+	}
+	mu.Lock()
+	k := after[0]
+	mu.Unlock()
+	if k.InPort != 4 || k.TunID != 5 || netip.AddrFrom16(k.TunSrc).Unmap() != h.Src || netip.AddrFrom16(k.TunDst).Unmap() != h.Dst ||
+		k.TunTpDst != 6081 || !bytes.Equal(k.Options(), h.Options) || k.CtState&conntrack.StateNew == 0 {
+		t.Errorf("key after ct: %v", k)
+	}
+	// The connection's next packet finds the flows installed.
+	r.ports[1].Inject(enc)
+	dptest.Eventually(t, "second packet on port 2", func() bool { return len(r.ports[2].Sent()) == 2 })
 }
