@@ -33,7 +33,8 @@ func TestTunnelCtAfterPop(t *testing.T) {
 	b.vif.noPing("10.9.0.1")
 	// The ping's packets from the tunnel after ct: recirc_id not 0, the
 	// tunnel and its vport in the key.
-	after := regexp.MustCompile(`(?m)^recirc_id\(0x[1-9a-f][0-9a-f]*\),tunnel\(tun_id=0x5,src=172\.31\.0\.1,dst=172\.31\.0\.2,.*ct_state\(.*actions:\d+$`)
+	after := regexp.MustCompile(`(?m)^tunnel\(tun_id=0x5,src=172\.31\.0\.1,dst=172\.31\.0\.2,.*\),ct_state\(.*\),` +
+		`recirc_id\(0x[1-9a-f][0-9a-f]*\),in_port\(\d+\),.*actions:\d+$`)
 	if dump := b.sw.run("dpctl/dump-flows"); !after.MatchString(dump) {
 		t.Errorf("b's datapath flows lack a recirculated flow with the tunnel in its key (%s):\n%s", after, dump)
 	}
