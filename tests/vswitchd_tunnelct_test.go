@@ -48,17 +48,9 @@ func TestTunnelGRE6Debian(t *testing.T) {
 	start := time.Now()
 	a := tunSetup(t, "a", "fd31::1/64 nodad", "fd31::2", "gre", "10.9.0.1/24")
 	b := tunSetupBin(t, "b", "/usr/sbin/ovs-vswitchd", "fd31::2/64 nodad", "fd31::1", "gre", "10.9.0.2/24")
-	for _, n := range []*tunNode{a, b} {
-		// Outer IPv6 and GRE with a key: 62 bytes.
-		if _, err := vswRun("ip", "-n", n.vif.Name, "link", "set", "eth0", "mtu", "1430"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Debian's netdev datapath passes TCP from a veth only with its
-	// checksum offload off (REFERENCE.md).
-	if _, err := b.vif.exec("ethtool", "-K", "eth0", "tx", "off"); err != nil {
-		t.Fatal(err)
-	}
+	// Outer IPv6 and GRE with a key: 62 bytes.
+	tunVIFMTU(t, "1430", a, b)
+	tunDebianVIF(t, b)
 	tunUnderlay(t, a, b)
 	a.vif.waitPing("10.9.0.2")
 	b.vif.waitPing("10.9.0.1")
