@@ -174,6 +174,8 @@ func (as Actions) Format(name func(uint32) string) string {
 			b.WriteString(name(a.Port))
 		} else if a.Kind == ActionCheckPktLen && a.PktLen != nil {
 			b.WriteString(pktLenString(a.PktLen, name))
+		} else if a.Kind == ActionTnlPush && a.Tnl != nil {
+			b.WriteString(tnlString(a.Tnl, lastAction(as[i+1:])))
 		} else {
 			b.WriteString(a.String())
 		}
@@ -182,6 +184,16 @@ func (as Actions) Format(name func(uint32) string) string {
 		return "drop"
 	}
 	return b.String()
+}
+
+// lastAction reports whether rest, the actions after one, shows none.
+func lastAction(rest Actions) bool {
+	for _, a := range rest {
+		if a.Kind != ActionCount {
+			return false
+		}
+	}
+	return true
 }
 
 func (a Action) String() string {
@@ -228,7 +240,7 @@ func (a Action) String() string {
 		return meterString(a.MeterID)
 	case ActionTnlPush:
 		if a.Tnl != nil {
-			return tnlString(a.Tnl)
+			return tnlString(a.Tnl, false)
 		}
 	case ActionTnlPop:
 		return "tnl_pop(" + strconv.FormatUint(uint64(a.Port), 10) + ")"

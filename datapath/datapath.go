@@ -33,6 +33,7 @@ import (
 	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
+	"github.com/govs/govs/netdev/tunnel"
 )
 
 // Logger is where the datapath reports port trouble, never per packet.
@@ -89,6 +90,9 @@ type Datapath struct {
 	// tnlPopErrors and tnlPushErrors count packets the tunnel actions
 	// dropped: malformed outer headers, frames they could not encapsulate.
 	tnlPopErrors, tnlPushErrors atomic.Uint64
+	// groSegs counts the decapsulated segments coalesced into groFrames
+	// super-frames (gro.go).
+	groSegs, groFrames atomic.Uint64
 
 	// meters are the meters of ActionMeter (meter.go); meterMu
 	// serializes their replacement.
@@ -143,6 +147,8 @@ type dpPort struct {
 	no   uint32
 	name string
 	dev  netdev.Port
+	// tunnel is set for a tunnel vport: what it receives was decapsulated.
+	tunnel bool
 	// slot indexes the per-worker tx queues; unique among attached ports.
 	slot int
 	// ws are the workers of the port's receive queues, one each (the
@@ -296,6 +302,7 @@ func (dp *Datapath) AddPort(no uint32, p netdev.Port) error {
 		}
 	}
 	port := &dpPort{no: no, name: p.Name(), dev: p, slot: dp.allocSlot()}
+	_, port.tunnel = p.(*tunnel.Vport)
 	queues := []netdev.Reader{p}
 	if mq, ok := p.(netdev.RxQueuer); ok {
 		queues = mq.RxQueues()

@@ -61,38 +61,83 @@ func tnlEqual(a, b *TnlPush) bool {
 		a.Nested.Equal(b.Nested)
 }
 
-// tnlString formats a tnl_push as ovs-dpctl does, in short:
-// clone(tnl_push(tnl_port(4),header(vxlan(vni=0x5),src=...,dst=...),out_port(2)),1).
-func tnlString(t *TnlPush) string {
-	h := &t.Header
-	var b strings.Builder
-	b.WriteString("clone(tnl_push(tnl_port(" + strconv.Itoa(int(t.Port)) + "),header(")
-	b.WriteString("eth(dst=" + flow.MAC(h.EthDst).String() + ",src=" + flow.MAC(h.EthSrc).String() + "),")
-	v := "ipv4"
-	if !h.Dst.Unmap().Is4() {
-		v = "ipv6"
+// tnlString formats a tnl_push as OVS's format_odp_tnl_push_action, from
+// the header template as OVS keeps it (UDP source port, IP ID and lengths
+// 0, set per packet; the UDP checksum 0xffff when one is computed):
+// clone(tnl_push(tnl_port(4),header(size=50,type=4,eth(dst=..,src=..,
+// dl_type=0x0800),ipv4(src=..,dst=..,proto=17,tos=0,ttl=64,frag=0x4000),
+// udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x5)),
+// out_port(2)),1). As the last action it is printed without the clone, as
+// OVS composes it then (native_tunnel_output's is_last_action):
+// tnl_push(...),1.
+func tnlString(t *TnlPush, last bool) string {
+	h := t.Header
+	h.SrcPort, h.ID, h.Seq = 0, 0, 0
+	hdr, err := tunnel.Build(&h, nil)
+	if err != nil || len(hdr) < 14 {
+		return "tnl_push(tnl_port(" + strconv.Itoa(int(t.Port)) + "),header(invalid))"
 	}
-	b.WriteString(v + "(src=" + h.Src.Unmap().String() + ",dst=" + h.Dst.Unmap().String() + ",ttl=" + strconv.Itoa(int(h.TTL)) + "),")
+	var b strings.Builder
+	if !last {
+		b.WriteString("clone(")
+	}
+	b.WriteString("tnl_push(tnl_port(" + strconv.Itoa(int(t.Port)) + "),")
+	v4 := h.Dst.Unmap().Is4()
+	b.WriteString("header(size=" + strconv.Itoa(len(hdr)) + ",type=" + strconv.Itoa(ovsVportType(h.Kind, v4)))
+	b.WriteString(",eth(dst=" + flow.MAC(hdr[0:6]).String() + ",src=" + flow.MAC(hdr[6:12]).String())
+	b.WriteString(",dl_type=0x" + strconv.FormatUint(uint64(binary.BigEndian.Uint16(hdr[12:]))|0x10000, 16)[1:] + "),")
+	ip := hdr[14:]
+	var l4 []byte
+	if v4 {
+		b.WriteString("ipv4(src=" + h.Src.Unmap().String() + ",dst=" + h.Dst.Unmap().String() +
+			",proto=" + strconv.Itoa(int(ip[9])) + ",tos=" + hexAlt(uint64(ip[1])) + ",ttl=" + strconv.Itoa(int(ip[8])) +
+			",frag=0x" + strconv.FormatUint(uint64(binary.BigEndian.Uint16(ip[6:])), 16) + "),")
+		l4 = ip[20:]
+	} else {
+		fl := binary.BigEndian.Uint32(ip[0:])
+		b.WriteString("ipv6(src=" + h.Src.String() + ",dst=" + h.Dst.String() + ",label=" + strconv.Itoa(int(fl&0xfffff)) +
+			",proto=" + strconv.Itoa(int(ip[6])) + ",tclass=0x" + strconv.FormatUint(uint64(fl>>20&0xff), 16) +
+			",hlimit=" + strconv.Itoa(int(ip[7])) + "),")
+		l4 = ip[40:]
+	}
 	switch h.Kind {
-	case tunnel.KindVXLAN:
-		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),vxlan(vni=" + hexAlt(uint64(h.Key)) + ")")
-	case tunnel.KindGeneve:
-		b.WriteString("udp(dst=" + strconv.Itoa(int(h.DstPort)) + "),geneve(")
-		if h.OAM {
+	case tunnel.KindVXLAN, tunnel.KindGeneve:
+		csum := 0
+		if tnlUDPCsum(&h) {
+			csum = 0xffff
+		}
+		b.WriteString("udp(src=0,dst=" + strconv.Itoa(int(h.DstPort)) + ",csum=0x" + strconv.FormatUint(uint64(csum), 16) + "),")
+		t := l4[8:]
+		if h.Kind == tunnel.KindVXLAN {
+			b.WriteString("vxlan(flags=0x" + strconv.FormatUint(uint64(binary.BigEndian.Uint32(t[0:])), 16) +
+				",vni=0x" + strconv.FormatUint(uint64(binary.BigEndian.Uint32(t[4:])>>8), 16) + ")")
+			break
+		}
+		b.WriteString("geneve(")
+		if t[1]&0x80 != 0 {
 			b.WriteString("oam,")
 		}
-		if flow.GeneveCritical&geneveTypes(h.Options) != 0 {
+		if t[1]&0x40 != 0 {
 			b.WriteString("crit,")
 		}
-		b.WriteString("vni=" + hexAlt(uint64(h.Key)))
+		b.WriteString("vni=0x" + strconv.FormatUint(uint64(binary.BigEndian.Uint32(t[4:])>>8), 16))
 		if len(h.Options) > 0 {
 			b.WriteString(",options(" + flow.FormatGeneveOpts(h.Options) + ")")
 		}
 		b.WriteString(")")
 	case tunnel.KindGRE:
-		b.WriteString("gre((flags=0x" + strconv.FormatUint(uint64(greFlags(h)), 16) + ",proto=0x6558)")
-		if h.KeyPresent {
-			b.WriteString(",key=" + hexAlt(uint64(h.Key)))
+		flags := binary.BigEndian.Uint16(l4[0:])
+		b.WriteString("gre((flags=0x" + strconv.FormatUint(uint64(flags), 16) +
+			",proto=0x" + strconv.FormatUint(uint64(binary.BigEndian.Uint16(l4[2:])), 16) + ")")
+		// The template's checksum and sequence number are 0, as OVS's.
+		if flags&0x8000 != 0 {
+			b.WriteString(",csum=0x0")
+		}
+		if flags&0x2000 != 0 {
+			b.WriteString(",key=0x" + strconv.FormatUint(uint64(h.Key), 16))
+		}
+		if flags&0x1000 != 0 {
+			b.WriteString(",seq=0x0")
 		}
 		b.WriteString(")")
 	}
@@ -100,33 +145,33 @@ func tnlString(t *TnlPush) string {
 	if len(t.Nested) > 0 {
 		b.WriteString("," + t.Nested.String())
 	}
-	b.WriteString(")")
+	if !last {
+		b.WriteString(")")
+	}
 	return b.String()
 }
 
-// geneveTypes is the OR of the option types in opts.
-func geneveTypes(opts []byte) uint8 {
-	var t uint8
-	if _, err := flow.ParseGeneveOpts(opts); err != nil {
-		return 0
+// ovsVportType is the tnl_type OVS shows in a tnl_push header: the
+// datapath's vport type (include/linux/openvswitch.h).
+func ovsVportType(k tunnel.Kind, v4 bool) int {
+	switch k {
+	case tunnel.KindGRE:
+		if v4 {
+			return 3 // OVS_VPORT_TYPE_GRE
+		}
+		return 109 // OVS_VPORT_TYPE_IP6GRE
+	case tunnel.KindVXLAN:
+		return 4
+	case tunnel.KindGeneve:
+		return 5
 	}
-	for len(opts) > 0 {
-		var o flow.GeneveOpt
-		o, opts = flow.NextGeneveOpt(opts)
-		t |= o.Type
-	}
-	return t
+	return 0
 }
 
-func greFlags(h *tunnel.Header) uint16 {
-	var f uint16
-	if h.Csum {
-		f |= 0x8000
-	}
-	if h.KeyPresent {
-		f |= 0x2000
-	}
-	return f
+// tnlUDPCsum reports whether the outer UDP checksum of h is computed: with
+// options:csum, and always over IPv6, as OVS's udp_build_header.
+func tnlUDPCsum(h *tunnel.Header) bool {
+	return h.Kind != tunnel.KindGRE && (h.Csum || !h.Dst.Unmap().Is4())
 }
 
 // tnlOp is a resolved tnl_push: the outer headers prebuilt for an empty
@@ -140,12 +185,14 @@ type tnlOp struct {
 }
 
 func resolveTnl(t *TnlPush, table *portTable) *tnlOp {
-	hdr, err := tunnel.Build(&t.Header, nil)
+	h := t.Header
+	h.Csum = h.Csum || tnlUDPCsum(&h)
+	hdr, err := tunnel.Build(&h, nil)
 	if err != nil {
 		return nil
 	}
 	nested := resolveOps(nil, t.Nested, table)
-	return &tnlOp{hdr: hdr, h: t.Header, v4: t.Header.Dst.Unmap().Is4(), nested: nested, meta: usesMeta(nested)}
+	return &tnlOp{hdr: hdr, h: h, v4: h.Dst.Unmap().Is4(), nested: nested, meta: usesMeta(nested)}
 }
 
 // portSeed keys the UDP source port hash.
@@ -204,7 +251,11 @@ func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *port
 	if t.meta {
 		mds = make([]conntrack.Meta, len(out))
 	}
+	// The encapsulated copies are not the decapsulated packet.
+	in := w.inTun
+	w.inTun = false
 	w.apply(t.nested, out, mds, depth, table, now)
+	w.inTun = in
 }
 
 // encap puts t's outer headers in front of p and fixes the lengths,

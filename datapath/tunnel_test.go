@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govs/govs/datapath/conntrack"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
@@ -167,4 +168,108 @@ func TestDecapLocalChecksumOffload(t *testing.T) {
 	if !bytes.Equal(enc[off:off+n], inner) || o.Flags&packet.NeedsCsum != 0 {
 		t.Errorf("inner %x (offload %+v), want %x", enc[off:off+n], o, inner)
 	}
+}
+
+// tnl_push is printed as OVS 3.1's format_odp_tnl_push_action prints its
+// header template (lib/odp-util.c).
+func TestTnlPushString(t *testing.T) {
+	mac := dptest.MAC
+	ip := netip.MustParseAddr
+	for _, c := range []struct {
+		h    tunnel.Header
+		want string
+	}{
+		{tunnel.Header{Kind: tunnel.KindVXLAN, EthDst: mac("02:00:00:00:00:20"), EthSrc: mac("02:00:00:00:00:10"),
+			Src: ip("172.31.0.1"), Dst: ip("172.31.0.2"), TTL: 64, DF: true, DstPort: 4789, SrcPort: 1234, Key: 0x7b, KeyPresent: true},
+			"clone(tnl_push(tnl_port(4),header(size=50,type=4,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x0800)," +
+				"ipv4(src=172.31.0.1,dst=172.31.0.2,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0)," +
+				"vxlan(flags=0x8000000,vni=0x7b)),out_port(2)),1)"},
+		{tunnel.Header{Kind: tunnel.KindGeneve, EthDst: mac("02:00:00:00:00:20"), EthSrc: mac("02:00:00:00:00:10"),
+			Src: ip("2001:db8::1"), Dst: ip("2001:db8::2"), TOS: 0x10, TTL: 63, DstPort: 6081, Key: 5, KeyPresent: true, OAM: true,
+			Options: []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01}},
+			"clone(tnl_push(tnl_port(4),header(size=78,type=5,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x86dd)," +
+				"ipv6(src=2001:db8::1,dst=2001:db8::2,label=0,proto=17,tclass=0x10,hlimit=63),udp(src=0,dst=6081,csum=0xffff)," +
+				"geneve(oam,crit,vni=0x5,options({class=0x102,type=0x80,len=4,0xa0001}))),out_port(2)),1)"},
+		{tunnel.Header{Kind: tunnel.KindGeneve, EthDst: mac("02:00:00:00:00:20"), EthSrc: mac("02:00:00:00:00:10"),
+			Src: ip("172.31.0.1"), Dst: ip("172.31.0.2"), TOS: 0x20, TTL: 64, DstPort: 6081, Key: 0, KeyPresent: true, Csum: true},
+			"clone(tnl_push(tnl_port(4),header(size=50,type=5,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x0800)," +
+				"ipv4(src=172.31.0.1,dst=172.31.0.2,proto=17,tos=0x20,ttl=64,frag=0x0),udp(src=0,dst=6081,csum=0xffff)," +
+				"geneve(vni=0x0)),out_port(2)),1)"},
+		{tunnel.Header{Kind: tunnel.KindGRE, EthDst: mac("02:00:00:00:00:20"), EthSrc: mac("02:00:00:00:00:10"),
+			Src: ip("172.31.0.1"), Dst: ip("172.31.0.2"), TTL: 64, DF: true, Key: 5, KeyPresent: true, Csum: true, SeqPresent: true, Seq: 9},
+			"clone(tnl_push(tnl_port(4),header(size=50,type=3,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x0800)," +
+				"ipv4(src=172.31.0.1,dst=172.31.0.2,proto=47,tos=0,ttl=64,frag=0x4000),gre((flags=0xb000,proto=0x6558),csum=0x0,key=0x5,seq=0x0))," +
+				"out_port(2)),1)"},
+		{tunnel.Header{Kind: tunnel.KindGRE, EthDst: mac("02:00:00:00:00:20"), EthSrc: mac("02:00:00:00:00:10"),
+			Src: ip("fd31::1"), Dst: ip("fd31::2"), TTL: 64},
+			"clone(tnl_push(tnl_port(4),header(size=58,type=109,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x86dd)," +
+				"ipv6(src=fd31::1,dst=fd31::2,label=0,proto=47,tclass=0x0,hlimit=64),gre((flags=0x0,proto=0x6558)))," +
+				"out_port(2)),1)"},
+	} {
+		a := TnlPushAction(TnlPush{Port: 4, OutPort: 2, Header: c.h, Nested: Actions{Output(1)}})
+		if got := a.String(); got != c.want {
+			t.Errorf("%v:\n got %s\nwant %s", c.h.Kind, got, c.want)
+		}
+		// The last action: no clone.
+		want := strings.TrimSuffix(strings.TrimPrefix(c.want, "clone("), ")")
+		if got := (Actions{Output(3), a}).String(); got != "3,"+want {
+			t.Errorf("%v last:\n got %s\nwant 3,%s", c.h.Kind, got, want)
+		}
+	}
+}
+
+// ct() after tnl_pop: the recirculated packet is looked up again with
+// the tunnel's in_port and the outer headers still in its key, as OVS's
+// recirculation keeps the packet's metadata, so that a stateful ACL on
+// the decapsulated side sees where the packet came from.
+func TestTunnelPopCTRecirc(t *testing.T) {
+	r := newRig(t, 2)
+	if err := r.dp.AddPort(4, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
+		t.Fatal(err)
+	}
+	h := tunnel.Header{Kind: tunnel.KindGeneve, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
+		Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, Key: 5, KeyPresent: true,
+		DstPort: 6081, Options: []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01}}
+	var mu sync.Mutex
+	var after []flow.Key // keys seen after ct
+	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
+		for i := range batch {
+			u := &batch[i]
+			u.Mask = flow.Exact()
+			k := &u.Key
+			switch {
+			case k.InPort == 1:
+				u.Actions = append(u.Actions, TnlPop(4))
+			case k.RecircID == 0:
+				u.Actions = append(u.Actions, CT(conntrack.Action{Zone: 1, Commit: true}), Recirc(1))
+			default:
+				mu.Lock()
+				after = append(after, *k)
+				mu.Unlock()
+				if k.InPort == 4 && k.TunID == 5 && k.CtState&conntrack.StateTracked != 0 {
+					u.Actions = append(u.Actions, Output(2))
+				}
+			}
+		}
+	}))
+	inner := tcpFrame(ipA, ipB, 40000, 80, dptest.SYN, 1, 0)
+	enc, err := tunnel.Build(&h, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ports[1].Inject(enc)
+	dptest.Eventually(t, "the packet through ct on port 2", func() bool { return len(r.ports[2].Sent()) == 1 })
+	if s := r.ports[2].Sent()[0]; !bytes.Equal(s, inner) {
+		t.Errorf("sent %x, want %x", s, inner)
+	}
+	mu.Lock()
+	k := after[0]
+	mu.Unlock()
+	if k.InPort != 4 || k.TunID != 5 || netip.AddrFrom16(k.TunSrc).Unmap() != h.Src || netip.AddrFrom16(k.TunDst).Unmap() != h.Dst ||
+		k.TunTpDst != 6081 || !bytes.Equal(k.Options(), h.Options) || k.CtState&conntrack.StateNew == 0 {
+		t.Errorf("key after ct: %v", k)
+	}
+	// The connection's next packet finds the flows installed.
+	r.ports[1].Inject(enc)
+	dptest.Eventually(t, "second packet on port 2", func() bool { return len(r.ports[2].Sent()) == 2 })
 }

@@ -375,6 +375,11 @@ type worker struct {
 	active   []int     // slots of txq with packets in this batch
 	clones   []*packet.Packet
 	logRL    rateLimit
+	// tun is the in_port and tunnel metadata of the decapsulated packet
+	// whose actions run, if inTun: a recirculation keeps them, as OVS's
+	// keeps the packet's metadata.
+	tun   tunMeta
+	inTun bool
 }
 
 func newWorker(dp *Datapath, p *dpPort) *worker {
@@ -577,7 +582,7 @@ func (w *worker) batch(n int) {
 		w.upcall(nmiss, table, now)
 	}
 	w.execute(n, table, now)
-	w.flush()
+	w.flush(table)
 
 	w.stats.addSingle(&w.c)
 	if runts > 0 {
@@ -949,12 +954,45 @@ func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth i
 	}
 	w.c.recirc++
 	var k flow.Key
-	if !extract(p, w.port.no, &k) {
+	in := w.port.no
+	if w.inTun {
+		in = w.tun.inPort
+	}
+	if !extract(p, in, &k) {
 		return
+	}
+	if w.inTun {
+		w.tun.restore(&k)
 	}
 	k.RecircID = id
 	setCtKey(&k, md)
 	w.reenter(p, &k, md, depth, table, now)
+}
+
+// tunMeta is what a recirculation keeps of a decapsulated packet's key.
+type tunMeta struct {
+	inPort             uint32
+	id                 uint64
+	src, dst           [16]byte
+	flags, tpSrc, tpDs uint16
+	tos, ttl, optsLen  uint8
+	opts               [flow.TunOptsMax]byte
+}
+
+// tunnelMeta returns k's in_port and tunnel metadata, and whether k has
+// any (a decapsulated packet's key always has an outer destination).
+func tunnelMeta(k *flow.Key) (tunMeta, bool) {
+	if k.TunDst == ([16]byte{}) && k.TunFlags == 0 {
+		return tunMeta{}, false
+	}
+	return tunMeta{inPort: k.InPort, id: k.TunID, src: k.TunSrc, dst: k.TunDst, flags: k.TunFlags, tpSrc: k.TunTpSrc,
+		tpDs: k.TunTpDst, tos: k.TunTOS, ttl: k.TunTTL, optsLen: k.TunOptsLen, opts: k.TunOpts}, true
+}
+
+func (t *tunMeta) restore(k *flow.Key) {
+	k.TunID, k.TunSrc, k.TunDst, k.TunFlags = t.id, t.src, t.dst, t.flags
+	k.TunTpSrc, k.TunTpDst, k.TunTOS, k.TunTTL = t.tpSrc, t.tpDs, t.tos, t.ttl
+	k.TunOptsLen, k.TunOpts = t.optsLen, t.opts
 }
 
 // reenter looks up (or translates) the flow of key k, of a packet p that
@@ -991,6 +1029,13 @@ func (w *worker) reenter(p *packet.Packet, kp *flow.Key, md *conntrack.Meta, dep
 	}
 	pk := [1]*packet.Packet{p}
 	mdv := [1]conntrack.Meta{*md}
+	if m, ok := tunnelMeta(&k); ok {
+		prev, prevIn := w.tun, w.inTun
+		w.tun, w.inTun = m, true
+		w.apply(f.actionsFor(table).ops, pk[:], mdv[:], depth, table, now)
+		w.tun, w.inTun = prev, prevIn
+		return
+	}
 	w.apply(f.actionsFor(table).ops, pk[:], mdv[:], depth, table, now)
 }
 
@@ -1151,11 +1196,18 @@ func (w *worker) enqueue(port *dpPort, p *packet.Packet) {
 	q.pkts = append(q.pkts, p)
 }
 
-// flush writes every port's queued packets, one Write per BatchSize.
-func (w *worker) flush() {
+// flush writes every port's queued packets, one Write per BatchSize;
+// decapsulated TCP segments are coalesced first for a port that takes TSO.
+func (w *worker) flush(table *portTable) {
 	for _, s := range w.active {
 		q := &w.txq[s]
-		for pkts := q.pkts; len(pkts) > 0; {
+		pkts := q.pkts
+		if len(pkts) > 1 {
+			if o := q.port.dev.Offloads(); o.Csum && (o.TSO4 || o.TSO6) {
+				pkts = w.coalesce(pkts, offloadCaps{tso4: o.TSO4, tso6: o.TSO6}, table)
+			}
+		}
+		for len(pkts) > 0 {
 			m := min(len(pkts), netdev.BatchSize)
 			w.write(q.port, pkts[:m])
 			w.c.sentPkts += uint64(m)

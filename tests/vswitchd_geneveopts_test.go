@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,13 @@ func TestTunnelGeneveOptionsDebian(t *testing.T) {
 	testGeneveOptions(t, "/usr/sbin/ovs-vswitchd")
 }
 
+// geneveTnlPush is b's tnl_push towards a, as OVS 3.1 prints it.
+var geneveTnlPush = regexp.MustCompile(`actions:tnl_push\(tnl_port\(\d+\),header\(size=58,type=5,` +
+	`eth\(dst=[0-9a-f:]{17},src=[0-9a-f:]{17},dl_type=0x0800\),` +
+	`ipv4\(src=172\.31\.0\.2,dst=172\.31\.0\.1,proto=17,tos=0,ttl=64,frag=0x4000\),` +
+	`udp\(src=0,dst=6081,csum=0x0\),geneve\(crit,vni=0x[0-9a-f]+,options\(\{class=0x102,type=0x80,len=4,0xb0002\}\)\)\),` +
+	`out_port\(\d+\)\),\d+\n`)
+
 // testGeneveOptions runs the test with ovs-vswitchd far as side b.
 func testGeneveOptions(t *testing.T, far string) {
 	start := time.Now()
@@ -79,6 +87,11 @@ func testGeneveOptions(t *testing.T, far string) {
 	want = "options({class=0x102,type=0x80,len=4,0xb0002})"
 	if dump := b.sw.run("dpctl/dump-flows"); !strings.Contains(dump, want) {
 		t.Errorf("b's datapath flows lack %s:\n%s", want, dump)
+	}
+	// The whole tnl_push as OVS prints its header template (as the last
+	// action, without a clone), with govs or Debian's as b.
+	if dump := b.sw.run("dpctl/dump-flows"); !geneveTnlPush.MatchString(dump) {
+		t.Errorf("b's datapath flows lack a tnl_push as OVS prints it (%s):\n%s", geneveTnlPush, dump)
 	}
 
 	// a now sends 0xc0001: b drops it.

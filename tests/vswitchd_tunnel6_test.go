@@ -17,12 +17,8 @@ func TestTunnelIPv6Underlay(t *testing.T) {
 	// nodad: the addresses are usable at once.
 	a := tunSetup(t, "a", "fd31::1/64 nodad", "fd31::2", "geneve", "10.9.0.1/24")
 	b := tunSetup(t, "b", "fd31::2/64 nodad", "fd31::1", "geneve", "10.9.0.2/24")
-	for _, n := range []*tunNode{a, b} {
-		// The IPv6 outer header is 20 bytes longer than IPv4's.
-		if _, err := vswRun("ip", "-n", n.vif.Name, "link", "set", "eth0", "mtu", "1430"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The IPv6 outer header is 20 bytes longer than IPv4's.
+	tunVIFMTU(t, "1430", a, b)
 	tunUnderlay(t, a, b)
 	vswWait(t, vswTimeout, "tunnel status", func() bool {
 		out, _ := a.sw.e.vsctl("get", "interface", "tun0", "status")
@@ -39,6 +35,26 @@ func TestTunnelIPv6Underlay(t *testing.T) {
 		t.Errorf("no IPv6 tnl_push in the datapath flows:\n%s", dump)
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// tunVIFMTU sets the MTU of the nodes' VIFs.
+func tunVIFMTU(t *testing.T, mtu string, nodes ...*tunNode) {
+	t.Helper()
+	for _, n := range nodes {
+		if _, err := vswRun("ip", "-n", n.vif.Name, "link", "set", "eth0", "mtu", mtu); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tunDebianVIF turns the checksum offload of n's VIF off: Debian's netdev
+// datapath passes TCP from a veth only so (REFERENCE.md); govs' side keeps
+// its defaults.
+func tunDebianVIF(t *testing.T, n *tunNode) {
+	t.Helper()
+	if _, err := n.vif.exec("ethtool", "-K", "eth0", "tx", "off"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTunnelKeyFlow: VXLAN ports with options:key=flow on both sides, and
@@ -83,11 +99,7 @@ func TestTunnelGREDebian(t *testing.T) {
 	start := time.Now()
 	a := tunSetup(t, "a", "172.31.0.1/24", "172.31.0.2", "gre", "10.9.0.1/24")
 	b := tunSetupBin(t, "b", "/usr/sbin/ovs-vswitchd", "172.31.0.2/24", "172.31.0.1", "gre", "10.9.0.2/24")
-	// Debian's netdev datapath passes TCP from a veth only with its
-	// checksum offload off (REFERENCE.md); govs' side keeps its defaults.
-	if _, err := b.vif.exec("ethtool", "-K", "eth0", "tx", "off"); err != nil {
-		t.Fatal(err)
-	}
+	tunDebianVIF(t, b)
 	tunUnderlay(t, a, b)
 	a.vif.waitPing("10.9.0.2")
 	b.vif.waitPing("10.9.0.1")

@@ -20,10 +20,12 @@ type Port struct {
 
 	rxq *netdev.FrameQueue
 
-	mu     sync.Mutex // guards sent, closed, stats
-	sent   [][]byte
-	closed bool
-	stats  netdev.Stats
+	mu       sync.Mutex // guards sent, sentOffl, offloads, closed, stats
+	sent     [][]byte
+	sentOffl []packet.Offload
+	offloads netdev.Offloads
+	closed   bool
+	stats    netdev.Stats
 
 	reading, writing atomic.Int32
 	violations       atomic.Int32
@@ -96,6 +98,7 @@ func (p *Port) Write(pkts []*packet.Packet) (int, error) {
 		b := make([]byte, pk.Len())
 		pk.CopyTo(b)
 		p.sent = append(p.sent, b)
+		p.sentOffl = append(p.sentOffl, pk.Offload)
 		p.stats.TxPackets++
 		p.stats.TxBytes += uint64(pk.Len())
 	}
@@ -136,8 +139,28 @@ func (t *tail) ReleaseExternal() {
 	t.port.released.Add(1)
 }
 
-// Offloads implements netdev.Port: the port takes no offload.
-func (p *Port) Offloads() netdev.Offloads { return netdev.Offloads{} }
+// Offloads implements netdev.Port: what SetOffloads set, no offload by
+// default.
+func (p *Port) Offloads() netdev.Offloads {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.offloads
+}
+
+// SetOffloads sets what the port reports it takes on transmit; Write
+// records frames as they are, offload metadata in SentOffloads.
+func (p *Port) SetOffloads(o netdev.Offloads) {
+	p.mu.Lock()
+	p.offloads = o
+	p.mu.Unlock()
+}
+
+// SentOffloads returns the offload metadata of the frames Sent returns.
+func (p *Port) SentOffloads() []packet.Offload {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]packet.Offload(nil), p.sentOffl...)
+}
 
 // Stats implements netdev.Port.
 func (p *Port) Stats() netdev.Stats {

@@ -87,15 +87,20 @@ func (idx *index) indexTunnel(p *port) {
 	idx.tnlVports[p.tnl.recv()] = p.dpPort
 }
 
+// tunnelWC is OVS's tnl_wc_init as the datapath flows of a packet from a
+// tunnel get it, before and after a recirculation: the fields that tell
+// the tunnel port apart.
+func tunnelWC(m *flow.Mask) {
+	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
+	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	m.TunDst = m.TunSrc
+}
+
 // tunnelIn is the tunnel port a packet decapsulated for vport k.InPort
 // belongs to (OVS's tnl_port_receive): one whose key, remote and local
 // address match, an exact match preferred to a "flow" one.
 func (x *xlate) tunnelIn(k *flow.Key) *port {
-	m := x.mask
-	// OVS's tnl_wc_init: the flags that tell the tunnel port apart.
-	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
-	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	m.TunDst = m.TunSrc
+	tunnelWC(x.mask)
 	src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
 	var best *port
 	bestScore := -1

@@ -70,7 +70,7 @@ func TestTunnelTranslation(t *testing.T) {
 		t.Fatalf("ARP reply not learned: %v %v", m, ok)
 	}
 	acts, mask := tb.xlate(1, eth(macA, macB))
-	if !strings.HasPrefix(acts, "clone(tnl_push(tnl_port(4789),header(eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10),ipv4(src=172.31.0.1,dst=172.31.0.2,ttl=64),udp(dst=4789),vxlan(vni=0x5)),out_port(3)),2)") {
+	if acts != "tnl_push(tnl_port(4789),header(size=50,type=4,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x0800),ipv4(src=172.31.0.1,dst=172.31.0.2,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x5)),out_port(3)),2" {
 		t.Errorf("output to tun0: %s", acts)
 	}
 	if mask.IPv4Dst != ([4]byte{}) || mask.TunID != 0 {
@@ -232,7 +232,7 @@ func TestTunnelTranslationIPv6(t *testing.T) {
 		t.Errorf("snoop mask %+v", mask)
 	}
 	acts, _ := tb.xlate(1, eth(macA, macB))
-	if !strings.HasPrefix(acts, "clone(tnl_push(tnl_port(6081),header(eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10),ipv6(src=2001:db8:31::1,dst=2001:db8:31::2") ||
+	if !strings.HasPrefix(acts, "tnl_push(tnl_port(6081),header(size=70,type=5,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x86dd),ipv6(src=2001:db8:31::1,dst=2001:db8:31::2,label=0,proto=17,tclass=0x0,hlimit=64),udp(src=0,dst=6081,csum=0xffff),geneve(") ||
 		!strings.Contains(acts, "geneve(") {
 		t.Errorf("output to tun0: %s", acts)
 	}

@@ -137,6 +137,9 @@ type xlate struct {
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
 	x := b.newXlate(idx, u, mode, at)
 	if u.Key.RecircID != 0 {
+		if u.Key.HasTunnel() {
+			tunnelWC(&u.Mask)
+		}
 		x.resume(b.recircs.lookup(u.Key.RecircID))
 	} else {
 		in := idx.byDPPort[u.Key.InPort]
