@@ -68,6 +68,7 @@ type systemPort struct {
 	mtu            int  // at open; bounds the segment size Recover assumes
 	vnet           bool // PACKET_VNET_HDR took
 	ignoreOutgoing bool // PACKET_IGNORE_OUTGOING took; else filtered by sll_pkttype
+	qdiscBypass    bool // PACKET_QDISC_BYPASS took (qdiscbypass_linux.go)
 	offloads       Offloads
 
 	f      *os.File
@@ -200,6 +201,7 @@ func (s *systemPort) setup(fd int, cfg Config) error {
 		return fmt.Errorf("PACKET_AUXDATA: %w", err)
 	}
 	s.ignoreOutgoing = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1) == nil
+	s.qdiscBypass = setQdiscBypass(fd)
 	if err := setSockBuf(fd, cfg.SockBufSize); err != nil {
 		return err
 	}
