@@ -38,7 +38,7 @@ func init() {
 // refused with OVS's text (it logs it and fails the set_config),
 // use-need-wakeup with smap_get_bool (true unless "false"; other values
 // are logged here). Other options are logged as not configurable.
-func (a afxdpPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
+func (afxdpPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
 	spec.AFXDP = netdev.AFXDPConfig{NeedWakeup: true}
 	rest := map[string]string{}
 	if v, ok := spec.Options[OptNRxq]; ok {
@@ -46,7 +46,7 @@ func (a afxdpPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string
 	}
 	sys := *spec
 	sys.Options = rest
-	if e := a.kernelPort.parse(&sys, parseEnv{}, problems); e != "" {
+	if e := (kernelPort{typ: TypeSystem}).parse(&sys, parseEnv{}, problems); e != "" {
 		return e
 	}
 	spec.RxQueues = sys.RxQueues
