@@ -3,7 +3,6 @@
 package netdev
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -112,26 +111,11 @@ func TestAFXDPSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race: sync.Pool drops items on purpose")
 	}
-	x, y := uniqueName("h"), uniqueName("p")
-	sh(t, "ip", "link", "add", x, "type", "veth", "peer", "name", y)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", x).Run() })
-	for _, dev := range []string{x, y} {
-		os.WriteFile("/proc/sys/net/ipv6/conf/"+dev+"/disable_ipv6", []byte("1"), 0)
-		sh(t, "ip", "link", "set", dev, "up")
-	}
-	for _, dev := range []string{x, y} {
-		waitFor(t, dev+" up", linkDeadline, func() bool { return linkUp(dev) })
-	}
+	x, y := localVeth(t)
 	wx := openSystem(t, x, Config{SockBufSize: 8 << 20})
 	ry := openAFXDPPort(t, y, AFXDPConfig{Mode: XDPNative, NeedWakeup: true})
 	batch, rbatch := newBatch(), newBatch()
-	gso := func() {
-		for i, p := range batch {
-			f := gsoFrame(i)
-			p.SetData(f.b)
-			p.Offload = f.o
-		}
-	}
+	gso := func() { fillGSO(batch) }
 	frames := make([][]byte, len(batch))
 	for i := range frames {
 		frames[i] = ringTestFrame(i)

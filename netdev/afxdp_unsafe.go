@@ -91,24 +91,25 @@ func (r *xskRing) needWakeup() bool {
 
 func xdpMmapOffsets(fd int) (unix.XDPMmapOffsets, error) {
 	var off unix.XDPMmapOffsets
-	l := uint32(unsafe.Sizeof(off))
-	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_MMAP_OFFSETS,
-		uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&l)), 0)
-	if e != 0 {
-		return off, fmt.Errorf("XDP_MMAP_OFFSETS: %w", e)
+	if err := getsockoptXDP(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
+		return off, fmt.Errorf("XDP_MMAP_OFFSETS: %w", err)
 	}
 	return off, nil
 }
 
 func xdpStatistics(fd int) (unix.XDPStatistics, error) {
 	var st unix.XDPStatistics
-	l := uint32(unsafe.Sizeof(st))
-	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_STATISTICS,
-		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	return st, getsockoptXDP(fd, unix.XDP_STATISTICS, unsafe.Pointer(&st), unsafe.Sizeof(st))
+}
+
+// getsockoptXDP reads the SOL_XDP option opt, a struct of size bytes, into v.
+func getsockoptXDP(fd, opt int, v unsafe.Pointer, size uintptr) error {
+	l := uint32(size)
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(v), uintptr(unsafe.Pointer(&l)), 0)
 	if e != 0 {
-		return st, e
+		return e
 	}
-	return st, nil
+	return nil
 }
 
 func xdpUmemReg(fd int, umem []byte, frameSize int) error {

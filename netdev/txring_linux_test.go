@@ -64,11 +64,7 @@ func TestSystemTxRingAllocs(t *testing.T) {
 	batch := newBatch()
 	for _, port := range []Port{openSystem(t, hostA, Config{}), openSystem(t, hostB, Config{DisableOffload: true})} {
 		allocs := testing.AllocsPerRun(20, func() {
-			for i, p := range batch {
-				f := gsoFrame(i)
-				p.SetData(f.b)
-				p.Offload = f.o
-			}
+			fillGSO(batch)
 			if n, err := port.Write(batch); err != nil || n == 0 {
 				t.Fatalf("%s: wrote %d of %d: %v", port.Name(), n, len(batch), err)
 			}

@@ -23,7 +23,8 @@ const (
 )
 
 // afxdpPort runs afxdp interfaces. It is a system interface (link state,
-// MTU, MAC, counters) with another way in and out.
+// MTU, MAC, counters; attach and request are kernelPort's) with another way
+// in and out.
 type afxdpPort struct {
 	kernelPort
 }
@@ -82,18 +83,6 @@ func (afxdpPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
 // live: every option takes a new socket and program (OVS reconfigures the
 // device too).
 func (afxdpPort) live(string) bool { return false }
-
-func (a afxdpPort) request(s *Switch, ifc *iface) OpenRequest {
-	return OpenRequest{Name: ifc.spec.Name, Type: TypeAFXDP, Config: s.portConfig(ifc), AFXDP: ifc.spec.AFXDP}
-}
-
-func (a afxdpPort) attach(s *Switch, ifc *iface) bool {
-	if !s.plug(ifc, a.request(s, ifc), kernelMissing) {
-		return false
-	}
-	s.applyMTU(ifc)
-	return true
-}
 
 // apply: an AF_XDP port has no socket buffers or offloads to follow the
 // global settings.
