@@ -837,7 +837,8 @@ def inner(ns):
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
-                for name in PEERS:
+                # alternate the order round by round: the machine's load drifts over a run
+                for name in (PEERS if rd % 2 == 0 else PEERS[::-1]):
                     log("round %d/%d: %s" % (rd + 1, ROUNDS, name))
                     run_peer(name, rn, samples)
             if "vhost" in SECTIONS:
