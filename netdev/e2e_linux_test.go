@@ -642,13 +642,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	t.Cleanup(func() { tp.Close() })
 
 	batch := newBatch()
-	fill := func() {
-		for i, p := range batch {
-			f := gsoFrame(i)
-			p.SetData(f.b)
-			p.Offload = f.o
-		}
-	}
+	fill := func() { fillGSO(batch) }
 	for _, port := range []Port{a, plain, tp} {
 		allocs := testing.AllocsPerRun(20, func() {
 			fill()
@@ -662,17 +656,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 
 	// Read: a veth pair with both ends here, one port on each.
-	x, y := uniqueName("h"), uniqueName("p")
-	sh(t, "ip", "link", "add", x, "type", "veth", "peer", "name", y)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", x).Run() })
-	for _, dev := range []string{x, y} {
-		os.WriteFile("/proc/sys/net/ipv6/conf/"+dev+"/disable_ipv6", []byte("1"), 0)
-		sh(t, "ip", "link", "set", dev, "up")
-	}
-	// Until then x drops what it sends, and the reads below wait forever.
-	for _, dev := range []string{x, y} {
-		waitFor(t, dev+" up", linkDeadline, func() bool { return linkUp(dev) })
-	}
+	x, y := localVeth(t)
 	wx := openSystem(t, x, Config{SockBufSize: 8 << 20})
 	for _, cfg := range []Config{{}, {DisableOffload: true}} {
 		cfg.SockBufSize = 8 << 20
@@ -698,4 +682,31 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 		ry.Close()
 	}
+}
+
+// fillGSO fills batch with gsoFrame super-frames.
+func fillGSO(batch []*packet.Packet) {
+	for i, p := range batch {
+		f := gsoFrame(i)
+		p.SetData(f.b)
+		p.Offload = f.o
+	}
+}
+
+// localVeth makes a veth pair with both ends in this namespace, up and
+// without IPv6; it returns once both are operationally up (until then x
+// drops what it sends, and reads on y wait forever).
+func localVeth(t *testing.T) (x, y string) {
+	t.Helper()
+	x, y = uniqueName("h"), uniqueName("p")
+	sh(t, "ip", "link", "add", x, "type", "veth", "peer", "name", y)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", x).Run() })
+	for _, dev := range []string{x, y} {
+		os.WriteFile("/proc/sys/net/ipv6/conf/"+dev+"/disable_ipv6", []byte("1"), 0)
+		sh(t, "ip", "link", "set", dev, "up")
+	}
+	for _, dev := range []string{x, y} {
+		waitFor(t, dev+" up", linkDeadline, func() bool { return linkUp(dev) })
+	}
+	return x, y
 }

@@ -20,3 +20,7 @@ func ringLoadStatus(f []byte) uint32 { return atomic.LoadUint32(ringStatus(f)) }
 // ringRelease hands a frame back to the kernel (TP_STATUS_KERNEL) once it
 // has been copied out; the atomic store orders the copy before it.
 func ringRelease(f []byte) { atomic.StoreUint32(ringStatus(f), 0) }
+
+// ringSetStatus hands a send ring frame to the kernel; the atomic store
+// orders the frame's contents before it.
+func ringSetStatus(f []byte, v uint32) { atomic.StoreUint32(ringStatus(f), v) }

@@ -68,6 +68,7 @@ type systemPort struct {
 	mtu            int  // at open; bounds the segment size Recover assumes
 	vnet           bool // PACKET_VNET_HDR took
 	ignoreOutgoing bool // PACKET_IGNORE_OUTGOING took; else filtered by sll_pkttype
+	qdiscBypass    bool // PACKET_QDISC_BYPASS took (qdiscbypass_linux.go)
 	offloads       Offloads
 
 	f      *os.File
@@ -75,6 +76,7 @@ type systemPort struct {
 	closed atomic.Bool
 
 	ring *rxRing // the receive ring, nil when reading with recvmmsg
+	txr  *txRing // the send ring (txring_linux.go), nil when sending with sendmmsg
 	rx   sysRx   // used by the one reader
 	tx   sysTx   // used by the one writer
 	ctr  portCounters
@@ -149,6 +151,10 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 	}
 	s.cfg = cfg
 	s.init()
+	if txRingOn {
+		// Falls back to sendmmsg if the kernel refuses.
+		s.txr, _ = newTxRing(name, ifindex, s.vnet)
+	}
 	if cfg.RxQueues > 1 {
 		if err := s.openQueues(cfg.RxQueues, cfg); err != nil {
 			s.closeSock()
@@ -200,6 +206,7 @@ func (s *systemPort) setup(fd int, cfg Config) error {
 		return fmt.Errorf("PACKET_AUXDATA: %w", err)
 	}
 	s.ignoreOutgoing = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1) == nil
+	s.qdiscBypass = setQdiscBypass(fd)
 	if err := setSockBuf(fd, cfg.SockBufSize); err != nil {
 		return err
 	}
@@ -439,6 +446,9 @@ func (s *systemPort) Write(pkts []*packet.Packet) (int, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
+	if s.txr != nil {
+		return s.writeRing(pkts)
+	}
 	s.swapMu.RLock()
 	defer s.swapMu.RUnlock()
 	t := &s.tx
@@ -657,6 +667,9 @@ func (s *systemPort) Close() error {
 	for _, q := range s.queues {
 		q.closed.Store(true)
 		q.closeSock()
+	}
+	if s.txr != nil {
+		s.txr.close()
 	}
 	return s.closeSock()
 }

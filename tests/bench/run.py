@@ -10,7 +10,9 @@ netdev and the bridge, plus the datapath's Go micro-benchmarks FlowSetup/ActiveF
 A run of only some sections writes results/<sections>-latest.* so that latest.* keeps the full run.
 
 Peer govs-rxq2 (not in the default set: BENCH_PEERS=govs,govs-rxq2,bridge) is govs with options:n_rxq=2 on
-both ports. BENCH_NET_TESTS (comma list of tcp1,tcp4,udp,tap,crr,pps) picks the net section's tests.
+both ports; govs-qbypass with GOVS_SYSTEM_QDISC_BYPASS=1; govs-txring with GOVS_SYSTEM_TX_RING=1; govs-afxdp with type=afxdp ports and govs-txoff with
+system ports, both with tx checksum offload off on the namespaces' eth0 (AF_XDP needs it; govs-txoff is the
+system-port baseline at the same offloads). BENCH_NET_TESTS (comma list of tcp1,tcp4,udp,tap,crr,pps) picks the net section's tests.
 BENCH_CRR_N sets ab -c 1's connections (default 3000). BENCH_PIN=1 pins the switch to CPU 0 (govs started under taskset) and the endpoints (iperf3, nginx, ab) to
 CPU 1, and records for govs, during TCP 1 stream and ab -c 1, its CPU time (user/system, /proc/PID/stat),
 its threads' context switches (/proc/PID/task/*/status) and each CPU's busy share (/proc/stat: the whole
@@ -73,9 +75,9 @@ TUN_METRICS = {
 }
 MF_PEERS = [p for p in os.environ.get("BENCH_MF_PEERS", "govs,ovs,bridge").split(",") if p]
 MICRO_BENCH = ["go", "test", "-run", "XXX", "-bench", "FlowSetup|ActiveFlows|EMC", "-benchtime", "2000x", "./datapath/"]
-COMPARE = ["govs-rxq2", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
-NET_COLS = ["govs", "govs-rxq2", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
-ALL_COLS = ["govs", "govs-rxq2", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
+COMPARE = ["govs-rxq2", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
+NET_COLS = ["govs", "govs-rxq2", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+ALL_COLS = ["govs", "govs-rxq2", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
 SOCKBUF = 1073741823
 
 # name -> (label, unit, higher_is_better)
@@ -127,6 +129,7 @@ NET_METRICS = [m for m in METRICS if m not in VHOST_METRICS and m not in MF_METR
 # what each peer runs (govs-sockbuf: only UDP, it exists to show the socket-buffer key's effect)
 PEER_TESTS = {
     "govs-sockbuf": ["udp"],
+    "govs-txoff": ["tcp1", "tcp4", "crr"],
 }
 # connections of ab -c 1: a pinned run wants a few seconds of them, not nginx's start-up, in its CPU figures
 CRR_N = int(os.environ.get("BENCH_CRR_N", "3000"))
@@ -143,6 +146,15 @@ def peer_setup(name, workdir):
         env.update(GOVS_PREFIX="bgv", GOVS_DIR=os.path.join(workdir, "govs"))
         if name == "govs-rxq2":
             env["GOVS_NRXQ"] = "2"
+        if name == "govs-qbypass":
+            env["GOVS_SYSTEM_QDISC_BYPASS"] = "1"
+        if name == "govs-txring":
+            env["GOVS_SYSTEM_TX_RING"] = "1"
+        if name in ("govs-afxdp", "govs-txoff"):
+            # AF_XDP takes no partial checksums: both run with the senders' tx offload off
+            env["GOVS_TXOFF"] = "1"
+        if name == "govs-afxdp":
+            env["GOVS_IFTYPE"] = "afxdp"
         if PIN:
             env["GOVS_TASKSET"] = "taskset -c " + SWITCH_CPU
         if PROFILE:
@@ -836,7 +848,8 @@ def inner(ns):
     try:
         for rd in range(ROUNDS):
             if "net" in SECTIONS:
-                for name in PEERS:
+                # alternate the order round by round: the machine's load drifts over a run
+                for name in (PEERS if rd % 2 == 0 else PEERS[::-1]):
                     log("round %d/%d: %s" % (rd + 1, ROUNDS, name))
                     run_peer(name, rn, samples)
             if "vhost" in SECTIONS:
@@ -1115,7 +1128,7 @@ def render_table(doc):
     return "\n".join(lines) + "\n"
 
 
-COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
+COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-qbypass": "#d9f0d3", "govs-txring": "#4d9221", "govs-txoff": "#00441b", "govs-afxdp": "#762a83", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
           "ovs-dpdk": "#762a83", "bridge": "#2166ac"}
 
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/conntrack"
+	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/schema/vswitchd"
 	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/connmgr"
@@ -159,6 +160,8 @@ type IfaceSpec struct {
 	TxRetries int
 	// RxQueues is a system interface's options:n_rxq, 1 if unset.
 	RxQueues int
+	// AFXDP is an afxdp interface's xdp-mode, use-need-wakeup and n_rxq.
+	AFXDP netdev.AFXDPConfig
 	// PatchPeer is a patch port's options:peer.
 	PatchPeer string
 	// DummyRxPcap and DummyTxPcap are a dummy interface's pcap files for

@@ -24,6 +24,8 @@ func (KernelDevices) Open(req OpenRequest) (netdev.Port, error) {
 		return netdev.OpenSystem(req.Name, req.Config)
 	case TypeInternal, TypeTap:
 		return netdev.OpenTap(req.Name, req.Config)
+	case TypeAFXDP:
+		return netdev.OpenAFXDP(req.Name, req.AFXDP)
 	case TypeDummy:
 		p, err := netdev.OpenDummy(req.Name, req.Dummy.Netdev)
 		if err != nil {

@@ -50,6 +50,12 @@ func FuzzPortParse(f *testing.F) {
 		if spec.RxQueues < 0 || spec.RxQueues > netdev.MaxRxQueues {
 			t.Fatalf("n_rxq=%q gave %d queues", value, spec.RxQueues)
 		}
+		if _, ok := netdev.ParseXDPMode(value); typ == TypeAFXDP && key == OptXDPMode && !ok && errText == "" {
+			t.Fatalf("xdp-mode=%q accepted", value)
+		}
+		if typ == TypeAFXDP && key == OptUseNeedWakeup && value != "true" && value != "false" && len(problems) == 0 {
+			t.Fatalf("use-need-wakeup=%q ignored silently", value)
+		}
 		if typ == TypeVhostUserClient && key == OptTxRetriesMax && spec.TxRetries == 8 && value != "8" && len(problems) == 0 {
 			t.Fatalf("tx-retries-max=%q ignored silently", value)
 		}

@@ -62,7 +62,7 @@ func (k kernelPort) live(key string) bool { return k.typ == TypeSystem && key ==
 
 func (k kernelPort) netdevType(*iface) string { return k.netdev }
 func (k kernelPort) request(s *Switch, ifc *iface) OpenRequest {
-	return OpenRequest{Name: ifc.spec.Name, Type: k.typ, Config: s.portConfig(ifc)}
+	return OpenRequest{Name: ifc.spec.Name, Type: k.typ, Config: s.portConfig(ifc), AFXDP: ifc.spec.AFXDP}
 }
 
 // addressSource marks the drivers whose interfaces' MACs a bridge may take

@@ -88,6 +88,8 @@ type OpenRequest struct {
 	Vhost      vhostuser.Config
 	// Dummy is how a TypeDummy port is opened.
 	Dummy DummyConfig
+	// AFXDP is how a TypeAFXDP port is opened.
+	AFXDP netdev.AFXDPConfig
 }
 
 // vhostSockDir resolves other_config:vhost-sock-dir as OVS's dpdk_init

@@ -5,7 +5,8 @@
 # falls back to Debian's /usr/sbin/ovsdb-server on a temporary conf.db and points bin/ovs-vswitchd at its socket.
 # With "sockbuf", other_config:userspace-sock-buf-size=1073741823 is set before any port is added.
 # GOVS_NRXQ=N sets options:n_rxq=N on both ports; GOVS_TASKSET (e.g. "taskset -c 0") prefixes the switch's
-# command line; GOVS_PPROF=SOCKET serves its Go profiles there (--pprof).
+# command line; GOVS_PPROF=SOCKET serves its Go profiles there (--pprof). GOVS_IFTYPE=afxdp makes both ports
+# type=afxdp; GOVS_TXOFF=1 turns tx checksum offload (and with it TSO) off on the namespaces' eth0, as AF_XDP needs.
 # Stops only the processes named in its own pidfiles.
 p=${GOVS_PREFIX:-gv}; d=${GOVS_DIR:-/tmp/govsbench}; export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVS_SYSCONFDIR=$d
 here=$(cd $(dirname $0) && pwd); top=$(cd $here/../../.. && pwd)
@@ -32,7 +33,13 @@ up)
   fi
   [ "$2" = sockbuf ] && $V set Open_vSwitch . other_config:userspace-sock-buf-size=1073741823
   $here/topo.sh up $p
-  if [ -n "$GOVS_NRXQ" ]; then
+  if [ "$GOVS_TXOFF" = 1 ]; then
+    for s in a b; do ip netns exec $p-$s ethtool -K eth0 tx off >/dev/null; done
+  fi
+  if [ -n "$GOVS_IFTYPE" ]; then
+    $V add-br gbr0 -- add-port gbr0 $p-a0 -- set Interface $p-a0 type=$GOVS_IFTYPE \
+      -- add-port gbr0 $p-b0 -- set Interface $p-b0 type=$GOVS_IFTYPE
+  elif [ -n "$GOVS_NRXQ" ]; then
     $V add-br gbr0 -- add-port gbr0 $p-a0 -- set Interface $p-a0 options:n_rxq=$GOVS_NRXQ \
       -- add-port gbr0 $p-b0 -- set Interface $p-b0 options:n_rxq=$GOVS_NRXQ
   else
