@@ -157,7 +157,7 @@ type IfaceSpec struct {
 	// and tx-retries-max.
 	ZeroCopy  bool
 	TxRetries int
-	// RxQueues is a system interface's options:n_rxq, 1 if unset.
+	// RxQueues is a kernel interface's options:n_rxq, 1 if unset.
 	RxQueues int
 	// PatchPeer is a patch port's options:peer.
 	PatchPeer string
