@@ -52,6 +52,10 @@ type Desired struct {
 	// MaxIdle is other_config:max-idle, how long an unused datapath flow
 	// lives (DefaultMaxIdle when unset).
 	MaxIdle Option[time.Duration]
+	// PMDCPUMask is other_config:pmd-cpu-mask as set ("" for none) and
+	// PMDCPUs the CPUs it selects, ascending (pmd.go).
+	PMDCPUMask string
+	PMDCPUs    []int
 	// BundleIdle is other_config:bundle-idle-timeout, how long an idle
 	// OpenFlow bundle lives (connmgr.DefaultBundleIdleTimeout when unset).
 	BundleIdle Option[time.Duration]
@@ -230,6 +234,8 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	d.FlowLimit = parseOption(ovs.OtherConfig, KeyFlowLimit, "Open_vSwitch", DefaultFlowLimit, ParseFlowLimit, &d.Problems)
 	d.MaxIdle = parseOption(ovs.OtherConfig, KeyMaxIdle, "Open_vSwitch", DefaultMaxIdle, ParseMaxIdle, &d.Problems)
 	d.BundleIdle = parseOption(ovs.OtherConfig, KeyBundleIdleTimeout, "Open_vSwitch", connmgr.DefaultBundleIdleTimeout, ParseBundleIdleTimeout, &d.Problems)
+	d.PMDCPUMask = ovs.OtherConfig[KeyPMDCPUMask]
+	d.PMDCPUs = ParsePMDCPUMask(d.PMDCPUMask, &d.Problems)
 	d.VhostSockDir = vhostSockDir(rundir, ovs.OtherConfig, &d.Problems)
 	d.CTZones = ctZones(ovs, rows, &d.Problems)
 
