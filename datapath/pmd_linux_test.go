@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/govs/govs/datapath/dptest"
@@ -39,25 +38,10 @@ func TestPMDCPUs(t *testing.T) {
 	}
 	c0, c1 := all[0], all[1]
 	dp := newDatapath(nil, nil)
-	mq := &mqPort{Port: dptest.NewPort("p1"), q1: dptest.NewPort("p1q1")}
-	out := dptest.NewPort("p2")
-	t.Cleanup(func() {
-		dp.Close()
-		for _, p := range []*dptest.Port{mq.Port, mq.q1, out} {
-			p.Close()
-		}
-	})
 	if got := dp.SetPMDCPUs([]int{c1, c0, 4096}); len(got) != 2 || got[0] != c0 || got[1] != c1 {
 		t.Fatalf("SetPMDCPUs kept %v, want [%d %d]", got, c0, c1)
 	}
-	if err := dp.AddPort(1, mq); err != nil {
-		t.Fatal(err)
-	}
-	if err := dp.AddPort(2, out); err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int64
-	dp.SetUpcall(static(Actions{Output(2)}, &calls))
+	mq, out, _ := addMQPorts(t, dp)
 	mq.Inject(frame())
 	mq.q1.Inject(frame())
 	out.Inject(frame())

@@ -57,14 +57,7 @@ func (t *tapPort) closeQueues() {
 }
 
 // RxQueues implements RxQueuer.
-func (t *tapPort) RxQueues() []Reader {
-	qs := make([]Reader, 0, 1+len(t.queues))
-	qs = append(qs, t)
-	for _, q := range t.queues {
-		qs = append(qs, q)
-	}
-	return qs
-}
+func (t *tapPort) RxQueues() []Reader { return readers(t, t.queues) }
 
 // openTun opens /dev/net/tun in network namespace netns (-1: the
 // caller's). The file keeps the namespace it was opened in: TUNSETIFF finds
