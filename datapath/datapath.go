@@ -112,6 +112,8 @@ type Datapath struct {
 	mu sync.Mutex // guards the fields below and serializes port table updates
 	// workers holds every rx goroutine still running, attached or not.
 	workers map[*worker]struct{}
+	// pmd is the worker placement (pmd.go); stored with mu held.
+	pmd atomic.Pointer[pmdPlan]
 	// retired are the counters of workers that exited.
 	retired counters
 	// freeSlots are tx-queue slots of deleted ports, for reuse.
@@ -194,6 +196,8 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 		dp.clock = func() int64 { return int64(time.Since(dp.epoch)) }
 	}
 	dp.gen.Store(1)
+	dp.pmd.Store(&pmdPlan{})
+	processCPUs() // before any worker is pinned
 	dp.flowLimit.Store(DefaultFlowLimit)
 	dp.maxIdle.Store(int64(DefaultMaxIdle))
 	dp.megaflows.Store(true)
@@ -316,6 +320,7 @@ func (dp *Datapath) AddPort(no uint32, p netdev.Port) error {
 	// Flows translated while the port was missing resolve their outputs
 	// to it anew when they see the new table.
 	dp.ports.Store(old.with(port))
+	dp.placeLocked()
 	for _, w := range port.ws {
 		go w.run()
 	}
@@ -339,6 +344,7 @@ func (dp *Datapath) DelPort(no uint32) error {
 		w.detached.Store(true)
 	}
 	dp.ports.Store(old.without(no))
+	dp.placeLocked()
 	g := dp.gen.Add(1)
 	dp.mu.Unlock()
 

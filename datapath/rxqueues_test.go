@@ -16,15 +16,12 @@ type mqPort struct {
 
 func (p *mqPort) RxQueues() []netdev.Reader { return []netdev.Reader{p.Port, p.q1} }
 
-// A port with two receive queues gets a worker for each: frames from
-// either are forwarded, each worker caches its own flows, the port's
-// counters and pmd-stats add them up, and pmd-rxq-show lists both queues
-// under the port's pmd thread.
-func TestRxQueues(t *testing.T) {
-	dp := newDatapath(nil, nil)
-	dp.emcMinRx = 0
-	mq := &mqPort{Port: dptest.NewPort("p1"), q1: dptest.NewPort("p1q1")}
-	out := dptest.NewPort("p2")
+// addMQPorts attaches port 1, p1 with two queues, and port 2, p2, to dp,
+// whose upcalls output everything to port 2 and are counted in calls.
+func addMQPorts(t *testing.T, dp *Datapath) (mq *mqPort, out *dptest.Port, calls *atomic.Int64) {
+	t.Helper()
+	mq = &mqPort{Port: dptest.NewPort("p1"), q1: dptest.NewPort("p1q1")}
+	out = dptest.NewPort("p2")
 	t.Cleanup(func() {
 		dp.Close()
 		for _, p := range []*dptest.Port{mq.Port, mq.q1, out} {
@@ -37,8 +34,19 @@ func TestRxQueues(t *testing.T) {
 	if err := dp.AddPort(2, out); err != nil {
 		t.Fatal(err)
 	}
-	var calls atomic.Int64
-	dp.SetUpcall(static(Actions{Output(2)}, &calls))
+	calls = new(atomic.Int64)
+	dp.SetUpcall(static(Actions{Output(2)}, calls))
+	return mq, out, calls
+}
+
+// A port with two receive queues gets a worker for each: frames from
+// either are forwarded, each worker caches its own flows, the port's
+// counters and pmd-stats add them up, and pmd-rxq-show lists both queues
+// under the port's pmd thread.
+func TestRxQueues(t *testing.T) {
+	dp := newDatapath(nil, nil)
+	dp.emcMinRx = 0
+	mq, out, calls := addMQPorts(t, dp)
 	mq.Inject(frame(), frame())
 	mq.q1.Inject(frame(), frame(), frame())
 	r := &rig{dp: dp}

@@ -71,8 +71,10 @@ func (dp *Datapath) sampleUsage(now time.Time) {
 }
 
 // PMDRxqShowCommand is `ovs-appctl dpif-netdev/pmd-rxq-show [-pmd core]
-// [-secs secs] [dp]`: each port's workers as a pmd thread whose core id is
-// the port's number (as in PMDStatsShowCommand), with one line per receive
+// [-secs secs] [dp]`: under pmd-cpu-mask one pmd thread per CPU of the
+// mask with the queues placed on it (pmd.go), else each port's workers as
+// a pmd thread whose core id is the port's number (as in
+// PMDStatsShowCommand); one line per receive
 // queue (options:n_rxq), each with the share of the last secs seconds
 // (rounded up to whole 10 s intervals, 60 at most and by default) its
 // worker spent forwarding, "NOT AVAIL" until an interval has passed. Where fewer intervals than asked for have
@@ -105,22 +107,25 @@ func (dp *Datapath) PMDRxqShowCommand(args []string) (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Displaying last %d seconds pmd usage %%\n", secs)
-	for _, p := range dp.sortedPorts() {
-		if core >= 0 && int64(p.no) != core {
+	for _, g := range dp.pmdGroups() {
+		if core >= 0 && int64(g.core) != core {
 			continue
 		}
-		fmt.Fprintf(&b, "pmd thread numa_id 0 core_id %d:\n  isolated : false\n", p.no)
+		fmt.Fprintf(&b, "pmd thread numa_id 0 core_id %d:\n  isolated : false\n", g.core)
 		overhead := "NOT AVAIL"
-		for _, w := range p.ws {
+		for _, w := range g.ws {
 			busy, total := w.usage.last(int(secs / step))
 			usage := "NOT AVAIL"
 			if total > 0 {
 				usage = fmt.Sprintf("%2.0f %%", float64(min(busy, total))*100/float64(total))
 				overhead = fmt.Sprintf("%2.0f %%", 0.0)
 			}
-			fmt.Fprintf(&b, "  port: %-16s  queue-id: %2d (enabled)   pmd usage: %s\n", p.name, w.queue, usage)
+			fmt.Fprintf(&b, "  port: %-16s  queue-id: %2d (enabled)   pmd usage: %s\n", w.port.name, w.queue, usage)
 		}
-		fmt.Fprintf(&b, "  overhead: %s\n", overhead)
+		if len(g.ws) > 0 {
+			// OVS prints no overhead for a pmd without queues.
+			fmt.Fprintf(&b, "  overhead: %s\n", overhead)
+		}
 	}
 	return b.String(), nil
 }

@@ -341,6 +341,8 @@ type worker struct {
 	base counters
 	// usage is the busy time per interval, for pmd-rxq-show.
 	usage rxqUsage
+	// pin is the worker's CPU under pmd-cpu-mask (pmd.go).
+	pin pmdPin
 
 	// The rest is owned by the goroutine.
 	c        counters                         // this batch's
@@ -390,6 +392,7 @@ func newWorker(dp *Datapath, p *dpPort) *worker {
 func newQueueWorker(dp *Datapath, p *dpPort, rx netdev.Reader, i int) *worker {
 	w := &worker{dp: dp, port: p, rxq: rx, queue: i, done: make(chan struct{}),
 		rng: (uint64(p.no)+uint64(i)<<32)*0x9e3779b97f4a7c15 | 1}
+	w.pin.core.Store(-1)
 	for i := range w.upActs {
 		w.upActs[i] = make(Actions, 0, actionsCap)
 	}
@@ -455,9 +458,11 @@ func (w *worker) run() {
 	t0 := time.Now()
 	full := false
 	for {
+		w.pinSelf()
 		var err error
 		if lazy && !full {
 			err = rw.WaitRead(idle)
+			w.pinSelf()
 		}
 		n := 0
 		if err == nil {

@@ -90,14 +90,15 @@ type Config struct {
 	// super-frames marked for segmentation) and Offloads is all false, so
 	// every frame written is segmented and checksummed in software first.
 	DisableOffload bool
-	// RxQueues is how many receive queues a system port opens: one
-	// AF_PACKET socket each, all in one PACKET_FANOUT_HASH group, so that
-	// the kernel spreads the device's flows over them (options:n_rxq).
-	// 0 means 1. Other ports have one queue and ignore it.
+	// RxQueues is how many receive queues a system or tap port opens:
+	// for a system port one AF_PACKET socket each, all in one
+	// PACKET_FANOUT_HASH group, so that the kernel spreads the device's
+	// flows over them; for a tap one file each of its multi-queue device
+	// (options:n_rxq). 0 means 1. Other ports have one queue and ignore it.
 	RxQueues int
 }
 
-// MaxRxQueues is the most receive queues a system port takes: OVS's limit
+// MaxRxQueues is the most receive queues a system or tap port takes: OVS's limit
 // for its AF_XDP ports (MAX_XSKQ), whose options:n_rxq error text govs
 // reports. Each queue of a port reading from its ring maps 16 MiB.
 const MaxRxQueues = 16

@@ -68,10 +68,13 @@ func (s *systemPort) openQueues(n int, cfg Config) error {
 }
 
 // RxQueues implements RxQueuer.
-func (s *systemPort) RxQueues() []Reader {
-	qs := make([]Reader, 0, 1+len(s.queues))
-	qs = append(qs, s)
-	for _, q := range s.queues {
+func (s *systemPort) RxQueues() []Reader { return readers(s, s.queues) }
+
+// readers lists a port's receive queues: the port, then the others.
+func readers[R Reader](port R, others []R) []Reader {
+	qs := make([]Reader, 0, 1+len(others))
+	qs = append(qs, port)
+	for _, q := range others {
 		qs = append(qs, q)
 	}
 	return qs

@@ -21,8 +21,15 @@ import (
 type tapPort struct {
 	name     string
 	vnet     bool // IFF_VNET_HDR
+	mq       bool // IFF_MULTI_QUEUE
 	created  bool // govs created the device, so Close removes it
 	offloads Offloads
+
+	// queues are receive queues 1..n-1 of a multi-queue device
+	// (tapqueues_linux.go), fixed at open; each only reads. txrc are
+	// the files Write spreads flows over: the port's, then the queues'.
+	queues []*tapPort
+	txrc   []syscall.RawConn
 
 	f      *os.File
 	rc     syscall.RawConn
@@ -52,8 +59,9 @@ type tapRx struct {
 }
 
 type tapTx struct {
-	iov   [3]unix.Iovec // virtio_net_hdr, frame (head), external tail
-	niov  int           // entries of iov in use
+	rc    syscall.RawConn // the queue the frame goes to
+	iov   [3]unix.Iovec   // virtio_net_hdr, frame (head), external tail
+	niov  int             // entries of iov in use
 	hdr   [VirtioNetHdrLen]byte
 	seg   *packet.Packet
 	fin   txFinisher
@@ -66,40 +74,65 @@ type tapTx struct {
 // OpenTap creates the tap device name, or attaches to it if it exists as a
 // persistent tap, with IFF_VNET_HDR unless cfg.DisableOffload, and brings it
 // up. The offloads the kernel may hand over (TUNSETOFFLOAD) are probed:
-// checksum, TSO4/6 and, from Linux 6.2, USO.
+// checksum, TSO4/6 and, from Linux 6.2, USO. A device govs creates is a
+// multi-queue one (IFF_MULTI_QUEUE), whatever cfg.RxQueues, so that its
+// queues can change without deleting it; cfg.RxQueues > 1 attaches that
+// many queues (tapqueues_linux.go).
 func OpenTap(name string, cfg Config) (Port, error) {
-	t, err := openTap(name, cfg)
+	t, err := openTap(name, cfg, -1)
 	if err != nil {
 		return nil, fmt.Errorf("netdev: open tap %s: %w", name, err)
 	}
 	return t, nil
 }
 
-func openTap(name string, cfg Config) (*tapPort, error) {
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
+// openTap opens the port in network namespace netns (a file descriptor),
+// or in the caller's if netns is -1.
+func openTap(name string, cfg Config, netns int) (*tapPort, error) {
 	t := &tapPort{name: name, vnet: !cfg.DisableOffload}
-	if err := t.setup(fd); err != nil {
-		unix.Close(fd)
+	if err := t.open(netns, true); err != nil {
 		return nil, err
 	}
-	t.f = os.NewFile(uintptr(fd), "/dev/net/tun")
-	if t.rc, err = t.f.SyscallConn(); err != nil {
+	if netns < 0 {
+		// A device in another namespace was up there already: a
+		// reopen finds it as it was.
+		if err := setUp(name); err != nil {
+			t.f.Close()
+			return nil, fmt.Errorf("set up: %w", err)
+		}
+	}
+	if err := t.openQueues(cfg.RxQueues, netns); err != nil {
 		t.f.Close()
 		return nil, err
-	}
-	if err := setUp(name); err != nil {
-		t.f.Close()
-		return nil, fmt.Errorf("set up: %w", err)
 	}
 	t.init()
 	t.tx.filt = newRxFilter(name)
 	return t, nil
 }
 
-func (t *tapPort) setup(fd int) error {
+// open attaches t to a new /dev/net/tun file, creating the device if
+// first allows and it does not exist.
+func (t *tapPort) open(netns int, first bool) error {
+	fd, err := openTun(netns)
+	if err != nil {
+		return err
+	}
+	if err := t.setup(fd, first); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	t.f = os.NewFile(uintptr(fd), "/dev/net/tun")
+	if t.rc, err = t.f.SyscallConn(); err != nil {
+		t.f.Close()
+		return err
+	}
+	return nil
+}
+
+// setup attaches fd to the device. The first file of a port may create
+// it (as a multi-queue tap) and takes an existing one with or without
+// IFF_MULTI_QUEUE, as it was created; queues attach as the first did.
+func (t *tapPort) setup(fd int, first bool) error {
 	flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
 	if t.vnet {
 		flags |= unix.IFF_VNET_HDR
@@ -108,16 +141,28 @@ func (t *tapPort) setup(fd int) error {
 	if err != nil {
 		return err
 	}
-	// IFF_TUN_EXCL makes creation atomic: EBUSY means the device exists.
-	ifr.SetUint16(flags | unix.IFF_TUN_EXCL)
-	err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
-	t.created = err == nil
-	if err == unix.EBUSY {
-		ifr.SetUint16(flags)
+	if first {
+		// IFF_TUN_EXCL makes creation atomic: EBUSY means the device
+		// exists. tun_set_iff refuses with EINVAL a file whose
+		// IFF_MULTI_QUEUE differs from the device's, or which is not
+		// of its kind.
+		ifr.SetUint16(flags | unix.IFF_MULTI_QUEUE | unix.IFF_TUN_EXCL)
 		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
-		if err == unix.EINVAL {
-			return errors.New("exists and is not a tap device")
+		t.created, t.mq = err == nil, true
+		if err == unix.EBUSY {
+			ifr.SetUint16(flags | unix.IFF_MULTI_QUEUE)
+			if err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err == unix.EINVAL {
+				t.mq = false
+				ifr.SetUint16(flags)
+				err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+			}
+			if err == unix.EINVAL {
+				return errors.New("exists and is not a tap device")
+			}
 		}
+	} else {
+		ifr.SetUint16(flags | unix.IFF_MULTI_QUEUE)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
 	}
 	if err != nil {
 		return fmt.Errorf("TUNSETIFF: %w", err)
@@ -153,6 +198,11 @@ func (t *tapPort) init() {
 	r.waitFn = t.waitFn
 	w.fin = newTxFinisher(t.vnet, t.offloads)
 	w.fn = t.writeFn
+	t.txrc = append(t.txrc[:0], t.rc)
+	for _, q := range t.queues {
+		q.init()
+		t.txrc = append(t.txrc, q.rc)
+	}
 }
 
 func (t *tapPort) Name() string       { return t.name }
@@ -268,6 +318,10 @@ func (t *tapPort) Write(pkts []*packet.Packet) (int, error) {
 			continue
 		}
 		ok := false
+		w.rc = t.rc
+		if len(t.txrc) > 1 {
+			w.rc = t.txrc[flowQueue(p.Head(), len(t.txrc))]
+		}
 		switch w.fin.prepare(p, w.hdr[:]) {
 		case txSend:
 			ok, err = t.writeFrame(p.Head(), p.Ext())
@@ -324,7 +378,7 @@ func (t *tapPort) writeFrame(b, ext []byte) (ok bool, err error) {
 		w.niov = 3
 	}
 	w.ok, w.fatal = false, nil
-	if err := t.rc.Write(w.fn); err != nil {
+	if err := w.rc.Write(w.fn); err != nil {
 		return false, t.portErr(err)
 	}
 	return w.ok, w.fatal
@@ -357,6 +411,12 @@ func (t *tapPort) writeFn(fd uintptr) bool {
 func (t *tapPort) Stats() Stats {
 	st := t.ctr.snapshot()
 	st.Offload = t.tx.fin.ctr.Snapshot()
+	for _, q := range t.queues {
+		qs := q.ctr.snapshot()
+		st.RxPackets += qs.RxPackets
+		st.RxBytes += qs.RxBytes
+		st.RxErrors += qs.RxErrors
+	}
 	return st
 }
 
@@ -381,10 +441,23 @@ func (t *tapPort) Reopen(cfg Config) (Port, error) {
 			return nil, fmt.Errorf("netdev: reopen tap %s: TUNSETPERSIST: %w", t.name, err)
 		}
 	}
+	// The device may have been moved to another namespace, where
+	// /dev/net/tun must be opened to find it by name.
+	netns := -1
+	t.rc.Control(func(fd uintptr) { netns, _ = unix.IoctlRetInt(int(fd), tunGetDevNetns) })
+	if netns >= 0 {
+		if same, _ := tunInNetns(netns); same {
+			unix.Close(netns)
+			netns = -1
+		} else {
+			defer unix.Close(netns)
+		}
+	}
 	t.closed.Store(true)
+	t.closeQueues()
 	t.f.Close()
 	t.tx.filt.close()
-	n, err := openTap(t.name, cfg)
+	n, err := openTap(t.name, cfg, netns)
 	if err != nil {
 		return nil, fmt.Errorf("netdev: reopen tap %s: %w", t.name, err)
 	}
@@ -405,5 +478,6 @@ func (t *tapPort) Close() error {
 		t.rc.Control(func(fd uintptr) { unix.IoctlSetInt(int(fd), unix.TUNSETPERSIST, 0) })
 	}
 	t.tx.filt.close()
+	t.closeQueues()
 	return t.f.Close()
 }

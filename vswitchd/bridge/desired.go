@@ -53,6 +53,10 @@ type Desired struct {
 	// MaxIdle is other_config:max-idle, how long an unused datapath flow
 	// lives (DefaultMaxIdle when unset).
 	MaxIdle Option[time.Duration]
+	// PMDCPUMask is other_config:pmd-cpu-mask as set ("" for none) and
+	// PMDCPUs the CPUs it selects, ascending (pmd.go).
+	PMDCPUMask string
+	PMDCPUs    []int
 	// BundleIdle is other_config:bundle-idle-timeout, how long an idle
 	// OpenFlow bundle lives (connmgr.DefaultBundleIdleTimeout when unset).
 	BundleIdle Option[time.Duration]
@@ -158,7 +162,7 @@ type IfaceSpec struct {
 	// and tx-retries-max.
 	ZeroCopy  bool
 	TxRetries int
-	// RxQueues is a system interface's options:n_rxq, 1 if unset.
+	// RxQueues is a kernel interface's options:n_rxq, 1 if unset.
 	RxQueues int
 	// AFXDP is an afxdp interface's xdp-mode, use-need-wakeup and n_rxq.
 	AFXDP netdev.AFXDPConfig
@@ -233,6 +237,8 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	d.FlowLimit = parseOption(ovs.OtherConfig, KeyFlowLimit, "Open_vSwitch", DefaultFlowLimit, ParseFlowLimit, &d.Problems)
 	d.MaxIdle = parseOption(ovs.OtherConfig, KeyMaxIdle, "Open_vSwitch", DefaultMaxIdle, ParseMaxIdle, &d.Problems)
 	d.BundleIdle = parseOption(ovs.OtherConfig, KeyBundleIdleTimeout, "Open_vSwitch", connmgr.DefaultBundleIdleTimeout, ParseBundleIdleTimeout, &d.Problems)
+	d.PMDCPUMask = ovs.OtherConfig[KeyPMDCPUMask]
+	d.PMDCPUs = ParsePMDCPUMask(d.PMDCPUMask, &d.Problems)
 	d.VhostSockDir = vhostSockDir(rundir, ovs.OtherConfig, &d.Problems)
 	d.CTZones = ctZones(ovs, rows, &d.Problems)
 

@@ -7,9 +7,11 @@ import (
 	"github.com/govs/govs/netdev"
 )
 
-// OptNRxq is a system interface's options:n_rxq, its receive queues: one
-// AF_PACKET socket each in a PACKET_FANOUT_HASH group, each read by a
-// datapath worker of its own. It applies live, by reopening the port.
+// OptNRxq is a kernel interface's options:n_rxq, its receive queues, each
+// read by a datapath worker of its own: for a system interface one
+// AF_PACKET socket each in a PACKET_FANOUT_HASH group, for tap and internal
+// interfaces one file each of a multi-queue tap (IFF_MULTI_QUEUE). It
+// applies live, by reopening the port.
 const OptNRxq = "n_rxq"
 
 // kernelPort runs a kernel network device: system attaches to an existing
@@ -29,16 +31,17 @@ func init() {
 
 func (kernelPort) kind() PortKind { return KindKernel }
 
-// parse: a system interface takes n_rxq; other options, and any on tap
-// and internal devices, are not configurable and OVS warns
-// (netdev_set_config). n_rxq is read as OVS's AF_XDP ports read it
+// parse: a kernel interface takes n_rxq; other options are not
+// configurable and OVS warns (netdev_set_config). OVS's tap and internal
+// ports take no n_rxq (they warn for it too and run one queue); govs
+// gives them queues as it does system ports. n_rxq is read as OVS's AF_XDP ports read it
 // (netdev_afxdp_set_config): MAX(smap_get_int(n_rxq, 1), 1), more than
 // MaxRxQueues refused with its error; the values OVS takes as 1 silently
 // are also logged here.
 func (k kernelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) string {
 	spec.RxQueues = 1
 	others := len(spec.Options)
-	if v, ok := spec.Options[OptNRxq]; ok && k.typ == TypeSystem {
+	if v, ok := spec.Options[OptNRxq]; ok {
 		others--
 		n, err := strconv.Atoi(v)
 		switch {
@@ -57,8 +60,8 @@ func (k kernelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 	return ""
 }
 
-// live: a system interface's n_rxq applies by reopening it (apply).
-func (k kernelPort) live(key string) bool { return k.typ == TypeSystem && key == OptNRxq }
+// live: n_rxq applies by reopening the interface (apply).
+func (k kernelPort) live(key string) bool { return key == OptNRxq }
 
 func (k kernelPort) netdevType(*iface) string { return k.netdev }
 func (k kernelPort) request(s *Switch, ifc *iface) OpenRequest {

@@ -5,7 +5,7 @@ import (
 )
 
 // n_rxq as OVS's AF_XDP ports read it: MAX(smap_get_int(n_rxq, 1), 1),
-// above 16 refused with its error; tap and internal devices take none.
+// above 16 refused with its error; tap and internal devices take it too.
 func TestKernelPortRxQueues(t *testing.T) {
 	for _, tc := range []struct {
 		typ, v   string
@@ -20,8 +20,10 @@ func TestKernelPortRxQueues(t *testing.T) {
 		{TypeSystem, "0", 1, "", 1},
 		{TypeSystem, "-3", 1, "", 1},
 		{TypeSystem, "two", 1, "", 1},
-		{TypeInternal, "2", 1, "", 1},
-		{TypeTap, "2", 1, "", 1},
+		{TypeInternal, "2", 2, "", 0},
+		{TypeTap, "4", 4, "", 0},
+		{TypeTap, "17", 1, "eth0: Too big 'n_rxq' (17 > 16).", 0},
+		{TypeInternal, "x", 1, "", 1},
 	} {
 		spec := IfaceSpec{Name: "eth0", Type: tc.typ, Options: map[string]string{}}
 		if tc.v != "" {
@@ -34,8 +36,10 @@ func TestKernelPortRxQueues(t *testing.T) {
 				tc.typ, tc.v, spec.RxQueues, err, problems, tc.want, tc.err, tc.problems)
 		}
 	}
-	if !driverOf(TypeSystem).live(OptNRxq) || driverOf(TypeTap).live(OptNRxq) {
-		t.Error("n_rxq must be live on system ports only")
+	for _, typ := range []string{TypeSystem, TypeInternal, TypeTap} {
+		if !driverOf(typ).live(OptNRxq) {
+			t.Errorf("n_rxq must be live on %s ports", typ)
+		}
 	}
 	a := IfaceSpec{Type: TypeSystem, Options: map[string]string{OptNRxq: "1"}}
 	b := IfaceSpec{Type: TypeSystem, Options: map[string]string{OptNRxq: "4"}}

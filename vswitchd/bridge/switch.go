@@ -48,6 +48,8 @@ type Switch struct {
 	// values the database held.
 	sockBuf int
 	tso     bool
+	// pmdMask is the pmd-cpu-mask applied ("" for none).
+	pmdMask string
 	// ofRundir is where bridges serve OpenFlow (<bridge>.mgmt), "" for
 	// nowhere; ofLog is the connections' logger (ServeOpenFlow).
 	ofRundir  string
@@ -233,6 +235,7 @@ func (s *Switch) Apply(d *Desired) {
 	if !d.BundleIdle.Bad {
 		connmgr.SetBundleIdleTimeout(d.BundleIdle.Value)
 	}
+	s.applyPMDCPUs(d)
 	if fs, ok := s.dp.(FlowSettings); ok {
 		if !d.FlowLimit.Bad {
 			fs.SetFlowLimit(d.FlowLimit.Value)

@@ -18,12 +18,14 @@ const notRunning = "is not supported by govs and has no effect"
 
 // unsupportedOtherConfig are the other_config key prefixes of features
 // govs does not run: RSTP keys but those rstp.go runs, multicast snooping,
-// bond settings but those bond.go runs, CFM, LLDP, in-band control. (The
+// bond settings but those bond.go runs, CFM, LLDP, in-band control, an
+// interface's pmd-rxq-affinity (queues go round-robin over pmd-cpu-mask,
+// datapath/pmd.go). (The
 // lacp-* keys matter only with LACP on a bond, which runs; the stp-* keys
 // run, stp.go.)
 var unsupportedOtherConfig = []string{
 	"rstp-", "mcast-snooping-", "forward-bpdu", "bond-", "cfm_", "lldp",
-	"disable-in-band", "in-band-queue",
+	"disable-in-band", "in-band-queue", "pmd-rxq-affinity",
 }
 
 // unsupportedKeys returns the keys of oc that name a feature govs does not

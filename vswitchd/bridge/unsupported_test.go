@@ -26,6 +26,7 @@ func TestUnsupportedReported(t *testing.T) {
 	mpid := 1
 	d.iface("p1").CFMMpid = &mpid
 	d.iface("p1").Options = map[string]string{"foo": "bar"}
+	d.iface("p2").OtherConfig = map[string]string{"pmd-rxq-affinity": "0:1"}
 	d.iface("vh").Options = map[string]string{OptDQZeroCopy: "maybe", OptTxRetriesMax: "999"}
 
 	got := Build(d.rows).Problems
@@ -34,6 +35,7 @@ func TestUnsupportedReported(t *testing.T) {
 		"bridge br0: sflow (sFlow) " + notRunning,
 		"bridge br0: other_config:rstp-hello-time " + notRunning,
 		"interface p1: cfm_mpid (CFM) " + notRunning,
+		"interface p2: other_config:pmd-rxq-affinity " + notRunning,
 		"p1: arguments provided to device that is not configurable",
 		"port bond0: cannot enable RSTP on bonds, disabling",
 		`interface vh: ignoring invalid options:dq-zero-copy="maybe" (must be "true" or "false"; using "false")`,

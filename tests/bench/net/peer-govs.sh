@@ -4,7 +4,7 @@
 # It starts the switch with its embedded database (--embedded-db=FILE) when this build has one; otherwise it
 # falls back to Debian's /usr/sbin/ovsdb-server on a temporary conf.db and points bin/ovs-vswitchd at its socket.
 # With "sockbuf", other_config:userspace-sock-buf-size=1073741823 is set before any port is added.
-# GOVS_NRXQ=N sets options:n_rxq=N on both ports; GOVS_TASKSET (e.g. "taskset -c 0") prefixes the switch's
+# GOVS_NRXQ=N sets options:n_rxq=N on both ports, GOVS_PMD_MASK=M other_config:pmd-cpu-mask=M; GOVS_TASKSET (e.g. "taskset -c 0") prefixes the switch's
 # command line; GOVS_PPROF=SOCKET serves its Go profiles there (--pprof). GOVS_IFTYPE=afxdp makes both ports
 # type=afxdp; GOVS_TXOFF=1 turns tx checksum offload (and with it TSO) off on the namespaces' eth0, as AF_XDP needs.
 # Stops only the processes named in its own pidfiles.
@@ -45,6 +45,7 @@ up)
   else
     $V add-br gbr0 -- add-port gbr0 $p-a0 -- add-port gbr0 $p-b0
   fi
+  if [ -n "$GOVS_PMD_MASK" ]; then $V set Open_vSwitch . other_config:pmd-cpu-mask=$GOVS_PMD_MASK; fi
   ;;
 down)
   $here/topo.sh down $p
