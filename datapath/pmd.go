@@ -99,14 +99,17 @@ func (dp *Datapath) threadCPUs(core int32) []int {
 // pinSelf applies the worker's placement to its own goroutine when it has
 // changed since the worker last did; called before each wait and batch.
 func (w *worker) pinSelf() {
-	g := w.pin.gen.Load()
-	if g == w.pin.applied {
+	if w.pin.gen.Load() == w.pin.applied {
 		return
 	}
-	w.pin.applied = g
-	core := w.pin.core.Load()
+	// The plan is read under mu, which placeLocked holds to move a locked
+	// thread after storing a new plan: read outside, a core from before a
+	// change could be applied after placeLocked moved the thread, and
+	// stay until the worker's next wake-up.
 	w.pin.mu.Lock()
 	defer w.pin.mu.Unlock()
+	w.pin.applied = w.pin.gen.Load()
+	core := w.pin.core.Load()
 	switch {
 	case core >= 0 && w.pin.tid == 0:
 		runtime.LockOSThread()
