@@ -13,7 +13,11 @@ import (
 // check_pkt_larger, fin_timeout, dec_ttl with ids, controller with
 // userdata) among the others. Debian's ovs-ofctl loads them (OpenFlow
 // 1.0 with NXM).
-const ofctlActionFlows = `priority=100,actions=learn(table=1,idle_timeout=10,hard_timeout=20,fin_idle_timeout=5,fin_hard_timeout=6,priority=5,cookie=0x7,send_flow_rem,delete_learned,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15])
+// The first flow drops every packet: the bridge's own port sends IPv6
+// neighbour and multicast traffic once up, which would otherwise run the
+// learn actions below and change the tables between the two tools' dumps.
+const ofctlActionFlows = `priority=1000,actions=drop
+priority=100,actions=learn(table=1,idle_timeout=10,hard_timeout=20,fin_idle_timeout=5,fin_hard_timeout=6,priority=5,cookie=0x7,send_flow_rem,delete_learned,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15],output:NXM_NX_REG0[0..15])
 priority=99,ip,actions=learn(table=2,limit=10,result_dst=reg3[5],eth_type=0x800,ip_dst=ip_src,nw_proto=6,tcp_dst=80,load:0xabcdef->xxreg0[3..50],load:ip_src[0..7]->reg4[8..15],eth_src=00:11:22:33:44:55,nw_src=10.0.0.1,in_port=99)
 priority=98,tcp,actions=learn(table=3,NXM_NX_REG0[0..3]=5,eth_type=0x800,ip_proto=6,ip_dst=10.1.2.3,tcp_src=tcp_dst),fin_timeout(idle_timeout=5,hard_timeout=10)
 priority=97,actions=multipath(eth_src,50,modulo_n,1,0,NXM_NX_REG0[0..15])
