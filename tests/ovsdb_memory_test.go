@@ -24,15 +24,22 @@ func TestOvsdbMemoryShowDifferential(t *testing.T) {
 		}
 		return r.stdout
 	}
-	// compare waits until each server's memory/show contains want (the
-	// clients' sessions reached the server), then compares them whole.
-	compare := func(step, want string) {
+	// compare waits until each server's memory/show contains every one
+	// of wants (the clients' sessions and requests reached the server:
+	// a session connects before its monitor request arrives), then
+	// compares them whole.
+	compare := func(step string, wants ...string) {
 		t.Helper()
 		var got [2]string
 		for i, p := range servers {
-			ovsdbWait(t, 10*time.Second, p.kind+" memory/show with "+want, func() bool {
+			ovsdbWait(t, 10*time.Second, p.kind+" memory/show with "+strings.Join(wants, " "), func() bool {
 				got[i] = show(p)
-				return strings.Contains(got[i], want)
+				for _, want := range wants {
+					if !strings.Contains(got[i], want) {
+						return false
+					}
+				}
+				return true
 			})
 		}
 		if got[0] != got[1] {
@@ -75,7 +82,9 @@ func TestOvsdbMemoryShowDifferential(t *testing.T) {
 		background(p, "monitor", db, "Open_vSwitch", "Port", "name")
 		background(p, "monitor-cond", db, "Open_vSwitch", `[["name","==","p1"]]`, "Port", "name")
 	}
-	compare("monitors", "sessions:4")
+	// Two monitored sets: Bridge (shared by two clients) and Port's name
+	// (shared by the plain and the conditional monitor).
+	compare("monitors", "monitors:2 ", "sessions:4")
 	for _, p := range servers {
 		background(p, "transact", "unix:"+p.sock, `["Open_vSwitch",{"op":"wait","table":"Bridge","where":[],`+
 			`"columns":["name"],"until":"==","rows":[],"timeout":30000}]`)
