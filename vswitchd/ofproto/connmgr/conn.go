@@ -616,6 +616,9 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		tables := make([]ofp.TableFeatures, NTables)
 		for i := range tables {
 			tables[i] = ofp.TableFeatures{ID: uint8(i), MaxEntries: maxEntries}
+			for j := i + 1; j < NTables; j++ {
+				tables[i].Next = append(tables[i].Next, uint8(j))
+			}
 		}
 		return ofp.EncodeTableFeaturesReply(v, m.Xid, tables), nil
 	case ofp.StatsMeter, ofp.StatsMeterConfig, ofp.StatsMeterFeatures:

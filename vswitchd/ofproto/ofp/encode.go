@@ -433,45 +433,6 @@ func EncodeTableStatsReply(v Version, xid uint32, tables []TableStats) [][]byte 
 	return r.done()
 }
 
-// TableFeatures is one table of an OFPMP_TABLE_FEATURES reply.
-type TableFeatures struct {
-	ID         uint8
-	Name       string
-	MaxEntries uint32
-}
-
-// tableFeatureProps are the properties OVS requires in a table's
-// features (OFPTFPT13_INSTRUCTIONS, NEXT_TABLES, WRITE_ACTIONS,
-// APPLY_ACTIONS, MATCH, WILDCARDS, WRITE_SETFIELD, APPLY_SETFIELD).
-var tableFeatureProps = []uint16{0, 2, 4, 6, 8, 10, 12, 14}
-
-// EncodeTableFeaturesReply answers a TABLE_FEATURES request (1.3+). Every
-// property is empty: the tables declare no match fields, instructions or
-// actions, which is what govs' tables support so far.
-func EncodeTableFeaturesReply(v Version, xid uint32, tables []TableFeatures) [][]byte {
-	r := newStatsReply(v, xid, StatsTableFeatures, false)
-	for i := range tables {
-		t := &tables[i]
-		var b []byte
-		b = put16(b, 0) // length, set below
-		b = put8(b, t.ID)
-		b = pad(b, 5)
-		b = putString(b, t.Name, 32)
-		b = put64(b, 0) // metadata_match
-		b = put64(b, 0) // metadata_write
-		b = put32(b, 0) // capabilities (config in 1.3)
-		b = put32(b, t.MaxEntries)
-		for _, p := range tableFeatureProps {
-			b = put16(b, p)
-			b = put16(b, 4)
-			b = pad(b, 4)
-		}
-		binary.BigEndian.PutUint16(b, uint16(len(b)))
-		r.add(b)
-	}
-	return r.done()
-}
-
 func age16(d time.Duration) uint16 {
 	s := int64(d / time.Second)
 	if s < 0 {

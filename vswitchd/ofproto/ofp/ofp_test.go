@@ -2,6 +2,7 @@ package ofp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -378,10 +379,49 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestTableFeatures(t *testing.T) {
-	got := EncodeTableFeaturesReply(V13, 3, []TableFeatures{{ID: 0, MaxEntries: 1000000}, {ID: 1, Name: "t1", MaxEntries: 1000000}})
-	m := one(t, got)
-	if len(m) != 16+256 || m[16] != 0 || m[17] != 128 || m[18+128] != 1 || string(m[24+128:26+128]) != "t1" || m[16+63] != 0x40 || m[16+64+9] != 2 {
-		t.Errorf("got %x", m)
+	for _, v := range []Version{V13, V15} {
+		m := one(t, EncodeTableFeaturesReply(v, 3, []TableFeatures{{ID: 0, MaxEntries: 1000000, Next: []uint8{1}}, {ID: 1, Name: "t1", MaxEntries: 1000000}}))
+		b := m[16:]
+		for id := 0; id < 2; id++ {
+			n := int(binary.BigEndian.Uint16(b))
+			if b[2] != uint8(id) || binary.BigEndian.Uint64(b[40:]) != ^uint64(0) || binary.BigEndian.Uint32(b[60:]) != 1000000 {
+				t.Fatalf("%v table %d: head %x", v, id, b[:64])
+			}
+			if id == 1 && string(b[8:10]) != "t1" {
+				t.Errorf("%v table 1: name %q", v, b[8:40])
+			}
+			// Properties: type, length (without padding), body, padding to 8.
+			props := map[uint16][]byte{}
+			for p := b[64:n]; len(p) > 0; {
+				typ, l := binary.BigEndian.Uint16(p), int(binary.BigEndian.Uint16(p[2:]))
+				if l < 4 || (l+7)/8*8 > len(p) {
+					t.Fatalf("%v table %d: property %d length %d of %d", v, id, typ, l, len(p))
+				}
+				props[typ] = p[4:l]
+				p = p[(l+7)/8*8:]
+			}
+			if len(props) != 14 {
+				t.Errorf("%v table %d: %d properties, want 14", v, id, len(props))
+			}
+			has := func(typ uint16, want []byte) bool {
+				return bytes.Contains(props[typ], want)
+			}
+			if goTo := has(0, []byte{0, 1, 0, 4}); goTo != (id == 0) || !bytes.Equal(props[2], []byte{1}[:1-id]) {
+				t.Errorf("%v table %d: goto_table %v, next tables %v", v, id, goTo, props[2])
+			}
+			if meter := has(1, []byte{0, 6, 0, 4}); meter != (v < V15) {
+				t.Errorf("%v table %d: meter instruction %v", v, id, meter)
+			}
+			if !has(6, []byte{0, 25, 0, 4}) || has(7, []byte{0, 21, 0, 4}) {
+				t.Errorf("%v table %d: apply actions %x", v, id, props[7])
+			}
+			// eth_dst masked in MATCH, unmasked in WILDCARDS; ip_frag
+			// not in APPLY_SETFIELD; tun_metadata0 of 124 bytes.
+			if !has(8, []byte{0x80, 0, 7, 12}) || !has(10, []byte{0x80, 0, 6, 6}) || has(14, []byte{0, 1, 0x34, 1}) || !has(13, []byte{0, 1, 0x50, 124}) {
+				t.Errorf("%v table %d: fields: match %x wildcards %x", v, id, props[8], props[10])
+			}
+			b = b[n:]
+		}
 	}
 	set := append([]byte{4, 18, 0, 24, 0, 0, 0, 1, 0, 12, 0, 0, 0, 0, 0, 0}, make([]byte, 8)...)
 	if got := describe(Decode(set)); got != "error OFPTFFC_EPERM" {
