@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -186,7 +187,7 @@ func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
 	p = append(p, m.id...)
 	if m.version == monitorV3 {
 		p = append(p, `,"`...)
-		p = append(p, last.String()...)
+		p = last.Append(p)
 		p = append(p, '"')
 	}
 	p = append(p, ',')
@@ -198,7 +199,14 @@ func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
 // compose encodes changes as table-updates (v1) or table-updates2, or
 // returns nil if no change is visible to the monitor.
 func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) []byte {
-	var w tableUpdates
+	sp := composeBufs.Get().(*[]byte)
+	w := tableUpdates{b: (*sp)[:0]}
+	defer func() {
+		if cap(w.b) <= maxPooledCompose {
+			*sp = w.b[:0]
+			composeBufs.Put(sp)
+		}
+	}()
 	for _, tn := range slices.Sorted(maps.Keys(changes)) {
 		mt := m.tables[tn]
 		if mt == nil {
@@ -220,8 +228,20 @@ func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) 
 		}
 		w.endTable()
 	}
-	return w.bytes()
+	if b := w.bytes(); b != nil {
+		return slices.Clone(b)
+	}
+	return nil
 }
+
+// composeBufs are compose's scratch buffers: it builds there and returns an
+// exact-size copy, instead of growing a new buffer by doubling each time.
+var composeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledCompose is the largest scratch buffer kept for reuse; a larger
+// one (a big database's initial contents) goes back to the garbage
+// collector.
+const maxPooledCompose = 1 << 20
 
 // tableUpdates builds a table-updates (or table-updates2) object row by
 // row, tables and rows in order: row opens the table's object as needed.
@@ -248,7 +268,7 @@ func (w *tableUpdates) row(tn string, u db.UUID) {
 		w.b = append(w.b, ',')
 	}
 	w.b = append(w.b, '"')
-	w.b = append(w.b, u.String()...)
+	w.b = u.Append(w.b)
 	w.b = append(w.b, `":`...)
 	w.rows++
 }
@@ -284,10 +304,9 @@ func sortedUUIDs[T any](rows map[db.UUID]T) []db.UUID {
 	return uuids
 }
 
-func appendJSONString(b []byte, s string) []byte {
-	j, _ := json.Marshal(s)
-	return append(b, j...)
-}
+// appendJSONString appends a table or column name, an identifier, which
+// needs no escaping that json.Marshal and OVS would do differently.
+func appendJSONString(b []byte, s string) []byte { return db.AppendJSONString(b, s) }
 
 func appendColumns(b []byte, r *db.Row, cols []*db.Column, keep func(*db.Column) bool) []byte {
 	b = append(b, '{')
@@ -640,13 +659,20 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	// receiving commits atomically.
 	var contents map[string]map[db.UUID]*change
 	var last db.UUID
+	var gen uint64
+	var body []byte // the initial contents, cached
 	found := false
 	e.d.Read(func(snap db.Snapshot) {
 		last = snap.LastTxnID()
+		gen = snap.Generation()
 		if version == monitorV3 && since != (db.UUID{}) {
 			contents, found = e.changesSince(since)
 		}
 		if !found {
+			if body = e.initial.get(gen, mon.shareKey); body != nil {
+				e.monitors[mon] = true
+				return
+			}
 			contents = map[string]map[db.UUID]*change{}
 			for tn := range tables {
 				rows := snap.Rows(tn)
@@ -661,13 +687,25 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	})
 	ss.monitors[key] = mon
 
-	body := mon.compose(contents, !found)
 	if body == nil {
-		body = []byte("{}")
+		body = mon.compose(contents, !found)
+		if body == nil {
+			body = []byte("{}")
+		}
+		if !found && len(body) <= maxInitialCache {
+			e.d.Read(func(snap db.Snapshot) {
+				if snap.Generation() == gen {
+					e.initial.put(gen, mon.shareKey, body)
+				}
+			})
+		}
 	}
 	var result json.RawMessage = body
 	if version == monitorV3 {
-		result = json.RawMessage(fmt.Sprintf(`[%t,"%s",%s]`, found, last, body))
+		r := make([]byte, 0, len(body)+48)
+		r = strconv.AppendBool(append(r, '['), found)
+		r = append(last.Append(append(r, `,"`...)), `",`...)
+		result = append(append(r, body...), ']')
 	}
 	ss.flushLocked()
 	ss.conn.Send(jsonrpc.NewReply(m.ID, result))
