@@ -222,6 +222,7 @@ func run() error {
 	// Logged once detached, as OVS does: only the log file gets it, and
 	// scripts that read a detaching server's stderr see nothing.
 	mod.Infof("%s", daemon.VersionString(program, version))
+	dropStartupPages()
 	<-exit
 	if err := srv.Close(); err != nil {
 		mod.Errorf("%v", err)
