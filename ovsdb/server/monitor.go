@@ -1,7 +1,8 @@
 package server
 
 import (
-	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -199,14 +200,8 @@ func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
 // compose encodes changes as table-updates (v1) or table-updates2, or
 // returns nil if no change is visible to the monitor.
 func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) []byte {
-	sp := composeBufs.Get().(*[]byte)
-	w := tableUpdates{b: (*sp)[:0]}
-	defer func() {
-		if cap(w.b) <= maxPooledCompose {
-			*sp = w.b[:0]
-			composeBufs.Put(sp)
-		}
-	}()
+	w := newTableUpdates()
+	defer w.release()
 	for _, tn := range slices.Sorted(maps.Keys(changes)) {
 		mt := m.tables[tn]
 		if mt == nil {
@@ -228,10 +223,81 @@ func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) 
 		}
 		w.endTable()
 	}
+	return w.result()
+}
+
+// rowRef is a row of a table's initial contents.
+type rowRef struct {
+	u db.UUID
+	r *db.Row
+}
+
+// takeInitial copies the rows of the monitored tables that the monitor's
+// initial contents may show. Called under the database lock.
+func (m *monitor) takeInitial(snap db.Snapshot) map[string][]rowRef {
+	out := make(map[string][]rowRef, len(m.tables))
+	for tn, mt := range m.tables {
+		if !mt.initial {
+			continue
+		}
+		rows := snap.Rows(tn)
+		refs := make([]rowRef, 0, len(rows))
+		for u, r := range rows {
+			refs = append(refs, rowRef{u, r})
+		}
+		out[tn] = refs
+	}
+	return out
+}
+
+// composeInitial is compose for initial contents (taken by takeInitial):
+// rows are never changes, so it needs no change per row.
+func (m *monitor) composeInitial(rows map[string][]rowRef) []byte {
+	w := newTableUpdates()
+	defer w.release()
+	for _, tn := range slices.Sorted(maps.Keys(rows)) {
+		mt := m.tables[tn]
+		refs := rows[tn]
+		slices.SortFunc(refs, func(a, b rowRef) int { return compareUUIDs(a.u, b.u) })
+		for _, x := range refs {
+			w.row(tn, x.u)
+			var ok bool
+			if m.version == monitorV1 {
+				w.b, ok = mt.rowUpdate1(w.b, nil, x.r, true)
+			} else {
+				w.b, ok = mt.rowUpdate2(w.b, nil, x.r, true)
+			}
+			if !ok {
+				w.drop()
+			}
+		}
+		w.endTable()
+	}
+	return w.result()
+}
+
+// newTableUpdates starts a tableUpdates in a pooled scratch buffer; the
+// caller releases it once it has the result.
+func newTableUpdates() *tableUpdates {
+	sp := composeBufs.Get().(*[]byte)
+	return &tableUpdates{b: (*sp)[:0], scratch: sp}
+}
+
+// result returns an exact-size copy of the object, or nil if it has no row.
+func (w *tableUpdates) result() []byte {
 	if b := w.bytes(); b != nil {
 		return slices.Clone(b)
 	}
 	return nil
+}
+
+// release gives the scratch buffer back to the pool.
+func (w *tableUpdates) release() {
+	if cap(w.b) <= maxPooledCompose {
+		*w.scratch = w.b[:0]
+		composeBufs.Put(w.scratch)
+	}
+	w.b, w.scratch = nil, nil
 }
 
 // composeBufs are compose's scratch buffers: it builds there and returns an
@@ -246,10 +312,11 @@ const maxPooledCompose = 1 << 20
 // tableUpdates builds a table-updates (or table-updates2) object row by
 // row, tables and rows in order: row opens the table's object as needed.
 type tableUpdates struct {
-	b      []byte
-	tables int // tables written, closed
-	rows   int // rows of the open table
-	mark   int // where the last row started
+	b       []byte
+	scratch *[]byte // b's pooled buffer, if newTableUpdates made it
+	tables  int     // tables written, closed
+	rows    int     // rows of the open table
+	mark    int     // where the last row started
 }
 
 // row starts the row-update of row u of table tn, for the caller to append
@@ -299,9 +366,20 @@ func (w *tableUpdates) bytes() []byte {
 // sortedUUIDs returns the keys of rows in byte order, the order in which
 // updates list rows.
 func sortedUUIDs[T any](rows map[db.UUID]T) []db.UUID {
-	uuids := slices.Collect(maps.Keys(rows))
-	slices.SortFunc(uuids, func(a, b db.UUID) int { return bytes.Compare(a[:], b[:]) })
+	uuids := make([]db.UUID, 0, len(rows))
+	for u := range rows {
+		uuids = append(uuids, u)
+	}
+	slices.SortFunc(uuids, compareUUIDs)
 	return uuids
+}
+
+// compareUUIDs orders uuids by their bytes, as bytes.Compare would.
+func compareUUIDs(a, b db.UUID) int {
+	if c := cmp.Compare(binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8])); c != 0 {
+		return c
+	}
+	return cmp.Compare(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
 }
 
 // appendJSONString appends a table or column name, an identifier, which
@@ -658,6 +736,7 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	// Take the initial contents (or what the client missed) and start
 	// receiving commits atomically.
 	var contents map[string]map[db.UUID]*change
+	var initial map[string][]rowRef
 	var last db.UUID
 	var gen uint64
 	var body []byte // the initial contents, cached
@@ -673,22 +752,18 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 				e.monitors[mon] = true
 				return
 			}
-			contents = map[string]map[db.UUID]*change{}
-			for tn := range tables {
-				rows := snap.Rows(tn)
-				ch := make(map[db.UUID]*change, len(rows))
-				for u, r := range rows {
-					ch[u] = &change{new: r}
-				}
-				contents[tn] = ch
-			}
+			initial = mon.takeInitial(snap)
 		}
 		e.monitors[mon] = true
 	})
 	ss.monitors[key] = mon
 
 	if body == nil {
-		body = mon.compose(contents, !found)
+		if found {
+			body = mon.compose(contents, false)
+		} else {
+			body = mon.composeInitial(initial)
+		}
 		if body == nil {
 			body = []byte("{}")
 		}
