@@ -42,12 +42,6 @@ type monitor struct {
 	// monitor_cond_change, whose conditions it no longer describes.
 	// Guarded by ss.mu.
 	shareKey string
-	// dbmonKey is equal for monitors that ovsdb-server would serve from
-	// one struct ovsdb_monitor (ovsdb_monitor_equal: the same tables,
-	// table selects and columns with their selects; neither the update
-	// version nor the conditions count): memory/show's "monitors" counts
-	// the distinct keys. Immutable.
-	dbmonKey string
 
 	mu      sync.Mutex                     // guards the fields below
 	pending map[string]map[db.UUID]*change // changes not yet sent
@@ -563,7 +557,14 @@ func selectBits(initial, insert, del, modify bool) byte {
 	return b
 }
 
-// dbmonKey renders what ovsdb_monitor_equal compares: per table (sorted),
+// dbmonKey is equal for monitors that ovsdb-server would serve from one
+// struct ovsdb_monitor (ovsdb_monitor_equal: the same tables, table selects
+// and columns with their selects; neither the update version nor the
+// conditions count): memory/show's "monitors" counts the distinct keys.
+// It reads only what monitor_cond_change leaves alone, so memory/show
+// renders it when asked instead of every monitor request.
+//
+// It renders what ovsdb_monitor_equal compares: per table (sorted),
 // its select and its columns, sorted, each with its select.
 func dbmonKey(tables map[string]*monTable) string {
 	var b strings.Builder
@@ -730,7 +731,6 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	}
 	mon := &monitor{ss: ss, e: e, id: id, version: version, tables: tables,
 		shareKey: fmt.Sprintf("%d %s", version, compactJSON(params[2])),
-		dbmonKey: dbmonKey(tables),
 		pending:  map[string]map[db.UUID]*change{}}
 
 	// Take the initial contents (or what the client missed) and start
