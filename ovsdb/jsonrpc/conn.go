@@ -59,8 +59,9 @@ type Options struct {
 	MaxMessageSize int
 	// MaxBacklog bounds queued output in bytes (DefaultMaxBacklog if 0).
 	MaxBacklog int
-	// OnIdle is called from the writer once the send queue is empty after
-	// each Kick, without locks held; it may call Send.
+	// OnIdle is called once the send queue is empty after each Kick,
+	// without locks held, from the writer, or from the reader after the
+	// handler (a Kick during the handler); it may call Send.
 	OnIdle func()
 	// Log is the "jsonrpc" module's logger; Reconnect the "reconnect"
 	// module's (connection drops and probes). Nil discards.
