@@ -47,6 +47,7 @@ type Database struct {
 	hooks    []func(*Commit) error
 	subs     []func(*Commit)
 	lastTxn  UUID
+	gen      uint64 // changes at every change of the rows (apply)
 	nCommits uint64
 }
 
@@ -100,6 +101,10 @@ func (s Snapshot) Rows(table string) map[UUID]*Row {
 	return nil
 }
 
+// Generation returns a number that changes whenever the rows change, so
+// that something derived from the rows can be kept until they do.
+func (s Snapshot) Generation() uint64 { return s.d.gen }
+
 // LastTxnID returns the id of the latest commit (zero before any).
 func (s Snapshot) LastTxnID() UUID { return s.d.lastTxn }
 
@@ -113,6 +118,7 @@ func (d *Database) Read(fn func(Snapshot)) {
 }
 
 func (d *Database) apply(c *Commit) {
+	d.gen++
 	for tname, rows := range c.Tables {
 		td := d.tables[tname]
 		for u, ch := range rows {

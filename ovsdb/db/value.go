@@ -42,6 +42,11 @@ func ParseUUID(s string) (UUID, error) {
 
 func (u UUID) String() string {
 	var b [36]byte
+	u.encode(&b)
+	return string(b[:])
+}
+
+func (u UUID) encode(b *[36]byte) {
 	hex.Encode(b[0:8], u[0:4])
 	b[8] = '-'
 	hex.Encode(b[9:13], u[4:6])
@@ -51,7 +56,13 @@ func (u UUID) String() string {
 	hex.Encode(b[19:23], u[8:10])
 	b[23] = '-'
 	hex.Encode(b[24:36], u[10:16])
-	return string(b[:])
+}
+
+// Append appends the uuid's text form (String) to b without allocating.
+func (u UUID) Append(b []byte) []byte {
+	var t [36]byte
+	u.encode(&t)
+	return append(b, t[:]...)
 }
 
 // MarshalJSON encodes the uuid as OVSDB's ["uuid", "..."].
@@ -337,12 +348,36 @@ func DefaultDatum(t *ColumnType) Datum {
 	return d
 }
 
-// IsDefault reports whether d equals the column's default.
+// IsDefault reports whether d equals the column's default. It does not
+// allocate: monitors ask it for every column of every row they send.
 func IsDefault(t *ColumnType, d Datum) bool {
 	if t.Min == 0 {
 		return len(d.Keys) == 0
 	}
-	return d.Equal(DefaultDatum(t))
+	if len(d.Keys) != 1 || !isDefaultAtom(d.Keys[0]) {
+		return false
+	}
+	if t.Value == nil {
+		return len(d.Vals) == 0
+	}
+	return len(d.Vals) == 1 && isDefaultAtom(d.Vals[0])
+}
+
+// isDefaultAtom reports whether a equals DefaultAtom of its type.
+func isDefaultAtom(a Atom) bool {
+	switch x := a.(type) {
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	case UUID:
+		return x == UUID{}
+	}
+	return false
 }
 
 // ParseAtom parses one atom of base type bt from a decoded JSON value;
@@ -621,7 +656,7 @@ func AppendAtomJSON(b []byte, a Atom) []byte {
 		return appendJSONString(b, x)
 	case UUID:
 		b = append(b, `["uuid","`...)
-		b = append(b, x.String()...)
+		b = x.Append(b)
 		return append(b, `"]`...)
 	}
 	panic(fmt.Sprintf("db: bad atom %T", a))
@@ -665,6 +700,10 @@ func AppendDatumJSONWith(b []byte, d Datum, isMap bool, atom func([]byte, Atom) 
 }
 
 const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string, escaped as OVS's json.c
+// escapes strings.
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
 
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')

@@ -59,8 +59,9 @@ type Options struct {
 	MaxMessageSize int
 	// MaxBacklog bounds queued output in bytes (DefaultMaxBacklog if 0).
 	MaxBacklog int
-	// OnIdle is called from the writer once the send queue is empty after
-	// each Kick, without locks held; it may call Send.
+	// OnIdle is called once the send queue is empty after each Kick,
+	// without locks held, from the writer, or from the reader after the
+	// handler (a Kick during the handler); it may call Send.
 	OnIdle func()
 	// Log is the "jsonrpc" module's logger; Reconnect the "reconnect"
 	// module's (connection drops and probes). Nil discards.
@@ -112,7 +113,6 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 	c := &Conn{
 		nc:   nc,
 		opts: opts,
-		dec:  NewDecoder(nc, opts.MaxMessageSize),
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
@@ -120,6 +120,11 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 	c.lastActivity.Store(time.Now().UnixNano())
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
+	}
+	if c.raw != nil {
+		c.dec = NewDecoder(&rawReader{nc: nc, raw: c.raw}, opts.MaxMessageSize)
+	} else {
+		c.dec = NewDecoder(nc, opts.MaxMessageSize)
 	}
 	return c
 }
@@ -189,27 +194,8 @@ func (c *Conn) SendEncodedNow(m *Message, b []byte) error {
 	if c.opts.Log != NopLogger {
 		c.opts.Log.Debugf("%s: send %s", c.opts.Name, m)
 	}
-	var n int
-	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			k, err := syscall.Write(int(fd), b[n:])
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				if err != syscall.EAGAIN {
-					werr = err
-				}
-				break
-			}
-			n += k
-		}
-		return true // never wait for the socket: the writer does
-	})
-	if werr == nil {
-		werr = err
-	}
+	// Never wait for the socket: the writer does.
+	n, werr := rawWrite(c.nc, c.raw, [][]byte{b}, true)
 	c.mu.Lock()
 	if werr == nil && n < len(b) && !c.closed {
 		// The rest goes first: whatever was queued meanwhile came later.
@@ -249,11 +235,17 @@ func (c *Conn) SendRaw(b []byte) error {
 
 var errBacklog = errors.New("send backlog too large")
 
-// Kick asks the writer to call OnIdle as soon as the queue is empty.
+// Kick asks the writer to call OnIdle as soon as the queue is empty. While
+// the reader runs the handler, the reader does it after the handler's
+// output is written, without waking the writer.
 func (c *Conn) Kick() {
 	c.mu.Lock()
 	c.kicked = true
+	deferred := c.inHandler
 	c.mu.Unlock()
+	if deferred {
+		return
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -386,29 +378,52 @@ func (c *Conn) reader(handle func(*Message)) error {
 		// Write what the handler queued from this goroutine, as OVS
 		// sends a reply as soon as it is made: handing it to the writer
 		// goroutine would cost a wake-up per request.
-		c.mu.Lock()
-		c.inHandler = false
-		c.mu.Unlock()
-		if err := c.writeQueued(); err != nil {
+		if err := c.afterHandler(); err != nil {
 			return err
 		}
 	}
 }
 
-// writeQueued writes the queued output unless another goroutine is writing
-// (which then writes it too). It wakes the writer if OnIdle is due.
-func (c *Conn) writeQueued() error {
+// afterHandler ends the handler's turn on the reader: it writes what the
+// handler queued and, once the queue is empty, calls OnIdle if a Kick asked
+// for it, writing what that queues too. The writer goroutine is woken only
+// if another goroutine is writing (it then leaves the rest to the writer).
+func (c *Conn) afterHandler() error {
 	c.mu.Lock()
-	if c.writing || c.closed || len(c.out) == 0 {
+	for !c.closed && !c.writing {
+		if len(c.out) > 0 {
+			bufs, n := c.takeLocked()
+			c.mu.Unlock()
+			err := c.write(bufs)
+			c.mu.Lock()
+			c.doneWritingLocked(n)
+			if err != nil {
+				c.inHandler = false
+				c.mu.Unlock()
+				c.opts.Log.Warnf("%s: send error: %v", c.opts.Name, err)
+				c.closeWith(err)
+				return err
+			}
+			continue
+		}
+		if !c.kicked || c.opts.OnIdle == nil {
+			break
+		}
+		c.kicked = false
 		c.mu.Unlock()
-		return nil
+		c.opts.OnIdle()
+		c.mu.Lock()
 	}
-	bufs, n := c.takeLocked()
+	c.inHandler = false
+	wake := !c.closed && (c.kicked || len(c.out) > 0)
 	c.mu.Unlock()
-	_, err := bufs.WriteTo(c.nc)
-	c.mu.Lock()
-	c.doneWritingLocked(n)
-	return c.wroteLocked(err)
+	if wake {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
 
 // wroteLocked ends a write made outside the writer goroutine: it closes the
@@ -429,6 +444,16 @@ func (c *Conn) wroteLocked(err error) error {
 		}
 	}
 	return nil
+}
+
+// write writes bufs whole, waiting for the socket as needed.
+func (c *Conn) write(bufs net.Buffers) error {
+	if c.raw != nil {
+		_, err := rawWrite(c.nc, c.raw, bufs, false)
+		return err
+	}
+	_, err := bufs.WriteTo(c.nc)
+	return err
 }
 
 // takeLocked takes the queued output for writing.
@@ -497,7 +522,7 @@ func (c *Conn) writer() {
 		bufs, n := c.takeLocked()
 		c.mu.Unlock()
 
-		_, err := bufs.WriteTo(c.nc)
+		err := c.write(bufs)
 
 		c.mu.Lock()
 		c.doneWritingLocked(n)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -466,5 +467,62 @@ func TestConnSendEncodedNow(t *testing.T) {
 		if m := readMsg(t, d); string(m.Params) != w {
 			t.Fatalf("message %d: %.40s..., want %.40s...", i+1, m.Params, w)
 		}
+	}
+}
+
+// TestConnRawSocket runs a connection on a socket, which it reads and
+// writes with raw system calls: pipelined requests of every size, replies
+// larger than one raw write (maxRawWrite) to a peer that reads slowly, in
+// order, then the peer's close as io.EOF.
+func TestConnRawSocket(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.SetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		conns[i], err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := NewConn(conns[0], Options{})
+	if c.raw == nil {
+		t.Fatal("no raw conn for a unix socket")
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- c.Serve(func(m *Message) {
+			c.Send(&Message{Result: m.Params, ID: m.ID})
+		})
+	}()
+	t.Cleanup(func() { c.Close(); conns[1].Close() })
+
+	sizes := []int{0, 1, 100, 4095, 4096, 70000, maxRawWrite, maxRawWrite + 1, 3*maxRawWrite + 17, 5}
+	var reqs []byte
+	for i, n := range sizes {
+		req := NewRequest("x", []string{strings.Repeat(string(rune('a'+i)), n)}, i)
+		reqs = req.Append(reqs)
+	}
+	go conns[1].Write(reqs)
+	d := NewDecoder(conns[1], 0)
+	for i, n := range sizes {
+		m := readMsg(t, d)
+		var p []string
+		if err := json.Unmarshal(m.Result, &p); err != nil || len(p) != 1 || len(p[0]) != n || string(m.ID) != strconv.Itoa(i) {
+			t.Fatalf("reply %d: id %s, %.60s (%d bytes)", i, m.ID, m.Result, len(m.Result))
+		}
+	}
+	conns[1].Close()
+	select {
+	case err := <-served:
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("Serve after the peer's close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the peer's close")
 	}
 }

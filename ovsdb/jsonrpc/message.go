@@ -173,6 +173,11 @@ func (m *Message) validate(hasMethod bool) error {
 // Append appends the wire encoding of m to buf. Member order follows what
 // ovsdb-server sends; clients do not depend on it.
 func (m *Message) Append(buf []byte) []byte {
+	if buf == nil {
+		// Room for everything: a large result is copied once, not
+		// grown by doubling.
+		buf = make([]byte, 0, len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error)+48)
+	}
 	buf = append(buf, `{"id":`...)
 	if m.ID != nil {
 		buf = append(buf, m.ID...)

@@ -51,7 +51,7 @@ func (s *Server) MemoryUsage() map[string]uint64 {
 		keys := map[string]bool{}
 		e.d.Read(func(db.Snapshot) {
 			for m := range e.monitors {
-				keys[m.dbmonKey] = true
+				keys[dbmonKey(m.tables)] = true
 			}
 		})
 		monitors += len(keys)

@@ -1,12 +1,14 @@
 package server
 
 import (
-	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -40,12 +42,6 @@ type monitor struct {
 	// monitor_cond_change, whose conditions it no longer describes.
 	// Guarded by ss.mu.
 	shareKey string
-	// dbmonKey is equal for monitors that ovsdb-server would serve from
-	// one struct ovsdb_monitor (ovsdb_monitor_equal: the same tables,
-	// table selects and columns with their selects; neither the update
-	// version nor the conditions count): memory/show's "monitors" counts
-	// the distinct keys. Immutable.
-	dbmonKey string
 
 	mu      sync.Mutex                     // guards the fields below
 	pending map[string]map[db.UUID]*change // changes not yet sent
@@ -186,7 +182,7 @@ func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
 	p = append(p, m.id...)
 	if m.version == monitorV3 {
 		p = append(p, `,"`...)
-		p = append(p, last.String()...)
+		p = last.Append(p)
 		p = append(p, '"')
 	}
 	p = append(p, ',')
@@ -198,7 +194,8 @@ func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
 // compose encodes changes as table-updates (v1) or table-updates2, or
 // returns nil if no change is visible to the monitor.
 func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) []byte {
-	var w tableUpdates
+	w := newTableUpdates()
+	defer w.release()
 	for _, tn := range slices.Sorted(maps.Keys(changes)) {
 		mt := m.tables[tn]
 		if mt == nil {
@@ -220,16 +217,100 @@ func (m *monitor) compose(changes map[string]map[db.UUID]*change, initial bool) 
 		}
 		w.endTable()
 	}
-	return w.bytes()
+	return w.result()
 }
+
+// rowRef is a row of a table's initial contents.
+type rowRef struct {
+	u db.UUID
+	r *db.Row
+}
+
+// takeInitial copies the rows of the monitored tables that the monitor's
+// initial contents may show. Called under the database lock.
+func (m *monitor) takeInitial(snap db.Snapshot) map[string][]rowRef {
+	out := make(map[string][]rowRef, len(m.tables))
+	for tn, mt := range m.tables {
+		if !mt.initial {
+			continue
+		}
+		rows := snap.Rows(tn)
+		refs := make([]rowRef, 0, len(rows))
+		for u, r := range rows {
+			refs = append(refs, rowRef{u, r})
+		}
+		out[tn] = refs
+	}
+	return out
+}
+
+// composeInitial is compose for initial contents (taken by takeInitial):
+// rows are never changes, so it needs no change per row.
+func (m *monitor) composeInitial(rows map[string][]rowRef) []byte {
+	w := newTableUpdates()
+	defer w.release()
+	for _, tn := range slices.Sorted(maps.Keys(rows)) {
+		mt := m.tables[tn]
+		refs := rows[tn]
+		slices.SortFunc(refs, func(a, b rowRef) int { return compareUUIDs(a.u, b.u) })
+		for _, x := range refs {
+			w.row(tn, x.u)
+			var ok bool
+			if m.version == monitorV1 {
+				w.b, ok = mt.rowUpdate1(w.b, nil, x.r, true)
+			} else {
+				w.b, ok = mt.rowUpdate2(w.b, nil, x.r, true)
+			}
+			if !ok {
+				w.drop()
+			}
+		}
+		w.endTable()
+	}
+	return w.result()
+}
+
+// newTableUpdates starts a tableUpdates in a pooled scratch buffer; the
+// caller releases it once it has the result.
+func newTableUpdates() *tableUpdates {
+	sp := composeBufs.Get().(*[]byte)
+	return &tableUpdates{b: (*sp)[:0], scratch: sp}
+}
+
+// result returns an exact-size copy of the object, or nil if it has no row.
+func (w *tableUpdates) result() []byte {
+	if b := w.bytes(); b != nil {
+		return slices.Clone(b)
+	}
+	return nil
+}
+
+// release gives the scratch buffer back to the pool.
+func (w *tableUpdates) release() {
+	if cap(w.b) <= maxPooledCompose {
+		*w.scratch = w.b[:0]
+		composeBufs.Put(w.scratch)
+	}
+	w.b, w.scratch = nil, nil
+}
+
+// composeBufs are compose's scratch buffers: it builds there and returns an
+// exact-size copy, instead of growing a new buffer by doubling each time.
+var composeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledCompose is the largest scratch buffer kept for reuse; a larger
+// one (a big database's initial contents) goes back to the garbage
+// collector.
+const maxPooledCompose = 1 << 20
 
 // tableUpdates builds a table-updates (or table-updates2) object row by
 // row, tables and rows in order: row opens the table's object as needed.
 type tableUpdates struct {
-	b      []byte
-	tables int // tables written, closed
-	rows   int // rows of the open table
-	mark   int // where the last row started
+	b       []byte
+	scratch *[]byte // b's pooled buffer, if newTableUpdates made it
+	tables  int     // tables written, closed
+	rows    int     // rows of the open table
+	mark    int     // where the last row started
 }
 
 // row starts the row-update of row u of table tn, for the caller to append
@@ -248,7 +329,7 @@ func (w *tableUpdates) row(tn string, u db.UUID) {
 		w.b = append(w.b, ',')
 	}
 	w.b = append(w.b, '"')
-	w.b = append(w.b, u.String()...)
+	w.b = u.Append(w.b)
 	w.b = append(w.b, `":`...)
 	w.rows++
 }
@@ -279,15 +360,25 @@ func (w *tableUpdates) bytes() []byte {
 // sortedUUIDs returns the keys of rows in byte order, the order in which
 // updates list rows.
 func sortedUUIDs[T any](rows map[db.UUID]T) []db.UUID {
-	uuids := slices.Collect(maps.Keys(rows))
-	slices.SortFunc(uuids, func(a, b db.UUID) int { return bytes.Compare(a[:], b[:]) })
+	uuids := make([]db.UUID, 0, len(rows))
+	for u := range rows {
+		uuids = append(uuids, u)
+	}
+	slices.SortFunc(uuids, compareUUIDs)
 	return uuids
 }
 
-func appendJSONString(b []byte, s string) []byte {
-	j, _ := json.Marshal(s)
-	return append(b, j...)
+// compareUUIDs orders uuids by their bytes, as bytes.Compare would.
+func compareUUIDs(a, b db.UUID) int {
+	if c := cmp.Compare(binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8])); c != 0 {
+		return c
+	}
+	return cmp.Compare(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
 }
+
+// appendJSONString appends a table or column name, an identifier, which
+// needs no escaping that json.Marshal and OVS would do differently.
+func appendJSONString(b []byte, s string) []byte { return db.AppendJSONString(b, s) }
 
 func appendColumns(b []byte, r *db.Row, cols []*db.Column, keep func(*db.Column) bool) []byte {
 	b = append(b, '{')
@@ -466,7 +557,14 @@ func selectBits(initial, insert, del, modify bool) byte {
 	return b
 }
 
-// dbmonKey renders what ovsdb_monitor_equal compares: per table (sorted),
+// dbmonKey is equal for monitors that ovsdb-server would serve from one
+// struct ovsdb_monitor (ovsdb_monitor_equal: the same tables, table selects
+// and columns with their selects; neither the update version nor the
+// conditions count): memory/show's "monitors" counts the distinct keys.
+// It reads only what monitor_cond_change leaves alone, so memory/show
+// renders it when asked instead of every monitor request.
+//
+// It renders what ovsdb_monitor_equal compares: per table (sorted),
 // its select and its columns, sorted, each with its select.
 func dbmonKey(tables map[string]*monTable) string {
 	var b strings.Builder
@@ -633,41 +731,56 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	}
 	mon := &monitor{ss: ss, e: e, id: id, version: version, tables: tables,
 		shareKey: fmt.Sprintf("%d %s", version, compactJSON(params[2])),
-		dbmonKey: dbmonKey(tables),
 		pending:  map[string]map[db.UUID]*change{}}
 
 	// Take the initial contents (or what the client missed) and start
 	// receiving commits atomically.
 	var contents map[string]map[db.UUID]*change
+	var initial map[string][]rowRef
 	var last db.UUID
+	var gen uint64
+	var body []byte // the initial contents, cached
 	found := false
 	e.d.Read(func(snap db.Snapshot) {
 		last = snap.LastTxnID()
+		gen = snap.Generation()
 		if version == monitorV3 && since != (db.UUID{}) {
 			contents, found = e.changesSince(since)
 		}
 		if !found {
-			contents = map[string]map[db.UUID]*change{}
-			for tn := range tables {
-				rows := snap.Rows(tn)
-				ch := make(map[db.UUID]*change, len(rows))
-				for u, r := range rows {
-					ch[u] = &change{new: r}
-				}
-				contents[tn] = ch
+			if body = e.initial.get(gen, mon.shareKey); body != nil {
+				e.monitors[mon] = true
+				return
 			}
+			initial = mon.takeInitial(snap)
 		}
 		e.monitors[mon] = true
 	})
 	ss.monitors[key] = mon
 
-	body := mon.compose(contents, !found)
 	if body == nil {
-		body = []byte("{}")
+		if found {
+			body = mon.compose(contents, false)
+		} else {
+			body = mon.composeInitial(initial)
+		}
+		if body == nil {
+			body = []byte("{}")
+		}
+		if !found && len(body) <= maxInitialCache {
+			e.d.Read(func(snap db.Snapshot) {
+				if snap.Generation() == gen {
+					e.initial.put(gen, mon.shareKey, body)
+				}
+			})
+		}
 	}
 	var result json.RawMessage = body
 	if version == monitorV3 {
-		result = json.RawMessage(fmt.Sprintf(`[%t,"%s",%s]`, found, last, body))
+		r := make([]byte, 0, len(body)+48)
+		r = strconv.AppendBool(append(r, '['), found)
+		r = append(last.Append(append(r, `,"`...)), `",`...)
+		result = append(append(r, body...), ']')
 	}
 	ss.flushLocked()
 	ss.conn.Send(jsonrpc.NewReply(m.ID, result))

@@ -111,6 +111,48 @@ type dbEntry struct {
 	commits  chan struct{}   // closed and replaced at every commit (wakes triggers)
 	detached bool            // no longer served (converted, removed): commits fail
 	tlog     map[string]bool // tables whose changes are logged (tlog-set)
+	initial  initialCache    // initial contents sent, for identical monitor requests
+}
+
+// initialCache keeps the initial contents that monitors were sent, by
+// monitor kind (monitor.shareKey), while the database does not change:
+// every ovn-nbctl or ovs-vsctl call monitors _Server's Database table the
+// same way, whose rows carry each database's schema, and a burst of calls
+// that change nothing asks the same of the database too. ovsdb-server
+// shares the encoding among equal monitors the same way (its json_cache).
+// Guarded by the database's lock.
+type initialCache struct {
+	gen  uint64 // the database generation (Snapshot.Generation) of m
+	m    map[string][]byte
+	size int // bytes in m
+}
+
+// maxInitialCache bounds the bytes an initialCache keeps; a body larger
+// than this is not kept at all.
+const maxInitialCache = 256 << 10
+
+// get returns the body cached for key at generation gen.
+func (ic *initialCache) get(gen uint64, key string) []byte {
+	if ic.gen != gen || ic.m == nil {
+		return nil
+	}
+	return ic.m[key]
+}
+
+// put keeps body for key at generation gen, dropping what older
+// generations left.
+func (ic *initialCache) put(gen uint64, key string, body []byte) {
+	if ic.gen != gen {
+		ic.gen, ic.m, ic.size = gen, nil, 0
+	}
+	if ic.size+len(body)+len(key) > maxInitialCache {
+		return
+	}
+	if ic.m == nil {
+		ic.m = map[string][]byte{}
+	}
+	ic.m[key] = body
+	ic.size += len(body) + len(key)
 }
 
 // New returns a server with no databases; add them with OpenDatabase or
@@ -199,6 +241,7 @@ func (s *Server) committed(e *dbEntry, c *db.Commit) {
 		}
 	}
 	s.logTxn(e, c)
+	e.initial = initialCache{} // stale now: no need to keep it
 	close(e.commits)
 	e.commits = make(chan struct{})
 	if e != s.serverDB && s.dbRemotes.Load() {

@@ -52,8 +52,10 @@ cmds() {
 
 now() { date +%s.%N; }
 rss() { awk '/^VmRSS/ {print $2}' /proc/$(cat $1)/status; } # kB
+cpu() { awk '{print $14 + $15}' /proc/$(cat $1)/stat; } # utime + stime, clock ticks
 
-# measure PEER: prints "calls batch settle nb_bytes sb_bytes nb_rss_kb sb_rss_kb lflows" (or "failed ...")
+# measure PEER: prints "calls batch settle nb_bytes sb_bytes nb_rss_kb sb_rss_kb nb_cpu_ms lflows" (or
+# "failed ..."); nb_cpu_ms is the NB server's CPU time over the 200 single calls.
 measure() {
   local peer=$1 d=$work/$1 bin=/usr/sbin/ovsdb-server
   [ $peer = govs ] && bin=$govs
@@ -69,12 +71,14 @@ measure() {
     --unixctl=$d/ovn-northd.ctl --log-file=$d/ovn-northd.log --detach --no-chdir >&2 || { echo "failed northd"; return 1; }
   local NB="ovn-nbctl --db=unix:$d/nb.sock --timeout=60"
   $NB --wait=sb sync >&2 || { echo "failed first sync"; return 1; }
-  local t0 t1 t2 t3 c
+  local t0 t1 t2 t3 c c0 c1
+  c0=$(cpu $d/nb.pid)
   t0=$(now)
   while read -r c; do
     eval "$NB $c" >&2 || { echo "failed: $c"; return 1; }
   done < <(cmds 0 19)
   t1=$(now)
+  c1=$(cpu $d/nb.pid)
   eval "$NB $(cmds 20 39 | sed '1!s/^/-- /' | tr '\n' ' ')" >&2 || { echo "failed batch"; return 1; }
   t2=$(now)
   $NB --wait=sb sync >&2 || { echo "failed sync"; return 1; }
@@ -84,7 +88,8 @@ measure() {
   local lflows
   lflows=$(ovsdb-client dump unix:$d/sb.sock OVN_Southbound Logical_Flow _uuid | grep -c '^[0-9a-f]\{8\}-')
   echo "$(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc) $(echo "$t3 - $t2" | bc)" \
-    "$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid) $lflows"
+    "$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid)" \
+    "$(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) $lflows"
   stop $d
   unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVN_RUNDIR OVN_LOGDIR
 }
@@ -104,8 +109,8 @@ import statistics, sys
 labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands", "s", True),
           ("ovn-northd settle (--wait=sb sync)", "s", True), ("NB file size", "KiB", False),
           ("SB file size", "KiB", False), ("NB server RSS", "MiB", False), ("SB server RSS", "MiB", False),
-          ("SB Logical_Flow rows", "rows", None)]
-scale = [1, 1, 1, 1 / 1024, 1 / 1024, 1 / 1024, 1 / 1024, 1]
+          ("NB server CPU, the 200 calls", "ms", True), ("SB Logical_Flow rows", "rows", None)]
+scale = [1, 1, 1, 1 / 1024, 1 / 1024, 1 / 1024, 1 / 1024, 1, 1]
 def cols(s):
     runs = [r.split() for r in s.split(";") if r.strip()]
     if not runs or any(r[0] == "failed" or len(r) != len(labels) for r in runs):
@@ -127,7 +132,7 @@ for i, (label, unit, time) in enumerate(labels):
         ratio = "same" if g[i] == d[i] else "differ"
     else:
         ratio = "%.2fx" % ((d[i] / g[i]) if time else (g[i] / d[i])) if g[i] and d[i] else "n/a"
-    f = "%.0f" if unit in ("KiB", "rows") else "%.2f" if unit == "s" else "%.1f"
+    f = "%.0f" if unit in ("KiB", "rows", "ms") else "%.2f" if unit == "s" else "%.1f"
     extra = ""
     if b:
         br = "same" if b[i] == d[i] else "differ"
