@@ -1,0 +1,70 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTunnelECN: govs decapsulates as OVS's tnl_process_ecn (RFC 6040).
+// Side a (govs) marks its VXLAN packets' outer ECN CE on its underlay
+// bridge (a congested hop); side b drops those whose inner packet is not
+// ECN-capable (a plain ping does not pass, and coverage/show counts
+// drop_action_congestion) and marks CE in those that are (ping -Q 1
+// passes, the flow sets the inner ECN). b encapsulates the replies with
+// the inner ECN copied to the outer header, CE as ECT(0).
+func TestTunnelECN(t *testing.T) { testTunnelECN(t, vswBinary(t)) }
+
+// TestTunnelECNDebian is TestTunnelECN with Debian's ovs-vswitchd as b:
+// the same behaviour, flows and counter.
+func TestTunnelECNDebian(t *testing.T) { testTunnelECN(t, "/usr/sbin/ovs-vswitchd") }
+
+func testTunnelECN(t *testing.T, far string) {
+	start := time.Now()
+	a := tunSetup(t, "a", "172.31.0.1/24", "172.31.0.2", "vxlan", "10.9.0.1/24")
+	b := tunSetupBin(t, "b", far, "172.31.0.2/24", "172.31.0.1", "vxlan", "10.9.0.2/24")
+	tunUnderlay(t, a, b)
+	a.vif.waitPing("10.9.0.2")
+	a.sw.ofctl(t, "add-flow", "br-phy", "priority=10,in_port=LOCAL,udp,tp_dst=4789,actions=set_field:3->nw_ecn,NORMAL")
+
+	// Not ECN-capable: dropped at b, counted.
+	a.vif.noPing("10.9.0.2")
+	vswWait(t, vswTimeout, "b's drop_action_congestion", func() bool {
+		return strings.Contains(b.sw.run("coverage/show"), "drop_action_congestion")
+	})
+	dump := b.sw.run("dpctl/dump-flows")
+	if !hasFlow(dump, "tos=0x3,", "eth_type(0x0800),ipv4(tos=0/0x3,", "actions:drop") {
+		t.Errorf("b has no drop flow for outer CE, inner not-ECT:\n%s", dump)
+	}
+
+	// ECT(1): passes, the inner header gets CE. The reply (CE) leaves b
+	// with ECT(0) outside.
+	if _, err := a.vif.exec("ping", "-q", "-n", "-c", "3", "-i", "0.05", "-w", vswPingDeadline, "-Q", "1", "10.9.0.2"); err != nil {
+		t.Fatalf("ping -Q 1: %v\nb's flows:\n%s", err, b.sw.run("dpctl/dump-flows"))
+	}
+	dump = b.sw.run("dpctl/dump-flows")
+	if !hasFlow(dump, "tos=0x3,", "ipv4(tos=0x1/0x3,", "actions:set(ipv4(tos=0x3/0x3)),") {
+		t.Errorf("b has no flow setting CE for outer CE, inner ECT(1):\n%s", dump)
+	}
+	if !hasFlow(dump, "ipv4(tos=0x3/0x3,", "ipv4(src=172.31.0.2,dst=172.31.0.1,proto=17,tos=0x2,ttl=64") {
+		t.Errorf("b has no tnl_push with ECT(0) outside for the CE reply:\n%s", dump)
+	}
+	if !b.sw.e.logged("dropping tunnel packet marked ECN CE but is not ECN capable") {
+		t.Errorf("b's log lacks the ECN drop warning")
+	}
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// hasFlow reports whether a line of dump contains every one of parts.
+func hasFlow(dump string, parts ...string) bool {
+	for _, l := range strings.Split(dump, "\n") {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(l, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
