@@ -215,6 +215,16 @@ func TestTnlPushString(t *testing.T) {
 		if got := (Actions{Output(3), a}).String(); got != "3,"+want {
 			t.Errorf("%v last:\n got %s\nwant 3,%s", c.h.Kind, got, want)
 		}
+		// dump-flows --names names the tunnel port, the egress port
+		// and the nested outputs.
+		names := map[uint32]string{1: "ul", 2: "br-phy", 3: "vif", 4: "vxlan_sys_4789"}
+		want = strings.NewReplacer("tnl_port(4)", "tnl_port(vxlan_sys_4789)", "out_port(2)),1", "out_port(br-phy)),ul").Replace(want)
+		if got := (Actions{Output(3), a}).Format(func(no uint32) string { return names[no] }); got != "vif,"+want {
+			t.Errorf("%v named:\n got %s\nwant vif,%s", c.h.Kind, got, want)
+		}
+	}
+	if got := (Actions{TnlPop(4)}).Format(func(uint32) string { return "genev_sys_6081" }); got != "tnl_pop(genev_sys_6081)" {
+		t.Errorf("tnl_pop named: %s", got)
 	}
 }
 

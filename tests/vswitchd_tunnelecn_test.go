@@ -49,6 +49,14 @@ func testTunnelECN(t *testing.T, far string) {
 	if !hasFlow(dump, "ipv4(tos=0x3/0x3,", "ipv4(src=172.31.0.2,dst=172.31.0.1,proto=17,tos=0x2,ttl=64") {
 		t.Errorf("b has no tnl_push with ECT(0) outside for the CE reply:\n%s", dump)
 	}
+	// With --names the tunnel actions name their ports, as OVS's
+	// odp_portno_name_format.
+	named := b.sw.run("dpctl/dump-flows", "--names")
+	if !hasFlow(named, "in_port(vif)", "actions:tnl_push(tnl_port(vxlan_sys_4789),header(", "),out_port(br-phy)),ul") ||
+		!hasFlow(named, "in_port(ul)", "actions:tnl_pop(vxlan_sys_4789)") ||
+		!hasFlow(named, "in_port(vxlan_sys_4789)", "actions:set(ipv4(tos=0x3/0x3)),vif") {
+		t.Errorf("b's flows with names:\n%s", named)
+	}
 	if !b.sw.e.logged("dropping tunnel packet marked ECN CE but is not ECN capable") {
 		t.Errorf("b's log lacks the ECN drop warning")
 	}
