@@ -385,9 +385,9 @@ func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTa
 	if h.Kind != tunnel.KindGRE {
 		k.TunTpSrc, k.TunTpDst = h.SrcPort, h.DstPort
 	}
-	if h.DF {
-		k.TunFlags |= flow.TunFlagDontFragment
-	}
+	// The outer DF bit is not kept: OVS 3.1's userspace decapsulation
+	// (ip_extract_tnl_md) leaves FLOW_TNL_F_DONT_FRAGMENT clear, so its
+	// flows show -df and tun_flags=+df never matches.
 	if h.Csum {
 		k.TunFlags |= flow.TunFlagCsum
 	}
