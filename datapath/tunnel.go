@@ -268,12 +268,13 @@ func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *port
 // encap puts t's outer headers in front of p and fixes the lengths,
 // checksums and UDP source port.
 func (w *worker) encap(t *tnlOp, p *packet.Packet) bool {
-	inner := p.Data()
+	p.Linearize()
 	hl := len(t.hdr)
-	if p.Headroom() < hl {
+	if !p.Reserve(hl) {
 		w.dp.tnlPushErrors.Add(1)
 		return false
 	}
+	inner := p.Data()
 	// The source port spreads flows over the receiver's queues, as the
 	// kernel's udp_flow_src_port: a hash of the inner addresses and ports.
 	var sport uint16

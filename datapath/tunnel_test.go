@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/govs/govs/datapath/conntrack"
@@ -338,5 +339,34 @@ func TestTunnelPopLongGeneveOptions(t *testing.T) {
 	}
 	if pop, _ := r.dp.TunnelErrors(); pop != 0 {
 		t.Errorf("%d pop errors", pop)
+	}
+}
+
+// tnl_push with 252 bytes of Geneve options: the outer headers (302
+// bytes) are more than a packet's headroom; the frame makes room.
+func TestTunnelPushLongGeneveOptions(t *testing.T) {
+	r := newRig(t, 2)
+	if err := r.dp.AddPort(3, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
+		t.Fatal(err)
+	}
+	opts := flow.AppendGeneveOpt(nil, flow.GeneveOpt{Class: 0x102, Type: 0x80, Data: []byte{0, 0xa, 0, 1}})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 1, Data: bytes.Repeat([]byte{0x11}, 124)})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 2, Data: bytes.Repeat([]byte{0x22}, 112)})
+	h := tunnel.Header{Kind: tunnel.KindGeneve, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
+		Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, Key: 5, KeyPresent: true,
+		DstPort: 6081, Options: opts}
+	var calls atomic.Int64
+	r.dp.SetUpcall(static(Actions{TnlPushAction(TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}})}, &calls))
+	inner := frame()
+	r.ports[1].Inject(inner, inner)
+	dptest.Eventually(t, "2 encapsulated frames on port 2", func() bool { return len(r.ports[2].Sent()) == 2 })
+	for _, enc := range r.ports[2].Sent() {
+		got, in, err := tunnel.Parse(enc)
+		if err != nil || !bytes.Equal(in, inner) || !bytes.Equal(got.Options, opts) || len(enc) != 302+len(inner) {
+			t.Fatalf("encapsulated frame of %d bytes: %+v, %v", len(enc), got, err)
+		}
+	}
+	if _, push := r.dp.TunnelErrors(); push != 0 {
+		t.Errorf("%d push errors", push)
 	}
 }
