@@ -12,7 +12,8 @@ import (
 // ECN-capable (a plain ping does not pass, and coverage/show counts
 // drop_action_congestion) and marks CE in those that are (ping -Q 1
 // passes, the flow sets the inner ECN). b encapsulates the replies with
-// the inner ECN copied to the outer header, CE as ECT(0).
+// the inner ECN copied to the outer header, CE as ECT(0), and with
+// tos=inherit and ttl=inherit the inner DSCP and TTL.
 func TestTunnelECN(t *testing.T) { testTunnelECN(t, vswBinary(t)) }
 
 // TestTunnelECNDebian is TestTunnelECN with Debian's ovs-vswitchd as b:
@@ -37,19 +38,21 @@ func testTunnelECN(t *testing.T, far string) {
 		t.Errorf("b has no drop flow for outer CE, inner not-ECT:\n%s", dump)
 	}
 
-	// ECT(1): passes, the inner header gets CE. The reply (CE) leaves b
-	// with ECT(0) outside.
-	if _, err := a.vif.exec("ping", "-q", "-n", "-c", "3", "-i", "0.05", "-w", vswPingDeadline, "-Q", "1", "10.9.0.2"); err != nil {
+	// ECT(1) with DSCP 8: passes, the inner header gets CE. The reply
+	// (the request's TOS, CE) leaves b with ECT(0) outside and, b's tun0
+	// inheriting them, its DSCP and TTL.
+	b.sw.e.mustVsctl("set", "interface", "tun0", "options:tos=inherit", "options:ttl=inherit")
+	if _, err := a.vif.exec("ping", "-q", "-n", "-c", "3", "-i", "0.05", "-w", vswPingDeadline, "-Q", "0x21", "10.9.0.2"); err != nil {
 		t.Fatalf("ping -Q 1: %v\nb's flows:\n%s", err, b.sw.run("dpctl/dump-flows"))
 	}
 	dump = b.sw.run("dpctl/dump-flows")
 	// OVS 3.1's decapsulation keeps no DF flag (-df) though a sends DF.
-	if !hasFlow(dump, "tunnel(tun_id=0x5,src=172.31.0.1,dst=172.31.0.2,tos=0x3,flags(-df-csum+key)),", "ipv4(tos=0x1/0x3,",
+	if !hasFlow(dump, "tunnel(tun_id=0x5,src=172.31.0.1,dst=172.31.0.2,tos=0x3,flags(-df-csum+key)),", "ipv4(tos=0x21/0x3,",
 		"actions:set(ipv4(tos=0x3/0x3)),") {
 		t.Errorf("b has no flow setting CE for outer CE, inner ECT(1):\n%s", dump)
 	}
-	if !hasFlow(dump, "ipv4(tos=0x3/0x3,", "ipv4(src=172.31.0.2,dst=172.31.0.1,proto=17,tos=0x2,ttl=64") {
-		t.Errorf("b has no tnl_push with ECT(0) outside for the CE reply:\n%s", dump)
+	if !hasFlow(dump, "in_port(", "ipv4(tos=0x23,ttl=64,", "ipv4(src=172.31.0.2,dst=172.31.0.1,proto=17,tos=0x22,ttl=64") {
+		t.Errorf("b has no tnl_push with ECT(0) and the inner DSCP and TTL outside for the CE reply:\n%s", dump)
 	}
 	// With --names the tunnel actions name their ports, as OVS's
 	// odp_portno_name_format.
