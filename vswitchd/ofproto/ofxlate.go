@@ -122,7 +122,9 @@ func (x *xlate) pipeline(in *port) {
 	// tnl_process_ecn).
 	x.of.ecnCheck = saved == nil
 	mark := x.markGate()
-	if in.srcMirrors != 0 {
+	// A packet the ECN check drops is not mirrored (OVS mirrors only
+	// what it goes on to translate).
+	if in.srcMirrors != 0 && !(x.of.ecnCheck && ecnDrops(x.key)) {
 		x.mirrorPacket(in, in.srcMirrors)
 	}
 	if in.br.br.failOpen.Load() {

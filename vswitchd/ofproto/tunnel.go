@@ -124,7 +124,7 @@ func (x *xlate) tnlProcessECN() bool {
 		return true
 	}
 	x.of.wc.NwTOS |= ipECNMask
-	if k.NwTOS&ipECNMask == ipECNNotECT {
+	if ecnDrops(k) {
 		b := x.backer
 		if x.mode == modePacket {
 			msg := "dropping tunnel packet marked ECN CE but is not ECN capable"
@@ -143,6 +143,12 @@ func (x *xlate) tnlProcessECN() bool {
 	}
 	k.NwTOS |= ipECNCE
 	return true
+}
+
+// ecnDrops reports whether tnlProcessECN drops a packet of k: from a
+// tunnel, outer CE, inner IP not ECN-capable.
+func ecnDrops(k *flow.Key) bool {
+	return k.HasTunnel() && isIP(k) && k.TunTOS&ipECNMask == ipECNCE && k.NwTOS&ipECNMask == ipECNNotECT
 }
 
 // CongestionDrops returns the packets dropped as tunnel packets marked CE

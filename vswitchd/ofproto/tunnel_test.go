@@ -303,6 +303,24 @@ func TestTunnelECNDecap(t *testing.T) {
 				c.outer, c.inner, c.v6, got, m.TunTOS, m.NwTOS, c.want, c.ecnMasked)
 		}
 	}
+
+	// A mirror of tun0's input to port 5 copies what goes on, not what
+	// the ECN check drops.
+	tnl := &TunnelConfig{Kind: tunnel.KindVXLAN, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5,
+		InKeyPresent: true, OutKeyPresent: true, DstPort: 4789}
+	tb.bridge("br-int", BridgeConfig{Ports: []PortConfig{trunk("vif", 1), {Name: "tun0", OFPort: 2, DPPort: 4789, Tag: -1, Tunnel: tnl}, trunk("m", 5)},
+		Mirrors: []MirrorConfig{{Key: "m", Name: "m", Src: []string{"tun0"}, Out: []string{"m"}}}})
+	for inner, want := range map[uint8]string{0x00: "drop", 0x01: "5,set(ipv4(tos=0x3/0x3)),1"} {
+		u := []datapath.Upcall{{}}
+		flow.Extract(ipFrame(inner, 64, false), 4789, &u[0].Key)
+		k := &u[0].Key
+		k.TunID, k.TunFlags, k.TunTOS, k.TunTTL = 5, flow.TunFlagKey, 0x03, 64
+		k.TunSrc, k.TunDst = netip.MustParseAddr("::ffff:172.31.0.2").As16(), netip.MustParseAddr("::ffff:172.31.0.1").As16()
+		tb.Upcall(u)
+		if got := u[0].Actions.String(); got != want {
+			t.Errorf("mirrored, inner tos %#x: %s, want %s", inner, got, want)
+		}
+	}
 }
 
 // Output to a tunnel: the outer ECN is the inner packet's (CE as ECT(0))
