@@ -175,7 +175,9 @@ func (as Actions) Format(name func(uint32) string) string {
 		} else if a.Kind == ActionCheckPktLen && a.PktLen != nil {
 			b.WriteString(pktLenString(a.PktLen, name))
 		} else if a.Kind == ActionTnlPush && a.Tnl != nil {
-			b.WriteString(tnlString(a.Tnl, lastAction(as[i+1:])))
+			b.WriteString(tnlString(a.Tnl, lastAction(as[i+1:]), name))
+		} else if a.Kind == ActionTnlPop && name != nil {
+			b.WriteString("tnl_pop(" + name(a.Port) + ")")
 		} else {
 			b.WriteString(a.String())
 		}
@@ -240,7 +242,7 @@ func (a Action) String() string {
 		return meterString(a.MeterID)
 	case ActionTnlPush:
 		if a.Tnl != nil {
-			return tnlString(a.Tnl, false)
+			return tnlString(a.Tnl, false, nil)
 		}
 	case ActionTnlPop:
 		return "tnl_pop(" + strconv.FormatUint(uint64(a.Port), 10) + ")"

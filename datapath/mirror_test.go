@@ -50,3 +50,22 @@ func TestTruncAndCount(t *testing.T) {
 		t.Errorf("counter after Execute: %d packets, want 3", p)
 	}
 }
+
+// A flow whose only action is a count (a drop that is counted, as OVS's
+// drop_action_congestion) counts its packets and sends nothing.
+func TestCountAlone(t *testing.T) {
+	r := newRig(t, 2)
+	var calls atomic.Int64
+	var c Counter
+	r.dp.SetUpcall(static(Actions{Count(&c)}, &calls))
+	f := frame()
+	r.ports[1].Inject(f, f, f)
+	r.rxDone(t, 1, 3)
+	dptest.Eventually(t, "3 packets counted", func() bool {
+		p, _ := c.Load()
+		return p == 3
+	})
+	if n := r.ports[2].NumSent(); n != 0 {
+		t.Errorf("port 2 sent %d", n)
+	}
+}

@@ -69,19 +69,26 @@ func tnlEqual(a, b *TnlPush) bool {
 // udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x5)),
 // out_port(2)),1). As the last action it is printed without the clone, as
 // OVS composes it then (native_tunnel_output's is_last_action):
-// tnl_push(...),1.
-func tnlString(t *TnlPush, last bool) string {
+// tnl_push(...),1. With name (dump-flows --names) the ports are named,
+// as OVS's odp_portno_name_format.
+func tnlString(t *TnlPush, last bool, name func(uint32) string) string {
+	port := func(no uint32) string {
+		if name != nil {
+			return name(no)
+		}
+		return strconv.Itoa(int(no))
+	}
 	h := t.Header
 	h.SrcPort, h.ID, h.Seq = 0, 0, 0
 	hdr, err := tunnel.Build(&h, nil)
 	if err != nil || len(hdr) < 14 {
-		return "tnl_push(tnl_port(" + strconv.Itoa(int(t.Port)) + "),header(invalid))"
+		return "tnl_push(tnl_port(" + port(t.Port) + "),header(invalid))"
 	}
 	var b strings.Builder
 	if !last {
 		b.WriteString("clone(")
 	}
-	b.WriteString("tnl_push(tnl_port(" + strconv.Itoa(int(t.Port)) + "),")
+	b.WriteString("tnl_push(tnl_port(" + port(t.Port) + "),")
 	v4 := h.Dst.Unmap().Is4()
 	b.WriteString("header(size=" + strconv.Itoa(len(hdr)) + ",type=" + strconv.Itoa(ovsVportType(h.Kind, v4)))
 	b.WriteString(",eth(dst=" + flow.MAC(hdr[0:6]).String() + ",src=" + flow.MAC(hdr[6:12]).String())
@@ -141,9 +148,9 @@ func tnlString(t *TnlPush, last bool) string {
 		}
 		b.WriteString(")")
 	}
-	b.WriteString("),out_port(" + strconv.Itoa(int(t.OutPort)) + "))")
+	b.WriteString("),out_port(" + port(t.OutPort) + "))")
 	if len(t.Nested) > 0 {
-		b.WriteString("," + t.Nested.String())
+		b.WriteString("," + t.Nested.Format(name))
 	}
 	if !last {
 		b.WriteString(")")
@@ -261,12 +268,13 @@ func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *port
 // encap puts t's outer headers in front of p and fixes the lengths,
 // checksums and UDP source port.
 func (w *worker) encap(t *tnlOp, p *packet.Packet) bool {
-	inner := p.Data()
+	p.Linearize()
 	hl := len(t.hdr)
-	if p.Headroom() < hl {
+	if !p.Reserve(hl) {
 		w.dp.tnlPushErrors.Add(1)
 		return false
 	}
+	inner := p.Data()
 	// The source port spreads flows over the receiver's queues, as the
 	// kernel's udp_flow_src_port: a hash of the inner addresses and ports.
 	var sport uint16
@@ -378,9 +386,9 @@ func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTa
 	if h.Kind != tunnel.KindGRE {
 		k.TunTpSrc, k.TunTpDst = h.SrcPort, h.DstPort
 	}
-	if h.DF {
-		k.TunFlags |= flow.TunFlagDontFragment
-	}
+	// The outer DF bit is not kept: OVS 3.1's userspace decapsulation
+	// (ip_extract_tnl_md) leaves FLOW_TNL_F_DONT_FRAGMENT clear, so its
+	// flows show -df and tun_flags=+df never matches.
 	if h.Csum {
 		k.TunFlags |= flow.TunFlagCsum
 	}

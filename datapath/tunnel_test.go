@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/govs/govs/datapath/conntrack"
@@ -215,6 +216,16 @@ func TestTnlPushString(t *testing.T) {
 		if got := (Actions{Output(3), a}).String(); got != "3,"+want {
 			t.Errorf("%v last:\n got %s\nwant 3,%s", c.h.Kind, got, want)
 		}
+		// dump-flows --names names the tunnel port, the egress port
+		// and the nested outputs.
+		names := map[uint32]string{1: "ul", 2: "br-phy", 3: "vif", 4: "vxlan_sys_4789"}
+		want = strings.NewReplacer("tnl_port(4)", "tnl_port(vxlan_sys_4789)", "out_port(2)),1", "out_port(br-phy)),ul").Replace(want)
+		if got := (Actions{Output(3), a}).Format(func(no uint32) string { return names[no] }); got != "vif,"+want {
+			t.Errorf("%v named:\n got %s\nwant vif,%s", c.h.Kind, got, want)
+		}
+	}
+	if got := (Actions{TnlPop(4)}).Format(func(uint32) string { return "genev_sys_6081" }); got != "tnl_pop(genev_sys_6081)" {
+		t.Errorf("tnl_pop named: %s", got)
 	}
 }
 
@@ -272,4 +283,90 @@ func TestTunnelPopCTRecirc(t *testing.T) {
 	// The connection's next packet finds the flows installed.
 	r.ports[1].Inject(enc)
 	dptest.Eventually(t, "second packet on port 2", func() bool { return len(r.ports[2].Sent()) == 2 })
+}
+
+// Geneve options up to the 252 bytes a Geneve header can carry (OVS's
+// TLV_TOT_OPT_SIZE) are decapsulated into the key whole, and keys that
+// differ only in the last option byte are told apart.
+func TestTunnelPopLongGeneveOptions(t *testing.T) {
+	r := newRig(t, 2)
+	if err := r.dp.AddPort(3, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var popped []flow.Key
+	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
+		for i := range batch {
+			u := &batch[i]
+			u.Mask = flow.Exact()
+			switch u.Key.InPort {
+			case 2:
+				u.Actions = append(u.Actions, TnlPop(3))
+			case 3:
+				mu.Lock()
+				popped = append(popped, u.Key)
+				mu.Unlock()
+				u.Actions = append(u.Actions, Output(1))
+			}
+		}
+	}))
+	// OVN's option, then options of 124 and 112 bytes of data: 252.
+	opts := flow.AppendGeneveOpt(nil, flow.GeneveOpt{Class: 0x102, Type: 0x80, Data: []byte{0, 0xa, 0, 1}})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 1, Data: bytes.Repeat([]byte{0x11}, 124)})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 2, Data: bytes.Repeat([]byte{0x22}, 112)})
+	if len(opts) != flow.TunOptsMax {
+		t.Fatalf("%d bytes of options", len(opts))
+	}
+	inner := frame()
+	for i, last := range []byte{0x22, 0x23} {
+		opts[len(opts)-1] = last
+		h := tunnel.Header{Kind: tunnel.KindGeneve, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
+			Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, Key: 5, KeyPresent: true,
+			DstPort: 6081, Options: opts}
+		enc, err := tunnel.Build(&h, inner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ports[2].Inject(enc)
+		dptest.Eventually(t, "decapsulated frame on port 1", func() bool { return len(r.ports[1].Sent()) == i+1 })
+		mu.Lock()
+		k := popped[len(popped)-1]
+		n := len(popped)
+		mu.Unlock()
+		if n != i+1 || !bytes.Equal(k.Options(), opts) {
+			t.Errorf("%d upcalls; key options %x, want %x", n, k.Options(), opts)
+		}
+	}
+	if pop, _ := r.dp.TunnelErrors(); pop != 0 {
+		t.Errorf("%d pop errors", pop)
+	}
+}
+
+// tnl_push with 252 bytes of Geneve options: the outer headers (302
+// bytes) are more than a packet's headroom; the frame makes room.
+func TestTunnelPushLongGeneveOptions(t *testing.T) {
+	r := newRig(t, 2)
+	if err := r.dp.AddPort(3, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
+		t.Fatal(err)
+	}
+	opts := flow.AppendGeneveOpt(nil, flow.GeneveOpt{Class: 0x102, Type: 0x80, Data: []byte{0, 0xa, 0, 1}})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 1, Data: bytes.Repeat([]byte{0x11}, 124)})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 2, Data: bytes.Repeat([]byte{0x22}, 112)})
+	h := tunnel.Header{Kind: tunnel.KindGeneve, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
+		Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, Key: 5, KeyPresent: true,
+		DstPort: 6081, Options: opts}
+	var calls atomic.Int64
+	r.dp.SetUpcall(static(Actions{TnlPushAction(TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}})}, &calls))
+	inner := frame()
+	r.ports[1].Inject(inner, inner)
+	dptest.Eventually(t, "2 encapsulated frames on port 2", func() bool { return len(r.ports[2].Sent()) == 2 })
+	for _, enc := range r.ports[2].Sent() {
+		got, in, err := tunnel.Parse(enc)
+		if err != nil || !bytes.Equal(in, inner) || !bytes.Equal(got.Options, opts) || len(enc) != 302+len(inner) {
+			t.Fatalf("encapsulated frame of %d bytes: %+v, %v", len(enc), got, err)
+		}
+	}
+	if _, push := r.dp.TunnelErrors(); push != 0 {
+		t.Errorf("%d push errors", push)
+	}
 }

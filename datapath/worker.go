@@ -198,10 +198,11 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 		}
 	}
 	// Header changes after the last output are lost work; a ct (a
-	// commit), a recirculation and a meter (its counters) are not.
+	// commit), a recirculation, a meter and a count (their counters) are
+	// not.
 	for len(ops) > 0 {
 		if k := ops[len(ops)-1].kind; k == ActionOutput || k == ActionRecirc || k == ActionCT || k == ActionUserspace || k == ActionMeter ||
-			k == ActionMeteredUserspace || k == ActionTnlPush || k == ActionTnlPop || k == ActionCheckPktLen {
+			k == ActionMeteredUserspace || k == ActionTnlPush || k == ActionTnlPop || k == ActionCheckPktLen || k == ActionCount {
 			break
 		}
 		ops = ops[:len(ops)-1]

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -118,6 +119,24 @@ func TestOpenFlowCtNAT6(t *testing.T) {
 	}
 	if got := connectEach(t, s.a, "fd87::200", 3, 7703); got != "ok" {
 		t.Errorf("TCP through DNAT: %s\n%s", got, s.appctl("dpctl/dump-conntrack"))
+	}
+	// iperf3 TCP through the SNAT and the DNAT: the bytes arrive
+	// (issue 14).
+	startInNS(t, s.b, nil, "iperf3", "-s")
+	waitListening(t, s.b, "t", 5201)
+	for _, dst := range []string{"fd87::2", "fd87::200"} {
+		out, err := s.a.exec("timeout", "30", "iperf3", "-c", dst, "-t", "1", "-J")
+		var r struct {
+			End struct {
+				Sent     struct{ Bytes uint64 } `json:"sum_sent"`
+				Received struct{ Bytes uint64 } `json:"sum_received"`
+			} `json:"end"`
+		}
+		if jerr := json.Unmarshal([]byte(out), &r); err != nil || jerr != nil || r.End.Received.Bytes == 0 {
+			t.Errorf("iperf3 to %s: %v %v, received %d bytes\n%s\n%s", dst, err, jerr, r.End.Received.Bytes, vswTail(out, 20), s.appctl("dpctl/dump-conntrack"))
+			continue
+		}
+		t.Logf("iperf3 TCP to %s through NAT: %d bytes sent, %d received", dst, r.End.Sent.Bytes, r.End.Received.Bytes)
 	}
 	if dump := s.appctl("dpctl/dump-conntrack", "zone=9"); !strings.Contains(dump, "tcp,orig=(src=fd87::1,dst=fd87::2,") || !strings.Contains(dump, "reply=(src=fd87::2,dst=fd87::100,") {
 		t.Errorf("dump-conntrack zone=9 lacks the translated TCP connection:\n%s", dump)

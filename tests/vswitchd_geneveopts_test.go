@@ -63,7 +63,7 @@ func testGeneveOptions(t *testing.T, far string) {
 	b := tunSetupBin(t, "b", far, "172.31.0.2/24", "172.31.0.1", "geneve", "10.9.0.2/24")
 	tunUnderlay(t, a, b)
 	for _, n := range []*tunNode{a, b} {
-		n.sw.ofctl(t, "add-tlv-map", "br-int", "{class=0x102,type=0x80,len=4}->tun_metadata0")
+		n.sw.ofctl(t, "add-tlv-map", "br-int", "{class=0x102,type=0x80,len=4}->tun_metadata0,{class=0xffff,type=1,len=124}->tun_metadata1")
 	}
 	// a sets 0xa0001 with set_field and wants 0xb0002; b puts 0xb0002
 	// there with a move from a register and wants 0xa0001, copying it
@@ -106,5 +106,14 @@ func testGeneveOptions(t *testing.T, far string) {
 		}
 		return false
 	})
+
+	// 136 bytes of options (OVN's and a 124-byte one): b takes them
+	// (OVS takes up to 252; govs dropped more than 64).
+	a.sw.ofctl(t, "mod-flows", "br-int", "in_port=vif,actions=set_field:0xa0001->tun_metadata0,set_field:0x"+
+		strings.Repeat("5a", 124)+"->tun_metadata1,output:tun0")
+	a.vif.waitPing("10.9.0.2")
+	if dump := b.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "{class=0xffff,type=0x1,len=124}") {
+		t.Errorf("b's datapath flows lack the 124-byte option:\n%s", dump)
+	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }

@@ -38,6 +38,14 @@ var tunTraceCorpus = []string{
 	"in_port=4,tun_metadata0=0xa0001",
 	"in_port=4,tun_src=172.31.9.2,tun_flags=1",
 	"in_port=4,tun_dst=0.0.0.0,tunnel_id=5",
+	// ECN (tnl_process_ecn): outer CE with an inner CE, ECT(1), ECT(0),
+	// not-ECT (dropped), IPv6, and an outer that is not CE.
+	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=3,tcp,nw_ecn=3",
+	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=3,tcp,nw_ecn=1",
+	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=0xbb,udp,nw_tos=0xb8,nw_ecn=2",
+	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=3,tcp,nw_ecn=0",
+	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=3,tcp6,nw_ecn=1",
+	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=2,tcp,nw_ecn=0",
 	// Refused.
 	"in_port=4,tun_flags=+oam",
 	"in_port=4,tun_flags=df",

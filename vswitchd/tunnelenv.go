@@ -50,8 +50,8 @@ func (e tunnelEnv) DevMAC(dev string) (net.HardwareAddr, bool) {
 	return ifi.HardwareAddr, true
 }
 
-// syncDatapathCoverage copies the datapath's tunnel drop counters into
-// coverage/show under OVS's names.
+// syncDatapathCoverage copies the datapath's tunnel drop counters, and
+// the tunnel packets dropped for ECN, into coverage/show under OVS's names.
 func (v *switchd) syncDatapathCoverage() {
 	if v.plane == nil || v.plane.datapath == nil {
 		return
@@ -62,5 +62,10 @@ func (v *switchd) syncDatapathCoverage() {
 	}
 	if push > 0 {
 		v.cov.Raise("datapath_drop_tunnel_push_error", push)
+	}
+	if v.plane.ofproto != nil {
+		if n := v.plane.ofproto.CongestionDrops(); n > 0 {
+			v.cov.Raise("drop_action_congestion", n)
+		}
 	}
 }

@@ -114,7 +114,7 @@ type Key struct {
 	// TunOptsLen is the length in bytes of the Geneve options in
 	// TunOpts, 0 if the packet carried none.
 	TunOptsLen uint8
-	tunPad     [7]byte
+	tunPad     [3]byte
 	// TunOpts are the Geneve options of a decapsulated packet as they
 	// were on the wire, TLVs (OVS's flow_tnl metadata in its "UDPIF"
 	// form); bytes past TunOptsLen are zero. Packets with more than
@@ -148,10 +148,11 @@ const (
 	TunFlagKey          = 1 << 3
 )
 
-// TunOptsMax is the most bytes of Geneve options a key holds. OVS takes
-// up to 252 (TLV_TOT_OPT_SIZE); govs keeps the key small and drops
-// packets with more, counting them as tunnel pop errors.
-const TunOptsMax = 64
+// TunOptsMax is the most bytes of Geneve options a key holds: all a
+// Geneve header can carry (its 6-bit length in 4-byte units), OVS's
+// TLV_TOT_OPT_SIZE. The key's hash and the classifier's subtables skip
+// the options' words when they are zero.
+const TunOptsMax = 252
 
 // Options returns the Geneve options of the key, raw TLVs.
 func (k *Key) Options() []byte { return k.TunOpts[:k.TunOptsLen] }
@@ -273,13 +274,18 @@ func (k *Key) Hash() uint64 {
 	if t := w[19] | w[20] | w[21] | w[22] | w[23] | w[24]; t != 0 {
 		h ^= mix(w[19]^s1, w[20]^s3) ^ mix(w[21]^s2, w[22]^s0) ^ mix(w[23]^s3, w[24]^s1)
 		if w[25] != 0 {
-			h ^= mix(w[25]^s0, w[26]^s2) ^ mix(w[27]^s1, w[28]^s3) ^ mix(w[29]^s2, w[30]^s0) ^
-				mix(w[31]^s3, w[32]^s1) ^ mix(w[33]^s0, KeySize^s1)
+			// Options: TunOptsLen's word, then the TLVs up to
+			// their length (the rest is zero).
+			n := 26 + (int(k.TunOptsLen)+3)/8
+			h ^= mix(w[25]^s0, KeySize^s2)
+			for i := 26; i < n; i++ {
+				h ^= mix(w[i]^s1, uint64(i)^s3)
+			}
 		}
 	}
 	// And the neighbour discovery words, but on NS and NA.
-	if n := w[34] | w[35] | w[36]; n != 0 {
-		h ^= mix(w[34]^s2, w[35]^s1) ^ mix(w[36]^s0, KeySize^s3)
+	if n := w[57] | w[58] | w[59]; n != 0 {
+		h ^= mix(w[57]^s2, w[58]^s1) ^ mix(w[59]^s0, KeySize^s3)
 	}
 	return mix(h^s0, h^s1)
 }

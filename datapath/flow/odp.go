@@ -97,11 +97,10 @@ func (k *Key) formatODPTunnel(b *strings.Builder, m *Mask, verbose bool) {
 			o.ipv6("ipv6_src", k.TunSrc, m.TunSrc)
 			o.ipv6("ipv6_dst", k.TunDst, m.TunDst)
 		}
-		if o.field("tos", m.TunTOS == 0) {
-			b.WriteString(hexAlt(uint64(k.TunTOS)))
-			if m.TunTOS != 0xff {
-				b.WriteString("/" + hexAlt(uint64(m.TunTOS)))
-			}
+		// OVS leaves a zero TOS out of the key's attributes, so that
+		// it prints only a TOS that is set.
+		if k.TunTOS != 0 {
+			o.u8x("tos", k.TunTOS, m.TunTOS)
 		}
 		o.u8("ttl", k.TunTTL, m.TunTTL)
 		if k.TunTpDst != 0 {
@@ -277,7 +276,7 @@ func (k *Key) formatODPInner(o *odpWriter, m *Mask) {
 			o.ipv4("src", k.IPv4Src, m.IPv4Src)
 			o.ipv4("dst", k.IPv4Dst, m.IPv4Dst)
 			o.u8("proto", k.NwProto, m.NwProto)
-			o.u8("tos", k.NwTOS, m.NwTOS)
+			o.u8x("tos", k.NwTOS, m.NwTOS)
 			o.u8("ttl", k.NwTTL, m.NwTTL)
 			o.frag(k.NwFrag, m.NwFrag)
 		}, m.IPv4Src != [4]byte{} || m.IPv4Dst != [4]byte{} || m.NwProto != 0 || m.NwTOS != 0 || m.NwTTL != 0 || m.NwFrag != 0)
@@ -288,7 +287,7 @@ func (k *Key) formatODPInner(o *odpWriter, m *Mask) {
 			o.ipv6("dst", k.IPv6Dst, m.IPv6Dst)
 			o.hex32("label", k.IPv6Label, m.IPv6Label, 0xfffff)
 			o.u8("proto", k.NwProto, m.NwProto)
-			o.u8("tclass", k.NwTOS, m.NwTOS)
+			o.u8x("tclass", k.NwTOS, m.NwTOS)
 			o.u8("hlimit", k.NwTTL, m.NwTTL)
 			o.frag(k.NwFrag, m.NwFrag)
 		}, m.IPv6Src != [16]byte{} || m.IPv6Dst != [16]byte{} || m.IPv6Label != 0 || m.NwProto != 0 || m.NwTOS != 0 || m.NwTTL != 0 || m.NwFrag != 0)
@@ -436,6 +435,17 @@ func (o *odpWriter) u8(name string, v, m uint8) {
 		return
 	}
 	o.b.WriteString(strconv.Itoa(int(v)))
+	if m != 0xff {
+		o.b.WriteString("/" + hexAlt(uint64(m)))
+	}
+}
+
+// u8x is OVS's format_u8x: the value and a partial mask in hex.
+func (o *odpWriter) u8x(name string, v, m uint8) {
+	if !o.field(name, m == 0) {
+		return
+	}
+	o.b.WriteString(hexAlt(uint64(v)))
 	if m != 0xff {
 		o.b.WriteString("/" + hexAlt(uint64(m)))
 	}

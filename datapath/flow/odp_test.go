@@ -166,7 +166,7 @@ func TestFormatODPExact(t *testing.T) {
 	// (flow_wildcards_init_for_packet): the ct attributes show as zero.
 	m := flow.Exact()
 	want := "ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),recirc_id(0),in_port(7),packet_type(ns=0,id=0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
-		"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=4,ttl=64,frag=no),tcp(src=1,dst=2),tcp_flags(syn|ack)"
+		"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=0x4,ttl=64,frag=no),tcp(src=1,dst=2),tcp_flags(syn|ack)"
 	if got := flow.FormatODP(&k, &m, flow.ODPFormat{}); got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}
@@ -174,7 +174,7 @@ func TestFormatODPExact(t *testing.T) {
 	m.TpDst = 0xff00
 	m.TCPFlags = dptest.SYN
 	want = "ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),recirc_id(0),in_port(7),packet_type(ns=0,id=0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
-		"ipv4(src=10.0.0.1/255.255.255.0,dst=10.0.0.2,proto=6,tos=4,ttl=64,frag=no),tcp(src=1,dst=2/0xff00),tcp_flags(+syn)"
+		"ipv4(src=10.0.0.1/255.255.255.0,dst=10.0.0.2,proto=6,tos=0x4,ttl=64,frag=no),tcp(src=1,dst=2/0xff00),tcp_flags(+syn)"
 	if got := flow.FormatODP(&k, &m, flow.ODPFormat{}); got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}

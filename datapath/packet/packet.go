@@ -190,6 +190,23 @@ func (p *Packet) Push(n int) []byte {
 	return p.buf[p.start : p.start+n]
 }
 
+// Reserve makes at least n bytes of headroom, moving the frame back in
+// its buffer if it must (a Geneve header with long options is more than
+// Headroom). It reports false, leaving the packet as it was, if the
+// frame has an external tail or would not fit.
+func (p *Packet) Reserve(n int) bool {
+	if p.start >= n {
+		return true
+	}
+	l := p.end - p.start
+	if p.ext != nil || n+l > len(p.buf) {
+		return false
+	}
+	copy(p.buf[n:n+l], p.buf[p.start:p.end])
+	p.start, p.end = n, n+l
+	return true
+}
+
 // Pull removes n bytes from the front of the frame; n is at most the
 // length of Head.
 func (p *Packet) Pull(n int) { p.start += n }

@@ -217,3 +217,25 @@ func TestCopyFromLongest(t *testing.T) {
 		t.Fatalf("copy of %d bytes, want %d; %d releases", q.Len(), len(want), o.releases)
 	}
 }
+
+// Reserve moves a frame back in its buffer to make more headroom than
+// Headroom, keeping its bytes; a frame that would not fit stays put.
+func TestReserve(t *testing.T) {
+	p := New()
+	f := []byte("0123456789abcdef")
+	p.SetData(f)
+	if !p.Reserve(Headroom) || p.Headroom() != Headroom {
+		t.Fatalf("Reserve(Headroom): headroom %d", p.Headroom())
+	}
+	if !p.Reserve(400) || p.Headroom() != 400 || !bytes.Equal(p.Data(), f) {
+		t.Fatalf("Reserve(400): headroom %d, frame %q", p.Headroom(), p.Data())
+	}
+	if h := p.Push(400); len(h) != 400 || p.Len() != 416 {
+		t.Fatalf("Push after Reserve: %d, len %d", len(h), p.Len())
+	}
+	q := New()
+	q.SetData(make([]byte, MaxFrame))
+	if q.Reserve(Headroom+1) || q.Headroom() != Headroom || q.Len() != MaxFrame {
+		t.Errorf("Reserve of a full buffer: headroom %d, len %d", q.Headroom(), q.Len())
+	}
+}

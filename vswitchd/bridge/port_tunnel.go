@@ -75,7 +75,6 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 		case "tos":
 			if v == "inherit" {
 				c.TOSInherit = true
-				*problems = append(*problems, fmt.Sprintf("%s: tos=inherit %s", name, notRunning))
 				break
 			}
 			t, err := strconv.ParseInt(v, 0, 32)
@@ -88,9 +87,6 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 			// atoi's value, as OVS's: 0 (or junk) is the default 64.
 			t, _ := strconv.Atoi(v)
 			c.TTL, c.TTLInherit = uint8(t), v == "inherit"
-			if c.TTLInherit {
-				*problems = append(*problems, fmt.Sprintf("%s: ttl=inherit %s", name, notRunning))
-			}
 
 		case "csum":
 			// Other values leave the default, as OVS's.

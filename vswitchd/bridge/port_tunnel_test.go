@@ -24,8 +24,7 @@ func TestTunnelParse(t *testing.T) {
 		{"vxlan", map[string]string{"remote_ip": "flow", "tos": "3", "foo": "1"}, "", []string{"t0: invalid TOS 3", "t0: unknown vxlan argument 'foo'"}},
 		{"gre", map[string]string{"remote_ip": "10.0.0.2", "dst_port": "1"}, "", []string{"t0: unknown gre argument 'dst_port'"}},
 		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit", "egress_pkt_mark": "5", "packet_type": "ptap"}, "", []string{
-			"t0: options:egress_pkt_mark " + notRunning, "t0: options:packet_type " + notRunning,
-			"t0: tos=inherit " + notRunning, "t0: ttl=inherit " + notRunning}},
+			"t0: options:egress_pkt_mark " + notRunning, "t0: options:packet_type " + notRunning}},
 	} {
 		spec := IfaceSpec{Name: "t0", Type: tt.typ, Options: tt.opts}
 		var problems []string
@@ -43,5 +42,10 @@ func TestTunnelParse(t *testing.T) {
 	driverOf("vxlan").parse(&spec, parseEnv{}, &problems)
 	if c := spec.Tunnel; !c.InKeyFlow || c.OutKey != 16 || c.DstPort != 4789 {
 		t.Errorf("keys and port: %+v", c)
+	}
+	spec = IfaceSpec{Name: "t0", Type: "geneve", Options: map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit"}}
+	driverOf("geneve").parse(&spec, parseEnv{}, &problems)
+	if c := spec.Tunnel; !c.TOSInherit || !c.TTLInherit {
+		t.Errorf("tos and ttl inherit: %+v", c)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/internal/daemon"
 )
 
 // Backer dispatches the datapath's upcalls to the bridge owning the input
@@ -54,6 +55,12 @@ type Backer struct {
 	ctMu     sync.Mutex // guards ctPol
 	ctPol    ctPolicies
 	ctZoneTP atomic.Pointer[map[uint16]uint32] // zone -> timeout policy ID
+
+	// ecnDrops counts the packets of flows that drop tunnel packets
+	// marked CE whose inner packet is not ECN-capable (OVS's
+	// drop_action_congestion); ecnLog limits the warning about them.
+	ecnDrops datapath.Counter
+	ecnLog   *daemon.RateLimit
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -87,7 +94,7 @@ func NewBacker(dp *datapath.Datapath, log datapath.Logger) *Backer {
 	if log == nil {
 		log = nopLogger{}
 	}
-	b := &Backer{dp: dp, log: log, bridges: map[string]*Bridge{}}
+	b := &Backer{dp: dp, log: log, bridges: map[string]*Bridge{}, ecnLog: daemon.NewRateLimit(1, 5)}
 	b.idx.Store(newIndex())
 	dp.SetUpcall(b)
 	return b

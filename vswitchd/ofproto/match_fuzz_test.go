@@ -15,7 +15,8 @@ func traceTLVTable(tb testing.TB) *ofp.TLVTable {
 	tb.Helper()
 	tab, err := (*ofp.TLVTable)(nil).Apply(&ofp.TLVTableMod{Command: ofp.TLVAdd, Maps: []ofp.TLVMap{
 		{Class: 0x102, Type: 0x80, Len: 4, Index: 0}, {Class: 0xffff, Type: 1, Len: 8, Index: 1},
-		{Class: 0xffff, Type: 2, Len: 60, Index: 2}}}, nil)
+		{Class: 0xffff, Type: 2, Len: 60, Index: 2}, {Class: 0xffff, Type: 3, Len: 124, Index: 3},
+		{Class: 0xffff, Type: 4, Len: 60, Index: 4}}}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,6 +48,10 @@ func TestParseFlowTunnel(t *testing.T) {
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("Flow:\n got %s\nwant %s...", got, want)
 	}
+	// More than 64 bytes of options (76).
+	if k, _, _, err := parseFlow("in_port=1,tun_dst=172.31.9.1,tun_metadata2=1,tun_metadata1=1", tab, tracePort); err != nil || k.TunOptsLen != 76 {
+		t.Errorf("76 bytes of options: %d, %v", k.TunOptsLen, err)
+	}
 	for spec, msg := range map[string]string{
 		"tun_flags=+oam":                  "bad value for tun_flags (+oam: wildcards not allowed here)",
 		"tun_flags=df":                    "bad value for tun_flags (df: unknown tunnel flag(s))",
@@ -56,8 +61,8 @@ func TestParseFlowTunnel(t *testing.T) {
 		"tun_metadata64=1":                "unknown field tun_metadata64",
 		"tun_metadata0=xyz":               "bad syntax for tun_metadata0 value",
 		"tun_src=1.2.3":                   "bad value for tun_src (1.2.3: invalid IP address)",
-		"tun_metadata2=1,tun_metadata1=1": "more than the 64 a packet may carry",
-		"tun_metadata01=1":                "unknown field tun_metadata01",
+		"tun_metadata2=1,tun_metadata3=1,tun_metadata4=1": "more than the 252 a packet may carry",
+		"tun_metadata01=1": "unknown field tun_metadata01",
 	} {
 		if _, _, _, err := parseFlow(spec, tab, tracePort); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", spec, err, msg)

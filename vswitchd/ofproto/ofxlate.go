@@ -44,6 +44,9 @@ type ofState struct {
 	missTable    int
 	// groupDepth nests group buckets.
 	groupDepth int
+	// ecnCheck: the first lookup is still to come, after which a
+	// tunnel packet's ECN is processed (tnlProcessECN).
+	ecnCheck bool
 	// stack is what push actions pushed and pops have not popped yet,
 	// 16 bytes an entry, the top last (a string: a clone's copy of the
 	// state keeps the stack it started with).
@@ -114,13 +117,26 @@ func (x *xlate) pipeline(in *port) {
 		start := x.of.flow // with its tun_metadata, as it enters table 0
 		x.traceStart = &start
 	}
+	// A tunnel packet's ECN is processed once, after the first lookup
+	// (OVS's xlate_actions looks the rule up, then calls
+	// tnl_process_ecn).
+	x.of.ecnCheck = saved == nil
 	mark := x.markGate()
-	if in.srcMirrors != 0 {
+	// A packet the ECN check drops is not mirrored (OVS mirrors only
+	// what it goes on to translate).
+	if in.srcMirrors != 0 && !(x.of.ecnCheck && ecnDrops(x.key)) {
 		x.mirrorPacket(in, in.srcMirrors)
 	}
 	if in.br.br.failOpen.Load() {
 		// OVS's fail-open rule: priority 0xf0f0f0, above every flow.
 		x.report("->", "fail-open: NORMAL")
+		x.of.ecnCheck = false
+		if saved == nil && !x.tnlProcessECN() {
+			x.mergeWC()
+			x.key = orig
+			x.of = saved
+			return
+		}
 		x.normal(in)
 	} else {
 		x.table(0)
@@ -224,6 +240,13 @@ func (x *xlate) table(id uint8) {
 			ts.lookups.Add(x.packets)
 			if r != nil {
 				ts.matched.Add(x.packets)
+			}
+		}
+		if x.of.ecnCheck {
+			x.of.ecnCheck = false
+			if !x.tnlProcessECN() {
+				x.of.exit = true
+				return
 			}
 		}
 		if r == nil {

@@ -123,16 +123,8 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 // matches the fields that tell tunnel ports apart, its outer TOS, and
 // the ECN of an inner IP header when the outer one says CE.
 func tnlWCInit(k *flow.Key, m *flow.Mask) {
-	if !k.HasTunnel() {
-		return
-	}
-	m.TunID = ^uint64(0)
-	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	m.TunDst = m.TunSrc
-	m.TunFlags |= flow.TunFlagDontFragment | flow.TunFlagCsum | flow.TunFlagKey
-	m.TunTOS = 0xff
-	if (k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6) && k.TunTOS&0x03 == 0x03 {
-		m.NwTOS |= 0x03
+	if k.HasTunnel() {
+		tunnelWC(k, m)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -90,17 +91,78 @@ func (idx *index) indexTunnel(p *port) {
 // tunnelWC is OVS's tnl_wc_init as the datapath flows of a packet from a
 // tunnel get it, before and after a recirculation: the fields that tell
 // the tunnel port apart.
-func tunnelWC(m *flow.Mask) {
+func tunnelWC(k *flow.Key, m *flow.Mask) {
 	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
 	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.TunDst = m.TunSrc
+	// The outer TOS, and the inner ECN when the outer says CE
+	// (tnlProcessECN reads it).
+	m.TunTOS = 0xff
+	if isIP(k) && k.TunTOS&ipECNMask == ipECNCE {
+		m.NwTOS |= ipECNMask
+	}
+}
+
+// IP ECN codepoints (RFC 3168), as OVS's lib/packets.h.
+const (
+	ipECNMask   = 0x03
+	ipECNNotECT = 0x00
+	ipECNECT0   = 0x02
+	ipECNCE     = 0x03
+)
+
+func isIP(k *flow.Key) bool { return k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6 }
+
+// tnlProcessECN is OVS's tnl_process_ecn, at the start of a decapsulated
+// packet's translation (RFC 6040's decapsulation): an outer CE is copied
+// to an ECN-capable inner packet, and a packet whose inner header is not
+// ECN-capable is dropped. It reports whether the packet goes on; a
+// dropped one's flow counts it as OVS's drop_action_congestion.
+func (x *xlate) tnlProcessECN() bool {
+	k := x.key
+	if !k.HasTunnel() || !isIP(k) || k.TunTOS&ipECNMask != ipECNCE {
+		return true
+	}
+	x.of.wc.NwTOS |= ipECNMask
+	if ecnDrops(k) {
+		b := x.backer
+		if x.mode == modePacket {
+			msg := "dropping tunnel packet marked ECN CE but is not ECN capable"
+			if l, ok := b.log.(interface {
+				WarnRL(*daemon.RateLimit, string, ...any)
+			}); ok {
+				l.WarnRL(b.ecnLog, "%s", msg)
+			} else {
+				b.log.Warnf("%s", msg)
+			}
+		}
+		if x.trace == nil {
+			x.acts = append(x.acts, datapath.Count(&b.ecnDrops))
+		}
+		return false
+	}
+	k.NwTOS |= ipECNCE
+	return true
+}
+
+// ecnDrops reports whether tnlProcessECN drops a packet of k: from a
+// tunnel, outer CE, inner IP not ECN-capable.
+func ecnDrops(k *flow.Key) bool {
+	return k.HasTunnel() && isIP(k) && k.TunTOS&ipECNMask == ipECNCE && k.NwTOS&ipECNMask == ipECNNotECT
+}
+
+// CongestionDrops returns the packets dropped as tunnel packets marked CE
+// whose inner packet was not ECN-capable.
+func (b *Backer) CongestionDrops() uint64 {
+	n, _ := b.ecnDrops.Load()
+	return n
 }
 
 // tunnelIn is the tunnel port a packet decapsulated for vport k.InPort
 // belongs to (OVS's tnl_port_receive): one whose key, remote and local
 // address match, an exact match preferred to a "flow" one.
 func (x *xlate) tunnelIn(k *flow.Key) *port {
-	tunnelWC(x.mask)
+	tunnelWC(k, x.mask)
 	src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
 	var best *port
 	bestScore := -1
@@ -299,6 +361,7 @@ func (x *xlate) tunnelOutput(out *port) {
 	if h.TTL == 0 {
 		h.TTL = 64
 	}
+	x.tnlTOSTTL(c, &h)
 	key := c.OutKey
 	if c.OutKeyFlow {
 		m.TunID = ^uint64(0)
@@ -330,6 +393,35 @@ func (x *xlate) tunnelOutput(out *port) {
 	x.commitVLAN()
 	nested := x.egress(egress, &h)
 	x.acts = append(x.acts, datapath.TnlPushAction(datapath.TnlPush{Port: out.dpPort, OutPort: egress.dpPort, Header: h, Nested: nested}))
+}
+
+// tnlTOSTTL sets the outer TOS and TTL of h as OVS's tnl_port_send: the
+// configured ones, or with "inherit" the inner IP packet's DSCP or TTL;
+// the ECN is always the inner packet's, CE sent as ECT(0) (RFC 6040's
+// normal mode).
+func (x *xlate) tnlTOSTTL(c *TunnelConfig, h *tunnel.Header) {
+	k := x.key
+	if !isIP(k) {
+		return
+	}
+	wc := x.mask
+	if x.of != nil {
+		wc = (*flow.Mask)(&x.of.wc.Key)
+	}
+	if c.TTLInherit {
+		wc.NwTTL = 0xff
+		h.TTL = k.NwTTL
+	}
+	if c.TOSInherit {
+		wc.NwTOS |= ^uint8(ipECNMask)
+		h.TOS = k.NwTOS &^ ipECNMask
+	}
+	wc.NwTOS |= ipECNMask
+	if ecn := k.NwTOS & ipECNMask; ecn == ipECNCE {
+		h.TOS |= ipECNECT0
+	} else {
+		h.TOS |= ecn
+	}
 }
 
 // egress translates the packet encapsulated in h as received on the

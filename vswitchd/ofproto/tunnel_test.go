@@ -3,6 +3,7 @@ package ofproto
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,5 +243,124 @@ func TestTunnelTranslationIPv6(t *testing.T) {
 	enc, _ := tunnel.Build(&h, eth(macB, macA))
 	if acts, _ := tb.xlate(2, enc); acts != "tnl_pop(6081)" {
 		t.Errorf("Geneve over IPv6 for this host on ul: %s", acts)
+	}
+}
+
+// ecnBridges is TestTunnelTranslation's br-int and br-phy with tun0's
+// config c, the next hop known.
+func ecnBridges(t *testing.T, c *TunnelConfig) *testBacker {
+	tb := newTestBacker(t)
+	env := &fakeTnlEnv{neigh: map[netip.Addr]net.HardwareAddr{
+		netip.MustParseAddr("172.31.0.2"): {2, 0, 0, 0, 0, 0x20}}}
+	tb.SetTunnelEnv(env)
+	tb.bridge("br-int", BridgeConfig{Ports: []PortConfig{trunk("vif", 1), {Name: "tun0", OFPort: 2, DPPort: 4789, Tag: -1, Tunnel: c}}})
+	tb.bridge("br-phy", BridgeConfig{Ports: []PortConfig{trunk("ul", 2), {Name: "br-phy", OFPort: LocalOFPort, DPPort: 3, Tag: -1}}})
+	return tb
+}
+
+func ipFrame(tos, ttl uint8, v6 bool) []byte {
+	f := dptest.Frame{Src: dptest.MAC(macB), Dst: dptest.MAC(macA), UDP: &dptest.UDP{Src: 1, Dst: 2}}
+	if v6 {
+		f.IPv6 = &dptest.IPv6{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"), TrafficClass: tos, HopLimit: ttl}
+	} else {
+		f.IPv4 = &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"), TOS: tos, TTL: ttl}
+	}
+	return f.Bytes()
+}
+
+// A decapsulated packet whose outer ECN is CE (RFC 6040, OVS's
+// tnl_process_ecn): an ECN-capable inner packet is marked CE, one that is
+// not is dropped; the flow matches the outer TOS always and the inner
+// ECN when the outer is CE, as OVS's tests/tunnel.at "ECN decapsulation".
+func TestTunnelECNDecap(t *testing.T) {
+	tb := ecnBridges(t, &TunnelConfig{Kind: tunnel.KindVXLAN, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5,
+		InKeyPresent: true, OutKeyPresent: true, DstPort: 4789})
+	for _, c := range []struct {
+		outer, inner uint8
+		v6           bool
+		want         string
+		ecnMasked    bool
+	}{
+		{outer: 0x03, inner: 0x03, want: "1", ecnMasked: true},
+		{outer: 0x03, inner: 0x01, want: "set(ipv4(tos=0x3/0x3)),1", ecnMasked: true},
+		{outer: 0x03, inner: 0x02, want: "set(ipv4(tos=0x3/0x3)),1", ecnMasked: true},
+		{outer: 0x03, inner: 0x00, want: "drop", ecnMasked: true},
+		{outer: 0xbb, inner: 0xb8, want: "drop", ecnMasked: true},
+		{outer: 0x03, inner: 0x01, v6: true, want: "set(ipv6(tclass=0x3/0x3)),1", ecnMasked: true},
+		{outer: 0x03, inner: 0x00, v6: true, want: "drop", ecnMasked: true},
+		{outer: 0x02, inner: 0x00, want: "1"},
+		{outer: 0x01, inner: 0x02, want: "1"},
+	} {
+		u := []datapath.Upcall{{}}
+		flow.Extract(ipFrame(c.inner, 64, c.v6), 4789, &u[0].Key)
+		k := &u[0].Key
+		k.TunID, k.TunFlags, k.TunTOS, k.TunTTL = 5, flow.TunFlagKey, c.outer, 64
+		k.TunSrc, k.TunDst = netip.MustParseAddr("::ffff:172.31.0.2").As16(), netip.MustParseAddr("::ffff:172.31.0.1").As16()
+		tb.Upcall(u)
+		m := u[0].Mask
+		if got := u[0].Actions.String(); got != c.want || m.TunTOS != 0xff || (m.NwTOS&3 == 3) != c.ecnMasked {
+			t.Errorf("outer tos %#x inner %#x (v6 %v): %s, mask tun_tos %#x nw_tos %#x; want %s, ECN masked %v",
+				c.outer, c.inner, c.v6, got, m.TunTOS, m.NwTOS, c.want, c.ecnMasked)
+		}
+	}
+
+	// A mirror of tun0's input to port 5 copies what goes on, not what
+	// the ECN check drops.
+	tnl := &TunnelConfig{Kind: tunnel.KindVXLAN, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5,
+		InKeyPresent: true, OutKeyPresent: true, DstPort: 4789}
+	tb.bridge("br-int", BridgeConfig{Ports: []PortConfig{trunk("vif", 1), {Name: "tun0", OFPort: 2, DPPort: 4789, Tag: -1, Tunnel: tnl}, trunk("m", 5)},
+		Mirrors: []MirrorConfig{{Key: "m", Name: "m", Src: []string{"tun0"}, Out: []string{"m"}}}})
+	for inner, want := range map[uint8]string{0x00: "drop", 0x01: "5,set(ipv4(tos=0x3/0x3)),1"} {
+		u := []datapath.Upcall{{}}
+		flow.Extract(ipFrame(inner, 64, false), 4789, &u[0].Key)
+		k := &u[0].Key
+		k.TunID, k.TunFlags, k.TunTOS, k.TunTTL = 5, flow.TunFlagKey, 0x03, 64
+		k.TunSrc, k.TunDst = netip.MustParseAddr("::ffff:172.31.0.2").As16(), netip.MustParseAddr("::ffff:172.31.0.1").As16()
+		tb.Upcall(u)
+		if got := u[0].Actions.String(); got != want {
+			t.Errorf("mirrored, inner tos %#x: %s, want %s", inner, got, want)
+		}
+	}
+}
+
+// Output to a tunnel: the outer ECN is the inner packet's (CE as ECT(0))
+// and the inner ECN is in the megaflow; with tos=inherit and ttl=inherit
+// the outer DSCP and TTL are the inner packet's too (OVS's
+// tnl_port_send). A packet that is not IP gets the configured ones.
+func TestTunnelEncapTOSTTL(t *testing.T) {
+	hdr := func(tos string, ttl int) string {
+		return "tnl_push(tnl_port(4789),header(size=50,type=4,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x0800)," +
+			"ipv4(src=172.31.0.1,dst=172.31.0.2,proto=17,tos=" + tos + ",ttl=" + strconv.Itoa(ttl) + ",frag=0x4000)," +
+			"udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x5)),out_port(3)),2"
+	}
+	base := TunnelConfig{Kind: tunnel.KindVXLAN, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5,
+		InKeyPresent: true, OutKeyPresent: true, DstPort: 4789}
+	fixed, inherit := base, base
+	fixed.TOS, fixed.TTL = 0x20, 10
+	inherit.TOSInherit, inherit.TTLInherit = true, true
+	for _, c := range []struct {
+		name     string
+		cfg      TunnelConfig
+		frame    []byte
+		want     string
+		tos, ttl uint8 // the inner mask's
+	}{
+		{"not-ECT", base, ipFrame(0xb8, 33, false), hdr("0", 64), 0x03, 0},
+		{"ECT(1)", base, ipFrame(0x01, 33, false), hdr("0x1", 64), 0x03, 0},
+		{"CE", base, ipFrame(0x03, 33, false), hdr("0x2", 64), 0x03, 0},
+		{"fixed ECT(0)", fixed, ipFrame(0xfe, 33, false), hdr("0x22", 10), 0x03, 0},
+		{"inherit", inherit, ipFrame(0xb9, 33, false), hdr("0xb9", 33), 0xff, 0xff},
+		{"inherit v6", inherit, ipFrame(0x2b, 7, true), hdr("0x2a", 7), 0xff, 0xff},
+		{"inherit not IP", inherit, eth(macA, macB)[:14], hdr("0", 64), 0, 0},
+	} {
+		tb := ecnBridges(t, &c.cfg)
+		frame := c.frame
+		if c.name == "inherit not IP" {
+			frame = append(frame[:12:12], 0x88, 0xb5, 0, 0, 0, 0)
+		}
+		acts, m := tb.xlate(1, frame)
+		if acts != c.want || m.NwTOS != c.tos || m.NwTTL != c.ttl {
+			t.Errorf("%s: %s, mask nw_tos %#x nw_ttl %#x\nwant %s, mask nw_tos %#x nw_ttl %#x", c.name, acts, m.NwTOS, m.NwTTL, c.want, c.tos, c.ttl)
+		}
 	}
 }

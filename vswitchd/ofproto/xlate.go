@@ -138,7 +138,7 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 	x := b.newXlate(idx, u, mode, at)
 	if u.Key.RecircID != 0 {
 		if u.Key.HasTunnel() {
-			tunnelWC(&u.Mask)
+			tunnelWC(&u.Key, &u.Mask)
 		}
 		x.resume(b.recircs.lookup(u.Key.RecircID))
 	} else {
