@@ -123,15 +123,64 @@ type table struct {
 }
 
 type subtable struct {
-	gen  uint64
-	mask ofp.Flow
+	// What a lookup reads comes first, in a cache line or two: a
+	// first packet after a while finds little of a pipeline's hundred
+	// subtables in the cache.
+
+	gen uint64
 	// mws are the words of mask that have bits: a lookup masks, hashes
 	// and compares those only.
 	mws     []maskWord
 	maxPrio uint16
-	prios   map[uint16]int // rules per priority, for maxPrio
-	n       int
-	shards  []*shard // len is a power of two
+	// nfew is how many hashes the subtable's rules have, if at most
+	// len(few), which then holds them, and -1 otherwise: most lookups
+	// are misses, which few answers without the shards and their maps.
+	nfew   int8
+	few    [4]uint64
+	shards []*shard       // len is a power of two
+	prios  map[uint16]int // rules per priority, for maxPrio
+	n      int
+	mask   ofp.Flow
+}
+
+// mayHave reports whether st may have rules with hash h.
+func (st *subtable) mayHave(h uint64) bool {
+	if st.nfew < 0 {
+		return true
+	}
+	for _, f := range st.few[:st.nfew] {
+		if f == h {
+			return true
+		}
+	}
+	return false
+}
+
+// addHash records that st has rules with hash h, which it had none with.
+func (st *subtable) addHash(h uint64) {
+	switch {
+	case st.nfew < 0:
+	case int(st.nfew) < len(st.few):
+		st.few[st.nfew] = h
+		st.nfew++
+	default:
+		st.nfew = -1
+	}
+}
+
+// delHash records that st has no more rules with hash h.
+func (st *subtable) delHash(h uint64) {
+	if st.nfew < 0 {
+		return
+	}
+	for i, f := range st.few[:st.nfew] {
+		if f == h {
+			st.nfew--
+			st.few[i] = st.few[st.nfew]
+			st.few[st.nfew] = 0
+			return
+		}
+	}
 }
 
 // shard holds the rules whose masked key hashes to it, by that hash;
@@ -256,6 +305,9 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 			h = mulMix(h^(fw[w.i]&w.m), 0x9e3779b97f4a7c15^uint64(w.i))
 		}
 		h = mulMix(h, 0xe7037ed1a0b428db)
+		if !st.mayHave(h) {
+			continue
+		}
 		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
 			if !st.matches(r, fw) {
 				continue
@@ -401,6 +453,9 @@ func (t *table) put(r, old *rule, gen uint64) {
 	for j < len(l) && l[j].before(r) {
 		j++
 	}
+	if len(l) == 0 {
+		st.addHash(h)
+	}
 	sh.rules[h] = slices.Insert(slices.Clip(l), j, r)
 	st.n++
 	t.n++
@@ -424,6 +479,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	l := slices.DeleteFunc(slices.Clone(sh.rules[h]), func(o *rule) bool { return o == r })
 	if len(l) == 0 {
 		delete(sh.rules, h)
+		st.delHash(h)
 	} else {
 		sh.rules[h] = l
 	}
