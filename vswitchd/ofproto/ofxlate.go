@@ -3,6 +3,7 @@ package ofproto
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
@@ -59,6 +60,25 @@ type ofState struct {
 	inActionSet bool
 }
 
+// ofStates recycles the state of pipeline passes: two kilobyte Flows
+// that each pass of each translation would allocate and zero, and that
+// stay in the cache when reused.
+var ofStates = sync.Pool{New: func() any { return new(ofState) }}
+
+// getOfState returns a zero ofState.
+func getOfState() *ofState {
+	s := ofStates.Get().(*ofState)
+	*s = ofState{}
+	return s
+}
+
+// putOfState recycles s, a pass's state that nothing refers to anymore
+// (a pass's callees copy what they keep of it).
+func putOfState(s *ofState) {
+	s.in, s.rule, s.actset, s.flow.TunTab, s.wc.TunTab = nil, nil, nil, nil, nil
+	ofStates.Put(s)
+}
+
 // ofPortNo is the OpenFlow number of p as a match or output sees it.
 func ofPortNo(p *port) uint32 {
 	if p.ofport == LocalOFPort {
@@ -85,7 +105,9 @@ func (x *xlate) pipeline(in *port) {
 		return
 	}
 	saved := x.of
-	x.of = &ofState{in: in, missTable: -1}
+	x.of = getOfState()
+	defer putOfState(x.of)
+	x.of.in, x.of.missTable = in, -1
 	x.of.flow.Key = *x.key
 	if saved != nil {
 		// Through a patch port the peer bridge sees no conntrack state

@@ -263,7 +263,9 @@ func (x *xlate) resume(st frozen, ok bool) {
 	}
 	x.visits++
 	saved := x.of
-	x.of = &ofState{in: in, stack: st.stack}
+	x.of = getOfState()
+	defer putOfState(x.of)
+	x.of.in, x.of.stack = in, st.stack
 	f := &x.of.flow
 	f.Key = *x.key
 	f.InPort, f.Regs, f.Metadata = st.ofInPort, st.regs, st.metadata

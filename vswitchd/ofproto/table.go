@@ -3,9 +3,11 @@ package ofproto
 import (
 	"hash/maphash"
 	"maps"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -121,16 +123,64 @@ type table struct {
 }
 
 type subtable struct {
-	gen  uint64
-	mask ofp.Flow
-	// tunmd: mask has tun_metadata bits. Most subtables have none: their
-	// lookups leave out tun_metadata's 256 bytes (half of a Flow) when
-	// masking, widening the wildcards and hashing.
-	tunmd   bool
+	// What a lookup reads comes first, in a cache line or two: a
+	// first packet after a while finds little of a pipeline's hundred
+	// subtables in the cache.
+
+	gen uint64
+	// mws are the words of mask that have bits: a lookup masks, hashes
+	// and compares those only.
+	mws     []maskWord
 	maxPrio uint16
-	prios   map[uint16]int // rules per priority, for maxPrio
-	n       int
-	shards  []*shard // len is a power of two
+	// nfew is how many hashes the subtable's rules have, if at most
+	// len(few), which then holds them, and -1 otherwise: most lookups
+	// are misses, which few answers without the shards and their maps.
+	nfew   int8
+	few    [4]uint64
+	shards []*shard       // len is a power of two
+	prios  map[uint16]int // rules per priority, for maxPrio
+	n      int
+	mask   ofp.Flow
+}
+
+// mayHave reports whether st may have rules with hash h.
+func (st *subtable) mayHave(h uint64) bool {
+	if st.nfew < 0 {
+		return true
+	}
+	for _, f := range st.few[:st.nfew] {
+		if f == h {
+			return true
+		}
+	}
+	return false
+}
+
+// addHash records that st has rules with hash h, which it had none with.
+func (st *subtable) addHash(h uint64) {
+	switch {
+	case st.nfew < 0:
+	case int(st.nfew) < len(st.few):
+		st.few[st.nfew] = h
+		st.nfew++
+	default:
+		st.nfew = -1
+	}
+}
+
+// delHash records that st has no more rules with hash h.
+func (st *subtable) delHash(h uint64) {
+	if st.nfew < 0 {
+		return
+	}
+	for i, f := range st.few[:st.nfew] {
+		if f == h {
+			st.nfew--
+			st.few[i] = st.few[st.nfew]
+			st.few[st.nfew] = 0
+			return
+		}
+	}
 }
 
 // shard holds the rules whose masked key hashes to it, by that hash;
@@ -140,28 +190,84 @@ type shard struct {
 	rules map[uint64][]*rule
 }
 
-var hashSeed = maphash.MakeSeed()
+// hashSeed makes the hashes of masked flows differ from process to
+// process.
+var hashSeed = maphash.Comparable(maphash.MakeSeed(), 0)
 
 // gens numbers changes to flow tables; seqs numbers rules (both across
 // bridges: only their order matters).
 var gens, seqs atomic.Uint64
 
-func hashKey(k *ofp.Flow) uint64 { return maphash.Comparable(hashSeed, *k) }
+// flowWords is how many 64-bit words of an ofp.Flow a match or mask has
+// bits in: all but TunTab. The fields before it have no padding (checked
+// below), so a flow's bits are those of its words.
+const flowWords = unsafe.Offsetof(ofp.Flow{}.TunTab) / 8
 
-// flowHead is an ofp.Flow up to its tun_metadata.
-type flowHead struct {
-	flow.Key
-	Regs            [16]uint32
-	Metadata        uint64
-	PktMark, ConjID uint32
+var (
+	_ [unsafe.Offsetof(ofp.Flow{}.Regs) - flow.KeySize]struct{}
+	_ [flow.KeySize - unsafe.Offsetof(ofp.Flow{}.Regs)]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.Metadata) - unsafe.Offsetof(ofp.Flow{}.Regs) - 64]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.Regs) + 64 - unsafe.Offsetof(ofp.Flow{}.Metadata)]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.TunMD) - unsafe.Offsetof(ofp.Flow{}.Metadata) - 16]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.Metadata) + 16 - unsafe.Offsetof(ofp.Flow{}.TunMD)]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.TunMDPresent) - unsafe.Offsetof(ofp.Flow{}.TunMD) - ofp.TLVOptionSpace]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.TunMD) + ofp.TLVOptionSpace - unsafe.Offsetof(ofp.Flow{}.TunMDPresent)]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.TunTab) - unsafe.Offsetof(ofp.Flow{}.TunMDPresent) - 8]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.TunMDPresent) + 8 - unsafe.Offsetof(ofp.Flow{}.TunTab)]struct{}
+	_ [unsafe.Alignof(ofp.Flow{}) - 8]struct{}
+)
+
+// wordsOf views f's bits as native-endian words.
+func wordsOf(f *ofp.Flow) *[flowWords]uint64 { return (*[flowWords]uint64)(unsafe.Pointer(f)) }
+
+// maskWord is one word of a subtable's mask that has bits: its index in
+// the flow and its bits.
+type maskWord struct {
+	i uint8
+	m uint64
+}
+
+var _ [255 - flowWords]struct{} // a word index fits in maskWord.i
+
+// maskWordsOf returns the words of m that have bits, in order.
+func maskWordsOf(m *ofp.Flow) []maskWord {
+	var mws []maskWord
+	for i, w := range wordsOf(m) {
+		if w != 0 {
+			mws = append(mws, maskWord{uint8(i), w})
+		}
+	}
+	return mws
+}
+
+func mulMix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// hashWords hashes the flow of words fw under the mask words mws.
+func hashWords(fw *[flowWords]uint64, mws []maskWord) uint64 {
+	h := hashSeed ^ uint64(len(mws))
+	for _, w := range mws {
+		h = mulMix(h^(fw[w.i]&w.m), 0x9e3779b97f4a7c15^uint64(w.i))
+	}
+	return mulMix(h, 0xe7037ed1a0b428db)
 }
 
 // hash is the hash of k, a flow masked by st's mask, in st.
-func (st *subtable) hash(k *ofp.Flow) uint64 {
-	if st.tunmd {
-		return hashKey(k)
+func (st *subtable) hash(k *ofp.Flow) uint64 { return hashWords(wordsOf(k), st.mws) }
+
+// matches reports whether the flow of words fw has r's match, r being a
+// rule of st: a match has no bits outside its mask, so only the mask's
+// words need comparing.
+func (st *subtable) matches(r *rule, fw *[flowWords]uint64) bool {
+	rw := wordsOf(&r.match.Flow)
+	for _, w := range st.mws {
+		if fw[w.i]&w.m != rw[w.i] {
+			return false
+		}
 	}
-	return maphash.Comparable(hashSeed, flowHead{k.Key, k.Regs, k.Metadata, k.PktMark, k.ConjID})
+	return true
 }
 
 // before reports whether a ranks before b: higher priority, then older.
@@ -185,21 +291,25 @@ func (t *table) lookup(f, wc *ofp.Flow) *rule {
 func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	var best *rule
 	var soft []*rule // conjunctive clauses that matched (conj.go)
+	fw, ww := wordsOf(f), wordsOf(wc)
 	for _, st := range t.subs {
 		if best != nil && st.maxPrio < best.priority {
 			break
 		}
-		var k ofp.Flow
-		if st.tunmd {
-			wc.Or(&st.mask)
-			k = f.Masked(&st.mask)
-		} else {
-			wc.OrHead(&st.mask)
-			f.MaskHead(&st.mask, &k)
+		// The mask's words only: wc gets them, and the flow's bits under
+		// them are hashed and compared (most masks have a few words of
+		// a Flow's eighty).
+		h := hashSeed ^ uint64(len(st.mws))
+		for _, w := range st.mws {
+			ww[w.i] |= w.m
+			h = mulMix(h^(fw[w.i]&w.m), 0x9e3779b97f4a7c15^uint64(w.i))
 		}
-		h := st.hash(&k)
+		h = mulMix(h, 0xe7037ed1a0b428db)
+		if !st.mayHave(h) {
+			continue
+		}
 		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
-			if r.match.Flow != k {
+			if !st.matches(r, fw) {
 				continue
 			}
 			if r.conjunctive() {
@@ -320,7 +430,7 @@ func (t *table) put(r, old *rule, gen uint64) {
 	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
 	var st *subtable
 	if i < 0 {
-		st = &subtable{gen: gen, mask: r.match.Mask, tunmd: r.match.Mask.HasTunMD(), prios: map[uint16]int{},
+		st = &subtable{gen: gen, mask: r.match.Mask, mws: maskWordsOf(&r.match.Mask), prios: map[uint16]int{},
 			shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
@@ -342,6 +452,9 @@ func (t *table) put(r, old *rule, gen uint64) {
 	j := 0
 	for j < len(l) && l[j].before(r) {
 		j++
+	}
+	if len(l) == 0 {
+		st.addHash(h)
 	}
 	sh.rules[h] = slices.Insert(slices.Clip(l), j, r)
 	st.n++
@@ -366,6 +479,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	l := slices.DeleteFunc(slices.Clone(sh.rules[h]), func(o *rule) bool { return o == r })
 	if len(l) == 0 {
 		delete(sh.rules, h)
+		st.delHash(h)
 	} else {
 		sh.rules[h] = l
 	}

@@ -307,3 +307,57 @@ func TestMegaflowProperty(t *testing.T) {
 	}
 	t.Logf("%d megaflows served %d packets", len(installed), hits)
 }
+
+// TestSubtableFewHashes: a subtable answers misses from the hashes of
+// its rules while it has few, and from its shards once it has more; both
+// follow adds and deletes.
+func TestSubtableFewHashes(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	dst := func(i int) map[ofp.FieldID][2]uint64 {
+		return map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}, ofp.FieldIPv4Dst: {0x0a000000 + uint64(i), 0}}
+	}
+	frame := func(i int) []byte {
+		return dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+			IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.9.9.9"), Dst: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)})},
+			UDP:  &dptest.UDP{Src: 1, Dst: 2}}.Bytes()
+	}
+	check := func(have map[int]bool) {
+		t.Helper()
+		for i := 1; i <= 8; i++ {
+			want := "drop"
+			if have[i] {
+				want = "2"
+			}
+			if got, _ := tb.xlate(1, frame(i)); got != want {
+				t.Errorf("10.0.0.%d with rules %v: %s, want %s", i, have, got, want)
+			}
+		}
+	}
+	// Misses drop, whatever is left of the subtable under test.
+	mustMod(t, br, fmSpec{prio: 1, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}})
+	have := map[int]bool{}
+	for _, i := range []int{1, 2, 3, 4, 5, 6} { // past len(few): the shards answer
+		mustMod(t, br, fmSpec{prio: 10, match: dst(i), actions: []ofp.Action{output(2)}})
+		have[i] = true
+		check(have)
+	}
+	for _, i := range []int{6, 1, 3, 2, 5} {
+		mustMod(t, br, fmSpec{cmd: ofp.FlowDeleteStrict, prio: 10, match: dst(i)})
+		delete(have, i)
+		check(have)
+	}
+	// A subtable made anew (its last rule deleted, then some added)
+	// counts from zero, and a second rule of a hash is no second hash.
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDeleteStrict, prio: 10, match: dst(4)})
+	delete(have, 4)
+	check(have)
+	for _, i := range []int{7, 8, 7} {
+		mustMod(t, br, fmSpec{prio: uint16(10 + len(have)), match: dst(i), actions: []ofp.Action{output(2)}})
+		have[i] = true
+		check(have)
+	}
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDeleteStrict, prio: 11, match: dst(8)})
+	delete(have, 8)
+	check(have)
+}

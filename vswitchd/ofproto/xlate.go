@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/govs/govs/datapath"
@@ -135,7 +136,9 @@ type xlate struct {
 // translate fills u's actions and mask, translating u.Key as received on
 // its datapath port. It reports whether a MAC table changed.
 func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) bool {
-	x := b.newXlate(idx, u, mode, at)
+	x := xlates.Get().(*xlate)
+	defer xlates.Put(x)
+	b.initXlate(x, idx, u, mode, at)
 	if u.Key.RecircID != 0 {
 		if u.Key.HasTunnel() {
 			tunnelWC(&u.Key, &u.Mask)
@@ -152,12 +155,25 @@ func (b *Backer) translate(idx *index, u *datapath.Upcall, mode xlateMode, at ti
 	}
 	x.finishPause()
 	u.Actions = x.withMirrorCounts(x.acts)
-	return x.changed
+	changed := x.changed
+	*x = xlate{} // what it refers to is the caller's, or garbage
+	return changed
 }
 
+// xlates recycles translate's state, which nothing refers to once it
+// returns.
+var xlates = sync.Pool{New: func() any { return new(xlate) }}
+
 func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) *xlate {
+	x := new(xlate)
+	b.initXlate(x, idx, u, mode, at)
+	return x
+}
+
+// initXlate makes x, a zero xlate, the translation of u.
+func (b *Backer) initXlate(x *xlate, idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) {
 	k := &u.Key
-	x := &xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, pkt0: packetOf(u), backer: b}
+	*x = xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, pkt0: packetOf(u), backer: b}
 	switch mode {
 	case modePacket:
 		x.packets = 1
@@ -177,7 +193,6 @@ func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at tim
 	x.cur = vlanHdr{tpid: k.VLANTPID, tci: k.VLANTCI}
 	x.pkt = x.cur
 	x.base = *k
-	return x
 }
 
 // report adds a line to the trace: kind "->" for details, ">>" for

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/govs/govs/datapath/flow"
 )
@@ -397,12 +398,28 @@ func (fd *Field) Set(f *Flow, b []byte) { fd.set(f, b) }
 
 // SetMasked sets the bits of the field under mask to value's.
 func (fd *Field) SetMasked(f *Flow, value, mask []byte) {
-	cur := fd.Get(f)
+	var cur []byte
+	if fd.Len <= scratchLen {
+		// A translation's set_field and load actions come here, a
+		// pipeline's dozens of them per packet: no garbage for each.
+		b := scratch.Get().(*[scratchLen]byte)
+		defer scratch.Put(b)
+		cur = b[:fd.Len]
+		fd.get(f, cur)
+	} else {
+		cur = fd.Get(f)
+	}
 	for i := range cur {
 		cur[i] = cur[i]&^mask[i] | value[i]&mask[i]
 	}
 	fd.set(f, cur)
 }
+
+// scratchLen is the length of SetMasked's scratch buffers, enough for
+// every field but the longest tun_metadata ones.
+const scratchLen = 64
+
+var scratch = sync.Pool{New: func() any { return new([scratchLen]byte) }}
 
 // header returns the field's header for an NXM (nx) or OXM match.
 // Bits is the field's width as OVS's meta-flow gives it (mf_field.n_bits):
