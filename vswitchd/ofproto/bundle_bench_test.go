@@ -39,9 +39,13 @@ func BenchmarkBundle(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					kept, oerr := br.CheckBundled(m.(*ofp.BundleAdd).Msg)
+					fm := m.(*ofp.BundleAdd).Msg
+					kept, oerr := br.CheckBundled(fm)
 					if oerr != nil {
 						b.Fatal(oerr)
+					}
+					if kept != fm { // as connmgr does
+						ofp.ReleaseFlowMod(fm.(*ofp.FlowMod))
 					}
 					msgs = append(msgs, kept)
 				}

@@ -128,6 +128,11 @@ func (c *conn) bundleAdd(m *ofp.BundleAdd, raw []byte) *ofp.Error {
 		bm.echoAll = true
 	}
 	b.msgs = append(b.msgs, bm)
+	if fm, ok := m.Msg.(*ofp.FlowMod); ok && kept != m.Msg {
+		// The bundle keeps what the Bundler made of it (a flow add's
+		// rule), not the flow mod.
+		ofp.ReleaseFlowMod(fm)
+	}
 	return nil
 }
 
