@@ -17,7 +17,9 @@ func (br *Bridge) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) {
 			return nil, err
 		}
 		if m.Command == ofp.FlowAdd {
-			return &bundledAdd{Header: m.Header, r: newRule(m), overlap: m.Flags&ofp.FlagCheckOverlap != 0, origin: m.Origin}, nil
+			a := &bundledAdd{Header: m.Header, overlap: m.Flags&ofp.FlagCheckOverlap != 0, origin: m.Origin}
+			initRule(&a.r, m)
+			return a, nil
 		}
 	case *ofp.GroupMod:
 		if err := checkGroupMod(m); err != nil {
@@ -31,7 +33,7 @@ func (br *Bridge) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) {
 // times, counters and seq the commit gives it (insert).
 type bundledAdd struct {
 	ofp.Header
-	r       *rule
+	r       rule // one allocation with the rest
 	overlap bool // CHECK_OVERLAP
 	origin  any  // ofp.FlowMod's Origin
 }
@@ -67,7 +69,7 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 		switch m := m.(type) {
 		case *bundledAdd:
 			o = origin{m.origin, m.Xid}
-			rs, err = br.addLocked(ft, m.r, m.overlap, now, gen, o)
+			rs, err = br.addLocked(ft, &m.r, m.overlap, now, gen, o)
 		case *ofp.FlowMod:
 			o = originOf(m)
 			rs, err = br.flowModLocked(ft, m, now, gen)

@@ -204,8 +204,15 @@ func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen ui
 // newRule is the flow an add fm makes, but for what the change that
 // inserts it gives it (insert: times, counters, seq).
 func newRule(fm *ofp.FlowMod) *rule {
-	return &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
-		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags & ruleFlags, imp: fm.Importance}
+	r := new(rule)
+	initRule(r, fm)
+	return r
+}
+
+// initRule sets *r, a zero rule, as newRule.
+func initRule(r *rule, fm *ofp.FlowMod) {
+	r.table, r.match, r.priority, r.cookie, r.actions = fm.Table, fm.Match, fm.Priority, fm.NewCookie, fm.Actions
+	r.idle, r.hard, r.flags, r.imp = fm.IdleTimeout, fm.HardTimeout, fm.Flags&ruleFlags, fm.Importance
 }
 
 // insert adds nr (from newRule, not yet published) to its table in ft, as
