@@ -6,6 +6,8 @@
 # round by round. Prints seconds (median) and the ratio debian/govs (> 1: govs is faster). Needs root and a
 # built bin/ovs-vswitchd (make build). Stops only the processes of its own pidfiles. FLOWMOD_GOVS_BASE=BINARY
 # adds peer govs-base, another build's ovs-vswitchd, and the ratio govs-base/govs (a change before/after).
+# Each figure also gives the switch's CPU seconds (user+system) for it: on a loaded machine the wall time
+# mostly measures the load.
 set -u
 n=100000 rounds=2
 while [ $# -gt 0 ]; do
@@ -34,7 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 N="ip netns exec $ns"
 
-# measure PEER: prints "add bundle" seconds (or "failed")
+# measure PEER: prints "add bundle addcpu bundlecpu" seconds (or "failed")
 measure() {
   local peer=$1 d=$work/$1
   rm -rf $d; mkdir -p $d
@@ -50,36 +52,47 @@ measure() {
   $N $vs unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl --detach --no-chdir \
     --log-file=$d/ovs-vswitchd.log >&2
   $N $V add-br br0 -- set bridge br0 datapath_type=netdev protocols=OpenFlow10,OpenFlow13,OpenFlow14 >&2
-  local res=""
+  local res="" cpus="" pid=$(cat $d/ovs-vswitchd.pid) hz=$(getconf CLK_TCK)
+  cpu() { awk '{print $14 + $15}' /proc/$pid/stat; }
   for mode in add bundle; do
     $N ovs-ofctl del-flows br0 >&2
     local opts=""; [ $mode = bundle ] && opts="-O OpenFlow14 --bundle"
-    local t0=$(date +%s.%N)
+    local c0=$(cpu) t0=$(date +%s.%N)
     if $N ovs-ofctl $opts add-flows br0 $flows 2>$d/err; then
-      local t1=$(date +%s.%N)
+      local t1=$(date +%s.%N) c1=$(cpu)
+      cpus="$cpus $(echo "scale=2; ($c1 - $c0) / $hz" | bc)"
       local c=$($N ovs-ofctl dump-aggregate br0 | sed -n 's/.*flow_count=\([0-9]*\).*/\1/p')
       if [ "$c" = "$n" ]; then res="$res $(echo "$t1 - $t0" | bc)"; else res="$res failed(count=$c)"; fi
     else
       res="$res failed($(tail -n1 $d/err | head -c 100 | tr ' \n' '__'))"
+      cpus="$cpus failed"
     fi
   done
   stop $d
   ip netns del $ns
   unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVS_SYSCONFDIR
-  echo $res
+  echo $res $cpus
 }
 
-declare -A add bundle
+declare -A add bundle addcpu bundlecpu
 peers="govs debian${FLOWMOD_GOVS_BASE:+ govs-base}"
 for r in $(seq $rounds); do
   order=$peers; [ $((r % 2)) = 0 ] && order=$(echo $peers | tr ' ' '\n' | tac)
   for p in $order; do
-    set -- $(measure $p) failed failed
-    echo "round $r $p: add-flows ${1}s, bundle ${2}s" >&2
+    set -- $(measure $p) failed failed failed failed
+    echo "round $r $p: add-flows ${1}s (switch CPU ${3}s), bundle ${2}s (switch CPU ${4}s), load $(cut -d' ' -f1 /proc/loadavg)" >&2
     add[$p]="${add[$p]:-} $1"; bundle[$p]="${bundle[$p]:-} $2"
+    addcpu[$p]="${addcpu[$p]:-} $3"; bundlecpu[$p]="${bundlecpu[$p]:-} $4"
   done
 done
-python3 - "$n" "${add[govs]}" "${add[debian]}" "${bundle[govs]}" "${bundle[debian]}" "${add[govs-base]:-}" "${bundle[govs-base]:-}" <<'PY'
+for kind in wall cpu; do
+  if [ $kind = wall ]; then
+    set -- "${add[govs]}" "${add[debian]}" "${bundle[govs]}" "${bundle[debian]}" "${add[govs-base]:-}" "${bundle[govs-base]:-}"
+  else
+    echo; echo "Switch CPU seconds (user+system) for the same:"; echo
+    set -- "${addcpu[govs]}" "${addcpu[debian]}" "${bundlecpu[govs]}" "${bundlecpu[debian]}" "${addcpu[govs-base]:-}" "${bundlecpu[govs-base]:-}"
+  fi
+python3 - "$n" "$@" <<'PY'
 import statistics, sys
 n = sys.argv[1]
 def med(s):
@@ -100,3 +113,4 @@ if sys.argv[6]:
     print()
     table("govs-base", sys.argv[2], sys.argv[4], sys.argv[6], sys.argv[7])
 PY
+done

@@ -4,15 +4,16 @@ import "github.com/govs/govs/vswitchd/ofproto/ofp"
 
 // ofBundler is an OFBridge that takes OpenFlow bundles (ofproto.Bridge).
 type ofBundler interface {
-	CheckBundled(m ofp.Message) *ofp.Error
+	CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error)
 	CommitBundle(msgs []ofp.Message) (int, *ofp.Error)
 }
 
-// CheckBundled checks a message added to a bundle.
-func (o ofSource) CheckBundled(m ofp.Message) *ofp.Error {
+// CheckBundled checks a message added to a bundle and returns what the
+// bundle keeps of it.
+func (o ofSource) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) {
 	b, ok := o.of().(ofBundler)
 	if !ok {
-		return &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
+		return nil, &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
 	}
 	return b.CheckBundled(m)
 }

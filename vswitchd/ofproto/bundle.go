@@ -6,15 +6,36 @@ import (
 
 // CheckBundled checks a message as it is added to a bundle: what does
 // not depend on the tables, as OVS's handle_bundle_add decodes and
-// initialises it. The rest is checked at commit.
-func (br *Bridge) CheckBundled(m ofp.Message) *ofp.Error {
+// initialises it. The rest is checked at commit. It returns what to
+// keep in the bundle and hand to CommitBundle: the message, or for a
+// flow add the flow it makes (bundledAdd), so that a large bundle holds
+// one copy of each flow's match (a kilobyte) rather than two.
+func (br *Bridge) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) {
 	switch m := m.(type) {
 	case *ofp.FlowMod:
-		return checkFlowMod(m)
+		if err := checkFlowMod(m); err != nil {
+			return nil, err
+		}
+		if m.Command == ofp.FlowAdd {
+			a := &bundledAdd{Header: m.Header, overlap: m.Flags&ofp.FlagCheckOverlap != 0, origin: m.Origin}
+			initRule(&a.r, m)
+			return a, nil
+		}
 	case *ofp.GroupMod:
-		return checkGroupMod(m)
+		if err := checkGroupMod(m); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return m, nil
+}
+
+// bundledAdd is a checked flow add in a bundle: the flow it adds, whose
+// times, counters and seq the commit gives it (insert).
+type bundledAdd struct {
+	ofp.Header
+	r       rule // one allocation with the rest
+	overlap bool // CHECK_OVERLAP
+	origin  any  // ofp.FlowMod's Origin
 }
 
 // CommitBundle applies a bundle's messages in order as one change, as
@@ -31,7 +52,7 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 	type gone struct {
 		r      *rule
 		reason uint8
-		fm     *ofp.FlowMod
+		o      origin
 	}
 	br.flowMu.Lock()
 	br.startChanges()
@@ -44,10 +65,13 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 		var rs []*rule
 		var err *ofp.Error
 		reason := uint8(ofp.RemovedDelete)
-		var fm *ofp.FlowMod
+		var o origin
 		switch m := m.(type) {
+		case *bundledAdd:
+			o = origin{m.origin, m.Xid}
+			rs, err = br.addLocked(ft, &m.r, m.overlap, now, gen, o)
 		case *ofp.FlowMod:
-			fm = m
+			o = originOf(m)
 			rs, err = br.flowModLocked(ft, m, now, gen)
 		case *ofp.GroupMod:
 			rs, err = br.groupModLocked(ft, m, now, gen)
@@ -68,14 +92,14 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 			return i, err
 		}
 		for _, r := range rs {
-			removed = append(removed, gone{r, reason, fm})
+			removed = append(removed, gone{r, reason, o})
 		}
 	}
 	br.tables.Store(ft)
 	br.flowsChanged()
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)
-		br.flowGone(g.r, g.reason, g.fm)
+		br.flowGone(g.r, g.reason, g.o)
 	}
 	changes := br.takeChanges()
 	br.flowMu.Unlock()

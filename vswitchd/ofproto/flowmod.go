@@ -69,7 +69,7 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.RemovedDelete, now)
-		br.flowGone(r, ofp.RemovedDelete, fm)
+		br.flowGone(r, ofp.RemovedDelete, originOf(fm))
 	}
 	changes = br.takeChanges()
 	return nil
@@ -113,26 +113,20 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 // On error ft may be half changed: the caller drops it. flowMu must be
 // held.
 func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) ([]*rule, *ofp.Error) {
+	if fm.Command == ofp.FlowAdd {
+		return br.addLocked(ft, newRule(fm), fm.Flags&ofp.FlagCheckOverlap != 0, now, gen, originOf(fm))
+	}
 	if err := br.resolveTunMD(&fm.Match, fm.Actions); err != nil {
 		return nil, err
 	}
 	if fm.Command < ofp.FlowDelete {
-		if err := br.checkMeters(fm.Actions); err != nil {
+		if err := br.checkActionRefs(ft, fm.Actions); err != nil {
 			return nil, err
-		}
-		if g, missing := ft.missingGroup(fm.Actions); missing {
-			return nil, &ofp.Error{Errno: ofp.BadOutGroup, Detail: fmt.Sprintf("group %d does not exist", g)}
 		}
 	}
-	// A flow replaced by an add or whose actions a modify replaced may
-	// have been the last to learn with delete_learned.
+	// A flow whose actions a modify replaced may have been the last to
+	// learn with delete_learned.
 	switch fm.Command {
-	case ofp.FlowAdd:
-		old := ft.t[fm.Table].find(&fm.Match, fm.Priority)
-		if err := br.add(ft, fm, now, gen); err != nil || old == nil {
-			return nil, err
-		}
-		return deleteLearned(ft, []*rule{old}, gen), nil
 	case ofp.FlowModify, ofp.FlowModifyStrict:
 		replaced := br.modify(ft, fm, now, gen)
 		if len(replaced) == 0 && fm.ModifyAdds {
@@ -148,6 +142,34 @@ func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Durati
 	}
 	removed := br.delete(ft, fm, gen)
 	return append(removed, deleteLearned(ft, removed, gen)...), nil
+}
+
+// addLocked adds nr (from newRule) as flowModLocked an add: the
+// bridge's tun_metadata map, meters and groups are checked, and a flow
+// it replaces may have been the last to learn with delete_learned.
+func (br *Bridge) addLocked(ft *flowTables, nr *rule, overlap bool, now time.Duration, gen uint64, o origin) ([]*rule, *ofp.Error) {
+	if err := br.resolveTunMD(&nr.match, nr.actions); err != nil {
+		return nil, err
+	}
+	if err := br.checkActionRefs(ft, nr.actions); err != nil {
+		return nil, err
+	}
+	old, err := br.insert(ft, nr, overlap, now, gen, o)
+	if err != nil || old == nil {
+		return nil, err
+	}
+	return deleteLearned(ft, []*rule{old}, gen), nil
+}
+
+// checkActionRefs checks that the meters and groups acts use exist.
+func (br *Bridge) checkActionRefs(ft *flowTables, acts []ofp.Action) *ofp.Error {
+	if err := br.checkMeters(acts); err != nil {
+		return err
+	}
+	if g, missing := ft.missingGroup(acts); missing {
+		return &ofp.Error{Errno: ofp.BadOutGroup, Detail: fmt.Sprintf("group %d does not exist", g)}
+	}
+	return nil
 }
 
 // flowsChanged has installed datapath flows revalidated: soon, and for
@@ -175,31 +197,53 @@ func (br *Bridge) Barrier() {
 }
 
 func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) *ofp.Error {
-	tbl := ft.t[fm.Table]
-	if fm.Flags&ofp.FlagCheckOverlap != 0 {
-		overlap := false
+	_, err := br.insert(ft, newRule(fm), fm.Flags&ofp.FlagCheckOverlap != 0, now, gen, originOf(fm))
+	return err
+}
+
+// newRule is the flow an add fm makes, but for what the change that
+// inserts it gives it (insert: times, counters, seq).
+func newRule(fm *ofp.FlowMod) *rule {
+	r := new(rule)
+	initRule(r, fm)
+	return r
+}
+
+// initRule sets *r, a zero rule, as newRule.
+func initRule(r *rule, fm *ofp.FlowMod) {
+	r.table, r.match, r.priority, r.cookie, r.actions = fm.Table, fm.Match, fm.Priority, fm.NewCookie, fm.Actions
+	r.idle, r.hard, r.flags, r.imp = fm.IdleTimeout, fm.HardTimeout, fm.Flags&ruleFlags, fm.Importance
+}
+
+// insert adds nr (from newRule, not yet published) to its table in ft, as
+// an add does: refused if overlap (CHECK_OVERLAP) and another flow of its
+// priority overlaps it, replacing old, the flow of the same match and
+// priority, if any.
+func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Duration, gen uint64, o origin) (old *rule, err *ofp.Error) {
+	tbl := ft.t[nr.table]
+	if overlap {
+		overlap = false
 		tbl.each(func(r *rule) {
-			overlap = overlap || !r.sameMatch(&fm.Match, fm.Priority) && r.overlaps(&fm.Match, fm.Priority)
+			overlap = overlap || !r.sameMatch(&nr.match, nr.priority) && r.overlaps(&nr.match, nr.priority)
 		})
 		if overlap {
-			return &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
+			return nil, &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
 		}
 	}
-	nr := &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
-		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags & ruleFlags, imp: fm.Importance, created: now, modified: now, stats: &ruleStats{}}
+	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	old := tbl.find(&fm.Match, fm.Priority)
+	old = tbl.find(&nr.match, nr.priority)
 	if old != nil {
 		nr.seq = old.seq
 	} else if tbl.len() >= maxFlowsPerTable {
-		return &ofp.Error{Errno: ofp.FlowModTableFull, Detail: "table full"}
+		return nil, &ofp.Error{Errno: ofp.FlowModTableFull, Detail: "table full"}
 	} else {
 		nr.seq = seqs.Add(1)
 	}
-	ft.mutable(fm.Table, gen).put(nr, old, gen)
-	br.noteChange(ofp.UpdateAdded, nr, 0, nil, fm)
-	return nil
+	ft.mutable(nr.table, gen).put(nr, old, gen)
+	br.noteChange(ofp.UpdateAdded, nr, 0, nil, o)
+	return old, nil
 }
 
 // ruleFlags are the flow mod flags a flow keeps and reports, CHECK_OVERLAP
@@ -272,7 +316,7 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 				nr.stats = &ruleStats{}
 			}
 			ft.mutable(uint8(t), gen).put(&nr, r, gen)
-			br.noteChange(ofp.UpdateModified, &nr, 0, r, fm)
+			br.noteChange(ofp.UpdateModified, &nr, 0, r, originOf(fm))
 		}
 	}
 	return replaced
@@ -388,7 +432,7 @@ func (br *Bridge) expire() bool {
 	br.dirty.Store(true)
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)
-		br.flowGone(g.r, g.reason, nil)
+		br.flowGone(g.r, g.reason, origin{})
 	}
 	changes = br.takeChanges()
 	return true

@@ -65,7 +65,7 @@ func (br *Bridge) GroupMod(gm *ofp.GroupMod) *ofp.Error {
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.FlowRemovedGroup, now)
-		br.flowGone(r, ofp.FlowRemovedGroup, nil)
+		br.flowGone(r, ofp.FlowRemovedGroup, origin{})
 	}
 	changes = br.takeChanges()
 	return nil

@@ -47,9 +47,9 @@ func (br *Bridge) reportChanges(cs []ofp.FlowChange) {
 // noteChange records what happened to r, as OVS's ofmonitor_report: an
 // add (a replacing add too) is ADDED, a modify that changes the actions
 // or the cookie MODIFIED (old is the flow before), a removal DELETED with its
-// reason. fm is the request that made the change, nil for the switch's
+// reason. o is the request that made the change, zero for the switch's
 // own (expiry). flowMu must be held.
-func (br *Bridge) noteChange(ev ofp.UpdateEvent, r *rule, reason uint8, old *rule, fm *ofp.FlowMod) {
+func (br *Bridge) noteChange(ev ofp.UpdateEvent, r *rule, reason uint8, old *rule, o origin) {
 	if !br.recording {
 		return
 	}
@@ -62,16 +62,30 @@ func (br *Bridge) noteChange(ev ofp.UpdateEvent, r *rule, reason uint8, old *rul
 	}
 	c := ofp.FlowChange{FlowUpdate: ofp.FlowUpdate{Event: ev, Reason: reason, Table: r.table, Priority: r.priority,
 		IdleTimeout: r.idle, HardTimeout: r.hard, Cookie: r.cookie, Match: r.match, Actions: r.actions}, OldActions: oldActions}
-	if fm != nil {
-		c.Origin, c.Xid = fm.Origin, fm.Xid
-	}
+	c.Origin, c.Xid = o.conn, o.xid
 	br.changes = append(br.changes, c)
+}
+
+// origin is the request behind a change, as flow monitors report it:
+// the connection that sent it (ofp.FlowMod's Origin) and its xid; zero
+// for the switch's own changes.
+type origin struct {
+	conn any
+	xid  uint32
+}
+
+// originOf is fm's origin, zero for nil.
+func originOf(fm *ofp.FlowMod) origin {
+	if fm == nil {
+		return origin{}
+	}
+	return origin{fm.Origin, fm.Xid}
 }
 
 // flowGone reports r's removal: FLOW_REMOVED if it asked, and to flow
 // monitors. flowMu must be held.
-func (br *Bridge) flowGone(r *rule, reason uint8, fm *ofp.FlowMod) {
-	br.noteChange(ofp.UpdateDeleted, r, reason, nil, fm)
+func (br *Bridge) flowGone(r *rule, reason uint8, o origin) {
+	br.noteChange(ofp.UpdateDeleted, r, reason, nil, o)
 }
 
 // changeLog is what a request changed, for flow monitors.

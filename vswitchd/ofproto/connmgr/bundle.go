@@ -11,12 +11,13 @@ import (
 // ofproto/bundles.c keeps them per connection; connmgr does too).
 type Bundler interface {
 	// CheckBundled checks a message as it is added to a bundle, as far
-	// as it does not depend on the tables, or returns the error to
-	// refuse it with.
-	CheckBundled(m ofp.Message) *ofp.Error
-	// CommitBundle applies msgs in order, all or none, as one change of
-	// the tables; on failure it returns the index of the message refused
-	// and its error.
+	// as it does not depend on the tables, and returns what the bundle
+	// keeps of it for CommitBundle (m, or a form of it the Bundler
+	// prepared), or the error to refuse it with.
+	CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error)
+	// CommitBundle applies msgs (what CheckBundled returned) in order,
+	// all or none, as one change of the tables; on failure it returns
+	// the index of the message refused and its error.
 	CommitBundle(msgs []ofp.Message) (int, *ofp.Error)
 }
 
@@ -43,11 +44,21 @@ type bundle struct {
 	id     uint32
 	flags  uint16
 	closed bool
-	msgs   []*ofp.BundleAdd
+	msgs   []bundled
 	// opener is the message that created the bundle: a timeout's
 	// OFPT_ERROR refers to it, as OVS's.
 	opener []byte
 	used   time.Time
+}
+
+// bundled is a message of a bundle: what the Bundler kept of it, and what
+// an error about it needs.
+type bundled struct {
+	msg ofp.Message // as CheckBundled returned it
+	raw []byte      // the message's bytes, which the error echoes
+	// name is its type's, for logs; echoAll: an error echoes it whole.
+	name    string
+	echoAll bool
 }
 
 // bundleControl answers OFPT_BUNDLE_CONTROL as OVS's handle_bundle_control.
@@ -88,7 +99,11 @@ func (c *conn) bundleAdd(m *ofp.BundleAdd, raw []byte) *ofp.Error {
 	if !ok {
 		return &ofp.Error{Errno: ofp.BadType, Name: "OFPT_BUNDLE_ADD_MESSAGE", Detail: "not supported"}
 	}
-	if err := bn.CheckBundled(m.Msg); err != nil {
+	if fm, ok := m.Msg.(*ofp.FlowMod); ok {
+		fm.Origin = c
+	}
+	kept, err := bn.CheckBundled(m.Msg)
+	if err != nil {
 		return err
 	}
 	c.bmu.Lock()
@@ -105,10 +120,19 @@ func (c *conn) bundleAdd(m *ofp.BundleAdd, raw []byte) *ofp.Error {
 		return &ofp.Error{Errno: ofp.BundleBadFlags, Name: "OFPT_BUNDLE_ADD_MESSAGE", Detail: "flags differ from the bundle's"}
 	}
 	b.used = time.Now()
-	if fm, ok := m.Msg.(*ofp.FlowMod); ok {
-		fm.Origin = c
+	bm := bundled{msg: kept, raw: m.Raw, name: msgName(m.Msg)}
+	// As for messages outside bundles, OVS echoes a refused flow mod or
+	// packet-out whole.
+	switch m.Msg.(type) {
+	case *ofp.FlowMod, *ofp.PacketOut:
+		bm.echoAll = true
 	}
-	b.msgs = append(b.msgs, m)
+	b.msgs = append(b.msgs, bm)
+	if fm, ok := m.Msg.(*ofp.FlowMod); ok && kept != m.Msg {
+		// The bundle keeps what the Bundler made of it (a flow add's
+		// rule), not the flow mod.
+		ofp.ReleaseFlowMod(fm)
+	}
 	return nil
 }
 
@@ -183,7 +207,7 @@ func (c *conn) commitBundle(bn Bundler, id uint32, flags uint16) *ofp.Error {
 	}
 	msgs := make([]ofp.Message, len(b.msgs))
 	for i, a := range b.msgs {
-		msgs[i] = a.Msg
+		msgs[i] = a.msg
 	}
 	i, err := bn.CommitBundle(msgs)
 	if err == nil {
@@ -194,15 +218,10 @@ func (c *conn) commitBundle(bn Bundler, id uint32, flags uint16) *ofp.Error {
 	}
 	failed := b.msgs[i]
 	if err.Name == "" {
-		err.Name = msgName(failed.Msg)
+		err.Name = failed.name
 	}
-	// As for messages outside bundles, OVS echoes a refused flow mod or
-	// packet-out whole.
-	switch failed.Msg.(type) {
-	case *ofp.FlowMod, *ofp.PacketOut:
-		err.EchoAll = true
-	}
-	if !c.refuse(ofp.ParseHeader(failed.Raw), err, failed.Raw) {
+	err.EchoAll = err.EchoAll || failed.echoAll
+	if !c.refuse(ofp.ParseHeader(failed.raw), err, failed.raw) {
 		return &ofp.Error{Errno: ofp.BundleMsgFailed, Detail: "connection failed"}
 	}
 	return &ofp.Error{Errno: ofp.BundleMsgFailed, Detail: err.Error()}

@@ -1,6 +1,7 @@
 package connmgr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ type bundleSource struct {
 	committed [][]ofp.Message
 }
 
-func (*bundleSource) CheckBundled(m ofp.Message) *ofp.Error { return nil }
+func (*bundleSource) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) { return m, nil }
 func (s *bundleSource) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 	for i, m := range msgs {
 		if fm, ok := m.(*ofp.FlowMod); ok && fm.Priority == 666 {
@@ -126,4 +127,64 @@ func TestBundles(t *testing.T) {
 	wantError(40, 14)
 	c.send(ctrl(41, 6, ofp.BundleCommitRequest, 0))
 	wantError(41, 2)
+}
+
+// TestBundleKeepsItsBytes adds a packet-out to a bundle, then more flow
+// mods than the connection's read buffer holds, and a flow mod the
+// commit refuses: the committed packet-out still carries its data and
+// the error echoes the refused flow mod, though the buffer they arrived
+// in has since taken other messages.
+func TestBundleKeepsItsBytes(t *testing.T) {
+	src := &bundleSource{}
+	m := listen(t, src)
+	c := dial(t, m, ofp.EncodeHello(ofp.AllVersions, 1))
+	data := bytes.Repeat([]byte{0xab}, 1000)
+	po := ofp.EncodePacketOut(ofp.V15, 1, &ofp.PacketOut{BufferID: 0xffffffff, InPort: ofp.PortController,
+		Actions: []ofp.Action{{Type: ofp.ActOutput, Port: 1}}, Data: data})
+	fm := func(xid uint32, prio uint16) []byte {
+		return ofp.EncodeFlowMod(ofp.V15, xid, &ofp.FlowMod{Command: ofp.FlowAdd, Priority: prio, BufferID: 0xffffffff,
+			OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Actions: []ofp.Action{{Type: ofp.ActOutput, Port: 2}}})
+	}
+	const flows = 3 * 2 * ofp.MaxLen / 64 // well over the buffer, whatever a flow mod's size
+	for _, bad := range []bool{false, true} {
+		id := uint32(1)
+		if bad {
+			id = 2
+		}
+		c.send(ofp.EncodeBundleAdd(ofp.V15, id, ofp.BundleAtomic, po))
+		for i := range flows {
+			c.send(ofp.EncodeBundleAdd(ofp.V15, id, ofp.BundleAtomic, fm(uint32(2+i), 1)))
+		}
+		refused := fm(9999, 666)
+		if bad {
+			c.send(ofp.EncodeBundleAdd(ofp.V15, id, ofp.BundleAtomic, refused))
+		}
+		for i := range flows { // after it: the buffer moves on
+			c.send(ofp.EncodeBundleAdd(ofp.V15, id, ofp.BundleAtomic, fm(uint32(20000+i), 1)))
+		}
+		c.send(ofp.EncodeBundleControl(ofp.V15, 50000, id, ofp.BundleCommitRequest, ofp.BundleAtomic))
+		if !bad {
+			b := c.recv()
+			if h := ofp.ParseHeader(b); h.Type != 33 || h.Xid != 50000 {
+				t.Fatalf("commit: got %x", b[:min(len(b), 16)])
+			}
+			src.mu.Lock()
+			got := src.committed[0][0].(*ofp.PacketOut).Data
+			src.mu.Unlock()
+			if !bytes.Equal(got, data) {
+				t.Fatalf("committed packet-out's data changed: %x...", got[:16])
+			}
+			continue
+		}
+		b := c.recv()
+		if typ, code := c.errorOf(b, 9999); typ != 2 || code != 9 {
+			t.Fatalf("refused flow mod: %d,%d", typ, code)
+		}
+		if echo := b[12:]; !bytes.Equal(echo, refused) {
+			t.Fatalf("error echoes %x, want the refused flow mod %x", echo, refused)
+		}
+		if typ, code := c.errorOf(c.recv(), 50000); typ != 17 || code != 13 {
+			t.Fatalf("commit: error %d,%d, want OFPBFC_MSG_FAILED", typ, code)
+		}
+	}
 }

@@ -253,6 +253,12 @@ func (c *conn) send(msgs ...[]byte) error {
 // handle processes one message; false closes the connection.
 func (c *conn) handle(b []byte) bool {
 	h := ofp.ParseHeader(b)
+	if ofp.IsBundleAdd(h, b) {
+		// Kept until the commit, while b's buffer takes the next
+		// messages: the bundled message (a packet-out's data, the
+		// bytes an error echoes) must not refer to it.
+		b = slices.Clone(b)
+	}
 	m, err := ofp.Decode(b)
 	if c.negotiated() == 0 {
 		return c.handshake(h, m, err)

@@ -795,7 +795,9 @@ func rangeValue(value []byte, ofs, nbits int) uint64 {
 // ofpacts_pull_openflow_instructions).
 func DecodeInstructions(v Version, b []byte) ([]Action, *Error) {
 	var meter, apply, clear, write, meta, gotoT []Action
-	seen := map[uint16]bool{}
+	// seen: the types 1..6 met so far (any other type is refused below
+	// the first time).
+	var seen uint64
 	for len(b) > 0 {
 		if len(b) < 8 {
 			return nil, actErr(InstBadLen, "truncated instruction")
@@ -806,10 +808,12 @@ func DecodeInstructions(v Version, b []byte) ([]Action, *Error) {
 		}
 		ib := b[:n]
 		b = b[n:]
-		if seen[typ] {
-			return nil, actErr(DupInst, "instruction twice")
+		if typ < 64 {
+			if seen&(1<<typ) != 0 {
+				return nil, actErr(DupInst, "instruction twice")
+			}
+			seen |= 1 << typ
 		}
-		seen[typ] = true
 		switch typ {
 		case 1: // OFPIT11_GOTO_TABLE
 			if n != 8 {
@@ -850,7 +854,10 @@ func DecodeInstructions(v Version, b []byte) ([]Action, *Error) {
 			return nil, actErr(UnknownInst, "unknown instruction")
 		}
 	}
-	var acts []Action
+	if len(meter)+len(clear)+len(write)+len(meta)+len(gotoT) == 0 {
+		return apply, nil // the usual case: apply-actions alone
+	}
+	acts := make([]Action, 0, len(meter)+len(apply)+len(clear)+len(write)+len(meta)+len(gotoT))
 	for _, l := range [][]Action{meter, apply, clear, write, meta, gotoT} {
 		acts = append(acts, l...)
 	}

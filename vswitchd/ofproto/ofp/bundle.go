@@ -143,6 +143,18 @@ func decodeBundle(h Header, body []byte, add bool, name string) (Message, error)
 	return &BundleAdd{Header: h, ID: id, Flags: flags, Msg: m, Raw: raw}, nil
 }
 
+// IsBundleAdd reports whether b, a message with header h, is a bundle
+// add (OFPT_BUNDLE_ADD_MESSAGE, ONFT_BUNDLE_ADD_MESSAGE in 1.3). What
+// Decode makes of one refers to b's bytes: a receiver that keeps the
+// message until the commit decodes a copy of b it owns.
+func IsBundleAdd(h Header, b []byte) bool {
+	if h.Version >= V14 {
+		return h.Type == type14BundleAdd
+	}
+	return h.Version == V13 && h.Type == TypeVendor && len(b) >= HeaderLen+8 &&
+		binary.BigEndian.Uint32(b[HeaderLen:]) == ONFVendor && binary.BigEndian.Uint32(b[HeaderLen+4:]) == onftBundleAdd
+}
+
 // bundlable reports whether a message may be added to a bundle: FLOW_MOD
 // (NXT_FLOW_MOD too), GROUP_MOD, PORT_MOD and PACKET_OUT, as OVS's
 // ofputil_is_bundlable.

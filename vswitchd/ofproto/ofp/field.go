@@ -568,16 +568,26 @@ func (m *Match) CheckPrereqs() *Error {
 			return &Error{Errno: BadPrereq, Detail: fd.Name + " without its prerequisites"}
 		}
 	}
-	for _, fd := range fields {
-		if fd == nil || fd.pre == preNone || aliased[fd.ID] || fd.ID == FieldVLANPCP {
-			continue
-		}
+	for _, fd := range prereqFields() {
 		if fd.inMaskBuf(m, buf) && !prereqOK(fd.pre, m) {
 			return &Error{Errno: BadPrereq, Detail: fd.Name + " without its prerequisites"}
 		}
 	}
 	return nil
 }
+
+// prereqFields are the fields CheckPrereqs checks one by one: those with
+// prerequisites, but for the aliased ones (checked by group) and
+// vlan_pcp.
+var prereqFields = sync.OnceValue(func() []*Field {
+	var fds []*Field
+	for _, fd := range fields {
+		if fd != nil && fd.pre != preNone && !aliased[fd.ID] && fd.ID != FieldVLANPCP {
+			fds = append(fds, fd)
+		}
+	}
+	return fds
+})
 
 // aliases are the groups of fields stored in the same bits of a Flow.
 var aliases = [][]FieldID{
@@ -606,7 +616,18 @@ func init() {
 func (m *Match) IsAll() bool { return m.Mask == Flow{} }
 
 // Normalize clears the bits of Flow outside Mask.
-func (m *Match) Normalize() { m.Flow = m.Flow.masked(&m.Mask) }
+func (m *Match) Normalize() {
+	if m.Mask.HasTunMD() {
+		m.Flow = m.Flow.masked(&m.Mask)
+		return
+	}
+	// Most matches have no tun_metadata: masked's copy of the whole Flow
+	// and its byte loop over 256 bytes of zeros are half of a flow mod's
+	// checks.
+	f := &m.Flow
+	f.MaskHead(&m.Mask, f)
+	f.TunMD, f.TunMDPresent, f.TunTab = [TLVOptionSpace]byte{}, 0, nil
+}
 
 func (f *Flow) masked(m *Flow) Flow {
 	r := *f

@@ -2,6 +2,7 @@ package ofp
 
 import (
 	"encoding/binary"
+	"sync"
 	"time"
 )
 
@@ -51,6 +52,24 @@ type FlowMod struct {
 	// monitors abbreviate a connection's own changes.
 	Origin any
 }
+
+// flowMods are FlowMods that nothing refers to any more (ReleaseFlowMod),
+// for decoding others: a FlowMod is over a kilobyte, which a switch that
+// takes flow mods by the hundred thousand would otherwise allocate and
+// collect for each.
+var flowMods = sync.Pool{New: func() any { return new(FlowMod) }}
+
+// newFlowMod returns a zero FlowMod with header h.
+func newFlowMod(h Header) *FlowMod {
+	fm := flowMods.Get().(*FlowMod)
+	*fm = FlowMod{Header: h}
+	return fm
+}
+
+// ReleaseFlowMod hands fm, a decoded flow mod nothing refers to any more
+// (what it refers to may live on: its actions, its match's tun_metadata),
+// back for Decode to reuse.
+func ReleaseFlowMod(fm *FlowMod) { flowMods.Put(fm) }
 
 // FlowModTableID is NXT_FLOW_MOD_TABLE_ID: whether OpenFlow 1.0 flow
 // mods carry a table ID in the command's high byte.
@@ -115,7 +134,8 @@ func decodeNXFlowMod(h Header, b []byte) (Message, error) {
 	if len(b) < 32 {
 		return nil, errorf(BadLen, name, "%d bytes", len(b))
 	}
-	fm := &FlowMod{Header: h, ModifyAdds: true, OutGroup: GroupAny}
+	fm := newFlowMod(h)
+	fm.ModifyAdds, fm.OutGroup = true, GroupAny
 	decodeFlowModHead10(fm, b)
 	n := int(binary.BigEndian.Uint16(b[24:]))
 	rest := b[32:]
@@ -152,7 +172,7 @@ func decodeFlowMod11(h Header, body []byte) (Message, error) {
 	if len(body) < 40 {
 		return nil, errorf(BadLen, name, "%d bytes", len(body))
 	}
-	fm := &FlowMod{Header: h}
+	fm := newFlowMod(h)
 	fm.Cookie.Value = binary.BigEndian.Uint64(body)
 	fm.Cookie.Mask = binary.BigEndian.Uint64(body[8:])
 	fm.Table = body[16]
