@@ -110,7 +110,7 @@ func TestOpenFlowCtNAT6(t *testing.T) {
 	// chance that one backend gets none is 2^-15.
 	if got := strings.TrimSpace(s.a.mustExec(debPython, "-c", udp6SpreadScript, "fd87::300", "7704", "16")); got != "backend-fd87::2 from fd87::300 backend-fd87::3 from fd87::300" {
 		t.Errorf("UDP to the load-balanced fd87::300 got answers %q, want both backends, from fd87::300\n%s\n%s", got, s.appctl("dpctl/dump-conntrack", "zone=10"),
-			s.appctl("ofproto/trace", s.br, "in_port=1,udp6,ipv6_src=fd87::1,ipv6_dst=fd87::300,tp_src=1000,tp_dst=7704"))
+			s.appctl("ofproto/trace", s.br, "in_port=1,udp6,ipv6_src=fd87::1,ipv6_dst=fd87::300,udp_src=1000,udp_dst=7704"))
 	}
 	holdServer(t, s.b, "fd87::2", 7703)
 	if got := connectEach(t, s.a, "fd87::2", 3, 7703); got != "ok" {

@@ -126,7 +126,12 @@ type subtable struct {
 	// tunmd: mask has tun_metadata bits. Most subtables have none: their
 	// lookups leave out tun_metadata's 256 bytes (half of a Flow) when
 	// masking, widening the wildcards and hashing.
-	tunmd   bool
+	tunmd bool
+	// l3: mask has L3 or L4 fields; l2 is the rest of mask; types
+	// counts the rules by Ethernet type (l3Index). See search.
+	l3      bool
+	l2      ofp.Flow
+	types   [4]int32
 	maxPrio uint16
 	prios   map[uint16]int // rules per priority, for maxPrio
 	n       int
@@ -188,6 +193,16 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	for _, st := range t.subs {
 		if best != nil && st.maxPrio < best.priority {
 			break
+		}
+		if st.l3 {
+			if i := l3Index(f.EthType); i < 0 || st.types[i] == 0 {
+				// Every rule here matches an IP, IPv6 or ARP type
+				// (their fields' prerequisite), none f's: OVS's staged
+				// lookup learns that from the fields up to dl_type,
+				// leaving the L3 and L4 fields out of the megaflow.
+				wc.Or(&st.l2)
+				continue
+			}
 		}
 		var k ofp.Flow
 		if st.tunmd {
@@ -322,6 +337,9 @@ func (t *table) put(r, old *rule, gen uint64) {
 	if i < 0 {
 		st = &subtable{gen: gen, mask: r.match.Mask, tunmd: r.match.Mask.HasTunMD(), prios: map[uint16]int{},
 			shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
+		var l3 ofp.Flow
+		st.l2, l3 = splitL3(&st.mask)
+		st.l3 = l3 != ofp.Flow{}
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
@@ -347,6 +365,9 @@ func (t *table) put(r, old *rule, gen uint64) {
 	st.n++
 	t.n++
 	st.prios[r.priority]++
+	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+		st.types[i]++
+	}
 	if st.n == 1 || r.priority > st.maxPrio {
 		st.maxPrio = r.priority
 		t.resort()
@@ -372,6 +393,9 @@ func (t *table) remove(r *rule, gen uint64) {
 	st.n--
 	t.n--
 	t.timed -= r.isTimed()
+	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+		st.types[i]--
+	}
 	if st.n == 0 {
 		t.subs = slices.Delete(t.subs, i, i+1)
 		return
@@ -411,4 +435,39 @@ func (st *subtable) grow(gen uint64) {
 		}
 	}
 	st.shards = n
+}
+
+// l3Index numbers the Ethernet types whose fields past L2 a flow may
+// match (IPv4, IPv6, ARP, RARP); -1 for others.
+func l3Index(t uint16) int {
+	switch t {
+	case flow.EthTypeIPv4:
+		return 0
+	case flow.EthTypeIPv6:
+		return 1
+	case flow.EthTypeARP:
+		return 2
+	case flow.EthTypeRARP:
+		return 3
+	}
+	return -1
+}
+
+// splitL3 splits mask m into its L3 and L4 fields (IP, IPv6, ARP, ND,
+// transport) and the rest (OVS's classifier stages up to L2).
+func splitL3(m *ofp.Flow) (l2, l3 ofp.Flow) {
+	l2 = *m
+	k := &l2.Key
+	l3k := &l3.Key
+	l3k.IPv6Label, k.IPv6Label = k.IPv6Label, 0
+	l3k.TpSrc, l3k.TpDst, l3k.TCPFlags = k.TpSrc, k.TpDst, k.TCPFlags
+	k.TpSrc, k.TpDst, k.TCPFlags = 0, 0, 0
+	l3k.NwProto, l3k.NwTOS, l3k.NwTTL, l3k.NwFrag = k.NwProto, k.NwTOS, k.NwTTL, k.NwFrag
+	k.NwProto, k.NwTOS, k.NwTTL, k.NwFrag = 0, 0, 0, 0
+	l3k.IPv4Src, l3k.IPv4Dst, l3k.IPv6Src, l3k.IPv6Dst = k.IPv4Src, k.IPv4Dst, k.IPv6Src, k.IPv6Dst
+	k.IPv4Src, k.IPv4Dst, k.IPv6Src, k.IPv6Dst = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}
+	l3k.ArpSHA, l3k.ArpTHA, k.ArpSHA, k.ArpTHA = k.ArpSHA, k.ArpTHA, [6]byte{}, [6]byte{}
+	l3k.NdTarget, l3k.NdReserved, l3k.NdOptionsType = k.NdTarget, k.NdReserved, k.NdOptionsType
+	k.NdTarget, k.NdReserved, k.NdOptionsType = [16]byte{}, 0, 0
+	return l2, l3
 }

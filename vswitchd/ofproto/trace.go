@@ -32,6 +32,12 @@ import (
 // A patch port's peer bridge follows as another bridge("...") section.
 // The megaflow is the one a miss of such a packet installs.
 func (b *Backer) Trace(bridgeName, spec string) (string, error) {
+	return b.trace(bridgeName, spec, true)
+}
+
+// trace is Trace, checking the flow's fields' prerequisites (an OpenFlow
+// flow) or not (a datapath flow's match).
+func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	br := b.Bridge(bridgeName)
 	if br == nil {
 		return "", fmt.Errorf("%s: unknown bridge", bridgeName)
@@ -39,7 +45,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	s := br.snap.Load()
 	idx := b.idx.Load()
 	tlv := br.tlv.Load()
-	k, in, ofport, err := parseFlow(spec, tlv, func(v string) (*port, int, error) {
+	k, in, ofport, err := parseFlowPrereqs(spec, tlv, func(v string) (*port, int, error) {
 		if v == "LOCAL" {
 			v = strconv.Itoa(LocalOFPort)
 		}
@@ -55,7 +61,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 			return p, p.ofport, nil
 		}
 		return nil, 0, errors.New("unknown port")
-	})
+	}, prereqs)
 	if err != nil {
 		return "", err
 	}
@@ -259,7 +265,7 @@ func (b *Backer) TraceODP(flow string) (string, error) {
 	if ofport < 0 {
 		return "", fmt.Errorf("no OpenFlow port for datapath port %d", in)
 	}
-	return b.Trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match))
+	return b.trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match), false)
 }
 
 // traceFinalFlow is ofproto/trace's "Final flow:": "unchanged", or the

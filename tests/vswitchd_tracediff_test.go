@@ -1,0 +1,99 @@
+package tests
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+)
+
+// traceDiffFlows: an IP flow and flows for other types beside it, for
+// ofproto/trace's megaflow of packets of every type.
+var traceDiffFlows = []string{
+	"priority=100,in_port=1,ip,nw_dst=10.0.0.2,actions=output:2",
+	"priority=90,in_port=1,dl_vlan=7,actions=pop_vlan,output:2",
+	"priority=80,in_port=1,tcp,actions=output:3",
+	"priority=5,in_port=1,actions=output:2",
+}
+
+// traceDiffCorpus are ofproto/trace flows for traceDiffFlows, and flows
+// whose fields' prerequisites are not met (OVS refuses them: tp_dst is
+// TCP's, nw_src IPv4's, nw_proto IP's).
+var traceDiffCorpus = []string{
+	"in_port=1,dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:02",
+	"in_port=1,ip,nw_src=10.0.0.1,nw_dst=10.0.0.2",
+	"in_port=1,dl_vlan=7,dl_src=00:00:00:00:00:01",
+	"in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_dst=80",
+	"in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.3,udp_dst=53",
+	"in_port=1,ipv6,ipv6_dst=::1",
+	"in_port=1,arp,arp_spa=10.0.0.1,arp_tpa=10.0.0.2",
+	// Refused.
+	"in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_dst=53",
+	"in_port=1,tp_dst=53",
+	"in_port=1,nw_proto=17,tp_dst=53",
+	"in_port=1,ip,tp_dst=53",
+	"in_port=1,udp,tcp_dst=53",
+	"in_port=1,nw_src=10.0.0.1",
+	"in_port=1,arp,nw_proto=1",
+	"in_port=1,ip,arp_tpa=10.0.0.1",
+	"in_port=1,ipv6,icmp_type=1",
+}
+
+// TestOpenFlowTraceDifferential: ofproto/trace prints the same as
+// Debian's ovs-vswitchd, Megaflow: included (a non-IP packet's leaves
+// the IP flow's fields out), and refuses the same flows with the same
+// error (issue 12).
+func TestOpenFlowTraceDifferential(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtdd", "10.240.0", "gtdo", "10.241.0")
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows(traceDiffFlows...)
+	}
+	for i, pkt := range traceDiffCorpus {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			want, wantRC := deb.traceRC(pkt)
+			got, gotRC := govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+		})
+	}
+
+	// OpenFlow 1.1 dumps "no VLAN" (dl_vlan=0xffff) as OVS's OXM match
+	// says it: vlan_tci=0x0000/0x1fff.
+	for i, args := range [][]string{
+		{"-O", "OpenFlow11", "add-flow", "BR", "priority=200,dl_vlan=0xffff,actions=drop"},
+		{"-O", "OpenFlow11", "dump-flows", "--no-stats", "--rsort", "BR"},
+		{"-O", "OpenFlow11", "dump-flows", "--no-stats", "BR", "dl_vlan=0xffff"},
+	} {
+		t.Run(fmt.Sprintf("of11/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+	// Before OpenFlow 1.2 an add resets a flow's counters, a modify
+	// does not: the counters after each, of a flow a packet-out counted.
+	counts := regexp.MustCompile(`n_packets=(\d+).*priority=300`)
+	packets := func(s *ofSwitch) string {
+		out, _ := s.ofctl("dump-flows", s.br, "ip")
+		if m := counts.FindStringSubmatch(out); m != nil {
+			return m[1]
+		}
+		return out
+	}
+	for _, args := range [][]string{
+		{"-O", "OpenFlow10", "add-flow", "BR", "priority=300,ip,actions=drop"},
+		{"packet-out", "BR", "1", "table", ipv4Packet},
+		{"-O", "OpenFlow10", "mod-flows", "BR", "ip,actions=output:2"},
+		{"-O", "OpenFlow11", "mod-flows", "BR", "ip,actions=output:3"},
+		{"-O", "OpenFlow10", "--strict", "mod-flows", "BR", "priority=300,ip,actions=drop"},
+		{"-O", "OpenFlow10", "add-flow", "BR", "priority=300,ip,actions=drop"},
+		{"packet-out", "BR", "1", "table", ipv4Packet},
+		{"-O", "OpenFlow11", "add-flow", "BR", "priority=300,ip,actions=drop"},
+	} {
+		compareOfctl(t, deb, govs, args)
+		if got, want := packets(govs), packets(deb); got != want {
+			t.Errorf("after ovs-ofctl %v: n_packets=%s, Debian's %s", args, got, want)
+		}
+	}
+}
+
+// ipv4Packet is an Ethernet frame (hex) for packet-out: a UDP datagram
+// from 10.0.0.1 to 10.0.0.2.
+const ipv4Packet = "ffffffffffff00000000000108004500001c00010000401100000a0000010a000002003500350008000000"
