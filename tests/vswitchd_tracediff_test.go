@@ -12,6 +12,8 @@ var traceDiffFlows = []string{
 	"priority=100,in_port=1,ip,nw_dst=10.0.0.2,actions=output:2",
 	"priority=90,in_port=1,dl_vlan=7,actions=pop_vlan,output:2",
 	"priority=80,in_port=1,tcp,actions=output:3",
+	"priority=70,in_port=1,pkt_mark=0x5,actions=output:3",
+	"priority=60,in_port=1,dl_src=00:00:00:00:00:07,actions=set_field:0x7->pkt_mark,output:2",
 	"priority=5,in_port=1,actions=output:2",
 }
 
@@ -20,6 +22,7 @@ var traceDiffFlows = []string{
 // TCP's, nw_src IPv4's, nw_proto IP's).
 var traceDiffCorpus = []string{
 	"in_port=1,dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:02",
+	"in_port=1,dl_src=00:00:00:00:00:07,dl_dst=00:00:00:00:00:02",
 	"in_port=1,ip,nw_src=10.0.0.1,nw_dst=10.0.0.2",
 	"in_port=1,dl_vlan=7,dl_src=00:00:00:00:00:01",
 	"in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_dst=80",

@@ -131,6 +131,9 @@ func (x *xlate) pipeline(in *port) {
 		final := x.of.flow
 		x.traceFinal = &final
 	}
+	if x.trace != nil {
+		x.traceMarkWC |= x.of.wc.PktMark
+	}
 	x.mergeWC()
 	x.key = orig
 	x.of = saved

@@ -90,8 +90,16 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	if !k.HasTunnel() {
 		clearTunnelMask(&u.Mask)
 	}
+	// A packet's pkt_mark is 0 as it enters; the megaflow shows it when
+	// a lookup or an action consulted it, as OVS's (format_uint32_masked).
+	mark := ""
+	if wm := x.traceMarkWC; wm == ^uint32(0) {
+		mark = "pkt_mark=0,"
+	} else if wm != 0 {
+		mark = fmt.Sprintf("pkt_mark=0/%#x,", wm)
+	}
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatch(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC)), x.acts)
+		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, "", ""), x.acts)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
 }

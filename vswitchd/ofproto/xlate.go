@@ -127,6 +127,9 @@ type xlate struct {
 	// traceStart and traceFinal, in a trace, are the first bridge's
 	// OpenFlow flow before and after its actions (OVS's "Final flow:").
 	traceStart, traceFinal *ofp.Flow
+	// traceMarkWC, in a trace, is the pkt_mark bits the bridges consulted
+	// (the datapath mask holds no mark: every packet enters with 0).
+	traceMarkWC uint32
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
