@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
@@ -360,10 +361,10 @@ func (x *xlate) group(id uint32, table uint8) {
 func (x *xlate) bucket(g *group, i int, table uint8) {
 	x.countGroup(g, i)
 	if x.trace != nil {
-		x.report("->", "bucket %d", g.buckets[i].ID)
+		// OVS's xlate_group_bucket: the bucket's actions under it.
+		defer func(cur *[]*traceNode) { x.tt.cur = cur }(x.tt.open(traceBucket, fmt.Sprintf("bucket %d", g.buckets[i].ID)))
 	}
 	saved := *x.of
-	x.of.indent++
 	x.of.groupDepth++
 	// A bucket's actions are an action set (OVS's xlate_group_bucket):
 	// reordered, one output, nothing without one.

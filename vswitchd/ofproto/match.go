@@ -36,7 +36,10 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte(',')
 	}
-	if megaflow {
+	// A packet's flow shows its recirc_id when not 0, and then its
+	// packet type as a megaflow does (OVS's flow_format, match_format).
+	recirc := megaflow || m.RecircID != 0 && k.RecircID != 0
+	if recirc {
 		if k.RecircID == 0 {
 			b.WriteString("recirc_id=0,")
 		} else {
@@ -44,7 +47,7 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		}
 	}
 	formatCtMatch(put, k, m)
-	if megaflow {
+	if recirc {
 		b.WriteString("eth,")
 	}
 	skipType, skipProto := false, false
@@ -410,6 +413,9 @@ func putIPv6Net(put func(string, ...any), name string, v, m [16]byte) {
 func packetMask(k *flow.Key) flow.Mask {
 	m := flow.Mask{InPort: ^uint32(0), VLANTCI: 0xffff, EthType: 0xffff,
 		EthSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	if k.RecircID != 0 {
+		m.RecircID = ^uint32(0)
+	}
 	// flow_wildcards_init_for_packet: a tunnel packet's outer header
 	// (tun_id only with the key flag, which OpenFlow cannot set), else
 	// a tun_id set.

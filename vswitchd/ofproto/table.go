@@ -128,10 +128,14 @@ type subtable struct {
 	// masking, widening the wildcards and hashing.
 	tunmd bool
 	// l3: mask has L3 or L4 fields; l2 is the rest of mask; types
-	// counts the rules by Ethernet type (l3Index). See search.
+	// counts the rules by Ethernet type (l3Index). inPorts counts the
+	// rules by in_port when mask has in_port (else nil), meta is mask's
+	// metadata fields (before L2). See search.
 	l3      bool
 	l2      ofp.Flow
 	types   [4]int32
+	inPorts map[uint32]int32
+	meta    ofp.Flow
 	maxPrio uint16
 	prios   map[uint16]int // rules per priority, for maxPrio
 	n       int
@@ -194,12 +198,17 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		if best != nil && st.maxPrio < best.priority {
 			break
 		}
+		// OVS's staged lookup: a subtable none of whose rules has f's
+		// in_port adds only its metadata fields to the megaflow; one
+		// with L3 fields none of whose rules has f's Ethernet type
+		// (every rule there has an IP, IPv6 or ARP type, their fields'
+		// prerequisite) adds its fields up to L2.
+		if st.inPorts != nil && st.inPorts[f.InPort] == 0 {
+			wc.Or(&st.meta)
+			continue
+		}
 		if st.l3 {
 			if i := l3Index(f.EthType); i < 0 || st.types[i] == 0 {
-				// Every rule here matches an IP, IPv6 or ARP type
-				// (their fields' prerequisite), none f's: OVS's staged
-				// lookup learns that from the fields up to dl_type,
-				// leaving the L3 and L4 fields out of the megaflow.
 				wc.Or(&st.l2)
 				continue
 			}
@@ -316,6 +325,9 @@ func (st *subtable) mutable(gen uint64) *subtable {
 	}
 	n := *st
 	n.gen, n.prios, n.shards = gen, maps.Clone(st.prios), slices.Clone(st.shards)
+	if st.inPorts != nil {
+		n.inPorts = maps.Clone(st.inPorts)
+	}
 	return &n
 }
 
@@ -340,6 +352,12 @@ func (t *table) put(r, old *rule, gen uint64) {
 		var l3 ofp.Flow
 		st.l2, l3 = splitL3(&st.mask)
 		st.l3 = l3 != ofp.Flow{}
+		st.meta = st.l2
+		k := &st.meta.Key
+		k.EthDst, k.EthSrc, k.EthType, k.VLANTCI, k.VLANTPID = [6]byte{}, [6]byte{}, 0, 0, 0
+		if st.mask.InPort == ^uint32(0) {
+			st.inPorts = map[uint32]int32{}
+		}
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
@@ -368,6 +386,9 @@ func (t *table) put(r, old *rule, gen uint64) {
 	if i := l3Index(r.match.Flow.EthType); i >= 0 {
 		st.types[i]++
 	}
+	if st.inPorts != nil {
+		st.inPorts[r.match.Flow.InPort]++
+	}
 	if st.n == 1 || r.priority > st.maxPrio {
 		st.maxPrio = r.priority
 		t.resort()
@@ -395,6 +416,11 @@ func (t *table) remove(r *rule, gen uint64) {
 	t.timed -= r.isTimed()
 	if i := l3Index(r.match.Flow.EthType); i >= 0 {
 		st.types[i]--
+	}
+	if st.inPorts != nil {
+		if st.inPorts[r.match.Flow.InPort]--; st.inPorts[r.match.Flow.InPort] == 0 {
+			delete(st.inPorts, r.match.Flow.InPort)
+		}
 	}
 	if st.n == 0 {
 		t.subs = slices.Delete(t.subs, i, i+1)

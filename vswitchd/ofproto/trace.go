@@ -71,12 +71,13 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil)))
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(idx, &u, modeTrace, 0)
-	x.trace = &out
+	x.trace, x.tt = &out, newTraceTree()
 	x.tunMDWC = &ofp.Flow{}
 	tnlWCInit(&k, &u.Mask)
 	if in == nil {
-		title := fmt.Sprintf("bridge(\"%s\")", br.name)
-		fmt.Fprintf(&out, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
+		x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
+		x.tt.open(traceTable, " 0. priority 0")
+		x.tt.add(traceAction, "NORMAL")
 		// OVS's xlate_normal consults the addresses before it finds the
 		// input port missing.
 		u.Mask.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -87,6 +88,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 		x.pipeline(in)
 	}
 	x.finishPause()
+	x.tt.render(&out)
 	if !k.HasTunnel() {
 		clearTunnelMask(&u.Mask)
 	}
@@ -125,9 +127,10 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true, ""))
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
-		x.trace = out
+		x.trace, x.tt = out, newTraceTree()
 		x.resume(r.st, true)
-		fmt.Fprintf(out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
+		x.tt.render(out)
+		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
 			formatMatch(&k, &u.Mask, inText, true, false, ""), x.acts)
 		queue = append(queue, x.recircTrace...)
 	}

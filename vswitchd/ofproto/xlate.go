@@ -97,6 +97,8 @@ type xlate struct {
 	changed bool
 	// trace collects the ofproto/trace report; nil unless tracing.
 	trace *strings.Builder
+	// tt, in a trace, collects its lines as OVS's tree (tracetree.go).
+	tt *traceTree
 	// of is the OpenFlow pipeline's state in the current bridge.
 	of *ofState
 	// base is the packet's header fields as the actions so far leave
@@ -190,10 +192,14 @@ func (x *xlate) report(kind, format string, args ...any) {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	if kind == ">>>>" {
-		msg += " <<<<"
+	k := traceDetail
+	switch kind {
+	case ">>":
+		k = traceWarn
+	case ">>>>":
+		k, msg = traceError, msg+" <<<<"
 	}
-	fmt.Fprintf(x.trace, "     %s %s\n", kind, msg)
+	x.tt.add(k, msg)
 }
 
 // normal is the NORMAL pipeline of the bridge of in, for a packet that
