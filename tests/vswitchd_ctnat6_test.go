@@ -68,7 +68,11 @@ func TestOpenFlowCtNAT6(t *testing.T) {
 	bmac := strings.TrimSpace(s.b.mustExec("cat", "/sys/class/net/eth0/address"))
 	s.a.mustExec("ip", "-6", "neigh", "replace", "fd87::200", "lladdr", bmac, "dev", "eth0", "nud", "permanent")
 	s.a.mustExec("ip", "-6", "neigh", "replace", "fd87::300", "lladdr", bmac, "dev", "eth0", "nud", "permanent")
-	if out, rc := s.ofctl("-O", "OpenFlow13", "add-group", s.br, "group_id=1,type=select,"+
+	// Hashing the UDP source port, as OVN's selection_fields: OVS's
+	// default selection (dp_hash of the symmetric L3/L4 fields) leaves
+	// UDP ports out, so it would send every connection between two
+	// addresses to one backend.
+	if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, "group_id=1,type=select,selection_method=hash,fields(ipv6_src,udp_src),"+
 		"bucket=actions=ct(commit,zone=10,table=2,nat(dst=fd87::2)),"+
 		"bucket=actions=ct(commit,zone=10,table=2,nat(dst=fd87::3))"); rc != 0 {
 		t.Fatalf("add-group: %s", out)

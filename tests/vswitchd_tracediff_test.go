@@ -19,6 +19,8 @@ var traceDiffFlows = []string{
 	// check_pkt_larger's branches, the action set.
 	"priority=60,in_port=2,icmp,actions=clone(set_field:0x1->reg0,resubmit(,1),output:3),output:1",
 	"priority=60,in_port=2,udp,actions=group:1,output:3",
+	"priority=62,in_port=2,udp,nw_dst=10.0.0.7,actions=group:2",
+	"priority=62,in_port=2,tcp,nw_dst=10.0.0.7,actions=group:3",
 	"priority=60,in_port=2,arp,actions=write_actions(output:3),goto_table:1",
 	"priority=55,in_port=2,ip,actions=resubmit(,1),output:1",
 	"priority=50,in_port=2,dl_vlan=5,actions=pop_vlan,resubmit(,1)",
@@ -49,6 +51,12 @@ var traceDiffCorpus = []string{
 	megaflowsFrom,
 	"in_port=2,icmp,nw_src=10.0.0.1",
 	"in_port=2,udp,nw_src=10.0.0.1",
+	"in_port=2,udp,nw_src=10.0.0.1,nw_dst=10.0.0.7,udp_dst=55",
+	"in_port=2,udp,nw_src=10.0.0.2,nw_dst=10.0.0.7,udp_dst=56",
+	"in_port=2,udp,nw_src=10.0.0.3,nw_dst=10.0.0.7,udp_dst=54",
+	"in_port=2,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.7,tcp_src=1000,tcp_dst=80",
+	"in_port=2,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.7,tcp_src=1001,tcp_dst=80",
+	"in_port=2,tcp,nw_src=10.0.0.2,nw_dst=10.0.0.7,tcp_src=1002,tcp_dst=80",
 	"in_port=2,tcp,nw_src=10.0.0.1",
 	"in_port=2,arp",
 	"in_port=2,ip,nw_src=10.0.0.1",
@@ -75,6 +83,16 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 	for _, s := range []*ofSwitch{deb, govs} {
 		if out, rc := s.ofctl("-O", "OpenFlow13", "add-group", s.br, "group_id=1,type=all,bucket=output:3,bucket=resubmit(,3),output:1"); rc != 0 {
 			t.Fatalf("add-group: %s", out)
+		}
+		// Select groups: hashing fields (OVS's scores shown), and by
+		// default with weights too uneven for OVS's dp_hash table.
+		for _, g := range []string{
+			"group_id=2,type=select,selection_method=hash,fields(ip_src,nw_proto,udp_dst),bucket=bucket_id:5,output:1,bucket=bucket_id:6,output:3,bucket=bucket_id:7,weight:3,output:LOCAL",
+			"group_id=3,type=select,bucket=bucket_id:1,weight:1,output:1,bucket=bucket_id:2,weight:1000,output:3,bucket=bucket_id:3,weight:500,output:LOCAL",
+		} {
+			if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, g); rc != 0 {
+				t.Fatalf("add-group: %s", out)
+			}
 		}
 		s.replaceFlows(traceDiffFlows...)
 		// Nicira's only (no OXM form): OpenFlow 1.0.
