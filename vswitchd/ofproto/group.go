@@ -21,9 +21,9 @@ type group struct {
 	// hashMap is dpHashMap's, made once.
 	hashOnce sync.Once
 	hashMap  []int
-	props   ofp.GroupProps
-	created time.Duration
-	stats   *groupStats
+	props    ofp.GroupProps
+	created  time.Duration
+	stats    *groupStats
 }
 
 // groupStats are a group's counters and its buckets', fed by the
@@ -554,7 +554,6 @@ func (x *xlate) hashFields(fields []ofp.HashField, param uint64) uint32 {
 	}
 	return basis
 }
-
 
 // packetOf is the packet being translated in u, nil when revalidating.
 func packetOf(u *datapath.Upcall) interface{ Len() int } {
