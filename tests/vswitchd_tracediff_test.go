@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -152,6 +153,57 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 			t.Errorf("after ovs-ofctl %v: n_packets=%s, Debian's %s", args, got, want)
 		}
 	}
+
+	// A select group without a method takes, for each TCP connection,
+	// the bucket OVS's dp_hash table has at the connection's symmetric
+	// L3/L4 hash: after a packet-out of 24 connections' SYNs, each
+	// bucket's port sent the same number of them on both switches (OVS
+	// counts no group statistics for a packet-out).
+	txPkts := regexp.MustCompile(`tx pkts=(\d+)`)
+	sent := func(s *ofSwitch) []int {
+		var n []int
+		for _, port := range []string{"1", "3", "LOCAL"} {
+			out, _ := s.ofctl("dump-ports", s.br, port)
+			m := txPkts.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("dump-ports %s: %s", port, out)
+			}
+			v, _ := strconv.Atoi(m[1])
+			n = append(n, v)
+		}
+		return n
+	}
+	spread := map[*ofSwitch]string{}
+	for _, s := range []*ofSwitch{deb, govs} {
+		if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, "group_id=4,type=select,bucket=bucket_id:0,output:1,bucket=bucket_id:1,weight:2,output:3,bucket=bucket_id:2,output:LOCAL"); rc != 0 {
+			t.Fatalf("add-group: %s", out)
+		}
+		// Nothing else is sent anywhere.
+		s.replaceFlows("priority=400,in_port=2,tcp,actions=group:4")
+		before := sent(s)
+		for i := range 24 {
+			if out, rc := s.ofctl("packet-out", s.br, "2", "table", tcpSYN(uint16(40000+7*i))); rc != 0 {
+				t.Fatalf("packet-out: %s", out)
+			}
+		}
+		var delta []int
+		vswWait(t, vswTimeout, s.br+"'s ports to send 24 packets", func() bool {
+			after := sent(s)
+			delta = []int{after[0] - before[0], after[1] - before[1], after[2] - before[2]}
+			return delta[0]+delta[1]+delta[2] >= 24
+		})
+		spread[s] = fmt.Sprint(delta)
+	}
+	if spread[govs] != spread[deb] {
+		t.Errorf("default select group's buckets (packets to ports 1, 3, LOCAL): govs %s, Debian's %s", spread[govs], spread[deb])
+	}
+	t.Logf("default select group's buckets (packets to ports 1, 3, LOCAL): %s", spread[govs])
+}
+
+// tcpSYN is an Ethernet frame (hex) for packet-out: a TCP SYN from
+// 10.0.0.1:sport to 10.0.0.2:80.
+func tcpSYN(sport uint16) string {
+	return fmt.Sprintf("ffffffffffff000000000001080045000028000100004006"+"00000a0000010a000002%04x0050000000000000000050020400"+"00000000", sport)
 }
 
 // megaflowsFrom marks where traceDiffCorpus's traces are compared
