@@ -69,7 +69,11 @@ func TestOpenFlowCtNAT6(t *testing.T) {
 	bmac := strings.TrimSpace(s.b.mustExec("cat", "/sys/class/net/eth0/address"))
 	s.a.mustExec("ip", "-6", "neigh", "replace", "fd87::200", "lladdr", bmac, "dev", "eth0", "nud", "permanent")
 	s.a.mustExec("ip", "-6", "neigh", "replace", "fd87::300", "lladdr", bmac, "dev", "eth0", "nud", "permanent")
-	if out, rc := s.ofctl("-O", "OpenFlow13", "add-group", s.br, "group_id=1,type=select,"+
+	// Hashing the UDP source port, as OVN's selection_fields: OVS's
+	// default selection (dp_hash of the symmetric L3/L4 fields) leaves
+	// UDP ports out, so it would send every connection between two
+	// addresses to one backend.
+	if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, "group_id=1,type=select,selection_method=hash,fields(ipv6_src,udp_src),"+
 		"bucket=actions=ct(commit,zone=10,table=2,nat(dst=fd87::2)),"+
 		"bucket=actions=ct(commit,zone=10,table=2,nat(dst=fd87::3))"); rc != 0 {
 		t.Fatalf("add-group: %s", out)
@@ -111,7 +115,7 @@ func TestOpenFlowCtNAT6(t *testing.T) {
 	// chance that one backend gets none is 2^-15.
 	if got := strings.TrimSpace(s.a.mustExec(debPython, "-c", udp6SpreadScript, "fd87::300", "7704", "16")); got != "backend-fd87::2 from fd87::300 backend-fd87::3 from fd87::300" {
 		t.Errorf("UDP to the load-balanced fd87::300 got answers %q, want both backends, from fd87::300\n%s\n%s", got, s.appctl("dpctl/dump-conntrack", "zone=10"),
-			s.appctl("ofproto/trace", s.br, "in_port=1,udp6,ipv6_src=fd87::1,ipv6_dst=fd87::300,tp_src=1000,tp_dst=7704"))
+			s.appctl("ofproto/trace", s.br, "in_port=1,udp6,ipv6_src=fd87::1,ipv6_dst=fd87::300,udp_src=1000,udp_dst=7704"))
 	}
 	holdServer(t, s.b, "fd87::2", 7703)
 	if got := connectEach(t, s.a, "fd87::2", 3, 7703); got != "ok" {

@@ -18,9 +18,8 @@ import (
 // --bundle in 1.3–1.5, the group and meter tests their commands in 1.1+
 // and 1.3+; these add what was compared in no version or in few.
 //
-// Not compared, because govs still differs: in OpenFlow 1.1 a match on
-// "no VLAN" (dl_vlan=0xffff), which Debian's dumps as
-// vlan_tci=0x0000/0x1fff and govs as vlan_tci=0x0000.
+// OpenFlow 1.1's "no VLAN" (dl_vlan=0xffff) is compared in
+// TestOpenFlowTraceDifferential.
 
 var ofdiffVersions = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlow13", "OpenFlow14", "OpenFlow15"}
 

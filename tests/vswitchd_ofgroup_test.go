@@ -145,7 +145,12 @@ func TestOpenFlowGroupTraffic(t *testing.T) {
 			t.Fatalf("ovs-ofctl %v: %s", args, out)
 		}
 	}
-	ofctl("add-group", s.br, "group_id=1,type=select,bucket=output:2,bucket=output:4")
+	// Hashing the UDP source port: OVS's default selection (dp_hash of
+	// the symmetric L3/L4 fields, TCP's and SCTP's ports only) would
+	// send every UDP flow between two addresses one way.
+	if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, "group_id=1,type=select,selection_method=hash,fields(udp_src),bucket=output:2,bucket=output:4"); rc != 0 {
+		t.Fatalf("add-group: %s", out)
+	}
 	ofctl("add-group", s.br, "group_id=2,type=all,bucket=output:2,bucket=output:4")
 	ofctl("add-group", s.br, "group_id=3,type=fast_failover,bucket=watch_port:2,output:2,bucket=watch_port:4,output:4")
 	ofctl("del-flows", s.br)

@@ -33,9 +33,7 @@ var traceFinalLine = regexp.MustCompile(`(?m)^Final flow: .*$`)
 // TestOpenFlowTraceFinalFlow: ofproto/trace's "Final flow:" shows the
 // flow as the first bridge's actions left it (or "unchanged") as
 // Debian's ovs-vswitchd does. Only that line and the exit status are
-// compared: the rest of these traces differs in ways of its own (a
-// non-IP packet's megaflow, pkt_mark in the megaflow, the indentation of
-// a resubmit's actions).
+// compared (TestOpenFlowTraceDifferential compares whole traces).
 func TestOpenFlowTraceFinalFlow(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gtfd", "10.238.0", "gtfo", "10.239.0")
 	for _, s := range []*ofSwitch{deb, govs} {

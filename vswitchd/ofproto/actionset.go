@@ -159,12 +159,11 @@ func (x *xlate) executeActionSet(table uint8) {
 		return
 	}
 	if x.trace != nil {
-		x.trace.WriteString("--. Executing action set:\n")
+		defer func(cur *[]*traceNode) { x.tt.cur = cur }(x.tt.open(traceTable, "--. Executing action set:"))
 	}
-	indent := x.of.indent
-	x.of.indent, x.of.endList, x.of.inActionSet = 0, false, true
+	x.of.endList, x.of.inActionSet = false, true
 	x.ofActions(list, table)
-	x.of.indent, x.of.endList, x.of.inActionSet = indent, false, false
+	x.of.endList, x.of.inActionSet = false, false
 }
 
 // hasPrereqs reports whether the flow has the fields fd's prerequisites

@@ -25,7 +25,6 @@ func (x *xlate) checkPktLarger(a *ofp.Action, rest []ofp.Action, id uint8) {
 	start := len(x.acts)
 	branch := func(bit uint64) datapath.Actions {
 		ofp.SetRef(&x.of.flow, a.Dst, bit)
-		x.of.indent++
 		if next, ok := x.ofActions(rest, id); ok && !x.of.exit {
 			x.table(next)
 		}

@@ -1,15 +1,14 @@
 package ofproto
 
 import (
-	"encoding/binary"
-	"hash/fnv"
+	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/govs/govs/datapath"
-	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -19,9 +18,12 @@ type group struct {
 	id      uint32
 	typ     uint8
 	buckets []ofp.Bucket
-	props   ofp.GroupProps
-	created time.Duration
-	stats   *groupStats
+	// hashMap is dpHashMap's, made once.
+	hashOnce sync.Once
+	hashMap  []int
+	props    ofp.GroupProps
+	created  time.Duration
+	stats    *groupStats
 }
 
 // groupStats are a group's counters and its buckets', fed by the
@@ -342,13 +344,16 @@ func (x *xlate) group(id uint32, table uint8) {
 	case ofp.GroupFastFailover:
 		for i := range g.buckets {
 			if x.bucketLive(&g.buckets[i], 0) {
+				x.report("->", "using bucket %d", g.buckets[i].ID)
 				x.bucket(g, i, table)
 				return
 			}
+			x.reportNotLive(&g.buckets[i])
 		}
 		x.report("->", "no live bucket")
 	case ofp.GroupSelect:
 		if i := x.selectBucket(g); i >= 0 {
+			x.report("->", "using bucket %d", g.buckets[i].ID)
 			x.bucket(g, i, table)
 		} else {
 			x.report("->", "no live bucket")
@@ -360,10 +365,10 @@ func (x *xlate) group(id uint32, table uint8) {
 func (x *xlate) bucket(g *group, i int, table uint8) {
 	x.countGroup(g, i)
 	if x.trace != nil {
-		x.report("->", "bucket %d", g.buckets[i].ID)
+		// OVS's xlate_group_bucket: the bucket's actions under it.
+		defer func(cur *[]*traceNode) { x.tt.cur = cur }(x.tt.open(traceBucket, fmt.Sprintf("bucket %d", g.buckets[i].ID)))
 	}
 	saved := *x.of
-	x.of.indent++
 	x.of.groupDepth++
 	// A bucket's actions are an action set (OVS's xlate_group_bucket):
 	// reordered, one output, nothing without one.
@@ -392,41 +397,147 @@ func (x *xlate) countGroup(g *group, i int) {
 	g.stats.buckets[i].bytes.Add(n)
 }
 
-// selectBucket picks a select group's bucket: the live bucket with the
-// best weighted score for the flow's hash (OVS's group_best_live_bucket),
-// -1 if none is live. The hash is of the group's fields for
-// selection_method=hash; otherwise of the symmetric L4 fields OVS's
-// default method hashes (dp_hash, which OVS computes in the datapath after
-// a recirculation, is computed here from the same fields). The mask gets
-// the hashed fields.
+// selectBucket picks a select group's bucket as OVS 3.1 does (-1 if none
+// is live), and the mask gets the fields it read:
+//   - selection_method=hash: the best weighted score (group_best_live_bucket)
+//     for a hash of the group's fields, from a basis of its param
+//     (pick_hash_fields_select_group);
+//   - no method, with buckets whose weights fit 256 hash values (OVS's
+//     group_setup_dp_hash_table): the bucket of the group's hash map at
+//     dp_hash, the symmetric L3/L4 hash the datapath's hash(sym_l4(0))
+//     computes, or the next live one after it (pick_dp_hash_select_group,
+//     which OVS reaches after a recirculation: govs hashes at once);
+//   - otherwise: the best score for the symmetric L4 hash
+//     (pick_default_select_group).
 func (x *xlate) selectBucket(g *group) int {
-	var basis uint64
+	k := &x.of.flow.Key
 	if g.props.Method == "hash" {
-		basis = x.hashFields(g.props.Fields, g.props.Param)
-	} else {
-		basis = x.hashSymmetricL4()
+		return x.bestLiveBucket(g, x.hashFields(g.props.Fields, g.props.Param))
 	}
-	best, bestScore := -1, uint64(0)
+	if hm := g.dpHashMap(); hm != nil && g.props.Method == "" {
+		ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL3L4)
+		h := ofp.HashFlow(k, ofp.HashSymmetricL3L4, 0)
+		for i := range hm {
+			b := hm[(int(h)+i)&(len(hm)-1)]
+			if x.selectLive(g, b) {
+				return b
+			}
+		}
+		return -1
+	}
+	ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL4)
+	return x.bestLiveBucket(g, ofp.HashFlow(k, ofp.HashSymmetricL4, 0))
+}
+
+// reportNotLive is OVS's xlate_report_bucket_not_live.
+func (x *xlate) reportNotLive(b *ofp.Bucket) {
+	if x.trace == nil {
+		return
+	}
+	var why string
+	if b.WatchPort != ofp.PortAny {
+		why = "port " + ofp.PortNames(nil).Port(b.WatchPort)
+	}
+	if b.WatchGroup != ofp.GroupAny {
+		if why != "" {
+			why += " and "
+		}
+		why += fmt.Sprintf("port %d", b.WatchGroup) // sic
+	}
+	x.report("->", "bucket %d: not live due to %s", b.ID, why)
+}
+
+// selectLive is OVS's bucket_is_alive for a select group: a bucket of
+// weight 0 is never used.
+func (x *xlate) selectLive(g *group, i int) bool {
+	return g.buckets[i].Weight != 0 && x.bucketLive(&g.buckets[i], 0)
+}
+
+// bestLiveBucket is OVS's group_best_live_bucket: the live bucket with the
+// best (last best) score, (hash_int(bucket_id, basis) & 0xffff) * weight.
+func (x *xlate) bestLiveBucket(g *group, basis uint32) int {
+	best, bestScore := -1, uint32(0)
 	for i := range g.buckets {
 		b := &g.buckets[i]
-		if !x.bucketLive(b, 0) {
+		if !x.selectLive(g, i) {
+			x.reportNotLive(b)
 			continue
 		}
-		score := (mix64(basis^uint64(b.ID)*0x9e3779b97f4a7c15) & 0xffff) * uint64(b.Weight)
-		if best < 0 || score >= bestScore {
+		score := (ofp.HashInt(b.ID, basis) & 0xffff) * uint32(b.Weight)
+		if score >= bestScore {
 			best, bestScore = i, score
 		}
+		x.report("->", "bucket %d: score %d", b.ID, score)
 	}
 	return best
 }
 
-// hashFields hashes fields of the flow under their masks.
-func (x *xlate) hashFields(fields []ofp.HashField, param uint64) uint64 {
-	h := fnv.New64a()
-	var seed [8]byte
-	binary.BigEndian.PutUint64(seed[:], param)
-	h.Write(seed[:])
-	for _, hf := range fields {
+// dpHashMap is OVS's group_setup_dp_hash_table with at most 256 hash
+// values: the bucket of each hash value, spread by weight (Webster's
+// method), or nil when the weights need more values (or are all 0).
+// Computed once per group.
+func (g *group) dpHashMap() []int {
+	g.hashOnce.Do(func() {
+		var total uint64
+		minW := uint64(0xffff)
+		for _, b := range g.buckets {
+			if b.Weight > 0 && uint64(b.Weight) < minW {
+				minW = uint64(b.Weight)
+			}
+			total += uint64(b.Weight)
+		}
+		if total == 0 {
+			return
+		}
+		slots := uint64(1)
+		for slots < (total+minW-1)/minW {
+			slots <<= 1
+		}
+		n := max(16, slots)
+		if n > 256 { // OVS tries dp_hash with up to 256 hash values
+			return
+		}
+		divisor := make([]uint32, len(g.buckets))
+		value := make([]float64, len(g.buckets))
+		for i, b := range g.buckets {
+			divisor[i], value[i] = 1, float64(b.Weight)
+		}
+		g.hashMap = make([]int, n)
+		for h := range g.hashMap {
+			win := 0
+			for i := 1; i < len(g.buckets); i++ {
+				if value[i] > value[win] {
+					win = i
+				}
+			}
+			divisor[win] += 2
+			value[win] = float64(g.buckets[win].Weight) / float64(divisor[win])
+			g.hashMap[h] = win
+		}
+	})
+	return g.hashMap
+}
+
+// hashFields is OVS's pick_hash_fields_select_group's hash: from a basis
+// of param, each field whose prerequisites the flow meets, in OVS's field
+// order, under its mask; the bits hashed are consulted.
+func (x *xlate) hashFields(fields []ofp.HashField, param uint64) uint32 {
+	basis := ofp.HashUint64(param)
+	m := ofp.Match{Flow: x.of.flow}
+	m.Mask.EthType, m.Mask.NwProto, m.Mask.VLANTCI = 0xffff, 0xff, 0xffff
+	order := slices.Clone(fields)
+	rank := func(hf ofp.HashField) int {
+		if r, ok := ovsFieldOrder[hf.Field.Name]; ok {
+			return r
+		}
+		return len(ovsFieldOrder) + int(hf.Field.ID)
+	}
+	slices.SortStableFunc(order, func(a, b ofp.HashField) int { return rank(a) - rank(b) })
+	for _, hf := range order {
+		x.of.wc.EthType, x.of.wc.NwProto = 0xffff, 0xff
+		if !hf.Field.Prereqs(&m) {
+			continue
+		}
 		v := hf.Field.Get(&x.of.flow)
 		mask := hf.Mask
 		if mask == nil {
@@ -438,67 +549,10 @@ func (x *xlate) hashFields(fields []ofp.HashField, param uint64) uint64 {
 		for i := range v {
 			v[i] &= mask[i]
 		}
-		h.Write(v)
-		// The bits hashed are consulted.
+		basis = ofp.HashBytes(v, basis)
 		hf.Field.SetMasked(&x.of.wc, mask, mask)
 	}
-	return h.Sum64()
-}
-
-// hashSymmetricL4 is OVS's flow_hash_symmetric_l4: the same for both
-// directions of a connection, over the Ethernet addresses and type, the
-// VLAN ID, the IP addresses and protocol and the TCP/UDP/SCTP ports;
-// those fields get into the mask (flow_mask_hash_fields).
-func (x *xlate) hashSymmetricL4() uint64 {
-	f, wc := &x.of.flow.Key, &x.of.wc.Key
-	var b []byte
-	for i := range 6 {
-		b = append(b, f.EthSrc[i]^f.EthDst[i])
-	}
-	b = binary.BigEndian.AppendUint16(b, f.EthType)
-	b = binary.BigEndian.AppendUint16(b, f.VLANTCI&flow.VLANVIDMask)
-	all6 := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	wc.EthSrc, wc.EthDst, wc.EthType = all6, all6, 0xffff
-	wc.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
-	ip := false
-	switch f.EthType {
-	case flow.EthTypeIPv4:
-		for i := range 4 {
-			b = append(b, f.IPv4Src[i]^f.IPv4Dst[i])
-		}
-		wc.IPv4Src, wc.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}, [4]byte{0xff, 0xff, 0xff, 0xff}
-		ip = true
-	case flow.EthTypeIPv6:
-		for i := range 16 {
-			b = append(b, f.IPv6Src[i]^f.IPv6Dst[i])
-		}
-		for i := range 16 {
-			wc.IPv6Src[i], wc.IPv6Dst[i] = 0xff, 0xff
-		}
-		ip = true
-	}
-	if ip {
-		b = append(b, f.NwProto)
-		wc.NwProto = 0xff
-		switch f.NwProto {
-		case flow.IPProtoTCP, flow.IPProtoUDP, ipProtoSCTP:
-			b = binary.BigEndian.AppendUint16(b, f.TpSrc^f.TpDst)
-			wc.TpSrc, wc.TpDst = 0xffff, 0xffff
-		}
-	}
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
-}
-
-const ipProtoSCTP = 132
-
-// mix64 is a 64-bit finaliser (splitmix64's): every input bit affects
-// every output bit.
-func mix64(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
+	return basis
 }
 
 // packetOf is the packet being translated in u, nil when revalidating.

@@ -36,14 +36,21 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("second add: %v", err)
 	}
 	mustMod(t, br, toGroup)
+	// OVS's default selection (dp_hash of the symmetric L3/L4 fields:
+	// TCP ports, not UDP's) spreads TCP connections.
+	tcp := func(sport uint16) []byte {
+		return dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+			IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2")},
+			TCP:  &dptest.TCP{Src: sport, Dst: 80}}.Bytes()
+	}
 	seen := map[string]int{}
 	for sport := range uint16(32) {
-		acts, m := tb.xlate(1, udp(1000+sport))
-		if again, _ := tb.xlate(1, udp(1000+sport)); again != acts {
+		acts, m := tb.xlate(1, tcp(1000+sport))
+		if again, _ := tb.xlate(1, tcp(1000+sport)); again != acts {
 			t.Fatalf("flow %d: %s then %s", sport, acts, again)
 		}
 		seen[acts]++
-		if m.TpSrc != 0xffff || m.TpDst != 0xffff || m.IPv4Src != [4]byte{255, 255, 255, 255} || m.EthSrc != all6 {
+		if m.TpSrc != 0xffff || m.TpDst != 0xffff || m.IPv4Src != [4]byte{255, 255, 255, 255} || m.NwProto != 0xff {
 			t.Fatalf("select mask misses hashed fields: %+v", m)
 		}
 	}

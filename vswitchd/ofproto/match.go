@@ -36,7 +36,10 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte(',')
 	}
-	if megaflow {
+	// A packet's flow shows its recirc_id when not 0, and then its
+	// packet type as a megaflow does (OVS's flow_format, match_format).
+	recirc := megaflow || m.RecircID != 0 && k.RecircID != 0
+	if recirc {
 		if k.RecircID == 0 {
 			b.WriteString("recirc_id=0,")
 		} else {
@@ -44,7 +47,7 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		}
 	}
 	formatCtMatch(put, k, m)
-	if megaflow {
+	if recirc {
 		b.WriteString("eth,")
 	}
 	skipType, skipProto := false, false
@@ -410,6 +413,9 @@ func putIPv6Net(put func(string, ...any), name string, v, m [16]byte) {
 func packetMask(k *flow.Key) flow.Mask {
 	m := flow.Mask{InPort: ^uint32(0), VLANTCI: 0xffff, EthType: 0xffff,
 		EthSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	if k.RecircID != 0 {
+		m.RecircID = ^uint32(0)
+	}
 	// flow_wildcards_init_for_packet: a tunnel packet's outer header
 	// (tun_id only with the key flag, which OpenFlow cannot set), else
 	// a tun_id set.
@@ -470,6 +476,13 @@ func errFlowSyntax(spec, format string, args ...any) error {
 // and tun_metadata0-63, the latter Geneve options through tlv, unmapped
 // ones left out as OVS leaves them) are the packet's as received.
 func parseFlow(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error)) (k flow.Key, in *port, ofport int, err error) {
+	return parseFlowPrereqs(spec, tlv, port, true)
+}
+
+// parseFlowPrereqs is parseFlow, checking each field's prerequisites
+// (OpenFlow syntax) or not (a datapath flow's match, whose tp_src may be
+// UDP's).
+func parseFlowPrereqs(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error), prereqs bool) (k flow.Key, in *port, ofport int, err error) {
 	typeSet, protoSet := false, false
 	tunSet := map[string]bool{}
 	var tunMD map[int][]byte
@@ -520,6 +533,9 @@ func parseFlow(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, er
 		}
 		bad := func(err error) error {
 			return errFlowSyntax(spec, "bad value for %s (%s: %v)", name, val, err)
+		}
+		if prereqs && !traceFieldPrereqsOK(name, &k) {
+			return k, nil, 0, errFlowSyntax(spec, "prerequisites not met for setting %s", name)
 		}
 		if strings.Contains(val, "/") {
 			return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
@@ -709,6 +725,42 @@ func parseFlow(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, er
 		k.TunOptsLen = uint8(copy(k.TunOpts[:], opts))
 	}
 	return k, in, ofport, nil
+}
+
+// traceFieldPrereqsOK reports whether the flow k parsed so far meets the
+// prerequisites of field name (OVS's mf_are_prereqs_ok, which
+// parse_ofp_exact_flow checks field by field, in the order given): an IP
+// field needs an IP type before it, a TCP port tcp (tp_src and tp_dst are
+// tcp_src's and tcp_dst's other names), and so on.
+func traceFieldPrereqsOK(name string, k *flow.Key) bool {
+	ip4, ip6 := k.EthType == flow.EthTypeIPv4, k.EthType == flow.EthTypeIPv6
+	ip := ip4 || ip6
+	nd := ip6 && k.NwProto == flow.IPProtoICMPv6 && (k.TpSrc == 135 || k.TpSrc == 136)
+	switch name {
+	case "nw_src", "nw_dst":
+		return ip4
+	case "arp_spa", "arp_tpa", "arp_sha", "arp_tha", "arp_op":
+		return k.EthType == flow.EthTypeARP || k.EthType == flow.EthTypeRARP
+	case "ipv6_src", "ipv6_dst", "ipv6_label":
+		return ip6
+	case "nw_proto", "ip_proto", "nw_tos", "nw_ecn", "nw_ttl", "nw_frag", "ip_frag":
+		return ip
+	case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "tcp_flags":
+		return ip && k.NwProto == flow.IPProtoTCP
+	case "udp_src", "udp_dst":
+		return ip && k.NwProto == flow.IPProtoUDP
+	case "icmp_type", "icmp_code":
+		return ip4 && k.NwProto == flow.IPProtoICMP
+	case "icmpv6_type", "icmpv6_code":
+		return ip6 && k.NwProto == flow.IPProtoICMPv6
+	case "nd_target", "nd_reserved", "nd_options_type":
+		return nd
+	case "nd_sll":
+		return nd && k.TpSrc == 135
+	case "nd_tll":
+		return nd && k.TpSrc == 136
+	}
+	return true
 }
 
 // isTunField reports whether name is one of the tunnel fields parseFlow

@@ -33,7 +33,6 @@ type ofState struct {
 	// translation (dec_ttl's exception, as OVS's do_xlate_actions
 	// returns).
 	endList bool
-	indent  int
 	// rule is the rule whose actions run (nil before the first lookup).
 	rule *rule
 	// packetOut: the actions are a packet-out's.
@@ -120,8 +119,10 @@ func (x *xlate) pipeline(in *port) {
 	orig := x.key
 	x.key = &x.of.flow.Key
 	if x.trace != nil {
-		title := fmt.Sprintf("bridge(\"%s\")", in.br.br.name)
-		fmt.Fprintf(x.trace, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
+		// A patch port's peer bridge is under the output (OVS's
+		// patch_port_output), the rest of its trace under its title.
+		restore := x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", in.br.br.name))
+		defer func() { x.tt.cur = restore }()
 	}
 	if !x.tunMetadataIn(in) {
 		x.mergeWC()
@@ -168,6 +169,9 @@ func (x *xlate) pipeline(in *port) {
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final
+	}
+	if x.trace != nil {
+		x.traceMarkWC |= x.of.wc.PktMark
 	}
 	x.mergeWC()
 	x.key = orig
@@ -233,6 +237,23 @@ func (x *xlate) lookup(id uint8) *rule {
 func (x *xlate) table(id uint8) {
 	honorMiss := !x.of.resubmitting
 	x.of.resubmitting = false
+	// In a trace, a table's lines go under it, a goto_table's table
+	// under the table that went to it. When the walk ends, a resubmit's
+	// lines are done (its table sits among the actions of the rule that
+	// resubmitted); after the bridge's first lookup, what follows (the
+	// action set) goes under its first table: OVS's xlate_table_action
+	// and xlate_actions.
+	var first *traceNode
+	if x.trace != nil {
+		resubmit := !honorMiss
+		defer func(cur *[]*traceNode) {
+			if resubmit {
+				x.tt.cur = cur
+			} else if first != nil {
+				x.tt.cur = &first.subs
+			}
+		}(x.tt.cur)
+	}
 	for {
 		if x.of.resubmits >= maxResubmits {
 			x.report(">>>>", "over %d resubmit actions on bridge %s while processing %s", maxResubmits, x.of.in.br.br.name, "the packet")
@@ -242,18 +263,22 @@ func (x *xlate) table(id uint8) {
 		x.of.resubmits++
 		r := x.lookup(id)
 		if x.trace != nil {
-			pad := strings.Repeat(" ", 4*x.of.indent)
+			var title string
 			if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
 				// OVS's xlate_report_table for its miss rule.
-				fmt.Fprintf(x.trace, "%s%2d. No match, and a \"packet-in\" is called for.\n", pad, id)
+				title = fmt.Sprintf("%2d. No match, and a \"packet-in\" is called for.", id)
 			} else if r == nil {
-				fmt.Fprintf(x.trace, "%s%2d. No match.\n%s    drop\n", pad, id, pad)
+				title = fmt.Sprintf("%2d. No match.", id)
 			} else {
-				fmt.Fprintf(x.trace, "%s%2d. %s\n", pad, id, ruleTitle(r))
-				if len(r.actions) == 0 {
-					// OVS's ofpacts_format of no actions.
-					fmt.Fprintf(x.trace, "%s    drop\n", pad)
-				}
+				title = fmt.Sprintf("%2d. %s", id, ruleTitle(r))
+			}
+			parent := x.tt.open(traceTable, title)
+			if first == nil {
+				first = (*parent)[len(*parent)-1]
+			}
+			if r == nil && !(honorMiss && x.of.in.br.br.missPin.Load()) {
+				// The miss rule's actions: none (a rule's: ofActions).
+				x.tt.add(traceAction, "drop")
 			}
 		}
 		if x.packets > 0 {
@@ -312,13 +337,16 @@ func ruleTitle(r *rule) string {
 // ofActions executes actions of a rule of table id; it returns the table
 // a goto_table continues with and true, or false when the walk ends.
 func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
+	if x.trace != nil && len(acts) == 0 {
+		x.tt.add(traceAction, "drop") // OVS's do_xlate_actions of none
+	}
 	for i := range acts {
 		if x.of.exit || x.paused != nil {
 			return 0, false
 		}
 		a := &acts[i]
 		if x.trace != nil {
-			fmt.Fprintf(x.trace, "%s    %s\n", strings.Repeat(" ", 4*x.of.indent), formatAction(a))
+			x.tt.add(traceAction, formatAction(a))
 		}
 		switch a.Type {
 		case ofp.ActGotoTable:
@@ -438,7 +466,6 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		// The clone's changes to the flow and an exit in it end with it;
 		// what its lookups consulted stays consulted.
 		saved := *x.of
-		x.of.indent++
 		x.ofActions(a.Nested, id)
 		saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
 		*x.of = saved
@@ -543,12 +570,10 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 	if deeper {
 		x.of.depth++
 	}
-	x.of.indent++
 	savedRule := x.of.rule
 	x.of.resubmitting = true
 	x.table(table)
 	x.of.rule = savedRule
-	x.of.indent--
 	if deeper {
 		x.of.depth--
 	}

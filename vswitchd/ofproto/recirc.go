@@ -160,8 +160,14 @@ func (x *xlate) ct(a *ofp.Action) {
 	}
 	var markMask uint32
 	var labelMask [16]byte
+	if x.trace != nil && len(a.Nested) == 0 {
+		x.tt.add(traceAction, "drop") // OVS's do_xlate_actions of none
+	}
 	for i := range a.Nested {
 		n := &a.Nested[i]
+		if x.trace != nil {
+			x.tt.add(traceAction, formatAction(n))
+		}
 		switch n.Type {
 		case ofp.ActNAT:
 			act.NAT = natRange(n.NAT)
@@ -201,6 +207,7 @@ func (x *xlate) ct(a *ofp.Action) {
 		}
 	}
 	clearCT(f)
+	x.report("->", "Sets the packet to an untracked state, and clears all the conntrack fields.")
 }
 
 // orMask adds a set-field's mask to the mark or label mask it writes.
@@ -274,8 +281,11 @@ func (x *xlate) resume(st frozen, ok bool) {
 	orig := x.key
 	x.key = &f.Key
 	if x.trace != nil {
-		title := fmt.Sprintf("bridge(\"%s\")", st.br.name)
-		fmt.Fprintf(x.trace, "\n%s\n%s\n    thaw\n        Resuming from table %d\n", title, strings.Repeat("-", len(title)), st.table)
+		// OVS's xlate_actions of a frozen state.
+		x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", st.br.name))
+		restore := x.tt.open(traceThaw, "thaw")
+		x.tt.add(traceThaw, fmt.Sprintf("Resuming from table %d", st.table))
+		x.tt.cur = restore
 	}
 	// The packet's Geneve options are read again through the bridge's
 	// option map, which set_field to tun_metadata needs too, as OVS's
@@ -289,7 +299,15 @@ func (x *xlate) resume(st frozen, ok bool) {
 		x.of = saved
 		return
 	}
+	if x.trace != nil && saved == nil && x.traceStart == nil {
+		start := x.of.flow
+		x.traceStart = &start
+	}
 	x.table(st.table)
+	if x.trace != nil && saved == nil && x.traceFinal == nil {
+		final := x.of.flow
+		x.traceFinal = &final
+	}
 	x.mergeWC()
 	x.key = orig
 	x.of = saved

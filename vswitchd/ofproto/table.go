@@ -135,12 +135,21 @@ type subtable struct {
 	// nfew is how many hashes the subtable's rules have, if at most
 	// len(few), which then holds them, and -1 otherwise: most lookups
 	// are misses, which few answers without the shards and their maps.
-	nfew   int8
-	few    [4]uint64
-	shards []*shard       // len is a power of two
-	prios  map[uint16]int // rules per priority, for maxPrio
-	n      int
-	mask   ofp.Flow
+	nfew int8
+	few  [4]uint64
+	// OVS's staged lookup (see search): inPorts counts the rules by
+	// in_port when mask has all of in_port (else nil); l3 says mask has
+	// L3 or L4 fields, types counts the rules by Ethernet type
+	// (l3Index); metaWs and l2Ws are the words of mask's fields before
+	// L2 and up to L2.
+	inPorts      map[uint32]int32
+	l3           bool
+	types        [4]int32
+	metaWs, l2Ws []maskWord
+	shards       []*shard       // len is a power of two
+	prios        map[uint16]int // rules per priority, for maxPrio
+	n            int
+	mask         ofp.Flow
 }
 
 // mayHave reports whether st may have rules with hash h.
@@ -240,6 +249,13 @@ func maskWordsOf(m *ofp.Flow) []maskWord {
 	return mws
 }
 
+// orWords ors the mask words mws into ww.
+func orWords(ww *[flowWords]uint64, mws []maskWord) {
+	for _, w := range mws {
+		ww[w.i] |= w.m
+	}
+}
+
 func mulMix(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
@@ -295,6 +311,21 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	for _, st := range t.subs {
 		if best != nil && st.maxPrio < best.priority {
 			break
+		}
+		// OVS's staged lookup: a subtable none of whose rules has f's
+		// in_port adds only its metadata fields to the megaflow; one
+		// with L3 fields none of whose rules has f's Ethernet type
+		// (every rule there has an IP, IPv6 or ARP type, their fields'
+		// prerequisite) adds its fields up to L2.
+		if st.inPorts != nil && st.inPorts[f.InPort] == 0 {
+			orWords(ww, st.metaWs)
+			continue
+		}
+		if st.l3 {
+			if i := l3Index(f.EthType); i < 0 || st.types[i] == 0 {
+				orWords(ww, st.l2Ws)
+				continue
+			}
 		}
 		// The mask's words only: wc gets them, and the flow's bits under
 		// them are hashed and compared (most masks have a few words of
@@ -411,6 +442,9 @@ func (st *subtable) mutable(gen uint64) *subtable {
 	}
 	n := *st
 	n.gen, n.prios, n.shards = gen, maps.Clone(st.prios), slices.Clone(st.shards)
+	if st.inPorts != nil {
+		n.inPorts = maps.Clone(st.inPorts)
+	}
 	return &n
 }
 
@@ -432,6 +466,16 @@ func (t *table) put(r, old *rule, gen uint64) {
 	if i < 0 {
 		st = &subtable{gen: gen, mask: r.match.Mask, mws: maskWordsOf(&r.match.Mask), prios: map[uint16]int{},
 			shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
+		l2, l3 := splitL3(&st.mask)
+		st.l3 = l3 != ofp.Flow{}
+		st.l2Ws = maskWordsOf(&l2)
+		meta := l2
+		k := &meta.Key
+		k.EthDst, k.EthSrc, k.EthType, k.VLANTCI, k.VLANTPID = [6]byte{}, [6]byte{}, 0, 0, 0
+		st.metaWs = maskWordsOf(&meta)
+		if st.mask.InPort == ^uint32(0) {
+			st.inPorts = map[uint32]int32{}
+		}
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
@@ -460,6 +504,12 @@ func (t *table) put(r, old *rule, gen uint64) {
 	st.n++
 	t.n++
 	st.prios[r.priority]++
+	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+		st.types[i]++
+	}
+	if st.inPorts != nil {
+		st.inPorts[r.match.Flow.InPort]++
+	}
 	if st.n == 1 || r.priority > st.maxPrio {
 		st.maxPrio = r.priority
 		t.resort()
@@ -486,6 +536,14 @@ func (t *table) remove(r *rule, gen uint64) {
 	st.n--
 	t.n--
 	t.timed -= r.isTimed()
+	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+		st.types[i]--
+	}
+	if st.inPorts != nil {
+		if st.inPorts[r.match.Flow.InPort]--; st.inPorts[r.match.Flow.InPort] == 0 {
+			delete(st.inPorts, r.match.Flow.InPort)
+		}
+	}
 	if st.n == 0 {
 		t.subs = slices.Delete(t.subs, i, i+1)
 		return
@@ -525,4 +583,39 @@ func (st *subtable) grow(gen uint64) {
 		}
 	}
 	st.shards = n
+}
+
+// l3Index numbers the Ethernet types whose fields past L2 a flow may
+// match (IPv4, IPv6, ARP, RARP); -1 for others.
+func l3Index(t uint16) int {
+	switch t {
+	case flow.EthTypeIPv4:
+		return 0
+	case flow.EthTypeIPv6:
+		return 1
+	case flow.EthTypeARP:
+		return 2
+	case flow.EthTypeRARP:
+		return 3
+	}
+	return -1
+}
+
+// splitL3 splits mask m into its L3 and L4 fields (IP, IPv6, ARP, ND,
+// transport) and the rest (OVS's classifier stages up to L2).
+func splitL3(m *ofp.Flow) (l2, l3 ofp.Flow) {
+	l2 = *m
+	k := &l2.Key
+	l3k := &l3.Key
+	l3k.IPv6Label, k.IPv6Label = k.IPv6Label, 0
+	l3k.TpSrc, l3k.TpDst, l3k.TCPFlags = k.TpSrc, k.TpDst, k.TCPFlags
+	k.TpSrc, k.TpDst, k.TCPFlags = 0, 0, 0
+	l3k.NwProto, l3k.NwTOS, l3k.NwTTL, l3k.NwFrag = k.NwProto, k.NwTOS, k.NwTTL, k.NwFrag
+	k.NwProto, k.NwTOS, k.NwTTL, k.NwFrag = 0, 0, 0, 0
+	l3k.IPv4Src, l3k.IPv4Dst, l3k.IPv6Src, l3k.IPv6Dst = k.IPv4Src, k.IPv4Dst, k.IPv6Src, k.IPv6Dst
+	k.IPv4Src, k.IPv4Dst, k.IPv6Src, k.IPv6Dst = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}
+	l3k.ArpSHA, l3k.ArpTHA, k.ArpSHA, k.ArpTHA = k.ArpSHA, k.ArpTHA, [6]byte{}, [6]byte{}
+	l3k.NdTarget, l3k.NdReserved, l3k.NdOptionsType = k.NdTarget, k.NdReserved, k.NdOptionsType
+	k.NdTarget, k.NdReserved, k.NdOptionsType = [16]byte{}, 0, 0
+	return l2, l3
 }

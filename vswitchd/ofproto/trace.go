@@ -32,6 +32,12 @@ import (
 // A patch port's peer bridge follows as another bridge("...") section.
 // The megaflow is the one a miss of such a packet installs.
 func (b *Backer) Trace(bridgeName, spec string) (string, error) {
+	return b.trace(bridgeName, spec, true)
+}
+
+// trace is Trace, checking the flow's fields' prerequisites (an OpenFlow
+// flow) or not (a datapath flow's match).
+func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	br := b.Bridge(bridgeName)
 	if br == nil {
 		return "", fmt.Errorf("%s: unknown bridge", bridgeName)
@@ -39,7 +45,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	s := br.snap.Load()
 	idx := b.idx.Load()
 	tlv := br.tlv.Load()
-	k, in, ofport, err := parseFlow(spec, tlv, func(v string) (*port, int, error) {
+	k, in, ofport, err := parseFlowPrereqs(spec, tlv, func(v string) (*port, int, error) {
 		if v == "LOCAL" {
 			v = strconv.Itoa(LocalOFPort)
 		}
@@ -55,7 +61,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 			return p, p.ofport, nil
 		}
 		return nil, 0, errors.New("unknown port")
-	})
+	}, prereqs)
 	if err != nil {
 		return "", err
 	}
@@ -65,12 +71,13 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil)))
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(idx, &u, modeTrace, 0)
-	x.trace = &out
+	x.trace, x.tt = &out, newTraceTree()
 	x.tunMDWC = &ofp.Flow{}
 	tnlWCInit(&k, &u.Mask)
 	if in == nil {
-		title := fmt.Sprintf("bridge(\"%s\")", br.name)
-		fmt.Fprintf(&out, "\n%s\n%s\n 0. priority 0\n    NORMAL\n", title, strings.Repeat("-", len(title)))
+		x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
+		x.tt.open(traceTable, " 0. priority 0")
+		x.tt.add(traceAction, "NORMAL")
 		// OVS's xlate_normal consults the addresses before it finds the
 		// input port missing.
 		u.Mask.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -81,11 +88,20 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 		x.pipeline(in)
 	}
 	x.finishPause()
+	x.tt.render(&out)
 	if !k.HasTunnel() {
 		clearTunnelMask(&u.Mask)
 	}
+	// A packet's pkt_mark is 0 as it enters; the megaflow shows it when
+	// a lookup or an action consulted it, as OVS's (format_uint32_masked).
+	mark := ""
+	if wm := x.traceMarkWC; wm == ^uint32(0) {
+		mark = "pkt_mark=0,"
+	} else if wm != 0 {
+		mark = fmt.Sprintf("pkt_mark=0/%#x,", wm)
+	}
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatch(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC)), x.acts)
+		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, "", ""), x.acts)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
 }
@@ -111,9 +127,10 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true, ""))
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
-		x.trace = out
+		x.trace, x.tt = out, newTraceTree()
 		x.resume(r.st, true)
-		fmt.Fprintf(out, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
+		x.tt.render(out)
+		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
 			formatMatch(&k, &u.Mask, inText, true, false, ""), x.acts)
 		queue = append(queue, x.recircTrace...)
 	}
@@ -251,7 +268,7 @@ func (b *Backer) TraceODP(flow string) (string, error) {
 	if ofport < 0 {
 		return "", fmt.Errorf("no OpenFlow port for datapath port %d", in)
 	}
-	return b.Trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match))
+	return b.trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match), false)
 }
 
 // traceFinalFlow is ofproto/trace's "Final flow:": "unchanged", or the

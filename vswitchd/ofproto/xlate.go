@@ -98,6 +98,8 @@ type xlate struct {
 	changed bool
 	// trace collects the ofproto/trace report; nil unless tracing.
 	trace *strings.Builder
+	// tt, in a trace, collects its lines as OVS's tree (tracetree.go).
+	tt *traceTree
 	// of is the OpenFlow pipeline's state in the current bridge.
 	of *ofState
 	// base is the packet's header fields as the actions so far leave
@@ -128,6 +130,9 @@ type xlate struct {
 	// traceStart and traceFinal, in a trace, are the first bridge's
 	// OpenFlow flow before and after its actions (OVS's "Final flow:").
 	traceStart, traceFinal *ofp.Flow
+	// traceMarkWC, in a trace, is the pkt_mark bits the bridges consulted
+	// (the datapath mask holds no mark: every packet enters with 0).
+	traceMarkWC uint32
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
@@ -202,10 +207,14 @@ func (x *xlate) report(kind, format string, args ...any) {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	if kind == ">>>>" {
-		msg += " <<<<"
+	k := traceDetail
+	switch kind {
+	case ">>":
+		k = traceWarn
+	case ">>>>":
+		k, msg = traceError, msg+" <<<<"
 	}
-	fmt.Fprintf(x.trace, "     %s %s\n", kind, msg)
+	x.tt.add(k, msg)
 }
 
 // normal is the NORMAL pipeline of the bridge of in, for a packet that

@@ -414,19 +414,18 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 			}
 			f.Actions = acts
 		case v == V11:
-			// govs' switch sends 1.1's standard match wildcarding all.
-			if n < 48+88 {
+			// OVS's switch and govs' send an OXM match; a standard
+			// match is read too (OVS's ofputil_pull_ofp11_match).
+			if n < 48 {
 				return nil, bad("short ofp11_flow_stats")
 			}
 			flowStatsHead(&f, e)
-			all, err := decodeMatch(v, e[48:48+88], "")
+			m, rest, err := decodeMatch11(v, e[48:])
 			if err != nil {
 				return nil, err
 			}
-			if !all {
-				return nil, errorf(BadMatchType, "", "OpenFlow 1.1 standard matches are not supported")
-			}
-			acts, aerr := DecodeInstructions(v, e[48+88:])
+			f.Match = m
+			acts, aerr := DecodeInstructions(v, rest)
 			if aerr != nil {
 				return nil, aerr
 			}

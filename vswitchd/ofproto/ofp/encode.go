@@ -476,7 +476,10 @@ func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][
 				b = pad(b, 6)
 			}
 			b = appendFlowCounters(b, f)
-			b = appendMatch11(b, v, &f.Match)
+			// OVS's ofputil_append_flow_stats_reply sends an OXM match
+			// from OpenFlow 1.1 on: in 1.1 too, not its standard match
+			// (no VLAN dumps as vlan_tci=0x0000/0x1fff).
+			b = appendOXMMatch(b, &f.Match)
 			b = AppendInstructions(b, v, f.Actions)
 		default:
 			// ofp15_flow_desc: the counters are OXS fields.
@@ -520,15 +523,6 @@ func appendFlowCounters(b []byte, f *FlowStats) []byte {
 	b = put64(b, f.Cookie)
 	b = put64(b, f.Packets)
 	return put64(b, f.Bytes)
-}
-
-// appendMatch11 appends m as a 1.2+ OXM match, or in 1.1 a standard
-// match.
-func appendMatch11(b []byte, v Version, m *Match) []byte {
-	if v == V11 {
-		return appendMatch11Std(b, m)
-	}
-	return appendOXMMatch(b, m)
 }
 
 // OXS stat fields (class OFPXSC_OPENFLOW_BASIC, 0x8002).

@@ -40,6 +40,28 @@ func hashAdd64(h uint32, d uint64) uint32 { return HashAdd(HashAdd(h, uint32(d))
 
 func hash2Words(x, y uint32) uint32 { return HashFinish(HashAdd(HashAdd(x, 0), y), 8) }
 
+// HashInt is OVS's hash_int.
+func HashInt(x, basis uint32) uint32 { return hash2Words(x, basis) }
+
+// HashUint64 is OVS's hash_uint64.
+func HashUint64(x uint64) uint32 { return HashFinish(hashAdd64(0, x), 8) }
+
+// HashBytes is OVS's hash_bytes: p's bytes as little-endian words (the
+// last one zero-padded).
+func HashBytes(p []byte, basis uint32) uint32 {
+	n := len(p)
+	h := basis
+	for ; len(p) >= 4; p = p[4:] {
+		h = HashAdd(h, le32(p))
+	}
+	if len(p) > 0 {
+		var t [4]byte
+		copy(t[:], p)
+		h = HashAdd(h, le32(t[:]))
+	}
+	return HashFinish(h, uint32(n))
+}
+
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 // jhashBytes is OVS's jhash_bytes (Bob Jenkins' lookup3).

@@ -120,13 +120,19 @@ func decodeFlowModHead10(fm *FlowMod, b []byte) {
 	fm.Priority = binary.BigEndian.Uint16(b[14:])
 	fm.BufferID = binary.BigEndian.Uint32(b[16:])
 	fm.OutPort = widenPort10(binary.BigEndian.Uint16(b[20:]))
-	fm.Flags = flags10(binary.BigEndian.Uint16(b[22:]))
+	fm.Flags = flags10(binary.BigEndian.Uint16(b[22:]), fm.Header.Version, fm.Command)
 }
 
-// flags10 maps OpenFlow 1.0 flow mod flags to 1.2+'s. RESET_COUNTS is
-// implied before OpenFlow 1.2 (OVS's ofputil_decode_flow_mod), and bits
-// 3 and 4 are NO_PKT_COUNTS and NO_BYT_COUNTS as 1.3 numbers them.
-func flags10(f uint16) uint16 { return f | FlagResetCounts }
+// flags10 maps OpenFlow 1.0 flow mod flags to 1.2+'s. Before OpenFlow 1.2
+// an add resets the counters and no other command does (OVS's
+// ofputil_decode_flow_mod_flags), and bits 3 and 4 are NO_PKT_COUNTS and
+// NO_BYT_COUNTS as 1.3 numbers them.
+func flags10(f uint16, version Version, cmd uint8) uint16 {
+	if cmd == FlowAdd && (version == V10 || version == V11) {
+		return f | FlagResetCounts
+	}
+	return f
+}
 
 // decodeNXFlowMod decodes nx_flow_mod (after the Nicira header).
 func decodeNXFlowMod(h Header, b []byte) (Message, error) {
