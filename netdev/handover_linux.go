@@ -233,7 +233,14 @@ func (s *systemPort) drainOld(pkts []*packet.Packet) int {
 	return 0
 }
 
-// takeNext makes the new socket the port's and closes the old one.
+// takeNext makes the new socket the port's and closes the old one. It
+// closes the old one before it reports the handover finished: the old
+// socket leaves the fanout group only once released (packet_release, at
+// the ring's munmap), and a next handover that joined before then would
+// find it still member 0, its new socket member 2, and steer to the
+// closing socket ("ret #0") and back to the current one ("ret #1").
+// Nothing else uses the old socket meanwhile: Write waits on swapMu, the
+// other methods on hmu, and the reader is here.
 func (s *systemPort) takeNext() {
 	s.swapMu.Lock()
 	s.hmu.Lock()
@@ -254,11 +261,11 @@ func (s *systemPort) takeNext() {
 	s.kmu.Unlock()
 	s.f, s.rc, s.ring = ns.f, ns.rc, ns.ring
 	s.group = ns.group
+	old.closeSock()
 	s.next = nil
 	close(s.swapped)
 	s.hmu.Unlock()
 	s.swapMu.Unlock()
-	old.closeSock()
 }
 
 // latest is the socket the port's traffic goes to. Caller holds hmu.
