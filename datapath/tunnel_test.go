@@ -38,25 +38,8 @@ func TestTunnelPushPop(t *testing.T) {
 				// One option, OVN's (class 0x102, type 0x80, 4 bytes).
 				h.DstPort, h.Options = 6081, []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01}
 			}
-			var mu sync.Mutex
-			var popped []flow.Key
-			r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
-				for i := range batch {
-					u := &batch[i]
-					u.Mask = flow.Exact()
-					switch u.Key.InPort {
-					case 1:
-						u.Actions = append(u.Actions, TnlPushAction(TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}}))
-					case 2:
-						u.Actions = append(u.Actions, TnlPop(3))
-					case 3:
-						mu.Lock()
-						popped = append(popped, u.Key)
-						mu.Unlock()
-						u.Actions = append(u.Actions, Output(1))
-					}
-				}
-			}))
+			var popped popRecorder
+			r.dp.SetUpcall(popped.upcall(&TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}}))
 			inner := frame()
 			r.ports[1].Inject(inner)
 			dptest.Eventually(t, "encapsulated frame on port 2", func() bool { return len(r.ports[2].Sent()) == 1 })
@@ -70,9 +53,7 @@ func TestTunnelPushPop(t *testing.T) {
 			if s := r.ports[1].Sent()[0]; !bytes.Equal(s, inner) {
 				t.Fatalf("decapsulated %x, want %x", s, inner)
 			}
-			mu.Lock()
-			k := popped[0]
-			mu.Unlock()
+			k, _ := popped.last()
 			if k.TunID != 5 || netip.AddrFrom16(k.TunSrc).Unmap() != h.Src || netip.AddrFrom16(k.TunDst).Unmap() != h.Dst || k.TunTTL != 64 {
 				t.Errorf("key after tnl_pop: %v", k)
 			}
@@ -102,6 +83,46 @@ func TestTunnelPushPop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// popRecorder's upcall pushes port 1's packets with push (if not nil),
+// pops port 2's into vport 3, and records vport 3's keys before sending
+// those packets to port 1.
+type popRecorder struct {
+	mu   sync.Mutex
+	keys []flow.Key
+}
+
+func (p *popRecorder) upcall(push *TnlPush) UpcallFunc {
+	return func(batch []Upcall) {
+		for i := range batch {
+			u := &batch[i]
+			u.Mask = flow.Exact()
+			switch u.Key.InPort {
+			case 1:
+				if push != nil {
+					u.Actions = append(u.Actions, TnlPushAction(*push))
+				}
+			case 2:
+				u.Actions = append(u.Actions, TnlPop(3))
+			case 3:
+				p.mu.Lock()
+				p.keys = append(p.keys, u.Key)
+				p.mu.Unlock()
+				u.Actions = append(u.Actions, Output(1))
+			}
+		}
+	}
+}
+
+// last returns the last key recorded and how many were.
+func (p *popRecorder) last() (flow.Key, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.keys) == 0 {
+		return flow.Key{}, 0
+	}
+	return p.keys[len(p.keys)-1], len(p.keys)
 }
 
 // FuzzDecap feeds tnl_pop's decapsulation arbitrary frames and offload
@@ -285,6 +306,15 @@ func TestTunnelPopCTRecirc(t *testing.T) {
 	dptest.Eventually(t, "second packet on port 2", func() bool { return len(r.ports[2].Sent()) == 2 })
 }
 
+// longGeneveOpts is OVN's option, then options of 124 and 112 bytes of
+// data: 252 bytes, the most a Geneve header carries.
+func longGeneveOpts() []byte {
+	opts := flow.AppendGeneveOpt(nil, flow.GeneveOpt{Class: 0x102, Type: 0x80, Data: []byte{0, 0xa, 0, 1}})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 1, Data: bytes.Repeat([]byte{0x11}, 124)})
+	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 2, Data: bytes.Repeat([]byte{0x22}, 112)})
+	return opts
+}
+
 // Geneve options up to the 252 bytes a Geneve header can carry (OVS's
 // TLV_TOT_OPT_SIZE) are decapsulated into the key whole, and keys that
 // differ only in the last option byte are told apart.
@@ -293,27 +323,9 @@ func TestTunnelPopLongGeneveOptions(t *testing.T) {
 	if err := r.dp.AddPort(3, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var popped []flow.Key
-	r.dp.SetUpcall(UpcallFunc(func(batch []Upcall) {
-		for i := range batch {
-			u := &batch[i]
-			u.Mask = flow.Exact()
-			switch u.Key.InPort {
-			case 2:
-				u.Actions = append(u.Actions, TnlPop(3))
-			case 3:
-				mu.Lock()
-				popped = append(popped, u.Key)
-				mu.Unlock()
-				u.Actions = append(u.Actions, Output(1))
-			}
-		}
-	}))
-	// OVN's option, then options of 124 and 112 bytes of data: 252.
-	opts := flow.AppendGeneveOpt(nil, flow.GeneveOpt{Class: 0x102, Type: 0x80, Data: []byte{0, 0xa, 0, 1}})
-	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 1, Data: bytes.Repeat([]byte{0x11}, 124)})
-	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 2, Data: bytes.Repeat([]byte{0x22}, 112)})
+	var popped popRecorder
+	r.dp.SetUpcall(popped.upcall(nil))
+	opts := longGeneveOpts()
 	if len(opts) != flow.TunOptsMax {
 		t.Fatalf("%d bytes of options", len(opts))
 	}
@@ -329,10 +341,7 @@ func TestTunnelPopLongGeneveOptions(t *testing.T) {
 		}
 		r.ports[2].Inject(enc)
 		dptest.Eventually(t, "decapsulated frame on port 1", func() bool { return len(r.ports[1].Sent()) == i+1 })
-		mu.Lock()
-		k := popped[len(popped)-1]
-		n := len(popped)
-		mu.Unlock()
+		k, n := popped.last()
 		if n != i+1 || !bytes.Equal(k.Options(), opts) {
 			t.Errorf("%d upcalls; key options %x, want %x", n, k.Options(), opts)
 		}
@@ -349,9 +358,7 @@ func TestTunnelPushLongGeneveOptions(t *testing.T) {
 	if err := r.dp.AddPort(3, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
 		t.Fatal(err)
 	}
-	opts := flow.AppendGeneveOpt(nil, flow.GeneveOpt{Class: 0x102, Type: 0x80, Data: []byte{0, 0xa, 0, 1}})
-	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 1, Data: bytes.Repeat([]byte{0x11}, 124)})
-	opts = flow.AppendGeneveOpt(opts, flow.GeneveOpt{Class: 0xffff, Type: 2, Data: bytes.Repeat([]byte{0x22}, 112)})
+	opts := longGeneveOpts()
 	h := tunnel.Header{Kind: tunnel.KindGeneve, EthDst: dptest.MAC("02:00:00:00:00:02"), EthSrc: dptest.MAC("02:00:00:00:00:01"),
 		Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"), TTL: 64, Key: 5, KeyPresent: true,
 		DstPort: 6081, Options: opts}

@@ -417,11 +417,11 @@ func TestDecoderBufferBounds(t *testing.T) {
 	}
 }
 
-// TestConnSendEncodedNow checks that a message sent from another goroutine
-// is written at once when nothing is queued, and that when the socket takes
-// only part of it (the peer not reading), the rest is queued ahead of later
-// messages and everything arrives in order once the peer reads.
-func TestConnSendEncodedNow(t *testing.T) {
+// rawConnPair makes a Conn on one end of a unix socket pair whose send
+// buffer is 4 KiB, so that large messages are written in parts, and
+// returns it with the other end. The Conn must use raw system calls.
+func rawConnPair(t *testing.T) (*Conn, net.Conn) {
+	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -440,14 +440,23 @@ func TestConnSendEncodedNow(t *testing.T) {
 	if c.raw == nil {
 		t.Fatal("no raw conn for a unix socket")
 	}
+	return c, conns[1]
+}
+
+// TestConnSendEncodedNow checks that a message sent from another goroutine
+// is written at once when nothing is queued, and that when the socket takes
+// only part of it (the peer not reading), the rest is queued ahead of later
+// messages and everything arrives in order once the peer reads.
+func TestConnSendEncodedNow(t *testing.T) {
+	c, peer := rawConnPair(t)
 	go c.Serve(func(*Message) {})
-	t.Cleanup(func() { c.Close(); conns[1].Close() })
+	t.Cleanup(func() { c.Close(); peer.Close() })
 
 	small := NewNotification("update", []int{0})
 	if err := c.SendEncodedNow(small, small.Append(nil)); err != nil {
 		t.Fatal(err)
 	}
-	d := NewDecoder(conns[1], 0)
+	d := NewDecoder(peer, 0)
 	if m := readMsg(t, d); m.Method != "update" || string(m.Params) != "[0]" {
 		t.Fatalf("got %s", m)
 	}
@@ -475,31 +484,14 @@ func TestConnSendEncodedNow(t *testing.T) {
 // larger than one raw write (maxRawWrite) to a peer that reads slowly, in
 // order, then the peer's close as io.EOF.
 func TestConnRawSocket(t *testing.T) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syscall.SetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
-	conns := make([]net.Conn, 2)
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "socketpair")
-		conns[i], err = net.FileConn(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := NewConn(conns[0], Options{})
-	if c.raw == nil {
-		t.Fatal("no raw conn for a unix socket")
-	}
+	c, peer := rawConnPair(t)
 	served := make(chan error, 1)
 	go func() {
 		served <- c.Serve(func(m *Message) {
 			c.Send(&Message{Result: m.Params, ID: m.ID})
 		})
 	}()
-	t.Cleanup(func() { c.Close(); conns[1].Close() })
+	t.Cleanup(func() { c.Close(); peer.Close() })
 
 	sizes := []int{0, 1, 100, 4095, 4096, 70000, maxRawWrite, maxRawWrite + 1, 3*maxRawWrite + 17, 5}
 	var reqs []byte
@@ -507,8 +499,8 @@ func TestConnRawSocket(t *testing.T) {
 		req := NewRequest("x", []string{strings.Repeat(string(rune('a'+i)), n)}, i)
 		reqs = req.Append(reqs)
 	}
-	go conns[1].Write(reqs)
-	d := NewDecoder(conns[1], 0)
+	go peer.Write(reqs)
+	d := NewDecoder(peer, 0)
 	for i, n := range sizes {
 		m := readMsg(t, d)
 		var p []string
@@ -516,7 +508,7 @@ func TestConnRawSocket(t *testing.T) {
 			t.Fatalf("reply %d: id %s, %.60s (%d bytes)", i, m.ID, m.Result, len(m.Result))
 		}
 	}
-	conns[1].Close()
+	peer.Close()
 	select {
 	case err := <-served:
 		if !errors.Is(err, io.EOF) {
