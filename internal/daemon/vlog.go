@@ -413,6 +413,11 @@ type ModuleLogger struct {
 	max    atomic.Int32 // most verbose level any active destination takes
 }
 
+// Sibling returns the logger of module name in m's Logger, for code
+// handed one module's logger that logs some messages under another, as
+// OVS's files each have their own module.
+func (m *ModuleLogger) Sibling(name string) *ModuleLogger { return m.l.Module(name) }
+
 // Name returns the module name.
 func (m *ModuleLogger) Name() string { return m.name }
 

@@ -61,6 +61,7 @@ type Backer struct {
 	// drop_action_congestion); ecnLog limits the warning about them.
 	ecnDrops datapath.Counter
 	ecnLog   *daemon.RateLimit
+	tnlLog   datapath.Logger // module "tunnel", as OVS's ofproto/tunnel.c
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -94,7 +95,10 @@ func NewBacker(dp *datapath.Datapath, log datapath.Logger) *Backer {
 	if log == nil {
 		log = nopLogger{}
 	}
-	b := &Backer{dp: dp, log: log, bridges: map[string]*Bridge{}, ecnLog: daemon.NewRateLimit(1, 5)}
+	b := &Backer{dp: dp, log: log, tnlLog: log, bridges: map[string]*Bridge{}, ecnLog: daemon.NewRateLimit(1, 5)}
+	if m, ok := log.(*daemon.ModuleLogger); ok {
+		b.tnlLog = m.Sibling("tunnel")
+	}
 	b.idx.Store(newIndex())
 	dp.SetUpcall(b)
 	return b

@@ -128,12 +128,12 @@ func (x *xlate) tnlProcessECN() bool {
 		b := x.backer
 		if x.mode == modePacket {
 			msg := "dropping tunnel packet marked ECN CE but is not ECN capable"
-			if l, ok := b.log.(interface {
+			if l, ok := b.tnlLog.(interface {
 				WarnRL(*daemon.RateLimit, string, ...any)
 			}); ok {
 				l.WarnRL(b.ecnLog, "%s", msg)
 			} else {
-				b.log.Warnf("%s", msg)
+				b.tnlLog.Warnf("%s", msg)
 			}
 		}
 		if x.trace == nil {
