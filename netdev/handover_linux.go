@@ -22,12 +22,12 @@ import (
 //
 //  1. The new socket is opened with a socket filter that drops everything
 //     (SO_ATTACH_FILTER, "ret #0"), bound and set up as the old one.
-//  2. The old socket joins a new PACKET_FANOUT_CBPF group
-//     (PACKET_FANOUT_FLAG_UNIQUEID picks its id) whose program returns 0:
-//     the first member, the old socket. The group's hook replaces the
-//     socket's own (PACKET_FANOUT_FLAG_IGNORE_OUTGOING stands in for its
-//     PACKET_IGNORE_OUTGOING, which a member's own hook no longer applies).
-//     Later handovers find the port's socket already in its group.
+//  2. The old socket is in a PACKET_FANOUT_CBPF group of its own
+//     (PACKET_FANOUT_FLAG_UNIQUEID picks its id; OpenSystem puts it there)
+//     whose program returns 0: the first member, the old socket. The
+//     group's hook replaced the socket's own (PACKET_FANOUT_FLAG_IGNORE_OUTGOING
+//     stands in for its PACKET_IGNORE_OUTGOING, which a member's own hook
+//     no longer applies).
 //  3. The new socket joins the group as member 1, and the program is set to
 //     "ret #0" once more: replacing a group's program waits for every
 //     packet being delivered (synchronize_net in __fanout_set_data_bpf), so
@@ -42,12 +42,15 @@ import (
 //     result is taken modulo the members).
 //
 // Frames keep their order: the new socket's frames wait in it until the old
-// one is drained. Step 2 is not quite seamless: the kernel removes the
-// socket's own hook before it adds the group's (fanout_add, __fanout_link),
-// so a frame received on another CPU within those few instructions reaches
-// neither, on the first handover of a socket only. Once in a group a port
-// pays the group's demultiplexing on each frame: a jitted two-instruction
-// program and a clear of skb->cb (packet_rcv_fanout, fanout_demux_bpf).
+// one is drained. The group exists before the first handover because
+// creating it is not seamless: the kernel removes the socket's own hook
+// before it adds the group's (fanout_add, __fanout_link), so a frame
+// received on another CPU within those few instructions reaches neither.
+// OpenSystem creates it while the port is new; joining an existing group,
+// as step 3 does, loses nothing (the group's hook is there throughout). A
+// port pays the group's demultiplexing on each frame: a jitted
+// two-instruction program and a clear of skb->cb (packet_rcv_fanout,
+// fanout_demux_bpf).
 
 // bpfRet is the classic BPF program "ret #k".
 func bpfRet(k uint32) unix.SockFprog {
@@ -127,7 +130,7 @@ func (s *systemPort) handOver(ns *systemPort) error {
 			return nil
 		}
 	}
-	if !s.grouped {
+	if !s.grouped { // a kernel without PACKET_IGNORE_OUTGOING
 		ctl(s, func(fd int) error {
 			g, err := newFanoutGroup(fd, fanoutFlags)
 			if err == nil {

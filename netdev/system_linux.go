@@ -151,6 +151,22 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 	}
 	s.cfg = cfg
 	s.init()
+	if cfg.RxQueues <= 1 && s.ignoreOutgoing {
+		// A fanout group of its own from the start: a handover
+		// (SwitchSockBuf) then adds the new socket to the group, which
+		// loses nothing, rather than creating it, which may lose a frame.
+		sockCtl(&err, s, func(fd int) error {
+			g, err := newFanoutGroup(fd, fanoutFlags)
+			if err == nil {
+				s.grouped, s.group = true, g
+			}
+			return err
+		})
+		if err != nil {
+			s.closeSock()
+			return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
+		}
+	}
 	if txRingOn {
 		// Falls back to sendmmsg if the kernel refuses.
 		s.txr, _ = newTxRing(name, ifindex, s.vnet)
