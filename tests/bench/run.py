@@ -1014,8 +1014,9 @@ def report(samples, ovsdb, started, ns, vsamples=None, msamples=None, micro=None
     svg(doc, os.path.join(RESULTS, base + ".svg"))
     png(doc, os.path.join(RESULTS, base + ".png"))
     written = [e for e in ("json", "txt", "svg", "png") if os.path.exists(os.path.join(RESULTS, base + "." + e))]
-    print("results: %s/%s.{%s}%s" % (os.path.relpath(RESULTS, TOP), base, ",".join(written),
-                                     "" if "png" in written else " (no png: gnuplot missing or failed)"))
+    why = "" if "png" in written else " (no png: gnuplot missing or failed)" if has_png_data(doc) else (
+        " (no png: it plots govs' ratios in the net and ovsdb sections; the svg has every section)")
+    print("results: %s/%s.{%s}%s" % (os.path.relpath(RESULTS, TOP), base, ",".join(written), why))
 
 
 def table_lines(v, metrics, cols, rcols):
@@ -1183,6 +1184,83 @@ def ovsdb_figures(doc):
     return figs
 
 
+# The sections whose scripts print their own markdown tables: (doc key, chart heading).
+TABLE_SECTIONS = [("flowmod", "Flow-mod rate"), ("ovn", "OVN workload"), ("ct", "Conntrack"),
+                  ("ovnpipe", "OVN pipeline"), ("bond", "Bond")]
+
+
+def md_tables(lines):
+    """The markdown tables in lines, each as (header cells, rows of cells), separator rows dropped."""
+    tables, cur = [], None
+    for l in lines:
+        if not l.startswith("|"):
+            cur = None
+            continue
+        cells = [c.strip() for c in l.strip().strip("|").split("|")]
+        if all(set(c) <= set("-: ") for c in cells):
+            continue
+        if cur is None:
+            cur = (cells, [])
+            tables.append(cur)
+        else:
+            cur[1].append(cells)
+    return tables
+
+
+def lead_number(cell):
+    """The number a table cell starts with ("54 of 150" -> 54), None for n/a, ratios and text."""
+    m = re.match(r"\s*(-?[0-9]+(?:\.[0-9]+)?)(\s|$)", cell)
+    return float(m.group(1)) if m else None
+
+
+def value_cols(head, rows):
+    """The columns of a table that hold one switch's figure each: some cell starts with a number (ratio cells,
+    "1.09x", do not), and the heading is not the unit, the runs or the bond's packet counts."""
+    skip = lambda h: h.lower() in ("unit", "runs") or h.lower().startswith("packets")
+    return [j for j in range(1, len(head)) if not skip(head[j])
+            and any(j < len(r) and lead_number(r[j]) is not None for r in rows)]
+
+
+def section_panels(doc):
+    """Chart panels for the table sections: (heading, subtitle, [(bar name, value)]). A table row becomes a
+    panel with one bar per switch column; a table with a single value column becomes one panel with a bar
+    per row (the bond section's). Ratios and units are left to the tables."""
+    tabs = [(title, [l for l in (doc.get(key) or {}).get("output", "").splitlines()])
+            for key, title in TABLE_SECTIONS if doc.get(key)]
+    if doc.get("samples_tunnel"):
+        tabs.append(("Tunnels", tunnel_lines(doc["samples_tunnel"])))
+    panels = []
+    for title, lines in tabs:
+        for head, rows in md_tables(lines):
+            vcols = value_cols(head, rows)
+            ucol = next((j for j in range(1, len(head)) if head[j].lower() == "unit"), None)
+            if len(vcols) == 1:
+                j = vcols[0]
+                bars = [(r[0], lead_number(r[j])) for r in rows if j < len(r)]
+                bars = [(n, x) for n, x in bars if x is not None]
+                if bars:
+                    panels.append((title, head[0], bars))
+                continue
+            for r in rows:
+                bars = [(head[j], lead_number(r[j])) for j in vcols if j < len(r)]
+                bars = [(n, x) for n, x in bars if x is not None]
+                if bars:
+                    sub = r[0] + (" (%s)" % r[ucol] if ucol is not None and ucol < len(r) and r[ucol] else "")
+                    panels.append((title, sub, bars))
+    return panels
+
+
+def bar_color(name):
+    """A switch's colour by the name a section's table gives it."""
+    n = name.lower()
+    if n in OVSDB_COLORS:
+        return OVSDB_COLORS[n]
+    for key in ("govs-base", "govs", "ovs-dpdk", "ovs", "kernel", "bridge"):
+        if n.startswith(key) or n.startswith("debian " + key) or (key == "ovs" and n.startswith("debian")):
+            return {"govs-base": "#999999", "kernel": COLORS["bridge"]}.get(key, COLORS.get(key, "#666666"))
+    return "#666666"
+
+
 def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -1194,15 +1272,17 @@ def svg(doc, path):
     ms = [m for m in METRICS if METRICS[m][2] is not None and m != "tcp1_retrans"
           and any(v[p].get(m) is not None for p in peers)]
     figs = ovsdb_figures(doc)
+    panels = section_panels(doc)
     pw, ph, cols = 250, 190, 3
-    rows_n = (len(ms) + len(figs) + cols - 1) // cols
+    rows_n = (len(ms) + len(figs) + len(panels) + cols - 1) // cols
     W, H = cols * pw + 20, rows_n * ph + 90
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="10" y="20" font-size="14" font-weight="bold">%s</text>' % esc(
              ("govs vs OVS 3.1 (netdev, DPDK) vs Linux bridge: veths between namespaces, vhost-user (%s, %d CPUs)"
-              if ms else "govs' ovsdb-server vs Debian's ovsdb-server 3.1 (%s, %d CPUs)") % (
-                 doc["date"][:10], doc["machine"]["cpus"]))]
+              if ms else "govs' ovsdb-server vs Debian's ovsdb-server 3.1 (%s, %d CPUs)" if figs and not panels
+              else "govs vs Debian's OVS 3.1 and the kernel: " + ", ".join(dict.fromkeys(t for t, _, _ in panels)) +
+              " (%s, %d CPUs)") % (doc["date"][:10], doc["machine"]["cpus"]))]
     x = 10
     for p in peers:
         o.append('<rect x="%d" y="30" width="12" height="12" fill="%s"/><text x="%d" y="40">%s</text>' % (x, COLORS[p], x + 16, p))
@@ -1241,6 +1321,24 @@ def svg(doc, path):
             o.append('<text x="%d" y="%.1f" font-size="9" text-anchor="middle">%s</text>' % (
                 bx + (bw - 6) / 2, base - h - 2, ("%.0f" % val) if val >= 100 else "%.2f" % val))
             o.append('<text x="%d" y="%d" font-size="9" text-anchor="middle">%s</text>' % (bx + (bw - 6) / 2, base + 12, esc(name)))
+    # The table sections: one panel per figure, a bar per switch named under it.
+    for k, (title, sub, bars) in enumerate(panels):
+        i = len(ms) + len(figs) + k
+        ox, oy = 10 + (i % cols) * pw, 60 + (i // cols) * ph
+        o.append('<text x="%d" y="%d" font-weight="bold">%s</text>' % (ox, oy + 12, esc(title)))
+        o.append('<text x="%d" y="%d" fill="#555" font-size="9">%s</text>' % (ox, oy + 25, esc(sub[:48])))
+        bh, bw, base = ph - 70, (pw - 30) // max(len(bars), 1), oy + ph - 30
+        o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (ox, base, ox + pw - 20, base))
+        top = max([val for _, val in bars] + [1e-9])
+        for j, (name, val) in enumerate(bars):
+            h = bh * max(val, 0) / top
+            bx = ox + j * bw + 3
+            o.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"/>' % (bx, base - h, bw - 6, h, bar_color(name)))
+            o.append('<text x="%d" y="%.1f" font-size="9" text-anchor="middle">%s</text>' % (
+                bx + (bw - 6) / 2, base - h - 2, ("%.0f" % val) if val >= 100 else "%.3g" % val))
+            short = name.replace(" ovs-vswitchd", "").replace(" ovsdb-server", "")
+            o.append('<text x="%d" y="%d" font-size="8" text-anchor="middle">%s</text>' % (
+                bx + (bw - 6) / 2, base + 12 + (9 * (j % 2) if len(bars) > 3 else 0), esc(short[:14])))
     o.append('<text x="10" y="%d" fill="#555">%s</text>' % (H - 10, esc(
         "medians of %d interleaved rounds; tests/bench/run.sh; git %s" % (doc["rounds"], doc["machine"]["git"][:12]))))
     o.append("</svg>")
@@ -1248,16 +1346,25 @@ def svg(doc, path):
         f.write("\n".join(o) + "\n")
 
 
-def png(doc, path):
-    """govs' ratio to each peer per metric, log scale, with gnuplot if it is installed."""
-    if not shutil.which("gnuplot"):
-        return
+def png_data(doc):
+    """What the png plots: the net peers govs is compared with, their metrics, and the OVSDB figures."""
     r = doc["ratios"]
     peers = [p for p in COMPARE if p in r]
     ms = [m for m in METRICS if METRICS[m][2] is not None and any(r[p].get(m) for p in peers)]
-    figs = ovsdb_figures(doc)
-    if not figs and (not ms or not peers):
+    return peers, ms, ovsdb_figures(doc)
+
+
+def has_png_data(doc):
+    peers, ms, figs = png_data(doc)
+    return bool(figs or (ms and peers))
+
+
+def png(doc, path):
+    """govs' ratio to each peer per metric, log scale, with gnuplot if it is installed."""
+    if not shutil.which("gnuplot") or not has_png_data(doc):
         return
+    r = doc["ratios"]
+    peers, ms, figs = png_data(doc)
     cols = ["govs:%s" % p for p in peers] + (["govs:debian-ovsdb-server"] if figs else [])
     colors = [COLORS[p] for p in peers] + ([OVSDB_COLORS["debian ovsdb-server"]] if figs else [])
     d = tempfile.mkdtemp(prefix="gvbench-plot-")
