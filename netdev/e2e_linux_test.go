@@ -202,7 +202,7 @@ func fill(i, size int) []byte {
 	return b
 }
 
-func openSystem(t *testing.T, name string, cfg Config) Port {
+func openSystem(t testing.TB, name string, cfg Config) Port {
 	t.Helper()
 	p, err := OpenSystem(name, cfg)
 	if err != nil {

@@ -175,3 +175,58 @@ func TestSystemSockBufHandoverUnread(t *testing.T) {
 		t.Errorf("Read after Close: %v", err)
 	}
 }
+
+// BenchmarkSystemRxFanoutGroup measures what a system port's fanout group
+// of its own costs per received frame: a sender floods the port's veth
+// with 64-byte frames, one send(2) each, and the port reads them, with the
+// socket in its group (as OpenSystem opens it) and alone. The group's
+// demultiplexing runs in the sender's softirq, so a frame's cost is the
+// slower of send and receive; compare the two with benchstat over -count.
+func BenchmarkSystemRxFanoutGroup(b *testing.B) {
+	needRoot(b)
+	for _, grouped := range []bool{false, true} {
+		b.Run(map[bool]string{false: "alone", true: "grouped"}[grouped], func(b *testing.B) {
+			old := groupAtOpen
+			groupAtOpen = grouped
+			defer func() { groupAtOpen = old }()
+			ns := newNetns(b)
+			host, peer := addVeth(b, ns)
+			p := openSystem(b, host, Config{})
+			if s := p.(*systemPort); s.grouped != grouped {
+				b.Fatalf("grouped %v, want %v", s.grouped, grouped)
+			}
+			tx := rawSocket(b, ns, peer)
+			frame := make([]byte, 64)
+			copy(frame, ringTestFrame(0))
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for range 64 {
+						unix.Send(tx, frame, 0)
+					}
+				}
+			}()
+			batch := newBatch()
+			var r0, r1 unix.Rusage
+			b.ResetTimer()
+			unix.Getrusage(unix.RUSAGE_SELF, &r0)
+			for n := 0; n < b.N; {
+				k, err := p.Read(batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += k
+			}
+			unix.Getrusage(unix.RUSAGE_SELF, &r1)
+			// CPU time, the load-independent figure: sender and reader.
+			cpu := func(r *unix.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
+			b.ReportMetric(float64(cpu(&r1)-cpu(&r0))/float64(b.N), "cpu-ns/frame")
+		})
+	}
+}

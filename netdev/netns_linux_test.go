@@ -28,7 +28,7 @@ func uniqueName(role string) string {
 	return fmt.Sprintf("gvnd%04x%02d%s", os.Getpid()&0xffff, nameSeq.Add(1)%100, role)
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("this test creates network namespaces, veths and taps: it must run as root (CI runs go test as root)")
@@ -40,7 +40,7 @@ func needRoot(t *testing.T) {
 	}
 }
 
-func sh(t *testing.T, args ...string) string {
+func sh(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -49,7 +49,7 @@ func sh(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func newNetns(t *testing.T) string {
+func newNetns(t testing.TB) string {
 	t.Helper()
 	name := uniqueName("n")
 	sh(t, "ip", "netns", "add", name)
@@ -63,7 +63,7 @@ func newNetns(t *testing.T) string {
 // into ns, up, with addrs. It returns once both ends are operationally up:
 // before that (linkwatch runs late on a loaded machine) a veth drops what
 // it sends.
-func addVeth(t *testing.T, ns string, addrs ...string) (host, peer string) {
+func addVeth(t testing.TB, ns string, addrs ...string) (host, peer string) {
 	t.Helper()
 	host, peer = uniqueName("h"), uniqueName("p")
 	sh(t, "ip", "link", "add", host, "type", "veth", "peer", "name", peer, "netns", ns)
@@ -81,13 +81,13 @@ func addVeth(t *testing.T, ns string, addrs ...string) (host, peer string) {
 const linkDeadline = 60 * time.Second
 
 // linkUpIn reports whether dev in namespace ns is operationally up.
-func linkUpIn(t *testing.T, ns, dev string) bool {
+func linkUpIn(t testing.TB, ns, dev string) bool {
 	up := false
 	inNetns(t, ns, func() { up = linkUp(dev) })
 	return up
 }
 
-func configure(t *testing.T, ns, dev string, addrs ...string) {
+func configure(t testing.TB, ns, dev string, addrs ...string) {
 	t.Helper()
 	for _, a := range addrs {
 		args := []string{"ip", "-n", ns, "addr", "add", a, "dev", dev}
@@ -101,7 +101,7 @@ func configure(t *testing.T, ns, dev string, addrs ...string) {
 
 // inNetns runs f on a thread in the named namespace: sockets f creates stay
 // in it.
-func inNetns(t *testing.T, ns string, f func()) {
+func inNetns(t testing.TB, ns string, f func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	orig, err := os.Open("/proc/thread-self/ns/net")
@@ -197,7 +197,7 @@ func (f *forwarder) loop(dir int, src, dst Port) {
 
 // rawSocket opens an AF_PACKET socket with PACKET_AUXDATA on dev in ns, to
 // send and receive frames independently of the code under test.
-func rawSocket(t *testing.T, ns, dev string) int {
+func rawSocket(t testing.TB, ns, dev string) int {
 	t.Helper()
 	fd := -1
 	f := func() {
@@ -230,7 +230,7 @@ func rawSocket(t *testing.T, ns, dev string) int {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {

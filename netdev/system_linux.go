@@ -132,6 +132,10 @@ type sysTx struct {
 	fn      func(fd uintptr) bool
 }
 
+// groupAtOpen puts a single-queue system port in its fanout group at open
+// (see SwitchSockBuf); a benchmark turns it off to measure the group's cost.
+var groupAtOpen = true
+
 // OpenSystem opens an AF_PACKET socket on the existing kernel device name:
 // promiscuous, with PACKET_VNET_HDR unless cfg.DisableOffload (or the kernel
 // refuses it), PACKET_AUXDATA for the VLAN tags the kernel strips and
@@ -151,7 +155,7 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 	}
 	s.cfg = cfg
 	s.init()
-	if cfg.RxQueues <= 1 && s.ignoreOutgoing {
+	if cfg.RxQueues <= 1 && s.ignoreOutgoing && groupAtOpen {
 		// A fanout group of its own from the start: a handover
 		// (SwitchSockBuf) then adds the new socket to the group, which
 		// loses nothing, rather than creating it, which may lose a frame.
