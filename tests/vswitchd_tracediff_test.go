@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -117,6 +118,39 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 			}
 			if got != want || gotRC != wantRC {
 				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+		})
+	}
+
+	// Options anywhere among the arguments: --ct-next's states for the
+	// ct() recirculations in turn, -generate; bad ones refused with
+	// OVS's errors.
+	const ctFlow = "in_port=2,udp,nw_src=10.0.0.1,udp_dst=53"
+	for i, args := range [][]string{
+		{"BR", ctFlow, "--ct-next", "trk,est"},
+		{"--ct-next", "trk,est,rpl", "BR", ctFlow, "-generate"},
+		{"BR", "--ct-next", "trk new", "--ct-next", "trk,inv", ctFlow},
+		{"BR", ctFlow, "--ct-next", "est"},
+		{"BR", ctFlow, "--ct-next", "trk,inv,est"},
+		{"BR", ctFlow, "--ct-next", "trk,bogus"},
+		{"BR", ctFlow, "--ct-next"},
+		{"BR", ctFlow, "--frobnicate"},
+		{"-generate"},
+	} {
+		t.Run(fmt.Sprintf("opts/%02d", i), func(t *testing.T) {
+			run := func(s *ofSwitch) (string, int) {
+				a := slices.Clone(args)
+				if j := slices.Index(a, "BR"); j >= 0 {
+					a[j] = s.br
+				}
+				out, rc := s.traceArgsRC(a...)
+				out = tunTraceNormalize(s, out)
+				return traceRecircID.ReplaceAllString(out, "${1}0xN"), rc
+			}
+			want, wantRC := run(deb)
+			got, gotRC := run(govs)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %q:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", args, gotRC, got, wantRC, want)
 			}
 		})
 	}

@@ -62,11 +62,18 @@ var tunTraceCorpus = []string{
 // output and exit status.
 func (s *ofSwitch) traceRC(pkt string) (string, int) {
 	s.t.Helper()
+	return s.traceArgsRC(s.br, pkt)
+}
+
+// traceArgsRC runs ofproto/trace with args as given (options, bridge,
+// flow, in any order).
+func (s *ofSwitch) traceArgsRC(args ...string) (string, int) {
+	s.t.Helper()
 	target := "ovs-vswitchd"
 	if ctl := filepath.Join(s.dir, "ovs-vswitchd.ctl"); fileExists(ctl) {
 		target = ctl // Debian's switch, started with --unixctl
 	}
-	return s.runRC(vswAppctl, "--timeout=10", "-t", target, "ofproto/trace", s.br, pkt)
+	return s.runRC(vswAppctl, append([]string{"--timeout=10", "-t", target, "ofproto/trace"}, args...)...)
 }
 
 func fileExists(p string) bool {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/bridge"
@@ -54,7 +56,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 		{"upcall/enable-megaflows", "", 0, 0, dp.EnableMegaflowsCommand},
 		{"revalidator/wait", "", 0, 0, dp.RevalidatorWaitCommand},
 		{"revalidator/purge", "", 0, 0, dp.RevalidatorPurgeCommand},
-		{"ofproto/trace", "{[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet]", 1, 3, b.TraceCommand},
+		{"ofproto/trace", "{[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet]", 1, math.MaxInt, b.TraceCommand},
 		{"dpif/dump-flows", "[-m] [--names | --no-names] bridge", 1, 3, b.DumpFlowsCommand},
 	} {
 		u.Register(c.name, c.usage, c.min, c.max, c.fn)

@@ -32,12 +32,19 @@ import (
 // A patch port's peer bridge follows as another bridge("...") section.
 // The megaflow is the one a miss of such a packet installs.
 func (b *Backer) Trace(bridgeName, spec string) (string, error) {
-	return b.trace(bridgeName, spec, true)
+	return b.trace(bridgeName, spec, true, &traceOptions{})
+}
+
+// traceOptions are ofproto/trace's options besides the flow.
+type traceOptions struct {
+	// ctNext are --ct-next's states: the ct_state each conntrack
+	// recirculation resumes with, in turn; trk|new once they run out.
+	ctNext []uint8
 }
 
 // trace is Trace, checking the flow's fields' prerequisites (an OpenFlow
 // flow) or not (a datapath flow's match).
-func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
+func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (string, error) {
 	br := b.Bridge(bridgeName)
 	if br == nil {
 		return "", fmt.Errorf("%s: unknown bridge", bridgeName)
@@ -102,22 +109,28 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	}
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
 		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, "", ""), x.acts)
-	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
+	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText, o)
 	return out.String(), nil
 }
 
-// traceRecircs follows the recirculations of a trace, as OVS does with a
-// conntrack that reports every connection new (its default without
-// --ct-next).
-func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRecirc, dpIn uint32, inText string) {
+// traceRecircs follows the recirculations of a trace, as OVS does: each
+// conntrack recirculation resumes with the next of --ct-next's states, or
+// once there are none with a conntrack that reports every connection new.
+func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRecirc, dpIn uint32, inText string, o *traceOptions) {
 	for n := 0; len(queue) > 0 && n < maxRecircTraces; n++ {
 		r := queue[0]
 		queue = queue[1:]
 		rule := strings.Repeat("=", 79)
-		fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n%s\n\n", rule, r.id, rule)
+		state := uint8(ofp.CtTrk | ofp.CtNew)
+		if len(o.ctNext) > 0 {
+			state, o.ctNext = o.ctNext[0], o.ctNext[1:]
+			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with ct_state=%s\n%s\n\n", rule, r.id, ctStateFlags(state), rule)
+		} else {
+			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n%s\n\n", rule, r.id, rule)
+		}
 		k := r.flow.Key
 		k.InPort = dpIn
-		k.CtState = ofp.CtTrk | ofp.CtNew
+		k.CtState = state
 		k.CtZone = r.zone
 		m := packetMask(&k)
 		m.CtState, m.CtZone = 0xff, 0xffff
@@ -177,22 +190,120 @@ func ptr[T any](v T) *T { return &v }
 // TraceCommand is `ovs-appctl ofproto/trace BRIDGE FLOW` (see Trace), or
 // `ofproto/trace [DP] ODP_FLOW` with a datapath flow key whose in_port
 // names the bridge (see TraceODP). Packet options are not supported.
+//
+// Options go anywhere among the arguments, as OVS's: --ct-next STATES
+// (repeatable), and -generate, which makes OVS trace a packet built from
+// the flow; govs traces the flow alone either way, with the same output,
+// but runs no actions on a packet (OVS runs all but the outputs, so its
+// ct(commit) would create a connection). A packet in hex, --l7 and
+// --l7-len, which shape such a packet, are refused.
 func (b *Backer) TraceCommand(args []string) (string, error) {
-	switch len(args) {
-	case 0:
+	if len(args) == 0 {
 		return "", errors.New(`"ofproto/trace" command requires at least 1 arguments`)
-	case 1:
-		if strings.Contains(args[0], "(") {
-			return b.TraceODP(args[0])
-		}
-		return "", fmt.Errorf("syntax error at %s (or the bridge name was omitted)", args[0])
-	case 2:
-		if b.Bridge(args[0]) == nil && dpNames[args[0]] && strings.Contains(args[1], "(") {
-			return b.TraceODP(args[1])
-		}
-		return b.Trace(args[0], args[1])
 	}
-	return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", args[2])
+	pos, o, err := parseTraceArgs(args)
+	if err != nil {
+		return "", err
+	}
+	switch len(pos) {
+	case 0:
+		return "", errors.New("Syntax error")
+	case 1:
+		if strings.Contains(pos[0], "(") {
+			return b.traceODP(pos[0], o)
+		}
+		return "", fmt.Errorf("syntax error at %s (or the bridge name was omitted)", pos[0])
+	case 2:
+		if b.Bridge(pos[0]) == nil && dpNames[pos[0]] && strings.Contains(pos[1], "(") {
+			return b.traceODP(pos[1], o)
+		}
+		return b.trace(pos[0], pos[1], true, o)
+	}
+	return "", fmt.Errorf("ofproto/trace: %s: tracing a given packet is not supported", pos[2])
+}
+
+// parseTraceArgs separates ofproto/trace's options from its positional
+// arguments (at most 3), with OVS's errors (parse_flow_and_packet).
+func parseTraceArgs(args []string) (pos []string, o *traceOptions, err error) {
+	o = &traceOptions{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "-generate", "--generate":
+		case "--ct-next":
+			if i+1 >= len(args) {
+				return nil, nil, fmt.Errorf("Missing argument for option %s", a)
+			}
+			i++
+			st, err := parseCtStateFlags(args[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			o.ctNext = append(o.ctNext, st)
+		case "--l7", "--l7-len":
+			if i+1 >= len(args) {
+				return nil, nil, fmt.Errorf("Missing argument for option %s", a)
+			}
+			return nil, nil, fmt.Errorf("ofproto/trace: %s: generated packets' contents are not supported", a)
+		default:
+			if strings.HasPrefix(a, "-") {
+				return nil, nil, fmt.Errorf("%s: unknown option", a)
+			}
+			if len(pos) >= 3 {
+				return nil, nil, errors.New("too many arguments")
+			}
+			pos = append(pos, a)
+		}
+	}
+	return pos, o, nil
+}
+
+// parseCtStateFlags parses --ct-next's argument as OVS's parse_ct_state
+// and validate_ct_state: flag names separated by commas or spaces.
+func parseCtStateFlags(text string) (uint8, error) {
+	var st uint8
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' }) {
+		bit := -1
+		for i, n := range ofp.CTStateNames {
+			if n == f {
+				bit = i
+			}
+		}
+		if bit < 0 {
+			return 0, fmt.Errorf("%s: unknown connection tracking state flag", f)
+		}
+		st |= 1 << bit
+	}
+	var bad []string
+	flags := ctStateFlags(st)
+	if st != 0 && st&ofp.CtTrk == 0 {
+		bad = append(bad, flags+`: invalid connection state: If "trk" is unset, no other flags are set`)
+	}
+	if st&ofp.CtInv != 0 && st&^(ofp.CtTrk|ofp.CtInv) != 0 {
+		bad = append(bad, flags+`: invalid connection state: when "inv" is set, only "trk" may also be set`)
+	}
+	if st&ofp.CtNew != 0 && st&ofp.CtEst != 0 {
+		bad = append(bad, flags+`: invalid connection state: "new" and "est" are mutually exclusive`)
+	}
+	if st&ofp.CtNew != 0 && st&ofp.CtRpl != 0 {
+		bad = append(bad, flags+`: invalid connection state: "new" and "rpy" are mutually exclusive`)
+	}
+	if bad != nil {
+		return 0, errors.New(strings.Join(bad, "\n"))
+	}
+	return st, nil
+}
+
+// ctStateFlags formats ct_state bits as OVS's format_flags with '|',
+// lowest bit first ("est|trk").
+func ctStateFlags(st uint8) string {
+	var names []string
+	for i, n := range ofp.CTStateNames {
+		if st&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, "|")
 }
 
 // DumpFlowsCommand is `ovs-appctl dpif/dump-flows [-m] [--names |
@@ -246,7 +357,9 @@ var dpNames = map[string]bool{
 // TraceODP traces a datapath flow key (in_port(1),eth(...),...): the
 // bridge and OpenFlow port are the ones datapath port in_port belongs to,
 // the rest is traced as Trace traces an OpenFlow match.
-func (b *Backer) TraceODP(flow string) (string, error) {
+func (b *Backer) TraceODP(flow string) (string, error) { return b.traceODP(flow, &traceOptions{}) }
+
+func (b *Backer) traceODP(flow string, o *traceOptions) (string, error) {
 	in, ok, match, err := netdev.ODPFlowMatch(flow)
 	if err != nil {
 		return "", fmt.Errorf("Bad datapath flow syntax: %s", flow)
@@ -268,7 +381,7 @@ func (b *Backer) TraceODP(flow string) (string, error) {
 	if ofport < 0 {
 		return "", fmt.Errorf("no OpenFlow port for datapath port %d", in)
 	}
-	return b.trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match), false)
+	return b.trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match), false, o)
 }
 
 // traceFinalFlow is ofproto/trace's "Final flow:": "unchanged", or the

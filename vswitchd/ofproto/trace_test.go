@@ -186,3 +186,23 @@ func TestTraceFlowLines(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTraceArgs: ofproto/trace's option parsing never panics, and a
+// --ct-next state it accepts formats back to flags it accepts again.
+func FuzzParseTraceArgs(f *testing.F) {
+	for _, s := range []string{"br0\x00in_port=1\x00--ct-next\x00trk,est", "--ct-next\x00trk new\x00-generate", "--l7\x00", "a\x00b\x00c\x00d", "--ct-next\x00inv,trk,,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, joined string) {
+		_, o, err := parseTraceArgs(strings.Split(joined, "\x00"))
+		if err != nil {
+			return
+		}
+		for _, st := range o.ctNext {
+			again, err := parseCtStateFlags(strings.ReplaceAll(ctStateFlags(st), "|", ","))
+			if err != nil || again != st {
+				t.Fatalf("state %#x formats as %q, parsed back as %#x, %v", st, ctStateFlags(st), again, err)
+			}
+		}
+	})
+}
