@@ -3,6 +3,7 @@ package ofproto
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,7 +125,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		state := uint8(ofp.CtTrk | ofp.CtNew)
 		if len(o.ctNext) > 0 {
 			state, o.ctNext = o.ctNext[0], o.ctNext[1:]
-			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with ct_state=%s\n%s\n\n", rule, r.id, ctStateFlags(state), rule)
+			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with ct_state=%s\n%s\n\n", rule, r.id, formatCtState(state, 0xff), rule)
 		} else {
 			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n%s\n\n", rule, r.id, rule)
 		}
@@ -263,19 +264,14 @@ func parseTraceArgs(args []string) (pos []string, o *traceOptions, err error) {
 func parseCtStateFlags(text string) (uint8, error) {
 	var st uint8
 	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' }) {
-		bit := -1
-		for i, n := range ofp.CTStateNames {
-			if n == f {
-				bit = i
-			}
-		}
+		bit := slices.Index(ctStateNames[:], f)
 		if bit < 0 {
 			return 0, fmt.Errorf("%s: unknown connection tracking state flag", f)
 		}
 		st |= 1 << bit
 	}
 	var bad []string
-	flags := ctStateFlags(st)
+	flags := formatCtState(st, 0xff)
 	if st != 0 && st&ofp.CtTrk == 0 {
 		bad = append(bad, flags+`: invalid connection state: If "trk" is unset, no other flags are set`)
 	}
@@ -292,18 +288,6 @@ func parseCtStateFlags(text string) (uint8, error) {
 		return 0, errors.New(strings.Join(bad, "\n"))
 	}
 	return st, nil
-}
-
-// ctStateFlags formats ct_state bits as OVS's format_flags with '|',
-// lowest bit first ("est|trk").
-func ctStateFlags(st uint8) string {
-	var names []string
-	for i, n := range ofp.CTStateNames {
-		if st&(1<<i) != 0 {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, "|")
 }
 
 // DumpFlowsCommand is `ovs-appctl dpif/dump-flows [-m] [--names |

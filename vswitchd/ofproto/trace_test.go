@@ -199,9 +199,12 @@ func FuzzParseTraceArgs(f *testing.F) {
 			return
 		}
 		for _, st := range o.ctNext {
-			again, err := parseCtStateFlags(strings.ReplaceAll(ctStateFlags(st), "|", ","))
+			if st == 0 { // formatted "0", as OVS's format_flags, which OVS's parser refuses too
+				continue
+			}
+			again, err := parseCtStateFlags(strings.ReplaceAll(formatCtState(st, 0xff), "|", ","))
 			if err != nil || again != st {
-				t.Fatalf("state %#x formats as %q, parsed back as %#x, %v", st, ctStateFlags(st), again, err)
+				t.Fatalf("state %#x formats as %q, parsed back as %#x, %v", st, formatCtState(st, 0xff), again, err)
 			}
 		}
 	})
