@@ -99,7 +99,7 @@ func TestCtMatchTranslation(t *testing.T) {
 	// The rules' matches in trace and dump format.
 	var titles []string
 	for _, r := range br.tables.Load().t[0].sorted() {
-		titles = append(titles, ruleTitle(r))
+		titles = append(titles, ruleTitle(r, nil))
 	}
 	want := []string{
 		"ct_state=+est+trk,ip, priority 20",

@@ -11,9 +11,12 @@ import (
 
 // formatOFMatch formats an OpenFlow match as OVS's match_format does for
 // the fields govs matches on (empty for a match-all).
-func formatOFMatch(m *ofp.Match) string {
+func formatOFMatch(m *ofp.Match) string { return formatOFMatchNames(m, nil) }
+
+// formatOFMatchNames is formatOFMatch with in_port named from pn.
+func formatOFMatchNames(m *ofp.Match, pn ofp.PortNames) string {
 	k, mk := m.Flow.Key, flow.Mask(m.Mask.Key)
-	s := formatMatch(&k, &mk, ofp.PortNames(nil).Port(m.Flow.InPort), false, false, ofTunMD(m))
+	s := formatMatch(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m))
 	var extra []string
 	if m.Mask.ConjID != 0 {
 		// OVS's match_format puts conj_id before the packet fields.

@@ -138,7 +138,7 @@ func (x *xlate) pipeline(in *port) {
 	}
 	if x.trace != nil && saved == nil && x.traceStart == nil {
 		start := x.of.flow // with its tun_metadata, as it enters table 0
-		x.traceStart = &start
+		x.traceStart, x.traceBridge = &start, x.of.in.br
 	}
 	// A tunnel packet's ECN is processed once, after the first lookup
 	// (OVS's xlate_actions looks the rule up, then calls
@@ -270,7 +270,7 @@ func (x *xlate) table(id uint8) {
 			} else if r == nil {
 				title = fmt.Sprintf("%2d. No match.", id)
 			} else {
-				title = fmt.Sprintf("%2d. %s", id, ruleTitle(r))
+				title = fmt.Sprintf("%2d. %s", id, ruleTitle(r, x.traceNames()))
 			}
 			parent := x.tt.open(traceTable, title)
 			if first == nil {
@@ -319,11 +319,11 @@ func (x *xlate) table(id uint8) {
 	}
 }
 
-// ruleTitle is how ofproto/trace names a rule: its match, priority and
-// cookie.
-func ruleTitle(r *rule) string {
+// ruleTitle is how ofproto/trace names a rule: its match (ports named
+// from pn), priority and cookie.
+func ruleTitle(r *rule, pn ofp.PortNames) string {
 	var b strings.Builder
-	if m := formatOFMatch(&r.match); m != "" {
+	if m := formatOFMatchNames(&r.match, pn); m != "" {
 		b.WriteString(m)
 		b.WriteString(", ")
 	}
@@ -346,7 +346,7 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		}
 		a := &acts[i]
 		if x.trace != nil {
-			x.tt.add(traceAction, formatAction(a))
+			x.tt.add(traceAction, ofp.FormatAction(a, 0, x.traceNames()))
 		}
 		switch a.Type {
 		case ofp.ActGotoTable:

@@ -166,7 +166,7 @@ func (x *xlate) ct(a *ofp.Action) {
 	for i := range a.Nested {
 		n := &a.Nested[i]
 		if x.trace != nil {
-			x.tt.add(traceAction, formatAction(n))
+			x.tt.add(traceAction, ofp.FormatAction(n, 0, x.traceNames()))
 		}
 		switch n.Type {
 		case ofp.ActNAT:
@@ -301,7 +301,7 @@ func (x *xlate) resume(st frozen, ok bool) {
 	}
 	if x.trace != nil && saved == nil && x.traceStart == nil {
 		start := x.of.flow
-		x.traceStart = &start
+		x.traceStart, x.traceBridge = &start, x.of.in.br
 	}
 	x.table(st.table)
 	if x.trace != nil && saved == nil && x.traceFinal == nil {

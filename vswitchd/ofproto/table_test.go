@@ -97,7 +97,7 @@ func ruleTitleStats(f ofp.FlowStats) string {
 	for i := range f.Actions {
 		acts[i] = formatAction(&f.Actions[i])
 	}
-	return "t" + string(rune('0'+f.Table)) + " " + ruleTitle(r) + " " + strings.Join(acts, ",")
+	return "t" + string(rune('0'+f.Table)) + " " + ruleTitle(r, nil) + " " + strings.Join(acts, ",")
 }
 
 func TestFlowTableSemantics(t *testing.T) {

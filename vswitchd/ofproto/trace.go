@@ -41,6 +41,35 @@ type traceOptions struct {
 	// ctNext are --ct-next's states: the ct_state each conntrack
 	// recirculation resumes with, in turn; trk|new once they run out.
 	ctNext []uint8
+	// names: ports by name rather than number (--names), OpenFlow ports
+	// from the bridge being traced, datapath ports from the datapath.
+	names bool
+}
+
+// traceNames are the current bridge's port names in a trace with
+// --names; nil otherwise, for numbers.
+func (x *xlate) traceNames() ofp.PortNames {
+	if !x.names || x.of == nil || x.of.in == nil {
+		return nil
+	}
+	return x.of.in.br.portNames()
+}
+
+// portNames maps the snapshot's OpenFlow port numbers to their names.
+func (s *snapshot) portNames() ofp.PortNames {
+	pn := make(ofp.PortNames, len(s.ports))
+	for _, p := range s.ports {
+		pn[uint32(p.ofport)] = p.name
+	}
+	return pn
+}
+
+// dpActions formats a trace's datapath actions, with port names if asked.
+func (x *xlate) dpActions() string {
+	if x.names {
+		return x.acts.Format(x.backer.dp.PortName)
+	}
+	return x.acts.String()
 }
 
 // trace is Trace, checking the flow's fields' prerequisites (an OpenFlow
@@ -74,12 +103,15 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 		return "", err
 	}
 	inText := ofportString(ofport)
+	if o.names {
+		inText = s.portNames().Port(uint32(ofport))
+	}
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil)))
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(idx, &u, modeTrace, 0)
-	x.trace, x.tt = &out, newTraceTree()
+	x.trace, x.tt, x.names = &out, newTraceTree(), o.names
 	x.tunMDWC = &ofp.Flow{}
 	tnlWCInit(&k, &u.Mask)
 	if in == nil {
@@ -109,7 +141,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 		mark = fmt.Sprintf("pkt_mark=0/%#x,", wm)
 	}
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, "", ""), x.acts)
+		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, "", ""), x.dpActions())
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText, o)
 	return out.String(), nil
 }
@@ -141,11 +173,11 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true, ""))
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
-		x.trace, x.tt = out, newTraceTree()
+		x.trace, x.tt, x.names = out, newTraceTree(), o.names
 		x.resume(r.st, true)
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
-			formatMatch(&k, &u.Mask, inText, true, false, ""), x.acts)
+			formatMatch(&k, &u.Mask, inText, true, false, ""), x.dpActions())
 		queue = append(queue, x.recircTrace...)
 	}
 }
@@ -231,6 +263,8 @@ func parseTraceArgs(args []string) (pos []string, o *traceOptions, err error) {
 		a := args[i]
 		switch a {
 		case "-generate", "--generate":
+		case "-names", "--names":
+			o.names = true
 		case "--ct-next":
 			if i+1 >= len(args) {
 				return nil, nil, fmt.Errorf("Missing argument for option %s", a)
@@ -389,5 +423,9 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	if f.Metadata != 0 {
 		meta = fmt.Sprintf("metadata=%#x,", f.Metadata)
 	}
-	return formatMatchOF(&k, ptr(packetMask(&k)), ofp.PortNames(nil).Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, regs, meta)
+	var pn ofp.PortNames
+	if x.names && x.traceBridge != nil {
+		pn = x.traceBridge.portNames()
+	}
+	return formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, regs, meta)
 }

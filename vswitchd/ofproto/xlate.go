@@ -100,6 +100,8 @@ type xlate struct {
 	trace *strings.Builder
 	// tt, in a trace, collects its lines as OVS's tree (tracetree.go).
 	tt *traceTree
+	// names: the trace names ports (ofproto/trace --names).
+	names bool
 	// of is the OpenFlow pipeline's state in the current bridge.
 	of *ofState
 	// base is the packet's header fields as the actions so far leave
@@ -130,6 +132,8 @@ type xlate struct {
 	// traceStart and traceFinal, in a trace, are the first bridge's
 	// OpenFlow flow before and after its actions (OVS's "Final flow:").
 	traceStart, traceFinal *ofp.Flow
+	// traceBridge is that first bridge, for its port names.
+	traceBridge *snapshot
 	// traceMarkWC, in a trace, is the pkt_mark bits the bridges consulted
 	// (the datapath mask holds no mark: every packet enters with 0).
 	traceMarkWC uint32
