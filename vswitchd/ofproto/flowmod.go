@@ -48,7 +48,8 @@ func (br *Bridge) resetFlows(secure bool) {
 // FlowMod applies a flow mod (add, modify, delete, strict or not) as OVS's
 // ofproto handle_flow_mod does, or returns the error to refuse it with,
 // changing nothing. Installed datapath flows are revalidated before the
-// next Barrier returns.
+// next Barrier returns. It keeps no reference to fm (its connection
+// reuses it), only to its actions.
 func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	if err := checkFlowMod(fm); err != nil {
 		return err
