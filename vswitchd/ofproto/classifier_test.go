@@ -106,7 +106,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 }
 
 // TestHashTrie checks a subtable's hash trie against a map through
-// random sets and deletes, some in one generation and some published,
+// random sets (set or slot) and deletes, some in one generation and some published,
 // with hashes that share their low bits (deep splits) as well as random
 // ones: every hash finds its list, and older versions do not change.
 func TestHashTrie(t *testing.T) {
@@ -149,7 +149,13 @@ func TestHashTrie(t *testing.T) {
 			if rng.Intn(4) != 0 {
 				l = []*rule{{seq: uint64(step)}}
 			}
-			root = root.set(h, l, gen, 0)
+			if l != nil && rng.Intn(2) == 0 {
+				var p *[]*rule
+				root, p = root.slot(h, gen, 0)
+				*p = l
+			} else {
+				root = root.set(h, l, gen, 0)
+			}
 			if l == nil {
 				delete(want, h)
 			} else {

@@ -234,7 +234,8 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	old = tbl.find(&nr.match, nr.priority)
+	si := tbl.subIndex(&nr.match.Mask) // a mask is 600 bytes to compare
+	old = tbl.findIn(si, &nr.match, nr.priority)
 	if old != nil {
 		nr.seq = old.seq
 	} else if tbl.len() >= maxFlowsPerTable {
@@ -242,7 +243,7 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	} else {
 		nr.seq = seqs.Add(1)
 	}
-	ft.mutable(nr.table, gen).put(nr, old, gen)
+	ft.mutable(nr.table, gen).putIn(si, nr, old, gen)
 	br.noteChange(ofp.UpdateAdded, nr, 0, nil, o)
 	return old, nil
 }

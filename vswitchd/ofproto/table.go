@@ -168,8 +168,8 @@ type subtable struct {
 	l3           bool
 	types        [4]int32
 	metaWs, l2Ws []maskWord
-	rules        *tnode         // the rule lists by hash
-	prios        map[uint16]int // rules per priority, for maxPrio
+	rules        *tnode      // the rule lists by hash
+	prios        []prioCount // rules per priority, highest first, for maxPrio
 	n            int
 	// mask is shared by the subtable's versions (a Flow is over 500
 	// bytes, which a change would otherwise copy).
@@ -263,16 +263,7 @@ func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
 		}
 		return &tnode{gen: gen, hs: []uint64{h}, ls: [][]*rule{l}}
 	}
-	if n.gen != gen {
-		c := &tnode{gen: gen}
-		if n.kids != nil {
-			c.kids = slices.Clone(n.kids)
-		} else {
-			c.hs = append(make([]uint64, 0, len(n.hs)+1), n.hs...)
-			c.ls = append(make([][]*rule, 0, len(n.ls)+1), n.ls...)
-		}
-		n = c
-	}
+	n = n.private(gen)
 	if n.kids != nil {
 		i := (h >> s) & (trieFan - 1)
 		n.kids[i] = n.kids[i].set(h, l, gen, s+trieBits)
@@ -288,16 +279,70 @@ func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
 	case len(l) > 0:
 		n.hs = append(n.hs, h)
 		n.ls = append(n.ls, l)
-		if len(n.hs) > leafMax && s+trieBits < 64 {
-			kids := make([]*tnode, trieFan)
-			for j, x := range n.hs {
-				k := (x >> s) & (trieFan - 1)
-				kids[k] = kids[k].set(x, n.ls[j], gen, s+trieBits)
-			}
-			n.kids, n.hs, n.ls = kids, nil, nil
-		}
+		n.splitFull(gen, s)
 	}
 	return n
+}
+
+// slot returns n (a trie at depth s bits) with a place for the rules of
+// hash h, and that place (nil if h had none, for the caller to fill),
+// copying and changing nodes as set.
+func (n *tnode) slot(h, gen uint64, s uint) (*tnode, *[]*rule) {
+	if n == nil {
+		n = &tnode{gen: gen, hs: []uint64{h}, ls: make([][]*rule, 1)}
+		return n, &n.ls[0]
+	}
+	n = n.private(gen)
+	if n.kids != nil {
+		i := (h >> s) & (trieFan - 1)
+		var p *[]*rule
+		n.kids[i], p = n.kids[i].slot(h, gen, s+trieBits)
+		return n, p
+	}
+	if i := slices.Index(n.hs, h); i >= 0 {
+		return n, &n.ls[i]
+	}
+	if len(n.hs) == leafMax && s+trieBits < 64 {
+		n.split(gen, s)
+		return n.slot(h, gen, s)
+	}
+	n.hs = append(n.hs, h)
+	n.ls = append(n.ls, nil)
+	return n, &n.ls[len(n.ls)-1]
+}
+
+// private returns n if it is of generation gen, else a copy that is.
+func (n *tnode) private(gen uint64) *tnode {
+	if n.gen == gen {
+		return n
+	}
+	c := &tnode{gen: gen}
+	if n.kids != nil {
+		c.kids = slices.Clone(n.kids)
+	} else {
+		c.hs = append(make([]uint64, 0, len(n.hs)+1), n.hs...)
+		c.ls = append(make([][]*rule, 0, len(n.ls)+1), n.ls...)
+	}
+	return c
+}
+
+// splitFull splits n, a leaf of generation gen at depth s bits, if it
+// holds more than leafMax hashes.
+func (n *tnode) splitFull(gen uint64, s uint) {
+	if len(n.hs) > leafMax && s+trieBits < 64 {
+		n.split(gen, s)
+	}
+}
+
+// split makes n, a leaf of generation gen at depth s bits, an interior
+// node with its hashes in new leaves.
+func (n *tnode) split(gen uint64, s uint) {
+	kids := make([]*tnode, trieFan)
+	for j, x := range n.hs {
+		k := (x >> s) & (trieFan - 1)
+		kids[k] = kids[k].set(x, n.ls[j], gen, s+trieBits)
+	}
+	n.kids, n.hs, n.ls = kids, nil, nil
 }
 
 // each calls fn with every list of rules under n.
@@ -477,17 +522,28 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 
 // find returns the rule with exactly m and prio (a strict match).
 func (t *table) find(m *ofp.Match, prio uint16) *rule {
+	return t.findIn(t.subIndex(&m.Mask), m, prio)
+}
+
+// subIndex returns the index in t.subs of the subtable of mask, -1 if
+// there is none (t may be nil). A table's copies (mutable) have its
+// subtables at the same indexes.
+func (t *table) subIndex(mask *ofp.Flow) int {
 	if t == nil {
+		return -1
+	}
+	return slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == *mask })
+}
+
+// findIn is find in subtable i (subIndex of m's mask).
+func (t *table) findIn(i int, m *ofp.Match, prio uint16) *rule {
+	if i < 0 {
 		return nil
 	}
-	for _, st := range t.subs {
-		if *st.mask != m.Mask {
-			continue
-		}
-		for _, r := range st.rules.get(st.hash(&m.Flow)) {
-			if r.match.Flow == m.Flow && r.priority == prio {
-				return r
-			}
+	st := t.subs[i]
+	for _, r := range st.rules.get(st.hash(&m.Flow)) {
+		if r.match.Flow == m.Flow && r.priority == prio {
+			return r
 		}
 	}
 	return nil
@@ -560,7 +616,7 @@ func (st *subtable) mutable(gen uint64) *subtable {
 		return st
 	}
 	n := *st
-	n.gen, n.prios = gen, maps.Clone(st.prios)
+	n.gen, n.prios = gen, slices.Clone(st.prios)
 	if st.inPorts != nil {
 		n.inPorts = maps.Clone(st.inPorts)
 	}
@@ -570,11 +626,15 @@ func (st *subtable) mutable(gen uint64) *subtable {
 // put adds r to t (a change of generation gen); old, if not nil, is the
 // rule with r's match and priority that r replaces.
 func (t *table) put(r, old *rule, gen uint64) {
-	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == r.match.Mask })
+	t.putIn(t.subIndex(&r.match.Mask), r, old, gen)
+}
+
+// putIn is put with i the subIndex of r's mask.
+func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	var st *subtable
 	if i < 0 {
 		mask := r.match.Mask
-		st = &subtable{gen: gen, mask: &mask, mws: maskWordsOf(&mask), prios: map[uint16]int{}}
+		st = &subtable{gen: gen, mask: &mask, mws: maskWordsOf(&mask)}
 		l2, l3 := splitL3(st.mask)
 		st.l3 = l3 != ofp.Flow{}
 		st.l2Ws = maskWordsOf(&l2)
@@ -592,13 +652,15 @@ func (t *table) put(r, old *rule, gen uint64) {
 		t.subs[i] = st
 	}
 	h := st.hash(&r.match.Flow)
-	l := st.rules.get(h)
+	var p *[]*rule
+	st.rules, p = st.rules.slot(h, gen, 0)
+	l := *p
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
 		l = slices.Clone(l)
 		l[slices.Index(l, old)] = r
-		st.rules = st.rules.set(h, l, gen, 0)
+		*p = l
 		return
 	}
 	j := 0
@@ -608,10 +670,10 @@ func (t *table) put(r, old *rule, gen uint64) {
 	if len(l) == 0 {
 		st.addHash(h)
 	}
-	st.rules = st.rules.set(h, slices.Insert(slices.Clip(l), j, r), gen, 0)
+	*p = slices.Insert(slices.Clip(l), j, r)
 	st.n++
 	t.n++
-	st.prios[r.priority]++
+	st.prios = addPrio(st.prios, r.priority)
 	if i := l3Index(r.match.Flow.EthType); i >= 0 {
 		st.types[i]++
 	}
@@ -650,16 +712,37 @@ func (t *table) remove(r *rule, gen uint64) {
 		t.subs = slices.Delete(t.subs, i, i+1)
 		return
 	}
-	if st.prios[r.priority]--; st.prios[r.priority] == 0 {
-		delete(st.prios, r.priority)
-		if r.priority == st.maxPrio {
-			st.maxPrio = 0
-			for p := range st.prios {
-				st.maxPrio = max(st.maxPrio, p)
-			}
-			t.resort()
-		}
+	st.prios = delPrio(st.prios, r.priority)
+	if r.priority == st.maxPrio && st.prios[0].prio != r.priority {
+		st.maxPrio = st.prios[0].prio
+		t.resort()
 	}
+}
+
+// prioCount is how many rules of a subtable have priority prio.
+type prioCount struct {
+	prio uint16
+	n    int32
+}
+
+// addPrio counts one more rule of priority prio in ps (by priority,
+// highest first; ps is the caller's to change).
+func addPrio(ps []prioCount, prio uint16) []prioCount {
+	i, found := slices.BinarySearchFunc(ps, prio, func(pc prioCount, p uint16) int { return int(p) - int(pc.prio) })
+	if found {
+		ps[i].n++
+		return ps
+	}
+	return slices.Insert(ps, i, prioCount{prio, 1})
+}
+
+// delPrio counts one rule of priority prio less in ps.
+func delPrio(ps []prioCount, prio uint16) []prioCount {
+	i, _ := slices.BinarySearchFunc(ps, prio, func(pc prioCount, p uint16) int { return int(p) - int(pc.prio) })
+	if ps[i].n--; ps[i].n == 0 {
+		return slices.Delete(ps, i, i+1)
+	}
+	return ps
 }
 
 func (r *rule) isTimed() int {
