@@ -55,7 +55,7 @@ func BenchmarkBundle(b *testing.B) {
 				b.StopTimer()
 				cpu += cpuTime(b) - c0
 			}
-			if got := br.tables.Load().t[0].len(); got != n {
+			if got := br.tables.Load().table(0).len(); got != n {
 				b.Fatalf("%d flows in table 0, want %d", got, n)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/flow")

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"maps"
 	"math/rand"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		gen := gens.Add(1)
 		c := *ft
 		for range 1 + rng.Intn(3) {
-			tbl := c.t[0]
+			tbl := c.table(0)
 			if len(live) > 0 && rng.Intn(3) == 0 {
 				i := rng.Intn(len(live))
 				c.mutable(0, gen).remove(live[i], gen)
@@ -71,8 +72,8 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			c.mutable(0, gen).put(r, old, gen)
 		}
 		ft = &c
-		if c.t[0].len() != len(live) {
-			t.Fatalf("step %d: %d rules, want %d", step, c.t[0].len(), len(live))
+		if c.table(0).len() != len(live) {
+			t.Fatalf("step %d: %d rules, want %d", step, c.table(0).len(), len(live))
 		}
 		if step%100 == 0 {
 			snaps = append(snaps, snap{ft, append([]*rule(nil), live...)})
@@ -80,7 +81,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		for range 5 {
 			f := randFlow()
 			var wc ofp.Flow
-			got, want := ft.t[0].lookup(&f, &wc), linear(live, &f)
+			got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
 			if got != want {
 				t.Fatalf("step %d: flow %v: classifier %v, linear %v", step, f.Regs[:3], got, want)
 			}
@@ -97,9 +98,76 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		for range 20 {
 			f := randFlow()
 			var wc ofp.Flow
-			if got, want := s.ft.t[0].lookup(&f, &wc), linear(s.rules, &f); got != want {
+			if got, want := s.ft.table(0).lookup(&f, &wc), linear(s.rules, &f); got != want {
 				t.Fatalf("an old snapshot changed: flow %v: %v, want %v", f.Regs[:3], got, want)
 			}
 		}
+	}
+}
+
+// TestHashTrie checks a subtable's hash trie against a map through
+// random sets (set or slot) and deletes, some in one generation and some published,
+// with hashes that share their low bits (deep splits) as well as random
+// ones: every hash finds its list, and older versions do not change.
+func TestHashTrie(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	hashes := make([]uint64, 3000)
+	for i := range hashes {
+		hashes[i] = rng.Uint64()
+		if i%3 == 0 {
+			hashes[i] = hashes[i]<<40 | 0x12345 // the same 40 low bits
+		}
+	}
+	type version struct {
+		root *tnode
+		want map[uint64][]*rule
+	}
+	var root *tnode
+	want := map[uint64][]*rule{}
+	var versions []version
+	check := func(root *tnode, want map[uint64][]*rule) {
+		t.Helper()
+		n := 0
+		root.each(func(l []*rule) { n += len(l) })
+		total := 0
+		for _, h := range hashes {
+			got, w := root.get(h), want[h]
+			if len(got) != len(w) || len(w) > 0 && got[0] != w[0] {
+				t.Fatalf("hash %#x: %v, want %v", h, got, w)
+			}
+			total += len(w)
+		}
+		if n != total {
+			t.Fatalf("each visits %d rules, want %d", n, total)
+		}
+	}
+	for step := range 400 {
+		gen := gens.Add(1)
+		for range 1 + rng.Intn(40) {
+			h := hashes[rng.Intn(len(hashes))]
+			var l []*rule
+			if rng.Intn(4) != 0 {
+				l = []*rule{{seq: uint64(step)}}
+			}
+			if l != nil && rng.Intn(2) == 0 {
+				var p *[]*rule
+				root, p = root.slot(h, gen, 0)
+				*p = l
+			} else {
+				root = root.set(h, l, gen, 0)
+			}
+			if l == nil {
+				delete(want, h)
+			} else {
+				want[h] = l
+			}
+		}
+		check(root, want)
+		if step%50 == 0 {
+			versions = append(versions, version{root, maps.Clone(want)})
+		}
+	}
+	for _, v := range versions {
+		check(v.root, v.want)
 	}
 }

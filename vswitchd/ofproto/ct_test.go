@@ -98,7 +98,7 @@ func TestCtMatchTranslation(t *testing.T) {
 	}
 	// The rules' matches in trace and dump format.
 	var titles []string
-	for _, r := range br.tables.Load().t[0].sorted() {
+	for _, r := range br.tables.Load().table(0).sorted() {
 		titles = append(titles, ruleTitle(r, nil))
 	}
 	want := []string{

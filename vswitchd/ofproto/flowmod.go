@@ -48,7 +48,8 @@ func (br *Bridge) resetFlows(secure bool) {
 // FlowMod applies a flow mod (add, modify, delete, strict or not) as OVS's
 // ofproto handle_flow_mod does, or returns the error to refuse it with,
 // changing nothing. Installed datapath flows are revalidated before the
-// next Barrier returns.
+// next Barrier returns. It keeps no reference to fm (its connection
+// reuses it), only to its actions.
 func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 	if err := checkFlowMod(fm); err != nil {
 		return err
@@ -220,7 +221,7 @@ func initRule(r *rule, fm *ofp.FlowMod) {
 // priority overlaps it, replacing old, the flow of the same match and
 // priority, if any.
 func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Duration, gen uint64, o origin) (old *rule, err *ofp.Error) {
-	tbl := ft.t[nr.table]
+	tbl := ft.table(int(nr.table))
 	if overlap {
 		overlap = false
 		tbl.each(func(r *rule) {
@@ -233,7 +234,8 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	old = tbl.find(&nr.match, nr.priority)
+	si := tbl.subIndex(&nr.match.Mask) // a mask is 600 bytes to compare
+	old = tbl.findIn(si, &nr.match, nr.priority)
 	if old != nil {
 		nr.seq = old.seq
 	} else if tbl.len() >= maxFlowsPerTable {
@@ -241,7 +243,7 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	} else {
 		nr.seq = seqs.Add(1)
 	}
-	ft.mutable(nr.table, gen).put(nr, old, gen)
+	ft.mutable(nr.table, gen).putIn(si, nr, old, gen)
 	br.noteChange(ofp.UpdateAdded, nr, 0, nil, o)
 	return old, nil
 }
@@ -284,12 +286,12 @@ func tablesOf(table uint8) (lo, hi int) {
 func matching(ft *flowTables, t int, fm *ofp.FlowMod, strict bool) []*rule {
 	var rs []*rule
 	if strict {
-		if r := ft.t[t].find(&fm.Match, fm.Priority); r != nil && selected(r, fm, true) {
+		if r := ft.table(t).find(&fm.Match, fm.Priority); r != nil && selected(r, fm, true) {
 			rs = append(rs, r)
 		}
 		return rs
 	}
-	ft.t[t].each(func(r *rule) {
+	ft.table(t).each(func(r *rule) {
 		if selected(r, fm, false) {
 			rs = append(rs, r)
 		}
@@ -367,8 +369,8 @@ func (br *Bridge) Flows() []ofp.FlowStats {
 	ft := br.tables.Load()
 	now := br.clock()
 	var out []ofp.FlowStats
-	for t := range ft.t {
-		for _, r := range ft.t[t].sorted() {
+	for t := range NumTables {
+		for _, r := range ft.table(t).sorted() {
 			out = append(out, br.flowStats(r, now))
 		}
 	}
@@ -392,11 +394,11 @@ func (br *Bridge) expire() bool {
 		reason uint8
 	}
 	var removed []gone
-	for t := range old.t {
-		if old.t[t] == nil || old.t[t].timed == 0 {
+	for t := range NumTables {
+		if old.table(t) == nil || old.table(t).timed == 0 {
 			continue
 		}
-		for _, r := range old.t[t].sorted() {
+		for _, r := range old.table(t).sorted() {
 			reason := -1
 			if r.hard != 0 && now-max(r.modified, time.Duration(r.stats.refreshed.Load())) >= time.Duration(r.hard)*time.Second {
 				reason = ofp.RemovedHardTimeout

@@ -158,9 +158,9 @@ func (br *Bridge) groupModLocked(ft *flowTables, gm *ofp.GroupMod, now time.Dura
 // groups (OVS's delete_flows_for_group).
 func (br *Bridge) deleteGroupFlows(ft *flowTables, groups []uint32, gen uint64) []*rule {
 	var removed []*rule
-	for t := range ft.t {
+	for t := range NumTables {
 		var rs []*rule
-		ft.t[t].each(func(r *rule) {
+		ft.table(t).each(func(r *rule) {
 			for _, g := range ofp.Groups(r.actions) {
 				if slices.Contains(groups, g) {
 					rs = append(rs, r)
@@ -246,8 +246,8 @@ func (br *Bridge) GroupStats() []ofp.GroupStats {
 	ft := br.tables.Load()
 	now := br.clock()
 	refs := map[uint32]uint32{}
-	for t := range ft.t {
-		ft.t[t].each(func(r *rule) {
+	for t := range NumTables {
+		ft.table(t).each(func(r *rule) {
 			for _, g := range ofp.Groups(r.actions) {
 				refs[g]++
 			}

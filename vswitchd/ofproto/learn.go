@@ -127,7 +127,7 @@ func refBits(r ofp.FieldRef, v uint64) (value, mask []byte) {
 // side effects): the flow exists, or the limit leaves room.
 func (br *Bridge) canLearn(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	ft := br.tables.Load()
-	if ft.t[fm.Table].find(&fm.Match, fm.Priority) != nil {
+	if ft.table(int(fm.Table)).find(&fm.Match, fm.Priority) != nil {
 		return true
 	}
 	return l.Limit == 0 || countCookie(ft, fm.Table, fm.NewCookie) < int(l.Limit)
@@ -135,7 +135,7 @@ func (br *Bridge) canLearn(l *ofp.Learn, fm *ofp.FlowMod) bool {
 
 func countCookie(ft *flowTables, t uint8, cookie uint64) int {
 	n := 0
-	ft.t[t].each(func(r *rule) {
+	ft.table(int(t)).each(func(r *rule) {
 		if r.cookie == cookie {
 			n++
 		}
@@ -151,7 +151,7 @@ func countCookie(ft *flowTables, t uint8, cookie uint64) int {
 // is in place.
 func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	now := br.clock()
-	if old := br.tables.Load().t[fm.Table].find(&fm.Match, fm.Priority); old != nil && sameLearned(old, fm) {
+	if old := br.tables.Load().table(int(fm.Table)).find(&fm.Match, fm.Priority); old != nil && sameLearned(old, fm) {
 		old.stats.used.Store(int64(now))
 		old.stats.refreshed.Store(int64(now))
 		return true
@@ -165,14 +165,14 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	gen := gens.Add(1)
 	nr := &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
 		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags, created: now, modified: now, stats: &ruleStats{}}
-	old := ft.t[fm.Table].find(&fm.Match, fm.Priority)
+	old := ft.table(int(fm.Table)).find(&fm.Match, fm.Priority)
 	switch {
 	case old != nil:
 		nr.seq, nr.created, nr.stats = old.seq, old.created, old.stats
 		nr.stats.used.Store(int64(now))
 	case l.Limit != 0 && countCookie(&ft, fm.Table, fm.NewCookie) >= int(l.Limit):
 		return false
-	case ft.t[fm.Table].len() >= maxFlowsPerTable:
+	case ft.table(int(fm.Table)).len() >= maxFlowsPerTable:
 		return false
 	default:
 		nr.seq = seqs.Add(1)
@@ -214,8 +214,8 @@ func deleteLearned(ft *flowTables, removed []*rule, gen uint64) []*rule {
 	if len(gone) == 0 {
 		return nil
 	}
-	for t := range ft.t {
-		ft.t[t].each(func(r *rule) {
+	for t := range NumTables {
+		ft.table(t).each(func(r *rule) {
 			eachLearn(r.actions, func(l *ofp.Learn) {
 				if l.Flags&ofp.LearnDeleteLearned != 0 {
 					delete(gone, key{l.Table, l.Cookie})
@@ -226,7 +226,7 @@ func deleteLearned(ft *flowTables, removed []*rule, gen uint64) []*rule {
 	var out []*rule
 	for k := range gone {
 		var rs []*rule
-		ft.t[k.table].each(func(r *rule) {
+		ft.table(int(k.table)).each(func(r *rule) {
 			if r.cookie == k.cookie {
 				rs = append(rs, r)
 			}
@@ -285,7 +285,7 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()
-	cur := ft.t[r.table].find(&r.match, r.priority)
+	cur := ft.table(int(r.table)).find(&r.match, r.priority)
 	if cur == nil || cur.seq != r.seq {
 		return
 	}

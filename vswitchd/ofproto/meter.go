@@ -180,8 +180,8 @@ func (br *Bridge) deleteRulesLocked(doomed func(*rule) bool, reason uint8) {
 	gen := gens.Add(1)
 	now := br.clock()
 	var removed []*rule
-	for t := range old.t {
-		for _, r := range old.t[t].sorted() {
+	for t := range NumTables {
+		for _, r := range old.table(t).sorted() {
 			if doomed(r) {
 				ft.mutable(uint8(t), gen).remove(r, gen)
 				removed = append(removed, r)
@@ -236,8 +236,8 @@ func (br *Bridge) MeterStats(id uint32) (out []ofp.MeterStats, ok bool) {
 	}
 	flows := map[uint32]uint32{}
 	ft := br.tables.Load()
-	for t := range ft.t {
-		ft.t[t].each(func(r *rule) {
+	for t := range NumTables {
+		ft.table(t).each(func(r *rule) {
 			for _, id := range ofp.Meters(r.actions) {
 				flows[id]++
 			}

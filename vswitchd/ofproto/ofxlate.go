@@ -229,7 +229,7 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // lookup finds the highest-priority rule of table id matching the flow,
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	return x.of.in.br.br.tables.Load().t[id].lookup(&x.of.flow, &x.of.wc)
+	return x.of.in.br.br.tables.Load().table(int(id)).lookup(&x.of.flow, &x.of.wc)
 }
 
 // table looks the flow up in table id and executes the matching rule's

@@ -98,21 +98,43 @@ func (r *rule) outputsTo(port, group uint32) bool {
 // flowTables is an immutable set of tables once published; a change
 // makes a new one, copying only the parts it changes (see gen), and
 // swaps it in, so that the packet path reads a consistent snapshot
-// without locks.
+// without locks. The tables are in chunks of chunkTables, so that a
+// change copies the chunk of the table it changes rather than an array
+// of all 255 tables (2 KB).
 type flowTables struct {
-	t [NumTables]*table // nil: empty
+	chunks [(NumTables + chunkTables - 1) / chunkTables]*tableChunk // nil: all empty
 	// groups are the OpenFlow groups by id (group.go), copied whole on
 	// change.
 	groups map[uint32]*group
 }
 
+const chunkTables = 16
+
+// tableChunk holds tables chunkTables*i to chunkTables*i+chunkTables-1;
+// gen as a table's.
+type tableChunk struct {
+	gen uint64
+	t   [chunkTables]*table // nil: empty
+}
+
+// table returns table id (nil if it is empty).
+func (ft *flowTables) table(id int) *table {
+	if c := ft.chunks[id/chunkTables]; c != nil {
+		return c.t[id%chunkTables]
+	}
+	return nil
+}
+
 // A table is a tuple-space classifier, as OVS's: one subtable per
 // distinct mask, each a hash on the masked key. Every node (table,
-// subtable, shard) carries the generation of the change that made it:
-// a change with generation g copies a node of an older generation
-// before writing it and writes in place a node of generation g (made by
-// this very change, not yet published). Copies are thus bounded by the
-// path to what changes: one shard of at most about sqrt(2n) rules.
+// subtable, hash trie node) carries the generation of the change that
+// made it: a change with generation g copies a node of an older
+// generation before writing it and writes in place a node of generation
+// g (made by this very change, not yet published). Copies are thus
+// bounded by the path to what changes: a table's subtable list, a
+// subtable, and a path down its trie (a few nodes of trieFan pointers
+// and a leaf of at most leafMax hashes), a kilobyte or two whatever the
+// table's size.
 type table struct {
 	gen  uint64
 	subs []*subtable // by max priority, highest first
@@ -146,10 +168,12 @@ type subtable struct {
 	l3           bool
 	types        [4]int32
 	metaWs, l2Ws []maskWord
-	shards       []*shard       // len is a power of two
-	prios        map[uint16]int // rules per priority, for maxPrio
+	rules        *tnode      // the rule lists by hash
+	prios        []prioCount // rules per priority, highest first, for maxPrio
 	n            int
-	mask         ofp.Flow
+	// mask is shared by the subtable's versions (a Flow is over 500
+	// bytes, which a change would otherwise copy).
+	mask *ofp.Flow
 }
 
 // mayHave reports whether st may have rules with hash h.
@@ -192,11 +216,146 @@ func (st *subtable) delHash(h uint64) {
 	}
 }
 
-// shard holds the rules whose masked key hashes to it, by that hash;
-// each list by priority, highest first, ties in insertion order.
-type shard struct {
-	gen   uint64
-	rules map[uint64][]*rule
+// tnode is a node of a subtable's hash trie: a persistent map from a
+// masked key's hash to the rules of that hash, by priority, highest
+// first, ties in insertion order. An interior node (kids not nil) has
+// trieFan children, chosen by the next trieBits bits of the hash from
+// the lowest; a leaf holds up to leafMax hashes (hs) and their lists
+// (ls), and splits past that. A change copies the nodes on the path to
+// what it changes, not a shard of the table as the map it replaces did
+// (which at 100 000 flows copied some 6 KB per flow mod).
+type tnode struct {
+	gen  uint64
+	kids []*tnode
+	hs   []uint64
+	ls   [][]*rule
+}
+
+const (
+	trieBits = 5
+	trieFan  = 1 << trieBits
+	leafMax  = 16
+)
+
+// get returns the rules of hash h under n.
+func (n *tnode) get(h uint64) []*rule {
+	for s := uint(0); n != nil; s += trieBits {
+		if n.kids == nil {
+			for i, x := range n.hs {
+				if x == h {
+					return n.ls[i]
+				}
+			}
+			return nil
+		}
+		n = n.kids[(h>>s)&(trieFan-1)]
+	}
+	return nil
+}
+
+// set returns n (a trie at depth s bits) with l as the rules of hash h,
+// none if l is empty; it copies the nodes it changes that are not of
+// generation gen and changes those that are in place.
+func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
+	if n == nil {
+		if len(l) == 0 {
+			return nil
+		}
+		return &tnode{gen: gen, hs: []uint64{h}, ls: [][]*rule{l}}
+	}
+	n = n.private(gen)
+	if n.kids != nil {
+		i := (h >> s) & (trieFan - 1)
+		n.kids[i] = n.kids[i].set(h, l, gen, s+trieBits)
+		return n
+	}
+	i := slices.Index(n.hs, h)
+	switch {
+	case i >= 0 && len(l) > 0:
+		n.ls[i] = l
+	case i >= 0:
+		n.hs = slices.Delete(n.hs, i, i+1)
+		n.ls = slices.Delete(n.ls, i, i+1)
+	case len(l) > 0:
+		n.hs = append(n.hs, h)
+		n.ls = append(n.ls, l)
+		n.splitFull(gen, s)
+	}
+	return n
+}
+
+// slot returns n (a trie at depth s bits) with a place for the rules of
+// hash h, and that place (nil if h had none, for the caller to fill),
+// copying and changing nodes as set.
+func (n *tnode) slot(h, gen uint64, s uint) (*tnode, *[]*rule) {
+	if n == nil {
+		n = &tnode{gen: gen, hs: []uint64{h}, ls: make([][]*rule, 1)}
+		return n, &n.ls[0]
+	}
+	n = n.private(gen)
+	if n.kids != nil {
+		i := (h >> s) & (trieFan - 1)
+		var p *[]*rule
+		n.kids[i], p = n.kids[i].slot(h, gen, s+trieBits)
+		return n, p
+	}
+	if i := slices.Index(n.hs, h); i >= 0 {
+		return n, &n.ls[i]
+	}
+	if len(n.hs) == leafMax && s+trieBits < 64 {
+		n.split(gen, s)
+		return n.slot(h, gen, s)
+	}
+	n.hs = append(n.hs, h)
+	n.ls = append(n.ls, nil)
+	return n, &n.ls[len(n.ls)-1]
+}
+
+// private returns n if it is of generation gen, else a copy that is.
+func (n *tnode) private(gen uint64) *tnode {
+	if n.gen == gen {
+		return n
+	}
+	c := &tnode{gen: gen}
+	if n.kids != nil {
+		c.kids = slices.Clone(n.kids)
+	} else {
+		c.hs = append(make([]uint64, 0, len(n.hs)+1), n.hs...)
+		c.ls = append(make([][]*rule, 0, len(n.ls)+1), n.ls...)
+	}
+	return c
+}
+
+// splitFull splits n, a leaf of generation gen at depth s bits, if it
+// holds more than leafMax hashes.
+func (n *tnode) splitFull(gen uint64, s uint) {
+	if len(n.hs) > leafMax && s+trieBits < 64 {
+		n.split(gen, s)
+	}
+}
+
+// split makes n, a leaf of generation gen at depth s bits, an interior
+// node with its hashes in new leaves.
+func (n *tnode) split(gen uint64, s uint) {
+	kids := make([]*tnode, trieFan)
+	for j, x := range n.hs {
+		k := (x >> s) & (trieFan - 1)
+		kids[k] = kids[k].set(x, n.ls[j], gen, s+trieBits)
+	}
+	n.kids, n.hs, n.ls = kids, nil, nil
+}
+
+// each calls fn with every list of rules under n.
+func (n *tnode) each(fn func([]*rule)) {
+	if n == nil {
+		return
+	}
+	for _, k := range n.kids {
+		k.each(fn)
+	}
+	for _, l := range n.ls {
+		fn(l)
+	}
 }
 
 // hashSeed makes the hashes of masked flows differ from process to
@@ -339,7 +498,7 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		if !st.mayHave(h) {
 			continue
 		}
-		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
+		for _, r := range st.rules.get(h) {
 			if !st.matches(r, fw) {
 				continue
 			}
@@ -363,18 +522,28 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 
 // find returns the rule with exactly m and prio (a strict match).
 func (t *table) find(m *ofp.Match, prio uint16) *rule {
+	return t.findIn(t.subIndex(&m.Mask), m, prio)
+}
+
+// subIndex returns the index in t.subs of the subtable of mask, -1 if
+// there is none (t may be nil). A table's copies (mutable) have its
+// subtables at the same indexes.
+func (t *table) subIndex(mask *ofp.Flow) int {
 	if t == nil {
+		return -1
+	}
+	return slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == *mask })
+}
+
+// findIn is find in subtable i (subIndex of m's mask).
+func (t *table) findIn(i int, m *ofp.Match, prio uint16) *rule {
+	if i < 0 {
 		return nil
 	}
-	for _, st := range t.subs {
-		if st.mask != m.Mask {
-			continue
-		}
-		h := st.hash(&m.Flow)
-		for _, r := range st.shards[h&uint64(len(st.shards)-1)].rules[h] {
-			if r.match.Flow == m.Flow && r.priority == prio {
-				return r
-			}
+	st := t.subs[i]
+	for _, r := range st.rules.get(st.hash(&m.Flow)) {
+		if r.match.Flow == m.Flow && r.priority == prio {
+			return r
 		}
 	}
 	return nil
@@ -386,13 +555,11 @@ func (t *table) each(fn func(*rule)) {
 		return
 	}
 	for _, st := range t.subs {
-		for _, sh := range st.shards {
-			for _, l := range sh.rules {
-				for _, r := range l {
-					fn(r)
-				}
+		st.rules.each(func(l []*rule) {
+			for _, r := range l {
+				fn(r)
 			}
-		}
+		})
 	}
 }
 
@@ -424,7 +591,15 @@ func (t *table) len() int {
 
 // mutable returns a copy of table id of ft that change gen may write.
 func (ft *flowTables) mutable(id uint8, gen uint64) *table {
-	t := ft.t[id]
+	c := ft.chunks[id/chunkTables]
+	if c == nil || c.gen != gen {
+		n := &tableChunk{gen: gen}
+		if c != nil {
+			n.t = c.t
+		}
+		ft.chunks[id/chunkTables], c = n, n
+	}
+	t := c.t[id%chunkTables]
 	if t != nil && t.gen == gen {
 		return t
 	}
@@ -432,7 +607,7 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	if t != nil {
 		n.subs, n.n, n.timed = slices.Clone(t.subs), t.n, t.timed
 	}
-	ft.t[id] = n
+	c.t[id%chunkTables] = n
 	return n
 }
 
@@ -441,32 +616,26 @@ func (st *subtable) mutable(gen uint64) *subtable {
 		return st
 	}
 	n := *st
-	n.gen, n.prios, n.shards = gen, maps.Clone(st.prios), slices.Clone(st.shards)
+	n.gen, n.prios = gen, slices.Clone(st.prios)
 	if st.inPorts != nil {
 		n.inPorts = maps.Clone(st.inPorts)
 	}
 	return &n
 }
 
-func (st *subtable) shard(h, gen uint64) *shard {
-	i := h & uint64(len(st.shards)-1)
-	sh := st.shards[i]
-	if sh.gen != gen {
-		sh = &shard{gen: gen, rules: maps.Clone(sh.rules)}
-		st.shards[i] = sh
-	}
-	return sh
-}
-
 // put adds r to t (a change of generation gen); old, if not nil, is the
 // rule with r's match and priority that r replaces.
 func (t *table) put(r, old *rule, gen uint64) {
-	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
+	t.putIn(t.subIndex(&r.match.Mask), r, old, gen)
+}
+
+// putIn is put with i the subIndex of r's mask.
+func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	var st *subtable
 	if i < 0 {
-		st = &subtable{gen: gen, mask: r.match.Mask, mws: maskWordsOf(&r.match.Mask), prios: map[uint16]int{},
-			shards: []*shard{{gen: gen, rules: map[uint64][]*rule{}}}}
-		l2, l3 := splitL3(&st.mask)
+		mask := r.match.Mask
+		st = &subtable{gen: gen, mask: &mask, mws: maskWordsOf(&mask)}
+		l2, l3 := splitL3(st.mask)
 		st.l3 = l3 != ofp.Flow{}
 		st.l2Ws = maskWordsOf(&l2)
 		meta := l2
@@ -483,14 +652,15 @@ func (t *table) put(r, old *rule, gen uint64) {
 		t.subs[i] = st
 	}
 	h := st.hash(&r.match.Flow)
-	sh := st.shard(h, gen)
-	l := sh.rules[h]
+	var p *[]*rule
+	st.rules, p = st.rules.slot(h, gen, 0)
+	l := *p
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
 		l = slices.Clone(l)
 		l[slices.Index(l, old)] = r
-		sh.rules[h] = l
+		*p = l
 		return
 	}
 	j := 0
@@ -500,10 +670,10 @@ func (t *table) put(r, old *rule, gen uint64) {
 	if len(l) == 0 {
 		st.addHash(h)
 	}
-	sh.rules[h] = slices.Insert(slices.Clip(l), j, r)
+	*p = slices.Insert(slices.Clip(l), j, r)
 	st.n++
 	t.n++
-	st.prios[r.priority]++
+	st.prios = addPrio(st.prios, r.priority)
 	if i := l3Index(r.match.Flow.EthType); i >= 0 {
 		st.types[i]++
 	}
@@ -514,24 +684,18 @@ func (t *table) put(r, old *rule, gen uint64) {
 		st.maxPrio = r.priority
 		t.resort()
 	}
-	if 2*st.n > len(st.shards)*len(st.shards) {
-		st.grow(gen)
-	}
 }
 
 // remove takes r out of t (a change of generation gen).
 func (t *table) remove(r *rule, gen uint64) {
-	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == r.match.Mask })
+	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == r.match.Mask })
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
 	h := st.hash(&r.match.Flow)
-	sh := st.shard(h, gen)
-	l := slices.DeleteFunc(slices.Clone(sh.rules[h]), func(o *rule) bool { return o == r })
+	l := slices.DeleteFunc(slices.Clone(st.rules.get(h)), func(o *rule) bool { return o == r })
+	st.rules = st.rules.set(h, l, gen, 0)
 	if len(l) == 0 {
-		delete(sh.rules, h)
 		st.delHash(h)
-	} else {
-		sh.rules[h] = l
 	}
 	st.n--
 	t.n--
@@ -548,16 +712,37 @@ func (t *table) remove(r *rule, gen uint64) {
 		t.subs = slices.Delete(t.subs, i, i+1)
 		return
 	}
-	if st.prios[r.priority]--; st.prios[r.priority] == 0 {
-		delete(st.prios, r.priority)
-		if r.priority == st.maxPrio {
-			st.maxPrio = 0
-			for p := range st.prios {
-				st.maxPrio = max(st.maxPrio, p)
-			}
-			t.resort()
-		}
+	st.prios = delPrio(st.prios, r.priority)
+	if r.priority == st.maxPrio && st.prios[0].prio != r.priority {
+		st.maxPrio = st.prios[0].prio
+		t.resort()
 	}
+}
+
+// prioCount is how many rules of a subtable have priority prio.
+type prioCount struct {
+	prio uint16
+	n    int32
+}
+
+// addPrio counts one more rule of priority prio in ps (by priority,
+// highest first; ps is the caller's to change).
+func addPrio(ps []prioCount, prio uint16) []prioCount {
+	i, found := slices.BinarySearchFunc(ps, prio, func(pc prioCount, p uint16) int { return int(p) - int(pc.prio) })
+	if found {
+		ps[i].n++
+		return ps
+	}
+	return slices.Insert(ps, i, prioCount{prio, 1})
+}
+
+// delPrio counts one rule of priority prio less in ps.
+func delPrio(ps []prioCount, prio uint16) []prioCount {
+	i, _ := slices.BinarySearchFunc(ps, prio, func(pc prioCount, p uint16) int { return int(p) - int(pc.prio) })
+	if ps[i].n--; ps[i].n == 0 {
+		return slices.Delete(ps, i, i+1)
+	}
+	return ps
 }
 
 func (r *rule) isTimed() int {
@@ -569,20 +754,6 @@ func (r *rule) isTimed() int {
 
 func (t *table) resort() {
 	slices.SortStableFunc(t.subs, func(a, b *subtable) int { return int(b.maxPrio) - int(a.maxPrio) })
-}
-
-// grow doubles st's shards (st is of generation gen).
-func (st *subtable) grow(gen uint64) {
-	n := make([]*shard, 2*len(st.shards))
-	for i := range n {
-		n[i] = &shard{gen: gen, rules: map[uint64][]*rule{}}
-	}
-	for _, sh := range st.shards {
-		for h, l := range sh.rules {
-			n[h&uint64(len(n)-1)].rules[h] = l
-		}
-	}
-	st.shards = n
 }
 
 // l3Index numbers the Ethernet types whose fields past L2 a flow may

@@ -24,8 +24,8 @@ func (br *Bridge) TLVTable() *ofp.TLVTable { return br.tlv.Load() }
 func (br *Bridge) tunMetadataInUse(idx int) bool {
 	ft := br.tables.Load()
 	used := false
-	for _, t := range ft.t {
-		t.each(func(r *rule) {
+	for id := range NumTables {
+		ft.table(id).each(func(r *rule) {
 			used = used || r.match.Mask.TunMDPresent&(1<<idx) != 0 || ofp.ActionsUseTunMD(r.actions, idx)
 		})
 	}

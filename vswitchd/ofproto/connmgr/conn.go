@@ -485,6 +485,9 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			err.EchoAll = true
 			return nil, err
 		}
+		// Nothing refers to it now (Source.FlowMod): the next flow
+		// mod's decoding reuses it rather than allocate a kilobyte.
+		ofp.ReleaseFlowMod(m)
 		return nil, nil
 	case *ofp.TLVTableMod:
 		tm, ok := c.m.src.(TLVMapper)

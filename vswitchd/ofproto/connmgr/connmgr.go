@@ -37,7 +37,9 @@ type Source interface {
 	// Flows are the flows of every table.
 	Flows() []ofp.FlowStats
 	// FlowMod changes the flow tables, or returns the error to refuse
-	// the change with.
+	// the change with. It keeps no reference to fm, which is reused
+	// once it returns (ofp.ReleaseFlowMod; what fm refers to, its
+	// actions, may be kept).
 	FlowMod(fm *ofp.FlowMod) *ofp.Error
 	// Barrier returns when every earlier flow table change is in effect
 	// for every packet.
