@@ -36,6 +36,16 @@ const pollEvents = 64
 // constant is negative).
 const epollET = 1 << 31
 
+// A connection's socket is registered edge-triggered for input only
+// (pollIn), and for output too (pollInOut) only while a write waits for
+// room: the runtime's poller registers both, and every time a client read
+// a reply the socket's new room was an event that woke the server for
+// nothing, a second sleep and wake-up per request.
+const (
+	pollIn    = syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET
+	pollInOut = pollIn | syscall.EPOLLOUT
+)
+
 // Poller waits for the sockets of PollConns.
 type Poller struct {
 	epfd int
@@ -246,7 +256,7 @@ func (p *Poller) add(nfd int, laddr net.Addr) (*PollConn, error) {
 	p.mu.Lock()
 	p.conns[int32(nfd)] = c
 	p.mu.Unlock()
-	ev := epollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET, Fd: int32(nfd)}
+	ev := epollEvent{Events: pollIn, Fd: int32(nfd)}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(p.epfd), syscall.EPOLL_CTL_ADD, uintptr(nfd), uintptr(unsafe.Pointer(&ev)), 0, 0); e != 0 {
 		p.mu.Lock()
 		delete(p.conns, int32(nfd))
@@ -267,9 +277,10 @@ type PollConn struct {
 	readable, writable chan struct{} // a token when the socket may have become so
 	done               chan struct{} // closed by Close
 
-	mu      sync.Mutex
-	refs    int  // guarded by mu: calls using fd
-	closing bool // guarded by mu: Close was called; fd is closed once refs is 0
+	mu       sync.Mutex
+	refs     int  // guarded by mu: calls using fd
+	closing  bool // guarded by mu: Close was called; fd is closed once refs is 0
+	outWaits int  // guarded by mu: writes waiting for room (fd registered with pollInOut)
 }
 
 var errNoDeadline = errors.New("deadlines are not supported")
@@ -355,16 +366,54 @@ func (r pollRawConn) Read(f func(fd uintptr) bool) error { return r.c.rawDo(r.c.
 func (r pollRawConn) Write(f func(fd uintptr) bool) error { return r.c.rawDo(r.c.writable, f) }
 
 // rawDo calls f until it returns true, waiting for a token on ch after
-// each false, as syscall.RawConn's Read and Write do.
+// each false, as syscall.RawConn's Read and Write do. A write that waits
+// has the socket registered for output meanwhile.
 func (c *PollConn) rawDo(ch chan struct{}, f func(fd uintptr) bool) error {
 	if !c.incref() {
 		return net.ErrClosed
 	}
 	defer c.decref()
+	out := false // this call added to outWaits
+	defer func() {
+		if out {
+			c.waitOut(-1)
+		}
+	}()
 	for !f(uintptr(c.fd)) {
+		if ch == c.writable && !out {
+			out = true
+			// Registering reports room there is already, so a
+			// token taken now cannot be missed; an old one only
+			// means one more try.
+			if err := c.waitOut(1); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := c.wait(ch); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// waitOut counts a write starting (+1) or ending (-1) its wait for room,
+// registering the socket for output while any waits.
+func (c *PollConn) waitOut(d int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.outWaits += d
+	events := uint32(pollIn)
+	switch {
+	case d > 0 && c.outWaits == 1:
+		events = pollInOut
+	case d < 0 && c.outWaits == 0:
+	default:
+		return nil
+	}
+	ev := epollEvent{Events: events, Fd: int32(c.fd)}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(c.p.epfd), syscall.EPOLL_CTL_MOD, uintptr(c.fd), uintptr(unsafe.Pointer(&ev)), 0, 0); e != 0 {
+		return os.NewSyscallError("epoll_ctl", e)
 	}
 	return nil
 }

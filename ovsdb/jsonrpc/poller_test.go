@@ -3,11 +3,16 @@ package jsonrpc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func pollListen(t *testing.T) (*PollListener, string) {
@@ -184,5 +189,108 @@ func TestPollConnServe(t *testing.T) {
 	conn.Close()
 	if err := <-served; err != io.EOF {
 		t.Errorf("Serve after Close: %v, want EOF", err)
+	}
+}
+
+// benchClientEnv makes the test binary BenchmarkShortSession's client:
+// "PATH N" runs N sessions on the unix socket PATH and exits.
+const benchClientEnv = "JSONRPC_BENCH_CLIENT"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(benchClientEnv); v != "" {
+		var path string
+		var n int
+		fmt.Sscan(v, &path, &n)
+		if err := benchClient(path, n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// benchClient runs n sessions of two requests each on the socket path,
+// with a pause after each reply.
+func benchClient(path string, n int) error {
+	req := []byte(`{"id":1,"method":"x","params":["abc"]}`)
+	buf := make([]byte, 256)
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			return err
+		}
+		for j := 0; j < 2; j++ {
+			if _, err := c.Write(req); err != nil {
+				return err
+			}
+			if _, err := c.Read(buf); err != nil {
+				return err
+			}
+			// Think, as a client does between requests: long
+			// enough for the server process to go idle.
+			time.Sleep(100 * time.Microsecond)
+		}
+		c.Close()
+	}
+	return nil
+}
+
+// BenchmarkShortSession is short-lived clients' sessions on a unix socket,
+// as ovn-nbctl calls are: connect, two requests one after the other's
+// reply, close, from another process (the test binary run again). The
+// server side runs a Conn on each connection from net's listener ("net")
+// or from a PollListener ("poller"), on one P as ovsdb-server does.
+// Besides the time it reports the server process's CPU time and context
+// switches per session (getrusage), which are what the poller cuts: net's
+// accept and close are system calls the runtime counts as blocking, which
+// wake its monitor thread.
+func BenchmarkShortSession(b *testing.B) {
+	for _, kind := range []string{"net", "poller"} {
+		b.Run(kind, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			path := filepath.Join(b.TempDir(), "s")
+			ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ln net.Listener = ul
+			if kind == "poller" {
+				p, err := DefaultPoller()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ln, err = p.Listen(ul); err != nil {
+					b.Fatal(err)
+				}
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					nc, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						conn := NewConn(nc, Options{})
+						conn.Serve(func(m *Message) { conn.Send(NewReply(m.ID, m.Params)) })
+					}()
+				}
+			}()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", benchClientEnv, path, b.N))
+			cmd.Stderr = os.Stderr
+			var before, after syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			b.ResetTimer()
+			if err := cmd.Run(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+			b.ReportMetric(float64(cpu)/float64(b.N), "server-cpu-ns/op")
+			b.ReportMetric(float64(after.Nvcsw+after.Nivcsw-before.Nvcsw-before.Nivcsw)/float64(b.N), "server-csw/op")
+		})
 	}
 }
