@@ -128,6 +128,17 @@ func (s *Server) openRemote(target string, opts remoteOptions) (*remote, error) 
 			return nil, err
 		}
 		r.ln = ln
+		// Its sessions are taken, waited for and closed without a
+		// system call that wakes the runtime's monitor thread (see
+		// jsonrpc.Poller): most of what an ovn-nbctl call cost over
+		// ovsdb-server's was those wake-ups.
+		if p, err := jsonrpc.DefaultPoller(); err != nil {
+			s.rpcLog.Warnf("%s: %v", target, err)
+		} else if pl, err := p.Listen(ln); err != nil {
+			s.rpcLog.Warnf("%s: %v", target, err)
+		} else {
+			r.ln = pl
+		}
 	case "ptcp", "pssl":
 		addr, err := listenAddr(rest)
 		if err != nil {

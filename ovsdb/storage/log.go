@@ -328,7 +328,7 @@ func (l *Log) Commit(r Record, durable bool) error {
 	if l.err != nil {
 		return l.err
 	}
-	if _, err := l.f.WriteAt(rec, l.size); err != nil {
+	if _, err := writeAt(l.f, rec, l.size); err != nil {
 		if terr := l.f.Truncate(l.size); terr != nil {
 			l.err = fmt.Errorf("%s: write failed and cannot remove partial record: %w", l.path, terr)
 		}
