@@ -133,6 +133,11 @@ type xlate struct {
 	// traceMarkWC, in a trace, is the pkt_mark bits the bridges consulted
 	// (the datapath mask holds no mark: every packet enters with 0).
 	traceMarkWC uint32
+	// traceDpHashWC, in a trace, is the dp_hash bits the bridges
+	// consulted; inMeta the trace flow's pkt_mark and dp_hash, the first
+	// bridge's packet's as it enters.
+	traceDpHashWC uint32
+	inMeta        flowMeta
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
