@@ -151,6 +151,9 @@ func init() {
 // FormatRef formats a field's bit range as mf_format_subfield.
 func FormatRef(r FieldRef) string {
 	name := nxmNames[r.Field.Name]
+	if idx := TunMetadataIndex(r.Field); idx >= 0 {
+		name = "NXM_NX_TUN_METADATA" + itoa(idx)
+	}
 	if name == "" {
 		name = r.Field.Name
 	}
