@@ -160,7 +160,8 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		case 0xffff:
 			put("%s=%d", name, v)
 		default:
-			put("%s=%d/0x%x", name, v, mk)
+			// OVS's format_be16_masked: hex, the value under the mask.
+			put("%s=0x%x/0x%x", name, v&mk, mk)
 		}
 	}
 	switch {

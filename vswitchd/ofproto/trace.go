@@ -110,8 +110,12 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	// megaflow shows them when a lookup or an action consulted them, as
 	// OVS's (format_uint32_masked).
 	mark, dpHash := u32Masked("pkt_mark", md.pktMark, x.traceMarkWC), u32Masked("dp_hash", md.dpHash, x.traceDpHashWC)
+	// The megaflow's values are the packet's under its mask, as OVS's
+	// (a minimatch).
+	mk := k.Masked(&u.Mask)
+	mk.RecircID = k.RecircID // a megaflow always matches it
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.acts)
+		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.acts)
 	out.WriteString(failed)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
