@@ -152,7 +152,19 @@ table=1,priority=5,actions=drop
 `,
 		[]string{"add-flow", "BR", "actions=mod_nw_tos:32"},
 		[]string{"add-flow", "BR", "tcp,actions=set_field:7->sctp_src"},
-		[]string{"add-flow", "BR", "ip,actions=mod_nw_tos:33"})
+		[]string{"add-flow", "BR", "ip,actions=mod_nw_tos:33"},
+		// Masked set_field and partial loads (OpenFlow 1.0 shows a
+		// masked set_field of a field it has an action for as that
+		// action, its mask dropped, as OVS's).
+		[]string{"-O", "OpenFlow15", "add-flow", "BR", "priority=91,in_port=1,udp,actions=set_field:0x100/0xff00->udp_dst,output:2"},
+		[]string{"-O", "OpenFlow15", "add-flow", "BR", "priority=92,in_port=1,arp,actions=set_field:1.2.0.0/255.255.0.0->arp_tpa," +
+			"set_field:00:00:00:00:00:05/00:00:00:00:00:ff->eth_src,output:2"},
+		[]string{"-O", "OpenFlow15", "add-flow", "BR", "priority=93,in_port=2,tcp6,actions=set_field:0x50/0xf0->tcp_src,set_field:::1/::ffff->ipv6_src,output:1"},
+		[]string{"-O", "OpenFlow13", "add-flow", "BR", "priority=94,in_port=2,ip,actions=set_field:0x10->ip_dscp,set_field:1.2.3.4->ip_src,output:1"},
+		[]string{"add-flow", "BR", "priority=95,in_port=1,tcp,actions=load:0x1->NXM_OF_TCP_DST[2..3],load:0x1->NXM_OF_IP_TOS[2..3],output:2"},
+		[]string{"dump-flows", "--no-stats", "--rsort", "BR"},
+		[]string{"-O", "OpenFlow13", "dump-flows", "--no-stats", "--rsort", "BR"},
+		[]string{"-O", "OpenFlow15", "dump-flows", "--no-stats", "--rsort", "BR"})
 	for _, pkt := range []string{"in_port=1,tcp,nw_tos=0", "in_port=1,tcp,nw_tos=0x20", "in_port=1,udp,nw_tos=0xff",
 		"in_port=1,icmp", "in_port=1,tcp6", "in_port=1,udp6,nw_ecn=2", "in_port=1,sctp",
 		"in_port=1,sctp6", "in_port=2,tcp", "in_port=3,tcp,nw_tos=0x21", "in_port=3,udp"} {

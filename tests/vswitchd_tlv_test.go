@@ -56,6 +56,25 @@ var tlvCommands = [][]string{
 	{"--sort", "dump-flows", "--no-stats", "BR", "tun_metadata0=0x5/0xff"},
 	{"-O", "OpenFlow13", "dump-aggregate", "BR", "tun_metadata0=0x1234"},
 	{"dump-flows", "--no-stats", "BR", "tun_metadata3=0x1234"},
+	// learn with tun_metadata: unmapped (NXFMFC_INVALID_TLV_FIELD), bits
+	// beyond the mapping (OFPBAC_BAD_SET_LEN); mapped: matches from the
+	// field, a register and an immediate, loads, and what a packet-out
+	// through them learns (OVS keeps a learned match as long as its
+	// value and mask need).
+	{"add-tlv-map", "BR", "{class=0xffff,type=1,len=8}->tun_metadata1"},
+	{"add-flow", "BR", "table=5,priority=4,actions=learn(table=6,NXM_NX_TUN_METADATA7[0..31])"},
+	{"add-flow", "BR", "table=5,priority=5,actions=learn(table=6,load:0x7->NXM_NX_TUN_METADATA3[0..7])"},
+	{"add-flow", "BR", "table=5,priority=6,actions=learn(table=6,tun_metadata0=0x1234,output:NXM_NX_TUN_METADATA0[0..15])"},
+	{"add-flow", "BR", "table=5,priority=8,actions=learn(table=6,NXM_NX_TUN_METADATA0[32..63])"},
+	{"add-flow", "BR", "table=5,priority=1,actions=learn(table=6,NXM_NX_TUN_METADATA0[0..31],load:NXM_NX_TUN_METADATA0[0..31]->NXM_NX_REG1[])," +
+		"learn(table=6,priority=2,NXM_NX_TUN_METADATA0[0..15]=0x5,load:NXM_NX_REG0[]->NXM_NX_TUN_METADATA0[0..31])," +
+		"learn(table=6,priority=3,load:0x7->NXM_NX_TUN_METADATA0[0..31],NXM_NX_TUN_METADATA1[0..15]=0x1)," +
+		"learn(table=6,priority=7,NXM_NX_TUN_METADATA0[0..31]=NXM_NX_REG2[],NXM_NX_TUN_METADATA1[16..47]=NXM_NX_REG0[])"},
+	{"add-flow", "BR", "priority=100,in_port=LOCAL,actions=set_field:0x77->reg0,set_field:0x88->reg2,resubmit(,5)"},
+	{"--sort", "-O", "OpenFlow15", "dump-flows", "--no-stats", "BR", "table=5"},
+	{"packet-out", "BR", "LOCAL", "table", "ffffffffffff00000000000108004500001c00010000401100000a0000010a000002003500350008000000"},
+	{"--sort", "dump-flows", "--no-stats", "BR", "table=6"},
+	{"--sort", "-O", "OpenFlow13", "dump-flows", "--no-stats", "BR", "table=6"},
 }
 
 // TestOpenFlowTLVDifferential: add-tlv-map, del-tlv-map and dump-tlv-map

@@ -33,6 +33,12 @@ var traceDiffFlows = []string{
 	// Conjunctive recirculation: "Final flow:" after the thaw.
 	"priority=65,in_port=2,udp,udp_dst=53,actions=ct(table=2,zone=5)",
 	"table=2,priority=10,ct_state=+trk+new,ip,actions=ct(commit,zone=5),output:1",
+	// The packet metadata a trace flow may give: dp_hash (read by a
+	// move, a dp_hash select group), pkt_mark; recirc_id=0 matched.
+	"priority=60,in_port=3,actions=move:NXM_NX_DP_HASH[0..3]->NXM_NX_REG0[0..3],resubmit(,6)",
+	"priority=61,in_port=3,tcp,actions=group:5",
+	"table=6,priority=6,recirc_id=0,actions=output:2",
+	"table=6,priority=7,pkt_mark=0x5,actions=output:1",
 }
 
 // traceDiffCorpus are ofproto/trace flows for traceDiffFlows, and flows
@@ -47,6 +53,13 @@ var traceDiffCorpus = []string{
 	"in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.3,udp_dst=53",
 	"in_port=1,ipv6,ipv6_dst=::1",
 	"in_port=1,arp,arp_spa=10.0.0.1,arp_tpa=10.0.0.2",
+	"in_port=3,dp_hash=0x1",
+	"in_port=3,dp_hash=0x11,pkt_mark=0x5",
+	"in_port=3,pkt_mark=5",
+	"in_port=3,recirc_id=0",
+	"in_port=3,recirc_id=0x7ffffff0",
+	"in_port=3,dp_hash=0x7,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2",
+	"in_port=3,dp_hash=0x2a,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2",
 	// From here on Megaflow: is left out: OVS's prefix tries on the
 	// addresses and ports, and its staged lookup past dl_type, spare
 	// bits govs' megaflow matches.
@@ -74,6 +87,9 @@ var traceDiffCorpus = []string{
 	"in_port=1,arp,nw_proto=1",
 	"in_port=1,ip,arp_tpa=10.0.0.1",
 	"in_port=1,ipv6,icmp_type=1",
+	"in_port=3,dp_hash=0x1/0xf",
+	"in_port=3,pkt_mark=xyz",
+	"in_port=3,pkt_mark=0x1ffffffff",
 }
 
 // TestOpenFlowTraceDifferential: ofproto/trace prints the same as
@@ -91,6 +107,7 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 		for _, g := range []string{
 			"group_id=2,type=select,selection_method=hash,fields(ip_src,nw_proto,udp_dst),bucket=bucket_id:5,output:1,bucket=bucket_id:6,output:3,bucket=bucket_id:7,weight:3,output:LOCAL",
 			"group_id=3,type=select,bucket=bucket_id:1,weight:1,output:1,bucket=bucket_id:2,weight:1000,output:3,bucket=bucket_id:3,weight:500,output:LOCAL",
+			"group_id=5,type=select,selection_method=dp_hash,bucket=bucket_id:1,output:1,bucket=bucket_id:2,weight:3,output:2,bucket=bucket_id:3,output:LOCAL",
 		} {
 			if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, g); rc != 0 {
 				t.Fatalf("add-group: %s", out)
@@ -175,6 +192,21 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 		{"-O", "OpenFlow11", "dump-flows", "--no-stats", "BR", "dl_vlan=0xffff"},
 	} {
 		t.Run(fmt.Sprintf("of11/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+	// dp_hash and recirc_id: a controller's flow may match them only at
+	// their defaults (recirc_id=0, dp_hash any), else OFPBRC_EPERM.
+	for i, args := range [][]string{
+		{"add-flow", "BR", "table=7,dp_hash=0x1/0xf,actions=output:2"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=7,dp_hash=0x10/0xf0,actions=output:2"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=7,recirc_id=1,actions=output:2"},
+		{"mod-flows", "BR", "table=7,dp_hash=1/0xf,actions=output:3"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=7,recirc_id=0,dp_hash=0x3/0,actions=output:3"},
+		{"add-flow", "BR", "table=7,actions=load:0x5->NXM_NX_DP_HASH[]"},
+		{"dump-flows", "--no-stats", "BR", "table=7"},
+		{"-O", "OpenFlow15", "dump-flows", "--no-stats", "BR", "table=7"},
+		{"dump-flows", "--no-stats", "BR", "dp_hash=0x1/0xf"},
+	} {
+		t.Run(fmt.Sprintf("hidden/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
 	}
 	// Before OpenFlow 1.2 an add resets a flow's counters, a modify
 	// does not: the counters after each, of a flow a packet-out counted.

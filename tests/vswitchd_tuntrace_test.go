@@ -19,6 +19,11 @@ var tunTraceFlows = []string{
 	"priority=20,tun_metadata0=0xa0001,actions=output:1",
 	"priority=30,in_port=4,tun_metadata1=0x1/0xff,actions=output:2",
 	"priority=25,tun_flags=+oam,actions=output:1",
+	// tun_flags written (its OAM flag), then matched.
+	"priority=40,in_port=3,actions=set_field:+oam->tun_flags,resubmit(,1)",
+	"priority=45,in_port=4,tun_id=6,actions=load:0->NXM_NX_TUN_FLAGS[0],resubmit(,1)",
+	"table=1,priority=10,tun_flags=+oam,actions=output:2",
+	"table=1,priority=5,actions=output:1",
 	"priority=0,actions=drop",
 }
 
@@ -46,6 +51,9 @@ var tunTraceCorpus = []string{
 	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=3,tcp,nw_ecn=0",
 	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=3,tcp6,nw_ecn=1",
 	"in_port=4,tun_id=5,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_tos=2,tcp,nw_ecn=0",
+	"in_port=3,dl_src=00:00:00:00:00:01",
+	"in_port=4,tun_id=6,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_flags=oam",
+	"in_port=4,tun_id=6,tun_src=172.31.9.2,tun_dst=172.31.9.1",
 	// Refused.
 	"in_port=4,tun_flags=+oam",
 	"in_port=4,tun_flags=df",

@@ -105,6 +105,9 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 		if err := checkActions(fm.Actions, &fm.Match, fm.Table); err != nil {
 			return err
 		}
+		if (fm.Command == ofp.FlowAdd || fm.ModifyAdds) && !fm.Match.HiddenFieldsDefault() {
+			return &ofp.Error{Errno: ofp.EPerm, Detail: "only internal flows can set non-default values to hidden fields"}
+		}
 	}
 	return nil
 }

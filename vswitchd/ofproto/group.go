@@ -407,6 +407,8 @@ func (x *xlate) countGroup(g *group, i int) {
 //     dp_hash, the symmetric L3/L4 hash the datapath's hash(sym_l4(0))
 //     computes, or the next live one after it (pick_dp_hash_select_group,
 //     which OVS reaches after a recirculation: govs hashes at once);
+//     with selection_method=dp_hash too, but only for a packet that has a
+//     dp_hash (an ofproto/trace flow's): govs' datapath computes none;
 //   - otherwise: the best score for the symmetric L4 hash
 //     (pick_default_select_group).
 func (x *xlate) selectBucket(g *group) int {
@@ -414,9 +416,26 @@ func (x *xlate) selectBucket(g *group) int {
 	if g.props.Method == "hash" {
 		return x.bestLiveBucket(g, x.hashFields(g.props.Fields, g.props.Param))
 	}
-	if hm := g.dpHashMap(); hm != nil && g.props.Method == "" {
-		ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL3L4)
-		h := ofp.HashFlow(k, ofp.HashSymmetricL3L4, 0)
+	if hm := g.dpHashMap(); hm != nil && (g.props.Method == "" || g.props.Method == "dp_hash") {
+		var h uint32
+		if dp := x.of.flow.DpHash; dp != 0 {
+			// A dp_hash the packet has (an ofproto/trace flow's):
+			// its bits under the map's mask, as OVS's
+			// pick_dp_hash_select_group after the recirculation.
+			h = dp
+			x.of.wc.DpHash |= uint32(len(hm) - 1)
+		} else if g.props.Method == "dp_hash" {
+			// OVS recirculates with the hash of the group's algorithm
+			// (hash(l4(basis)) on the netdev datapath, the RSS
+			// hash): govs' datapath has no hash action, so the
+			// group picks by the best score, as without a method
+			// and the weights too uneven.
+			ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL4)
+			return x.bestLiveBucket(g, ofp.HashFlow(k, ofp.HashSymmetricL4, 0))
+		} else {
+			ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL3L4)
+			h = ofp.HashFlow(k, ofp.HashSymmetricL3L4, 0)
+		}
 		for i := range hm {
 			b := hm[(int(h)+i)&(len(hm)-1)]
 			if x.selectLive(g, b) {

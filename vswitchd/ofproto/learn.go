@@ -54,6 +54,10 @@ func learnFlowMod(l *ofp.Learn, f *ofp.Flow) *ofp.FlowMod {
 		switch s.Kind {
 		case ofp.LearnMatch:
 			v, m := s.Value(f)
+			if idx := ofp.TunMetadataIndex(s.Dst.Field); idx >= 0 {
+				learnTunMD(&fm.Match, idx, v, m)
+				break
+			}
 			s.Dst.Field.SetMasked(&fm.Match.Flow, v, m)
 			s.Dst.Field.SetMasked(&fm.Match.Mask, m, m)
 		case ofp.LearnLoad:
@@ -74,7 +78,46 @@ func learnFlowMod(l *ofp.Learn, f *ofp.Flow) *ofp.FlowMod {
 		}
 	}
 	fm.Match.Normalize()
+	if len(fm.Match.TunMD) > 0 {
+		if fm.Match.ResolveTunMD(f.TunTab) != nil {
+			return nil // the option map changed under the learning flow
+		}
+		// OVS keeps a learned tun_metadata match as long as its value
+		// and mask need (mf_field_len), which its flow dumps show.
+		for i := range fm.Match.TunMD {
+			e := &fm.Match.TunMD[i]
+			n := max(significantBytes(e.Value), significantBytes(e.Mask))
+			e.Value, e.Mask = e.Value[len(e.Value)-n:], e.Mask[len(e.Mask)-n:]
+		}
+	}
 	return fm
+}
+
+// significantBytes is the length of b without its leading zero bytes,
+// at least 1 (OVS's field_len).
+func significantBytes(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return len(b) - i
+		}
+	}
+	return min(1, len(b))
+}
+
+// learnTunMD adds value under mask to m's match on tun_metadata<idx>,
+// one entry per field whatever bits each spec gives.
+func learnTunMD(m *ofp.Match, idx int, value, mask []byte) {
+	for i := range m.TunMD {
+		e := &m.TunMD[i]
+		if e.Idx == idx && len(e.Value) == len(value) {
+			for j := range value {
+				e.Value[j] = e.Value[j]&^mask[j] | value[j]&mask[j]
+				e.Mask[j] |= mask[j]
+			}
+			return
+		}
+	}
+	m.TunMD = append(m.TunMD, ofp.TunMDEntry{Idx: idx, Value: value, Mask: mask})
 }
 
 // learn executes a learn action in the translation: the sources it reads
@@ -92,6 +135,9 @@ func (x *xlate) learn(l *ofp.Learn) {
 		return
 	}
 	fm := learnFlowMod(l, f)
+	if fm == nil {
+		return
+	}
 	br := x.of.in.br.br
 	var ok bool
 	if x.mode == modePacket || x.mode == modeRefresh {

@@ -184,3 +184,48 @@ func TestLearnDeleteLearnedOnModify(t *testing.T) {
 		t.Errorf("modify without the learn left:\n%s", strings.Join(fl, "\n"))
 	}
 }
+
+// learn with tun_metadata (mapped 4 and 8 bytes): matches from the
+// packet's field, from a register and of an immediate, into one field
+// from two specs, and loads, as Debian's ovs-vswitchd learns them.
+func TestLearnTunMetadata(t *testing.T) {
+	tb, br := emptyTables(t)
+	if err := br.TLVTableMod(&ofp.TLVTableMod{Command: ofp.TLVAdd, Maps: []ofp.TLVMap{
+		{Class: 0x102, Type: 0x80, Len: 4, Index: 0}, {Class: 0xffff, Type: 1, Len: 8, Index: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	md := func(idx, n int) *ofp.Field { return ofp.TunMetadataField(idx, n) }
+	ref := func(fd *ofp.Field, ofs, n int) ofp.FieldRef { return ofp.FieldRef{Field: fd, Ofs: ofs, NBits: n} }
+	reg := func(i, ofs, n int) ofp.FieldRef { return learnRef(ofp.FieldReg0+ofp.FieldID(i), ofs, n) }
+	learns := []*ofp.Learn{
+		{Table: 6, Priority: 0x8000, Specs: []ofp.LearnSpec{
+			{Kind: ofp.LearnMatch, NBits: 32, Src: ref(md(0, 124), 0, 32), Dst: ref(md(0, 124), 0, 32)},
+			{Kind: ofp.LearnLoad, NBits: 32, Src: ref(md(0, 124), 0, 32), Dst: reg(1, 0, 32)}}},
+		{Table: 6, Priority: 2, Specs: []ofp.LearnSpec{
+			{Kind: ofp.LearnMatch, NBits: 16, Imm: []byte{0, 5}, Dst: ref(md(0, 124), 0, 16)},
+			{Kind: ofp.LearnLoad, NBits: 32, Src: reg(0, 0, 32), Dst: ref(md(0, 124), 0, 32)}}},
+		{Table: 6, Priority: 7, Specs: []ofp.LearnSpec{
+			{Kind: ofp.LearnMatch, NBits: 32, Src: reg(2, 0, 32), Dst: ref(md(0, 124), 0, 32)},
+			{Kind: ofp.LearnMatch, NBits: 16, Src: reg(0, 0, 16), Dst: ref(md(1, 124), 16, 16)},
+			{Kind: ofp.LearnMatch, NBits: 16, Src: reg(0, 16, 16), Dst: ref(md(1, 124), 32, 16)}}},
+	}
+	setReg := func(i int, v uint32) ofp.Action {
+		return ofp.LoadAction(ofp.FieldByID(ofp.FieldReg0+ofp.FieldID(i)), []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}, []byte{0xff, 0xff, 0xff, 0xff})
+	}
+	acts := []ofp.Action{setReg(0, 0x77), setReg(2, 0x88)}
+	for _, l := range learns {
+		acts = append(acts, ofp.Action{Type: ofp.ActLearn, Learn: l})
+	}
+	mustMod(t, br, fmSpec{actions: acts})
+	tb.xlate(1, eth(macA, macB))
+	got := strings.Join(tableFlows(br, 6), "\n")
+	for _, want := range []string{
+		"priority=32768,tun_metadata0=0,actions=load:0->NXM_NX_REG1[]",
+		"priority=2,tun_metadata0=0x5,actions=load:0x77->NXM_NX_TUN_METADATA0[]",
+		"priority=7,tun_metadata0=0x88,tun_metadata1=0x770000/0xffffffff0000,actions=drop",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("learned:\n%s\nwant ...%s", got, want)
+		}
+	}
+}

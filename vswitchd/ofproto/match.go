@@ -23,13 +23,14 @@ import (
 // that OVS's flow_format shows after a tag. tunMD is the tun_metadata
 // fields' text (see ofp.FormatTunMD), shown after the other tunnel fields.
 func formatMatch(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool, tunMD string) string {
-	return formatMatchOF(k, m, inPort, megaflow, tagged2, tunMD, "", "", "")
+	return formatMatchOF(k, m, inPort, megaflow, tagged2, tunMD, "", "", "", "")
 }
 
 // formatMatchOF is formatMatch with the OpenFlow fields a datapath key
 // does not hold, each "name=value," items at its place in match_format:
-// mark (pkt_mark) first, regs before the tunnel, metadata after it.
-func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool, tunMD, mark, regs, metadata string) string {
+// mark (pkt_mark) first, dpHash (dp_hash) after recirc_id, regs before the
+// tunnel, metadata after it.
+func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 bool, tunMD, mark, dpHash, regs, metadata string) string {
 	var b strings.Builder
 	b.WriteString(mark)
 	put := func(format string, args ...any) {
@@ -46,6 +47,7 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 			put("recirc_id=%#x", k.RecircID)
 		}
 	}
+	b.WriteString(dpHash)
 	formatCtMatch(put, k, m)
 	if recirc {
 		b.WriteString("eth,")
@@ -158,7 +160,8 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		case 0xffff:
 			put("%s=%d", name, v)
 		default:
-			put("%s=%d/0x%x", name, v, mk)
+			// OVS's format_be16_masked: hex, the value under the mask.
+			put("%s=0x%x/0x%x", name, v&mk, mk)
 		}
 	}
 	switch {
@@ -483,6 +486,18 @@ func parseFlow(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, er
 // (OpenFlow syntax) or not (a datapath flow's match, whose tp_src may be
 // UDP's).
 func parseFlowPrereqs(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error), prereqs bool) (k flow.Key, in *port, ofport int, err error) {
+	return parseFlowMeta(spec, tlv, port, prereqs, nil)
+}
+
+// flowMeta is the packet metadata an ofproto/trace flow may give beside
+// its key: pkt_mark and dp_hash.
+type flowMeta struct {
+	pktMark, dpHash uint32
+}
+
+// parseFlowMeta is parseFlowPrereqs that takes pkt_mark and dp_hash into
+// md when md is not nil (unknown fields otherwise).
+func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error), prereqs bool, md *flowMeta) (k flow.Key, in *port, ofport int, err error) {
 	typeSet, protoSet := false, false
 	tunSet := map[string]bool{}
 	var tunMD map[int][]byte
@@ -692,6 +707,22 @@ func parseFlowPrereqs(spec string, tlv *ofp.TLVTable, port func(string) (*port, 
 			}
 		case "ct_state":
 			k.CtState, err = parseCtState(val)
+		case "pkt_mark", "dp_hash":
+			if md == nil {
+				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
+			}
+			var v uint64
+			if v, err = strconv.ParseUint(val, 0, 32); errors.Is(err, strconv.ErrRange) {
+				err = fmt.Errorf("value too large for 4-byte field %s", name)
+			} else if err != nil {
+				err = fmt.Errorf("bad syntax for %s value", name)
+			} else {
+				if name == "pkt_mark" {
+					md.pktMark = uint32(v)
+				} else {
+					md.dpHash = uint32(v)
+				}
+			}
 		default:
 			if !isTunField(name) {
 				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)

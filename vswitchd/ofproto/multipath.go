@@ -55,7 +55,13 @@ func (x *xlate) memberEnabled(no uint32) bool {
 func (x *xlate) regLoad(ref ofp.FieldRef, v uint64) {
 	ofp.MarkRef(&x.of.wc, ref)
 	ofp.SetRef(&x.of.flow, ref, v)
-	if x.trace == nil {
+	x.reportRef(ref)
+}
+
+// reportRef reports ref's bits' new value in a trace (OVS's
+// xlate_report_subfield), for a field of up to 64 bits.
+func (x *xlate) reportRef(ref ofp.FieldRef) {
+	if x.trace == nil || ref.NBits > 64 {
 		return
 	}
 	// OVS's xlate_report_subfield: the whole field's value, or the bits'

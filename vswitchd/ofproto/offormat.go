@@ -16,7 +16,14 @@ func formatOFMatch(m *ofp.Match) string { return formatOFMatchNames(m, nil) }
 // formatOFMatchNames is formatOFMatch with in_port named from pn.
 func formatOFMatchNames(m *ofp.Match, pn ofp.PortNames) string {
 	k, mk := m.Flow.Key, flow.Mask(m.Mask.Key)
-	s := formatMatch(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m))
+	// match_format: pkt_mark, recirc_id (the key's, shown when not 0),
+	// dp_hash, then the rest.
+	mark := u32Masked("pkt_mark", m.Flow.PktMark, m.Mask.PktMark)
+	if m.Mask.RecircID != 0 && m.Flow.RecircID == 0 {
+		mark += "recirc_id=0,"
+	}
+	s := strings.TrimSuffix(formatMatchOF(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m),
+		mark, u32Masked("dp_hash", m.Flow.DpHash, m.Mask.DpHash), "", ""), ",")
 	var extra []string
 	if m.Mask.ConjID != 0 {
 		// OVS's match_format puts conj_id before the packet fields.

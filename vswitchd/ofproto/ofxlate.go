@@ -113,6 +113,8 @@ func (x *xlate) pipeline(in *port) {
 		// (OVS's patch_port_output), and the packet's mark.
 		clearCT(&x.of.flow)
 		x.of.flow.PktMark = saved.flow.PktMark
+	} else {
+		x.of.flow.PktMark, x.of.flow.DpHash = x.inMeta.pktMark, x.inMeta.dpHash
 	}
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
@@ -172,6 +174,7 @@ func (x *xlate) pipeline(in *port) {
 	}
 	if x.trace != nil {
 		x.traceMarkWC |= x.of.wc.PktMark
+		x.traceDpHashWC |= x.of.wc.DpHash
 	}
 	x.mergeWC()
 	x.key = orig
@@ -405,6 +408,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		ofp.MarkRef(&x.of.wc, a.Dst)
 		ofp.Move(f, a.Src, a.Dst)
 		x.syncVLAN()
+		x.reportRef(a.Dst)
 	case ofp.ActStackPush:
 		ofp.MarkRef(&x.of.wc, a.Src)
 		e := ofp.Push(f, a.Src)
@@ -754,7 +758,7 @@ func translatable(id ofp.FieldID) bool {
 	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP,
 		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
 		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst,
-		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst,
+		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst, ofp.FieldTunFlags,
 		ofp.FieldARPOp, ofp.FieldARPSPA, ofp.FieldARPTPA, ofp.FieldARPSHA, ofp.FieldARPTHA,
 		ofp.FieldIPv6Src, ofp.FieldIPv6Dst, ofp.FieldIPv6Label,
 		ofp.FieldICMPType, ofp.FieldICMPCode, ofp.FieldICMPv6Type, ofp.FieldICMPv6Code,

@@ -125,6 +125,10 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
 	x.key = &x.of.flow.Key
+	// tun_metadata is read and written through the bridge's option map
+	// (set_field, move, learn), as in a packet's translation.
+	x.of.flow.TunTab = p.br.tlv.Load()
+	x.of.wc.TunTab = x.of.flow.TunTab
 	if r := p.resume; r != nil {
 		// The pipeline metadata as the packet-in reported it (and the
 		// controller may have changed), as OVS's xlate_resume.
@@ -133,7 +137,6 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 		f.CtState, f.CtZone, f.CtMark, f.CtLabel = md.CtState, md.CtZone, md.CtMark, md.CtLabel
 		f.TunSrc, f.TunDst = md.TunSrc, md.TunDst
 		f.TunFlags = f.TunFlags&^flow.TunFlagOAM | md.TunFlags&flow.TunFlagOAM
-		f.TunTab = p.br.tlv.Load()
 		f.TunMD, f.TunMDPresent = md.TunMD, md.TunMDPresent
 		x.of.packetOut = false
 		x.of.stack = string(r.Continuation.Stack)

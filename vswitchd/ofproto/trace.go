@@ -82,7 +82,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	s := br.snap.Load()
 	idx := b.idx.Load()
 	tlv := br.tlv.Load()
-	k, in, ofport, err := parseFlowPrereqs(spec, tlv, func(v string) (*port, int, error) {
+	var md flowMeta
+	k, in, ofport, err := parseFlowMeta(spec, tlv, func(v string) (*port, int, error) {
 		if v == "LOCAL" {
 			v = strconv.Itoa(LocalOFPort)
 		}
@@ -98,7 +99,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 			return p, p.ofport, nil
 		}
 		return nil, 0, errors.New("unknown port")
-	}, prereqs)
+	}, prereqs, &md)
 	if err != nil {
 		return "", err
 	}
@@ -108,13 +109,26 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "Flow: %s\n", formatMatch(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil)))
+	fmt.Fprintf(&out, "Flow: %s\n", formatMatchOF(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil),
+		u32Flow("pkt_mark", md.pktMark), u32Flow("dp_hash", md.dpHash), "", ""))
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(idx, &u, modeTrace, 0)
+	x.inMeta, x.pktMark = md, md.pktMark
 	x.trace, x.tt, x.names = &out, newTraceTree(), o.names
 	x.tunMDWC = &ofp.Flow{}
 	tnlWCInit(&k, &u.Mask)
-	if in == nil {
+	var failed string
+	if k.RecircID != 0 {
+		// OVS's xlate_actions thaws the state frozen under the ID, if
+		// any, before it looks at the input port.
+		if st, ok := b.recircs.lookup(k.RecircID); ok {
+			x.resume(st, true)
+		} else {
+			x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
+			x.tt.add(traceError, fmt.Sprintf("Recirculation context not found for ID %x <<<<", k.RecircID))
+			failed = "Translation failed (No recirculation context), packet is dropped.\n"
+		}
+	} else if in == nil {
 		x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
 		x.tt.open(traceTable, " 0. priority 0")
 		x.tt.add(traceAction, "NORMAL")
@@ -132,16 +146,17 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	if !k.HasTunnel() {
 		clearTunnelMask(&u.Mask)
 	}
-	// A packet's pkt_mark is 0 as it enters; the megaflow shows it when
-	// a lookup or an action consulted it, as OVS's (format_uint32_masked).
-	mark := ""
-	if wm := x.traceMarkWC; wm == ^uint32(0) {
-		mark = "pkt_mark=0,"
-	} else if wm != 0 {
-		mark = fmt.Sprintf("pkt_mark=0/%#x,", wm)
-	}
+	// A packet's pkt_mark (0 unless the trace gives one) and dp_hash: the
+	// megaflow shows them when a lookup or an action consulted them, as
+	// OVS's (format_uint32_masked).
+	mark, dpHash := u32Masked("pkt_mark", md.pktMark, x.traceMarkWC), u32Masked("dp_hash", md.dpHash, x.traceDpHashWC)
+	// The megaflow's values are the packet's under its mask, as OVS's
+	// (a minimatch).
+	mk := k.Masked(&u.Mask)
+	mk.RecircID = k.RecircID // a megaflow always matches it
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatchOF(&k, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, "", ""), x.dpActions())
+		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.dpActions())
+	out.WriteString(failed)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText, o)
 	return out.String(), nil
 }
@@ -411,10 +426,8 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	}
 	f := x.traceFinal
 	k := f.Key
-	var mark, regs, meta string
-	if f.PktMark != 0 {
-		mark = fmt.Sprintf("pkt_mark=%#x,", f.PktMark)
-	}
+	var regs, meta string
+	mark, dpHash := u32Flow("pkt_mark", f.PktMark), u32Flow("dp_hash", f.DpHash)
 	for i, r := range f.Regs {
 		if r != 0 {
 			regs += fmt.Sprintf("reg%d=%#x,", i, r)
@@ -427,5 +440,34 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	if x.names && x.traceBridge != nil {
 		pn = x.traceBridge.portNames()
 	}
-	return formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, regs, meta)
+	return formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
+}
+
+// u32Masked is OVS's format_uint32_masked as a "name=value," item, empty
+// for a zero mask.
+func u32Masked(name string, v, m uint32) string {
+	switch m {
+	case 0:
+		return ""
+	case ^uint32(0):
+		return name + "=" + hexC(v) + ","
+	}
+	return name + "=" + hexC(v&m) + "/" + hexC(m) + ","
+}
+
+// u32Flow is a metadata field as OVS's flow_format shows it: only when
+// not 0.
+func u32Flow(name string, v uint32) string {
+	if v == 0 {
+		return ""
+	}
+	return u32Masked(name, v, ^uint32(0))
+}
+
+// hexC is C's %#x: 0 without a prefix.
+func hexC(v uint32) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
 }

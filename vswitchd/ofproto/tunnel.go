@@ -378,6 +378,12 @@ func (x *xlate) tunnelOutput(out *port) {
 		// unless actions changed them, so a decapsulated packet's are
 		// matched whole.
 		h.Options = ofp.TunMDToOpts(&x.of.flow)
+		// The O bit is the flow's OAM flag (OVS's
+		// netdev_geneve_build_header).
+		h.OAM = k.TunFlags&flow.TunFlagOAM != 0
+		if k.HasTunnel() {
+			m.TunFlags |= flow.TunFlagOAM
+		}
 		if k.HasTunnel() {
 			m.TunOptsLen = 0xff
 			for i := range k.TunOptsLen {

@@ -137,6 +137,11 @@ type xlate struct {
 	// traceMarkWC, in a trace, is the pkt_mark bits the bridges consulted
 	// (the datapath mask holds no mark: every packet enters with 0).
 	traceMarkWC uint32
+	// traceDpHashWC, in a trace, is the dp_hash bits the bridges
+	// consulted; inMeta the trace flow's pkt_mark and dp_hash, the first
+	// bridge's packet's as it enters.
+	traceDpHashWC uint32
+	inMeta        flowMeta
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
@@ -442,6 +447,62 @@ func (x *xlate) commitVLAN() {
 	x.pkt = x.cur
 }
 
+// unwildcardSets makes the datapath flow match the whole of each field a
+// full-value set action writes (commitSets), as OVS's commit does without
+// masked set actions: a set of some bits of a field (a masked set_field,
+// a load of a bit range) writes the packet's other bits too, which the
+// flow must then match.
+func (x *xlate) unwildcardSets() {
+	k, b, m := x.key, &x.base, x.mask
+	ones6 := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	var ones16 [16]byte
+	for i := range ones16 {
+		ones16[i] = 0xff
+	}
+	if k.EthSrc != b.EthSrc {
+		m.EthSrc = ones6
+	}
+	if k.EthDst != b.EthDst {
+		m.EthDst = ones6
+	}
+	if k.IPv4Src != b.IPv4Src {
+		m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
+	}
+	if k.IPv4Dst != b.IPv4Dst {
+		m.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}
+	}
+	if k.IPv6Src != b.IPv6Src {
+		m.IPv6Src = ones16
+	}
+	if k.IPv6Dst != b.IPv6Dst {
+		m.IPv6Dst = ones16
+	}
+	if k.NdTarget != b.NdTarget {
+		m.NdTarget = ones16
+	}
+	if k.IPv6Label != b.IPv6Label {
+		m.IPv6Label = 0xfffff
+	}
+	if k.ArpSHA != b.ArpSHA {
+		m.ArpSHA = ones6
+	}
+	if k.ArpTHA != b.ArpTHA {
+		m.ArpTHA = ones6
+	}
+	if k.NwTTL != b.NwTTL {
+		m.NwTTL = 0xff
+	}
+	if k.TpSrc != b.TpSrc {
+		m.TpSrc = 0xffff
+	}
+	if k.TpDst != b.TpDst {
+		m.TpDst = 0xffff
+	}
+	if k.NdReserved != b.NdReserved {
+		m.NdReserved = ^uint32(0)
+	}
+}
+
 // commitSets adds the set actions that make the packet's header fields
 // the flow's (OVS's commit_odp_actions for Ethernet, IPv4/IPv6 and
 // TCP/UDP).
@@ -519,6 +580,7 @@ func (x *xlate) commitSets() {
 		set(k.NdOptionsType != b.NdOptionsType, datapath.SetNDOptionsType, []byte{k.NdOptionsType})
 	}
 	x.commitMore()
+	x.unwildcardSets()
 	fields := *k
 	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort
 	x.base = fields

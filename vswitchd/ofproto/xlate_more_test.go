@@ -54,3 +54,21 @@ func TestSetTOSAndMarkTranslation(t *testing.T) {
 		t.Errorf("ip_dscp without ip: %v", err)
 	}
 }
+
+// A set of some bits of a field (a masked set_field, a load of a bit
+// range) is a full-value set action in govs' datapath: the datapath flow
+// matches the whole field, so that a packet with other bits there is not
+// given this packet's (OVS unwildcards the same without masked sets).
+func TestPartialSetMatchesWholeField(t *testing.T) {
+	tb, br := emptyTables(t)
+	udpDst := ofp.FieldByID(ofp.FieldUDPDst)
+	mustMod(t, br, fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {0x800, 0}, ofp.FieldIPProto: {17, 0}},
+		actions: []ofp.Action{ofp.LoadAction(udpDst, []byte{0x01, 0x00}, []byte{0xff, 0x00}), output(2)}})
+	got, mask := tb.xlate(1, ipFrame(0, 64, false))
+	if got != "set(udp(dst=258)),2" {
+		t.Errorf("actions %s, want set(udp(dst=258)),2", got)
+	}
+	if mask.TpDst != 0xffff {
+		t.Errorf("megaflow tp_dst mask %#x, want 0xffff", mask.TpDst)
+	}
+}

@@ -1067,6 +1067,19 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANPCP {
 			return appendAction(b, v, &Action{Type: ActSetVLANPCP, VLAN: uint16(a.Value[0])})
 		}
+		if v == V10 && a.raw == rawSetField {
+			// OVS's set_field_to_legacy_openflow: a set_field of a
+			// field OpenFlow 1.0 has an action for goes as that action,
+			// its mask dropped (sic); SCTP's ports and the rest as
+			// NXAST_REG_LOAD.
+			id, val := a.Field.ID, a.Value
+			if id == FieldIPDSCP {
+				id, val = FieldIPTOS, []byte{a.Value[0] << 2}
+			}
+			if _, ok := legacy10[id]; ok && id != FieldSCTPSrc && id != FieldSCTPDst {
+				return appendAction(b, v, &Action{Type: ActSetField, Field: fields[id], Value: val, Mask: ones[:len(val)], raw: rawLegacy})
+			}
+		}
 		if v == V10 && full && a.raw != rawRegLoad {
 			if t, ok := legacy10[a.Field.ID]; ok {
 				b = put16(b, t)

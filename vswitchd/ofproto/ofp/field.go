@@ -24,6 +24,11 @@ type Flow struct {
 	// ConjID is the conjunction a conjunctive match found (conj_id),
 	// set only for the lookup that follows it.
 	ConjID uint32
+	// DpHash is the datapath's hash of the packet (OVS's dp_hash): govs'
+	// datapath computes none, so it is 0 but in an ofproto/trace flow
+	// that gives one.
+	DpHash uint32
+	_      uint32 // no padding before TunMD (the classifier's words)
 	// TunMD holds the tun_metadata fields at the places the bridge's
 	// TLVTable gives them, TunMDPresent says which are present (bit n:
 	// tun_metadata<n>), as OVS's flow_tnl metadata outside the datapath.
@@ -106,6 +111,8 @@ const (
 	FieldCtIPv6Dst
 	FieldCtTpSrc
 	FieldCtTpDst
+	FieldDpHash
+	FieldRecircID
 	FieldReg0                    // FieldReg0+n is reg<n>, n < 16
 	FieldXReg0  = FieldReg0 + 16 // FieldXReg0+n is xreg<n>, n < 8
 	FieldXXReg0 = FieldXReg0 + 8 // FieldXXReg0+n is xxreg<n>, n < 4
@@ -292,8 +299,9 @@ func init() {
 		get: func(f *Flow, b []byte) { copy(b, f.TunDst[12:16]) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunDst, b) }})
 	// tun_flags shows OpenFlow only the OAM flag (OVS's
-	// FLOW_TNL_PUB_F_OAM, bit 0), Geneve's O bit.
-	addField(&Field{ID: FieldTunFlags, Name: "tun_flags", Len: 2, Maskable: true, NXM: nxmHeader(classNXM1, 104, 2),
+	// FLOW_TNL_PUB_F_OAM, bit 0), Geneve's O bit; set_field and load
+	// write it (the O bit of a Geneve header pushed after).
+	addField(&Field{ID: FieldTunFlags, Name: "tun_flags", Len: 2, Maskable: true, NXM: nxmHeader(classNXM1, 104, 2), Writable: true,
 		get: func(f *Flow, b []byte) {
 			b[0], b[1] = 0, 0
 			if f.TunFlags&flow.TunFlagOAM != 0 {
@@ -307,6 +315,10 @@ func init() {
 			}
 		}})
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
+	// dp_hash and recirc_id are readable, never writable; a flow mod
+	// may match them only at their defaults (checked by the switch).
+	u32Field(FieldDpHash, "dp_hash", nxmHeader(classNXM1, 35, 4), 0, true, false, preNone, func(f *Flow) *uint32 { return &f.DpHash })
+	u32Field(FieldRecircID, "recirc_id", nxmHeader(classNXM1, 36, 4), 0, false, false, preNone, func(f *Flow) *uint32 { return &f.RecircID })
 	u32Field(FieldConjID, "conj_id", nxmHeader(classNXM1, 37, 4), 0, false, false, preNone, func(f *Flow) *uint32 { return &f.ConjID })
 	// ct_state is 32 bits on the wire; the key keeps the 8 defined ones
 	// (checkValue refuses the others).
@@ -432,6 +444,8 @@ func (fd *Field) Bits() int {
 		return 12
 	case FieldARPOp:
 		return 16
+	case FieldTunFlags:
+		return 1 // OVS's tun_flags: the OAM flag alone
 	}
 	for i, c := range fd.full {
 		if c != 0 {
@@ -612,6 +626,14 @@ func init() {
 	}
 }
 
+// HiddenFieldsDefault reports whether m matches the fields only the
+// switch's own flows may match at their defaults: recirc_id 0 or any,
+// dp_hash any (OVS's match_has_default_hidden_fields; a controller's
+// flow mod that adds a flow otherwise fails with OFPBRC_EPERM).
+func (m *Match) HiddenFieldsDefault() bool {
+	return m.Flow.RecircID == 0 && m.Mask.DpHash == 0
+}
+
 // IsAll reports whether m matches every packet.
 func (m *Match) IsAll() bool { return m.Mask == Flow{} }
 
@@ -637,6 +659,7 @@ func (f *Flow) masked(m *Flow) Flow {
 	}
 	r.Metadata &= m.Metadata
 	r.PktMark &= m.PktMark
+	r.DpHash &= m.DpHash
 	r.ConjID &= m.ConjID
 	for i := range r.TunMD {
 		r.TunMD[i] &= m.TunMD[i]
@@ -662,6 +685,7 @@ func (f *Flow) MaskHead(m *Flow, r *Flow) {
 	}
 	r.Metadata = f.Metadata & m.Metadata
 	r.PktMark = f.PktMark & m.PktMark
+	r.DpHash = f.DpHash & m.DpHash
 	r.ConjID = f.ConjID & m.ConjID
 }
 
@@ -674,6 +698,7 @@ func (f *Flow) OrHead(o *Flow) {
 	}
 	f.Metadata |= o.Metadata
 	f.PktMark |= o.PktMark
+	f.DpHash |= o.DpHash
 	f.ConjID |= o.ConjID
 }
 

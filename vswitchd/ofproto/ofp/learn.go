@@ -205,6 +205,15 @@ func decodeLearn(sub uint16, b []byte) (Action, *Error) {
 func learnRef(p []byte, nbits int) (FieldRef, *Error) {
 	h := binary.BigEndian.Uint32(p)
 	fd := FieldByHeader(h)
+	if idx := tunMetadataIndex(h); idx >= 0 && h&0x100 == 0 {
+		// As decodeRef: the header's length is the sender's idea of
+		// the mapping's; ResolveActions fits it to the bridge's.
+		n := int(h & 0xff)
+		if n == 0 || n > TLVMaxOptLen {
+			n = TLVMaxOptLen
+		}
+		fd = TunMetadataField(idx, n)
+	}
 	if fd == nil || h&0x100 != 0 {
 		return FieldRef{}, actErr(BadSetType, "learn: unknown field")
 	}
@@ -269,7 +278,8 @@ func (s *LearnSpec) Entry(f *Flow) StackEntry {
 	if s.Src.Field != nil {
 		return Push(f, s.Src)
 	}
-	copy(e[16-len(s.Imm):], s.Imm)
+	// The low 128 bits of a wider immediate (a tun_metadata's).
+	copy(e[max(0, 16-len(s.Imm)):], s.Imm[max(0, len(s.Imm)-16):])
 	// Bits of the immediate beyond NBits are not the spec's.
 	for i := s.NBits; i < 128; i++ {
 		e[15-i/8] &^= 1 << (i % 8)
@@ -280,10 +290,37 @@ func (s *LearnSpec) Entry(f *Flow) StackEntry {
 // value returns the spec's value for f placed at Dst's bits of a
 // Dst-sized field, and the mask of those bits.
 func (s *LearnSpec) value(f *Flow) (value, mask []byte) {
+	if TunMetadataIndex(s.Dst.Field) >= 0 {
+		// A flow without a TLVTable holds no tun_metadata: the bits
+		// are placed in the field's bytes themselves.
+		// It may be wider than a stack entry (up to 992 bits).
+		src, so := s.Imm, 0
+		if s.Src.Field != nil {
+			src, so = s.Src.Field.Get(f), s.Src.Ofs
+		}
+		return placeBits(s.Dst.Field.Len, s.Dst.Ofs, s.NBits, src, so)
+	}
 	var tmp, mk Flow
 	Pop(&tmp, s.Dst, s.Entry(f))
 	MarkRef(&mk, s.Dst)
 	return s.Dst.Field.Get(&tmp), s.Dst.Field.Get(&mk)
+}
+
+// placeBits returns an n-byte big-endian value with nbits of src (big
+// endian, from its bit so; bits past its start are 0) at bit ofs, and
+// the mask of those bits.
+func placeBits(n, ofs, nbits int, src []byte, so int) (value, mask []byte) {
+	value, mask = make([]byte, n), make([]byte, n)
+	for i := 0; i < nbits && (ofs+i)/8 < n; i++ {
+		sb, db := so+i, ofs+i
+		var bit byte
+		if j := len(src) - 1 - sb/8; j >= 0 {
+			bit = src[j] >> (sb % 8) & 1
+		}
+		value[n-1-db/8] |= bit << (db % 8)
+		mask[n-1-db/8] |= 1 << (db % 8)
+	}
+	return value, mask
 }
 
 // Value returns the value a match or load spec gives Dst for f: Dst's

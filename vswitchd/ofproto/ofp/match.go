@@ -207,6 +207,9 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 		put(fd.header(nx), fd.Len, fd.Get(&m.Flow), mask)
 	}
 	k, mk := &m.Flow.Key, &m.Mask.Key
+	// OVS's nx_put_raw: the metadata first.
+	field(FieldDpHash)
+	field(FieldRecircID)
 	if mk.InPort != 0 {
 		if nx {
 			field(FieldInPort)

@@ -123,6 +123,7 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 	if mk.RecircID != 0 {
 		f.u32("recirc_id", k.RecircID, mk.RecircID)
 	}
+	f.u32("dp_hash", m.Flow.DpHash, m.Mask.DpHash)
 	if mk.ConjID != 0 {
 		f.put("conj_id=%d", k.ConjID)
 	}

@@ -206,6 +206,28 @@ func ResolveActions(acts []Action, t *TLVTable) *Error {
 				return err
 			}
 		}
+		if l := a.Learn; l != nil {
+			// learn's specs read and write tun_metadata too (OVS's
+			// learn_check with the switch's table).
+			for j := range l.Specs {
+				sp := &l.Specs[j]
+				if sp.Src.Field != nil {
+					if err := ref(&sp.Src); err != nil {
+						return err
+					}
+				}
+				if sp.Dst.Field != nil {
+					if err := ref(&sp.Dst); err != nil {
+						return err
+					}
+				}
+			}
+			if l.ResultDst.Field != nil {
+				if err := ref(&l.ResultDst); err != nil {
+					return err
+				}
+			}
+		}
 		if err := ResolveActions(a.Nested, t); err != nil {
 			return err
 		}
@@ -220,6 +242,16 @@ func ActionsUseTunMD(acts []Action, idx int) bool {
 		if TunMetadataIndex(a.Field) == idx || TunMetadataIndex(a.Src.Field) == idx || TunMetadataIndex(a.Dst.Field) == idx ||
 			ActionsUseTunMD(a.Nested, idx) {
 			return true
+		}
+		if l := a.Learn; l != nil {
+			if TunMetadataIndex(l.ResultDst.Field) == idx {
+				return true
+			}
+			for _, sp := range l.Specs {
+				if TunMetadataIndex(sp.Src.Field) == idx || TunMetadataIndex(sp.Dst.Field) == idx {
+					return true
+				}
+			}
 		}
 	}
 	return false
