@@ -70,11 +70,15 @@ var tunTraceCorpus = []string{
 // output and exit status.
 func (s *ofSwitch) traceRC(pkt string) (string, int) {
 	s.t.Helper()
-	target := "ovs-vswitchd"
+	return s.runRC(vswAppctl, "--timeout=10", "-t", traceTarget(s), "ofproto/trace", s.br, pkt)
+}
+
+// traceTarget is ovs-appctl's target for the switch's ovs-vswitchd.
+func traceTarget(s *ofSwitch) string {
 	if ctl := filepath.Join(s.dir, "ovs-vswitchd.ctl"); fileExists(ctl) {
-		target = ctl // Debian's switch, started with --unixctl
+		return ctl // Debian's switch, started with --unixctl
 	}
-	return s.runRC(vswAppctl, "--timeout=10", "-t", target, "ofproto/trace", s.br, pkt)
+	return "ovs-vswitchd"
 }
 
 func fileExists(p string) bool {

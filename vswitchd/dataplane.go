@@ -5,6 +5,7 @@ import (
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/ofproto"
+	"math"
 )
 
 // dataplane is the datapath and OpenFlow layer all bridges share, behind
@@ -54,7 +55,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 		{"upcall/enable-megaflows", "", 0, 0, dp.EnableMegaflowsCommand},
 		{"revalidator/wait", "", 0, 0, dp.RevalidatorWaitCommand},
 		{"revalidator/purge", "", 0, 0, dp.RevalidatorPurgeCommand},
-		{"ofproto/trace", "{[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet]", 1, 3, b.TraceCommand},
+		{"ofproto/trace", "{[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet]", 1, math.MaxInt32, b.TraceCommand},
 		{"dpif/dump-flows", "[-m] [--names | --no-names] bridge", 1, 3, b.DumpFlowsCommand},
 	} {
 		u.Register(c.name, c.usage, c.min, c.max, c.fn)

@@ -11,7 +11,10 @@ import (
 
 // formatOFMatch formats an OpenFlow match as OVS's match_format does for
 // the fields govs matches on (empty for a match-all).
-func formatOFMatch(m *ofp.Match) string {
+func formatOFMatch(m *ofp.Match) string { return formatOFMatchNames(m, nil) }
+
+// formatOFMatchNames is formatOFMatch with the ports named by pn.
+func formatOFMatchNames(m *ofp.Match, pn ofp.PortNames) string {
 	k, mk := m.Flow.Key, flow.Mask(m.Mask.Key)
 	// match_format: pkt_mark, recirc_id (the key's, shown when not 0),
 	// dp_hash, then the rest.
@@ -19,7 +22,7 @@ func formatOFMatch(m *ofp.Match) string {
 	if m.Mask.RecircID != 0 && m.Flow.RecircID == 0 {
 		mark += "recirc_id=0,"
 	}
-	s := strings.TrimSuffix(formatMatchOF(&k, &mk, ofp.PortNames(nil).Port(m.Flow.InPort), false, false, ofTunMD(m),
+	s := strings.TrimSuffix(formatMatchOF(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m),
 		mark, u32Masked("dp_hash", m.Flow.DpHash, m.Mask.DpHash), "", ""), ",")
 	var extra []string
 	if m.Mask.ConjID != 0 {

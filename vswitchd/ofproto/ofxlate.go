@@ -273,7 +273,7 @@ func (x *xlate) table(id uint8) {
 			} else if r == nil {
 				title = fmt.Sprintf("%2d. No match.", id)
 			} else {
-				title = fmt.Sprintf("%2d. %s", id, ruleTitle(r))
+				title = fmt.Sprintf("%2d. %s", id, ruleTitleNames(r, x.portNames()))
 			}
 			parent := x.tt.open(traceTable, title)
 			if first == nil {
@@ -324,9 +324,12 @@ func (x *xlate) table(id uint8) {
 
 // ruleTitle is how ofproto/trace names a rule: its match, priority and
 // cookie.
-func ruleTitle(r *rule) string {
+func ruleTitle(r *rule) string { return ruleTitleNames(r, nil) }
+
+// ruleTitleNames is ruleTitle with the ports named by pn.
+func ruleTitleNames(r *rule, pn ofp.PortNames) string {
 	var b strings.Builder
-	if m := formatOFMatch(&r.match); m != "" {
+	if m := formatOFMatchNames(&r.match, pn); m != "" {
 		b.WriteString(m)
 		b.WriteString(", ")
 	}
@@ -349,7 +352,7 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		}
 		a := &acts[i]
 		if x.trace != nil {
-			x.tt.add(traceAction, formatAction(a))
+			x.tt.add(traceAction, ofp.FormatAction(a, 0, x.portNames()))
 		}
 		switch a.Type {
 		case ofp.ActGotoTable:

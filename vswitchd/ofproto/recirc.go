@@ -166,7 +166,7 @@ func (x *xlate) ct(a *ofp.Action) {
 	for i := range a.Nested {
 		n := &a.Nested[i]
 		if x.trace != nil {
-			x.tt.add(traceAction, formatAction(n))
+			x.tt.add(traceAction, ofp.FormatAction(n, 0, x.portNames()))
 		}
 		switch n.Type {
 		case ofp.ActNAT:

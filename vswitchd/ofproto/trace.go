@@ -32,12 +32,12 @@ import (
 // A patch port's peer bridge follows as another bridge("...") section.
 // The megaflow is the one a miss of such a packet installs.
 func (b *Backer) Trace(bridgeName, spec string) (string, error) {
-	return b.trace(bridgeName, spec, true)
+	return b.trace(bridgeName, spec, true, false)
 }
 
 // trace is Trace, checking the flow's fields' prerequisites (an OpenFlow
 // flow) or not (a datapath flow's match).
-func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
+func (b *Backer) trace(bridgeName, spec string, prereqs, names bool) (string, error) {
 	br := b.Bridge(bridgeName)
 	if br == nil {
 		return "", fmt.Errorf("%s: unknown bridge", bridgeName)
@@ -67,13 +67,25 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 		return "", err
 	}
 	inText := ofportString(ofport)
+	var pn ofp.PortNames
+	if names {
+		// --names: ports by name (OVS's port map), the datapath's too.
+		pn = ofp.PortNames{}
+		for _, p := range s.ports {
+			pn[uint32(p.ofport)] = p.name
+		}
+		inText = pn.Port(uint32(ofport))
+		if ofport == LocalOFPort {
+			inText = "LOCAL"
+		}
+	}
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "Flow: %s\n", formatMatchOF(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil),
 		u32Flow("pkt_mark", md.pktMark), u32Flow("dp_hash", md.dpHash), "", ""))
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(idx, &u, modeTrace, 0)
-	x.inMeta, x.pktMark = md, md.pktMark
+	x.inMeta, x.pktMark, x.names = md, md.pktMark, names
 	x.trace, x.tt = &out, newTraceTree()
 	x.tunMDWC = &ofp.Flow{}
 	tnlWCInit(&k, &u.Mask)
@@ -114,8 +126,17 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool) (string, error) {
 	// (a minimatch).
 	mk := k.Masked(&u.Mask)
 	mk.RecircID = k.RecircID // a megaflow always matches it
-	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.acts)
+	acts := x.acts.String()
+	if names {
+		acts = x.acts.Format(func(no uint32) string {
+			if p := idx.byDPPort[no]; p != nil {
+				return p.name
+			}
+			return strconv.FormatUint(uint64(no), 10)
+		})
+	}
+	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv, pn),
+		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), acts)
 	out.WriteString(failed)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
 	return out.String(), nil
@@ -145,7 +166,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		x.trace, x.tt = out, newTraceTree()
 		x.resume(r.st, true)
 		x.tt.render(out)
-		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
+		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load(), nil),
 			formatMatch(&k, &u.Mask, inText, true, false, ""), x.acts)
 		queue = append(queue, x.recircTrace...)
 	}
@@ -193,6 +214,32 @@ func ptr[T any](v T) *T { return &v }
 // `ofproto/trace [DP] ODP_FLOW` with a datapath flow key whose in_port
 // names the bridge (see TraceODP). Packet options are not supported.
 func (b *Backer) TraceCommand(args []string) (string, error) {
+	// OVS's parse_flow_and_packet: options anywhere, then at most three
+	// arguments. Of the options govs takes --names; it has no packet
+	// to trace (-generate, --l7, a packet) and no --ct-next states.
+	var rest []string
+	names := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--names" || a == "-names":
+			names = true
+		case a == "--ct-next" || a == "--l7" || a == "--l7-len":
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("Missing argument for option %s", a)
+			}
+			return "", fmt.Errorf("ofproto/trace: %s: not supported", a)
+		case a == "-generate" || a == "--generate":
+			return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", a)
+		case strings.HasPrefix(a, "-"):
+			return "", fmt.Errorf("%s: unknown option", a)
+		case len(rest) >= 3:
+			return "", errors.New("too many arguments")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	args = rest
 	switch len(args) {
 	case 0:
 		return "", errors.New(`"ofproto/trace" command requires at least 1 arguments`)
@@ -205,7 +252,7 @@ func (b *Backer) TraceCommand(args []string) (string, error) {
 		if b.Bridge(args[0]) == nil && dpNames[args[0]] && strings.Contains(args[1], "(") {
 			return b.TraceODP(args[1])
 		}
-		return b.Trace(args[0], args[1])
+		return b.trace(args[0], args[1], true, names)
 	}
 	return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", args[2])
 }
@@ -283,13 +330,13 @@ func (b *Backer) TraceODP(flow string) (string, error) {
 	if ofport < 0 {
 		return "", fmt.Errorf("no OpenFlow port for datapath port %d", in)
 	}
-	return b.trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match), false)
+	return b.trace(name, fmt.Sprintf("in_port=%d,%s", ofport, match), false, false)
 }
 
 // traceFinalFlow is ofproto/trace's "Final flow:": "unchanged", or the
 // first bridge's flow after its actions as OVS's flow_format shows it
 // (its packet fields, and the registers, metadata and mark not zero).
-func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
+func traceFinalFlow(x *xlate, tlv *ofp.TLVTable, pn ofp.PortNames) string {
 	if x.traceStart == nil || x.traceFinal == nil || *x.traceStart == *x.traceFinal {
 		return "unchanged"
 	}
@@ -305,7 +352,7 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	if f.Metadata != 0 {
 		meta = fmt.Sprintf("metadata=%#x,", f.Metadata)
 	}
-	return formatMatchOF(&k, ptr(packetMask(&k)), ofp.PortNames(nil).Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
+	return formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
 }
 
 // u32Masked is OVS's format_uint32_masked as a "name=value," item, empty

@@ -138,6 +138,8 @@ type xlate struct {
 	// bridge's packet's as it enters.
 	traceDpHashWC uint32
 	inMeta        flowMeta
+	// names: a trace names ports (ofproto/trace --names).
+	names bool
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
@@ -203,6 +205,19 @@ func (b *Backer) initXlate(x *xlate, idx *index, u *datapath.Upcall, mode xlateM
 	x.cur = vlanHdr{tpid: k.VLANTPID, tci: k.VLANTCI}
 	x.pkt = x.cur
 	x.base = *k
+}
+
+// portNames is how a trace names the current bridge's OpenFlow ports:
+// nil (numbers) unless it was asked for names.
+func (x *xlate) portNames() ofp.PortNames {
+	if !x.names || x.of == nil || x.of.in == nil {
+		return nil
+	}
+	pn := ofp.PortNames{}
+	for _, p := range x.of.in.br.ports {
+		pn[uint32(p.ofport)] = p.name
+	}
+	return pn
 }
 
 // report adds a line to the trace: kind "->" for details, ">>" for
