@@ -3,6 +3,7 @@ package ofproto
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,7 +38,7 @@ func (b *Backer) Trace(bridgeName, spec string) (string, error) {
 
 // trace is Trace, checking the flow's fields' prerequisites (an OpenFlow
 // flow) or not (a datapath flow's match).
-func (b *Backer) trace(bridgeName, spec string, prereqs, names bool) (string, error) {
+func (b *Backer) trace(bridgeName, spec string, prereqs, names bool, ctNext ...uint8) (string, error) {
 	br := b.Bridge(bridgeName)
 	if br == nil {
 		return "", fmt.Errorf("%s: unknown bridge", bridgeName)
@@ -138,22 +139,29 @@ func (b *Backer) trace(bridgeName, spec string, prereqs, names bool) (string, er
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv, pn),
 		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), acts)
 	out.WriteString(failed)
-	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText)
+	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText, ctNext)
 	return out.String(), nil
 }
 
 // traceRecircs follows the recirculations of a trace, as OVS does with a
 // conntrack that reports every connection new (its default without
 // --ct-next).
-func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRecirc, dpIn uint32, inText string) {
+func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRecirc, dpIn uint32, inText string, ctNext []uint8) {
 	for n := 0; len(queue) > 0 && n < maxRecircTraces; n++ {
 		r := queue[0]
 		queue = queue[1:]
 		rule := strings.Repeat("=", 79)
-		fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n%s\n\n", rule, r.id, rule)
+		state := uint8(ofp.CtTrk | ofp.CtNew)
+		if len(ctNext) > 0 {
+			// --ct-next: the states given, in turn.
+			state, ctNext = ctNext[0], ctNext[1:]
+			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with ct_state=%s\n%s\n\n", rule, r.id, ctStateString(state), rule)
+		} else {
+			fmt.Fprintf(out, "\n%s\nrecirc(%#x) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)\n%s\n\n", rule, r.id, rule)
+		}
 		k := r.flow.Key
 		k.InPort = dpIn
-		k.CtState = ofp.CtTrk | ofp.CtNew
+		k.CtState = state
 		k.CtZone = r.zone
 		m := packetMask(&k)
 		m.CtState, m.CtZone = 0xff, 0xffff
@@ -215,9 +223,10 @@ func ptr[T any](v T) *T { return &v }
 // names the bridge (see TraceODP). Packet options are not supported.
 func (b *Backer) TraceCommand(args []string) (string, error) {
 	// OVS's parse_flow_and_packet: options anywhere, then at most three
-	// arguments. Of the options govs takes --names; it has no packet
-	// to trace (-generate, --l7, a packet) and no --ct-next states.
+	// arguments. Of the options govs takes --names and --ct-next; it
+	// has no packet to trace (-generate, --l7, a packet).
 	var rest []string
+	var ctNext []uint8
 	names := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -228,7 +237,15 @@ func (b *Backer) TraceCommand(args []string) (string, error) {
 			if i+1 >= len(args) {
 				return "", fmt.Errorf("Missing argument for option %s", a)
 			}
-			return "", fmt.Errorf("ofproto/trace: %s: not supported", a)
+			if a != "--ct-next" {
+				return "", fmt.Errorf("ofproto/trace: %s: not supported", a)
+			}
+			i++
+			st, err := parseCtNext(args[i])
+			if err != nil {
+				return "", err
+			}
+			ctNext = append(ctNext, st)
 		case a == "-generate" || a == "--generate":
 			return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", a)
 		case strings.HasPrefix(a, "-"):
@@ -252,9 +269,55 @@ func (b *Backer) TraceCommand(args []string) (string, error) {
 		if b.Bridge(args[0]) == nil && dpNames[args[0]] && strings.Contains(args[1], "(") {
 			return b.TraceODP(args[1])
 		}
-		return b.trace(args[0], args[1], true, names)
+		return b.trace(args[0], args[1], true, names, ctNext...)
 	}
 	return "", fmt.Errorf("ofproto/trace: %s: packet options are not supported", args[2])
+}
+
+// parseCtNext parses --ct-next's states, flags separated by commas or
+// spaces, and checks them, as OVS's parse_ct_state and
+// validate_ct_state (their words).
+func parseCtNext(arg string) (uint8, error) {
+	var st uint8
+	for _, f := range strings.FieldsFunc(arg, func(r rune) bool { return r == ',' || r == ' ' }) {
+		i := slices.Index(ctStateNames[:], f)
+		if i < 0 {
+			return 0, fmt.Errorf("%s: unknown connection tracking state flag", f)
+		}
+		st |= 1 << i
+	}
+	var msg strings.Builder
+	bad := func(why string) { fmt.Fprintf(&msg, "%s: invalid connection state: %s\n", ctStateString(st), why) }
+	if st != 0 && st&ofp.CtTrk == 0 {
+		bad(`If "trk" is unset, no other flags are set`)
+	}
+	if st&ofp.CtInv != 0 && st&^(ofp.CtTrk|ofp.CtInv) != 0 {
+		bad(`when "inv" is set, only "trk" may also be set`)
+	}
+	if st&ofp.CtNew != 0 && st&ofp.CtEst != 0 {
+		bad(`"new" and "est" are mutually exclusive`)
+	}
+	if st&ofp.CtNew != 0 && st&ofp.CtRpl != 0 {
+		bad(`"new" and "rpy" are mutually exclusive`)
+	}
+	if msg.Len() > 0 {
+		return 0, errors.New(msg.String())
+	}
+	return st, nil
+}
+
+// ctStateString is OVS's format_flags of ct_state with '|'.
+func ctStateString(st uint8) string {
+	var names []string
+	for i, n := range ctStateNames {
+		if st&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "0"
+	}
+	return strings.Join(names, "|")
 }
 
 // DumpFlowsCommand is `ovs-appctl dpif/dump-flows [-m] [--names |
