@@ -162,7 +162,14 @@ table=1,priority=5,actions=drop
 		[]string{"-O", "OpenFlow15", "add-flow", "BR", "priority=93,in_port=2,tcp6,actions=set_field:0x50/0xf0->tcp_src,set_field:::1/::ffff->ipv6_src,output:1"},
 		[]string{"-O", "OpenFlow13", "add-flow", "BR", "priority=94,in_port=2,ip,actions=set_field:0x10->ip_dscp,set_field:1.2.3.4->ip_src,output:1"},
 		[]string{"add-flow", "BR", "priority=95,in_port=1,tcp,actions=load:0x1->NXM_OF_TCP_DST[2..3],load:0x1->NXM_OF_IP_TOS[2..3],output:2"},
+		// OpenFlow 1.1's set actions (mod_nw_ecn included), and the
+		// 1.0 and 1.1 forms of 1.3's set_field of ip_dscp and ip_ecn.
+		[]string{"-O", "OpenFlow11", "add-flow", "BR", "priority=96,in_port=1,tcp,actions=mod_dl_src:00:00:00:00:00:05,mod_nw_src:1.2.3.4,mod_nw_tos:32,mod_nw_ecn:1,mod_tp_dst:99,output:2"},
+		[]string{"-O", "OpenFlow11", "add-flow", "BR", "priority=97,in_port=1,sctp,actions=mod_tp_src:7,mod_nw_dst:1.2.3.5,mod_dl_dst:00:00:00:00:00:06,output:2"},
+		[]string{"-O", "OpenFlow13", "add-flow", "BR", "priority=98,in_port=1,udp,actions=set_field:8->ip_dscp,set_field:1->ip_ecn,set_field:99->udp_dst,output:2"},
+		[]string{"-O", "OpenFlow11", "add-flow", "BR", "priority=99,in_port=1,tcp,actions=mod_nw_ecn:4"},
 		[]string{"dump-flows", "--no-stats", "--rsort", "BR"},
+		[]string{"-O", "OpenFlow11", "dump-flows", "--no-stats", "--rsort", "BR"},
 		[]string{"-O", "OpenFlow13", "dump-flows", "--no-stats", "--rsort", "BR"},
 		[]string{"-O", "OpenFlow15", "dump-flows", "--no-stats", "--rsort", "BR"})
 	for _, pkt := range []string{"in_port=1,tcp,nw_tos=0", "in_port=1,tcp,nw_tos=0x20", "in_port=1,udp,nw_tos=0xff",

@@ -37,6 +37,7 @@ var traceDiffFlows = []string{
 	// move, a dp_hash select group), pkt_mark; recirc_id=0 matched.
 	"priority=60,in_port=3,actions=move:NXM_NX_DP_HASH[0..3]->NXM_NX_REG0[0..3],resubmit(,6)",
 	"priority=61,in_port=3,tcp,actions=group:5",
+	"priority=61,in_port=3,udp,actions=group:6",
 	"table=6,priority=6,recirc_id=0,actions=output:2",
 	"table=6,priority=7,pkt_mark=0x5,actions=output:1",
 }
@@ -60,6 +61,8 @@ var traceDiffCorpus = []string{
 	"in_port=3,recirc_id=0x7ffffff0",
 	"in_port=3,dp_hash=0x7,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2",
 	"in_port=3,dp_hash=0x2a,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2",
+	// A select group with no live bucket reads no field to hash.
+	"in_port=3,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,udp_src=1,udp_dst=2",
 	// From here on Megaflow: is left out: OVS's prefix tries on the
 	// addresses and ports, and its staged lookup past dl_type, spare
 	// bits govs' megaflow matches.
@@ -108,6 +111,7 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 			"group_id=2,type=select,selection_method=hash,fields(ip_src,nw_proto,udp_dst),bucket=bucket_id:5,output:1,bucket=bucket_id:6,output:3,bucket=bucket_id:7,weight:3,output:LOCAL",
 			"group_id=3,type=select,bucket=bucket_id:1,weight:1,output:1,bucket=bucket_id:2,weight:1000,output:3,bucket=bucket_id:3,weight:500,output:LOCAL",
 			"group_id=5,type=select,selection_method=dp_hash,bucket=bucket_id:1,output:1,bucket=bucket_id:2,weight:3,output:2,bucket=bucket_id:3,output:LOCAL",
+			"group_id=6,type=select,bucket=bucket_id:1,watch_port:9,output:1,bucket=bucket_id:2,watch_port:8,output:2",
 		} {
 			if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, g); rc != 0 {
 				t.Fatalf("add-group: %s", out)
@@ -192,6 +196,33 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 		{"-O", "OpenFlow11", "dump-flows", "--no-stats", "BR", "dl_vlan=0xffff"},
 	} {
 		t.Run(fmt.Sprintf("of11/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+	// Options: --names (ports by name), --ct-next (conntrack states of
+	// the recirculations), and the refused ones.
+	for i, args := range [][]string{
+		{"in_port=1,dl_src=00:00:00:00:00:07,dl_dst=00:00:00:00:00:02", "--names"},
+		{"in_port=2,udp,nw_src=10.0.0.1,udp_dst=53", "--ct-next", "trk,est"},
+		{"--ct-next", "trk new", "in_port=2,udp,nw_src=10.0.0.1,udp_dst=53", "--ct-next", "trk,est"},
+		{"in_port=2,udp,nw_src=10.0.0.1,udp_dst=53", "--ct-next", "trk|est"},
+		{"in_port=2,udp,nw_src=10.0.0.1,udp_dst=53", "--ct-next", "new,est"},
+		{"in_port=2,udp,nw_src=10.0.0.1,udp_dst=53", "--ct-next", "inv,new,rpl"},
+		{"--names", "in_port=2,icmp,nw_src=10.0.0.1"},
+		{"-names", "in_port=LOCAL,dl_src=00:00:00:00:00:01"},
+		{"in_port=2,arp", "--bogus"},
+		{"in_port=2,arp", "--ct-next"},
+		{"in_port=2,arp", "a", "b"},
+	} {
+		t.Run(fmt.Sprintf("options/%02d", i), func(t *testing.T) {
+			run := func(s *ofSwitch) (string, int) {
+				out, rc := s.runRC(vswAppctl, append([]string{"--timeout=10", "-t", traceTarget(s), "ofproto/trace", s.br}, args...)...)
+				return traceRecircID.ReplaceAllString(tunTraceNormalize(s, out), "${1}0xN"), rc
+			}
+			want, wantRC := run(deb)
+			got, gotRC := run(govs)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %q:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", args, gotRC, got, wantRC, want)
+			}
+		})
 	}
 	// dp_hash and recirc_id: a controller's flow may match them only at
 	// their defaults (recirc_id=0, dp_hash any), else OFPBRC_EPERM.

@@ -77,11 +77,15 @@ func (s *ofSwitch) traceRC(pkt string) (string, int) {
 // flow, in any order).
 func (s *ofSwitch) traceArgsRC(args ...string) (string, int) {
 	s.t.Helper()
-	target := "ovs-vswitchd"
+	return s.runRC(vswAppctl, append([]string{"--timeout=10", "-t", traceTarget(s), "ofproto/trace"}, args...)...)
+}
+
+// traceTarget is ovs-appctl's target for the switch's ovs-vswitchd.
+func traceTarget(s *ofSwitch) string {
 	if ctl := filepath.Join(s.dir, "ovs-vswitchd.ctl"); fileExists(ctl) {
-		target = ctl // Debian's switch, started with --unixctl
+		return ctl // Debian's switch, started with --unixctl
 	}
-	return s.runRC(vswAppctl, append([]string{"--timeout=10", "-t", target, "ofproto/trace"}, args...)...)
+	return "ovs-vswitchd"
 }
 
 func fileExists(p string) bool {

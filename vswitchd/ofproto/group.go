@@ -424,6 +424,11 @@ func (x *xlate) selectBucket(g *group) int {
 			// pick_dp_hash_select_group after the recirculation.
 			h = dp
 			x.of.wc.DpHash |= uint32(len(hm) - 1)
+		} else if !x.anyLive(g) {
+			// OVS hashes in the datapath, after a recirculation, and
+			// reads no field: with no bucket live the flow matches
+			// none of the hashed ones either.
+			return -1
 		} else if g.props.Method == "dp_hash" {
 			// OVS recirculates with the hash of the group's algorithm
 			// (hash(l4(basis)) on the netdev datapath, the RSS
@@ -446,6 +451,16 @@ func (x *xlate) selectBucket(g *group) int {
 	}
 	ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL4)
 	return x.bestLiveBucket(g, ofp.HashFlow(k, ofp.HashSymmetricL4, 0))
+}
+
+// anyLive reports whether a select group has a live bucket.
+func (x *xlate) anyLive(g *group) bool {
+	for i := range g.buckets {
+		if x.selectLive(g, i) {
+			return true
+		}
+	}
+	return false
 }
 
 // reportNotLive is OVS's xlate_report_bucket_not_live.

@@ -55,11 +55,14 @@ func (x *xlate) traceNames() ofp.PortNames {
 	return x.of.in.br.portNames()
 }
 
-// portNames maps the snapshot's OpenFlow port numbers to their names.
+// portNames maps the snapshot's OpenFlow port numbers to their names;
+// the local port keeps its reserved name, LOCAL, as in OVS.
 func (s *snapshot) portNames() ofp.PortNames {
 	pn := make(ofp.PortNames, len(s.ports))
 	for _, p := range s.ports {
-		pn[uint32(p.ofport)] = p.name
+		if p.ofport != LocalOFPort {
+			pn[uint32(p.ofport)] = p.name
+		}
 	}
 	return pn
 }
@@ -104,7 +107,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 		return "", err
 	}
 	inText := ofportString(ofport)
-	if o.names {
+	if o.names && ofport != LocalOFPort {
 		inText = s.portNames().Port(uint32(ofport))
 	}
 

@@ -364,3 +364,21 @@ func TestTunnelEncapTOSTTL(t *testing.T) {
 		}
 	}
 }
+
+// tun_flags' OAM flag, set by set_field, is the O bit of the Geneve
+// header the packet is pushed in (OVS's netdev_geneve_build_header).
+func TestTunnelGeneveOAM(t *testing.T) {
+	tb := newTestBacker(t)
+	tb.SetTunnelEnv(&fakeTnlEnv{neigh: map[netip.Addr]net.HardwareAddr{
+		netip.MustParseAddr("172.31.0.2"): {2, 0, 0, 0, 0, 0x20}}})
+	tnl := &TunnelConfig{Kind: tunnel.KindGeneve, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5, DstPort: 6081}
+	br := tb.bridge("br-int", BridgeConfig{Ports: []PortConfig{trunk("vif", 1), {Name: "tun0", OFPort: 2, DPPort: 6081, Tag: -1, Tunnel: tnl}}})
+	tb.bridge("br-phy", BridgeConfig{Ports: []PortConfig{trunk("ul", 2), {Name: "br-phy", OFPort: LocalOFPort, DPPort: 3, Tag: -1}}})
+	oam := ofp.LoadAction(ofp.FieldByID(ofp.FieldTunFlags), []byte{0, 1}, []byte{0, 1})
+	if err := br.FlowMod(fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: []ofp.Action{oam, output(2)}}.mod()); err != nil {
+		t.Fatal(err)
+	}
+	if acts, _ := tb.xlate(1, eth(macA, macB)); !strings.Contains(acts, "geneve(oam,vni=0x5)") {
+		t.Errorf("output to tun0 after set_field:+oam->tun_flags: %s, want geneve(oam,vni=0x5) in it", acts)
+	}
+}

@@ -517,6 +517,18 @@ func (x *xlate) commitSets() {
 	set(k.EthDst != b.EthDst, datapath.SetEthDst, k.EthDst[:])
 	ip4 := b.EthType == flow.EthTypeIPv4
 	ip6 := b.EthType == flow.EthTypeIPv6
+	if k.NwProto == 0 && (ip4 || ip6 || b.EthType == flow.EthTypeARP || b.EthType == flow.EthTypeRARP) &&
+		(k.IPv4Src != b.IPv4Src || k.IPv4Dst != b.IPv4Dst || k.IPv6Src != b.IPv6Src || k.IPv6Dst != b.IPv6Dst ||
+			k.IPv6Label != b.IPv6Label || k.NwTTL != b.NwTTL || k.ArpSHA != b.ArpSHA || k.ArpTHA != b.ArpTHA || b.NwProto != 0) {
+		// OVS's commit_set_nw_action: a flow without an IP protocol
+		// (or ARP opcode) has no L3 header to set; the datapath flow
+		// matches that it has none.
+		x.mask.NwProto = 0xff
+		ip4, ip6 = false, false
+		b = &flow.Key{}
+		*b = x.base
+		b.EthType = 0 // no ARP set either
+	}
 	if ip4 {
 		set(k.IPv4Src != b.IPv4Src, datapath.SetIPv4Src, k.IPv4Src[:])
 		set(k.IPv4Dst != b.IPv4Dst, datapath.SetIPv4Dst, k.IPv4Dst[:])

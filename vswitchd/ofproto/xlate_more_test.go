@@ -72,3 +72,23 @@ func TestPartialSetMatchesWholeField(t *testing.T) {
 		t.Errorf("megaflow tp_dst mask %#x, want 0xffff", mask.TpDst)
 	}
 }
+
+// An ARP packet with opcode 0 has no header to set (OVS's
+// commit_set_nw_action checks nw_proto): no set(arp(...)), and the flow
+// matches the opcode; with an opcode the set is there.
+func TestNoL3SetWithoutProto(t *testing.T) {
+	tb, br := emptyTables(t)
+	mustMod(t, br, fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {0x806, 0}},
+		actions: []ofp.Action{ofp.LoadAction(ofp.FieldByID(ofp.FieldARPTPA), []byte{1, 2, 3, 4}, []byte{0xff, 0xff, 0xff, 0xff}), output(2)}})
+	arp := func(op uint16) []byte {
+		return dptest.Frame{Src: dptest.MAC(macB), Dst: dptest.MAC(macA), ARP: &dptest.ARP{Op: op,
+			SPA: netip.MustParseAddr("10.0.0.1"), TPA: netip.MustParseAddr("10.0.0.2")}}.Bytes()
+	}
+	got, mask := tb.xlate(1, arp(0))
+	if got != "2" || mask.NwProto != 0xff {
+		t.Errorf("opcode 0: %s, nw_proto mask %#x; want 2 and 0xff", got, mask.NwProto)
+	}
+	if got, _ := tb.xlate(1, arp(1)); got != "set(arp(tip=1.2.3.4)),2" {
+		t.Errorf("opcode 1: %s, want set(arp(tip=1.2.3.4)),2", got)
+	}
+}

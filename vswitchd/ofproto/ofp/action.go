@@ -177,7 +177,16 @@ const (
 
 // OpenFlow 1.1+ action types.
 const (
-	at11Output    = 0
+	at11Output = 0
+	// OpenFlow 1.1's set actions (gone in 1.2: set_field).
+	at11SetDLSrc  = 3
+	at11SetDLDst  = 4
+	at11SetNWSrc  = 5
+	at11SetNWDst  = 6
+	at11SetNWTOS  = 7
+	at11SetNWECN  = 8
+	at11SetTPSrc  = 9
+	at11SetTPDst  = 10
 	at11PushVLAN  = 17
 	at11PopVLAN   = 18
 	at11SetQueue  = 21
@@ -314,6 +323,19 @@ func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
 			return Action{}, err
 		}
 	}
+	if l, ok := legacyDecode11[typ]; ok && v == V11 {
+		if err := fixedLen(b, l.size); err != nil {
+			return Action{}, err
+		}
+		if typ == at11SetNWTOS && b[4]&3 != 0 {
+			return Action{}, actErr(BadActionArgument, "nw_tos")
+		}
+		if typ == at11SetNWECN && b[4]&^3 != 0 {
+			return Action{}, actErr(BadActionArgument, "nw_ecn")
+		}
+		fd := fields[l.id]
+		return Action{Type: ActSetField, Field: fd, Value: bytes.Clone(b[4 : 4+fd.Len]), Mask: bytes.Clone(ones[:fd.Len]), raw: rawLegacy}, nil
+	}
 	switch typ {
 	case at11Output:
 		if err := fixedLen(b, 16); err != nil {
@@ -391,6 +413,19 @@ var legacyDecode10 = map[uint16]struct {
 	size int
 }{at10SetDLSrc: {FieldEthSrc, 16}, at10SetDLDst: {FieldEthDst, 16}, at10SetNWSrc: {FieldIPv4Src, 8},
 	at10SetNWDst: {FieldIPv4Dst, 8}, at10SetNWTOS: {FieldIPTOS, 8}, at10SetTPSrc: {FieldTCPSrc, 8}, at10SetTPDst: {FieldTCPDst, 8}}
+
+// legacyDecode11 are OpenFlow 1.1's set actions, as legacyDecode10.
+var legacyDecode11 = map[uint16]struct {
+	id   FieldID
+	size int
+}{at11SetDLSrc: {FieldEthSrc, 16}, at11SetDLDst: {FieldEthDst, 16}, at11SetNWSrc: {FieldIPv4Src, 8},
+	at11SetNWDst: {FieldIPv4Dst, 8}, at11SetNWTOS: {FieldIPTOS, 8}, at11SetNWECN: {FieldIPECN, 8},
+	at11SetTPSrc: {FieldTCPSrc, 8}, at11SetTPDst: {FieldTCPDst, 8}}
+
+// legacy11 is the OpenFlow 1.1 action that sets a field, if any.
+var legacy11 = map[FieldID]uint16{FieldEthSrc: at11SetDLSrc, FieldEthDst: at11SetDLDst, FieldIPv4Src: at11SetNWSrc,
+	FieldIPv4Dst: at11SetNWDst, FieldIPTOS: at11SetNWTOS, FieldIPECN: at11SetNWECN, FieldTCPSrc: at11SetTPSrc,
+	FieldTCPDst: at11SetTPDst, FieldUDPSrc: at11SetTPSrc, FieldUDPDst: at11SetTPDst, FieldSCTPSrc: at11SetTPSrc, FieldSCTPDst: at11SetTPDst}
 
 func decodeAction10(typ uint16, b []byte) (Action, *Error) {
 	legacy := func(id FieldID, val []byte) (Action, *Error) {
@@ -1067,6 +1102,27 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANPCP {
 			return appendAction(b, v, &Action{Type: ActSetVLANPCP, VLAN: uint16(a.Value[0])})
 		}
+		if v == V11 && a.raw != rawRegLoad {
+			// OVS's set_field_to_legacy_openflow and the OpenFlow 1.1
+			// forms of its mod_* actions: the mask dropped; a set_field
+			// of SCTP's ports (not a mod_tp_*) as NXAST_REG_LOAD.
+			id, val := a.Field.ID, a.Value
+			if id == FieldIPDSCP {
+				id, val = FieldIPTOS, []byte{a.Value[0] << 2}
+			}
+			sctp := id == FieldSCTPSrc || id == FieldSCTPDst
+			if t, ok := legacy11[id]; ok && (a.raw == rawLegacy || !sctp) {
+				b = put16(b, t)
+				if t == at11SetDLSrc || t == at11SetDLDst {
+					b = put16(b, 16)
+					b = append(b, val...)
+					return pad(b, 6)
+				}
+				b = put16(b, 8)
+				b = append(b, val...)
+				return padTo8(b, start)
+			}
+		}
 		if v == V10 && a.raw == rawSetField {
 			// OVS's set_field_to_legacy_openflow: a set_field of a
 			// field OpenFlow 1.0 has an action for goes as that action,
@@ -1102,7 +1158,16 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		}
 		// A variable-length field (tun_metadata) always goes as
 		// NXAST_REG_LOAD2, as OVS's set_field_to_nxast.
-		if ofs, nbits, ok := maskRange(a.Mask); ok && nbits <= 64 && TunMetadataIndex(a.Field) < 0 {
+		// The bits the field has (ip_dscp's 6, ip_ecn's 2): a mask
+		// of the whole byte would load beyond the field.
+		mask := a.Mask
+		if full := a.Field.full; len(full) == len(mask) {
+			mask = bytes.Clone(mask)
+			for i := range mask {
+				mask[i] &= full[i]
+			}
+		}
+		if ofs, nbits, ok := maskRange(mask); ok && nbits <= 64 && TunMetadataIndex(a.Field) < 0 {
 			b = nxActionHeader(b, 24, nxastRegLoad)
 			b = put16(b, uint16(ofs<<6|(nbits-1)))
 			b = put32(b, a.Field.header(true))

@@ -305,7 +305,11 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 				return "load:" + hexC(val) + "->" + FormatRef(ref)
 			}
 		}
-		return "set_field:" + FormatFieldValue(a.Field, a.Value, a.Mask, pn) + "->" + a.Field.Name
+		name := a.Field.Name
+		if n, ok := mfNames[name]; ok {
+			name = n // OVS's meta-flow name: nw_ecn
+		}
+		return "set_field:" + FormatFieldValue(a.Field, a.Value, a.Mask, pn) + "->" + name
 	case ActMove:
 		return "move:" + FormatRef(a.Src) + "->" + FormatRef(a.Dst)
 	case ActStackPush:
