@@ -6,10 +6,10 @@ import (
 )
 
 // fastDecode decodes the common subset of JSON that transactions are made of
-// — objects, arrays, plain strings, numbers, literals — to what
+// — objects, arrays, strings, numbers, literals — to what
 // encoding/json's Decoder with UseNumber gives, without its two passes and
 // reflection (it was a tenth of the server's CPU under many clients). It
-// reports false for anything else (escapes, invalid UTF-8, control
+// reports false for anything else (escaped surrogates, invalid UTF-8, control
 // characters, bad syntax, trailing bytes, deep nesting), which the caller
 // then decodes with encoding/json, so edge cases keep its exact results.
 func fastDecode(raw []byte) (any, bool) {
@@ -153,11 +153,85 @@ func (p *fastParser) str() (string, bool) {
 			}
 			p.i = j + 1
 			return string(s), true
-		case c == '\\' || c < 0x20:
+		case c == '\\':
+			return p.escapedStr(start, j)
+		case c < 0x20:
 			return "", false
 		case c >= 0x80:
 			ascii = false
 		}
+	}
+	return "", false
+}
+
+// escapedStr continues str at b[j], the string's first backslash: the
+// string is unescaped into a copy. Escapes of surrogates (\ud800-\udfff)
+// take the slow path, where encoding/json pairs or replaces them. OVN's
+// logical flows quote names in their matches ("outport == \"sw0-p1\""),
+// so most of ovn-northd's Southbound transactions have escapes.
+func (p *fastParser) escapedStr(start, j int) (string, bool) {
+	b := p.b
+	out := make([]byte, 0, j-start+16)
+	out = append(out, b[start:j]...)
+	for j < len(b) {
+		c := b[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return "", false
+			}
+			p.i = j + 1
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			j++
+			continue
+		}
+		if j+1 >= len(b) {
+			return "", false
+		}
+		switch e := b[j+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if j+6 > len(b) {
+				return "", false
+			}
+			var r rune
+			for _, h := range b[j+2 : j+6] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return "", false
+				}
+			}
+			if r >= 0xd800 && r <= 0xdfff {
+				return "", false
+			}
+			out = utf8.AppendRune(out, r)
+			j += 6
+			continue
+		default:
+			return "", false
+		}
+		j += 2
 	}
 	return "", false
 }

@@ -23,8 +23,16 @@ func TestFastDecode(t *testing.T) {
 		{`{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["k","v"]]]]]}`, true},
 		{` [1, -0.5e+3, 0, true, false, null, {}, [], "ü"] `, true},
 		{`{"a":1,"a":2}`, true},
-		{`"a\"b"`, false},
-		{`"\u00e9"`, false},
+		{`"a\"b"`, true},
+		{`"\u00e9"`, true},
+		{`"outport == \"sw0-p1\" && x\\y\/\b\f\n\r\t\u0000\u20AC ü"`, true},
+		{`"\ud83d\ude00"`, false},
+		{`"\udc00"`, false},
+		{`"\x"`, false},
+		{`"\u12"`, false},
+		{`"\u12g4"`, false},
+		{"\"a\\\"\xff\"", false},
+		{`"a\`, false},
 		{"\"\xff\"", false},
 		{"\"a\tb\"", false},
 		{`01`, false},
@@ -54,7 +62,7 @@ func TestFastDecode(t *testing.T) {
 // FuzzFastDecode checks that whatever the fast path accepts decodes to
 // exactly what encoding/json gives.
 func FuzzFastDecode(f *testing.F) {
-	for _, s := range []string{`{"a":[1,"x",true,null,-2.5E-3]}`, `[]`, `"\u0041"`, `[[[[]]]]`, `{"a":{"b":{}}}`} {
+	for _, s := range []string{`{"a":[1,"x",true,null,-2.5E-3]}`, `[]`, `"\u0041"`, `"a\"b\\c\ud800"`, `[[[[]]]]`, `{"a":{"b":{}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {

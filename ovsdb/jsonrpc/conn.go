@@ -205,15 +205,41 @@ func (c *Conn) SendEncodedNow(m *Message, b []byte) error {
 	return c.wroteLocked(werr)
 }
 
+// SendReply queues the reply to the request with id whose result is the
+// concatenation of parts, valid JSON together. The parts are written as
+// they are, not copied into the message (a monitor's initial contents
+// are most of their reply), so they may be shared but must not change.
+func (c *Conn) SendReply(id json.RawMessage, parts ...[]byte) error {
+	if c.opts.Log != NopLogger {
+		c.opts.Log.Debugf("%s: send %s", c.opts.Name, &Message{ID: id, Result: bytes.Join(parts, nil)})
+	}
+	if id == nil {
+		id = nullJSON
+	}
+	head := make([]byte, 0, len(id)+16)
+	head = append(append(append(head, `{"id":`...), id...), `,"result":`...)
+	bufs := make([][]byte, 0, len(parts)+2)
+	bufs = append(append(append(bufs, head), parts...), replyTail)
+	return c.sendRaw(bufs...)
+}
+
+// replyTail ends a reply of SendReply.
+var replyTail = []byte(`,"error":null}`)
+
 // SendRaw queues one already encoded message.
-func (c *Conn) SendRaw(b []byte) error {
+func (c *Conn) SendRaw(b []byte) error { return c.sendRaw(b) }
+
+// sendRaw queues one already encoded message in parts.
+func (c *Conn) sendRaw(parts ...[]byte) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	c.out = append(c.out, b)
-	c.backlog += len(b)
+	for _, b := range parts {
+		c.out = append(c.out, b)
+		c.backlog += len(b)
+	}
 	over := c.backlog > c.opts.MaxBacklog
 	n, backlog := len(c.out), c.backlog
 	deferred := c.inHandler

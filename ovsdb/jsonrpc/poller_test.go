@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -292,5 +293,30 @@ func BenchmarkShortSession(b *testing.B) {
 			b.ReportMetric(float64(cpu)/float64(b.N), "server-cpu-ns/op")
 			b.ReportMetric(float64(after.Nvcsw+after.Nivcsw-before.Nvcsw-before.Nivcsw)/float64(b.N), "server-csw/op")
 		})
+	}
+}
+
+// TestSendReply checks that a reply sent in parts reads as Send's of the
+// whole.
+func TestSendReply(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	conn := NewConn(a, Options{})
+	go conn.Serve(func(*Message) {})
+	defer conn.Close()
+	id := json.RawMessage(`["m",1]`)
+	conn.SendReply(id, []byte(`[true,"x",`), []byte(`{"T":{}}`), []byte(`]`))
+	conn.Send(NewReply(id, json.RawMessage(`[true,"x",{"T":{}}]`)))
+	dec := NewDecoder(b, 0)
+	var got []string
+	for i := 0; i < 2; i++ {
+		raw, err := dec.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(raw))
+	}
+	if got[0] != got[1] {
+		t.Errorf("SendReply wrote %s, Send %s", got[0], got[1])
 	}
 }

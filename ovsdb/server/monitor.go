@@ -680,6 +680,8 @@ func (mt *monTable) parseRequest(raw json.RawMessage, version int, seen map[*db.
 	return nil
 }
 
+var closeBracket = []byte("]")
+
 // unquoteJSON returns the string of b, a valid JSON string.
 func unquoteJSON(b []byte) string {
 	if len(b) >= 2 && bytes.IndexByte(b, '\\') < 0 {
@@ -789,15 +791,17 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 			})
 		}
 	}
-	var result json.RawMessage = body
+	// The body goes out as it is, without a copy into the reply (it is
+	// most of it, and may be the cached one).
+	ss.flushLocked()
 	if version == monitorV3 {
-		r := make([]byte, 0, len(body)+48)
+		r := make([]byte, 0, 48)
 		r = strconv.AppendBool(append(r, '['), found)
 		r = append(last.Append(append(r, `,"`...)), `",`...)
-		result = append(append(r, body...), ']')
+		ss.conn.SendReply(m.ID, r, body, closeBracket)
+	} else {
+		ss.conn.SendReply(m.ID, body)
 	}
-	ss.flushLocked()
-	ss.conn.Send(jsonrpc.NewReply(m.ID, result))
 	mon.mu.Lock()
 	mon.ready = true
 	mon.mu.Unlock()
