@@ -237,7 +237,7 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	si := tbl.subIndex(&nr.match.Mask) // a mask is 600 bytes to compare
+	si := tbl.subIndex(&nr.match.Mask) // once: a mask is 832 bytes to compare
 	old = tbl.findIn(si, &nr.match, nr.priority)
 	if old != nil {
 		nr.seq = old.seq

@@ -171,8 +171,8 @@ type subtable struct {
 	rules        *tnode      // the rule lists by hash
 	prios        []prioCount // rules per priority, highest first, for maxPrio
 	n            int
-	// mask is shared by the subtable's versions (a Flow is over 500
-	// bytes, which a change would otherwise copy).
+	// mask is shared by the subtable's versions (a Flow is 832 bytes,
+	// which a change would otherwise copy).
 	mask *ofp.Flow
 }
 

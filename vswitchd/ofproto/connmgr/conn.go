@@ -71,6 +71,7 @@ type conn struct {
 	err          error // why the connection closed
 
 	wmu  sync.Mutex    // serialises writes to nc
+	raw  *rawIO        // reads and writes nc; nil: nc.Read, nc.Write
 	role atomic.Uint32 // ofp.Role*, changed by other connections' requests
 	// lastRx is when a message last arrived (unix nanoseconds); idle is
 	// set while an inactivity probe is unanswered.
@@ -103,7 +104,7 @@ const defaultMissSendLen = 128
 
 func newConn(m *Manager, nc net.Conn, name string, svc *service) *conn {
 	c := &conn{m: m, nc: nc, name: name, svc: svc, refused: map[string]bool{}, flowFormat: ofp.FlowFormatOpenFlow10,
-		seq: m.seq.Add(1), versions: m.allowedVersions()}
+		seq: m.seq.Add(1), versions: m.allowedVersions(), raw: newRawIO(nc)}
 	if c.primary() {
 		c.config.MissSendLen = defaultMissSendLen
 	}
@@ -203,8 +204,12 @@ func (c *conn) run() {
 	// one always fits in the rest of the buffer.
 	buf := make([]byte, 2*ofp.MaxLen)
 	start, end := 0, 0
+	var rd io.Reader = c.nc
+	if c.raw != nil {
+		rd = c.raw
+	}
 	for {
-		n, err := c.nc.Read(buf[end:])
+		n, err := rd.Read(buf[end:])
 		end += n
 		for {
 			msg, _, ferr := ofp.Split(buf[start:end])
@@ -243,7 +248,13 @@ func (c *conn) send(msgs ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	for _, b := range msgs {
-		if _, err := c.nc.Write(b); err != nil {
+		var err error
+		if c.raw != nil {
+			err = c.raw.write(b)
+		} else {
+			_, err = c.nc.Write(b)
+		}
+		if err != nil {
 			return err
 		}
 	}
