@@ -708,12 +708,16 @@ func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s)
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			b = append(b, c)
-			i++
-			continue
+		// A run of bytes that need no escape, copied at once.
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' && s[j] < utf8.RuneSelf {
+			j++
 		}
+		b = append(b, s[i:j]...)
+		if i = j; i == len(s) {
+			break
+		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			switch c {
 			case '"', '\\':

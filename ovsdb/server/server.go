@@ -330,7 +330,7 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 			if e.detached {
 				return errDetached
 			}
-			rec := storage.Record{Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: !s.opts.NoColumnDiff}
+			rec := storage.Record{Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: !s.opts.NoColumnDiff, Compact: true}
 			if rec.IsDiff {
 				rec.Tables = c.Record(sch)
 			} else {

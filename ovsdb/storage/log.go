@@ -37,6 +37,10 @@ type Record struct {
 	Date    int64                                 // "_date", ms since the epoch; 0 if absent (written: now)
 	Comment string                                // "_comment"
 	IsDiff  bool                                  // "_is_diff"
+	// Compact: every row is already compact JSON, an object or null (as
+	// db.AppendRowJSON makes them), and is written as it is rather than
+	// compacted again.
+	Compact bool
 }
 
 // ErrBadRecord may be wrapped by the error an Open callback returns for a record
