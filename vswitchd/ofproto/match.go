@@ -193,10 +193,6 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 	return strings.TrimSuffix(b.String(), ",")
 }
 
-// ctStateNames are the ct_state bits' names, lowest bit first (OVS's
-// ct_state_to_string).
-var ctStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
-
 // parseCtState parses an exact ct_state: a number or flags joined by
 // "|" ("trk|est") or given as "+trk+est".
 func parseCtState(s string) (uint8, error) {
@@ -205,7 +201,7 @@ func parseCtState(s string) (uint8, error) {
 	}
 	var st uint8
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == '+' }) {
-		i := slices.Index(ctStateNames[:], f)
+		i := slices.Index(ofp.CTStateNames[:], f)
 		if i < 0 {
 			return 0, fmt.Errorf("unknown ct_state flag %s", f)
 		}
@@ -215,30 +211,9 @@ func parseCtState(s string) (uint8, error) {
 }
 
 // formatCtState formats ct_state as match_format does: "new|trk" for an
-// exact match, "+new-est" for a masked one.
+// exact match ("0" for none), "+new-est" for a masked one.
 func formatCtState(v, m uint8) string {
-	var b strings.Builder
-	if m == 0xff {
-		if v == 0 {
-			return "0"
-		}
-		for i, n := range ctStateNames {
-			if v&(1<<i) != 0 {
-				if b.Len() > 0 {
-					b.WriteByte('|')
-				}
-				b.WriteString(n)
-			}
-		}
-		return b.String()
-	}
-	for i, n := range ctStateNames {
-		if m&(1<<i) != 0 {
-			b.WriteByte("-+"[v>>i&1])
-			b.WriteString(n)
-		}
-	}
-	return b.String()
+	return ofp.FlagsMasked(ofp.CTStateNames[:], uint32(v), uint32(m), 0xff)
 }
 
 // formatCtMatch formats the conntrack fields of a match in match_format's

@@ -316,7 +316,7 @@ func parseTraceArgs(args []string) (pos []string, o *traceOptions, err error) {
 func parseCtStateFlags(text string) (uint8, error) {
 	var st uint8
 	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' }) {
-		bit := slices.Index(ctStateNames[:], f)
+		bit := slices.Index(ofp.CTStateNames[:], f)
 		if bit < 0 {
 			return 0, fmt.Errorf("%s: unknown connection tracking state flag", f)
 		}

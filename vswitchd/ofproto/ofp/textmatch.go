@@ -80,9 +80,9 @@ var CTStateNames = [8]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "
 // TCPFlagNames are the TCP flags, lowest first (packet_tcp_flag_to_string).
 var TCPFlagNames = [12]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"}
 
-// flagsMasked formats flags under mask as format_flags_masked: names
+// FlagsMasked formats flags under mask as format_flags_masked: names
 // joined by '|' (or "0") for a full mask, else "+name-name".
-func flagsMasked(names []string, v, m, full uint32) string {
+func FlagsMasked(names []string, v, m, full uint32) string {
 	var b strings.Builder
 	if m == full {
 		for i := range names {
@@ -128,7 +128,7 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		f.put("conj_id=%d", k.ConjID)
 	}
 	if mk.CtState != 0 {
-		f.put("ct_state=%s", flagsMasked(CTStateNames[:], uint32(k.CtState), uint32(mk.CtState), 0xff))
+		f.put("ct_state=%s", FlagsMasked(CTStateNames[:], uint32(k.CtState), uint32(mk.CtState), 0xff))
 	}
 	if mk.CtZone != 0 {
 		f.u16("ct_zone", k.CtZone, mk.CtZone)
@@ -279,7 +279,7 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		f.u16("tp_dst", k.TpDst, mk.TpDst)
 	}
 	if (typ == flow.EthTypeIPv4 || typ == flow.EthTypeIPv6) && k.NwProto == flow.IPProtoTCP && mk.TCPFlags&0x0fff != 0 {
-		f.put("tcp_flags=%s", flagsMasked(TCPFlagNames[:], uint32(k.TCPFlags), uint32(mk.TCPFlags&0x0fff), 0x0fff))
+		f.put("tcp_flags=%s", FlagsMasked(TCPFlagNames[:], uint32(k.TCPFlags), uint32(mk.TCPFlags&0x0fff), 0x0fff))
 	}
 	return strings.TrimSuffix(f.b.String(), ",")
 }
