@@ -3,7 +3,6 @@ package jsonrpc
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -422,31 +421,9 @@ func (c *PollConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rawDo(c.readable, func(fd uintptr) bool {
-		for {
-			k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			n, errno = int(k), e
-			return true
-		}
-	})
-	if err == nil && errno != 0 {
-		err = os.NewSyscallError("read", errno)
-	}
-	if err != nil {
-		return 0, opError("read", c, err)
-	}
-	if n == 0 {
-		return 0, io.EOF
-	}
-	return n, nil
+	var rd rawRead
+	err := c.rawDo(c.readable, rd.fn(b))
+	return rd.result(err, c)
 }
 
 func (c *PollConn) Write(b []byte) (int, error) {

@@ -32,9 +32,20 @@ func (r *rawReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := r.raw.Read(func(fd uintptr) bool {
+	var rd rawRead
+	return rd.result(r.raw.Read(rd.fn(p)), r.nc)
+}
+
+// rawRead is one read(2) of a non-blocking socket, made by the function
+// fn returns for a RawConn's Read (or a PollConn's wait): it reports the
+// socket empty (wait, then call again) or the read done.
+type rawRead struct {
+	n     int
+	errno syscall.Errno
+}
+
+func (rd *rawRead) fn(p []byte) func(fd uintptr) bool {
+	return func(fd uintptr) bool {
 		for {
 			k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 			switch e {
@@ -43,20 +54,25 @@ func (r *rawReader) Read(p []byte) (int, error) {
 			case syscall.EAGAIN:
 				return false
 			}
-			n, errno = int(k), e
+			rd.n, rd.errno = int(k), e
 			return true
 		}
-	})
-	if err == nil && errno != 0 {
-		err = os.NewSyscallError("read", errno)
+	}
+}
+
+// result is Read's result for the read, given the wait's error: the
+// bytes read, io.EOF for none, or the error as net reports it.
+func (rd *rawRead) result(err error, nc net.Conn) (int, error) {
+	if err == nil && rd.errno != 0 {
+		err = os.NewSyscallError("read", rd.errno)
 	}
 	if err != nil {
-		return 0, opError("read", r.nc, err)
+		return 0, opError("read", nc, err)
 	}
-	if n == 0 {
+	if rd.n == 0 {
 		return 0, io.EOF
 	}
-	return n, nil
+	return rd.n, nil
 }
 
 // opError wraps err as net.Conn's methods do.
