@@ -159,17 +159,14 @@ func OpenSystem(name string, cfg Config) (Port, error) {
 		// A fanout group of its own from the start: a handover
 		// (SwitchSockBuf) then adds the new socket to the group, which
 		// loses nothing, rather than creating it, which may lose a frame.
-		sockCtl(&err, s, func(fd int) error {
-			g, err := newFanoutGroup(fd, fanoutFlags)
-			if err == nil {
+		// The group only serves a later handover: a kernel that refuses
+		// it leaves the port as before, and that handover tries again
+		// (and reports its error).
+		s.rc.Control(func(fd uintptr) {
+			if g, err := newFanoutGroup(int(fd), fanoutFlags); err == nil {
 				s.grouped, s.group = true, g
 			}
-			return err
 		})
-		if err != nil {
-			s.closeSock()
-			return nil, fmt.Errorf("netdev: open system port %s: %w", name, err)
-		}
 	}
 	if txRingOn {
 		// Falls back to sendmmsg if the kernel refuses.
