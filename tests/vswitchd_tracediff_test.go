@@ -2,9 +2,11 @@ package tests
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -204,6 +206,11 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("of11/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
 	}
+	// -generate is taken, and govs' log says what it does not do with it.
+	if log := readFileString(filepath.Join(govs.dir, "ovs-vswitchd.log")); !strings.Contains(log, "|ofproto_dpif|INFO|ofproto/trace: -generate: the trace is of the flow; govs runs no action on a generated packet") {
+		t.Errorf("govs' log does not report what -generate does not do")
+	}
+
 	// dp_hash and recirc_id: a controller's flow may match them only at
 	// their defaults (recirc_id=0, dp_hash any), else OFPBRC_EPERM.
 	for i, args := range [][]string{

@@ -44,6 +44,9 @@ type traceOptions struct {
 	// names: ports by name rather than number (--names), OpenFlow ports
 	// from the bridge being traced, datapath ports from the datapath.
 	names bool
+	// generate: -generate, taken for a trace whose text is OVS's; the
+	// actions do not run on a packet, as OVS's would (logged).
+	generate bool
 }
 
 // traceNames are the current bridge's port names in a trace with
@@ -256,6 +259,9 @@ func (b *Backer) TraceCommand(args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if o.generate {
+		b.log.Infof("ofproto/trace: -generate: the trace is of the flow; govs runs no action on a generated packet (OVS runs all but the outputs)")
+	}
 	switch len(pos) {
 	case 0:
 		return "", errors.New("Syntax error")
@@ -281,6 +287,7 @@ func parseTraceArgs(args []string) (pos []string, o *traceOptions, err error) {
 		a := args[i]
 		switch a {
 		case "-generate", "--generate":
+			o.generate = true
 		case "-names", "--names":
 			o.names = true
 		case "--ct-next":
