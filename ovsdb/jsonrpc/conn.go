@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/govs/govs/internal/rawsock"
 )
 
 // Logger is the logging a connection needs; *logrus.Entry satisfies it.
@@ -122,7 +124,7 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 		c.raw, _ = sc.SyscallConn()
 	}
 	if c.raw != nil {
-		c.dec = NewDecoder(&rawReader{nc: nc, raw: c.raw}, opts.MaxMessageSize)
+		c.dec = NewDecoder(&rawsock.Reader{NC: nc, Raw: c.raw}, opts.MaxMessageSize)
 	} else {
 		c.dec = NewDecoder(nc, opts.MaxMessageSize)
 	}
@@ -195,7 +197,7 @@ func (c *Conn) SendEncodedNow(m *Message, b []byte) error {
 		c.opts.Log.Debugf("%s: send %s", c.opts.Name, m)
 	}
 	// Never wait for the socket: the writer does.
-	n, werr := rawWrite(c.nc, c.raw, [][]byte{b}, true)
+	n, werr := rawsock.Write(c.nc, c.raw, [][]byte{b}, true)
 	c.mu.Lock()
 	if werr == nil && n < len(b) && !c.closed {
 		// The rest goes first: whatever was queued meanwhile came later.
@@ -475,7 +477,7 @@ func (c *Conn) wroteLocked(err error) error {
 // write writes bufs whole, waiting for the socket as needed.
 func (c *Conn) write(bufs net.Buffers) error {
 	if c.raw != nil {
-		_, err := rawWrite(c.nc, c.raw, bufs, false)
+		_, err := rawsock.Write(c.nc, c.raw, bufs, false)
 		return err
 	}
 	_, err := bufs.WriteTo(c.nc)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/govs/govs/internal/rawsock"
 )
 
 func TestParseMessage(t *testing.T) {
@@ -481,7 +483,7 @@ func TestConnSendEncodedNow(t *testing.T) {
 
 // TestConnRawSocket runs a connection on a socket, which it reads and
 // writes with raw system calls: pipelined requests of every size, replies
-// larger than one raw write (maxRawWrite) to a peer that reads slowly, in
+// larger than one raw write (rawsock.MaxWrite) to a peer that reads slowly, in
 // order, then the peer's close as io.EOF.
 func TestConnRawSocket(t *testing.T) {
 	c, peer := rawConnPair(t)
@@ -493,7 +495,7 @@ func TestConnRawSocket(t *testing.T) {
 	}()
 	t.Cleanup(func() { c.Close(); peer.Close() })
 
-	sizes := []int{0, 1, 100, 4095, 4096, 70000, maxRawWrite, maxRawWrite + 1, 3*maxRawWrite + 17, 5}
+	sizes := []int{0, 1, 100, 4095, 4096, 70000, rawsock.MaxWrite, rawsock.MaxWrite + 1, 3*rawsock.MaxWrite + 17, 5}
 	var reqs []byte
 	for i, n := range sizes {
 		req := NewRequest("x", []string{strings.Repeat(string(rune('a'+i)), n)}, i)

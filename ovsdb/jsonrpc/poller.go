@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/govs/govs/internal/rawsock"
 )
 
 // Accepting, waiting for and closing unix-socket connections without a
@@ -421,15 +423,15 @@ func (c *PollConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var rd rawRead
-	err := c.rawDo(c.readable, rd.fn(b))
-	return rd.result(err, c)
+	var rd rawsock.Read
+	err := c.rawDo(c.readable, rd.Fn(b))
+	return rd.Result(err, c)
 }
 
 func (c *PollConn) Write(b []byte) (int, error) {
-	n, err := rawWrite(c, pollRawConn{c}, [][]byte{b}, false)
+	n, err := rawsock.Write(c, pollRawConn{c}, [][]byte{b}, false)
 	if err == nil && n < len(b) {
-		err = opError("write", c, syscall.EPIPE)
+		err = rawsock.OpError("write", c, syscall.EPIPE)
 	}
 	return n, err
 }
@@ -438,13 +440,13 @@ func (c *PollConn) LocalAddr() net.Addr  { return c.laddr }
 func (c *PollConn) RemoteAddr() net.Addr { return c.raddr }
 
 func (c *PollConn) SetDeadline(time.Time) error {
-	return opError("set", c, errNoDeadline)
+	return rawsock.OpError("set", c, errNoDeadline)
 }
 
 func (c *PollConn) SetReadDeadline(time.Time) error {
-	return opError("set", c, errNoDeadline)
+	return rawsock.OpError("set", c, errNoDeadline)
 }
 
 func (c *PollConn) SetWriteDeadline(time.Time) error {
-	return opError("set", c, errNoDeadline)
+	return rawsock.OpError("set", c, errNoDeadline)
 }

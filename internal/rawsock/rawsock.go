@@ -1,4 +1,6 @@
-package jsonrpc
+// Package rawsock reads and writes sockets' non-blocking descriptors with
+// raw system calls, waiting for them in the Go runtime's poller.
+package rawsock
 
 import (
 	"io"
@@ -18,33 +20,33 @@ import (
 // server's CPU for such calls. Waiting for the socket still goes through
 // the runtime's poller (syscall.RawConn).
 
-// maxRawWrite bounds one raw write: the kernel copies it while the thread
+// MaxWrite bounds one raw write: the kernel copies it while the thread
 // holds the scheduler's only P, so a large backlog is written in parts.
-const maxRawWrite = 256 << 10
+const MaxWrite = 256 << 10
 
-// rawReader reads nc's descriptor with raw system calls.
-type rawReader struct {
-	nc  net.Conn
-	raw syscall.RawConn
+// Reader reads nc's descriptor (raw) with raw system calls, as nc.Read.
+type Reader struct {
+	NC  net.Conn
+	Raw syscall.RawConn
 }
 
-func (r *rawReader) Read(p []byte) (int, error) {
+func (r *Reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var rd rawRead
-	return rd.result(r.raw.Read(rd.fn(p)), r.nc)
+	var rd Read
+	return rd.Result(r.Raw.Read(rd.Fn(p)), r.NC)
 }
 
-// rawRead is one read(2) of a non-blocking socket, made by the function
-// fn returns for a RawConn's Read (or a PollConn's wait): it reports the
+// Read is one read(2) of a non-blocking socket, made by the function
+// Fn returns for a RawConn's Read (or a PollConn's wait): it reports the
 // socket empty (wait, then call again) or the read done.
-type rawRead struct {
+type Read struct {
 	n     int
 	errno syscall.Errno
 }
 
-func (rd *rawRead) fn(p []byte) func(fd uintptr) bool {
+func (rd *Read) Fn(p []byte) func(fd uintptr) bool {
 	return func(fd uintptr) bool {
 		for {
 			k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
@@ -60,14 +62,14 @@ func (rd *rawRead) fn(p []byte) func(fd uintptr) bool {
 	}
 }
 
-// result is Read's result for the read, given the wait's error: the
+// Result is Read's result for the read, given the wait's error: the
 // bytes read, io.EOF for none, or the error as net reports it.
-func (rd *rawRead) result(err error, nc net.Conn) (int, error) {
+func (rd *Read) Result(err error, nc net.Conn) (int, error) {
 	if err == nil && rd.errno != 0 {
 		err = os.NewSyscallError("read", rd.errno)
 	}
 	if err != nil {
-		return 0, opError("read", nc, err)
+		return 0, OpError("read", nc, err)
 	}
 	if rd.n == 0 {
 		return 0, io.EOF
@@ -75,18 +77,18 @@ func (rd *rawRead) result(err error, nc net.Conn) (int, error) {
 	return rd.n, nil
 }
 
-// opError wraps err as net.Conn's methods do.
-func opError(op string, nc net.Conn, err error) error {
+// OpError wraps err as net.Conn's methods do.
+func OpError(op string, nc net.Conn, err error) error {
 	if _, ok := err.(*net.OpError); ok {
 		return err
 	}
 	return &net.OpError{Op: op, Net: nc.LocalAddr().Network(), Source: nc.LocalAddr(), Addr: nc.RemoteAddr(), Err: err}
 }
 
-// rawWrite writes bufs to raw's descriptor with raw system calls, waiting
+// Write writes bufs to raw's descriptor with raw system calls, waiting
 // for the socket while it is full unless nowait, and returns the bytes
 // written. With nowait it stops at a full socket with no error.
-func rawWrite(nc net.Conn, raw syscall.RawConn, bufs [][]byte, nowait bool) (int, error) {
+func Write(nc net.Conn, raw syscall.RawConn, bufs [][]byte, nowait bool) (int, error) {
 	var iov []syscall.Iovec
 	var small [8]syscall.Iovec
 	total := 0
@@ -102,8 +104,8 @@ func rawWrite(nc net.Conn, raw syscall.RawConn, bufs [][]byte, nowait bool) (int
 				if len(b) == 0 {
 					continue
 				}
-				if size+len(b) > maxRawWrite {
-					b = b[:max(maxRawWrite-size, 0)]
+				if size+len(b) > MaxWrite {
+					b = b[:max(MaxWrite-size, 0)]
 				}
 				if len(b) == 0 || len(iov) == 1024 {
 					break
@@ -149,7 +151,7 @@ func rawWrite(nc net.Conn, raw syscall.RawConn, bufs [][]byte, nowait bool) (int
 		err = os.NewSyscallError("writev", errno)
 	}
 	if err != nil {
-		return total, opError("write", nc, err)
+		return total, OpError("write", nc, err)
 	}
 	return total, nil
 }
