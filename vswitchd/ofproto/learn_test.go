@@ -54,7 +54,7 @@ func TestLearnMACLearning(t *testing.T) {
 		t.Errorf("megaflow does not cover what learn read: %+v", mask)
 	}
 	learned := tableFlows(br, 10)
-	want := "table_id=10, n_packets=0, n_bytes=0, priority=32768,vlan_tci=0x0000/0x0fff,dl_dst=" + macA +
+	want := "n_packets=0, n_bytes=0, vlan_tci=0x0000/0x0fff,dl_dst=" + macA +
 		",actions=load:0x1->NXM_NX_REG0[0..15]"
 	if len(learned) != 1 || !strings.HasSuffix(learned[0], want) {
 		t.Fatalf("learned:\n%s\nwant ...%s", strings.Join(learned, "\n"), want)
@@ -220,7 +220,7 @@ func TestLearnTunMetadata(t *testing.T) {
 	tb.xlate(1, eth(macA, macB))
 	got := strings.Join(tableFlows(br, 6), "\n")
 	for _, want := range []string{
-		"priority=32768,tun_metadata0=0,actions=load:0->NXM_NX_REG1[]",
+		"n_bytes=0, tun_metadata0=0,actions=load:0->NXM_NX_REG1[]",
 		"priority=2,tun_metadata0=0x5,actions=load:0x77->NXM_NX_TUN_METADATA0[]",
 		"priority=7,tun_metadata0=0x88,tun_metadata1=0x770000/0xffffffff0000,actions=drop",
 	} {

@@ -63,19 +63,26 @@ func formatOFMatchNames(m *ofp.Match, pn ofp.PortNames) string {
 func formatAction(a *ofp.Action) string { return ofp.FormatAction(a, 0, nil) }
 
 // FormatFlowBrief formats a flow as ovs-appctl bridge/dump-flows lists it
-// (OVS's flow_stats_ds): "duration=Ns, n_packets=N, n_bytes=N,
-// priority=N,MATCH,actions=ACTIONS", the table when not 0.
+// (OVS's flow_stats_ds): "table_id=N, " when not table 0, then
+// "duration=Ns, n_packets=N, n_bytes=N, ", the match as cls_rule_format
+// writes it (priority first unless it is the default 32768, no trailing
+// comma, so that a catch-all at the default priority leaves nothing),
+// then ",actions=ACTIONS".
 func FormatFlowBrief(f *ofp.FlowStats) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "duration=%ds, ", int(f.Duration/time.Second))
 	if f.Table != 0 {
 		fmt.Fprintf(&b, "table_id=%d, ", f.Table)
 	}
-	fmt.Fprintf(&b, "n_packets=%d, n_bytes=%d, priority=%d,", f.Packets, f.Bytes, f.Priority)
-	if m := formatOFMatch(&f.Match); m != "" {
-		b.WriteString(m + ",")
+	fmt.Fprintf(&b, "duration=%ds, n_packets=%d, n_bytes=%d, ", int(f.Duration/time.Second), f.Packets, f.Bytes)
+	m := formatOFMatch(&f.Match)
+	if f.Priority != 32768 { // OFP_DEFAULT_PRIORITY
+		fmt.Fprintf(&b, "priority=%d", f.Priority)
+		if m != "" {
+			b.WriteByte(',')
+		}
 	}
-	b.WriteString("actions=")
+	b.WriteString(m)
+	b.WriteString(",actions=")
 	if len(f.Actions) == 0 {
 		b.WriteString("drop")
 	}
