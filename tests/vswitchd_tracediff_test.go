@@ -42,6 +42,13 @@ var traceDiffFlows = []string{
 	"priority=61,in_port=3,udp,actions=group:6",
 	"table=6,priority=6,recirc_id=0,actions=output:2",
 	"table=6,priority=7,pkt_mark=0x5,actions=output:1",
+	// Sets of IP and ARP header fields consult nw_proto (OVS's
+	// mf_set_mask_l3_prereqs), OXM's ip_dscp aside.
+	"priority=110,in_port=LOCAL,ip,nw_src=10.9.0.1,actions=set_field:1->ip_ecn,output:2",
+	"priority=110,in_port=LOCAL,ip,nw_src=10.9.0.2,actions=load:0x20->NXM_OF_IP_TOS[],output:2",
+	"priority=110,in_port=LOCAL,ip,nw_src=10.9.0.3,actions=mod_nw_dst:10.9.9.9,dec_ttl,output:2",
+	"priority=110,in_port=LOCAL,ip,nw_src=10.9.0.4,actions=set_field:0x10->ip_dscp,output:2",
+	"priority=110,in_port=LOCAL,arp,actions=set_field:1.2.3.4->arp_spa,output:2",
 }
 
 // traceDiffCorpus are ofproto/trace flows for traceDiffFlows, and flows
@@ -65,6 +72,17 @@ var traceDiffCorpus = []string{
 	"in_port=3,dp_hash=0x2a,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2",
 	// A select group with no live bucket reads no field to hash.
 	"in_port=3,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,udp_src=1,udp_dst=2",
+	"in_port=LOCAL,tcp,nw_src=10.9.0.1,nw_ttl=5",
+	"in_port=LOCAL,ip,nw_src=10.9.0.1,nw_ttl=5",
+	"in_port=LOCAL,udp,nw_src=10.9.0.2",
+	"in_port=LOCAL,ip,nw_src=10.9.0.2",
+	"in_port=LOCAL,tcp6",
+	"in_port=LOCAL,tcp,nw_src=10.9.0.3,nw_ttl=5",
+	"in_port=LOCAL,ip,nw_src=10.9.0.3,nw_ttl=5",
+	"in_port=LOCAL,tcp,nw_src=10.9.0.4",
+	// (With arp_op 1 OVS sends the flow to its slow path, the kernel
+	// datapath having no ARP set; govs' datapath sets ARP fields.)
+	"in_port=LOCAL,arp,arp_op=0",
 	// From here on Megaflow: is left out: OVS's prefix tries on the
 	// addresses and ports, and its staged lookup past dl_type, spare
 	// bits govs' megaflow matches.

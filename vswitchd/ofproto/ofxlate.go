@@ -397,6 +397,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		// The bits set are consulted: the datapath flow sets them only
 		// for packets that do not already hold the value (OVS's
 		// mf_mask_field_masked in xlate's set_field).
+		x.maskL3Prereqs(a.Field)
 		a.Field.SetMasked(&x.of.wc, a.Mask, a.Mask)
 		a.Field.SetMasked(f, a.Value, a.Mask)
 		x.syncVLAN()
@@ -767,4 +768,25 @@ func translatable(id ofp.FieldID) bool {
 		return true
 	}
 	return false
+}
+
+// maskL3Prereqs is OVS's mf_set_mask_l3_prereqs: a set of an IP header
+// field (but OXM's ip_dscp) in an IP packet, or of an ARP field in an ARP
+// packet, consults nw_proto, since the datapath writes the header only
+// when the packet has one (commitSets): a megaflow for a packet with an
+// IP protocol would otherwise also set the field in a packet without.
+func (x *xlate) maskL3Prereqs(fd *ofp.Field) {
+	switch et := x.of.flow.EthType; {
+	case et == flow.EthTypeIPv4 || et == flow.EthTypeIPv6:
+		switch fd.ID {
+		case ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPv6Src, ofp.FieldIPv6Dst, ofp.FieldIPv6Label,
+			ofp.FieldIPTOS, ofp.FieldIPECN, ofp.FieldIPTTL:
+			x.of.wc.NwProto = 0xff
+		}
+	case et == flow.EthTypeARP:
+		switch fd.ID {
+		case ofp.FieldARPOp, ofp.FieldARPSHA, ofp.FieldARPTHA, ofp.FieldARPSPA, ofp.FieldARPTPA:
+			x.of.wc.NwProto = 0xff
+		}
+	}
 }

@@ -519,10 +519,13 @@ func (x *xlate) commitSets() {
 	ip6 := b.EthType == flow.EthTypeIPv6
 	if k.NwProto == 0 && (ip4 || ip6 || b.EthType == flow.EthTypeARP || b.EthType == flow.EthTypeRARP) &&
 		(k.IPv4Src != b.IPv4Src || k.IPv4Dst != b.IPv4Dst || k.IPv6Src != b.IPv6Src || k.IPv6Dst != b.IPv6Dst ||
-			k.IPv6Label != b.IPv6Label || k.NwTTL != b.NwTTL || k.ArpSHA != b.ArpSHA || k.ArpTHA != b.ArpTHA || b.NwProto != 0) {
+			k.IPv6Label != b.IPv6Label || k.NwTTL != b.NwTTL || k.NwTOS != b.NwTOS || k.ArpSHA != b.ArpSHA || k.ArpTHA != b.ArpTHA ||
+			b.NwProto != 0) {
 		// OVS's commit_set_nw_action: a flow without an IP protocol
 		// (or ARP opcode) has no L3 header to set; the datapath flow
-		// matches that it has none.
+		// matches that it has none (OVS leaves that out for OXM's
+		// ip_dscp alone, whose megaflow then skips the set for a later
+		// packet with an IP protocol too; govs does not).
 		x.mask.NwProto = 0xff
 		ip4, ip6 = false, false
 		b = &flow.Key{}

@@ -92,3 +92,43 @@ func TestNoL3SetWithoutProto(t *testing.T) {
 		t.Errorf("opcode 1: %s, want set(arp(tip=1.2.3.4)),2", got)
 	}
 }
+
+// A set of an IP header field consults nw_proto, as OVS's
+// mf_set_mask_l3_prereqs (OXM's ip_dscp aside), so that a megaflow of a
+// packet with an IP protocol, which sets the field, is not used for one
+// without, which has no header to set; and the flow of a packet without
+// one matches that it has none, whichever field the set writes (for OXM's
+// ip_dscp OVS leaves that out, and its megaflow then skips the set for
+// later packets with a protocol; govs' does not).
+func TestL3SetConsultsProto(t *testing.T) {
+	for _, tt := range []struct {
+		field     ofp.FieldID
+		val       byte
+		wantTCP   string
+		protoMask uint8 // for the TCP packet
+	}{
+		{ofp.FieldIPECN, 1, "set(ipv4(tos=0x1/0x3)),2", 0xff},
+		{ofp.FieldIPTOS, 0x20, "set(ipv4(tos=0x20/0xfc)),2", 0xff},
+		{ofp.FieldIPDSCP, 0x10, "set(ipv4(tos=0x40/0xfc)),2", 0},
+	} {
+		tb, br := emptyTables(t)
+		mustMod(t, br, fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {0x800, 0}},
+			actions: []ofp.Action{ofp.LoadAction(ofp.FieldByID(tt.field), []byte{tt.val}, []byte{0xff}), output(2)}})
+		frame := func(proto uint8) []byte {
+			f := dptest.Frame{Src: dptest.MAC(macB), Dst: dptest.MAC(macA),
+				IPv4:    &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"), TTL: 64, Proto: proto},
+				Payload: make([]byte, 20)}
+			if proto == 6 {
+				f.TCP, f.Payload = &dptest.TCP{Src: 1, Dst: 2}, nil
+			}
+			return f.Bytes()
+		}
+		name := ofp.FieldByID(tt.field).Name
+		if got, mask := tb.xlate(1, frame(6)); got != tt.wantTCP || mask.NwProto != tt.protoMask {
+			t.Errorf("%s, tcp: %s, nw_proto mask %#x; want %s and %#x", name, got, mask.NwProto, tt.wantTCP, tt.protoMask)
+		}
+		if got, mask := tb.xlate(1, frame(0)); got != "2" || mask.NwProto != 0xff {
+			t.Errorf("%s, protocol 0: %s, nw_proto mask %#x; want 2 and 0xff", name, got, mask.NwProto)
+		}
+	}
+}
