@@ -301,6 +301,16 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=4,icmp,icmp_type=8,actions=output:1\ntable=4,udp6,ipv6_src=::1,tp_src=53,actions=output:1\n" +
 			"table=4,dl_src=01:00:00:00:00:00/01:00:00:00:00:00,actions=drop\n" +
 			"table=5,cookie=0x6,xreg1=0x123,actions=load:0x1->NXM_OF_IN_PORT[],output_reg:NXM_NX_REG2[0..15]\n",
+		// VLAN actions in OpenFlow 1.0 and 1.1 forms: a push_vlan
+		// before them in 1.1+ only where the flow has no tag.
+		"vlan10": "table=6,priority=1,in_port=1,actions=mod_vlan_vid:5,mod_vlan_pcp:2,output:2\n" +
+			"table=6,priority=2,in_port=1,dl_vlan=7,actions=mod_vlan_vid:5,output:2\n" +
+			"table=6,priority=3,in_port=1,actions=set_field:0x1005->vlan_tci,output:2\n" +
+			"table=6,priority=4,in_port=1,actions=set_field:0->vlan_tci,output:2\n" +
+			"table=6,priority=5,in_port=1,dl_vlan=3,actions=clone(mod_vlan_vid:8,output:2),strip_vlan,mod_vlan_pcp:1,output:2\n",
+		"vlan11": "table=6,priority=6,in_port=1,actions=mod_vlan_vid:5,output:2\n" +
+			"table=6,priority=7,in_port=1,actions=mod_vlan_pcp:3,output:2\n" +
+			"table=6,priority=8,in_port=1,dl_vlan=4,actions=mod_vlan_vid:6,mod_vlan_pcp:2,output:2\n",
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -336,6 +346,11 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"-O", "OpenFlow10", "dump-flows", "BR"},
 		{"-O", "OpenFlow13", "dump-flows", "BR"},
 		{"-O", "OpenFlow15", "dump-flows", "--no-stats", "BR"},
+		{"add-flows", "BR", f("vlan10")},
+		{"-O", "OpenFlow11", "add-flows", "BR", f("vlan11")},
+		{"--sort", "dump-flows", "BR", "table=6"},
+		{"-O", "OpenFlow11", "--sort", "dump-flows", "BR", "table=6"},
+		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=6"},
 		{"dump-tables", "BR"},
 		// Errors: a read-only table, a group and a meter that do not
 		// exist, goto_table backwards, an unusable flow format.

@@ -83,6 +83,11 @@ var traceDiffCorpus = []string{
 	// (With arp_op 1 OVS sends the flow to its slow path, the kernel
 	// datapath having no ARP set; govs' datapath sets ARP fields.)
 	"in_port=LOCAL,arp,arp_op=0",
+	"in_port=LOCAL,dl_src=00:00:00:00:00:01",
+	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:01",
+	"in_port=LOCAL,dl_src=00:00:00:00:00:04",
+	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:04",
+	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:05",
 	// From here on Megaflow: is left out: OVS's prefix tries on the
 	// addresses and ports, and its staged lookup past dl_type, spare
 	// bits govs' megaflow matches.
@@ -141,6 +146,17 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 		// Nicira's only (no OXM form): OpenFlow 1.0.
 		if out, rc := s.ofctl("add-flow", s.br, "priority=60,in_port=2,tcp,actions=check_pkt_larger(100)->reg0[0],resubmit(,1)"); rc != 0 {
 			t.Fatalf("add-flow: %s", out)
+		}
+		// OpenFlow 1.1's set_vlan_vid and set_vlan_pcp (after a
+		// push_vlan where the flow has no tag), and 1.0's mod_vlan_*.
+		for _, f := range [][2]string{
+			{"OpenFlow11", "priority=120,in_port=LOCAL,dl_src=00:00:00:00:00:01,actions=mod_vlan_vid:5,output:2"},
+			{"OpenFlow11", "priority=120,in_port=LOCAL,dl_src=00:00:00:00:00:04,dl_vlan=4,actions=mod_vlan_vid:6,mod_vlan_pcp:2,output:2"},
+			{"OpenFlow10", "priority=120,in_port=LOCAL,dl_src=00:00:00:00:00:05,actions=mod_vlan_vid:5,mod_vlan_pcp:2,output:2"},
+		} {
+			if out, rc := s.ofctl("-O", f[0], "add-flow", s.br, f[1]); rc != 0 {
+				t.Fatalf("add-flow %s: %s", f[1], out)
+			}
 		}
 	}
 	megaflows := true

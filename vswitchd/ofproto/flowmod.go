@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -105,6 +106,7 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 		if err := checkActions(fm.Actions, &fm.Match, fm.Table); err != nil {
 			return err
 		}
+		ofp.CheckVLAN(fm.Actions, fm.Match.Flow.VLANTCI&flow.VLANPresent != 0)
 		if (fm.Command == ofp.FlowAdd || fm.ModifyAdds) && !fm.Match.HiddenFieldsDefault() {
 			return &ofp.Error{Errno: ofp.EPerm, Detail: "only internal flows can set non-default values to hidden fields"}
 		}

@@ -93,6 +93,7 @@ func checkGroupMod(gm *ofp.GroupMod) *ofp.Error {
 		if err := checkActions(gm.Buckets[i].Actions, nil, 0); err != nil {
 			return err
 		}
+		ofp.CheckVLAN(gm.Buckets[i].Actions, false)
 	}
 	return nil
 }

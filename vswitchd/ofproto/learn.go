@@ -205,6 +205,7 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	if checkActions(fm.Actions, &fm.Match, fm.Table) != nil {
 		return false
 	}
+	ofp.CheckVLAN(fm.Actions, fm.Match.Flow.VLANTCI&flow.VLANPresent != 0)
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()

@@ -171,6 +171,9 @@ func (x *xlate) pipeline(in *port) {
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final
+		if n := len(x.inner); n > 0 {
+			x.traceFinalInner = x.inner[n-1]
+		}
 	}
 	if x.trace != nil {
 		x.traceMarkWC |= x.of.wc.PktMark
@@ -438,7 +441,9 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 			x.inner = append(x.inner, x.cur)
 			x.pkt = vlanHdr{}
 		}
-		f.VLANTPID, f.VLANTCI = a.VLAN, flow.VLANPresent|f.VLANTCI&^flow.VLANPresent
+		// The new tag has VID and PCP 0 (OVS's xlate of push_vlan; not
+		// the OpenFlow 1.1 specification's copy of the outer tag's).
+		f.VLANTPID, f.VLANTCI = a.VLAN, flow.VLANPresent
 		x.syncVLAN()
 	case ofp.ActPopVLAN:
 		x.of.wc.VLANTCI = 0xffff
@@ -457,12 +462,21 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.syncVLAN()
 	case ofp.ActSetVLANVID:
 		if f.VLANTCI&flow.VLANPresent == 0 {
+			if a.NoPush {
+				// OpenFlow 1.1's set_vlan_vid: a tag the packet has.
+				x.of.wc.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
+				break
+			}
 			f.VLANTPID = flow.EthTypeVLAN
 		}
 		f.VLANTCI = f.VLANTCI&^flow.VLANVIDMask | a.VLAN | flow.VLANPresent
 		x.syncVLAN()
 	case ofp.ActSetVLANPCP:
 		if f.VLANTCI&flow.VLANPresent == 0 {
+			if a.NoPush {
+				x.of.wc.VLANTCI |= flow.VLANPCPMask | flow.VLANPresent
+				break
+			}
 			f.VLANTPID = flow.EthTypeVLAN
 		}
 		f.VLANTCI = f.VLANTCI&^flow.VLANPCPMask | a.VLAN<<13 | flow.VLANPresent

@@ -307,6 +307,9 @@ func (x *xlate) resume(st frozen, ok bool) {
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final
+		if n := len(x.inner); n > 0 {
+			x.traceFinalInner = x.inner[n-1]
+		}
 	}
 	x.mergeWC()
 	x.key = orig

@@ -450,7 +450,13 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	if x.names && x.traceBridge != nil {
 		pn = x.traceBridge.portNames()
 	}
-	return formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
+	out := formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
+	if in := x.traceFinalInner; in.present() {
+		// The tag a push_vlan pushed over, as match_format shows a
+		// second VLAN header.
+		out = strings.Replace(out, "vlan_tci1=0x0000,", fmt.Sprintf("dl_vlan1=%d,dl_vlan_pcp1=%d,", in.tci&flow.VLANVIDMask, in.tci>>13), 1)
+	}
+	return out
 }
 
 // u32Masked is OVS's format_uint32_masked as a "name=value," item, empty

@@ -132,6 +132,9 @@ type xlate struct {
 	// traceStart and traceFinal, in a trace, are the first bridge's
 	// OpenFlow flow before and after its actions (OVS's "Final flow:").
 	traceStart, traceFinal *ofp.Flow
+	// traceFinalInner is the tag below the outer one there, if a
+	// push_vlan pushed over one (OVS's flow's second VLAN header).
+	traceFinalInner vlanHdr
 	// traceBridge is that first bridge, for its port names.
 	traceBridge *snapshot
 	// traceMarkWC, in a trace, is the pkt_mark bits the bridges consulted

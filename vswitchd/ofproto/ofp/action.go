@@ -115,6 +115,16 @@ type Action struct {
 	// VLAN: ActSetVLANVID's VID, ActSetVLANPCP's PCP, ActPushVLAN's
 	// Ethertype.
 	VLAN uint16
+	// NoPush: ActSetVLANVID or ActSetVLANPCP as OpenFlow 1.1's
+	// set_vlan_vid and set_vlan_pcp, which change a tag the packet has
+	// and push none (OVS's push_vlan_if_needed false); OpenFlow 1.0's
+	// push one if there is none.
+	NoPush bool
+	// FlowHasVLAN: for ActSetVLANVID, ActSetVLANPCP and ActSetField,
+	// whether the flow's match and the actions before this one leave a
+	// tag on the packet (OVS's flow_has_vlan, set by CheckVLAN): their
+	// OpenFlow 1.1+ forms then need no push_vlan before them.
+	FlowHasVLAN bool
 	// Field, Value and Mask: ActSetField (Value and Mask of the field's
 	// length).
 	Field       *Field
@@ -179,23 +189,25 @@ const (
 const (
 	at11Output = 0
 	// OpenFlow 1.1's set actions (gone in 1.2: set_field).
-	at11SetDLSrc  = 3
-	at11SetDLDst  = 4
-	at11SetNWSrc  = 5
-	at11SetNWDst  = 6
-	at11SetNWTOS  = 7
-	at11SetNWECN  = 8
-	at11SetTPSrc  = 9
-	at11SetTPDst  = 10
-	at11PushVLAN  = 17
-	at11PopVLAN   = 18
-	at11SetQueue  = 21
-	at11Group     = 22
-	at11SetNWTTL  = 23
-	at11DecNWTTL  = 24
-	at12SetField  = 25
-	at15CopyField = 28
-	at15Meter     = 29
+	at11SetVLANVID = 1
+	at11SetVLANPCP = 2
+	at11SetDLSrc   = 3
+	at11SetDLDst   = 4
+	at11SetNWSrc   = 5
+	at11SetNWDst   = 6
+	at11SetNWTOS   = 7
+	at11SetNWECN   = 8
+	at11SetTPSrc   = 9
+	at11SetTPDst   = 10
+	at11PushVLAN   = 17
+	at11PopVLAN    = 18
+	at11SetQueue   = 21
+	at11Group      = 22
+	at11SetNWTTL   = 23
+	at11DecNWTTL   = 24
+	at12SetField   = 25
+	at15CopyField  = 28
+	at15Meter      = 29
 )
 
 // Nicira action subtypes (NXAST_*).
@@ -342,6 +354,24 @@ func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
 			return Action{}, err
 		}
 		return outputAction(binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint16(b[8:]))
+	case at11SetVLANVID, at11SetVLANPCP:
+		if v != V11 {
+			break
+		}
+		if err := fixedLen(b, 8); err != nil {
+			return Action{}, err
+		}
+		if typ == at11SetVLANVID {
+			vid := binary.BigEndian.Uint16(b[4:])
+			if vid > flow.VLANVIDMask {
+				return Action{}, actErr(BadActionArgument, "VLAN ID")
+			}
+			return Action{Type: ActSetVLANVID, VLAN: vid, NoPush: true}, nil
+		}
+		if b[4] > 7 {
+			return Action{}, actErr(BadActionArgument, "VLAN PCP")
+		}
+		return Action{Type: ActSetVLANPCP, VLAN: uint16(b[4]), NoPush: true}, nil
 	case at11PushVLAN:
 		et := binary.BigEndian.Uint16(b[4:])
 		if !flow.IsVLANType(et) {
@@ -1059,24 +1089,26 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put32(b, a.Port)
 		b = put16(b, a.MaxLen)
 		return pad(b, 6)
-	case ActSetVLANVID:
-		if v == V10 {
-			b = put16(b, at10SetVLANVID)
-			b = put16(b, 8)
-			b = put16(b, a.VLAN)
-			return pad(b, 2)
+	case ActSetVLANVID, ActSetVLANPCP:
+		// OVS's encode_SET_VLAN_VID and _PCP: OpenFlow 1.0's mod_vlan_*
+		// pushes a tag if there is none, which 1.1+ says with a
+		// push_vlan before, unless the flow has a tag there.
+		if v > V10 && !a.NoPush && !a.FlowHasVLAN {
+			b = appendAction(b, v, &Action{Type: ActPushVLAN, VLAN: flow.EthTypeVLAN})
 		}
-		// OVS's mod_vlan_vid pushes a tag if there is none.
-		b = appendAction(b, v, &Action{Type: ActPushVLAN, VLAN: flow.EthTypeVLAN})
-		return appendSetField(b, v, fields[FieldVLANVID], binary.BigEndian.AppendUint16(nil, a.VLAN|0x1000), []byte{0xff, 0xff})
-	case ActSetVLANPCP:
-		if v == V10 {
-			b = put16(b, at10SetVLANPCP)
-			b = put16(b, 8)
-			b = put8(b, uint8(a.VLAN))
-			return pad(b, 3)
+		vid := a.Type == ActSetVLANVID
+		switch {
+		case v == V10 && vid:
+			return putVLANAction(b, at10SetVLANVID, a.VLAN)
+		case v == V10:
+			return putVLANAction(b, at10SetVLANPCP, a.VLAN)
+		case v == V11 && vid:
+			return putVLANAction(b, at11SetVLANVID, a.VLAN)
+		case v == V11:
+			return putVLANAction(b, at11SetVLANPCP, a.VLAN)
+		case vid:
+			return appendSetField(b, v, fields[FieldVLANVID], binary.BigEndian.AppendUint16(nil, a.VLAN|0x1000), []byte{0xff, 0xff})
 		}
-		b = appendAction(b, v, &Action{Type: ActPushVLAN, VLAN: flow.EthTypeVLAN})
 		return appendSetField(b, v, fields[FieldVLANPCP], []byte{uint8(a.VLAN)}, []byte{0xff})
 	case ActPushVLAN:
 		if v == V10 {
@@ -1101,6 +1133,11 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		}
 		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANPCP {
 			return appendAction(b, v, &Action{Type: ActSetVLANPCP, VLAN: uint16(a.Value[0])})
+		}
+		if v <= V11 && a.raw != rawRegLoad {
+			if out, ok := appendVLANLegacy(b, v, a); ok {
+				return out
+			}
 		}
 		if v == V11 && a.raw != rawRegLoad {
 			// OVS's set_field_to_legacy_openflow and the OpenFlow 1.1
@@ -1427,4 +1464,89 @@ func (a *Action) Legacy() bool { return a.raw == rawLegacy }
 // an output to the CONTROLLER port (OFPACT_OUTPUT).
 func (a *Action) NiciraController() bool {
 	return a.Type == ActController && (a.raw == rawNXController || a.raw == rawController2)
+}
+
+// putVLANAction appends OpenFlow 1.0's or 1.1's set_vlan_vid or
+// set_vlan_pcp (struct ofp_action_vlan_vid, _vlan_pcp: 8 bytes).
+func putVLANAction(b []byte, typ, val uint16) []byte {
+	b = put16(b, typ)
+	b = put16(b, 8)
+	if typ == at10SetVLANVID || typ == at11SetVLANVID {
+		b = put16(b, val)
+		return pad(b, 2)
+	}
+	b = put8(b, uint8(val))
+	return pad(b, 3)
+}
+
+// appendVLANLegacy appends a set_field of the VLAN's fields as OpenFlow
+// 1.0 or 1.1 says it (OVS's set_field_to_legacy_openflow, the mask
+// dropped): vlan_vid and vlan_pcp as set_vlan_vid and set_vlan_pcp;
+// vlan_tci with its CFI bit as both (in 1.1 after a push_vlan unless the
+// flow has a tag), without it as a pop (strip_vlan). ok is false for
+// another field.
+func appendVLANLegacy(b []byte, v Version, a *Action) (out []byte, ok bool) {
+	vidType, pcpType, popType := uint16(at10SetVLANVID), uint16(at10SetVLANPCP), uint16(at10StripVLAN)
+	if v == V11 {
+		vidType, pcpType, popType = at11SetVLANVID, at11SetVLANPCP, at11PopVLAN
+	}
+	switch a.Field.ID {
+	case FieldVLANVID:
+		return putVLANAction(b, vidType, binary.BigEndian.Uint16(a.Value)&flow.VLANVIDMask), true
+	case FieldVLANPCP:
+		return putVLANAction(b, pcpType, uint16(a.Value[0])), true
+	case FieldVLANTCI:
+		tci := binary.BigEndian.Uint16(a.Value)
+		if tci&flow.VLANPresent == 0 {
+			b = put16(b, popType)
+			b = put16(b, 8)
+			return pad(b, 4), true
+		}
+		if v == V11 && !a.FlowHasVLAN {
+			b = appendAction(b, v, &Action{Type: ActPushVLAN, VLAN: flow.EthTypeVLAN})
+		}
+		b = putVLANAction(b, vidType, tci&flow.VLANVIDMask)
+		return putVLANAction(b, pcpType, tci>>13), true
+	}
+	return b, false
+}
+
+// CheckVLAN sets the FlowHasVLAN of acts' VLAN actions as OVS's
+// ofpacts_check does: whether a tag is on the packet there, by the
+// match (tagged says it has one) and the actions before (a push or
+// mod_vlan_* leaves one, a pop removes one, a set of vlan_tci leaves
+// what its CFI bit says). Nested actions (clone, write_actions) start
+// from the state where they are and leave it as it was.
+func CheckVLAN(acts []Action, tagged bool) {
+	depth := 0
+	if tagged {
+		depth = 1
+	}
+	checkVLAN(acts, depth)
+}
+
+func checkVLAN(acts []Action, depth int) {
+	for i := range acts {
+		a := &acts[i]
+		switch a.Type {
+		case ActPushVLAN:
+			depth++
+		case ActPopVLAN:
+			depth = max(depth-1, 0)
+		case ActSetVLANVID, ActSetVLANPCP:
+			a.FlowHasVLAN = depth > 0
+			depth = max(depth, 1)
+		case ActSetField:
+			a.FlowHasVLAN = depth > 0
+			if a.Field.ID == FieldVLANTCI {
+				if binary.BigEndian.Uint16(a.Value)&flow.VLANPresent != 0 {
+					depth = max(depth, 1)
+				} else {
+					depth = max(depth-1, 0)
+				}
+			}
+		case ActClone, ActWriteActions:
+			checkVLAN(a.Nested, depth)
+		}
+	}
 }

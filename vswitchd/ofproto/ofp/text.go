@@ -284,8 +284,14 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 	case ActGotoTable:
 		return fmt.Sprintf("goto_table:%d", a.Table)
 	case ActSetVLANVID:
+		if a.NoPush {
+			return fmt.Sprintf("set_vlan_vid:%d", a.VLAN)
+		}
 		return fmt.Sprintf("mod_vlan_vid:%d", a.VLAN)
 	case ActSetVLANPCP:
+		if a.NoPush {
+			return fmt.Sprintf("set_vlan_pcp:%d", a.VLAN)
+		}
 		return fmt.Sprintf("mod_vlan_pcp:%d", a.VLAN)
 	case ActPushVLAN:
 		return fmt.Sprintf("push_vlan:0x%04x", a.VLAN)
