@@ -412,6 +412,73 @@ table=4,reg1=0x2,actions=output:3,exit,output:1
 	if got, want := dumpFlows(govs), dumpFlows(deb); got != want {
 		t.Errorf("bridge/dump-flows:\ngovs:\n%s\nDebian's ovs-vswitchd:\n%s", got, want)
 	}
+
+	// The MAC table's static entries (fdb/add, fdb/del) and the other
+	// bridge commands: the same output, errors and exit statuses. Of
+	// fdb/show and fdb/stats-show only what the commands here decide
+	// (learned entries come and go with the namespaces' own traffic).
+	const macA, macB = "00:00:00:00:0a:01", "00:00:00:00:0a:02"
+	appctlOut := func(s *ofSwitch, args []string) string {
+		args = slices.Clone(args)
+		for i, a := range args {
+			if a == "BR" {
+				args[i] = s.br
+			} else if a == "A" {
+				args[i] = s.a.Host
+			} else if a == "B" {
+				args[i] = s.b.Host
+			}
+		}
+		out, rc := s.runRC(vswAppctl, append([]string{"--timeout=10", "-t", traceTarget(s)}, args...)...)
+		out = regexp.MustCompile(`ovs-appctl: \S+: server`).ReplaceAllString(out, "ovs-appctl: CTL: server")
+		var keep []string
+		for _, l := range strings.Split(s.normalizeOfctl(out), "\n") {
+			if (args[0] != "fdb/show" || strings.HasSuffix(l, "static")) &&
+				(args[0] != "fdb/stats-show" || strings.Contains(l, "static")) {
+				keep = append(keep, l)
+			}
+		}
+		return fmt.Sprintf("%s(exit %d)", strings.Join(keep, "\n"), rc)
+	}
+	for _, args := range [][]string{
+		{"fdb/add", "BR", "A", "0", macA},
+		{"fdb/add", "BR", "A", "10", macB},
+		{"fdb/add", "BR", "A", "0", macA},
+		{"fdb/add", "BR", "B", "10", macB},
+		{"fdb/add", "BR", "nosuch", "0", macA},
+		{"fdb/add", "nosuch", "A", "0", macA},
+		{"fdb/add", "BR", "A", "0", "zz"},
+		{"fdb/add", "BR", "A", "0"},
+		{"fdb/show", "BR"},
+		{"fdb/stats-show", "BR"},
+		{"fdb/flush", "BR"},
+		{"fdb/show", "BR"},
+		{"fdb/del", "BR", "0", "00:00:00:00:0a:09"},
+		{"fdb/del", "BR", "0", macA},
+		{"fdb/del", "BR", "0", macA},
+		{"fdb/del", "nosuch", "0", macA},
+		{"fdb/show", "BR"},
+		{"fdb/stats-show", "BR"},
+		{"fdb/stats-clear", "BR"},
+		{"fdb/stats-clear"},
+		{"fdb/stats-clear", "nosuch"},
+		{"dpif/dump-dps"},
+		{"dpif/show-dp-features"},
+		{"dpif/show-dp-features", "nosuch"},
+		{"coverage/read-counter"},
+		{"coverage/read-counter", "nosuch"},
+		{"mdb/show", "BR"},
+		{"mdb/show", "nosuch"},
+		{"mdb/flush", "BR"},
+		{"mdb/flush"},
+		{"bridge/reconnect"},
+		{"bridge/reconnect", "BR"},
+		{"bridge/reconnect", "nosuch"},
+	} {
+		if got, want := appctlOut(govs, args), appctlOut(deb, args); got != want {
+			t.Errorf("ovs-appctl %v:\ngovs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+		}
+	}
 	for _, pkt := range []string{
 		"in_port=1,tcp,nw_src=10.0.0.1,tp_dst=80", "in_port=1,tcp,nw_src=10.0.0.1,tp_dst=81",
 		"in_port=1,udp,nw_src=10.0.0.1", "in_port=1,udp,nw_src=10.0.0.1,udp_dst=53", "in_port=1,tcp,nw_src=10.0.0.1,tcp_dst=8080",

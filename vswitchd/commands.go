@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 
@@ -26,11 +28,23 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		v.syncDatapathCoverage()
 		return v.cov.Show(), nil
 	})
+	u.Register("coverage/read-counter", "COUNTER", 1, 1, func(args []string) (string, error) {
+		v.syncDatapathCoverage()
+		n, ok := v.cov.Read(args[0])
+		if !ok {
+			return "", errors.New("No such counter")
+		}
+		return fmt.Sprintf("%d\n", n), nil
+	})
 	u.Register("dpif/show", "", 0, 0, func([]string) (string, error) {
 		return v.sw.DpifShow(), nil
 	})
 	u.Register("dpctl/show", "[-s] [dp...]", 0, 64, v.sw.DpctlShow)
 	u.Register("tnl/ports/show", "[-v]", 0, 1, v.sw.TunnelPortsShow)
+	u.Register("dpif/dump-dps", "", 0, 0, func([]string) (string, error) {
+		return v.sw.DpifDumpDps(), nil
+	})
+	u.Register("dpif/show-dp-features", "bridge", 1, 1, v.sw.DpifShowDpFeatures)
 	u.Register("dpctl/dump-dps", "", 0, 0, func([]string) (string, error) {
 		return v.sw.DumpDps(), nil
 	})
@@ -43,6 +57,9 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("fdb/stats-show", "bridge", 1, 1, func(args []string) (string, error) {
 		return v.sw.FDBStatsShow(args[0])
 	})
+	u.Register("fdb/add", "bridge port vlan mac", 4, 4, v.sw.FDBAdd)
+	u.Register("fdb/del", "bridge vlan mac", 3, 3, v.sw.FDBDel)
+	u.Register("fdb/stats-clear", "[bridge]", 0, 1, v.sw.FDBStatsClear)
 	u.Register("fdb/flush", "[bridge]", 0, 1, func(args []string) (string, error) {
 		name := ""
 		if len(args) == 1 {
@@ -53,6 +70,8 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		}
 		return "table successfully flushed\n", nil
 	})
+	u.Register("mdb/show", "bridge", 1, 1, v.sw.MdbShow)
+	u.Register("mdb/flush", "[bridge]", 0, 1, v.sw.MdbFlush)
 	u.Register("bond/list", "", 0, 0, func([]string) (string, error) {
 		return v.sw.BondList(), nil
 	})
@@ -77,6 +96,7 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 	u.Register("ofproto/list", "", 0, 0, func([]string) (string, error) {
 		return v.sw.OFProtoList(), nil
 	})
+	u.Register("bridge/reconnect", "[bridge]", 0, 1, v.sw.BridgeReconnect)
 	u.Register("bridge/dump-flows", "[--offload-stats] bridge", 1, 2, func(args []string) (string, error) {
 		return v.sw.BridgeDumpFlows(args[len(args)-1])
 	})

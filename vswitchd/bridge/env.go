@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/vswitchd/ofproto"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -34,6 +35,10 @@ type OFBridge interface {
 	FDBShow() string
 	FDBFlush()
 	FDBStatsShow() string
+	FDBStatsClear()
+	// FDBAdd and FDBDel add and remove static MAC table entries.
+	FDBAdd(iface string, vlan uint16, mac flow.MAC) (string, error)
+	FDBDel(vlan uint16, mac flow.MAC) error
 	// The OpenFlow tables: see ofproto.Bridge.
 	FlowMod(fm *ofp.FlowMod) *ofp.Error
 	Flows() []ofp.FlowStats

@@ -150,6 +150,32 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 // stopOpenFlow closes rb's management socket and connections. Caller
 // holds mu, so it does not wait for the connections' goroutines (they may
 // be waiting for mu); they end without it.
+// BridgeReconnect is `ovs-appctl bridge/reconnect [bridge]`: the
+// bridge's (or every bridge's) controller connections drop and connect
+// again.
+func (s *Switch) BridgeReconnect(args []string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rbs []*runBridge
+	if len(args) == 1 {
+		rb, ok := s.bridges[args[0]]
+		if !ok {
+			return "", errors.New("Unknown bridge")
+		}
+		rbs = append(rbs, rb)
+	} else {
+		for _, rb := range s.bridges {
+			rbs = append(rbs, rb)
+		}
+	}
+	for _, rb := range rbs {
+		if rb.mgmt != nil {
+			rb.mgmt.Reconnect()
+		}
+	}
+	return "", nil
+}
+
 func (s *Switch) stopOpenFlow(rb *runBridge) {
 	if rb != nil && rb.mgmt != nil {
 		rb.of.SetAsync(nil)

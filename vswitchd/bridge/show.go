@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
 )
 
 // ErrNoSuchBridge is the error unixctl commands print for an unknown
@@ -147,6 +149,73 @@ func (s *Switch) DumpDps() string {
 	return datapath.CurrentName() + "\n"
 }
 
+// DpifDumpDps is `ovs-appctl dpif/dump-dps`: each bridge as OVS names
+// its ofproto, "type@bridge", sorted.
+func (s *Switch) DpifDumpDps() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for _, rb := range s.bridges {
+		names = append(names, rb.dpType+"@"+rb.name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n + "\n")
+	}
+	return b.String()
+}
+
+// dpFeatures are dpif/show-dp-features' lines, in OVS's order
+// (DPIF_SUPPORT_FIELDS then ODP_SUPPORT_FIELDS), each with the key of
+// Datapath.capabilities that says it (datapath.Capabilities); numeric
+// says the line is a count, shown as a number.
+var dpFeatures = []struct {
+	title, key string
+	numeric    bool
+}{
+	{"Masked set action", "masked_set_action", false}, {"Tunnel push pop", "tnl_push_pop", false},
+	{"Ufid", "ufid", false}, {"Truncate action", "trunc", false}, {"Clone action", "clone", false},
+	{"Sample nesting", "sample_nesting", true}, {"Conntrack eventmask", "ct_eventmask", false},
+	{"Conntrack clear", "ct_clear", false}, {"Max dp_hash algorithm", "max_hash_alg", true},
+	{"Check pkt length action", "check_pkt_len", false}, {"Conntrack timeout policy", "ct_timeout", false},
+	{"Explicit Drop action", "explicit_drop_action", false}, {"Optimized Balance TCP mode", "lb_output_action", false},
+	{"Conntrack all-zero IP SNAT", "ct_zero_snat", false}, {"MPLS Label add", "add_mpls", false},
+	{"Max VLAN headers", "max_vlan_headers", true}, {"Max MPLS depth", "max_mpls_depth", true},
+	{"Recirc", "recirc", false}, {"CT state", "ct_state", false}, {"CT zone", "ct_zone", false},
+	{"CT mark", "ct_mark", false}, {"CT label", "ct_label", false}, {"CT state NAT", "ct_state_nat", false},
+	{"CT orig tuple", "ct_orig_tuple", false}, {"CT orig tuple for IPv6", "ct_orig_tuple6", false},
+	{"IPv6 ND Extension", "nd_ext", false},
+}
+
+// DpifShowDpFeatures is `ovs-appctl dpif/show-dp-features bridge`: what
+// the datapath supports, as OVS's dpif_show_support prints it, from the
+// same capabilities govs writes to the Datapath table (a count that is a
+// yes/no there, sample nesting, shows as 0 when no).
+func (s *Switch) DpifShowDpFeatures(args []string) (string, error) {
+	if _, err := s.ofBridge(args[0]); err != nil {
+		return "", err
+	}
+	caps := datapath.Capabilities()
+	var b strings.Builder
+	for _, f := range dpFeatures {
+		v := caps[f.key]
+		switch {
+		case f.numeric && v == "true":
+			v = "1"
+		case f.numeric && v == "false":
+			v = "0"
+		case f.numeric:
+		case v == "true":
+			v = "Yes"
+		default:
+			v = "No"
+		}
+		fmt.Fprintf(&b, "%s: %s\n", f.title, v)
+	}
+	return b.String(), nil
+}
+
 func (s *Switch) ofBridge(name string) (OFBridge, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,6 +242,118 @@ func (s *Switch) FDBStatsShow(bridge string) (string, error) {
 		return "", err
 	}
 	return of.FDBStatsShow(), nil
+}
+
+// FDBAdd is `ovs-appctl fdb/add bridge port vlan mac`: a static MAC
+// table entry, with OVS's errors. The VLAN is read as C's atoi does.
+func (s *Switch) FDBAdd(args []string) (string, error) {
+	of, err := s.ofBridge(args[0])
+	if err != nil {
+		return "", err
+	}
+	mac, err := parseFDBMAC(args[3])
+	if err != nil {
+		return "", err
+	}
+	return of.FDBAdd(args[1], uint16(atoi(args[2])), mac)
+}
+
+// FDBDel is `ovs-appctl fdb/del bridge vlan mac`.
+func (s *Switch) FDBDel(args []string) (string, error) {
+	of, err := s.ofBridge(args[0])
+	if err != nil {
+		return "", err
+	}
+	mac, err := parseFDBMAC(args[2])
+	if err != nil {
+		return "", err
+	}
+	return "", of.FDBDel(uint16(atoi(args[1])), mac)
+}
+
+// FDBStatsClear is `ovs-appctl fdb/stats-clear [bridge]`.
+func (s *Switch) FDBStatsClear(args []string) (string, error) {
+	if len(args) == 1 {
+		of, err := s.ofBridge(args[0])
+		if err != nil {
+			return "", err
+		}
+		of.FDBStatsClear()
+	} else {
+		s.mu.Lock()
+		for _, rb := range s.bridges {
+			rb.of.FDBStatsClear()
+		}
+		s.mu.Unlock()
+	}
+	return "statistics successfully cleared\n", nil
+}
+
+// parseFDBMAC reads a MAC address as OVS's eth_addr_from_string: six
+// hex bytes separated by colons.
+func parseFDBMAC(s string) (flow.MAC, error) {
+	var m flow.MAC
+	parts := strings.Split(s, ":")
+	if len(parts) != 6 {
+		return m, errors.New("bad MAC address")
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 16, 8)
+		if err != nil || p == "" || len(p) > 2 {
+			return m, errors.New("bad MAC address")
+		}
+		m[i] = byte(v)
+	}
+	return m, nil
+}
+
+// atoi is C's atoi: the leading decimal digits (after an optional sign),
+// 0 if none.
+func atoi(s string) int {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
+
+// errNoSnooping is what mdb/* answer for a bridge without multicast
+// snooping, which govs does not implement (mcast_snooping_enable is
+// reported as unsupported).
+var errNoSnooping = errors.New("multicast snooping is disabled")
+
+// MdbShow is `ovs-appctl mdb/show bridge`: govs' bridges have no
+// multicast snooping, so OVS's answer for such a bridge.
+func (s *Switch) MdbShow(args []string) (string, error) {
+	if _, err := s.ofBridge(args[0]); err != nil {
+		return "", err
+	}
+	return "", errNoSnooping
+}
+
+// MdbFlush is `ovs-appctl mdb/flush [bridge]`, as OVS answers it for
+// bridges without multicast snooping: an error for a named one, and
+// nothing to flush for all of them.
+func (s *Switch) MdbFlush(args []string) (string, error) {
+	if len(args) == 1 {
+		if _, err := s.ofBridge(args[0]); err != nil {
+			return "", err
+		}
+		return "", errNoSnooping
+	}
+	return "table successfully flushed\n", nil
 }
 
 // FDBFlush flushes the named bridge's MAC table, or every bridge's if

@@ -6,6 +6,7 @@
 package bridge
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -105,6 +106,9 @@ type runBridge struct {
 	mac     net.HardwareAddr
 	dpid    uint64
 	pushed  *ofproto.BridgeConfig
+	// dpType is Bridge.datapath_type, "system" when empty (OVS's
+	// ofproto type, which dpif/dump-dps shows).
+	dpType string
 	// mgmt serves the bridge's management socket; nil if none.
 	mgmt *connmgr.Manager
 }
@@ -275,12 +279,14 @@ func (s *Switch) Apply(d *Desired) {
 		}
 	}
 	for _, br := range d.Bridges {
-		if _, ok := s.bridges[br.Name]; !ok {
-			rb := &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}}
+		rb, ok := s.bridges[br.Name]
+		if !ok {
+			rb = &runBridge{name: br.Name, of: s.backer.AddBridge(br.Name), ofports: map[int]string{}}
 			s.bridges[br.Name] = rb
 			s.log.Infof("bridge %s: created", br.Name)
 			s.startOpenFlow(rb)
 		}
+		rb.dpType = cmp.Or(br.DatapathType, "system")
 	}
 
 	reserved := reservations(wants, order)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
 	"github.com/govs/govs/schema/vswitchd"
@@ -67,10 +68,15 @@ type fakeOF struct {
 	cfgs []ofproto.BridgeConfig
 }
 
-func (f *fakeOF) Reconfigure(c ofproto.BridgeConfig)  { f.cfgs = append(f.cfgs, c) }
-func (f *fakeOF) FDBShow() string                     { return " port  VLAN  MAC                Age\n" }
-func (f *fakeOF) FDBFlush()                           {}
-func (f *fakeOF) FDBStatsShow() string                { return "" }
+func (f *fakeOF) Reconfigure(c ofproto.BridgeConfig) { f.cfgs = append(f.cfgs, c) }
+func (f *fakeOF) FDBShow() string                    { return " port  VLAN  MAC                Age\n" }
+func (f *fakeOF) FDBFlush()                          {}
+func (f *fakeOF) FDBStatsShow() string               { return "" }
+func (f *fakeOF) FDBStatsClear()                     {}
+func (f *fakeOF) FDBAdd(string, uint16, flow.MAC) (string, error) {
+	return "", nil
+}
+func (f *fakeOF) FDBDel(uint16, flow.MAC) error       { return nil }
 func (f *fakeOF) FlowMod(*ofp.FlowMod) *ofp.Error     { return &ofp.Error{Errno: ofp.EPerm} }
 func (f *fakeOF) Flows() []ofp.FlowStats              { return nil }
 func (f *fakeOF) Barrier()                            {}

@@ -72,6 +72,18 @@ func (c *Counters) Raise(name string, total uint64) {
 	e.total = max(e.total, total)
 }
 
+// Read returns the named event's total (coverage/read-counter), and
+// whether there is such an event.
+func (c *Counters) Read(name string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.events[name]
+	if !ok {
+		return 0, false
+	}
+	return e.total, true
+}
+
 // Tick closes a TickSeconds interval.
 func (c *Counters) Tick() {
 	c.mu.Lock()

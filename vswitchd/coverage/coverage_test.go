@@ -2,6 +2,7 @@ package coverage
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -20,5 +21,23 @@ dpif_port_add              0\.0/sec     0\.000/sec        0\.0000/sec   total: 1
 $`)
 	if !want.MatchString(got) {
 		t.Errorf("Show:\n%s", got)
+	}
+}
+
+func TestRead(t *testing.T) {
+	c := New("a", "b")
+	c.Inc("a")
+	c.Inc("a")
+	if n, ok := c.Read("a"); n != 2 || !ok {
+		t.Errorf("a: %d %v, want 2 true", n, ok)
+	}
+	if n, ok := c.Read("b"); n != 0 || !ok {
+		t.Errorf("b: %d %v, want 0 true", n, ok)
+	}
+	if _, ok := c.Read("nosuch"); ok {
+		t.Error("nosuch: found")
+	}
+	if strings.Contains(c.Show(), "nosuch") {
+		t.Error("Read registered nosuch")
 	}
 }

@@ -2,15 +2,16 @@ package ofproto
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
-
-	"github.com/govs/govs/datapath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/govs/govs/datapath"
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/lacp"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -523,6 +524,10 @@ func (br *Bridge) FDBShow() string {
 		if p == nil {
 			continue
 		}
+		if e.static {
+			fmt.Fprintf(&b, "%5s  %4d  %s  static\n", ofportString(p.ofport), e.key.vlan, e.key.mac)
+			continue
+		}
 		fmt.Fprintf(&b, "%5s  %4d  %s  %3d\n", ofportString(p.ofport), e.key.vlan, e.key.mac, now-e.used)
 	}
 	br.ml.mu.Unlock()
@@ -542,6 +547,46 @@ func (br *Bridge) FDBFlush() {
 	}
 }
 
+// FDBAdd adds a static MAC table entry for mac in vlan on the port with
+// interface iface (`ovs-appctl fdb/add`), or makes the entry there static.
+// It returns OVS's note when that overrides an entry on another port or a
+// learned one.
+func (br *Bridge) FDBAdd(iface string, vlan uint16, mac flow.MAC) (string, error) {
+	s := br.snap.Load()
+	p := s.byName[iface]
+	if p == nil {
+		return "", errors.New("software error, odp port is present but no ofp port")
+	}
+	br.ml.mu.Lock()
+	prev, wasStatic := br.ml.addStatic(mac, vlan, p.learnName(), br.now())
+	br.ml.mu.Unlock()
+	br.backer.dp.RequestRevalidation()
+	if prev == "" {
+		return "", nil
+	}
+	kind, where := "dynamic", prev
+	if wasStatic {
+		kind = "static"
+	}
+	if pp := s.learned(prev); pp != nil {
+		where = ofportString(pp.ofport)
+	}
+	return fmt.Sprintf("Overriding already existing %s entry on %s\n", kind, where), nil
+}
+
+// FDBDel removes the static MAC table entry for mac in vlan (`ovs-appctl
+// fdb/del`).
+func (br *Bridge) FDBDel(vlan uint16, mac flow.MAC) error {
+	br.ml.mu.Lock()
+	ok := br.ml.delStatic(mac, vlan)
+	br.ml.mu.Unlock()
+	if !ok {
+		return errors.New("could not find static mac entry\n")
+	}
+	br.backer.dp.RequestRevalidation()
+	return nil
+}
+
 // FDBStatsShow returns the MAC table counters as `ovs-appctl
 // fdb/stats-show` prints them.
 func (br *Bridge) FDBStatsShow() string {
@@ -557,7 +602,7 @@ func (br *Bridge) FDBStatsShow() string {
 		"  Total number of expired MAC entries     : %d\n"+
 		"  Total number of evicted MAC entries     : %d\n"+
 		"  Total number of port moved MAC entries  : %d\n",
-		br.name, len(t.entries), t.max, 0, t.learned, t.expired, t.evicted, t.moved)
+		br.name, len(t.entries), t.max, t.statics, t.learned, t.expired, t.evicted, t.moved)
 	br.ml.mu.Unlock()
 	return s
 }

@@ -37,6 +37,9 @@ type macEntry struct {
 	learnedAt time.Duration
 
 	links [2]macLink // in the table's LRU list (lruList) and its port's (portList)
+	// static: added by fdb/add; it never ages out, is not flushed, and
+	// learning does not move it (OVS's MAC_ENTRY_AGE_STATIC_ENTRY).
+	static bool
 }
 
 // An entry is in two least-recently-used-first lists: the table's and its
@@ -103,6 +106,8 @@ type macTable struct {
 	max  int
 
 	learned, expired, evicted, moved uint64
+	// statics counts the static entries.
+	statics int
 }
 
 func newMACTable() *macTable {
@@ -130,24 +135,36 @@ func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64, at t
 	}
 	k := macKey{src, vlan}
 	e := t.entries[k]
-	if e != nil && e.used == now && e.port.name == port {
+	if e != nil && (e.static || e.used == now && e.port.name == port) {
 		return false
 	}
 	if refresh && e != nil && e.port.name != port && at <= e.learnedAt {
 		return false
 	}
 	if e == nil {
-		if len(t.entries) >= t.max {
-			t.evictFairly()
-		}
-		e = &macEntry{key: k}
-		t.entries[k] = e
+		e = t.insert(k)
 		t.learned++
 	} else {
 		t.unlink(e)
 	}
 	t.pushBack(e)
 	e.used = now
+	return t.setPort(e, port, at)
+}
+
+// insert adds an entry for k, evicting one first if the table is full.
+func (t *macTable) insert(k macKey) *macEntry {
+	if len(t.entries) >= t.max {
+		t.evictFairly()
+	}
+	e := &macEntry{key: k}
+	t.entries[k] = e
+	return e
+}
+
+// setPort puts e on port (learned at datapath time at), reporting
+// whether its port changed.
+func (t *macTable) setPort(e *macEntry, port string, at time.Duration) bool {
 	if e.port != nil && e.port.name == port {
 		e.port.unlink(e)
 		e.port.pushBack(e)
@@ -169,6 +186,45 @@ func (t *macTable) learn(src flow.MAC, vlan uint16, port string, now int64, at t
 	return true
 }
 
+// addStatic makes mac in vlan a static entry on port (OVS's
+// mac_learning_add_static_entry), a learned entry for them becoming
+// static. It returns the entry's previous port, if it was on another or
+// was learned, and whether that one was static.
+func (t *macTable) addStatic(mac flow.MAC, vlan uint16, port string, now int64) (prev string, wasStatic bool) {
+	k := macKey{mac, vlan}
+	e := t.entries[k]
+	if e == nil {
+		e = t.insert(k)
+	} else {
+		if e.port.name != port || !e.static {
+			prev, wasStatic = e.port.name, e.static
+		}
+		t.unlink(e)
+	}
+	t.pushBack(e)
+	e.used = now
+	if !e.static {
+		e.static = true
+		t.statics++
+	}
+	if e.port != nil && e.port.name != port {
+		t.detachPort(e) // not a move that learning saw
+	}
+	t.setPort(e, port, 0)
+	return prev, wasStatic
+}
+
+// delStatic removes the static entry for mac in vlan (OVS's
+// mac_learning_del_static_entry), reporting whether there was one.
+func (t *macTable) delStatic(mac flow.MAC, vlan uint16) bool {
+	e := t.entries[macKey{mac, vlan}]
+	if e == nil || !e.static {
+		return false
+	}
+	t.remove(e)
+	return true
+}
+
 // lookup returns the port dst was learned on in vlan.
 func (t *macTable) lookup(dst flow.MAC, vlan uint16) (string, bool) {
 	if dst.IsMulticast() {
@@ -186,10 +242,19 @@ func (t *macTable) lookup(dst flow.MAC, vlan uint16) (string, bool) {
 // whether any went.
 func (t *macTable) run(now int64) bool {
 	changed := false
-	for e := t.head; e != nil && (len(t.entries) > t.max || now >= e.used+t.idle); e = t.head {
-		t.remove(e)
-		t.expired++
-		changed = true
+	for e := t.head; e != nil; {
+		next := e.links[lruList].next
+		switch {
+		case e.static:
+			// Never aged (OVS's get_lru skips them).
+		case len(t.entries) > t.max || now >= e.used+t.idle:
+			t.remove(e)
+			t.expired++
+			changed = true
+		default:
+			return changed // the rest were used later
+		}
+		e = next
 	}
 	return changed
 }
@@ -221,11 +286,17 @@ func (t *macTable) flushPort(port string) bool {
 	return true
 }
 
-// flush removes every entry.
+// flush removes every entry but the static ones (OVS's
+// mac_learning_flush).
 func (t *macTable) flush() bool {
-	changed := t.head != nil
-	for t.head != nil {
-		t.remove(t.head)
+	changed := false
+	for e := t.head; e != nil; {
+		next := e.links[lruList].next
+		if !e.static {
+			t.remove(e)
+			changed = true
+		}
+		e = next
 	}
 	return changed
 }
@@ -234,6 +305,9 @@ func (t *macTable) remove(e *macEntry) {
 	t.unlink(e)
 	t.detachPort(e)
 	delete(t.entries, e.key)
+	if e.static {
+		t.statics--
+	}
 }
 
 func (t *macTable) detachPort(e *macEntry) {

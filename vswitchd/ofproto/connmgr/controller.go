@@ -196,6 +196,9 @@ type service struct {
 	// began), for fail-open's failure duration.
 	lastAdmitted time.Time
 	conns        map[*conn]struct{}
+	// reconnecting: Reconnect closed the active connection, which is
+	// then no error (OVS's rconn_reconnect, disconnect with error 0).
+	reconnecting bool
 }
 
 func newService(m *Manager, cfg Controller) (*service, error) {
@@ -232,6 +235,22 @@ func (s *service) shutdown() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+}
+
+// reconnect drops an active service's connection, which then connects
+// again after its backoff (OVS's rconn_reconnect, for bridge/reconnect).
+// A passive service's connections stay.
+func (s *service) reconnect() {
+	if s.ep.passive {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		s.m.rlog.Infof("%s: disconnecting", s.name)
+		s.reconnecting = true
+		c.nc.Close()
+	}
 }
 
 // close stops the service and its connections, and waits for it.
@@ -307,9 +326,16 @@ func (s *service) connectLoop(badTarget error) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			if errors.Is(err, io.EOF) {
+			s.mu.Lock()
+			asked := s.reconnecting
+			s.reconnecting = false
+			s.mu.Unlock()
+			switch {
+			case asked:
+				err = nil
+			case errors.Is(err, io.EOF):
 				s.m.rlog.Infof("%s: connection closed by peer", s.name)
-			} else {
+			default:
 				s.m.rlog.Warnf("%s: connection dropped (%s)", s.name, strerror(err))
 			}
 		}

@@ -142,6 +142,17 @@ func (m *Manager) delConn(c *conn) {
 	}
 }
 
+// Reconnect drops the connections to the bridge's controllers, which
+// then connect again (`ovs-appctl bridge/reconnect`, OVS's
+// connmgr_reconnect).
+func (m *Manager) Reconnect() {
+	m.svcMu.Lock()
+	defer m.svcMu.Unlock()
+	for _, s := range m.services {
+		s.reconnect()
+	}
+}
+
 // ControllerStatus reports each configured controller, by target.
 func (m *Manager) ControllerStatus() map[string]ControllerStatus {
 	m.svcMu.Lock()
