@@ -106,8 +106,24 @@ func TestControllerTestcontroller(t *testing.T) {
 		connected, _, _ := ctlColumns(e.mustVsctl, target)
 		return connected
 	})
+	// bridge/reconnect drops the connection, which comes back (OVS's
+	// rconn_reconnect: "disconnecting", no error).
+	connects := func() int {
+		log, _ := os.ReadFile(e.logPath())
+		return strings.Count(string(log), "|rconn|INFO|goct0<->"+target+": connected")
+	}
+	before := connects()
+	e.mustAppctl("bridge/reconnect", "goct0")
+	vswWait(t, vswTimeout, "the switch to reconnect after bridge/reconnect", func() bool {
+		connected, _, _ := ctlColumns(e.mustVsctl, target)
+		return connected && connects() > before
+	})
 	log, _ := os.ReadFile(e.logPath())
+	if strings.Contains(string(log), ": connection dropped") {
+		t.Error("bridge/reconnect logged its disconnection as a dropped connection")
+	}
 	for _, want := range []string{"|rconn|INFO|goct0<->" + target + ": connected", "|rconn|INFO|goct0<->" + target + ": connection closed by peer",
+		"|rconn|INFO|goct0<->" + target + ": disconnecting",
 		"|connmgr|INFO|goct0: added primary controller \"" + target + "\""} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q", want)
