@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -144,6 +145,36 @@ func TestOpenFlowTunnelTraceDifferential(t *testing.T) {
 				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
 			}
 		})
+	}
+
+	// ofproto/list-tunnels: each tunnel port's options as OVS's
+	// tnl_port_format writes them; datapath port numbers differ (govs'
+	// tunnels of a kind and UDP port share one vport), sorted by name.
+	listTunnels := func(s *ofSwitch) string {
+		for _, o := range [][]string{
+			{"v", "type=vxlan", "options:remote_ip=flow", "options:local_ip=flow", "options:key=flow", "options:tos=inherit"},
+			{"r", "type=gre", "options:remote_ip=fd00::2", "options:local_ip=fd00::1", "options:ttl=9", "options:out_key=0"},
+			{"h", "type=geneve", "options:remote_ip=flow", "options:in_key=7", "options:out_key=flow", "options:ttl=inherit",
+				"options:tos=0x20", "options:df_default=false", "options:csum=true", "options:dst_port=6082"},
+		} {
+			tun := s.br + o[0]
+			s.names[tun] = strings.ToUpper(o[0])
+			s.vsctl(append([]string{"--may-exist", "add-port", s.br, tun, "--", "set", "interface", tun}, o[1:]...)...)
+		}
+		var lines []string
+		vswWait(t, vswTimeout, "4 tunnels in ofproto/list-tunnels", func() bool {
+			out, _ := s.runRC(vswAppctl, "--timeout=10", "-t", traceTarget(s), "ofproto/list-tunnels")
+			lines = strings.Split(strings.TrimSpace(s.normalizeOfctl(out)), "\n")
+			return len(lines) == 4
+		})
+		for i, l := range lines {
+			lines[i] = regexp.MustCompile(`port( |=)\d+`).ReplaceAllString(l, "port${1}N")
+		}
+		slices.SortFunc(lines, func(a, b string) int { return strings.Compare(a[strings.Index(a, ":"):], b[strings.Index(b, ":"):]) })
+		return strings.Join(lines, "\n")
+	}
+	if got, want := listTunnels(govs), listTunnels(deb); got != want {
+		t.Errorf("ofproto/list-tunnels:\ngovs:\n%s\nDebian's:\n%s", got, want)
 	}
 }
 

@@ -97,6 +97,12 @@ func (v *switchd) registerCommands(u *daemon.UnixctlServer) {
 		return v.sw.OFProtoList(), nil
 	})
 	u.Register("bridge/reconnect", "[bridge]", 0, 1, v.sw.BridgeReconnect)
+	u.Register("ofproto/list-tunnels", "", 0, 0, func([]string) (string, error) {
+		if v.plane.ofproto == nil {
+			return "", nil
+		}
+		return v.plane.ofproto.ListTunnels(), nil
+	})
 	u.Register("bridge/dump-flows", "[--offload-stats] bridge", 1, 2, func(args []string) (string, error) {
 		return v.sw.BridgeDumpFlows(args[len(args)-1])
 	})

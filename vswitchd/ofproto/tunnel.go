@@ -1,9 +1,13 @@
 package ofproto
 
 import (
+	"cmp"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
@@ -502,4 +506,90 @@ func (b *Backer) sendFrom(in *port, frame []byte) {
 	if len(x.acts) > 0 {
 		go b.dp.Execute(frame, in.dpPort, x.acts)
 	}
+}
+
+// ListTunnels is `ovs-appctl ofproto/list-tunnels`: each tunnel port as
+// OVS's tnl_port_format writes it, by datapath port (govs' tunnels of one
+// kind and UDP port share their vport) and name.
+func (b *Backer) ListTunnels() string {
+	idx := b.idx.Load()
+	if idx == nil {
+		return ""
+	}
+	var ps []*port
+	for _, l := range idx.tunnels {
+		ps = append(ps, l...)
+	}
+	slices.SortFunc(ps, func(x, y *port) int {
+		return cmp.Or(cmp.Compare(x.dpPort, y.dpPort), strings.Compare(x.name, y.name))
+	})
+	var s strings.Builder
+	for _, p := range ps {
+		c := p.tnl
+		fmt.Fprintf(&s, "port %d: %s (%s: ", p.dpPort, p.name, c.Kind)
+		// tnl_match_fmt: the addresses, the key, the packet type.
+		switch {
+		case !c.RemoteFlow:
+			s.WriteString(tnlAddr(c.Local) + "->" + tnlAddr(c.Remote))
+		case !c.LocalFlow:
+			s.WriteString(tnlAddr(c.Local) + "->flow")
+		default:
+			s.WriteString("flow->flow")
+		}
+		if c.InKeyFlow {
+			s.WriteString(", key=flow")
+		} else {
+			s.WriteString(", key=" + hexC64(c.InKey))
+		}
+		fmt.Fprintf(&s, ", legacy_l2, dp port=%d", p.dpPort)
+		if c.OutKey != c.InKey || c.OutKeyPresent != c.InKeyPresent || c.OutKeyFlow != c.InKeyFlow {
+			switch {
+			case !c.OutKeyPresent:
+				s.WriteString(", out_key=none")
+			case c.OutKeyFlow:
+				s.WriteString(", out_key=flow")
+			default:
+				s.WriteString(", out_key=" + hexC64(c.OutKey))
+			}
+		}
+		switch {
+		case c.TTLInherit:
+			s.WriteString(", ttl=inherit")
+		case c.TTL == 0:
+			s.WriteString(", ttl=64") // the default
+		default:
+			fmt.Fprintf(&s, ", ttl=%d", c.TTL)
+		}
+		switch {
+		case c.TOSInherit:
+			s.WriteString(", tos=inherit")
+		case c.TOS != 0:
+			fmt.Fprintf(&s, ", tos=%#x", c.TOS)
+		}
+		if c.NoDF {
+			s.WriteString(", df=false")
+		}
+		if c.Csum {
+			s.WriteString(", csum=true")
+		}
+		s.WriteString(")\n")
+	}
+	return s.String()
+}
+
+// tnlAddr is OVS's ipv6_format_mapped of a tunnel address: IPv4 dotted,
+// none as "::".
+func tnlAddr(a netip.Addr) string {
+	if !a.IsValid() {
+		return "::"
+	}
+	return a.Unmap().String()
+}
+
+// hexC64 is C's %#PRIx64: 0 without a prefix.
+func hexC64(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
 }
