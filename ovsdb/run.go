@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"syscall"
@@ -97,8 +96,7 @@ func registerDBCommands(u *daemon.UnixctlServer, srv *server.Server) {
 
 // registerRefusedCommands registers the commands of Debian's ovsdb-server
 // 3.1 that govs does not have, each refused by name: govs' ovsdb-server
-// keeps no coverage counters, and its log rate limits are per message,
-// not per module.
+// keeps no coverage counters.
 func registerRefusedCommands(u *daemon.UnixctlServer) {
 	for _, c := range []struct {
 		name, usage string
@@ -106,8 +104,6 @@ func registerRefusedCommands(u *daemon.UnixctlServer) {
 	}{
 		{"coverage/show", "", 0, 0},
 		{"coverage/read-counter", "COUNTER", 1, 1},
-		{"vlog/enable-rate-limit", "[module]...", 0, math.MaxInt},
-		{"vlog/disable-rate-limit", "[module]...", 0, math.MaxInt},
 	} {
 		u.Register(c.name, c.usage, c.min, c.max, func([]string) (string, error) {
 			return "", fmt.Errorf("%s is not supported by govs' ovsdb-server", c.name)

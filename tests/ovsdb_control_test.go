@@ -112,6 +112,10 @@ func TestOvsdbControlDifferential(t *testing.T) {
 		{"vlog/set", "PATTERN:console:%p %m"},
 		{"vlog/set", "pattern:FILE"},
 		{"vlog/list-pattern"},
+		{"vlog/disable-rate-limit"},
+		{"vlog/disable-rate-limit", "jsonrpc", "ANY"},
+		{"vlog/enable-rate-limit", "raft", "nosuch"},
+		{"vlog/enable-rate-limit"},
 	}
 	for _, c := range cmds {
 		var got [2]res

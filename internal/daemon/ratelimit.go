@@ -77,6 +77,10 @@ func (m *ModuleLogger) LogRL(rl *RateLimit, lvl Level, format string, args ...an
 	if !m.Enabled(lvl) {
 		return
 	}
+	if m.unlimited.Load() {
+		m.emit(lvl, fmt.Sprintf(format, args...))
+		return
+	}
 	ok, dropped := rl.allow()
 	if !ok {
 		return

@@ -253,6 +253,12 @@ func (s *UnixctlServer) registerBuiltins(program, version string, log *Logger) {
 		}
 		return "", nil
 	})
+	s.Register("vlog/enable-rate-limit", "[module]...", 0, math.MaxInt, func(args []string) (string, error) {
+		return "", log.SetRateLimits(args, true)
+	})
+	s.Register("vlog/disable-rate-limit", "[module]...", 0, math.MaxInt, func(args []string) (string, error) {
+		return "", log.SetRateLimits(args, false)
+	})
 	s.Register("vlog/reopen", "", 0, 0, func([]string) (string, error) {
 		return "", log.Reopen()
 	})

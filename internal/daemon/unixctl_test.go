@@ -44,6 +44,8 @@ const wantListCommands = `The available commands are:
   test/fail               
   version                 
   vlog/close              
+  vlog/disable-rate-limit [module]...
+  vlog/enable-rate-limit  [module]...
   vlog/list               
   vlog/list-pattern       
   vlog/reopen             

@@ -411,6 +411,38 @@ type ModuleLogger struct {
 	name   string
 	levels [numDests]atomic.Int32
 	max    atomic.Int32 // most verbose level any active destination takes
+	// unlimited: vlog/disable-rate-limit turned the module's rate
+	// limits off (OVS's honor_rate_limits false).
+	unlimited atomic.Bool
+}
+
+// SetRateLimits turns the rate limits of the named modules (all of them
+// for none, or for "ANY" among them) on or off, as OVS's
+// vlog/enable-rate-limit and vlog/disable-rate-limit; an unknown name
+// fails with OVS's error, after the names before it took effect.
+func (l *Logger) SetRateLimits(names []string, enable bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	all := func() {
+		for _, m := range l.modules {
+			m.unlimited.Store(!enable)
+		}
+	}
+	if len(names) == 0 {
+		all()
+	}
+	for _, n := range names {
+		if strings.EqualFold(n, "ANY") {
+			all()
+			continue
+		}
+		m, ok := l.modules[strings.ToLower(n)]
+		if !ok {
+			return errors.New("unknown module")
+		}
+		m.unlimited.Store(!enable)
+	}
+	return nil
 }
 
 // Sibling returns the logger of module name in m's Logger, for code

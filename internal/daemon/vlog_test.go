@@ -176,6 +176,33 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
+// vlog/disable-rate-limit lets every message of a module through
+// without taking tokens; enable-rate-limit restores the limit; an unknown
+// module is OVS's error.
+func TestDisableRateLimit(t *testing.T) {
+	l, console := newTestLogger()
+	m, other := l.Module("m"), l.Module("other")
+	rl := NewRateLimit(1, 1)
+	if err := l.SetRateLimits([]string{"M"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		m.WarnRL(rl, "unlimited")
+	}
+	other.WarnRL(rl, "limited") // the bucket is still full: passes
+	other.WarnRL(rl, "limited") // dropped
+	if err := l.SetRateLimits(nil, true); err != nil {
+		t.Fatal(err)
+	}
+	m.WarnRL(rl, "limited again") // dropped
+	if err := l.SetRateLimits([]string{"m", "nosuch"}, false); err == nil || err.Error() != "unknown module" {
+		t.Errorf("unknown module: %v", err)
+	}
+	if got := strings.Count(console.String(), "|WARN|"); got != 4 {
+		t.Errorf("%d messages, want 4:\n%s", got, console.String())
+	}
+}
+
 func TestReopenAndClose(t *testing.T) {
 	l, _ := newTestLogger()
 	if err := l.Reopen(); err == nil || err.Error() != "Logging to file not configured" {
