@@ -24,7 +24,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 	linear := func(rs []*rule, f *ofp.Flow) *rule {
 		var best *rule
 		for _, r := range rs {
-			if f.Masked(&r.match.Mask) == r.match.Flow && (best == nil || r.before(best)) {
+			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
 				best = r
 			}
 		}
@@ -56,7 +56,8 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			m.Flow = randFlow()
 			m.Normalize()
 			prio := uint16(rng.Intn(4))
-			r := &rule{match: m, priority: prio, stats: &ruleStats{}}
+			r := &rule{priority: prio, stats: &ruleStats{}}
+			r.setMatch(&m)
 			old := tbl.find(&m, prio)
 			if old != nil {
 				r.seq = old.seq

@@ -209,8 +209,9 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()
 	gen := gens.Add(1)
-	nr := &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
+	nr := &rule{table: fm.Table, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
 		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags, created: now, modified: now, stats: &ruleStats{}}
+	nr.setMatch(&fm.Match)
 	old := ft.table(int(fm.Table)).find(&fm.Match, fm.Priority)
 	switch {
 	case old != nil:
@@ -331,7 +332,7 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()
-	cur := ft.table(int(r.table)).find(&r.match, r.priority)
+	cur := ft.table(int(r.table)).findSame(r)
 	if cur == nil || cur.seq != r.seq {
 		return
 	}

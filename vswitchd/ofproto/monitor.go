@@ -61,7 +61,7 @@ func (br *Bridge) noteChange(ev ofp.UpdateEvent, r *rule, reason uint8, old *rul
 		oldActions = old.actions
 	}
 	c := ofp.FlowChange{FlowUpdate: ofp.FlowUpdate{Event: ev, Reason: reason, Table: r.table, Priority: r.priority,
-		IdleTimeout: r.idle, HardTimeout: r.hard, Cookie: r.cookie, Match: r.match, Actions: r.actions}, OldActions: oldActions}
+		IdleTimeout: r.idle, HardTimeout: r.hard, Cookie: r.cookie, Match: r.match(), Actions: r.actions}, OldActions: oldActions}
 	c.Origin, c.Xid = o.conn, o.xid
 	br.changes = append(br.changes, c)
 }

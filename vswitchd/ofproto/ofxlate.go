@@ -326,7 +326,8 @@ func (x *xlate) table(id uint8) {
 // from pn), priority and cookie.
 func ruleTitle(r *rule, pn ofp.PortNames) string {
 	var b strings.Builder
-	if m := formatOFMatchNames(&r.match, pn); m != "" {
+	m := r.match()
+	if m := formatOFMatchNames(&m, pn); m != "" {
 		b.WriteString(m)
 		b.WriteString(", ")
 	}

@@ -25,14 +25,19 @@ const hiddenTable = 254
 // counters.
 type rule struct {
 	table    uint8
-	match    ofp.Match
 	priority uint16
-	cookie   uint64
-	actions  []ofp.Action
 	idle     uint16
 	hard     uint16
 	flags    uint16
 	imp      uint16
+	cookie   uint64
+	// mask and key are the match (rulematch.go): the mask, shared, and
+	// the flow's bits under each of mask.mws; tunMD the match's
+	// tun_metadata fields as decoded (ofp.Match.TunMD), mostly none.
+	mask    *ruleMask
+	key     []uint64
+	tunMD   []ofp.TunMDEntry
+	actions []ofp.Action
 	// created and modified are bridge clock readings (for duration and
 	// the hard timeout, which counts from the last modification).
 	created, modified time.Duration
@@ -65,25 +70,6 @@ func (br *Bridge) TableCounts(id uint8) (lookups, matched uint64) {
 	}
 	ts := &br.tableStats[id]
 	return ts.lookups.Load(), ts.matched.Load()
-}
-
-// sameMatch reports whether r has exactly m and priority (strict match).
-func (r *rule) sameMatch(m *ofp.Match, prio uint16) bool {
-	return r.priority == prio && r.match.Flow == m.Flow && r.match.Mask == m.Mask
-}
-
-// narrower reports whether r's match is at least as specific as m (a
-// loose match: every packet r matches, m matches).
-func (r *rule) narrower(m *ofp.Match) bool { return m.Includes(&r.match) }
-
-// overlaps reports whether some packet could match both r and m at the
-// same priority (CHECK_OVERLAP).
-func (r *rule) overlaps(m *ofp.Match, prio uint16) bool {
-	if r.priority != prio {
-		return false
-	}
-	common := r.match.Mask.Masked(&m.Mask)
-	return r.match.Flow.Masked(&common) == m.Flow.Masked(&common)
 }
 
 // outputsTo reports whether r's actions output to port / group (the
@@ -171,9 +157,10 @@ type subtable struct {
 	rules        *tnode      // the rule lists by hash
 	prios        []prioCount // rules per priority, highest first, for maxPrio
 	n            int
-	// mask is shared by the subtable's versions (a Flow is 832 bytes,
-	// which a change would otherwise copy).
-	mask *ofp.Flow
+	// mask is the subtable's rules', shared with them and with the
+	// subtable's versions (a Flow is 840 bytes, which a change would
+	// otherwise copy); mws is mask.mws.
+	mask *ruleMask
 }
 
 // mayHave reports whether st may have rules with hash h.
@@ -432,13 +419,23 @@ func hashWords(fw *[flowWords]uint64, mws []maskWord) uint64 {
 // hash is the hash of k, a flow masked by st's mask, in st.
 func (st *subtable) hash(k *ofp.Flow) uint64 { return hashWords(wordsOf(k), st.mws) }
 
+// hashKey is the hash in a subtable of mask words mws of a rule's key,
+// as hashWords of its flow.
+func hashKey(key []uint64, mws []maskWord) uint64 {
+	h := hashSeed ^ uint64(len(mws))
+	key = key[:len(mws)]
+	for j, w := range mws {
+		h = mulMix(h^key[j], 0x9e3779b97f4a7c15^uint64(w.i))
+	}
+	return mulMix(h, 0xe7037ed1a0b428db)
+}
+
 // matches reports whether the flow of words fw has r's match, r being a
-// rule of st: a match has no bits outside its mask, so only the mask's
-// words need comparing.
+// rule of st: its key is fw's bits under st's mask words.
 func (st *subtable) matches(r *rule, fw *[flowWords]uint64) bool {
-	rw := wordsOf(&r.match.Flow)
-	for _, w := range st.mws {
-		if fw[w.i]&w.m != rw[w.i] {
+	key := r.key[:len(st.mws)]
+	for j, w := range st.mws {
+		if fw[w.i]&w.m != key[j] {
 			return false
 		}
 	}
@@ -522,28 +519,50 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 
 // find returns the rule with exactly m and prio (a strict match).
 func (t *table) find(m *ofp.Match, prio uint16) *rule {
-	return t.findIn(t.subIndex(&m.Mask), m, prio)
-}
-
-// subIndex returns the index in t.subs of the subtable of mask, -1 if
-// there is none (t may be nil). A table's copies (mutable) have its
-// subtables at the same indexes.
-func (t *table) subIndex(mask *ofp.Flow) int {
 	if t == nil {
-		return -1
+		return nil
 	}
-	return slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == *mask })
-}
-
-// findIn is find in subtable i (subIndex of m's mask).
-func (t *table) findIn(i int, m *ofp.Match, prio uint16) *rule {
+	i := t.subIndex(findMask(&m.Mask))
 	if i < 0 {
 		return nil
 	}
 	st := t.subs[i]
 	for _, r := range st.rules.get(st.hash(&m.Flow)) {
-		if r.match.Flow == m.Flow && r.priority == prio {
+		if r.priority == prio && r.keyIs(&m.Flow) {
 			return r
+		}
+	}
+	return nil
+}
+
+// findSame returns the rule of t with r's match and priority (r itself
+// if it is in t).
+func (t *table) findSame(r *rule) *rule {
+	if t == nil {
+		return nil
+	}
+	return t.findIn(t.subIndex(r.mask), r)
+}
+
+// subIndex returns the index in t.subs of the subtable of mask, -1 if
+// there is none (t may be nil). A table's copies (mutable) have its
+// subtables at the same indexes.
+func (t *table) subIndex(mask *ruleMask) int {
+	if t == nil || mask == nil {
+		return -1
+	}
+	return slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == mask })
+}
+
+// findIn is findSame in subtable i (subIndex of r's mask).
+func (t *table) findIn(i int, r *rule) *rule {
+	if i < 0 {
+		return nil
+	}
+	st := t.subs[i]
+	for _, o := range st.rules.get(hashKey(r.key, st.mws)) {
+		if o.priority == r.priority && o.sameKey(r) {
+			return o
 		}
 	}
 	return nil
@@ -626,23 +645,22 @@ func (st *subtable) mutable(gen uint64) *subtable {
 // put adds r to t (a change of generation gen); old, if not nil, is the
 // rule with r's match and priority that r replaces.
 func (t *table) put(r, old *rule, gen uint64) {
-	t.putIn(t.subIndex(&r.match.Mask), r, old, gen)
+	t.putIn(t.subIndex(r.mask), r, old, gen)
 }
 
 // putIn is put with i the subIndex of r's mask.
 func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	var st *subtable
 	if i < 0 {
-		mask := r.match.Mask
-		st = &subtable{gen: gen, mask: &mask, mws: maskWordsOf(&mask)}
-		l2, l3 := splitL3(st.mask)
+		st = &subtable{gen: gen, mask: r.mask, mws: r.mask.mws}
+		l2, l3 := splitL3(&st.mask.mask)
 		st.l3 = l3 != ofp.Flow{}
 		st.l2Ws = maskWordsOf(&l2)
 		meta := l2
 		k := &meta.Key
 		k.EthDst, k.EthSrc, k.EthType, k.VLANTCI, k.VLANTPID = [6]byte{}, [6]byte{}, 0, 0, 0
 		st.metaWs = maskWordsOf(&meta)
-		if st.mask.InPort == ^uint32(0) {
+		if st.mask.mask.InPort == ^uint32(0) {
 			st.inPorts = map[uint32]int32{}
 		}
 		t.subs = append(t.subs, st)
@@ -651,7 +669,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		st = t.subs[i].mutable(gen)
 		t.subs[i] = st
 	}
-	h := st.hash(&r.match.Flow)
+	h := hashKey(r.key, st.mws)
 	var p *[]*rule
 	st.rules, p = st.rules.slot(h, gen, 0)
 	l := *p
@@ -674,11 +692,11 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	st.n++
 	t.n++
 	st.prios = addPrio(st.prios, r.priority)
-	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]++
 	}
 	if st.inPorts != nil {
-		st.inPorts[r.match.Flow.InPort]++
+		st.inPorts[r.inPort()]++
 	}
 	if st.n == 1 || r.priority > st.maxPrio {
 		st.maxPrio = r.priority
@@ -688,10 +706,10 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 
 // remove takes r out of t (a change of generation gen).
 func (t *table) remove(r *rule, gen uint64) {
-	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == r.match.Mask })
+	i := t.subIndex(r.mask)
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
-	h := st.hash(&r.match.Flow)
+	h := hashKey(r.key, st.mws)
 	l := slices.DeleteFunc(slices.Clone(st.rules.get(h)), func(o *rule) bool { return o == r })
 	st.rules = st.rules.set(h, l, gen, 0)
 	if len(l) == 0 {
@@ -700,12 +718,13 @@ func (t *table) remove(r *rule, gen uint64) {
 	st.n--
 	t.n--
 	t.timed -= r.isTimed()
-	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]--
 	}
 	if st.inPorts != nil {
-		if st.inPorts[r.match.Flow.InPort]--; st.inPorts[r.match.Flow.InPort] == 0 {
-			delete(st.inPorts, r.match.Flow.InPort)
+		p := r.inPort()
+		if st.inPorts[p]--; st.inPorts[p] == 0 {
+			delete(st.inPorts, p)
 		}
 	}
 	if st.n == 0 {
