@@ -164,6 +164,7 @@ func (br *Bridge) addLocked(ft *flowTables, nr *rule, m *ofp.Match, overlap bool
 	if m != nil {
 		nr.setMatch(m)
 	}
+	nr.actions = internActions(nr.actions)
 	if err := br.checkActionRefs(ft, nr.actions); err != nil {
 		return nil, err
 	}
@@ -221,6 +222,7 @@ func newRule(fm *ofp.FlowMod) *rule {
 	r := new(rule)
 	initRule(r, fm)
 	r.setMatch(&fm.Match)
+	r.actions = internActions(r.actions)
 	return r
 }
 
@@ -320,11 +322,15 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 	strict := fm.Command == ofp.FlowModifyStrict
 	lo, hi := tablesOf(fm.Table)
 	var replaced []*rule
+	var acts []ofp.Action
 	for t := lo; t <= hi; t++ {
 		for _, r := range matching(ft, t, fm, strict) {
+			if acts == nil {
+				acts = internActions(fm.Actions)
+			}
 			replaced = append(replaced, r)
 			nr := *r
-			nr.actions = fm.Actions
+			nr.actions = acts
 			nr.modified = now
 			if fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
 				nr.cookie = fm.NewCookie

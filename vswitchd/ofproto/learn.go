@@ -209,7 +209,7 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()
 	gen := gens.Add(1)
-	nr := &rule{table: fm.Table, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
+	nr := &rule{table: fm.Table, priority: fm.Priority, cookie: fm.NewCookie, actions: internActions(fm.Actions),
 		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags, created: now, modified: now, stats: &ruleStats{}}
 	nr.setMatch(&fm.Match)
 	old := ft.table(int(fm.Table)).find(&fm.Match, fm.Priority)

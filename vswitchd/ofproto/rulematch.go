@@ -180,3 +180,59 @@ func (r *rule) overlaps(m *ofp.Match, prio uint16) bool {
 	}
 	return true
 }
+
+// actionLists interns the action lists of rules by ofp.AppendActionsKey:
+// the rules with the same actions, most of a table's as controllers
+// program them, share one list (an ofp.Action is 352 bytes). An entry
+// goes once the GC took its list.
+var actionLists struct {
+	sync.Mutex
+	m map[string]actionList
+}
+
+// actionList is an interned list: its first action and its length.
+type actionList struct {
+	first weak.Pointer[ofp.Action]
+	n     int
+}
+
+// internActions returns a list equal to acts, shared with the rules that
+// have the same actions; acts itself if it is empty or has actions
+// ofp.AppendActionsKey does not key. Neither acts nor the list returned
+// may change after.
+func internActions(acts []ofp.Action) []ofp.Action {
+	if len(acts) == 0 {
+		return acts
+	}
+	var buf [256]byte
+	k, ok := ofp.AppendActionsKey(buf[:0], acts)
+	if !ok {
+		return acts
+	}
+	actionLists.Lock()
+	defer actionLists.Unlock()
+	if l, ok := actionLists.m[string(k)]; ok {
+		if p := l.first.Value(); p != nil {
+			return unsafe.Slice(p, l.n)
+		}
+	}
+	c := slices.Clone(acts)
+	c = c[:len(c):len(c)]
+	if actionLists.m == nil {
+		actionLists.m = map[string]actionList{}
+	}
+	ks := string(k)
+	actionLists.m[ks] = actionList{weak.Make(&c[0]), len(c)}
+	runtime.AddCleanup(&c[0], dropActions, ks)
+	return c
+}
+
+// dropActions forgets the list of key k, which the GC took, unless
+// another took its place.
+func dropActions(k string) {
+	actionLists.Lock()
+	defer actionLists.Unlock()
+	if l, ok := actionLists.m[k]; ok && l.first.Value() == nil {
+		delete(actionLists.m, k)
+	}
+}
