@@ -27,7 +27,8 @@ func (br *Bridge) SetAsync(s AsyncSink) {
 // normalRule is the flow a standalone bridge without controllers starts
 // with, as OVS's connmgr adds it: priority=0 actions=NORMAL.
 func (br *Bridge) normalRule(now time.Duration) *rule {
-	r := &rule{actions: []ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}}, created: now, modified: now, stats: &ruleStats{}}
+	r := &rule{created: now, modified: now, stats: &ruleStats{}}
+	r.setActions([]ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}})
 	r.setMatch(&ofp.Match{})
 	return r
 }
@@ -158,14 +159,14 @@ func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Durati
 // nr's match, which addLocked resolves (tun_metadata) and sets, or nil
 // if nr has its match already (one without tun_metadata fields).
 func (br *Bridge) addLocked(ft *flowTables, nr *rule, m *ofp.Match, overlap bool, now time.Duration, gen uint64, o origin) ([]*rule, *ofp.Error) {
-	if err := br.resolveTunMD(m, nr.actions); err != nil {
+	if err := br.resolveTunMD(m, nr.actions()); err != nil {
 		return nil, err
 	}
 	if m != nil {
 		nr.setMatch(m)
 	}
-	nr.actions = internActions(nr.actions)
-	if err := br.checkActionRefs(ft, nr.actions); err != nil {
+	nr.setActions(internActions(nr.actions()))
+	if err := br.checkActionRefs(ft, nr.actions()); err != nil {
 		return nil, err
 	}
 	old, err := br.insert(ft, nr, overlap, now, gen, o)
@@ -222,13 +223,14 @@ func newRule(fm *ofp.FlowMod) *rule {
 	r := new(rule)
 	initRule(r, fm)
 	r.setMatch(&fm.Match)
-	r.actions = internActions(r.actions)
+	r.setActions(internActions(r.actions()))
 	return r
 }
 
 // initRule sets *r, a zero rule, as newRule but for its match.
 func initRule(r *rule, fm *ofp.FlowMod) {
-	r.table, r.priority, r.cookie, r.actions = fm.Table, fm.Priority, fm.NewCookie, fm.Actions
+	r.table, r.priority, r.cookie = fm.Table, fm.Priority, fm.NewCookie
+	r.setActions(fm.Actions)
 	r.idle, r.hard, r.flags, r.imp = fm.IdleTimeout, fm.HardTimeout, fm.Flags&ruleFlags, fm.Importance
 }
 
@@ -330,7 +332,7 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 			}
 			replaced = append(replaced, r)
 			nr := *r
-			nr.actions = acts
+			nr.setActions(acts)
 			nr.modified = now
 			if fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
 				nr.cookie = fm.NewCookie
@@ -381,7 +383,7 @@ func (br *Bridge) flowStats(r *rule, now time.Duration) ofp.FlowStats {
 	return ofp.FlowStats{Table: r.table, Duration: (now - r.created).Truncate(time.Millisecond), Priority: r.priority,
 		IdleTimeout: r.idle, HardTimeout: r.hard, Flags: r.flags, Importance: r.imp, Cookie: r.cookie,
 		Packets: r.stats.packets.Load(), Bytes: r.stats.bytes.Load(), IdleAge: (now - used).Truncate(time.Millisecond), HardAge: (now - r.modified).Truncate(time.Millisecond),
-		Match: r.match(), Actions: r.actions}
+		Match: r.match(), Actions: r.actions()}
 }
 
 // Flows returns every flow of every table, table by table, each in

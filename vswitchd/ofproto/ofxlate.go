@@ -314,7 +314,7 @@ func (x *xlate) table(id uint8) {
 			}
 		}
 		x.of.rule, x.of.lastTable = r, id
-		next, ok := x.ofActions(r.actions, id)
+		next, ok := x.ofActions(r.actions(), id)
 		if !ok || x.of.exit {
 			return
 		}

@@ -77,27 +77,39 @@ func dropMask(k *ofp.Flow) {
 // its mask); r keeps m.TunMD, not m.
 func (r *rule) setMatch(m *ofp.Match) {
 	r.mask = internMask(&m.Mask)
-	fw := wordsOf(&m.Flow)
-	r.key = make([]uint64, len(r.mask.mws))
-	for j, w := range r.mask.mws {
-		r.key[j] = fw[w.i] & w.m
+	r.keyp, r.tunMD = nil, nil
+	if n := len(r.mask.mws); n > 0 {
+		fw, key := wordsOf(&m.Flow), make([]uint64, n)
+		for j, w := range r.mask.mws {
+			key[j] = fw[w.i] & w.m
+		}
+		r.keyp = &key[0]
 	}
-	r.tunMD = m.TunMD
+	if m.TunMD != nil {
+		t := m.TunMD // not &m.TunMD: m may be a flow mod's, which its connection reuses
+		r.tunMD = &t
+	}
 }
+
+// key is r's key: its flow's bits under each of its mask's words.
+func (r *rule) key() []uint64 { return unsafe.Slice(r.keyp, len(r.mask.mws)) }
 
 // match returns r's match, rebuilt.
 func (r *rule) match() ofp.Match {
-	m := ofp.Match{Mask: r.mask.mask, TunMD: r.tunMD}
-	fw := wordsOf(&m.Flow)
+	m := ofp.Match{Mask: r.mask.mask}
+	if r.tunMD != nil {
+		m.TunMD = *r.tunMD
+	}
+	fw, key := wordsOf(&m.Flow), r.key()
 	for j, w := range r.mask.mws {
-		fw[w.i] = r.key[j]
+		fw[w.i] = key[j]
 	}
 	return m
 }
 
 // keyIs reports whether f under r's mask is r's key.
 func (r *rule) keyIs(f *ofp.Flow) bool {
-	fw, key := wordsOf(f), r.key[:len(r.mask.mws)]
+	fw, key := wordsOf(f), r.key()
 	for j, w := range r.mask.mws {
 		if fw[w.i]&w.m != key[j] {
 			return false
@@ -108,14 +120,14 @@ func (r *rule) keyIs(f *ofp.Flow) bool {
 
 // sameKey reports whether r and o, which have the same mask, have the
 // same key.
-func (r *rule) sameKey(o *rule) bool { return slices.Equal(r.key, o.key) }
+func (r *rule) sameKey(o *rule) bool { return slices.Equal(r.key(), o.key()) }
 
 // flowWord returns word i of r's match's flow.
 func (r *rule) flowWord(i uintptr) uint64 {
 	for j, w := range r.mask.mws {
 		if uintptr(w.i) >= i {
 			if uintptr(w.i) == i {
-				return r.key[j]
+				return r.key()[j]
 			}
 			break
 		}
@@ -157,8 +169,9 @@ func (r *rule) narrower(m *ofp.Match) bool {
 			return false
 		}
 	}
+	key := r.key()
 	for j, w := range r.mask.mws {
-		if r.key[j]&mm[w.i] != mf[w.i] {
+		if key[j]&mm[w.i] != mf[w.i] {
 			return false
 		}
 	}
@@ -171,10 +184,10 @@ func (r *rule) overlaps(m *ofp.Match, prio uint16) bool {
 	if r.priority != prio {
 		return false
 	}
-	mm, mf := wordsOf(&m.Mask), wordsOf(&m.Flow)
+	mm, mf, key := wordsOf(&m.Mask), wordsOf(&m.Flow), r.key()
 	for j, w := range r.mask.mws {
 		c := w.m & mm[w.i]
-		if r.key[j]&c != mf[w.i]&c {
+		if key[j]&c != mf[w.i]&c {
 			return false
 		}
 	}
@@ -235,4 +248,12 @@ func dropActions(k string) {
 	if l, ok := actionLists.m[k]; ok && l.first.Value() == nil {
 		delete(actionLists.m, k)
 	}
+}
+
+// actions returns r's actions, which must not change.
+func (r *rule) actions() []ofp.Action { return unsafe.Slice(r.acts, r.nacts) }
+
+// setActions makes acts r's actions.
+func (r *rule) setActions(acts []ofp.Action) {
+	r.acts, r.nacts = unsafe.SliceData(acts), uint32(len(acts))
 }

@@ -30,14 +30,18 @@ type rule struct {
 	hard     uint16
 	flags    uint16
 	imp      uint16
-	cookie   uint64
-	// mask and key are the match (rulematch.go): the mask, shared, and
-	// the flow's bits under each of mask.mws; tunMD the match's
-	// tun_metadata fields as decoded (ofp.Match.TunMD), mostly none.
-	mask    *ruleMask
-	key     []uint64
-	tunMD   []ofp.TunMDEntry
-	actions []ofp.Action
+	// acts and nacts are the actions (actions()), often shared with
+	// other rules (internActions): an array, not a slice, saves 16 bytes.
+	nacts  uint32
+	acts   *ofp.Action
+	cookie uint64
+	// mask and keyp are the match (rulematch.go): the mask, shared, and
+	// the flow's bits under each of mask.mws (key, len(mask.mws) words
+	// from keyp); tunMD the match's tun_metadata fields as decoded
+	// (ofp.Match.TunMD), nil if none.
+	mask  *ruleMask
+	keyp  *uint64
+	tunMD *[]ofp.TunMDEntry
 	// created and modified are bridge clock readings (for duration and
 	// the hard timeout, which counts from the last modification).
 	created, modified time.Duration
@@ -75,10 +79,10 @@ func (br *Bridge) TableCounts(id uint8) (lookups, matched uint64) {
 // outputsTo reports whether r's actions output to port / group (the
 // out_port / out_group filters; ANY passes all).
 func (r *rule) outputsTo(port, group uint32) bool {
-	if port != ofp.PortAny && !slices.Contains(ofp.Outputs(r.actions), port) {
+	if port != ofp.PortAny && !slices.Contains(ofp.Outputs(r.actions()), port) {
 		return false
 	}
-	return group == ofp.GroupAny || slices.Contains(ofp.Groups(r.actions), group)
+	return group == ofp.GroupAny || slices.Contains(ofp.Groups(r.actions()), group)
 }
 
 // flowTables is an immutable set of tables once published; a change
@@ -433,7 +437,7 @@ func hashKey(key []uint64, mws []maskWord) uint64 {
 // matches reports whether the flow of words fw has r's match, r being a
 // rule of st: its key is fw's bits under st's mask words.
 func (st *subtable) matches(r *rule, fw *[flowWords]uint64) bool {
-	key := r.key[:len(st.mws)]
+	key := unsafe.Slice(r.keyp, len(st.mws))
 	for j, w := range st.mws {
 		if fw[w.i]&w.m != key[j] {
 			return false
@@ -560,7 +564,7 @@ func (t *table) findIn(i int, r *rule) *rule {
 		return nil
 	}
 	st := t.subs[i]
-	for _, o := range st.rules.get(hashKey(r.key, st.mws)) {
+	for _, o := range st.rules.get(hashKey(r.key(), st.mws)) {
 		if o.priority == r.priority && o.sameKey(r) {
 			return o
 		}
@@ -669,7 +673,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		st = t.subs[i].mutable(gen)
 		t.subs[i] = st
 	}
-	h := hashKey(r.key, st.mws)
+	h := hashKey(r.key(), st.mws)
 	var p *[]*rule
 	st.rules, p = st.rules.slot(h, gen, 0)
 	l := *p
@@ -709,7 +713,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	i := t.subIndex(r.mask)
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
-	h := hashKey(r.key, st.mws)
+	h := hashKey(r.key(), st.mws)
 	l := slices.DeleteFunc(slices.Clone(st.rules.get(h)), func(o *rule) bool { return o == r })
 	st.rules = st.rules.set(h, l, gen, 0)
 	if len(l) == 0 {
