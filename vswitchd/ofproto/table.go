@@ -211,15 +211,18 @@ func (st *subtable) delHash(h uint64) {
 // masked key's hash to the rules of that hash, by priority, highest
 // first, ties in insertion order. An interior node (kids not nil) has
 // trieFan children, chosen by the next trieBits bits of the hash from
-// the lowest; a leaf holds up to leafMax hashes (hs) and their lists
-// (ls), and splits past that. A change copies the nodes on the path to
-// what it changes, not a shard of the table as the map it replaces did
-// (which at 100 000 flows copied some 6 KB per flow mod).
+// the lowest; a leaf holds the rules of up to leafMax hashes, rs[i] of
+// hash hs[i], a hash's rules adjacent and in order, and splits past
+// that. A change copies the nodes on the path to what it changes, not a
+// shard of the table as the map it replaces did (which at 100 000 flows
+// copied some 6 KB per flow mod). A leaf keeps a rule in two words, not
+// in a list of its hash's (a slice header, a pointer and the list's
+// allocation).
 type tnode struct {
 	gen  uint64
 	kids []*tnode
 	hs   []uint64
-	ls   [][]*rule
+	rs   []*rule
 }
 
 const (
@@ -228,78 +231,69 @@ const (
 	leafMax  = 16
 )
 
-// get returns the rules of hash h under n.
+// get returns the rules of hash h under n, which the caller must not
+// change.
 func (n *tnode) get(h uint64) []*rule {
 	for s := uint(0); n != nil; s += trieBits {
 		if n.kids == nil {
-			for i, x := range n.hs {
-				if x == h {
-					return n.ls[i]
-				}
-			}
-			return nil
+			i, j := n.run(h)
+			return n.rs[i:j:j]
 		}
 		n = n.kids[(h>>s)&(trieFan-1)]
 	}
 	return nil
 }
 
-// set returns n (a trie at depth s bits) with l as the rules of hash h,
-// none if l is empty; it copies the nodes it changes that are not of
-// generation gen and changes those that are in place.
-func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
-	if n == nil {
-		if len(l) == 0 {
-			return nil
-		}
-		return &tnode{gen: gen, hs: []uint64{h}, ls: [][]*rule{l}}
+// run returns where the rules of hash h are in leaf n, rs[i:j]: if it
+// has none, i == j == len(rs), where they would go.
+func (n *tnode) run(h uint64) (i, j int) {
+	i = 0
+	for i < len(n.hs) && n.hs[i] != h {
+		i++
 	}
-	n = n.private(gen)
+	j = i
+	for j < len(n.hs) && n.hs[j] == h {
+		j++
+	}
+	return i, j
+}
+
+// edit returns n (a trie at depth s bits) with the rules of hash h as fn
+// leaves them: fn gets the leaf of h, private to generation gen, and
+// where its rules are in it (run), and changes the leaf's hs and rs
+// there. edit copies the nodes on the way that are not of generation gen
+// and changes those that are in place.
+func (n *tnode) edit(h, gen uint64, s uint, fn func(l *tnode, i, j int)) *tnode {
+	if n == nil {
+		n = &tnode{gen: gen}
+	} else {
+		n = n.private(gen)
+	}
 	if n.kids != nil {
-		i := (h >> s) & (trieFan - 1)
-		n.kids[i] = n.kids[i].set(h, l, gen, s+trieBits)
+		k := (h >> s) & (trieFan - 1)
+		n.kids[k] = n.kids[k].edit(h, gen, s+trieBits, fn)
 		return n
 	}
-	i := slices.Index(n.hs, h)
-	switch {
-	case i >= 0 && len(l) > 0:
-		n.ls[i] = l
-	case i >= 0:
-		n.hs = slices.Delete(n.hs, i, i+1)
-		n.ls = slices.Delete(n.ls, i, i+1)
-	case len(l) > 0:
-		n.hs = append(n.hs, h)
-		n.ls = append(n.ls, l)
-		n.splitFull(gen, s)
+	i, j := n.run(h)
+	fn(n, i, j)
+	if len(n.rs) == 0 {
+		return nil
 	}
+	n.splitFull(gen, s)
 	return n
 }
 
-// slot returns n (a trie at depth s bits) with a place for the rules of
-// hash h, and that place (nil if h had none, for the caller to fill),
-// copying and changing nodes as set.
-func (n *tnode) slot(h, gen uint64, s uint) (*tnode, *[]*rule) {
-	if n == nil {
-		n = &tnode{gen: gen, hs: []uint64{h}, ls: make([][]*rule, 1)}
-		return n, &n.ls[0]
-	}
-	n = n.private(gen)
-	if n.kids != nil {
-		i := (h >> s) & (trieFan - 1)
-		var p *[]*rule
-		n.kids[i], p = n.kids[i].slot(h, gen, s+trieBits)
-		return n, p
-	}
-	if i := slices.Index(n.hs, h); i >= 0 {
-		return n, &n.ls[i]
-	}
-	if len(n.hs) == leafMax && s+trieBits < 64 {
-		n.split(gen, s)
-		return n.slot(h, gen, s)
-	}
-	n.hs = append(n.hs, h)
-	n.ls = append(n.ls, nil)
-	return n, &n.ls[len(n.ls)-1]
+// set returns n (a trie at depth s bits) with l as the rules of hash h,
+// none if l is empty, as edit.
+func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
+	return n.edit(h, gen, s, func(n *tnode, i, j int) {
+		hs := make([]uint64, len(l))
+		for k := range hs {
+			hs[k] = h
+		}
+		n.hs = slices.Replace(n.hs, i, j, hs...)
+		n.rs = slices.Replace(n.rs, i, j, l...)
+	})
 }
 
 // private returns n if it is of generation gen, else a copy that is.
@@ -312,31 +306,50 @@ func (n *tnode) private(gen uint64) *tnode {
 		c.kids = slices.Clone(n.kids)
 	} else {
 		c.hs = append(make([]uint64, 0, len(n.hs)+1), n.hs...)
-		c.ls = append(make([][]*rule, 0, len(n.ls)+1), n.ls...)
+		c.rs = append(make([]*rule, 0, len(n.rs)+1), n.rs...)
 	}
 	return c
 }
 
 // splitFull splits n, a leaf of generation gen at depth s bits, if it
-// holds more than leafMax hashes.
+// holds the rules of more than leafMax hashes.
 func (n *tnode) splitFull(gen uint64, s uint) {
-	if len(n.hs) > leafMax && s+trieBits < 64 {
+	if len(n.hs) <= leafMax || s+trieBits >= 64 {
+		return
+	}
+	d := 1
+	for i := 1; i < len(n.hs); i++ {
+		if n.hs[i] != n.hs[i-1] {
+			d++
+		}
+	}
+	if d > leafMax {
 		n.split(gen, s)
 	}
 }
 
 // split makes n, a leaf of generation gen at depth s bits, an interior
-// node with its hashes in new leaves.
+// node with its rules in new leaves.
 func (n *tnode) split(gen uint64, s uint) {
 	kids := make([]*tnode, trieFan)
-	for j, x := range n.hs {
-		k := (x >> s) & (trieFan - 1)
-		kids[k] = kids[k].set(x, n.ls[j], gen, s+trieBits)
+	for i, h := range n.hs {
+		k := (h >> s) & (trieFan - 1)
+		if kids[k] == nil {
+			kids[k] = &tnode{gen: gen}
+		}
+		kids[k].hs = append(kids[k].hs, h)
+		kids[k].rs = append(kids[k].rs, n.rs[i])
 	}
-	n.kids, n.hs, n.ls = kids, nil, nil
+	for _, k := range kids {
+		if k != nil {
+			k.hs, k.rs = slices.Clip(k.hs), slices.Clip(k.rs)
+			k.splitFull(gen, s+trieBits)
+		}
+	}
+	n.kids, n.hs, n.rs = kids, nil, nil
 }
 
-// each calls fn with every list of rules under n.
+// each calls fn with the rules of each leaf under n.
 func (n *tnode) each(fn func([]*rule)) {
 	if n == nil {
 		return
@@ -344,8 +357,8 @@ func (n *tnode) each(fn func([]*rule)) {
 	for _, k := range n.kids {
 		k.each(fn)
 	}
-	for _, l := range n.ls {
-		fn(l)
+	if len(n.rs) > 0 {
+		fn(n.rs)
 	}
 }
 
@@ -674,25 +687,28 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		t.subs[i] = st
 	}
 	h := hashKey(r.key(), st.mws)
-	var p *[]*rule
-	st.rules, p = st.rules.slot(h, gen, 0)
-	l := *p
+	newHash := false
+	st.rules = st.rules.edit(h, gen, 0, func(l *tnode, i, j int) {
+		if old != nil {
+			l.rs[i+slices.Index(l.rs[i:j], old)] = r
+			return
+		}
+		newHash = i == j
+		k := i
+		for k < j && l.rs[k].before(r) {
+			k++
+		}
+		l.hs = slices.Insert(l.hs, k, h)
+		l.rs = slices.Insert(l.rs, k, r)
+	})
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
-		l = slices.Clone(l)
-		l[slices.Index(l, old)] = r
-		*p = l
 		return
 	}
-	j := 0
-	for j < len(l) && l[j].before(r) {
-		j++
-	}
-	if len(l) == 0 {
+	if newHash {
 		st.addHash(h)
 	}
-	*p = slices.Insert(slices.Clip(l), j, r)
 	st.n++
 	t.n++
 	st.prios = addPrio(st.prios, r.priority)
@@ -714,9 +730,18 @@ func (t *table) remove(r *rule, gen uint64) {
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
 	h := hashKey(r.key(), st.mws)
-	l := slices.DeleteFunc(slices.Clone(st.rules.get(h)), func(o *rule) bool { return o == r })
-	st.rules = st.rules.set(h, l, gen, 0)
-	if len(l) == 0 {
+	last := false
+	st.rules = st.rules.edit(h, gen, 0, func(l *tnode, i, j int) {
+		k := slices.Index(l.rs[i:j], r)
+		if k < 0 {
+			return
+		}
+		k += i
+		l.hs = slices.Delete(l.hs, k, k+1)
+		l.rs = slices.Delete(l.rs, k, k+1)
+		last = j-i == 1
+	})
+	if last {
 		st.delHash(h)
 	}
 	st.n--
