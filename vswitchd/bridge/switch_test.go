@@ -73,6 +73,7 @@ func (f *fakeOF) FDBFlush()                           {}
 func (f *fakeOF) FDBStatsShow() string                { return "" }
 func (f *fakeOF) FlowMod(*ofp.FlowMod) *ofp.Error     { return &ofp.Error{Errno: ofp.EPerm} }
 func (f *fakeOF) Flows() []ofp.FlowStats              { return nil }
+func (f *fakeOF) EachFlow(func(*ofp.FlowStats))       {}
 func (f *fakeOF) Barrier()                            {}
 func (f *fakeOF) SetAsync(ofproto.AsyncSink)          {}
 func (f *fakeOF) PacketOut(*ofp.PacketOut) *ofp.Error { return nil }
