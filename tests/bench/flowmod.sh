@@ -7,7 +7,7 @@
 # built bin/ovs-vswitchd (make build). Stops only the processes of its own pidfiles. FLOWMOD_GOVS_BASE=BINARY
 # adds peer govs-base, another build's ovs-vswitchd, and the ratio govs-base/govs (a change before/after).
 # Each figure also gives the switch's CPU seconds (user+system) for it: on a loaded machine the wall time
-# mostly measures the load.
+# mostly measures the load; and the switch's RSS (VmRSS) with the FLOWS flows in, after each.
 set -u
 n=100000 rounds=2
 while [ $# -gt 0 ]; do
@@ -36,7 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 N="ip netns exec $ns"
 
-# measure PEER: prints "add bundle addcpu bundlecpu" seconds (or "failed")
+# measure PEER: prints "add bundle addcpu bundlecpu" seconds (or "failed") and "addrss bundlerss" MB
 measure() {
   local peer=$1 d=$work/$1
   rm -rf $d; mkdir -p $d
@@ -52,7 +52,7 @@ measure() {
   $N $vs unix:$d/db.sock --pidfile=$d/ovs-vswitchd.pid --unixctl=$d/ovs-vswitchd.ctl --detach --no-chdir \
     --log-file=$d/ovs-vswitchd.log >&2
   $N $V add-br br0 -- set bridge br0 datapath_type=netdev protocols=OpenFlow10,OpenFlow13,OpenFlow14 >&2
-  local res="" cpus="" pid=$(cat $d/ovs-vswitchd.pid) hz=$(getconf CLK_TCK)
+  local res="" cpus="" rss="" pid=$(cat $d/ovs-vswitchd.pid) hz=$(getconf CLK_TCK)
   cpu() { awk '{print $14 + $15}' /proc/$pid/stat; }
   for mode in add bundle; do
     $N ovs-ofctl del-flows br0 >&2
@@ -61,40 +61,46 @@ measure() {
     if $N ovs-ofctl $opts add-flows br0 $flows 2>$d/err; then
       local t1=$(date +%s.%N) c1=$(cpu)
       cpus="$cpus $(echo "scale=2; ($c1 - $c0) / $hz" | bc)"
+      rss="$rss $(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' /proc/$pid/status)"
       local c=$($N ovs-ofctl dump-aggregate br0 | sed -n 's/.*flow_count=\([0-9]*\).*/\1/p')
       if [ "$c" = "$n" ]; then res="$res $(echo "$t1 - $t0" | bc)"; else res="$res failed(count=$c)"; fi
     else
       res="$res failed($(tail -n1 $d/err | head -c 100 | tr ' \n' '__'))"
-      cpus="$cpus failed"
+      cpus="$cpus failed" rss="$rss failed"
     fi
   done
   stop $d
   ip netns del $ns
   unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVS_SYSCONFDIR
-  echo $res $cpus
+  echo $res $cpus $rss
 }
 
-declare -A add bundle addcpu bundlecpu
+declare -A add bundle addcpu bundlecpu addrss bundlerss
 peers="govs debian${FLOWMOD_GOVS_BASE:+ govs-base}"
 for r in $(seq $rounds); do
   order=$peers; [ $((r % 2)) = 0 ] && order=$(echo $peers | tr ' ' '\n' | tac)
   for p in $order; do
-    set -- $(measure $p) failed failed failed failed
-    echo "round $r $p: add-flows ${1}s (switch CPU ${3}s), bundle ${2}s (switch CPU ${4}s), load $(cut -d' ' -f1 /proc/loadavg)" >&2
+    set -- $(measure $p) failed failed failed failed failed failed
+    echo "round $r $p: add-flows ${1}s (switch CPU ${3}s, RSS ${5} MB), bundle ${2}s (switch CPU ${4}s, RSS ${6} MB), load $(cut -d' ' -f1 /proc/loadavg)" >&2
     add[$p]="${add[$p]:-} $1"; bundle[$p]="${bundle[$p]:-} $2"
     addcpu[$p]="${addcpu[$p]:-} $3"; bundlecpu[$p]="${bundlecpu[$p]:-} $4"
+    addrss[$p]="${addrss[$p]:-} $5"; bundlerss[$p]="${bundlerss[$p]:-} $6"
   done
 done
-for kind in wall cpu; do
+for kind in wall cpu rss; do
   if [ $kind = wall ]; then
     set -- "${add[govs]}" "${add[debian]}" "${bundle[govs]}" "${bundle[debian]}" "${add[govs-base]:-}" "${bundle[govs-base]:-}"
-  else
+  elif [ $kind = cpu ]; then
     echo; echo "Switch CPU seconds (user+system) for the same:"; echo
     set -- "${addcpu[govs]}" "${addcpu[debian]}" "${bundlecpu[govs]}" "${bundlecpu[debian]}" "${addcpu[govs-base]:-}" "${bundlecpu[govs-base]:-}"
+  else
+    echo; echo "Switch RSS (MB) with the flows in, after each (ratio > 1: govs takes less):"; echo
+    set -- "${addrss[govs]}" "${addrss[debian]}" "${bundlerss[govs]}" "${bundlerss[debian]}" "${addrss[govs-base]:-}" "${bundlerss[govs-base]:-}"
   fi
-python3 - "$n" "$@" <<'PY'
+python3 - "$n" "$kind" "$@" <<'PY'
 import statistics, sys
-n = sys.argv[1]
+n, kind = sys.argv[1], sys.argv[2]
+del sys.argv[1]
 def med(s):
     v = []
     for x in s.split():
@@ -102,7 +108,7 @@ def med(s):
         except ValueError: return None, x
     return statistics.median(v), None
 def table(other, gadd, gbundle, oadd, obundle):
-    print("| %s flows, seconds (median) | %s ovs-vswitchd | govs ovs-vswitchd | %s/govs |" % (n, other, other))
+    print("| %s flows, %s (median) | %s ovs-vswitchd | govs ovs-vswitchd | %s/govs |" % (n, "MB" if kind == "rss" else "seconds", other, other))
     print("|---|---|---|---|")
     for label, g, d in (("ovs-ofctl add-flows", gadd, oadd), ("ovs-ofctl -O OpenFlow14 --bundle add-flows", gbundle, obundle)):
         (gv, ge), (dv, de) = med(g), med(d)

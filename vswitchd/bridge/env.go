@@ -42,6 +42,7 @@ type OFBridge interface {
 	// The OpenFlow tables: see ofproto.Bridge.
 	FlowMod(fm *ofp.FlowMod) *ofp.Error
 	Flows() []ofp.FlowStats
+	EachFlow(fn func(f *ofp.FlowStats))
 	Barrier()
 	SetAsync(s ofproto.AsyncSink)
 	// SetFailOpen turns OVS's fail-open on or off: while on, every

@@ -357,6 +357,13 @@ func (o ofSource) Flows() []ofp.FlowStats {
 	return nil
 }
 
+// EachFlow calls fn with the flows of every table, one at a time.
+func (o ofSource) EachFlow(fn func(f *ofp.FlowStats)) {
+	if of := o.of(); of != nil {
+		of.EachFlow(fn)
+	}
+}
+
 // TableCounts reports table id's lookup and matched packet counts.
 func (o ofSource) TableCounts(id uint8) (lookups, matched uint64) {
 	if tc, ok := o.of().(interface {
@@ -493,9 +500,9 @@ func (s *Switch) BridgeDumpFlows(bridge string) (string, error) {
 		return "", errors.New("Unknown bridge")
 	}
 	var b strings.Builder
-	for _, f := range (ofSource{s, bridge}).Flows() {
-		b.WriteString(ofproto.FormatFlowBrief(&f))
+	(ofSource{s, bridge}).EachFlow(func(f *ofp.FlowStats) {
+		b.WriteString(ofproto.FormatFlowBrief(f))
 		b.WriteByte('\n')
-	}
+	})
 	return b.String(), nil
 }

@@ -79,6 +79,7 @@ func (f *fakeOF) FDBAdd(string, uint16, flow.MAC) (string, error) {
 func (f *fakeOF) FDBDel(uint16, flow.MAC) error       { return nil }
 func (f *fakeOF) FlowMod(*ofp.FlowMod) *ofp.Error     { return &ofp.Error{Errno: ofp.EPerm} }
 func (f *fakeOF) Flows() []ofp.FlowStats              { return nil }
+func (f *fakeOF) EachFlow(func(*ofp.FlowStats))       {}
 func (f *fakeOF) Barrier()                            {}
 func (f *fakeOF) SetAsync(ofproto.AsyncSink)          {}
 func (f *fakeOF) PacketOut(*ofp.PacketOut) *ofp.Error { return nil }

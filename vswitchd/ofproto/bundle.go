@@ -19,6 +19,13 @@ func (br *Bridge) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) {
 		if m.Command == ofp.FlowAdd {
 			a := &bundledAdd{Header: m.Header, overlap: m.Flags&ofp.FlagCheckOverlap != 0, origin: m.Origin}
 			initRule(&a.r, m)
+			if len(m.Match.TunMD) > 0 {
+				// Placed through the TLV map as it is at commit.
+				mc := m.Match
+				a.m = &mc
+			} else {
+				a.r.setMatch(&m.Match)
+			}
 			return a, nil
 		}
 	case *ofp.GroupMod:
@@ -33,7 +40,10 @@ func (br *Bridge) CheckBundled(m ofp.Message) (ofp.Message, *ofp.Error) {
 // times, counters and seq the commit gives it (insert).
 type bundledAdd struct {
 	ofp.Header
-	r       rule // one allocation with the rest
+	r rule // one allocation with the rest
+	// m is the flow's match if it has tun_metadata fields, which the
+	// commit resolves, else nil: r has its match.
+	m       *ofp.Match
 	overlap bool // CHECK_OVERLAP
 	origin  any  // ofp.FlowMod's Origin
 }
@@ -69,7 +79,7 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 		switch m := m.(type) {
 		case *bundledAdd:
 			o = origin{m.origin, m.Xid}
-			rs, err = br.addLocked(ft, &m.r, m.overlap, now, gen, o)
+			rs, err = br.addLocked(ft, &m.r, m.m, m.overlap, now, gen, o)
 		case *ofp.FlowMod:
 			o = originOf(m)
 			rs, err = br.flowModLocked(ft, m, now, gen)

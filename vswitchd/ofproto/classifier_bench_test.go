@@ -3,6 +3,7 @@ package ofproto
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -137,4 +138,48 @@ func BenchmarkFlowModBarrier(b *testing.B) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/flow")
 		})
 	}
+}
+
+// BenchmarkRuleMemory adds n flows as BenchmarkFlowModBarrier does
+// (decoded from the wire, as `ovs-ofctl add-flows` sends them) and
+// reports the live heap they take per flow after a GC (B/rule): a flow's
+// rule, its actions, its place in its subtable and its counters.
+func BenchmarkRuleMemory(b *testing.B) {
+	const n = 100000
+	raws := make([][]byte, n)
+	for i := range raws {
+		fm := benchFlow(i)
+		fm.BufferID, fm.OutPort, fm.OutGroup = 0xffffffff, ofp.PortAny, ofp.GroupAny
+		raws[i] = ofp.EncodeFlowMod(ofp.V13, uint32(i), fm)
+	}
+	_, br := benchBridge(b)
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var perRule float64
+	for range b.N {
+		br.FlowMod(fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll}.mod())
+		br.Barrier()
+		h0 := heap()
+		for _, raw := range raws {
+			m, err := ofp.Decode(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fm := m.(*ofp.FlowMod)
+			if err := br.FlowMod(fm); err != nil {
+				b.Fatal(err)
+			}
+			ofp.ReleaseFlowMod(fm)
+		}
+		br.Barrier()
+		perRule = float64(int64(heap())-int64(h0)) / n
+	}
+	if got := br.tables.Load().table(0).len(); got != n {
+		b.Fatalf("%d flows in table 0, want %d", got, n)
+	}
+	b.ReportMetric(perRule, "B/rule")
 }

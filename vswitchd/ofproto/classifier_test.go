@@ -3,6 +3,7 @@ package ofproto
 import (
 	"maps"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -24,7 +25,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 	linear := func(rs []*rule, f *ofp.Flow) *rule {
 		var best *rule
 		for _, r := range rs {
-			if f.Masked(&r.match.Mask) == r.match.Flow && (best == nil || r.before(best)) {
+			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
 				best = r
 			}
 		}
@@ -56,7 +57,8 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			m.Flow = randFlow()
 			m.Normalize()
 			prio := uint16(rng.Intn(4))
-			r := &rule{match: m, priority: prio, stats: &ruleStats{}}
+			r := &rule{priority: prio, stats: &ruleStats{}}
+			r.setMatch(&m)
 			old := tbl.find(&m, prio)
 			if old != nil {
 				r.seq = old.seq
@@ -132,7 +134,7 @@ func TestHashTrie(t *testing.T) {
 		total := 0
 		for _, h := range hashes {
 			got, w := root.get(h), want[h]
-			if len(got) != len(w) || len(w) > 0 && got[0] != w[0] {
+			if !slices.Equal(got, w) {
 				t.Fatalf("hash %#x: %v, want %v", h, got, w)
 			}
 			total += len(w)
@@ -147,15 +149,11 @@ func TestHashTrie(t *testing.T) {
 			h := hashes[rng.Intn(len(hashes))]
 			var l []*rule
 			if rng.Intn(4) != 0 {
-				l = []*rule{{seq: uint64(step)}}
+				for range 1 + rng.Intn(3) {
+					l = append(l, &rule{seq: uint64(step)})
+				}
 			}
-			if l != nil && rng.Intn(2) == 0 {
-				var p *[]*rule
-				root, p = root.slot(h, gen, 0)
-				*p = l
-			} else {
-				root = root.set(h, l, gen, 0)
-			}
+			root = root.set(h, l, gen, 0)
 			if l == nil {
 				delete(want, h)
 			} else {
@@ -169,5 +167,35 @@ func TestHashTrie(t *testing.T) {
 	}
 	for _, v := range versions {
 		check(v.root, v.want)
+	}
+}
+
+// TestHashTrieOneHash checks that a leaf holding many rules of one hash
+// (one match at many priorities) does not split, and that a split keeps
+// each hash's rules together and in order.
+func TestHashTrieOneHash(t *testing.T) {
+	gen := gens.Add(1)
+	var root *tnode
+	var same []*rule
+	for i := range 3 * leafMax {
+		same = append(same, &rule{seq: uint64(i)})
+	}
+	root = root.set(7, same, gen, 0)
+	if root.kids != nil || !slices.Equal(root.get(7), same) {
+		t.Fatalf("one hash's %d rules: split %v, get %d rules", len(same), root.kids != nil, len(root.get(7)))
+	}
+	for h := uint64(8); h < 8+2*leafMax; h++ {
+		root = root.set(h<<trieBits|7, []*rule{{seq: h}, {seq: h + 100}}, gen, 0)
+	}
+	if root.kids == nil {
+		t.Fatal("a leaf of more than leafMax hashes did not split")
+	}
+	if !slices.Equal(root.get(7), same) {
+		t.Fatal("a split lost the order of a hash's rules")
+	}
+	for h := uint64(8); h < 8+2*leafMax; h++ {
+		if l := root.get(h<<trieBits | 7); len(l) != 2 || l[0].seq != h || l[1].seq != h+100 {
+			t.Fatalf("hash %d after the split: %v", h, l)
+		}
 	}
 }

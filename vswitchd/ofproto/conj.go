@@ -11,8 +11,8 @@ import (
 // actions are conjunction actions, and perhaps notes): such a rule is
 // never the result of a lookup, it only counts towards its conjunctions.
 func (r *rule) conjunctive() bool {
-	for i := range r.actions {
-		if r.actions[i].Type == ofp.ActConjunction {
+	for i := range r.actions() {
+		if r.actions()[i].Type == ofp.ActConjunction {
 			return true
 		}
 	}
@@ -64,8 +64,8 @@ func completeConjunction(soft []*rule) (id uint32, prio uint16, ok bool) {
 		}
 		clauses := map[key]uint64{}
 		for _, r := range soft[:n] {
-			for i := range r.actions {
-				if a := &r.actions[i]; a.Type == ofp.ActConjunction {
+			for i := range r.actions() {
+				if a := &r.actions()[i]; a.Type == ofp.ActConjunction {
 					clauses[key{a.ID, a.NClauses}] |= 1 << a.Clause
 				}
 			}

@@ -28,7 +28,10 @@ func (br *Bridge) SetAsync(s AsyncSink) {
 // normalRule is the flow a standalone bridge without controllers starts
 // with, as OVS's connmgr adds it: priority=0 actions=NORMAL.
 func (br *Bridge) normalRule(now time.Duration) *rule {
-	return &rule{actions: []ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}}, created: now, modified: now, stats: &ruleStats{}}
+	r := &rule{created: now, modified: now, stats: &ruleStats{}}
+	r.setActions([]ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}})
+	r.setMatch(&ofp.Match{})
+	return r
 }
 
 // resetFlows empties every table and, unless secure, adds the NORMAL
@@ -120,7 +123,9 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 // held.
 func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen uint64) ([]*rule, *ofp.Error) {
 	if fm.Command == ofp.FlowAdd {
-		return br.addLocked(ft, newRule(fm), fm.Flags&ofp.FlagCheckOverlap != 0, now, gen, originOf(fm))
+		nr := new(rule)
+		initRule(nr, fm)
+		return br.addLocked(ft, nr, &fm.Match, fm.Flags&ofp.FlagCheckOverlap != 0, now, gen, originOf(fm))
 	}
 	if err := br.resolveTunMD(&fm.Match, fm.Actions); err != nil {
 		return nil, err
@@ -150,14 +155,20 @@ func (br *Bridge) flowModLocked(ft *flowTables, fm *ofp.FlowMod, now time.Durati
 	return append(removed, deleteLearned(ft, removed, gen)...), nil
 }
 
-// addLocked adds nr (from newRule) as flowModLocked an add: the
+// addLocked adds nr (from initRule) as flowModLocked an add: the
 // bridge's tun_metadata map, meters and groups are checked, and a flow
-// it replaces may have been the last to learn with delete_learned.
-func (br *Bridge) addLocked(ft *flowTables, nr *rule, overlap bool, now time.Duration, gen uint64, o origin) ([]*rule, *ofp.Error) {
-	if err := br.resolveTunMD(&nr.match, nr.actions); err != nil {
+// it replaces may have been the last to learn with delete_learned. m is
+// nr's match, which addLocked resolves (tun_metadata) and sets, or nil
+// if nr has its match already (one without tun_metadata fields).
+func (br *Bridge) addLocked(ft *flowTables, nr *rule, m *ofp.Match, overlap bool, now time.Duration, gen uint64, o origin) ([]*rule, *ofp.Error) {
+	if err := br.resolveTunMD(m, nr.actions()); err != nil {
 		return nil, err
 	}
-	if err := br.checkActionRefs(ft, nr.actions); err != nil {
+	if m != nil {
+		nr.setMatch(m)
+	}
+	nr.setActions(internActions(nr.actions()))
+	if err := br.checkActionRefs(ft, nr.actions()); err != nil {
 		return nil, err
 	}
 	old, err := br.insert(ft, nr, overlap, now, gen, o)
@@ -207,17 +218,21 @@ func (br *Bridge) add(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen ui
 	return err
 }
 
-// newRule is the flow an add fm makes, but for what the change that
-// inserts it gives it (insert: times, counters, seq).
+// newRule is the flow an add fm, its tun_metadata fields resolved,
+// makes, but for what the change that inserts it gives it (insert:
+// times, counters, seq).
 func newRule(fm *ofp.FlowMod) *rule {
 	r := new(rule)
 	initRule(r, fm)
+	r.setMatch(&fm.Match)
+	r.setActions(internActions(r.actions()))
 	return r
 }
 
-// initRule sets *r, a zero rule, as newRule.
+// initRule sets *r, a zero rule, as newRule but for its match.
 func initRule(r *rule, fm *ofp.FlowMod) {
-	r.table, r.match, r.priority, r.cookie, r.actions = fm.Table, fm.Match, fm.Priority, fm.NewCookie, fm.Actions
+	r.table, r.priority, r.cookie = fm.Table, fm.Priority, fm.NewCookie
+	r.setActions(fm.Actions)
 	r.idle, r.hard, r.flags, r.imp = fm.IdleTimeout, fm.HardTimeout, fm.Flags&ruleFlags, fm.Importance
 }
 
@@ -229,8 +244,9 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	tbl := ft.table(int(nr.table))
 	if overlap {
 		overlap = false
+		m := nr.match()
 		tbl.each(func(r *rule) {
-			overlap = overlap || !r.sameMatch(&nr.match, nr.priority) && r.overlaps(&nr.match, nr.priority)
+			overlap = overlap || !r.sameMatch(&m, nr.priority) && r.overlaps(&m, nr.priority)
 		})
 		if overlap {
 			return nil, &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
@@ -239,8 +255,8 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	si := tbl.subIndex(&nr.match.Mask) // once: a mask is 832 bytes to compare
-	old = tbl.findIn(si, &nr.match, nr.priority)
+	si := tbl.subIndex(nr.mask)
+	old = tbl.findIn(si, nr)
 	if old != nil {
 		nr.seq = old.seq
 	} else if tbl.len() >= maxFlowsPerTable {
@@ -310,11 +326,15 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 	strict := fm.Command == ofp.FlowModifyStrict
 	lo, hi := tablesOf(fm.Table)
 	var replaced []*rule
+	var acts []ofp.Action
 	for t := lo; t <= hi; t++ {
 		for _, r := range matching(ft, t, fm, strict) {
+			if acts == nil {
+				acts = internActions(fm.Actions)
+			}
 			replaced = append(replaced, r)
 			nr := *r
-			nr.actions = fm.Actions
+			nr.setActions(acts)
 			nr.modified = now
 			if fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
 				nr.cookie = fm.NewCookie
@@ -365,7 +385,22 @@ func (br *Bridge) flowStats(r *rule, now time.Duration) ofp.FlowStats {
 	return ofp.FlowStats{Table: r.table, Duration: (now - r.created).Truncate(time.Millisecond), Priority: r.priority,
 		IdleTimeout: r.idle, HardTimeout: r.hard, Flags: r.flags, Importance: r.imp, Cookie: r.cookie,
 		Packets: r.stats.packets.Load(), Bytes: r.stats.bytes.Load(), IdleAge: (now - used).Truncate(time.Millisecond), HardAge: (now - r.modified).Truncate(time.Millisecond),
-		Match: r.match, Actions: r.actions}
+		Match: r.match(), Actions: r.actions()}
+}
+
+// EachFlow calls fn with every flow of every table, in Flows' order,
+// without a slice of all (a FlowStats is 2 KB: 200 MB at 100 000 flows);
+// fn must not keep f.
+func (br *Bridge) EachFlow(fn func(f *ofp.FlowStats)) {
+	ft := br.tables.Load()
+	now := br.clock()
+	var f ofp.FlowStats
+	for t := range NumTables {
+		for _, r := range ft.table(t).sorted() {
+			f = br.flowStats(r, now)
+			fn(&f)
+		}
+	}
 }
 
 // Flows returns every flow of every table, table by table, each in

@@ -162,7 +162,7 @@ func (br *Bridge) deleteGroupFlows(ft *flowTables, groups []uint32, gen uint64) 
 	for t := range NumTables {
 		var rs []*rule
 		ft.table(t).each(func(r *rule) {
-			for _, g := range ofp.Groups(r.actions) {
+			for _, g := range ofp.Groups(r.actions()) {
 				if slices.Contains(groups, g) {
 					rs = append(rs, r)
 					return
@@ -249,7 +249,7 @@ func (br *Bridge) GroupStats() []ofp.GroupStats {
 	refs := map[uint32]uint32{}
 	for t := range NumTables {
 		ft.table(t).each(func(r *rule) {
-			for _, g := range ofp.Groups(r.actions) {
+			for _, g := range ofp.Groups(r.actions()) {
 				refs[g]++
 			}
 		})

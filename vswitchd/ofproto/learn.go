@@ -210,8 +210,10 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()
 	gen := gens.Add(1)
-	nr := &rule{table: fm.Table, match: fm.Match, priority: fm.Priority, cookie: fm.NewCookie, actions: fm.Actions,
+	nr := &rule{table: fm.Table, priority: fm.Priority, cookie: fm.NewCookie,
 		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags, created: now, modified: now, stats: &ruleStats{}}
+	nr.setMatch(&fm.Match)
+	nr.setActions(internActions(fm.Actions))
 	old := ft.table(int(fm.Table)).find(&fm.Match, fm.Priority)
 	switch {
 	case old != nil:
@@ -234,10 +236,10 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 // refreshes it.
 func sameLearned(r *rule, fm *ofp.FlowMod) bool {
 	if r.cookie != fm.NewCookie || r.idle != fm.IdleTimeout || r.hard != fm.HardTimeout || r.flags != fm.Flags ||
-		len(r.actions) != len(fm.Actions) {
+		len(r.actions()) != len(fm.Actions) {
 		return false
 	}
-	return ofp.FormatActions(r.actions, 0, nil) == ofp.FormatActions(fm.Actions, 0, nil)
+	return ofp.FormatActions(r.actions(), 0, nil) == ofp.FormatActions(fm.Actions, 0, nil)
 }
 
 // deleteLearned removes, from ft, the flows learned by the learn actions
@@ -252,7 +254,7 @@ func deleteLearned(ft *flowTables, removed []*rule, gen uint64) []*rule {
 	}
 	gone := map[key]bool{}
 	for _, r := range removed {
-		eachLearn(r.actions, func(l *ofp.Learn) {
+		eachLearn(r.actions(), func(l *ofp.Learn) {
 			if l.Flags&ofp.LearnDeleteLearned != 0 {
 				gone[key{l.Table, l.Cookie}] = true
 			}
@@ -263,7 +265,7 @@ func deleteLearned(ft *flowTables, removed []*rule, gen uint64) []*rule {
 	}
 	for t := range NumTables {
 		ft.table(t).each(func(r *rule) {
-			eachLearn(r.actions, func(l *ofp.Learn) {
+			eachLearn(r.actions(), func(l *ofp.Learn) {
 				if l.Flags&ofp.LearnDeleteLearned != 0 {
 					delete(gone, key{l.Table, l.Cookie})
 				}
@@ -332,7 +334,7 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	br.flowMu.Lock()
 	defer br.flowMu.Unlock()
 	ft := *br.tables.Load()
-	cur := ft.table(int(r.table)).find(&r.match, r.priority)
+	cur := ft.table(int(r.table)).findSame(r)
 	if cur == nil || cur.seq != r.seq {
 		return
 	}

@@ -129,7 +129,7 @@ func (br *Bridge) MeterMod(m *ofp.MeterMod) *ofp.Error {
 		br.meters[m.ID] = &meter{cfg: ofp.MeterConfig{ID: m.ID, Flags: m.Flags, Bands: m.Bands}, dpID: old.dpID, created: old.created}
 	case ofp.MeterDelete:
 		doomed := func(id uint32) bool { return br.meters[id] != nil && (m.ID == ofp.MeterAll || id == m.ID) }
-		br.deleteRulesLocked(func(r *rule) bool { return slices.ContainsFunc(ofp.Meters(r.actions), doomed) }, ofp.FlowRemovedMeter)
+		br.deleteRulesLocked(func(r *rule) bool { return slices.ContainsFunc(ofp.Meters(r.actions()), doomed) }, ofp.FlowRemovedMeter)
 		for id, mt := range br.meters {
 			if doomed(id) {
 				br.backer.dp.MeterDel(mt.dpID)
@@ -238,7 +238,7 @@ func (br *Bridge) MeterStats(id uint32) (out []ofp.MeterStats, ok bool) {
 	ft := br.tables.Load()
 	for t := range NumTables {
 		ft.table(t).each(func(r *rule) {
-			for _, id := range ofp.Meters(r.actions) {
+			for _, id := range ofp.Meters(r.actions()) {
 				flows[id]++
 			}
 		})

@@ -55,13 +55,13 @@ func (br *Bridge) noteChange(ev ofp.UpdateEvent, r *rule, reason uint8, old *rul
 	}
 	var oldActions []ofp.Action
 	if old != nil {
-		if old.cookie == r.cookie && reflect.DeepEqual(old.actions, r.actions) {
+		if old.cookie == r.cookie && reflect.DeepEqual(old.actions(), r.actions()) {
 			return
 		}
-		oldActions = old.actions
+		oldActions = old.actions()
 	}
 	c := ofp.FlowChange{FlowUpdate: ofp.FlowUpdate{Event: ev, Reason: reason, Table: r.table, Priority: r.priority,
-		IdleTimeout: r.idle, HardTimeout: r.hard, Cookie: r.cookie, Match: r.match, Actions: r.actions}, OldActions: oldActions}
+		IdleTimeout: r.idle, HardTimeout: r.hard, Cookie: r.cookie, Match: r.match(), Actions: r.actions()}, OldActions: oldActions}
 	c.Origin, c.Xid = o.conn, o.xid
 	br.changes = append(br.changes, c)
 }

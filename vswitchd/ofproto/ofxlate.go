@@ -317,7 +317,7 @@ func (x *xlate) table(id uint8) {
 			}
 		}
 		x.of.rule, x.of.lastTable = r, id
-		next, ok := x.ofActions(r.actions, id)
+		next, ok := x.ofActions(r.actions(), id)
 		if !ok || x.of.exit {
 			return
 		}
@@ -329,7 +329,8 @@ func (x *xlate) table(id uint8) {
 // from pn), priority and cookie.
 func ruleTitle(r *rule, pn ofp.PortNames) string {
 	var b strings.Builder
-	if m := formatOFMatchNames(&r.match, pn); m != "" {
+	m := r.match()
+	if m := formatOFMatchNames(&m, pn); m != "" {
 		b.WriteString(m)
 		b.WriteString(", ")
 	}

@@ -77,7 +77,7 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16, userdata []byte, pau
 	}
 	if r := s.rule; r != nil {
 		c.table, c.cookie = r.table, r.cookie
-		c.explicitMiss = r.priority == 0 && r.match.Mask == (ofp.Flow{})
+		c.explicitMiss = r.priority == 0 && r.matchesAll()
 	}
 	if s.missTable >= 0 {
 		c.table, c.cookie, c.explicitMiss, c.implicitMiss = uint8(s.missTable), 0, false, true

@@ -122,7 +122,7 @@ func ruleLive(idx *index) func(*Bridge, *rule) bool {
 		if !slices.Contains(idx.bridges, br) {
 			return false
 		}
-		return br.tables.Load().table(int(r.table)).find(&r.match, r.priority) == r
+		return br.tables.Load().table(int(r.table)).findSame(r) == r
 	}
 }
 

@@ -25,14 +25,23 @@ const hiddenTable = 254
 // counters.
 type rule struct {
 	table    uint8
-	match    ofp.Match
 	priority uint16
-	cookie   uint64
-	actions  []ofp.Action
 	idle     uint16
 	hard     uint16
 	flags    uint16
 	imp      uint16
+	// acts and nacts are the actions (actions()), often shared with
+	// other rules (internActions): an array, not a slice, saves 16 bytes.
+	nacts  uint32
+	acts   *ofp.Action
+	cookie uint64
+	// mask and keyp are the match (rulematch.go): the mask, shared, and
+	// the flow's bits under each of mask.mws (key, len(mask.mws) words
+	// from keyp); tunMD the match's tun_metadata fields as decoded
+	// (ofp.Match.TunMD), nil if none.
+	mask  *ruleMask
+	keyp  *uint64
+	tunMD *[]ofp.TunMDEntry
 	// created and modified are bridge clock readings (for duration and
 	// the hard timeout, which counts from the last modification).
 	created, modified time.Duration
@@ -67,32 +76,13 @@ func (br *Bridge) TableCounts(id uint8) (lookups, matched uint64) {
 	return ts.lookups.Load(), ts.matched.Load()
 }
 
-// sameMatch reports whether r has exactly m and priority (strict match).
-func (r *rule) sameMatch(m *ofp.Match, prio uint16) bool {
-	return r.priority == prio && r.match.Flow == m.Flow && r.match.Mask == m.Mask
-}
-
-// narrower reports whether r's match is at least as specific as m (a
-// loose match: every packet r matches, m matches).
-func (r *rule) narrower(m *ofp.Match) bool { return m.Includes(&r.match) }
-
-// overlaps reports whether some packet could match both r and m at the
-// same priority (CHECK_OVERLAP).
-func (r *rule) overlaps(m *ofp.Match, prio uint16) bool {
-	if r.priority != prio {
-		return false
-	}
-	common := r.match.Mask.Masked(&m.Mask)
-	return r.match.Flow.Masked(&common) == m.Flow.Masked(&common)
-}
-
 // outputsTo reports whether r's actions output to port / group (the
 // out_port / out_group filters; ANY passes all).
 func (r *rule) outputsTo(port, group uint32) bool {
-	if port != ofp.PortAny && !slices.Contains(ofp.Outputs(r.actions), port) {
+	if port != ofp.PortAny && !slices.Contains(ofp.Outputs(r.actions()), port) {
 		return false
 	}
-	return group == ofp.GroupAny || slices.Contains(ofp.Groups(r.actions), group)
+	return group == ofp.GroupAny || slices.Contains(ofp.Groups(r.actions()), group)
 }
 
 // flowTables is an immutable set of tables once published; a change
@@ -171,9 +161,10 @@ type subtable struct {
 	rules        *tnode      // the rule lists by hash
 	prios        []prioCount // rules per priority, highest first, for maxPrio
 	n            int
-	// mask is shared by the subtable's versions (a Flow is 832 bytes,
-	// which a change would otherwise copy).
-	mask *ofp.Flow
+	// mask is the subtable's rules', shared with them and with the
+	// subtable's versions (a Flow is 840 bytes, which a change would
+	// otherwise copy); mws is mask.mws.
+	mask *ruleMask
 }
 
 // mayHave reports whether st may have rules with hash h.
@@ -220,15 +211,18 @@ func (st *subtable) delHash(h uint64) {
 // masked key's hash to the rules of that hash, by priority, highest
 // first, ties in insertion order. An interior node (kids not nil) has
 // trieFan children, chosen by the next trieBits bits of the hash from
-// the lowest; a leaf holds up to leafMax hashes (hs) and their lists
-// (ls), and splits past that. A change copies the nodes on the path to
-// what it changes, not a shard of the table as the map it replaces did
-// (which at 100 000 flows copied some 6 KB per flow mod).
+// the lowest; a leaf holds the rules of up to leafMax hashes, rs[i] of
+// hash hs[i], a hash's rules adjacent and in order, and splits past
+// that. A change copies the nodes on the path to what it changes, not a
+// shard of the table as the map it replaces did (which at 100 000 flows
+// copied some 6 KB per flow mod). A leaf keeps a rule in two words, not
+// in a list of its hash's (a slice header, a pointer and the list's
+// allocation).
 type tnode struct {
 	gen  uint64
 	kids []*tnode
 	hs   []uint64
-	ls   [][]*rule
+	rs   []*rule
 }
 
 const (
@@ -237,78 +231,69 @@ const (
 	leafMax  = 16
 )
 
-// get returns the rules of hash h under n.
+// get returns the rules of hash h under n, which the caller must not
+// change.
 func (n *tnode) get(h uint64) []*rule {
 	for s := uint(0); n != nil; s += trieBits {
 		if n.kids == nil {
-			for i, x := range n.hs {
-				if x == h {
-					return n.ls[i]
-				}
-			}
-			return nil
+			i, j := n.run(h)
+			return n.rs[i:j:j]
 		}
 		n = n.kids[(h>>s)&(trieFan-1)]
 	}
 	return nil
 }
 
-// set returns n (a trie at depth s bits) with l as the rules of hash h,
-// none if l is empty; it copies the nodes it changes that are not of
-// generation gen and changes those that are in place.
-func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
-	if n == nil {
-		if len(l) == 0 {
-			return nil
-		}
-		return &tnode{gen: gen, hs: []uint64{h}, ls: [][]*rule{l}}
+// run returns where the rules of hash h are in leaf n, rs[i:j]: if it
+// has none, i == j == len(rs), where they would go.
+func (n *tnode) run(h uint64) (i, j int) {
+	i = 0
+	for i < len(n.hs) && n.hs[i] != h {
+		i++
 	}
-	n = n.private(gen)
+	j = i
+	for j < len(n.hs) && n.hs[j] == h {
+		j++
+	}
+	return i, j
+}
+
+// edit returns n (a trie at depth s bits) with the rules of hash h as fn
+// leaves them: fn gets the leaf of h, private to generation gen, and
+// where its rules are in it (run), and changes the leaf's hs and rs
+// there. edit copies the nodes on the way that are not of generation gen
+// and changes those that are in place.
+func (n *tnode) edit(h, gen uint64, s uint, fn func(l *tnode, i, j int)) *tnode {
+	if n == nil {
+		n = &tnode{gen: gen}
+	} else {
+		n = n.private(gen)
+	}
 	if n.kids != nil {
-		i := (h >> s) & (trieFan - 1)
-		n.kids[i] = n.kids[i].set(h, l, gen, s+trieBits)
+		k := (h >> s) & (trieFan - 1)
+		n.kids[k] = n.kids[k].edit(h, gen, s+trieBits, fn)
 		return n
 	}
-	i := slices.Index(n.hs, h)
-	switch {
-	case i >= 0 && len(l) > 0:
-		n.ls[i] = l
-	case i >= 0:
-		n.hs = slices.Delete(n.hs, i, i+1)
-		n.ls = slices.Delete(n.ls, i, i+1)
-	case len(l) > 0:
-		n.hs = append(n.hs, h)
-		n.ls = append(n.ls, l)
-		n.splitFull(gen, s)
+	i, j := n.run(h)
+	fn(n, i, j)
+	if len(n.rs) == 0 {
+		return nil
 	}
+	n.splitFull(gen, s)
 	return n
 }
 
-// slot returns n (a trie at depth s bits) with a place for the rules of
-// hash h, and that place (nil if h had none, for the caller to fill),
-// copying and changing nodes as set.
-func (n *tnode) slot(h, gen uint64, s uint) (*tnode, *[]*rule) {
-	if n == nil {
-		n = &tnode{gen: gen, hs: []uint64{h}, ls: make([][]*rule, 1)}
-		return n, &n.ls[0]
-	}
-	n = n.private(gen)
-	if n.kids != nil {
-		i := (h >> s) & (trieFan - 1)
-		var p *[]*rule
-		n.kids[i], p = n.kids[i].slot(h, gen, s+trieBits)
-		return n, p
-	}
-	if i := slices.Index(n.hs, h); i >= 0 {
-		return n, &n.ls[i]
-	}
-	if len(n.hs) == leafMax && s+trieBits < 64 {
-		n.split(gen, s)
-		return n.slot(h, gen, s)
-	}
-	n.hs = append(n.hs, h)
-	n.ls = append(n.ls, nil)
-	return n, &n.ls[len(n.ls)-1]
+// set returns n (a trie at depth s bits) with l as the rules of hash h,
+// none if l is empty, as edit.
+func (n *tnode) set(h uint64, l []*rule, gen uint64, s uint) *tnode {
+	return n.edit(h, gen, s, func(n *tnode, i, j int) {
+		hs := make([]uint64, len(l))
+		for k := range hs {
+			hs[k] = h
+		}
+		n.hs = slices.Replace(n.hs, i, j, hs...)
+		n.rs = slices.Replace(n.rs, i, j, l...)
+	})
 }
 
 // private returns n if it is of generation gen, else a copy that is.
@@ -321,31 +306,50 @@ func (n *tnode) private(gen uint64) *tnode {
 		c.kids = slices.Clone(n.kids)
 	} else {
 		c.hs = append(make([]uint64, 0, len(n.hs)+1), n.hs...)
-		c.ls = append(make([][]*rule, 0, len(n.ls)+1), n.ls...)
+		c.rs = append(make([]*rule, 0, len(n.rs)+1), n.rs...)
 	}
 	return c
 }
 
 // splitFull splits n, a leaf of generation gen at depth s bits, if it
-// holds more than leafMax hashes.
+// holds the rules of more than leafMax hashes.
 func (n *tnode) splitFull(gen uint64, s uint) {
-	if len(n.hs) > leafMax && s+trieBits < 64 {
+	if len(n.hs) <= leafMax || s+trieBits >= 64 {
+		return
+	}
+	d := 1
+	for i := 1; i < len(n.hs); i++ {
+		if n.hs[i] != n.hs[i-1] {
+			d++
+		}
+	}
+	if d > leafMax {
 		n.split(gen, s)
 	}
 }
 
 // split makes n, a leaf of generation gen at depth s bits, an interior
-// node with its hashes in new leaves.
+// node with its rules in new leaves.
 func (n *tnode) split(gen uint64, s uint) {
 	kids := make([]*tnode, trieFan)
-	for j, x := range n.hs {
-		k := (x >> s) & (trieFan - 1)
-		kids[k] = kids[k].set(x, n.ls[j], gen, s+trieBits)
+	for i, h := range n.hs {
+		k := (h >> s) & (trieFan - 1)
+		if kids[k] == nil {
+			kids[k] = &tnode{gen: gen}
+		}
+		kids[k].hs = append(kids[k].hs, h)
+		kids[k].rs = append(kids[k].rs, n.rs[i])
 	}
-	n.kids, n.hs, n.ls = kids, nil, nil
+	for _, k := range kids {
+		if k != nil {
+			k.hs, k.rs = slices.Clip(k.hs), slices.Clip(k.rs)
+			k.splitFull(gen, s+trieBits)
+		}
+	}
+	n.kids, n.hs, n.rs = kids, nil, nil
 }
 
-// each calls fn with every list of rules under n.
+// each calls fn with the rules of each leaf under n.
 func (n *tnode) each(fn func([]*rule)) {
 	if n == nil {
 		return
@@ -353,8 +357,8 @@ func (n *tnode) each(fn func([]*rule)) {
 	for _, k := range n.kids {
 		k.each(fn)
 	}
-	for _, l := range n.ls {
-		fn(l)
+	if len(n.rs) > 0 {
+		fn(n.rs)
 	}
 }
 
@@ -432,13 +436,23 @@ func hashWords(fw *[flowWords]uint64, mws []maskWord) uint64 {
 // hash is the hash of k, a flow masked by st's mask, in st.
 func (st *subtable) hash(k *ofp.Flow) uint64 { return hashWords(wordsOf(k), st.mws) }
 
+// hashKey is the hash in a subtable of mask words mws of a rule's key,
+// as hashWords of its flow.
+func hashKey(key []uint64, mws []maskWord) uint64 {
+	h := hashSeed ^ uint64(len(mws))
+	key = key[:len(mws)]
+	for j, w := range mws {
+		h = mulMix(h^key[j], 0x9e3779b97f4a7c15^uint64(w.i))
+	}
+	return mulMix(h, 0xe7037ed1a0b428db)
+}
+
 // matches reports whether the flow of words fw has r's match, r being a
-// rule of st: a match has no bits outside its mask, so only the mask's
-// words need comparing.
+// rule of st: its key is fw's bits under st's mask words.
 func (st *subtable) matches(r *rule, fw *[flowWords]uint64) bool {
-	rw := wordsOf(&r.match.Flow)
-	for _, w := range st.mws {
-		if fw[w.i]&w.m != rw[w.i] {
+	key := unsafe.Slice(r.keyp, len(st.mws))
+	for j, w := range st.mws {
+		if fw[w.i]&w.m != key[j] {
 			return false
 		}
 	}
@@ -522,28 +536,50 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 
 // find returns the rule with exactly m and prio (a strict match).
 func (t *table) find(m *ofp.Match, prio uint16) *rule {
-	return t.findIn(t.subIndex(&m.Mask), m, prio)
-}
-
-// subIndex returns the index in t.subs of the subtable of mask, -1 if
-// there is none (t may be nil). A table's copies (mutable) have its
-// subtables at the same indexes.
-func (t *table) subIndex(mask *ofp.Flow) int {
 	if t == nil {
-		return -1
+		return nil
 	}
-	return slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == *mask })
-}
-
-// findIn is find in subtable i (subIndex of m's mask).
-func (t *table) findIn(i int, m *ofp.Match, prio uint16) *rule {
+	i := t.subIndex(findMask(&m.Mask))
 	if i < 0 {
 		return nil
 	}
 	st := t.subs[i]
 	for _, r := range st.rules.get(st.hash(&m.Flow)) {
-		if r.match.Flow == m.Flow && r.priority == prio {
+		if r.priority == prio && r.keyIs(&m.Flow) {
 			return r
+		}
+	}
+	return nil
+}
+
+// findSame returns the rule of t with r's match and priority (r itself
+// if it is in t).
+func (t *table) findSame(r *rule) *rule {
+	if t == nil {
+		return nil
+	}
+	return t.findIn(t.subIndex(r.mask), r)
+}
+
+// subIndex returns the index in t.subs of the subtable of mask, -1 if
+// there is none (t may be nil). A table's copies (mutable) have its
+// subtables at the same indexes.
+func (t *table) subIndex(mask *ruleMask) int {
+	if t == nil || mask == nil {
+		return -1
+	}
+	return slices.IndexFunc(t.subs, func(st *subtable) bool { return st.mask == mask })
+}
+
+// findIn is findSame in subtable i (subIndex of r's mask).
+func (t *table) findIn(i int, r *rule) *rule {
+	if i < 0 {
+		return nil
+	}
+	st := t.subs[i]
+	for _, o := range st.rules.get(hashKey(r.key(), st.mws)) {
+		if o.priority == r.priority && o.sameKey(r) {
+			return o
 		}
 	}
 	return nil
@@ -626,23 +662,22 @@ func (st *subtable) mutable(gen uint64) *subtable {
 // put adds r to t (a change of generation gen); old, if not nil, is the
 // rule with r's match and priority that r replaces.
 func (t *table) put(r, old *rule, gen uint64) {
-	t.putIn(t.subIndex(&r.match.Mask), r, old, gen)
+	t.putIn(t.subIndex(r.mask), r, old, gen)
 }
 
 // putIn is put with i the subIndex of r's mask.
 func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	var st *subtable
 	if i < 0 {
-		mask := r.match.Mask
-		st = &subtable{gen: gen, mask: &mask, mws: maskWordsOf(&mask)}
-		l2, l3 := splitL3(st.mask)
+		st = &subtable{gen: gen, mask: r.mask, mws: r.mask.mws}
+		l2, l3 := splitL3(&st.mask.mask)
 		st.l3 = l3 != ofp.Flow{}
 		st.l2Ws = maskWordsOf(&l2)
 		meta := l2
 		k := &meta.Key
 		k.EthDst, k.EthSrc, k.EthType, k.VLANTCI, k.VLANTPID = [6]byte{}, [6]byte{}, 0, 0, 0
 		st.metaWs = maskWordsOf(&meta)
-		if st.mask.InPort == ^uint32(0) {
+		if st.mask.mask.InPort == ^uint32(0) {
 			st.inPorts = map[uint32]int32{}
 		}
 		t.subs = append(t.subs, st)
@@ -651,34 +686,37 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		st = t.subs[i].mutable(gen)
 		t.subs[i] = st
 	}
-	h := st.hash(&r.match.Flow)
-	var p *[]*rule
-	st.rules, p = st.rules.slot(h, gen, 0)
-	l := *p
+	h := hashKey(r.key(), st.mws)
+	newHash := false
+	st.rules = st.rules.edit(h, gen, 0, func(l *tnode, i, j int) {
+		if old != nil {
+			l.rs[i+slices.Index(l.rs[i:j], old)] = r
+			return
+		}
+		newHash = i == j
+		k := i
+		for k < j && l.rs[k].before(r) {
+			k++
+		}
+		l.hs = slices.Insert(l.hs, k, h)
+		l.rs = slices.Insert(l.rs, k, r)
+	})
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
-		l = slices.Clone(l)
-		l[slices.Index(l, old)] = r
-		*p = l
 		return
 	}
-	j := 0
-	for j < len(l) && l[j].before(r) {
-		j++
-	}
-	if len(l) == 0 {
+	if newHash {
 		st.addHash(h)
 	}
-	*p = slices.Insert(slices.Clip(l), j, r)
 	st.n++
 	t.n++
 	st.prios = addPrio(st.prios, r.priority)
-	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]++
 	}
 	if st.inPorts != nil {
-		st.inPorts[r.match.Flow.InPort]++
+		st.inPorts[r.inPort()]++
 	}
 	if st.n == 1 || r.priority > st.maxPrio {
 		st.maxPrio = r.priority
@@ -688,24 +726,34 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 
 // remove takes r out of t (a change of generation gen).
 func (t *table) remove(r *rule, gen uint64) {
-	i := slices.IndexFunc(t.subs, func(st *subtable) bool { return *st.mask == r.match.Mask })
+	i := t.subIndex(r.mask)
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
-	h := st.hash(&r.match.Flow)
-	l := slices.DeleteFunc(slices.Clone(st.rules.get(h)), func(o *rule) bool { return o == r })
-	st.rules = st.rules.set(h, l, gen, 0)
-	if len(l) == 0 {
+	h := hashKey(r.key(), st.mws)
+	last := false
+	st.rules = st.rules.edit(h, gen, 0, func(l *tnode, i, j int) {
+		k := slices.Index(l.rs[i:j], r)
+		if k < 0 {
+			return
+		}
+		k += i
+		l.hs = slices.Delete(l.hs, k, k+1)
+		l.rs = slices.Delete(l.rs, k, k+1)
+		last = j-i == 1
+	})
+	if last {
 		st.delHash(h)
 	}
 	st.n--
 	t.n--
 	t.timed -= r.isTimed()
-	if i := l3Index(r.match.Flow.EthType); i >= 0 {
+	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]--
 	}
 	if st.inPorts != nil {
-		if st.inPorts[r.match.Flow.InPort]--; st.inPorts[r.match.Flow.InPort] == 0 {
-			delete(st.inPorts, r.match.Flow.InPort)
+		p := r.inPort()
+		if st.inPorts[p]--; st.inPorts[p] == 0 {
+			delete(st.inPorts, p)
 		}
 	}
 	if st.n == 0 {

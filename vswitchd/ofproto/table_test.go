@@ -92,7 +92,8 @@ func flowsOf(br *Bridge) string {
 }
 
 func ruleTitleStats(f ofp.FlowStats) string {
-	r := &rule{match: f.Match, priority: f.Priority, cookie: f.Cookie}
+	r := &rule{priority: f.Priority, cookie: f.Cookie}
+	r.setMatch(&f.Match)
 	acts := make([]string, len(f.Actions))
 	for i := range f.Actions {
 		acts[i] = formatAction(&f.Actions[i])

@@ -26,7 +26,7 @@ func (br *Bridge) tunMetadataInUse(idx int) bool {
 	used := false
 	for id := range NumTables {
 		ft.table(id).each(func(r *rule) {
-			used = used || r.match.Mask.TunMDPresent&(1<<idx) != 0 || ofp.ActionsUseTunMD(r.actions, idx)
+			used = used || r.mask.mask.TunMDPresent&(1<<idx) != 0 || ofp.ActionsUseTunMD(r.actions(), idx)
 		})
 	}
 	for _, g := range ft.groups {

@@ -601,36 +601,36 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 				tables[i].Lookup, tables[i].Matched = tc.TableCounts(uint8(i))
 			}
 		}
-		for _, f := range c.m.src.Flows() {
+		c.eachFlow(func(f *ofp.FlowStats) {
 			if int(f.Table) < len(tables) {
 				tables[f.Table].Active++
 			}
-		}
+		})
 		return ofp.EncodeTableStatsReply(v, m.Xid, tables), nil
 	case ofp.StatsFlow:
 		if err := c.resolveTunMD(&m.Match); err != nil {
 			return nil, err
 		}
-		var flows []ofp.FlowStats
-		for _, f := range c.m.src.Flows() {
-			if flowSelected(m, &f) {
-				flows = append(flows, f)
+		r := ofp.NewFlowStatsReply(v, m.Xid, m.NX)
+		c.eachFlow(func(f *ofp.FlowStats) {
+			if flowSelected(m, f) {
+				r.Add(f)
 			}
-		}
-		return ofp.EncodeFlowStatsReply(v, m.Xid, m.NX, flows), nil
+		})
+		return r.Done(), nil
 	case ofp.StatsAggregate:
 		if err := c.resolveTunMD(&m.Match); err != nil {
 			return nil, err
 		}
 		var packets, bytes uint64
 		var n uint32
-		for _, f := range c.m.src.Flows() {
-			if flowSelected(m, &f) {
+		c.eachFlow(func(f *ofp.FlowStats) {
+			if flowSelected(m, f) {
 				packets += f.Packets
 				bytes += f.Bytes
 				n++
 			}
-		}
+		})
 		return ofp.EncodeAggregateReply(v, m.Xid, m.NX, packets, bytes, n), nil
 	case ofp.StatsTableFeatures:
 		tables := make([]ofp.TableFeatures, NTables)
@@ -683,4 +683,23 @@ func flowSelected(m *ofp.StatsRequest, f *ofp.FlowStats) bool {
 		return false
 	}
 	return m.Match.Includes(&f.Match)
+}
+
+// FlowWalker is a Source that can visit its flows one at a time, as Flows
+// returns them, without a slice of all (a FlowStats is 2 KB); fn must not
+// keep f.
+type FlowWalker interface {
+	EachFlow(fn func(f *ofp.FlowStats))
+}
+
+// eachFlow calls fn with each flow of the source, as FlowWalker.
+func (c *conn) eachFlow(fn func(f *ofp.FlowStats)) {
+	if w, ok := c.m.src.(FlowWalker); ok {
+		w.EachFlow(fn)
+		return
+	}
+	flows := c.m.src.Flows()
+	for i := range flows {
+		fn(&flows[i])
+	}
 }

@@ -34,7 +34,7 @@ type Source interface {
 	Ports() []ofp.Port
 	// PortStats are the ports' counters.
 	PortStats() []ofp.PortStats
-	// Flows are the flows of every table.
+	// Flows are the flows of every table (see FlowWalker).
 	Flows() []ofp.FlowStats
 	// FlowMod changes the flow tables, or returns the error to refuse
 	// the change with. It keeps no reference to fm, which is reused

@@ -87,18 +87,17 @@ func (c *conn) flowMonitorRequest(req *ofp.FlowMonitorRequest) ([][]byte, *ofp.E
 	}
 	var updates []ofp.FlowUpdate
 	if len(initial) > 0 {
-		for _, f := range c.m.src.Flows() {
+		c.eachFlow(func(f *ofp.FlowStats) {
 			var flags uint16
 			for _, fm := range initial {
 				if monitorSelects(fm, f.Table, &f.Match, f.Actions, nil) {
 					flags |= fm.Flags
 				}
 			}
-			if flags == 0 {
-				continue
+			if flags != 0 {
+				updates = append(updates, flowUpdate(ofp.UpdateInitial, f, flags))
 			}
-			updates = append(updates, flowUpdate(ofp.UpdateInitial, &f, flags))
-		}
+		})
 	}
 	return ofp.EncodeFlowUpdates(c.negotiated(), req.Xid, updates), nil
 }
@@ -266,9 +265,9 @@ func (c *conn) resumeLocked() {
 	v := c.negotiated()
 	since := time.Since(c.monitors.pausedAt)
 	var updates []ofp.FlowUpdate
-	for _, f := range c.m.src.Flows() {
+	c.eachFlow(func(f *ofp.FlowStats) {
 		if f.HardAge > since {
-			continue
+			return
 		}
 		var flags uint16
 		for _, fm := range c.monitors.byID {
@@ -277,9 +276,9 @@ func (c *conn) resumeLocked() {
 			}
 		}
 		if flags != 0 {
-			updates = append(updates, flowUpdate(ofp.UpdateAdded, &f, flags))
+			updates = append(updates, flowUpdate(ofp.UpdateAdded, f, flags))
 		}
-	}
+	})
 	c.monitors.paused = false
 	if len(updates) > 0 {
 		c.queueUpdatesLocked(ofp.EncodeFlowUpdates(v, 0, updates))

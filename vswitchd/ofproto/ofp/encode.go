@@ -444,63 +444,81 @@ func age16(d time.Duration) uint16 {
 // EncodeFlowStatsReply answers a FLOW statistics request (NXST_FLOW when
 // nx).
 func EncodeFlowStatsReply(v Version, xid uint32, nx bool, flows []FlowStats) [][]byte {
-	r := newStatsReply(v, xid, StatsFlow, nx)
+	e := NewFlowStatsReply(v, xid, nx)
 	for i := range flows {
-		f := &flows[i]
-		var b []byte
-		switch {
-		case nx:
-			// nx_flow_stats, nx_match, actions.
-			b = appendFlowHead(b, f, nil)
-			ml := len(b)
-			b = put16(b, 0) // match_len
-			b = put16(b, age16(f.IdleAge))
-			b = put16(b, age16(f.HardAge))
-			b = appendFlowCounters(b, f)
-			ms := len(b)
-			b = AppendNXMatch(b, &f.Match, true)
-			binary.BigEndian.PutUint16(b[ml:], uint16(len(b)-ms))
-			b = padTo8(b, ms)
-			b = AppendActions(b, V10, f.Actions)
-		case v == V10:
-			b = appendFlowHead(b, f, appendMatch10(nil, &f.Match))
-			b = pad(b, 6)
-			b = appendFlowCounters(b, f)
-			b = AppendActions(b, v, f.Actions)
-		case v <= V14:
-			b = appendFlowHead(b, f, nil)
-			if v >= V13 {
-				b = put16(b, f.Flags)
-				b = pad(b, 4)
-			} else {
-				b = pad(b, 6)
-			}
-			b = appendFlowCounters(b, f)
-			// OVS's ofputil_append_flow_stats_reply sends an OXM match
-			// from OpenFlow 1.1 on: in 1.1 too, not its standard match
-			// (no VLAN dumps as vlan_tci=0x0000/0x1fff).
-			b = appendOXMMatch(b, &f.Match)
-			b = AppendInstructions(b, v, f.Actions)
-		default:
-			// ofp15_flow_desc: the counters are OXS fields.
-			b = put16(b, 0)
-			b = pad(b, 2)
-			b = put8(b, f.Table)
-			b = put8(b, 0) // reason
-			b = put16(b, f.Priority)
-			b = put16(b, f.IdleTimeout)
-			b = put16(b, f.HardTimeout)
-			b = put16(b, f.Flags)
-			b = put16(b, f.Importance)
-			b = put64(b, f.Cookie)
-			b = appendOXMMatch(b, &f.Match)
-			b = appendOXS(b, f)
-			b = AppendInstructions(b, v, f.Actions)
-		}
-		binary.BigEndian.PutUint16(b, uint16(len(b)))
-		r.add(b)
+		e.Add(&flows[i])
 	}
-	return r.done()
+	return e.Done()
+}
+
+// FlowStatsReply encodes the answer to a FLOW statistics request flow by
+// flow, as EncodeFlowStatsReply a slice of flows: a switch need not
+// gather all its flows' statistics first (a FlowStats is 2 KB).
+type FlowStatsReply struct{ r *statsReply }
+
+// NewFlowStatsReply starts the answer to a FLOW statistics request.
+func NewFlowStatsReply(v Version, xid uint32, nx bool) *FlowStatsReply {
+	return &FlowStatsReply{newStatsReply(v, xid, StatsFlow, nx)}
+}
+
+// Done returns the reply's messages.
+func (e *FlowStatsReply) Done() [][]byte { return e.r.done() }
+
+// Add adds f to the reply.
+func (e *FlowStatsReply) Add(f *FlowStats) {
+	r, v, nx := e.r, e.r.v, e.r.nx
+	var b []byte
+	switch {
+	case nx:
+		// nx_flow_stats, nx_match, actions.
+		b = appendFlowHead(b, f, nil)
+		ml := len(b)
+		b = put16(b, 0) // match_len
+		b = put16(b, age16(f.IdleAge))
+		b = put16(b, age16(f.HardAge))
+		b = appendFlowCounters(b, f)
+		ms := len(b)
+		b = AppendNXMatch(b, &f.Match, true)
+		binary.BigEndian.PutUint16(b[ml:], uint16(len(b)-ms))
+		b = padTo8(b, ms)
+		b = AppendActions(b, V10, f.Actions)
+	case v == V10:
+		b = appendFlowHead(b, f, appendMatch10(nil, &f.Match))
+		b = pad(b, 6)
+		b = appendFlowCounters(b, f)
+		b = AppendActions(b, v, f.Actions)
+	case v <= V14:
+		b = appendFlowHead(b, f, nil)
+		if v >= V13 {
+			b = put16(b, f.Flags)
+			b = pad(b, 4)
+		} else {
+			b = pad(b, 6)
+		}
+		b = appendFlowCounters(b, f)
+		// OVS's ofputil_append_flow_stats_reply sends an OXM match
+		// from OpenFlow 1.1 on: in 1.1 too, not its standard match
+		// (no VLAN dumps as vlan_tci=0x0000/0x1fff).
+		b = appendOXMMatch(b, &f.Match)
+		b = AppendInstructions(b, v, f.Actions)
+	default:
+		// ofp15_flow_desc: the counters are OXS fields.
+		b = put16(b, 0)
+		b = pad(b, 2)
+		b = put8(b, f.Table)
+		b = put8(b, 0) // reason
+		b = put16(b, f.Priority)
+		b = put16(b, f.IdleTimeout)
+		b = put16(b, f.HardTimeout)
+		b = put16(b, f.Flags)
+		b = put16(b, f.Importance)
+		b = put64(b, f.Cookie)
+		b = appendOXMMatch(b, &f.Match)
+		b = appendOXS(b, f)
+		b = AppendInstructions(b, v, f.Actions)
+	}
+	binary.BigEndian.PutUint16(b, uint16(len(b)))
+	r.add(b)
 }
 
 // appendFlowHead appends what OpenFlow 1.0–1.4 flow statistics start
