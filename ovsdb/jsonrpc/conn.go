@@ -123,7 +123,9 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
-	if c.raw != nil {
+	if pc, ok := nc.(*PollConn); ok {
+		c.dec = NewDecoder(pc, opts.MaxMessageSize)
+	} else if c.raw != nil {
 		c.dec = NewDecoder(&rawsock.Reader{NC: nc, Raw: c.raw}, opts.MaxMessageSize)
 	} else {
 		c.dec = NewDecoder(nc, opts.MaxMessageSize)

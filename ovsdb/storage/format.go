@@ -33,9 +33,19 @@ const (
 
 // frame returns the header line for body followed by body.
 func frame(body []byte) []byte {
+	return appendFrame(make([]byte, 0, len(body)+80), body)
+}
+
+// appendFrame appends body framed as a record to out.
+func appendFrame(out, body []byte) []byte {
 	sum := sha1.Sum(body)
-	out := make([]byte, 0, len(body)+80)
-	out = fmt.Appendf(out, "%s%s %d %x\n", headerLead, magicJSON, len(body), sum)
+	out = append(out, headerLead...)
+	out = append(out, magicJSON...)
+	out = append(out, ' ')
+	out = strconv.AppendInt(out, int64(len(body)), 10)
+	out = append(out, ' ')
+	out = hex.AppendEncode(out, sum[:])
+	out = append(out, '\n')
 	return append(out, body...)
 }
 
