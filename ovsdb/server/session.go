@@ -110,8 +110,11 @@ func (ss *session) flushLocked() {
 }
 
 // maxDirectUpdates is how many sessions' updates a committing goroutine
-// writes itself; writing to 100 monitoring clients one after another was
-// slower than their writers in parallel.
+// writes itself when Go code runs on several threads; writing to 100
+// monitoring clients one after another was slower than their writers in
+// parallel. On one thread (ovsdb-server's default, see main) it writes
+// them all: the writers would run one after another anyway, each after a
+// goroutine switch.
 const maxDirectUpdates = 16
 
 // sendUpdates sends the monitor updates that this session's commits made,
@@ -127,7 +130,7 @@ func (ss *session) sendUpdates() {
 	notify := ss.notify
 	ss.notify = nil
 	ss.notifyMu.Unlock()
-	if len(notify) > maxDirectUpdates {
+	if len(notify) > maxDirectUpdates && runtime.GOMAXPROCS(0) > 1 {
 		// Wake the rest first, so that their writers work on the other
 		// CPUs while this goroutine writes.
 		for _, o := range notify[maxDirectUpdates:] {
