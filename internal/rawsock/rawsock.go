@@ -89,69 +89,90 @@ func OpError(op string, nc net.Conn, err error) error {
 // for the socket while it is full unless nowait, and returns the bytes
 // written. With nowait it stops at a full socket with no error.
 func Write(nc net.Conn, raw syscall.RawConn, bufs [][]byte, nowait bool) (int, error) {
-	var iov []syscall.Iovec
-	var small [8]syscall.Iovec
-	total := 0
-	var errno syscall.Errno
+	var w Writev
 	err := raw.Write(func(fd uintptr) bool {
-		for len(bufs) > 0 {
-			iov = iov[:0]
-			if iov == nil {
-				iov = small[:0]
-			}
-			size := 0
-			for _, b := range bufs {
-				if len(b) == 0 {
-					continue
-				}
-				if size+len(b) > MaxWrite {
-					b = b[:max(MaxWrite-size, 0)]
-				}
-				if len(b) == 0 || len(iov) == 1024 {
-					break
-				}
-				v := syscall.Iovec{Base: &b[0]}
-				v.SetLen(len(b))
-				iov = append(iov, v)
-				size += len(b)
-			}
-			if len(iov) == 0 {
-				bufs = nil
-				break
-			}
-			k, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
-			switch e {
-			case 0:
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return nowait
-			default:
-				errno = e
-				return true
-			}
-			n := int(k)
-			total += n
-			for n > 0 && len(bufs) > 0 {
-				if n >= len(bufs[0]) {
-					n -= len(bufs[0])
-					bufs = bufs[1:]
-				} else {
-					bufs[0] = bufs[0][n:]
-					n = 0
-				}
-			}
-			for len(bufs) > 0 && len(bufs[0]) == 0 {
-				bufs = bufs[1:]
-			}
+		var e syscall.Errno
+		if bufs, e = w.To(fd, bufs); e == syscall.EAGAIN {
+			return nowait
 		}
 		return true
 	})
-	if err == nil && errno != 0 {
-		err = os.NewSyscallError("writev", errno)
+	return w.Result(err, nc)
+}
+
+// Writev is a write of buffers to a non-blocking socket with raw writev(2)
+// calls, which a RawConn's Write (or a PollConn's wait) repeats while the
+// socket is full. Its iovecs are its own: a Writev on the stack writes
+// without allocating.
+type Writev struct {
+	n     int
+	errno syscall.Errno
+	small [8]syscall.Iovec
+}
+
+// To writes bufs to fd until they are written, the socket is full
+// (EAGAIN) or an error (kept for Result); it returns what remains and the
+// errno that stopped it.
+func (w *Writev) To(fd uintptr, bufs [][]byte) ([][]byte, syscall.Errno) {
+	iov := w.small[:0]
+	for len(bufs) > 0 {
+		iov = iov[:0]
+		size := 0
+		for _, b := range bufs {
+			if len(b) == 0 {
+				continue
+			}
+			if size+len(b) > MaxWrite {
+				b = b[:max(MaxWrite-size, 0)]
+			}
+			if len(b) == 0 || len(iov) == 1024 {
+				break
+			}
+			v := syscall.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			iov = append(iov, v)
+			size += len(b)
+		}
+		if len(iov) == 0 {
+			return nil, 0
+		}
+		k, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		switch e {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return bufs, e
+		default:
+			w.errno = e
+			return bufs, e
+		}
+		n := int(k)
+		w.n += n
+		for n > 0 && len(bufs) > 0 {
+			if n >= len(bufs[0]) {
+				n -= len(bufs[0])
+				bufs = bufs[1:]
+			} else {
+				bufs[0] = bufs[0][n:]
+				n = 0
+			}
+		}
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+	}
+	return bufs, 0
+}
+
+// Result is the write's result, given the wait's error: the bytes
+// written, and the error as net reports it.
+func (w *Writev) Result(err error, nc net.Conn) (int, error) {
+	if err == nil && w.errno != 0 {
+		err = os.NewSyscallError("writev", w.errno)
 	}
 	if err != nil {
-		return total, OpError("write", nc, err)
+		return w.n, OpError("write", nc, err)
 	}
-	return total, nil
+	return w.n, nil
 }

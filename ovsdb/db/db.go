@@ -224,7 +224,8 @@ func (c *Commit) record(s *Schema, diffs bool) map[string]map[string]json.RawMes
 				m[u.String()] = json.RawMessage("null")
 				continue
 			}
-			var cols []*Column
+			var colBuf [16]*Column
+			cols := colBuf[:0]
 			for _, col := range t.Columns {
 				if col.Ephemeral {
 					continue
@@ -241,16 +242,24 @@ func (c *Commit) record(s *Schema, diffs bool) map[string]map[string]json.RawMes
 				m[u.String()] = AppendRowJSON(nil, t, ch.New, cols)
 				continue
 			}
-			diff := &Row{UUID: u, Cols: make([]Datum, len(ch.New.Cols))}
-			for _, col := range cols {
+			// The changed columns, encoded as AppendRowJSON would a
+			// row of their diffs, without making that row.
+			var b []byte
+			for i, col := range cols {
 				old, nv := ch.Old.Cols[col.Index], ch.New.Cols[col.Index]
-				if !diffs || IsDefault(&col.Type, old) {
-					diff.Cols[col.Index] = nv
-				} else {
-					diff.Cols[col.Index] = Diff(&col.Type, old, nv)
+				if diffs && !IsDefault(&col.Type, old) {
+					nv = Diff(&col.Type, old, nv)
 				}
+				if i == 0 {
+					b = append(b, '{')
+				} else {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, col.Name)
+				b = append(b, ':')
+				b = AppendDatumJSON(b, nv, col.Type.IsMap())
 			}
-			m[u.String()] = AppendRowJSON(nil, t, diff, cols)
+			m[u.String()] = append(b, '}')
 		}
 		if len(m) > 0 {
 			out[tname] = m

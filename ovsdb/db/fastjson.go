@@ -24,8 +24,9 @@ func fastDecode(raw []byte) (any, bool) {
 }
 
 type fastParser struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	stack []any // elements of the arrays being parsed, innermost last
 }
 
 // fastMaxDepth is well under encoding/json's nesting limit; deeper input
@@ -58,7 +59,7 @@ func (p *fastParser) value(depth int) (any, bool) {
 		}
 		for {
 			p.space()
-			k, ok := p.str()
+			k, ok := p.key()
 			if !ok {
 				return nil, false
 			}
@@ -79,24 +80,36 @@ func (p *fastParser) value(depth int) (any, bool) {
 		}
 	case c == '[':
 		p.i++
-		a := []any{}
 		p.space()
 		if p.i < len(p.b) && p.b[p.i] == ']' {
 			p.i++
-			return a, true
+			return []any{}, true
 		}
+		// The elements go on the parser's stack, and the array is
+		// allocated once at its end, at its size.
+		mark := len(p.stack)
 		for {
 			p.space()
 			v, ok := p.value(depth + 1)
 			if !ok {
 				return nil, false
 			}
-			a = append(a, v)
+			p.stack = append(p.stack, v)
 			if end, ok := p.after(']'); !ok || end {
-				return a, ok
+				if !ok {
+					return nil, false
+				}
+				a := make([]any, len(p.stack)-mark)
+				copy(a, p.stack[mark:])
+				clear(p.stack[mark:])
+				p.stack = p.stack[:mark]
+				return a, true
 			}
 		}
 	case c == '"':
+		if v, ok := p.common(); ok {
+			return v, true
+		}
 		s, ok := p.str()
 		return s, ok
 	case c == '-' || c >= '0' && c <= '9':
@@ -135,6 +148,132 @@ func (p *fastParser) lit(s string) bool {
 	}
 	p.i += len(s)
 	return true
+}
+
+// common returns the string at p.i if it is one of those every
+// transaction has (its operations' member names and keywords), boxed
+// without allocating.
+func (p *fastParser) common() (any, bool) {
+	b, ok := p.plainStr()
+	if !ok {
+		return nil, false
+	}
+	var v any
+	switch string(b) {
+	case "set":
+		v = "set"
+	case "map":
+		v = "map"
+	case "uuid":
+		v = "uuid"
+	case "named-uuid":
+		v = "named-uuid"
+	case "insert":
+		v = "insert"
+	case "delete":
+		v = "delete"
+	case "mutate":
+		v = "mutate"
+	case "update":
+		v = "update"
+	case "select":
+		v = "select"
+	case "wait":
+		v = "wait"
+	case "comment":
+		v = "comment"
+	case "commit":
+		v = "commit"
+	case "assert":
+		v = "assert"
+	case "abort":
+		v = "abort"
+	case "==":
+		v = "=="
+	case "!=":
+		v = "!="
+	case "includes":
+		v = "includes"
+	case "excludes":
+		v = "excludes"
+	case "+=":
+		v = "+="
+	case "-=":
+		v = "-="
+	case "_uuid":
+		v = "_uuid"
+	case "external_ids":
+		v = "external_ids"
+	case "other_config":
+		v = "other_config"
+	case "Open_vSwitch":
+		v = "Open_vSwitch"
+	default:
+		return nil, false
+	}
+	p.i += len(b) + 2
+	return v, true
+}
+
+// key parses an object's member name, without allocating for the names
+// transactions' operations have.
+func (p *fastParser) key() (string, bool) {
+	if b, ok := p.plainStr(); ok {
+		var k string
+		switch string(b) {
+		case "op":
+			k = "op"
+		case "table":
+			k = "table"
+		case "where":
+			k = "where"
+		case "row":
+			k = "row"
+		case "rows":
+			k = "rows"
+		case "mutations":
+			k = "mutations"
+		case "columns":
+			k = "columns"
+		case "uuid-name":
+			k = "uuid-name"
+		case "uuid":
+			k = "uuid"
+		case "comment":
+			k = "comment"
+		case "durable":
+			k = "durable"
+		case "timeout":
+			k = "timeout"
+		case "until":
+			k = "until"
+		case "lock":
+			k = "lock"
+		}
+		if k != "" {
+			p.i += len(b) + 2
+			return k, true
+		}
+	}
+	return p.str()
+}
+
+// plainStr returns the content of the string at p.i if it is short and
+// plain ASCII (no escapes), without consuming it.
+func (p *fastParser) plainStr() ([]byte, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b) && j-start <= 16; j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			return p.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // str parses a string without escapes, control characters or invalid UTF-8.

@@ -26,6 +26,9 @@ func TestFastDecode(t *testing.T) {
 		{`"a\"b"`, true},
 		{`"\u00e9"`, true},
 		{`"outport == \"sw0-p1\" && x\\y\/\b\f\n\r\t\u0000\u20AC ü"`, true},
+		{`[["set",["a","b"]],[[],[1,[2,[]]],"map"],{"op":"x","uuid-name":"named-uuid","opx":"sets","":""}]`, true},
+		{`{"o\u0070":"s\u0065t","op":"set","table":"Open_vSwitch_","where":["==","_uuid"]}`, true},
+		{`[["a"],["b",["c"]],]`, false},
 		{`"\ud83d\ude00"`, false},
 		{`"\udc00"`, false},
 		{`"\x"`, false},
@@ -78,4 +81,17 @@ func FuzzFastDecode(f *testing.F) {
 			t.Fatalf("%q: %#v, encoding/json: %#v", raw, v, want)
 		}
 	})
+}
+
+// BenchmarkFastDecodeOp: an ovs-vsctl-like mutate operation; arrays are
+// allocated once at their size and the operations' names and keywords
+// not at all.
+func BenchmarkFastDecodeOp(b *testing.B) {
+	raw := []byte(`{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","delete",["set",["k"]]],["external_ids","insert",["map",[["k","v"]]]]]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := fastDecode(raw); !ok {
+			b.Fatal("slow path")
+		}
+	}
 }

@@ -105,9 +105,11 @@ func (m *mutation) apply(t *Table, v Datum) (Datum, *Error) {
 	var n Datum
 	switch m.op {
 	case mutInsert:
-		n = Datum{Keys: append([]Atom{}, v.Keys...)}
+		// Sized for the result at once, not grown by appends.
+		size := len(v.Keys) + len(m.arg.Keys)
+		n = Datum{Keys: append(make([]Atom, 0, size), v.Keys...)}
 		if ct.Value != nil {
-			n.Vals = append([]Atom{}, v.Vals...)
+			n.Vals = append(make([]Atom, 0, size), v.Vals...)
 		}
 		for i, k := range m.arg.Keys {
 			if v.Contains(k) {
@@ -120,9 +122,9 @@ func (m *mutation) apply(t *Table, v Datum) (Datum, *Error) {
 		}
 		n.sortUnique()
 	case mutDelete:
-		n = Datum{Keys: []Atom{}}
+		n = Datum{Keys: make([]Atom, 0, len(v.Keys))}
 		if ct.Value != nil {
-			n.Vals = []Atom{}
+			n.Vals = make([]Atom, 0, len(v.Keys))
 		}
 		for i, k := range v.Keys {
 			j := m.arg.find(k)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -84,6 +85,8 @@ type Conn struct {
 	mu        sync.Mutex
 	cond      *sync.Cond // signalled when the queue shrinks or the conn closes
 	out       [][]byte   // guarded by mu: queued messages
+	taken     [][]byte   // guarded by mu: the queue taken for writing (takeLocked)
+	spare     [][]byte   // guarded by mu: an empty slice for the next queue
 	backlog   int        // guarded by mu: bytes in out
 	kicked    bool       // guarded by mu: OnIdle requested
 	writing   bool       // guarded by mu: a goroutine is writing taken output
@@ -123,7 +126,9 @@ func NewConn(nc net.Conn, opts Options) *Conn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
-	if c.raw != nil {
+	if pc, ok := nc.(*PollConn); ok {
+		c.dec = NewDecoder(pc, opts.MaxMessageSize)
+	} else if c.raw != nil {
 		c.dec = NewDecoder(&rawsock.Reader{NC: nc, Raw: c.raw}, opts.MaxMessageSize)
 	} else {
 		c.dec = NewDecoder(nc, opts.MaxMessageSize)
@@ -197,7 +202,7 @@ func (c *Conn) SendEncodedNow(m *Message, b []byte) error {
 		c.opts.Log.Debugf("%s: send %s", c.opts.Name, m)
 	}
 	// Never wait for the socket: the writer does.
-	n, werr := rawsock.Write(c.nc, c.raw, [][]byte{b}, true)
+	n, werr := c.writeNow(b)
 	c.mu.Lock()
 	if werr == nil && n < len(b) && !c.closed {
 		// The rest goes first: whatever was queued meanwhile came later.
@@ -474,8 +479,26 @@ func (c *Conn) wroteLocked(err error) error {
 	return nil
 }
 
-// write writes bufs whole, waiting for the socket as needed.
+// writeNow writes as much of b as the socket takes without waiting.
+func (c *Conn) writeNow(b []byte) (int, error) {
+	if pc, ok := c.nc.(*PollConn); ok {
+		one := [1][]byte{b}
+		return pc.writeBuffers(one[:], true)
+	}
+	return rawsock.Write(c.nc, c.raw, [][]byte{b}, true)
+}
+
+// write writes bufs whole, waiting for the socket as needed. It consumes
+// bufs (not the bytes). A PollConn's write allocates nothing.
 func (c *Conn) write(bufs net.Buffers) error {
+	if pc, ok := c.nc.(*PollConn); ok {
+		_, err := pc.writeBuffers(bufs, false)
+		return err
+	}
+	return c.writeOther(slices.Clone(bufs))
+}
+
+func (c *Conn) writeOther(bufs net.Buffers) error {
 	if c.raw != nil {
 		_, err := rawsock.Write(c.nc, c.raw, bufs, false)
 		return err
@@ -484,22 +507,33 @@ func (c *Conn) write(bufs net.Buffers) error {
 	return err
 }
 
-// takeLocked takes the queued output for writing.
+// maxSpare bounds the queue slice kept for reuse.
+const maxSpare = 1024
+
+// takeLocked takes the queued output for writing; the caller gives the
+// slice back with doneWritingLocked. The queue and the taken slice swap
+// places, so that writing allocates no new slice each time.
 func (c *Conn) takeLocked() (net.Buffers, int) {
-	bufs := make(net.Buffers, len(c.out))
-	copy(bufs, c.out)
+	bufs := c.out
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
 	}
-	clear(c.out)
-	c.out = c.out[:0]
+	c.out, c.taken = c.spare[:0], bufs
+	c.spare = nil
 	c.writing = true
 	return bufs, n
 }
 
 func (c *Conn) doneWritingLocked(n int) {
 	c.writing = false
+	if c.taken != nil {
+		clear(c.taken[:cap(c.taken)])
+		if cap(c.taken) <= maxSpare {
+			c.spare = c.taken[:0]
+		}
+		c.taken = nil
+	}
 	if !c.closed {
 		c.backlog -= n
 	}

@@ -100,16 +100,17 @@ func parseValid(data []byte) (*Message, error) {
 	var extra string
 	var err error
 	SplitObject(data, func(key, value []byte) {
-		var name string
+		// Neither the names nor the method are copied or decoded
+		// unless they have escapes: no allocation for them.
+		name := key[1 : len(key)-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			json.Unmarshal(key, &name)
-		} else {
-			name = string(key[1 : len(key)-1])
+			name = []byte(unquote(key))
 		}
-		switch name {
+		switch string(name) {
 		case "method":
 			hasMethod = true
-			if value[0] != '"' || json.Unmarshal(value, &m.Method) != nil {
+			var ok bool
+			if m.Method, ok = methodName(value); !ok {
 				err = protocolError("method is not a JSON string")
 			}
 		case "params":
@@ -122,7 +123,7 @@ func parseValid(data []byte) (*Message, error) {
 			m.ID = nonNull(value)
 		default:
 			if extra == "" {
-				extra = name
+				extra = string(name)
 			}
 		}
 	})
@@ -137,6 +138,36 @@ func parseValid(data []byte) (*Message, error) {
 	}
 	return m, nil
 }
+
+// unquote decodes a JSON string with escapes (valid: the decoder checked).
+func unquote(raw []byte) string {
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+// methodName decodes a method, a JSON string (ok false for another
+// value). The methods clients send all the time are constants.
+func methodName(raw []byte) (string, bool) {
+	if raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		var s string
+		return s, json.Unmarshal(raw, &s) == nil
+	}
+	b := raw[1 : len(raw)-1]
+	for _, name := range commonMethods {
+		if string(b) == name {
+			return name, true
+		}
+	}
+	return string(b), true
+}
+
+var commonMethods = [...]string{"transact", "echo", "update2", "update3", "update", "monitor_cond",
+	"monitor_cond_since", "monitor_cond_change", "monitor_cancel", "monitor", "get_schema",
+	"list_dbs", "lock", "unlock", "steal", "locked", "stolen", "cancel", "set_db_change_aware"}
 
 // validate applies jsonrpc_msg_is_valid: params must be an array, and each
 // type has exactly its members.

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -278,6 +279,11 @@ type PollConn struct {
 	readable, writable chan struct{} // a token when the socket may have become so
 	done               chan struct{} // closed by Close
 
+	// drained: the last Read took less than it asked for, so the socket
+	// was empty after it: the next Read waits for the Poller's token
+	// before reading (see Read). Used by the reading goroutine only.
+	drained bool
+
 	mu       sync.Mutex
 	refs     int  // guarded by mu: calls using fd
 	closing  bool // guarded by mu: Close was called; fd is closed once refs is 0
@@ -419,21 +425,78 @@ func (c *PollConn) waitOut(d int) error {
 	return nil
 }
 
+// Read reads with one raw read(2). After a read that left the socket
+// empty (it took less than it asked for), the next one first waits for
+// the Poller's token instead of trying at once: a client that waits for
+// its reply has sent nothing yet, and the read would fail with EAGAIN, a
+// wasted system call per request. No input is missed: the socket is
+// registered edge-triggered, so bytes that arrived after the last read
+// are an event the Poller has queued or will find, and the token stays
+// until taken. Meanwhile the goroutine sleeps until the runtime's poller
+// runs, which it does once every ready goroutine has run: the requests of
+// every client ready by then are read and answered in one round, as
+// ovsdb-server serves every ready client once per poll loop, and their
+// commits share a log write (session.logCommit).
 func (c *PollConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var rd rawsock.Read
-	err := c.rawDo(c.readable, rd.Fn(b))
-	return rd.Result(err, c)
+	if c.drained {
+		c.drained = false
+		if err := c.wait(c.readable); err != nil {
+			return 0, rawsock.OpError("read", c, err)
+		}
+	}
+	// The read as rawsock.Read's, inline, so that nothing escapes.
+	var n int
+	var errno syscall.Errno
+	err := c.rawDo(c.readable, func(fd uintptr) bool {
+		for {
+			k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false
+			}
+			n, errno = int(k), e
+			return true
+		}
+	})
+	if err == nil && errno != 0 {
+		err = os.NewSyscallError("read", errno)
+	}
+	if err != nil {
+		return 0, rawsock.OpError("read", c, err)
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	c.drained = n < len(b)
+	return n, nil
 }
 
 func (c *PollConn) Write(b []byte) (int, error) {
-	n, err := rawsock.Write(c, pollRawConn{c}, [][]byte{b}, false)
+	one := [1][]byte{b}
+	n, err := c.writeBuffers(one[:], false)
 	if err == nil && n < len(b) {
 		err = rawsock.OpError("write", c, syscall.EPIPE)
 	}
 	return n, err
+}
+
+// writeBuffers is rawsock.Write for c, without allocating: it writes bufs
+// (which it consumes) with writev(2), waiting for room unless nowait.
+func (c *PollConn) writeBuffers(bufs [][]byte, nowait bool) (int, error) {
+	var w rawsock.Writev
+	err := c.rawDo(c.writable, func(fd uintptr) bool {
+		var e syscall.Errno
+		if bufs, e = w.To(fd, bufs); e == syscall.EAGAIN {
+			return nowait
+		}
+		return true
+	})
+	return w.Result(err, c)
 }
 
 func (c *PollConn) LocalAddr() net.Addr  { return c.laddr }

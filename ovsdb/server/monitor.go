@@ -46,6 +46,7 @@ type monitor struct {
 
 	mu      sync.Mutex                     // guards the fields below
 	pending map[string]map[db.UUID]*change // changes not yet sent
+	spare   map[string]map[db.UUID]*change // empty, for pending's next swap
 	lastTxn db.UUID                        // the latest commit in pending
 	commits int                            // commits merged into pending
 	shared  *updateCache                   // the commit's cache, if commits == 1
@@ -80,32 +81,81 @@ func (mt *monTable) match(r *db.Row) bool {
 // once instead of N times (ovsdb/monitor.c shares json_cache the same way).
 type updateCache struct {
 	mu sync.Mutex
-	// by shareKey: the table-updates (nil: nothing visible); by shareKey,
-	// NUL (which compact JSON cannot hold) and id: the whole notification.
-	m map[string][]byte
+	// by shareKey: the table-updates (nil: nothing visible), and by
+	// monitor id the whole notification.
+	m map[string]*sharedUpdate
 }
 
-// get returns the bytes for key, making them on the first call (outside
-// the lock; a race makes them twice and keeps the first). They are shared:
-// nobody may modify them.
-func (uc *updateCache) get(key string, build func() []byte) []byte {
+type sharedUpdate struct {
+	body  []byte
+	built bool
+	msgs  map[string]sharedMsg // by monitor id
+}
+
+type sharedMsg struct {
+	msg *jsonrpc.Message
+	b   []byte
+}
+
+// get returns the notification for a monitor of kind key and id, making
+// the table-updates with compose and the notification with notify on the
+// first call for each (outside the lock; a race makes them twice and
+// keeps the first). They are shared: nobody may modify them. A nil
+// message means nothing is visible to such monitors.
+func (uc *updateCache) get(key string, id []byte, compose func() []byte, notify func([]byte) *jsonrpc.Message) (*jsonrpc.Message, []byte) {
 	uc.mu.Lock()
-	b, ok := uc.m[key]
-	uc.mu.Unlock()
-	if ok {
-		return b
+	su := uc.m[key]
+	if su != nil && su.built {
+		if su.body == nil {
+			uc.mu.Unlock()
+			return nil, nil
+		}
+		if sm, ok := su.msgs[string(id)]; ok {
+			uc.mu.Unlock()
+			return sm.msg, sm.b
+		}
 	}
-	b = build()
+	uc.mu.Unlock()
+	var body []byte
+	if su != nil && su.built {
+		body = su.body
+	} else {
+		body = compose()
+	}
+	var sm sharedMsg
+	if body != nil {
+		sm.msg = notify(body)
+		sm.b = sm.msg.Append(nil)
+	}
 	uc.mu.Lock()
 	defer uc.mu.Unlock()
-	if old, ok := uc.m[key]; ok {
-		return old
-	}
 	if uc.m == nil {
-		uc.m = map[string][]byte{}
+		uc.m = map[string]*sharedUpdate{}
 	}
-	uc.m[key] = b
-	return b
+	su = uc.m[key]
+	if su == nil {
+		su = &sharedUpdate{}
+		uc.m[key] = su
+	}
+	if !su.built {
+		su.body, su.built = body, true
+	}
+	if su.body == nil {
+		return nil, nil
+	}
+	if old, ok := su.msgs[string(id)]; ok {
+		return old.msg, old.b
+	}
+	if sm.msg == nil || !bytes.Equal(body, su.body) {
+		// Another goroutine's equal body won: notify with it.
+		sm.msg = notify(su.body)
+		sm.b = sm.msg.Append(nil)
+	}
+	if su.msgs == nil {
+		su.msgs = map[string]sharedMsg{}
+	}
+	su.msgs[string(id)] = sm
+	return sm.msg, sm.b
 }
 
 // addCommit merges a commit into pending; uc is the commit's shared cache.
@@ -158,9 +208,19 @@ func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
 	if m.commits != 1 || m.shareKey == "" {
 		uc = nil
 	}
-	m.pending = map[string]map[db.UUID]*change{}
+	m.pending, m.spare = m.spare, nil
+	if m.pending == nil {
+		m.pending = map[string]map[db.UUID]*change{}
+	}
 	m.commits, m.shared = 0, nil
 	m.mu.Unlock()
+	// The taken map is empty again for a later take once it is used.
+	defer func() {
+		clear(pending)
+		m.mu.Lock()
+		m.spare = pending
+		m.mu.Unlock()
+	}()
 	if uc == nil {
 		body := m.compose(pending, false)
 		if body == nil {
@@ -169,12 +229,8 @@ func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
 		msg := m.notification(body, last)
 		return msg, msg.Append(nil)
 	}
-	body := uc.get(m.shareKey, func() []byte { return m.compose(pending, false) })
-	if body == nil {
-		return nil, nil
-	}
-	msg := m.notification(body, last)
-	return msg, uc.get(m.shareKey+"\x00"+string(m.id), func() []byte { return msg.Append(nil) })
+	return uc.get(m.shareKey, m.id, func() []byte { return m.compose(pending, false) },
+		func(body []byte) *jsonrpc.Message { return m.notification(body, last) })
 }
 
 func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {

@@ -339,6 +339,12 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 			if len(rec.Tables) == 0 {
 				return nil
 			}
+			// A client's commit is written with the others made
+			// before its session flushes the log (session.logCommit),
+			// in one write; any other commit at once.
+			if _, ok := c.By.(*session); ok {
+				return l.Defer(rec)
+			}
 			return l.Commit(rec, false)
 		})
 	}

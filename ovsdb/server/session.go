@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -109,8 +110,11 @@ func (ss *session) flushLocked() {
 }
 
 // maxDirectUpdates is how many sessions' updates a committing goroutine
-// writes itself; writing to 100 monitoring clients one after another was
-// slower than their writers in parallel.
+// writes itself when Go code runs on several threads; writing to 100
+// monitoring clients one after another was slower than their writers in
+// parallel. On one thread (ovsdb-server's default, see main) it writes
+// them all: the writers would run one after another anyway, each after a
+// goroutine switch.
 const maxDirectUpdates = 16
 
 // sendUpdates sends the monitor updates that this session's commits made,
@@ -126,7 +130,7 @@ func (ss *session) sendUpdates() {
 	notify := ss.notify
 	ss.notify = nil
 	ss.notifyMu.Unlock()
-	if len(notify) > maxDirectUpdates {
+	if len(notify) > maxDirectUpdates && runtime.GOMAXPROCS(0) > 1 {
 		// Wake the rest first, so that their writers work on the other
 		// CPUs while this goroutine writes.
 		for _, o := range notify[maxDirectUpdates:] {
@@ -320,9 +324,10 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 		}
 	}
 	res := e.d.Transact(ops, ss, time.Time{})
+	logErr := ss.logCommit(e, res)
 	ss.sendUpdates()
 	if res.WaitUntil.IsZero() {
-		ss.finishTransact(m, e, res)
+		ss.finishTransact(m, e, res, logErr)
 		return
 	}
 	// A "wait" operation is not satisfied yet: run the transaction again
@@ -350,6 +355,7 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 			var commits <-chan struct{}
 			e.d.Read(func(db.Snapshot) { commits = e.commits })
 			res := e.d.Transact(ops, ss, started)
+			logErr := ss.logCommit(e, res)
 			ss.sendUpdates()
 			if res.WaitUntil.IsZero() {
 				ss.mu.Lock()
@@ -357,7 +363,7 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 				delete(ss.triggers, key)
 				ss.mu.Unlock()
 				if live {
-					ss.finishTransact(m, e, res)
+					ss.finishTransact(m, e, res, logErr)
 				}
 				return
 			}
@@ -377,13 +383,37 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 	}()
 }
 
-func (ss *session) finishTransact(m *jsonrpc.Message, e *dbEntry, res db.Result) {
-	if res.Durable && e.log != nil {
-		if err := e.log.Sync(); err != nil {
-			ss.srv.log.Errorf("%s: %v", e.name, err)
-			ss.reply(m, json.RawMessage(`[{"error":"I/O error","details":`+jsonString(err.Error())+`}]`))
-			return
+// logCommit writes the session's commit to e's log, if it made one, before
+// anyone hears of it (its updates and its reply). The commit hook deferred
+// the record: the goroutine first lets the other sessions that are ready
+// run their transactions, so that one write takes all their records, as
+// one fsync takes all durable ones. Each returns after its record is
+// written, by whichever of them got there first.
+func (ss *session) logCommit(e *dbEntry, res db.Result) error {
+	if res.Commit == nil || e.log == nil {
+		return nil
+	}
+	if e.log.Pending() {
+		runtime.Gosched()
+	}
+	err := e.log.Flush()
+	if err != nil {
+		ss.srv.log.Errorf("%s: %v", e.name, err)
+	}
+	return err
+}
+
+// finishTransact replies to a transaction, once it is durable if it asked
+// to be; logErr is logCommit's.
+func (ss *session) finishTransact(m *jsonrpc.Message, e *dbEntry, res db.Result, logErr error) {
+	if logErr == nil && res.Durable && e.log != nil {
+		if logErr = e.log.Sync(); logErr != nil {
+			ss.srv.log.Errorf("%s: %v", e.name, logErr)
 		}
+	}
+	if logErr != nil {
+		ss.reply(m, json.RawMessage(`[{"error":"I/O error","details":`+jsonString(logErr.Error())+`}]`))
+		return
 	}
 	ss.reply(m, res.JSON)
 }

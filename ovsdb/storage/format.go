@@ -33,9 +33,19 @@ const (
 
 // frame returns the header line for body followed by body.
 func frame(body []byte) []byte {
+	return appendFrame(make([]byte, 0, len(body)+80), body)
+}
+
+// appendFrame appends body framed as a record to out.
+func appendFrame(out, body []byte) []byte {
 	sum := sha1.Sum(body)
-	out := make([]byte, 0, len(body)+80)
-	out = fmt.Appendf(out, "%s%s %d %x\n", headerLead, magicJSON, len(body), sum)
+	out = append(out, headerLead...)
+	out = append(out, magicJSON...)
+	out = append(out, ' ')
+	out = strconv.AppendInt(out, int64(len(body)), 10)
+	out = append(out, ' ')
+	out = hex.AppendEncode(out, sum[:])
+	out = append(out, '\n')
 	return append(out, body...)
 }
 
@@ -61,14 +71,14 @@ func marshalRecord(r *Record) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(recordSize(r))
 	b.WriteByte('{')
-	for _, table := range slices.Sorted(maps.Keys(r.Tables)) {
+	for _, table := range sortedKeys(r.Tables) {
 		if table == "" || table[0] == '_' {
 			return nil, fmt.Errorf("invalid table name %q", table)
 		}
 		appendString(&b, table)
 		b.WriteString(":{")
 		rows := r.Tables[table]
-		for i, id := range slices.Sorted(maps.Keys(rows)) {
+		for i, id := range sortedKeys(rows) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -85,7 +95,8 @@ func marshalRecord(r *Record) ([]byte, error) {
 		date = time.Now().UnixMilli()
 	}
 	b.WriteString(`"_date":`)
-	b.WriteString(strconv.FormatInt(date, 10))
+	var num [20]byte
+	b.Write(strconv.AppendInt(num[:0], date, 10))
 	if r.Comment != "" {
 		b.WriteString(`,"_comment":`)
 		appendString(&b, r.Comment)
@@ -95,6 +106,17 @@ func marshalRecord(r *Record) ([]byte, error) {
 	}
 	b.WriteString("}\n")
 	return b.Bytes(), nil
+}
+
+// sortedKeys returns m's keys in order; a record's tables and rows are
+// usually one, which needs no sorting or allocation.
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 1 {
+		for k := range m {
+			return []string{k}
+		}
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // recordSize estimates marshalRecord's output for r, so that its buffer

@@ -65,6 +65,8 @@ type Log struct {
 	seq     uint64 // number of records written through this Log
 	durable uint64 // records known to be on disk
 	syncing bool   // an fsync runs without mu held
+	pending []byte // framed records of Defer not yet written
+	npend   int    // records in pending
 	nextMin time.Time
 	nextMax time.Time
 
@@ -319,7 +321,8 @@ func (l *Log) Append(r Record) error { return l.Commit(r, false) }
 
 // Commit appends r and, if durable, returns only once it is on disk. Concurrent
 // durable commits share fsyncs: one caller syncs for every record written
-// before its fsync started, the others wait for it.
+// before its fsync started, the others wait for it. Records deferred before
+// it are written first, with it, in one write.
 func (l *Log) Commit(r Record, durable bool) error {
 	body, err := marshalRecord(&r)
 	if err != nil {
@@ -332,27 +335,103 @@ func (l *Log) Commit(r Record, durable bool) error {
 	if l.err != nil {
 		return l.err
 	}
-	if _, err := writeAt(l.f, rec, l.size); err != nil {
-		if terr := l.f.Truncate(l.size); terr != nil {
-			l.err = fmt.Errorf("%s: write failed and cannot remove partial record: %w", l.path, terr)
+	if l.npend == 0 {
+		if _, err := writeAt(l.f, rec, l.size); err != nil {
+			if terr := l.f.Truncate(l.size); terr != nil {
+				l.err = fmt.Errorf("%s: write failed and cannot remove partial record: %w", l.path, terr)
+			}
+			return fmt.Errorf("%s: write failed: %w", l.path, err)
 		}
-		return fmt.Errorf("%s: write failed: %w", l.path, err)
+		l.size += int64(len(rec))
+		l.records++
+		l.seq++
+	} else {
+		l.pending = append(l.pending, rec...)
+		l.npend++
+		if err := l.flushLocked(); err != nil {
+			return err
+		}
 	}
-	l.size += int64(len(rec))
-	l.records++
-	l.seq++
 	if !durable {
 		return nil
 	}
 	return l.syncLocked(l.seq)
 }
 
-// Sync returns once every record written so far is on disk.
-func (l *Log) Sync() error {
+// Defer queues r to be written by the next Flush, Commit, Sync or Replace,
+// all records queued by then in one write: a server that commits several
+// clients' transactions before answering them writes them together, and
+// must Flush before it tells anyone of a deferred commit (its reply, or a
+// monitor update). An error means the log is unusable.
+func (l *Log) Defer(r Record) error {
+	body, err := marshalRecord(&r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.path, err)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return l.err
+	}
+	l.pending = appendFrame(l.pending, body)
+	l.npend++
+	return nil
+}
+
+// Pending reports whether deferred records wait for Flush.
+func (l *Log) Pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.npend > 0
+}
+
+// Flush writes the deferred records, if any, with one write(2), without
+// fsync. A failed write makes the log unusable (the records it lost are
+// already part of the database): Flush, and every later call, return the
+// error.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.npend == 0 {
+		return nil
+	}
+	n, err := writeAt(l.f, l.pending, l.size)
+	if err == nil && n < len(l.pending) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		l.f.Truncate(l.size)
+		l.err = fmt.Errorf("%s: write failed: %w", l.path, err)
+		return l.err
+	}
+	l.size += int64(len(l.pending))
+	l.records += l.npend
+	l.seq += uint64(l.npend)
+	l.npend = 0
+	if cap(l.pending) > maxKeptPending {
+		l.pending = nil
+	} else {
+		l.pending = l.pending[:0]
+	}
+	return nil
+}
+
+// maxKeptPending is the largest buffer of deferred records kept for reuse.
+const maxKeptPending = 1 << 20
+
+// Sync returns once every record written so far is on disk.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flushLocked(); err != nil {
+		return err
 	}
 	return l.syncLocked(l.seq)
 }
@@ -386,20 +465,20 @@ func (l *Log) syncLocked(seq uint64) error {
 	return nil
 }
 
-// Size returns the file's size in bytes.
+// Size returns the file's size in bytes, deferred records included.
 func (l *Log) Size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.size
+	return l.size + int64(len(l.pending))
 }
 
 // Records returns the number of records read by Open (the schema included)
-// plus those written since. Like OVS's n_read + n_written, Replace does not
-// reset it.
+// plus those written (or deferred) since. Like OVS's n_read + n_written,
+// Replace does not reset it.
 func (l *Log) Records() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.records
+	return l.records + l.npend
 }
 
 // Replace atomically compacts the file to schema (nil: keep the current one)
@@ -424,8 +503,10 @@ func (l *Log) Replace(schema json.RawMessage, snapshot Record) error {
 	for l.syncing {
 		l.synced.Wait()
 	}
-	if l.err != nil {
-		return l.err
+	// Deferred records go to the old file first: the snapshot holds
+	// them, and a failed compaction keeps the old file.
+	if err := l.flushLocked(); err != nil {
+		return err
 	}
 	if schema == nil {
 		schema = l.schema
@@ -488,7 +569,11 @@ func (l *Log) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	var ferr error
+	if l.err == nil {
+		ferr = l.flushLocked()
+	}
+	err := errors.Join(ferr, l.f.Close())
 	l.f = nil
 	l.err = fmt.Errorf("%s: %w", l.path, os.ErrClosed)
 	l.lock.unlock()

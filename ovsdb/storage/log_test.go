@@ -563,3 +563,124 @@ func TestCreateThroughSymlink(t *testing.T) {
 		t.Errorf("failed Create left its lock file: %v", err)
 	}
 }
+
+// TestDeferFlush: deferred records reach the file only at Flush, in one
+// write with those deferred after them, in order with Commit's (which
+// writes the deferred ones first), and Sync and Close write them too.
+func TestDeferFlush(t *testing.T) {
+	want := testRecords()
+	path := makeDB(t, nil)
+	l, _, err := Open(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileSize := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := fileSize()
+	if err := l.Defer(want[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Defer(want[1]); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Pending() || fileSize() != before {
+		t.Fatalf("deferred records written before Flush (pending %v, size %d -> %d)", l.Pending(), before, fileSize())
+	}
+	if l.Records() != 3 || l.Size() <= before {
+		t.Errorf("Records() = %d, Size() = %d with two deferred records", l.Records(), l.Size())
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Pending() || fileSize() != l.Size() {
+		t.Fatalf("after Flush: pending %v, file %d bytes, Size() %d", l.Pending(), fileSize(), l.Size())
+	}
+	if err := l.Defer(want[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(want[3], false); err != nil {
+		t.Fatal(err)
+	}
+	if l.Pending() || fileSize() != l.Size() {
+		t.Fatalf("after Commit: pending %v, file %d bytes, Size() %d", l.Pending(), fileSize(), l.Size())
+	}
+	if err := l.Defer(want[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil || l.Pending() {
+		t.Fatalf("Sync: %v, pending %v", err, l.Pending())
+	}
+	if err := l.Defer(want[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, got, warnings := openAll(t, path)
+	want = append(want, want[0], want[1])
+	if !reflect.DeepEqual(got, want) || len(warnings) > 0 {
+		t.Errorf("records:\ngot  %+v\nwant %+v\nwarnings %q", got, want, warnings)
+	}
+}
+
+// TestDeferReplace: a compaction writes the deferred records to the old
+// file first and leaves nothing pending for the new one.
+func TestDeferReplace(t *testing.T) {
+	path := makeDB(t, nil)
+	l, _, err := Open(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	recs := testRecords()
+	if err := l.Defer(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	snap := Record{Tables: map[string]map[string]json.RawMessage{"A": {uuid1: json.RawMessage(`{"n":1}`)}}}
+	if err := l.Replace(nil, snap); err != nil {
+		t.Fatal(err)
+	}
+	if l.Pending() {
+		t.Fatal("deferred record pending after Replace")
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	if fi.Size() != l.Size() {
+		t.Fatalf("file %d bytes, Size() %d", fi.Size(), l.Size())
+	}
+}
+
+// TestFlushFailureSticks: the deferred records a failed write lost are
+// part of the database already, so the log refuses everything after.
+func TestFlushFailureSticks(t *testing.T) {
+	path := makeDB(t, nil)
+	l, _, err := Open(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	recs := testRecords()
+	if err := l.Defer(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	l.f.Close() // every write fails now
+	if err := l.Flush(); err == nil {
+		t.Fatal("Flush succeeded on a closed file")
+	}
+	if err := l.Defer(recs[1]); err == nil {
+		t.Error("Defer succeeded after a failed Flush")
+	}
+	if err := l.Commit(recs[1], false); err == nil {
+		t.Error("Commit succeeded after a failed Flush")
+	}
+	if err := l.Sync(); err == nil {
+		t.Error("Sync succeeded after a failed Flush")
+	}
+}
