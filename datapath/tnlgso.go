@@ -264,6 +264,7 @@ func (w *worker) tnlPopGSO(p *packet.Packet, port *dpPort, depth int, table *por
 		w.tnlPopDrop(port)
 		return
 	}
+	w.dp.tnlGSORx.Add(1)
 	for i := 0; i < g.n; {
 		q := w.dp.pool.Get()
 		w.clones = append(w.clones, q)
@@ -300,4 +301,10 @@ func (w *worker) tnlPopGSO(p *packet.Packet, port *dpPort, depth int, table *por
 // tunnel packets they held.
 func (dp *Datapath) TunnelGSO() (frames, segs uint64) {
 	return dp.tnlGSOFrames.Load(), dp.tnlGSOSegs.Load()
+}
+
+// TunnelGSOFrames returns how many UDP GSO frames tnl_push sent and
+// tnl_pop received.
+func (dp *Datapath) TunnelGSOFrames() (sent, received uint64) {
+	return dp.tnlGSOFrames.Load(), dp.tnlGSORx.Load()
 }
