@@ -39,10 +39,11 @@ import (
 // header, consecutive segments of one TCP connection, as gro.go's rules);
 // what does not continue it is decapsulated datagram by datagram.
 
-// udpGSOMaxSegs bounds the datagrams of one UDP GSO frame: the kernel's
-// UDP_MAX_SEGMENTS was 64 until Linux 6.12 (virtio_net_hdr_to_skb and
-// __udp_gso_segment refuse more); the receive side takes up to 128, its
-// later value.
+// udpGSOMaxSegs bounds the datagrams of one UDP GSO frame sent: the
+// kernel's UDP_MAX_SEGMENTS, past which virtio_net_hdr_to_skb and
+// __udp_gso_segment refuse a frame, was 64 (newer kernels raised it to
+// 128, which the receive side takes; more is refused as malformed, so
+// that one frame cannot make thousands of packets).
 const (
 	udpGSOMaxSegs   = 64
 	udpGSOMaxSegsRx = 128

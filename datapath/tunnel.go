@@ -221,8 +221,9 @@ func resolveTnl(t *TnlPush, table *portTable) *tnlOp {
 var portSeed = maphash.MakeSeed()
 
 // tnlPush encapsulates copies of pkts (segmented first if they are
-// super-frames, since the outer headers must be on every segment) and
-// runs the nested actions on them.
+// super-frames, since the outer headers must be on every segment; with
+// t.gso the segments of a TCP super-frame go in UDP GSO frames,
+// tnlgso.go) and runs the nested actions on them.
 func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *portTable, now int64) {
 	var out []*packet.Packet
 	for _, p := range pkts {
