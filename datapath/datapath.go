@@ -93,6 +93,11 @@ type Datapath struct {
 	// groSegs counts the decapsulated segments coalesced into groFrames
 	// super-frames (gro.go).
 	groSegs, groFrames atomic.Uint64
+	// tnlGSOFrames counts the UDP GSO frames tnl_push sent, holding
+	// tnlGSOSegs tunnel packets (tnlgso.go).
+	tnlGSOFrames, tnlGSOSegs atomic.Uint64
+	// tnlGSORx counts the UDP GSO frames tnl_pop received whole.
+	tnlGSORx atomic.Uint64
 
 	// meters are the meters of ActionMeter (meter.go); meterMu
 	// serializes their replacement.

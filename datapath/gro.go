@@ -198,7 +198,18 @@ func (w *worker) superFrame(segs []*packet.Packet, sf, sl groSeg, total int) *pa
 	}
 	s.SetLen(n)
 	s.InPort = segs[0].InPort
-	ip, tcp := b[sf.ipOff:sf.tcpOff], b[sf.tcpOff:]
+	s.Offload = groFinish(b, sf, sl, total)
+	w.dp.groSegs.Add(uint64(len(segs)))
+	w.dp.groFrames.Add(1)
+	return s
+}
+
+// groFinish makes b, total bytes of segments joined whose first was
+// parsed as sf and last as sl, a TSO super-frame: IP length and checksum,
+// PSH if the last had it, the TCP checksum partial. It returns the
+// super-frame's offload metadata.
+func groFinish(b []byte, sf, sl groSeg, total int) packet.Offload {
+	ip, tcp := b[sf.ipOff:sf.tcpOff], b[sf.tcpOff:total]
 	gso := packet.GSOTCPv4
 	if sf.v4 {
 		binary.BigEndian.PutUint16(ip[2:], uint16(total-sf.ipOff))
@@ -210,11 +221,8 @@ func (w *worker) superFrame(segs []*packet.Packet, sf, sl groSeg, total int) *pa
 	}
 	tcp[13] |= sl.flags & 0x08
 	binary.BigEndian.PutUint16(tcp[16:], groPseudo(b, sf, len(tcp)))
-	s.Offload = packet.Offload{Flags: packet.NeedsCsum, GSO: gso, HdrLen: uint16(sf.hdrLen), GSOSize: uint16(sf.pay),
+	return packet.Offload{Flags: packet.NeedsCsum, GSO: gso, HdrLen: uint16(sf.hdrLen), GSOSize: uint16(sf.pay),
 		CsumStart: uint16(sf.tcpOff), CsumOffset: 16}
-	w.dp.groSegs.Add(uint64(len(segs)))
-	w.dp.groFrames.Add(1)
-	return s
 }
 
 // GRO returns how many decapsulated segments were coalesced, into how

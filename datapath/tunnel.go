@@ -38,6 +38,10 @@ type TnlPush struct {
 	Header tunnel.Header
 	// Nested are the egress bridge's actions for the encapsulated packet.
 	Nested Actions
+	// GSO sends a TSO super-frame encapsulated as one UDP GSO frame
+	// (VXLAN and Geneve only; tnlgso.go) instead of one packet per
+	// segment. Not shown in dumps: OVS has no such thing.
+	GSO bool
 }
 
 // TnlPushAction returns the tnl_push action of t.
@@ -58,7 +62,7 @@ func tnlEqual(a, b *TnlPush) bool {
 	ba, _ := tunnel.Build(&ha, nil)
 	bb, _ := tunnel.Build(&hb, nil)
 	return a.Port == b.Port && a.OutPort == b.OutPort && bytes.Equal(ba, bb) && ha.SeqPresent == hb.SeqPresent &&
-		a.Nested.Equal(b.Nested)
+		a.GSO == b.GSO && a.Nested.Equal(b.Nested)
 }
 
 // tnlString formats a tnl_push as OVS's format_odp_tnl_push_action, from
@@ -189,6 +193,10 @@ type tnlOp struct {
 	v4     bool
 	nested []op
 	meta   bool
+	// gso: super-frames leave as UDP GSO frames; udpOff is where the
+	// outer UDP header is in hdr.
+	gso    bool
+	udpOff int
 }
 
 func resolveTnl(t *TnlPush, table *portTable) *tnlOp {
@@ -199,19 +207,31 @@ func resolveTnl(t *TnlPush, table *portTable) *tnlOp {
 		return nil
 	}
 	nested := resolveOps(nil, t.Nested, table)
-	return &tnlOp{hdr: hdr, h: h, v4: h.Dst.Unmap().Is4(), nested: nested, meta: usesMeta(nested)}
+	op := &tnlOp{hdr: hdr, h: h, v4: h.Dst.Unmap().Is4(), nested: nested, meta: usesMeta(nested)}
+	if t.GSO && h.Kind != tunnel.KindGRE {
+		op.gso, op.udpOff = true, 14+40
+		if op.v4 {
+			op.udpOff = 14 + 20
+		}
+	}
+	return op
 }
 
 // portSeed keys the UDP source port hash.
 var portSeed = maphash.MakeSeed()
 
 // tnlPush encapsulates copies of pkts (segmented first if they are
-// super-frames, since the outer headers must be on every segment) and
-// runs the nested actions on them.
+// super-frames, since the outer headers must be on every segment; with
+// t.gso the segments of a TCP super-frame go in UDP GSO frames,
+// tnlgso.go) and runs the nested actions on them.
 func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *portTable, now int64) {
 	var out []*packet.Packet
 	for _, p := range pkts {
 		if p == nil {
+			continue
+		}
+		if p.Offload.GSO != packet.GSONone && t.gso && p.Offload.GSO != packet.GSOUDPL4 {
+			out = w.tnlPushGSO(t, p, out)
 			continue
 		}
 		if p.Offload.GSO != packet.GSONone {
@@ -338,9 +358,14 @@ func (w *worker) tnlPopBatch(port *dpPort, pkts []*packet.Packet, queued bool, d
 		return
 	}
 	for _, p := range pkts {
-		if p != nil && queued {
+		switch {
+		case p == nil:
+		case p.Offload.GSO == packet.GSOUDPL4:
+			// Only read: the datagrams are written elsewhere.
+			w.tnlPopGSO(p, port, depth, table, now)
+		case queued:
 			w.tnlPop(w.clone(p), port, depth, table, now)
-		} else if p != nil {
+		default:
 			w.tnlPop(p, port, depth, table, now)
 		}
 	}
@@ -351,29 +376,47 @@ func (w *worker) tnlPopBatch(port *dpPort, pkts []*packet.Packet, queued bool, d
 // whose outer headers are not a well-formed tunnel packet of port's kind
 // is dropped and counted (datapath_drop_tunnel_pop_error).
 func (w *worker) tnlPop(p *packet.Packet, port *dpPort, depth int, table *portTable, now int64) {
+	h, _, ok := w.tnlDecap(p, port)
+	if !ok {
+		return
+	}
+	port.rxPackets.Add(1)
+	port.rxBytes.Add(uint64(p.Len()))
+	w.tnlReenter(p, port, &h, depth, table, now)
+}
+
+// tnlDecap strips p's outer headers for tunnel vport port, leaving the
+// inner frame, and returns them with where the inner frame was in p. A
+// packet whose outer headers are not a well-formed tunnel packet of
+// port's kind is dropped and counted.
+func (w *worker) tnlDecap(p *packet.Packet, port *dpPort) (h tunnel.Header, off int, ok bool) {
 	if p.Ext() != nil {
 		p.Linearize()
 	}
 	vp, _ := port.dev.(*tunnel.Vport)
 	if vp == nil {
 		w.tnlPopDrop(port)
-		return
+		return h, 0, false
 	}
 	h, off, n, err := decap(p.Data(), &p.Offload, vp.Kind())
 	if err != nil {
 		w.tnlPopDrop(port)
-		return
+		return h, 0, false
 	}
 	if _, err := flow.ParseGeneveOpts(h.Options); err != nil {
 		// Options that are not whole TLVs, or more than a key holds.
 		w.tnlPopDrop(port)
-		return
+		return h, 0, false
 	}
 	p.Pull(off)
 	p.SetLen(n)
 	p.InPort = port.no
-	port.rxPackets.Add(1)
-	port.rxBytes.Add(uint64(n))
+	return h, off, true
+}
+
+// tnlReenter sends p, decapsulated from outer headers h, through the
+// lookup again as received on port.
+func (w *worker) tnlReenter(p *packet.Packet, port *dpPort, h *tunnel.Header, depth int, table *portTable, now int64) {
 	var k flow.Key
 	if !extract(p, port.no, &k) {
 		return

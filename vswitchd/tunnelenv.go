@@ -51,7 +51,8 @@ func (e tunnelEnv) DevMAC(dev string) (net.HardwareAddr, bool) {
 }
 
 // syncDatapathCoverage copies the datapath's tunnel drop counters, and
-// the tunnel packets dropped for ECN, into coverage/show under OVS's names.
+// the tunnel packets dropped for ECN, into coverage/show under OVS's names,
+// and the UDP GSO frames of tunnels under govs' own.
 func (v *switchd) syncDatapathCoverage() {
 	if v.plane == nil || v.plane.datapath == nil {
 		return
@@ -62,6 +63,12 @@ func (v *switchd) syncDatapathCoverage() {
 	}
 	if push > 0 {
 		v.cov.Raise("datapath_drop_tunnel_push_error", push)
+	}
+	// govs' own: super-frames sent and received whole through a tunnel
+	// with other_config:tunnel-udp-gso (datapath/tnlgso.go).
+	if tx, rx := v.plane.datapath.TunnelGSOFrames(); tx > 0 || rx > 0 {
+		v.cov.Raise("tunnel_udp_gso_sent", tx)
+		v.cov.Raise("tunnel_udp_gso_received", rx)
 	}
 	if v.plane.ofproto != nil {
 		if n := v.plane.ofproto.CongestionDrops(); n > 0 {

@@ -20,8 +20,13 @@ type Port struct {
 
 	rxq *netdev.FrameQueue
 
-	mu       sync.Mutex // guards sent, sentOffl, offloads, closed, stats
-	sent     [][]byte
+	mu   sync.Mutex // guards sent, sentOffl, offloads, closed, stats
+	sent [][]byte
+
+	// rxOffl is InjectOffload's frames' metadata, by their first byte;
+	// its own lock, taken under the receive queue's.
+	offlMu   sync.Mutex
+	rxOffl   map[*byte]packet.Offload
 	sentOffl []packet.Offload
 	offloads netdev.Offloads
 	closed   bool
@@ -56,6 +61,22 @@ func (p *Port) Inject(frames ...[]byte) {
 	p.rxq.Push(0, copies...)
 }
 
+// InjectOffload queues frames for Read as Inject does, each with offload
+// metadata o, as a port with a virtio_net_hdr receives them.
+func (p *Port) InjectOffload(o packet.Offload, frames ...[]byte) {
+	copies := make([][]byte, len(frames))
+	p.offlMu.Lock()
+	if p.rxOffl == nil {
+		p.rxOffl = map[*byte]packet.Offload{}
+	}
+	for i, f := range frames {
+		copies[i] = append(make([]byte, 0, len(f)+1), f...)
+		p.rxOffl[&copies[i][:1][0]] = o
+	}
+	p.offlMu.Unlock()
+	p.rxq.Push(0, copies...)
+}
+
 // Read implements netdev.Port.
 func (p *Port) Read(pkts []*packet.Packet) (int, error) {
 	if p.reading.Add(1) != 1 {
@@ -71,6 +92,14 @@ func (p *Port) Read(pkts []*packet.Packet) (int, error) {
 			pk.SetExternal(f[h:], &tail{port: p, b: f[h:]})
 		} else {
 			pk.SetLen(copy(pk.Tail(), f))
+		}
+		if cap(f) > 0 {
+			p.offlMu.Lock()
+			if o, ok := p.rxOffl[&f[:1][0]]; ok {
+				pk.Offload = o
+				delete(p.rxOffl, &f[:1][0])
+			}
+			p.offlMu.Unlock()
 		}
 		bytes += uint64(len(f))
 	})

@@ -63,14 +63,16 @@ VHOST_SECS = int(os.environ.get("BENCH_VHOST_SECS", "14"))
 # multiflow section: peers (BENCH_MF_PEERS) from the net section's set-ups
 # tunnel section (net/tunnel.sh): peers and tests; govs-geneve is compared with ovs-geneve and kernel (vxlan: this
 # kernel has no geneve module). govs-base-geneve runs the ovs-vswitchd named by TUN_GOVS_BASE (before/after a change
-# in one run; in the default peers when it is set), govs-geneve-sockbuf sets userspace-sock-buf-size.
+# in one run; in the default peers when it is set), govs-geneve-sockbuf sets userspace-sock-buf-size, govs-geneve-gso and
+# govs-vxlan-gso set the tunnel's other_config:tunnel-udp-gso=true.
 TUN_PEERS = [p for p in os.environ.get("BENCH_TUN_PEERS", ("govs-base-geneve," if os.environ.get("TUN_GOVS_BASE") else "")
-                                       + "govs-geneve,govs-vxlan,ovs-geneve,kernel").split(",") if p]
+                                       + "govs-geneve,govs-geneve-gso,govs-vxlan,ovs-geneve,kernel").split(",") if p]
 TUN_TESTS = [t for t in os.environ.get("BENCH_TUN_TESTS", "tcp1,crr,pps").split(",") if t]
 TUN_METRICS = {
     "tcp1_gbps": ("TCP 1 stream, Gbit/s", True),
     "tcp1_retrans": ("TCP 1 stream retransmits", False),
     "ul_rx_dropped": ("underlay receive drops (switch b's ul rx_dropped)", False),
+    "tcp1_cpu_per_gbit": ("switches' CPU s per Gbit (both chassis, TCP 1 stream)", False),
     "crr_cps": ("connections/s, ab -c 1", True),
     "pps64_rx_kpps": ("64 B frames from testpmd, received kpps", True),
     "pps64_tx_kpps": ("64 B frames from testpmd, offered kpps", None),
@@ -762,6 +764,19 @@ def tunnel_env(workdir, name):
     return env
 
 
+def switch_cpu(d):
+    """utime+stime in seconds of the two chassis' ovs-vswitchd (their pidfiles under d), None without both."""
+    t = 0.0
+    for c in "ab":
+        try:
+            pid = open(os.path.join(d, c, "ovs-vswitchd.pid")).read().strip()
+            f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        t += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return t
+
+
 def run_tunnel(name, rn, samples):
     """net/tunnel.sh: VIF to VIF across two chassis over a tunnel, one peer."""
     tn = os.path.join(NET, "tunnel.sh")
@@ -773,7 +788,7 @@ def run_tunnel(name, rn, samples):
     try:
         sh([tn, "up", kind], env=env, timeout=60)
         wait_ping(name, "btn")
-        if name in ("govs-geneve", "govs-vxlan"):
+        if name in ("govs-geneve", "govs-vxlan", "govs-geneve-gso", "govs-vxlan-gso"):
             # the underlay ports move to their socket buffer once the tunnel's route is known (a few seconds at most)
             for _ in range(50):
                 if all(out(["ovs-vsctl", "--db=unix:" + os.path.join(env["TUN_DIR"], c, "db.sock"), "get", "interface",
@@ -781,8 +796,14 @@ def run_tunnel(name, rn, samples):
                     break
                 time.sleep(0.2)
         if "tcp1" in TUN_TESTS:
+            cpu0 = switch_cpu(env["TUN_DIR"])
             r = rn.tcp("btn", 1)
+            cpu1 = switch_cpu(env["TUN_DIR"])
             s["tcp1_gbps"], s["tcp1_retrans"] = r["gbps"], r.get("retrans")
+            if cpu0 is not None and cpu1 is not None and r["gbps"]:
+                # CPU seconds of both switches over the run, per Gbit sent (gbps * seconds)
+                s["tcp1_cpu_s"] = round(cpu1 - cpu0, 2)
+                s["tcp1_cpu_per_gbit"] = round((cpu1 - cpu0) / (r["gbps"] * SECS), 3)
             if name.startswith("ovs") or name.startswith("govs"):
                 time.sleep(STATS_WAIT)
                 st = out(["ovs-vsctl", "--db=unix:" + os.path.join(env["TUN_DIR"], "b", "db.sock"), "get",
@@ -808,16 +829,16 @@ def tunnel_lines(tsamples):
     """The tunnel section's table: medians per peer, govs-geneve's ratio to ovs-geneve and kernel."""
     peers = [p for p in TUN_PEERS if p in tsamples]
     v = {p: {m: med([s.get(m) for s in tsamples[p]]) for m in TUN_METRICS} for p in peers}
-    cmp = [p for p in ("ovs-geneve", "kernel") if p in v and "govs-geneve" in v]
-    lines = ["| metric | " + " | ".join(peers) + "".join(" | govs-geneve:" + p for p in cmp) + " |",
+    cmp = [(g, p) for g in ("govs-geneve", "govs-geneve-gso") for p in ("ovs-geneve", "kernel") if p in v and g in v]
+    lines = ["| metric | " + " | ".join(peers) + "".join(" | %s:%s" % c for c in cmp) + " |",
              "|---" * (1 + len(peers) + len(cmp)) + "|"]
     for m, (label, hib) in TUN_METRICS.items():
         if all(v[p][m] is None for p in peers):
             continue
         row = [label] + [fmt(v[p][m], "kpps" if "kpps" in m or "cps" in m or "retrans" in m or "drop" in m
                              else "") for p in peers]
-        for p in cmp:
-            r = ratio(v["govs-geneve"][m], v[p][m], hib)
+        for g, p in cmp:
+            r = ratio(v[g][m], v[p][m], hib)
             row.append("%.2fx" % r if r else "")
         lines.append("| " + " | ".join(row) + " |")
     return lines

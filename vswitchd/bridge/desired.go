@@ -146,6 +146,9 @@ type IfaceSpec struct {
 	// SockBufSize is other_config:userspace-sock-buf-size, 0 if unset:
 	// the Open_vSwitch setting applies.
 	SockBufSize Option[int]
+	// TunnelUDPGSO is a tunnel's other_config:tunnel-udp-gso, false if
+	// unset.
+	TunnelUDPGSO Option[bool]
 	// Policing is ingress_policing_rate/_burst and _kpkts_rate/_burst.
 	Policing datapath.Policing
 	// ConfigError is the Interface.error its driver's parse found in the
@@ -360,8 +363,9 @@ func BuildIn(rows Rows, rundir string) *Desired {
 
 func ifaceSpec(row vswitchd.Interface, problems *[]string) IfaceSpec {
 	s := IfaceSpec{UUID: row.UUID, Name: row.Name, Type: row.Type, Options: row.Options,
-		SockBufSize: parseOption(row.OtherConfig, KeySockBufSize, "interface "+row.Name, 0, ParseSockBufSize, problems),
-		LACPPortID:  smapInt(row.OtherConfig, "lacp-port-id", 0), LACPPortPriority: smapInt(row.OtherConfig, "lacp-port-priority", 0)}
+		SockBufSize:  parseOption(row.OtherConfig, KeySockBufSize, "interface "+row.Name, 0, ParseSockBufSize, problems),
+		TunnelUDPGSO: parseOption(row.OtherConfig, KeyTunnelUDPGSO, "interface "+row.Name, false, ParseTSOEnable, problems),
+		LACPPortID:   smapInt(row.OtherConfig, "lacp-port-id", 0), LACPPortPriority: smapInt(row.OtherConfig, "lacp-port-priority", 0)}
 	if s.Type == "" {
 		s.Type = TypeSystem
 	}

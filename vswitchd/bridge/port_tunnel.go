@@ -123,6 +123,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 	}
 	c.InKey, c.InKeyPresent, c.InKeyFlow = tunnelKey(spec.Options, "in_key")
 	c.OutKey, c.OutKeyPresent, c.OutKeyFlow = tunnelKey(spec.Options, "out_key")
+	c.UDPGSO = spec.TunnelUDPGSO.Value && d.encap != tunnel.KindGRE
 	spec.Tunnel = c
 	return ""
 }

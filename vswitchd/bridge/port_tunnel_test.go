@@ -3,6 +3,8 @@ package bridge
 import (
 	"slices"
 	"testing"
+
+	"github.com/govs/govs/schema/vswitchd"
 )
 
 // Tunnel options are read as OVS's set_tunnel_config: a port without a
@@ -47,5 +49,40 @@ func TestTunnelParse(t *testing.T) {
 	driverOf("geneve").parse(&spec, parseEnv{}, &problems)
 	if c := spec.Tunnel; !c.TOSInherit || !c.TTLInherit {
 		t.Errorf("tos and ttl inherit: %+v", c)
+	}
+}
+
+// other_config:tunnel-udp-gso (govs' own) turns UDP GSO on for a VXLAN or
+// Geneve tunnel; GRE has no UDP and ignores it; a value other than true
+// or false is reported and leaves it off.
+func TestTunnelUDPGSOOption(t *testing.T) {
+	for _, tt := range []struct {
+		typ, v   string
+		want     bool
+		problems int
+	}{
+		{"geneve", "true", true, 0},
+		{"vxlan", "true", true, 0},
+		{"vxlan", "false", false, 0},
+		{"gre", "true", false, 0},
+		{"geneve", "yes", false, 1},
+		{"geneve", "", false, 1},
+	} {
+		row := vswitchd.Interface{Name: "t0", Type: tt.typ, Options: map[string]string{"remote_ip": "10.0.0.2"},
+			OtherConfig: map[string]string{KeyTunnelUDPGSO: tt.v}}
+		var problems []string
+		spec := ifaceSpec(row, &problems)
+		if err := driverOf(tt.typ).parse(&spec, parseEnv{}, &problems); err != "" {
+			t.Fatal(err)
+		}
+		if spec.Tunnel.UDPGSO != tt.want || len(problems) != tt.problems {
+			t.Errorf("%s tunnel-udp-gso=%q: %v, problems %q; want %v and %d", tt.typ, tt.v, spec.Tunnel.UDPGSO, problems, tt.want, tt.problems)
+		}
+	}
+	spec := IfaceSpec{Name: "t0", Type: "geneve", Options: map[string]string{"remote_ip": "10.0.0.2"}}
+	var problems []string
+	driverOf("geneve").parse(&spec, parseEnv{}, &problems)
+	if spec.Tunnel.UDPGSO {
+		t.Error("tunnel-udp-gso on by default")
 	}
 }

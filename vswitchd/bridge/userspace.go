@@ -24,6 +24,12 @@ const (
 	// KeyTSOEnable is Open_vSwitch other_config:userspace-tso-enable. OVS
 	// defaults it to false and needs a restart; govs defaults it to true.
 	KeyTSOEnable = "userspace-tso-enable"
+	// KeyTunnelUDPGSO is Interface other_config:tunnel-udp-gso of a VXLAN
+	// or Geneve tunnel (govs only, false by default): a TSO super-frame
+	// leaves as one UDP GSO frame, which the underlay's receiver must
+	// take whole (a govs, a kernel stack) or segment (a NIC, the
+	// kernel's egress); datapath/tnlgso.go.
+	KeyTunnelUDPGSO = "tunnel-udp-gso"
 )
 
 // The range of KeySockBufSize, in bytes: from the usual net.core.rmem_default

@@ -34,6 +34,9 @@ type TunnelConfig struct {
 	Csum                         bool
 	TOS, TTL                     uint8
 	TOSInherit, TTLInherit, NoDF bool
+	// UDPGSO is Interface other_config:tunnel-udp-gso (govs only): TSO
+	// super-frames leave as one UDP GSO frame each (datapath TnlPush.GSO).
+	UDPGSO bool
 }
 
 // TunnelEnv is what tunnel translation reads from the host: govs' route
@@ -402,7 +405,8 @@ func (x *xlate) tunnelOutput(out *port) {
 	x.commitSets()
 	x.commitVLAN()
 	nested := x.egress(egress, &h)
-	x.acts = append(x.acts, datapath.TnlPushAction(datapath.TnlPush{Port: out.dpPort, OutPort: egress.dpPort, Header: h, Nested: nested}))
+	x.acts = append(x.acts, datapath.TnlPushAction(datapath.TnlPush{Port: out.dpPort, OutPort: egress.dpPort, Header: h, Nested: nested,
+		GSO: c.UDPGSO}))
 }
 
 // tnlTOSTTL sets the outer TOS and TTL of h as OVS's tnl_port_send: the

@@ -5,6 +5,8 @@
 # default offloads, host end "vif" in the chassis. PEER:
 #   govs-geneve, govs-vxlan  govs' bin/ovs-vswitchd in each chassis (embedded database in TUN_DIR/a, /b), br-phy
 #                            with ul and the underlay address, br-int with vif and tunnel port tun0 (key=5)
+#   govs-geneve-gso, govs-vxlan-gso  the same with other_config:tunnel-udp-gso=true on tun0 (super-frames cross the
+#                            underlay whole, as UDP GSO frames)
 #   govs-base-geneve         the same with the ovs-vswitchd binary named by TUN_GOVS_BASE (before/after a change)
 #   ovs-geneve               Debian's ovsdb-server + ovs-vswitchd (datapath_type=netdev, userspace tunnelling),
 #                            same bridges; each switch has its chassis namespace to itself, so the ovs-netdev taps
@@ -54,6 +56,8 @@ switch() { # switch s bin kind: an ovs-vswitchd in chassis s
   ip -n $p-c$s addr add $l/24 dev br-phy; ip -n $p-c$s link set br-phy up
   $V add-port br-phy ul -- add-port br-int vif -- add-port br-int tun0 -- set interface tun0 type=$kind \
     options:remote_ip=$r options:key=5
+  [ -n "$TUN_UDP_GSO" ] && $V set interface tun0 other_config:tunnel-udp-gso=true
+  true
 }
 
 case "$1" in
@@ -62,6 +66,8 @@ up)
   case "$2" in
   govs-geneve) switch a $top/bin/ovs-vswitchd geneve && switch b $top/bin/ovs-vswitchd geneve ;;
   govs-vxlan) switch a $top/bin/ovs-vswitchd vxlan && switch b $top/bin/ovs-vswitchd vxlan ;;
+  govs-geneve-gso) TUN_UDP_GSO=1; switch a $top/bin/ovs-vswitchd geneve && switch b $top/bin/ovs-vswitchd geneve ;;
+  govs-vxlan-gso) TUN_UDP_GSO=1; switch a $top/bin/ovs-vswitchd vxlan && switch b $top/bin/ovs-vswitchd vxlan ;;
   govs-base-geneve) switch a $TUN_GOVS_BASE geneve && switch b $TUN_GOVS_BASE geneve ;;
   ovs-geneve) switch a debian geneve && switch b debian geneve || exit 1
     # as net/peer-ovs.sh: without userspace TSO, OVS 3.1 passes no TCP with the VIFs' tx checksum offload on

@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// tunCoverage returns the total of coverage/show's event name on s, 0 if
+// it is not listed.
+func tunCoverage(s *tnlSwitch, name string) int {
+	m := regexp.MustCompile(`(?m)^` + name + `\s.*total: (\d+)$`).FindStringSubmatch(s.run("coverage/show"))
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// TestTunnelUDPGSO: with other_config:tunnel-udp-gso=true on the tunnel
+// (set live, after traffic flowed without it), the VIFs' TCP super-frames
+// cross the underlay whole as UDP GSO frames: Geneve and VXLAN between two
+// govs (each receives them whole and decapsulates them; Geneve both
+// ways) and VXLAN to a Linux vxlan device (whose kernel segments them on
+// receive).
+func TestTunnelUDPGSO(t *testing.T) {
+	start := time.Now()
+	a := tunSetup(t, "ga", "172.31.4.1/24", "172.31.4.2", "geneve", "10.9.4.1/24")
+	b := tunSetup(t, "gb", "172.31.4.2/24", "172.31.4.1", "geneve", "10.9.4.2/24")
+	tunUnderlay(t, a, b)
+	a.vif.waitPing("10.9.4.2")
+	b.vif.waitPing("10.9.4.1")
+	if n := tunCoverage(a.sw, "tunnel_udp_gso_sent"); n != 0 {
+		t.Fatalf("%d UDP GSO frames sent with the option off", n)
+	}
+	for _, n := range []*tunNode{a, b} {
+		n.sw.e.mustVsctl("set", "interface", "tun0", "other_config:tunnel-udp-gso=true")
+	}
+	for _, typ := range []string{"geneve", "vxlan"} {
+		if typ != "geneve" {
+			tunRetype(t, typ, a, b)
+		}
+		sent, recv := tunCoverage(a.sw, "tunnel_udp_gso_sent"), tunCoverage(b.sw, "tunnel_udp_gso_received")
+		a.vif.waitPing("10.9.4.2")
+		b.vif.waitPing("10.9.4.1")
+		out := a.vif.iperf(b.vif, "10.9.4.2", "-t", "1")
+		t.Logf("%s with tunnel-udp-gso, a to b: %s", typ, vswIperfSummary(out))
+		if typ == "geneve" {
+			out = b.vif.iperf(a.vif, "10.9.4.1", "-t", "1")
+			t.Logf("%s with tunnel-udp-gso, b to a: %s", typ, vswIperfSummary(out))
+		}
+		vswWait(t, vswTimeout, typ+" UDP GSO frames counted", func() bool {
+			return tunCoverage(a.sw, "tunnel_udp_gso_sent") > sent && tunCoverage(b.sw, "tunnel_udp_gso_received") > recv
+		})
+	}
+	if pop := tunCoverage(b.sw, "datapath_drop_tunnel_pop_error"); pop != 0 {
+		t.Errorf("%d tunnel packets dropped as malformed on b", pop)
+	}
+
+	// A Linux vxlan device on the far side: its UDP socket segments what
+	// it receives whole (udp_rcv_segment).
+	k := tunSetup(t, "gk", "172.31.5.1/24", "172.31.5.2", "vxlan", "10.9.5.1/24")
+	k.sw.e.mustVsctl("set", "interface", "tun0", "other_config:tunnel-udp-gso=true")
+	far := "gtun-gkfar"
+	tunNS(t, far)
+	for _, c := range []string{
+		"ip link add ul netns " + k.sw.ns + " type veth peer name ul netns " + far,
+		"ip -n " + k.sw.ns + " link set ul up",
+		"ip -n " + far + " link set ul up",
+		"ip -n " + far + " addr add 172.31.5.2/24 dev ul",
+		"ip -n " + far + " link add vx0 type vxlan id 5 remote 172.31.5.1 local 172.31.5.2 dstport 4789 dev ul",
+		"ip -n " + far + " link set vx0 mtu 1450 up",
+		"ip -n " + far + " addr add 10.9.5.2/24 dev vx0",
+	} {
+		if _, err := vswRun("sh", "-c", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.sw.e.mustVsctl("add-port", "br-phy", "ul")
+	farNS := &vswNS{t: t, Name: far}
+	k.vif.waitPing("10.9.5.2")
+	farNS.waitPing("10.9.5.1")
+	out := k.vif.iperf(farNS, "10.9.5.2", "-t", "1")
+	t.Logf("iperf3 TCP govs (tunnel-udp-gso) to kernel vxlan: %s", vswIperfSummary(out))
+	vswWait(t, vswTimeout, "UDP GSO frames to the kernel counted", func() bool { return tunCoverage(k.sw, "tunnel_udp_gso_sent") > 0 })
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
