@@ -58,6 +58,11 @@ func internMask(m *ofp.Flow) *ruleMask {
 // findMask returns the ruleMask of mask m if some rule or subtable has
 // it, else nil.
 func findMask(m *ofp.Flow) *ruleMask {
+	if m.TunTab != nil { // as internMask keys it
+		k := *m
+		k.TunTab = nil
+		m = &k
+	}
 	masks.RLock()
 	defer masks.RUnlock()
 	return masks.m[*m].Value()

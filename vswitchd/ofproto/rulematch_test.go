@@ -3,6 +3,7 @@ package ofproto
 import (
 	"math/rand"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -111,5 +112,36 @@ func TestInternActions(t *testing.T) {
 	}
 	if internActions(nil) != nil {
 		t.Error("no actions interned as some")
+	}
+}
+
+// TestBundledTunMetadata checks a bundled add whose match has
+// tun_metadata fields: placed through the TLV map as it is at commit,
+// refused if the field is unmapped then, and reported with them.
+func TestBundledTunMetadata(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
+	add := func() ofp.Message {
+		fm := fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: []ofp.Action{output(2)}}.mod()
+		fm.Match.TunMD = []ofp.TunMDEntry{{Idx: 0, Value: []byte{0x0a, 0x00, 0x01}}}
+		kept, err := br.CheckBundled(fm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kept
+	}
+	early := add()
+	if _, err := br.CommitBundle([]ofp.Message{early}); err == nil || err.Errno != ofp.InvalidTLVField {
+		t.Fatalf("commit with tun_metadata0 unmapped: %v", err)
+	}
+	late := add()
+	if err := br.TLVTableMod(&ofp.TLVTableMod{Command: ofp.TLVAdd, Maps: []ofp.TLVMap{{Class: 0x102, Type: 0x80, Len: 4, Index: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if i, err := br.CommitBundle([]ofp.Message{late}); err != nil {
+		t.Fatal(i, err)
+	}
+	if got := flowsOf(br); !strings.Contains(got, "tun_metadata0=0xa0001") {
+		t.Errorf("flows %q, want one with tun_metadata0=0xa0001", got)
 	}
 }
