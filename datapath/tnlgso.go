@@ -31,7 +31,9 @@ import (
 // whose socket has PACKET_VNET_HDR, as govs' do. A reader without
 // vnet_hdr (OVS's netdev datapath without userspace-tso-enable) would get
 // one oversized frame, which is why this is an option (Interface
-// other_config:tunnel-udp-gso on the tunnel, off by default).
+// other_config:tunnel-udp-gso on the tunnel, off by default). Where the
+// egress port takes no UDP GSO (Linux before 6.2) it is not used: cutting
+// the frame there would cost a copy more than segmenting first.
 //
 // govs receiving such a frame for a tunnel vport (tnlPopGSO) decapsulates
 // its first datagram and joins the inner segments of the following ones
@@ -48,6 +50,21 @@ const (
 	udpGSOMaxSegs   = 64
 	udpGSOMaxSegsRx = 128
 )
+
+// outputsTakeUSO reports whether every port ops output to takes UDP GSO
+// frames (a system or tap port on Linux 6.2 or later): one that does not
+// would have to cut each frame in software, a copy more than segmenting
+// before encapsulating.
+func outputsTakeUSO(ops []op) bool {
+	for i := range ops {
+		if ops[i].kind == ActionOutput && ops[i].port != nil {
+			if o := ops[i].port.dev.Offloads(); !o.Csum || !o.USO {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // tnlPushGSO encapsulates TSO super-frame p as UDP GSO frames for t,
 // appended to out, each at most 64 KiB of IP packet. A frame of one

@@ -135,6 +135,32 @@ func TestTunnelUDPGSO(t *testing.T) {
 	}
 }
 
+// Towards a port that takes no UDP GSO (a kernel before 6.2) the option
+// does nothing: super-frames are segmented before encapsulation, as
+// without it, rather than cut twice.
+func TestTunnelUDPGSONoUSO(t *testing.T) {
+	r := newRig(t, 2)
+	if err := r.dp.AddPort(3, tunnel.NewVport("vp", tunnel.KindGeneve)); err != nil {
+		t.Fatal(err)
+	}
+	r.ports[2].SetOffloads(netdev.Offloads{Csum: true, TSO4: true, TSO6: true})
+	var popped popRecorder
+	r.dp.SetUpcall(popped.upcall(&TnlPush{Port: 3, OutPort: 2, Header: gsoHeader(tunnel.KindGeneve, false),
+		Nested: Actions{Output(2)}, GSO: true}))
+	sf, so := tsoFrame(false, 20000, 1398)
+	want := resegment(t, sf, so)
+	r.ports[1].InjectOffload(so, sf)
+	dptest.Eventually(t, "frames on port 2", func() bool { return r.ports[2].NumSent() == len(want) })
+	for i, o := range r.ports[2].SentOffloads() {
+		if o.GSO != packet.GSONone {
+			t.Fatalf("frame %d: offload %+v", i, o)
+		}
+	}
+	if frames, _ := r.dp.TunnelGSO(); frames != 0 {
+		t.Errorf("%d UDP GSO frames", frames)
+	}
+}
+
 // checkPartialUDP checks that the UDP checksum field of UDP GSO frame b
 // holds the pseudo-header sum its partial checksum needs.
 func checkPartialUDP(t *testing.T, b []byte, o packet.Offload) {
