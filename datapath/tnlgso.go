@@ -31,13 +31,15 @@ import (
 // whose socket has PACKET_VNET_HDR, as govs' do. A reader without
 // vnet_hdr (OVS's netdev datapath without userspace-tso-enable) would get
 // one oversized frame, which is why this is an option (Interface
-// other_config:tunnel-udp-gso on the tunnel, off by default).
+// other_config:tunnel-udp-gso on the tunnel, off by default). Where the
+// egress port takes no UDP GSO (Linux before 6.2) it is not used: cutting
+// the frame there would cost a copy more than segmenting first.
 //
 // govs receiving such a frame for a tunnel vport (tnlPopGSO) decapsulates
 // its first datagram and joins the inner segments of the following ones
 // straight into one TSO super-frame while they continue it (same tunnel
 // header, consecutive segments of one TCP connection, as gro.go's rules);
-// what does not continue it is decapsulated datagram by datagram.
+// the first that does not starts the next run.
 
 // udpGSOMaxSegs bounds the datagrams of one UDP GSO frame sent: the
 // kernel's UDP_MAX_SEGMENTS, past which virtio_net_hdr_to_skb and
@@ -48,6 +50,21 @@ const (
 	udpGSOMaxSegs   = 64
 	udpGSOMaxSegsRx = 128
 )
+
+// outputsTakeUSO reports whether every port ops output to takes UDP GSO
+// frames (a system or tap port on Linux 6.2 or later): one that does not
+// would have to cut each frame in software, a copy more than segmenting
+// before encapsulating.
+func outputsTakeUSO(ops []op) bool {
+	for i := range ops {
+		if ops[i].kind == ActionOutput && ops[i].port != nil {
+			if o := ops[i].port.dev.Offloads(); !o.Csum || !o.USO {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // tnlPushGSO encapsulates TSO super-frame p as UDP GSO frames for t,
 // appended to out, each at most 64 KiB of IP packet. A frame of one
@@ -215,23 +232,23 @@ func (g *tnlGSO) datagram(dst []byte, i int) int {
 	return n
 }
 
-// tnlJoin appends to f, the decapsulated inner frame of datagram 0 at
-// the start of buf, the TCP payload of datagrams 1, 2, ... while their
-// tunnel header is datagram 0's (tunLen bytes) and their inner frame
-// continues the run as gro.go joins segments, within buf and groMaxLen.
-// It returns how many datagrams the frame holds (1: nothing joined) and
-// its length, its offload metadata made a TSO super-frame's when more
-// than one.
-func (g *tnlGSO) join(buf []byte, f []byte, tunLen int) (segs, total int, o packet.Offload) {
+// join appends to f, the decapsulated inner frame of datagram from at
+// the start of buf, the TCP payload of datagrams from+1, from+2, ... while
+// their tunnel header is datagram from's (tunLen bytes) and their inner
+// frame continues the run as gro.go joins segments, within buf and
+// groMaxLen. It returns how many datagrams the frame holds (1: nothing
+// joined) and its length, its offload metadata made a TSO super-frame's
+// when more than one.
+func (g *tnlGSO) join(buf []byte, f []byte, from, tunLen int) (segs, total int, o packet.Offload) {
 	sf, ok := parseGROSeg(f)
-	if !ok || tunLen < 0 || tunLen > len(g.payload(0)) {
+	if !ok || tunLen < 0 || tunLen > len(g.payload(from)) {
 		return 1, len(f), o
 	}
-	tun := g.payload(0)[:tunLen]
+	tun := g.payload(from)[:tunLen]
 	sl, total, limit := sf, len(f), min(len(buf), groMaxLen)
 	segs = 1
-	for ; segs < g.n; segs++ {
-		c := g.payload(segs)
+	for ; from+segs < g.n; segs++ {
+		c := g.payload(from + segs)
 		if len(c) <= tunLen || !bytes.Equal(c[:tunLen], tun) {
 			break
 		}
@@ -250,9 +267,9 @@ func (g *tnlGSO) join(buf []byte, f []byte, tunLen int) (segs, total int, o pack
 }
 
 // tnlPopGSO decapsulates p, a UDP GSO frame received for tunnel vport
-// port, without writing to it: its first datagram's inner frame, with
-// those of the following datagrams that continue it joined in, then each
-// datagram left, through the lookup again. The outer UDP checksum counts
+// port, without writing to it: each datagram's inner frame, with those of
+// the following datagrams that continue it joined in, through the lookup
+// again. The outer UDP checksum counts
 // as present (tun_flags +csum), as in the datagrams the kernel would have
 // cut it into.
 func (w *worker) tnlPopGSO(p *packet.Packet, port *dpPort, depth int, table *portTable, now int64) {
@@ -278,18 +295,14 @@ func (w *worker) tnlPopGSO(p *packet.Packet, port *dpPort, depth int, table *por
 			continue
 		}
 		h.Csum = true
-		segs, n := 1, q.Len()
-		if i == 0 {
-			var o packet.Offload
-			segs, n, o = g.join(q.Tail(), q.Head(), off-g.hdrLen)
-			if segs > 1 {
-				q.SetLen(n)
-				q.Offload = o
-				w.dp.groSegs.Add(uint64(segs))
-				w.dp.groFrames.Add(1)
-				// Each datagram's inner frame, as tnlPop counts.
-				n += (segs - 1) * int(o.HdrLen)
-			}
+		segs, n, o := g.join(q.Tail(), q.Head(), i, off-g.hdrLen)
+		if segs > 1 {
+			q.SetLen(n)
+			q.Offload = o
+			w.dp.groSegs.Add(uint64(segs))
+			w.dp.groFrames.Add(1)
+			// Each datagram's inner frame, as tnlPop counts.
+			n += (segs - 1) * int(o.HdrLen)
 		}
 		i += segs
 		port.rxPackets.Add(uint64(segs))

@@ -208,7 +208,7 @@ func resolveTnl(t *TnlPush, table *portTable) *tnlOp {
 	}
 	nested := resolveOps(nil, t.Nested, table)
 	op := &tnlOp{hdr: hdr, h: h, v4: h.Dst.Unmap().Is4(), nested: nested, meta: usesMeta(nested)}
-	if t.GSO && h.Kind != tunnel.KindGRE {
+	if t.GSO && h.Kind != tunnel.KindGRE && outputsTakeUSO(nested) {
 		op.gso, op.udpOff = true, 14+40
 		if op.v4 {
 			op.udpOff = 14 + 20

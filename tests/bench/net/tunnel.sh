@@ -13,6 +13,7 @@
 #                            do not collide; the VIFs get tx checksum offload off, as in net/peer-ovs.sh
 #   kernel                   a Linux vxlan device (id 5, port 4789) and vif on a Linux bridge (this kernel has
 #                            no geneve module)
+# TUN_CSUM=1 sets options:csum=true on the govs and OVS tunnels (OVN's default for Geneve).
 # TUN_SOCKBUF=BYTES sets other_config:userspace-sock-buf-size before any port is added.
 # GOVS_PPROF=SOCKET serves each chassis' govs' Go profiles at SOCKET.a and SOCKET.b. Stops only the processes in its own pidfiles.
 p=${TUN_PREFIX:-tn}; d=${TUN_DIR:-/tmp/tunbench}
@@ -56,6 +57,7 @@ switch() { # switch s bin kind: an ovs-vswitchd in chassis s
   ip -n $p-c$s addr add $l/24 dev br-phy; ip -n $p-c$s link set br-phy up
   $V add-port br-phy ul -- add-port br-int vif -- add-port br-int tun0 -- set interface tun0 type=$kind \
     options:remote_ip=$r options:key=5
+  [ -n "$TUN_CSUM" ] && $V set interface tun0 options:csum=true
   [ -n "$TUN_UDP_GSO" ] && $V set interface tun0 other_config:tunnel-udp-gso=true
   true
 }
