@@ -405,6 +405,7 @@ func (ss *session) logCommit(e *dbEntry, res db.Result) error {
 	if res.Commit == nil || e.log == nil {
 		return nil
 	}
+	ss.srv.gc.note()
 	if e.log.Pending() {
 		runtime.Gosched()
 	}
