@@ -410,6 +410,13 @@ func (s *Server) entry(name string) *dbEntry {
 	return s.dbs[name]
 }
 
+// entryBytes is entry for a name as bytes, without allocating.
+func (s *Server) entryBytes(name []byte) *dbEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dbs[string(name)]
+}
+
 // DatabaseNames returns the served databases' names, sorted, _Server included.
 func (s *Server) DatabaseNames() []string {
 	s.mu.Lock()

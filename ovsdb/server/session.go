@@ -292,6 +292,13 @@ func (ss *session) handle(m *jsonrpc.Message) {
 // lookupDB finds the database named by params[0], replying with OVS's
 // errors if there is none.
 func (ss *session) lookupDB(m *jsonrpc.Message, params []json.RawMessage) *dbEntry {
+	// A name without escapes is its bytes between the quotes (the
+	// decoder validated the JSON): looked up without decoding.
+	if len(params) > 0 && len(params[0]) >= 2 && params[0][0] == '"' && bytes.IndexByte(params[0], '\\') < 0 {
+		if e := ss.srv.entryBytes(params[0][1 : len(params[0])-1]); e != nil {
+			return e
+		}
+	}
 	var name string
 	if len(params) == 0 || json.Unmarshal(params[0], &name) != nil || params[0][0] != '"' {
 		ss.replyError(m, syntaxErr(m.Params, "%s request params must begin with <db-name>", m.Method))
