@@ -23,6 +23,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// gcPercent is the garbage collector's target unless GOGC is set.
+const gcPercent = 50
+
 const (
 	program = "ovsdb-server"
 	version = "3.1.0"
@@ -44,8 +47,10 @@ func main() {
 	// calls (tests/bench/ovn.sh), for a collection every 5 or so
 	// ovn-nbctl calls instead of every 10. GOGC in the environment still
 	// decides.
+	// While transactions come fast the server raises it to Go's default
+	// (server.Options.GCPercent).
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(gcPercent)
 	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
@@ -167,6 +172,7 @@ func run() error {
 		Remotes:      remotes,
 		SSL:          ssl,
 		NoColumnDiff: noColumnDiff,
+		GCPercent:    serverGCPercent(),
 	})
 	for _, r := range relays {
 		srv.AddRelay(r.name, r.sources)
@@ -239,4 +245,13 @@ func run() error {
 	}
 	d.Exit(exitCode)
 	return nil
+}
+
+// serverGCPercent is the GC target the server may raise under load: ours,
+// unless GOGC in the environment decided.
+func serverGCPercent() int {
+	if os.Getenv("GOGC") != "" {
+		return 0
+	}
+	return gcPercent
 }

@@ -27,6 +27,17 @@ type mutation struct {
 	atom Atom  // for arithmetic
 }
 
+// mapTagged reports whether v is ["map", ...] with two elements, the
+// only JSON parseDatum may take as a map.
+func mapTagged(v any) bool {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 2 {
+		return false
+	}
+	tag, _ := arr[0].(string)
+	return tag == "map"
+}
+
 func parseMutations(t *Table, v any, syms *Symbols) ([]mutation, *Error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -68,9 +79,15 @@ func parseMutations(t *Table, v any, syms *Symbols) ([]mutation, *Error) {
 					at.Value = &v
 				}
 			}
-			d, err := parseDatum(&at, triple[2], syms)
-			if err != nil && op == mutDelete && c.Type.Value != nil {
-				// Deleting from a map also takes a set of keys.
+			var d Datum
+			var err *Error
+			if op != mutDelete || c.Type.Value == nil || mapTagged(triple[2]) {
+				d, err = parseDatum(&at, triple[2], syms)
+			}
+			if (err != nil || !mapTagged(triple[2])) && op == mutDelete && c.Type.Value != nil {
+				// Deleting from a map also takes a set of keys. (A
+				// value not ["map", ...] fails as a map at once: it
+				// is not tried, nor its error made.)
 				kt := ColumnType{Key: at.Key, Min: 0, Max: Unlimited}
 				d, err = parseDatum(&kt, triple[2], syms)
 			}

@@ -245,6 +245,19 @@ func (m *Message) Append(buf []byte) []byte {
 func (m *Message) MarshalJSON() ([]byte, error) { return m.Append(nil), nil }
 
 func appendString(buf []byte, s string) []byte {
+	// Methods are plain ASCII: quoted as they are.
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		buf = append(buf, '"')
+		buf = append(buf, s...)
+		return append(buf, '"')
+	}
 	b, _ := json.Marshal(s)
 	return append(buf, b...)
 }

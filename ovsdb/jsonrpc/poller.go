@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -56,6 +57,10 @@ type Poller struct {
 
 	mu    sync.Mutex
 	conns map[int32]*PollConn // guarded by mu: by descriptor
+
+	// active counts the connections whose reader is not waiting for
+	// input: those serving a request (see PollConn.Read).
+	active atomic.Int32
 }
 
 var (
@@ -258,12 +263,14 @@ func (p *Poller) add(nfd int, laddr net.Addr) (*PollConn, error) {
 	p.mu.Lock()
 	p.conns[int32(nfd)] = c
 	p.mu.Unlock()
+	p.active.Add(1) // until destroy, less while its reader waits
 	ev := epollEvent{Events: pollIn, Fd: int32(nfd)}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(p.epfd), syscall.EPOLL_CTL_ADD, uintptr(nfd), uintptr(unsafe.Pointer(&ev)), 0, 0); e != 0 {
 		p.mu.Lock()
 		delete(p.conns, int32(nfd))
 		p.mu.Unlock()
 		syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(nfd), 0, 0)
+		p.active.Add(-1)
 		return nil, os.NewSyscallError("epoll_ctl", e)
 	}
 	return c, nil
@@ -320,6 +327,7 @@ func (c *PollConn) destroy() {
 	c.p.mu.Lock()
 	delete(c.p.conns, int32(c.fd))
 	c.p.mu.Unlock()
+	c.p.active.Add(-1)
 	// close(2) removes it from the epoll instance too; the explicit
 	// removal is for a descriptor another process might share.
 	syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(c.p.epfd), syscall.EPOLL_CTL_DEL, uintptr(c.fd), 0, 0, 0)
@@ -346,6 +354,10 @@ func (c *PollConn) Close() error {
 
 // wait waits for a token on ch, or Close.
 func (c *PollConn) wait(ch chan struct{}) error {
+	if ch == c.readable {
+		c.p.active.Add(-1)
+		defer c.p.active.Add(1)
+	}
 	select {
 	case <-ch:
 		return nil
@@ -426,10 +438,13 @@ func (c *PollConn) waitOut(d int) error {
 }
 
 // Read reads with one raw read(2). After a read that left the socket
-// empty (it took less than it asked for), the next one first waits for
-// the Poller's token instead of trying at once: a client that waits for
-// its reply has sent nothing yet, and the read would fail with EAGAIN, a
-// wasted system call per request. No input is missed: the socket is
+// empty (it took less than it asked for), while other connections are
+// serving requests, the next one first waits for the Poller's token
+// instead of trying at once: a client that waits for its reply has sent
+// nothing yet, and the read would fail with EAGAIN, a wasted system call
+// per request. (Alone, it tries at once: a client that sends its next
+// request as soon as it has its reply often has, and the read saves a
+// round through the pollers.) No input is missed: the socket is
 // registered edge-triggered, so bytes that arrived after the last read
 // are an event the Poller has queued or will find, and the token stays
 // until taken. Meanwhile the goroutine sleeps until the runtime's poller
@@ -441,7 +456,7 @@ func (c *PollConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	if c.drained {
+	if c.drained && c.p.active.Load() > 1 {
 		c.drained = false
 		if err := c.wait(c.readable); err != nil {
 			return 0, rawsock.OpError("read", c, err)

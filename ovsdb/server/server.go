@@ -52,6 +52,11 @@ type Options struct {
 	// "_is_diff", as ovsdb-server --disable-file-column-diff does (for
 	// readers older than OVS 2.15).
 	NoColumnDiff bool
+	// GCPercent is the garbage collector's target the process runs with
+	// (debug.SetGCPercent), below Go's default; the server raises it to
+	// the default while transactions come fast (see gcLoad). 0 leaves
+	// the target alone.
+	GCPercent int
 }
 
 // DefaultHistoryLength is the number of commits kept per database so that a
@@ -64,6 +69,7 @@ const DefaultHistoryLength = 100
 type Server struct {
 	opts Options
 	uuid db.UUID
+	gc   *gcLoad // nil if Options.GCPercent is 0
 
 	log, rpcLog, jsonLog, reconnLog, txnLog, sslLog Logger
 
@@ -167,6 +173,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		opts:      opts,
 		uuid:      db.NewUUID(),
+		gc:        newGCLoad(opts.GCPercent),
 		log:       opts.Log("ovsdb_server"),
 		rpcLog:    opts.Log("ovsdb_jsonrpc_server"),
 		jsonLog:   opts.Log("jsonrpc"),
@@ -401,6 +408,13 @@ func (s *Server) entry(name string) *dbEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dbs[name]
+}
+
+// entryBytes is entry for a name as bytes, without allocating.
+func (s *Server) entryBytes(name []byte) *dbEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dbs[string(name)]
 }
 
 // DatabaseNames returns the served databases' names, sorted, _Server included.

@@ -94,11 +94,13 @@ func (ss *session) send(msg *jsonrpc.Message) {
 
 // flush sends pending monitor updates; the connection calls it whenever its
 // send queue drains, so a slow client's updates accumulate (merged) in its
-// monitors instead of its queue.
+// monitors instead of its queue. It then sends the other sessions' updates
+// that this session's commits made (sendUpdates).
 func (ss *session) flush() {
 	ss.mu.Lock()
 	ss.flushLocked()
 	ss.mu.Unlock()
+	ss.sendUpdates()
 }
 
 func (ss *session) flushLocked() {
@@ -114,7 +116,8 @@ func (ss *session) flushLocked() {
 // monitoring clients one after another was slower than their writers in
 // parallel. On one thread (ovsdb-server's default, see main) it writes
 // them all: the writers would run one after another anyway, each after a
-// goroutine switch.
+// goroutine switch. A client's transaction's reply is written before them
+// (session.transact), so it does not wait for 100 monitors' writes.
 const maxDirectUpdates = 16
 
 // sendUpdates sends the monitor updates that this session's commits made,
@@ -289,6 +292,13 @@ func (ss *session) handle(m *jsonrpc.Message) {
 // lookupDB finds the database named by params[0], replying with OVS's
 // errors if there is none.
 func (ss *session) lookupDB(m *jsonrpc.Message, params []json.RawMessage) *dbEntry {
+	// A name without escapes is its bytes between the quotes (the
+	// decoder validated the JSON): looked up without decoding.
+	if len(params) > 0 && len(params[0]) >= 2 && params[0][0] == '"' && bytes.IndexByte(params[0], '\\') < 0 {
+		if e := ss.srv.entryBytes(params[0][1 : len(params[0])-1]); e != nil {
+			return e
+		}
+	}
 	var name string
 	if len(params) == 0 || json.Unmarshal(params[0], &name) != nil || params[0][0] != '"' {
 		ss.replyError(m, syntaxErr(m.Params, "%s request params must begin with <db-name>", m.Method))
@@ -325,7 +335,16 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 	}
 	res := e.d.Transact(ops, ss, time.Time{})
 	logErr := ss.logCommit(e, res)
-	ss.sendUpdates()
+	// The updates for other clients go out once this one's reply is
+	// written: the kick, taken after the handler, makes the reader call
+	// flush, which sends them (ovsdb-server too answers a client before
+	// it runs the sessions whose monitors the commit changed).
+	ss.notifyMu.Lock()
+	notify := len(ss.notify) > 0
+	ss.notifyMu.Unlock()
+	if notify {
+		ss.conn.Kick()
+	}
 	if res.WaitUntil.IsZero() {
 		ss.finishTransact(m, e, res, logErr)
 		return
@@ -393,6 +412,7 @@ func (ss *session) logCommit(e *dbEntry, res db.Result) error {
 	if res.Commit == nil || e.log == nil {
 		return nil
 	}
+	ss.srv.gc.note()
 	if e.log.Pending() {
 		runtime.Gosched()
 	}
