@@ -176,7 +176,9 @@ func (r *relay) session1(src string, done *bool) error {
 	if p != nil {
 		accepted = p.accepted
 	}
+	watched := make(chan struct{})
 	go func() {
+		defer close(watched)
 		select {
 		case <-r.srv.done:
 			stop()
@@ -188,6 +190,13 @@ func (r *relay) session1(src string, done *bool) error {
 			stop()
 		case <-served:
 		}
+	}()
+	// The watcher is done before the next session's accept: one that had
+	// taken a connection but not yet stored it in p.next when this
+	// session ended left that accept waiting for a third connection.
+	defer func() {
+		stop()
+		<-watched
 	}()
 
 	reply, err := r.call(c, "get_schema", []any{r.name})
