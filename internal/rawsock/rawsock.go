@@ -48,33 +48,47 @@ type Read struct {
 
 func (rd *Read) Fn(p []byte) func(fd uintptr) bool {
 	return func(fd uintptr) bool {
-		for {
-			k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			rd.n, rd.errno = int(k), e
-			return true
+		var done bool
+		rd.n, rd.errno, done = ReadFD(fd, p)
+		return done
+	}
+}
+
+// ReadFD is one read(2) of p on the non-blocking socket fd, retried on
+// EINTR: done is false when the socket is empty (EAGAIN), else n and
+// errno are the read's. For a caller's own closure where Read's would
+// escape.
+func ReadFD(fd uintptr, p []byte) (n int, errno syscall.Errno, done bool) {
+	for {
+		k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, 0, false
 		}
+		return int(k), e, true
 	}
 }
 
 // Result is Read's result for the read, given the wait's error: the
 // bytes read, io.EOF for none, or the error as net reports it.
 func (rd *Read) Result(err error, nc net.Conn) (int, error) {
-	if err == nil && rd.errno != 0 {
-		err = os.NewSyscallError("read", rd.errno)
+	return ReadResult(rd.n, rd.errno, err, nc)
+}
+
+// ReadResult is Result for a read ReadFD made.
+func ReadResult(n int, errno syscall.Errno, err error, nc net.Conn) (int, error) {
+	if err == nil && errno != 0 {
+		err = os.NewSyscallError("read", errno)
 	}
 	if err != nil {
 		return 0, OpError("read", nc, err)
 	}
-	if rd.n == 0 {
+	if n == 0 {
 		return 0, io.EOF
 	}
-	return rd.n, nil
+	return n, nil
 }
 
 // OpError wraps err as net.Conn's methods do.

@@ -3,7 +3,6 @@ package jsonrpc
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -462,30 +461,17 @@ func (c *PollConn) Read(b []byte) (int, error) {
 			return 0, rawsock.OpError("read", c, err)
 		}
 	}
-	// The read as rawsock.Read's, inline, so that nothing escapes.
+	// rawsock.Read's read, in a closure of its own so that nothing
+	// escapes.
 	var n int
 	var errno syscall.Errno
 	err := c.rawDo(c.readable, func(fd uintptr) bool {
-		for {
-			k, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			n, errno = int(k), e
-			return true
-		}
+		var done bool
+		n, errno, done = rawsock.ReadFD(fd, b)
+		return done
 	})
-	if err == nil && errno != 0 {
-		err = os.NewSyscallError("read", errno)
-	}
-	if err != nil {
-		return 0, rawsock.OpError("read", c, err)
-	}
-	if n == 0 {
-		return 0, io.EOF
+	if n, err = rawsock.ReadResult(n, errno, err, c); err != nil {
+		return 0, err
 	}
 	c.drained = n < len(b)
 	return n, nil
