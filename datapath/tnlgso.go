@@ -311,14 +311,8 @@ func (w *worker) tnlPopGSO(p *packet.Packet, port *dpPort, depth int, table *por
 	}
 }
 
-// TunnelGSO returns how many UDP GSO frames tnl_push sent and how many
-// tunnel packets they held.
-func (dp *Datapath) TunnelGSO() (frames, segs uint64) {
-	return dp.tnlGSOFrames.Load(), dp.tnlGSOSegs.Load()
-}
-
-// TunnelGSOFrames returns how many UDP GSO frames tnl_push sent and
-// tnl_pop received.
-func (dp *Datapath) TunnelGSOFrames() (sent, received uint64) {
-	return dp.tnlGSOFrames.Load(), dp.tnlGSORx.Load()
+// TunnelGSO returns how many UDP GSO frames tnl_push sent, how many
+// tunnel packets they held, and how many tnl_pop received.
+func (dp *Datapath) TunnelGSO() (sent, segs, received uint64) {
+	return dp.tnlGSOFrames.Load(), dp.tnlGSOSegs.Load(), dp.tnlGSORx.Load()
 }

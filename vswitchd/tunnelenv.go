@@ -66,7 +66,7 @@ func (v *switchd) syncDatapathCoverage() {
 	}
 	// govs' own: super-frames sent and received whole through a tunnel
 	// with other_config:tunnel-udp-gso (datapath/tnlgso.go).
-	if tx, rx := v.plane.datapath.TunnelGSOFrames(); tx > 0 || rx > 0 {
+	if tx, _, rx := v.plane.datapath.TunnelGSO(); tx > 0 || rx > 0 {
 		v.cov.Raise("tunnel_udp_gso_sent", tx)
 		v.cov.Raise("tunnel_udp_gso_received", rx)
 	}
