@@ -369,6 +369,10 @@ func ifaceSpec(row vswitchd.Interface, problems *[]string) IfaceSpec {
 	if s.Type == "" {
 		s.Type = TypeSystem
 	}
+	if s.TunnelUDPGSO.Value && s.Type != "vxlan" && s.Type != "geneve" {
+		*problems = append(*problems, fmt.Sprintf("interface %s: other_config:%s has no effect on type %s (VXLAN and Geneve tunnels only)",
+			row.Name, KeyTunnelUDPGSO, s.Type))
+	}
 	if row.OfportRequest != nil {
 		s.OFPortRequest = *row.OfportRequest
 	}

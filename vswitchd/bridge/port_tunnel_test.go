@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/schema/vswitchd"
@@ -64,7 +65,8 @@ func TestTunnelUDPGSOOption(t *testing.T) {
 		{"geneve", "true", true, 0},
 		{"vxlan", "true", true, 0},
 		{"vxlan", "false", false, 0},
-		{"gre", "true", false, 0},
+		{"gre", "true", false, 1}, // reported: no effect on GRE
+		{"gre", "false", false, 0},
 		{"geneve", "yes", false, 1},
 		{"geneve", "", false, 1},
 	} {
@@ -84,5 +86,17 @@ func TestTunnelUDPGSOOption(t *testing.T) {
 	driverOf("geneve").parse(&spec, parseEnv{}, &problems)
 	if spec.Tunnel.UDPGSO {
 		t.Error("tunnel-udp-gso on by default")
+	}
+}
+
+// tunnel-udp-gso on an interface that is not a VXLAN or Geneve tunnel is
+// reported, not silently ignored.
+func TestTunnelUDPGSOOtherTypes(t *testing.T) {
+	for _, typ := range []string{"", "internal", "tap"} {
+		var problems []string
+		ifaceSpec(vswitchd.Interface{Name: "p0", Type: typ, OtherConfig: map[string]string{KeyTunnelUDPGSO: "true"}}, &problems)
+		if len(problems) != 1 || !strings.Contains(problems[0], "has no effect") {
+			t.Errorf("type %q: problems %q, want one saying it has no effect", typ, problems)
+		}
 	}
 }
