@@ -49,6 +49,17 @@ var traceDiffFlows = []string{
 	"priority=110,in_port=LOCAL,ip,nw_src=10.9.0.3,actions=mod_nw_dst:10.9.9.9,dec_ttl,output:2",
 	"priority=110,in_port=LOCAL,ip,nw_src=10.9.0.4,actions=set_field:0x10->ip_dscp,output:2",
 	"priority=110,in_port=LOCAL,arp,actions=set_field:1.2.3.4->arp_spa,output:2",
+	// Sets of some bits of a field: masked datapath sets, and megaflows
+	// that match only those bits (none set without an IP protocol). In a
+	// table of their own, ordered so that no lookup passes a rule of
+	// another Ethernet type (OVS's staged lookup would then skip nw_proto,
+	// govs' does not).
+	"priority=115,in_port=LOCAL,dl_src=00:00:00:00:01:00/ff:ff:ff:ff:ff:00,actions=resubmit(,8)",
+	"table=8,priority=50,ipv6,actions=load:0x77->NXM_NX_IPV6_DST[0..15],load:0x3->NXM_NX_IP_TTL[0..1],output:2",
+	"table=8,priority=45,arp,actions=load:0x7->NXM_OF_ARP_TPA[0..7],output:2",
+	"table=8,priority=40,tcp,actions=load:0x5->NXM_OF_TCP_DST[0..3],load:0x9->NXM_OF_IP_SRC[0..7],output:2",
+	"table=8,priority=30,udp,actions=set_field:0x100/0xff00->udp_src,load:0xabcd->NXM_OF_ETH_SRC[0..15],output:2",
+	"table=8,priority=10,ip,actions=load:0x5->NXM_OF_IP_SRC[0..7],output:2",
 }
 
 // traceDiffCorpus are ofproto/trace flows for traceDiffFlows, and flows
@@ -88,6 +99,12 @@ var traceDiffCorpus = []string{
 	"in_port=LOCAL,dl_src=00:00:00:00:00:04",
 	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:04",
 	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:05",
+	"in_port=LOCAL,tcp,dl_src=00:00:00:00:01:0a,nw_src=10.1.2.3,tcp_dst=0x1234",
+	"in_port=LOCAL,tcp,dl_src=00:00:00:00:01:0a,nw_src=10.1.2.9,tcp_dst=0x1235",
+	"in_port=LOCAL,udp,dl_src=00:00:00:00:01:0b,udp_src=53",
+	"in_port=LOCAL,arp,dl_src=00:00:00:00:01:0c,arp_op=0,arp_tpa=10.0.0.1",
+	"in_port=LOCAL,ip,dl_src=00:00:00:00:01:0d,nw_src=10.1.2.3",
+	"in_port=LOCAL,tcp6,dl_src=00:00:00:00:01:0e,ipv6_dst=fd00::1,nw_ttl=64",
 	// From here on Megaflow: is left out: OVS's prefix tries on the
 	// addresses and ports, and its staged lookup past dl_type, spare
 	// bits govs' megaflow matches.
