@@ -414,6 +414,14 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		return
 	}
 	icmp := proto == flow.IPProtoICMPv6 && len(l4) >= 4
+	// The TCP or UDP checksum, if the packet has one govs updates.
+	var l4csum []byte
+	switch {
+	case proto == flow.IPProtoTCP && len(l4) >= 18:
+		l4csum = l4[16:18]
+	case proto == flow.IPProtoUDP && len(l4) >= 8 && (l4[6] != 0 || l4[7] != 0 || partial):
+		l4csum = l4[6:8]
+	}
 	switch f {
 	case SetTpSrc, SetTpDst:
 		if (proto != flow.IPProtoTCP && proto != flow.IPProtoUDP) || len(l4) < 8 {
@@ -422,13 +430,6 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		off := 0
 		if f == SetTpDst {
 			off = 2
-		}
-		var l4csum []byte
-		switch {
-		case proto == flow.IPProtoTCP && len(l4) >= 18:
-			l4csum = l4[16:18]
-		case proto == flow.IPProtoUDP && (l4[6] != 0 || l4[7] != 0):
-			l4csum = l4[6:8]
 		}
 		old, new := binary.BigEndian.Uint16(l4[off:]), binary.BigEndian.Uint16(val[:])
 		if l4csum != nil && !partial {
@@ -447,13 +448,6 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		off := 8
 		if f == SetIPv6Dst {
 			off = 24
-		}
-		var l4csum []byte
-		switch {
-		case proto == flow.IPProtoTCP && len(l4) >= 18:
-			l4csum = l4[16:18]
-		case proto == flow.IPProtoUDP && len(l4) >= 8 && (l4[6] != 0 || l4[7] != 0 || partial):
-			l4csum = l4[6:8]
 		}
 		if l4csum != nil {
 			for i := 0; i < 16; i += 2 {

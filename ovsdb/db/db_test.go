@@ -51,6 +51,13 @@ func str(v any) string {
 
 const initOVS = `[{"op":"insert","table":"Open_vSwitch","row":{},"uuid-name":"ovs"}]`
 
+// addBrOps adds bridge NAME with a port and an interface of that name.
+const addBrOps = `[
+	{"op":"insert","table":"Interface","row":{"name":"NAME"},"uuid-name":"i"},
+	{"op":"insert","table":"Port","row":{"name":"NAME","interfaces":["named-uuid","i"]},"uuid-name":"p"},
+	{"op":"insert","table":"Bridge","row":{"name":"NAME","ports":["named-uuid","p"]},"uuid-name":"b"},
+	{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]]]}]`
+
 func TestTransactions(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -108,11 +115,7 @@ func countRows(d *Database, table string) int {
 
 func TestGarbageCollectionAndIndexes(t *testing.T) {
 	d := newTestDB(t)
-	addBr := `[
-		{"op":"insert","table":"Interface","row":{"name":"NAME"},"uuid-name":"i"},
-		{"op":"insert","table":"Port","row":{"name":"NAME","interfaces":["named-uuid","i"]},"uuid-name":"p"},
-		{"op":"insert","table":"Bridge","row":{"name":"NAME","ports":["named-uuid","p"]},"uuid-name":"b"},
-		{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]]]}]`
+	addBr := addBrOps
 	tx(t, d, initOVS)
 	if e := lastError(tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0"))); e != "" {
 		t.Fatal(e)
@@ -303,11 +306,7 @@ func TestMatchAnyAndAll(t *testing.T) {
 // they were before the first, and subscribers see the undoing commit.
 func TestUndoLocked(t *testing.T) {
 	d := newTestDB(t)
-	addBr := `[
-		{"op":"insert","table":"Interface","row":{"name":"NAME"},"uuid-name":"i"},
-		{"op":"insert","table":"Port","row":{"name":"NAME","interfaces":["named-uuid","i"]},"uuid-name":"p"},
-		{"op":"insert","table":"Bridge","row":{"name":"NAME","ports":["named-uuid","p"]},"uuid-name":"b"},
-		{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]]]}]`
+	addBr := addBrOps
 	tx(t, d, initOVS)
 	tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0"))
 	before := d.SnapshotRecord()
