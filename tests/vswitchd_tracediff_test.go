@@ -249,6 +249,29 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 		})
 	}
 
+	// The masked sets' datapath actions (the corpus above leaves datapath
+	// actions out: ports are numbered differently), with ports named.
+	for i, pkt := range traceDiffCorpus {
+		if !strings.Contains(pkt, "dl_src=00:00:00:00:01:0") {
+			continue
+		}
+		t.Run(fmt.Sprintf("masked/%02d", i), func(t *testing.T) {
+			actions := func(s *ofSwitch) string {
+				out, _ := s.traceArgsRC(s.br, "--names", pkt)
+				out = s.normalizeOfctl(out)
+				if i := strings.Index(out, "Datapath actions: "); i >= 0 {
+					return strings.TrimSpace(out[i:])
+				}
+				return out
+			}
+			got, want := actions(govs), actions(deb)
+			t.Logf("%s: %s", pkt, got)
+			if got != want {
+				t.Errorf("ofproto/trace --names %s:\ngovs:     %s\nDebian's: %s", pkt, got, want)
+			}
+		})
+	}
+
 	// OpenFlow 1.1 dumps "no VLAN" (dl_vlan=0xffff) as OVS's OXM match
 	// says it: vlan_tci=0x0000/0x1fff.
 	for i, args := range [][]string{
