@@ -12,10 +12,12 @@ import (
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
-// frozen is the translation state a ct(table=N) freezes under a
-// recirculation ID, and the recirculated packet's translation resumes
-// with (OVS's struct frozen_state: the bridge, the table, the input port
-// and the pipeline metadata; conntracked is always true after a ct).
+// frozen is the translation state a ct(table=N) or a select group's
+// hash (freeze.go) freezes under a recirculation ID, and the
+// recirculated packet's translation resumes with (OVS's struct
+// frozen_state: the bridge, the table, the input port and the pipeline
+// metadata, and a freeze's actions; conntracked is always true after a
+// ct).
 type frozen struct {
 	br    *Bridge
 	table uint8
@@ -30,6 +32,13 @@ type frozen struct {
 	// pktMark is the packet's mark (OVS's pkt_mark, metadata that a
 	// recirculation keeps).
 	pktMark uint32
+	// A freeze's: the rule whose actions froze and the table they ran
+	// in (OVS's unroll_xlate), and the actions left and the action set
+	// encoded for OpenFlow 1.3, which tell states apart (the node keeps
+	// them decoded). acts is "" for a ct's state.
+	rule         *rule
+	actTable     uint8
+	acts, actset string
 }
 
 // recircNode is one allocated recirculation ID.
@@ -39,6 +48,8 @@ type recircNode struct {
 	// rules are the rules whose ct action froze this state: the ID lives
 	// while one of them is in its bridge's tables.
 	rules map[*rule]struct{}
+	// acts and actset are a freeze's actions left and action set.
+	acts, actset []ofp.Action
 }
 
 // recircs allocates recirculation IDs, one per distinct frozen state
@@ -51,8 +62,12 @@ type recircs struct {
 	next    uint32
 }
 
-// alloc returns the ID of st, referenced by r; 0 when r is nil.
-func (rc *recircs) alloc(st frozen, r *rule) uint32 {
+// alloc returns the ID of st, referenced by r (none when r is nil).
+func (rc *recircs) alloc(st frozen, r *rule) uint32 { return rc.allocFrozen(st, r, nil, nil) }
+
+// allocFrozen is alloc for a freeze's state, whose actions left and
+// action set (st.acts and st.actset encoded) a new node keeps.
+func (rc *recircs) allocFrozen(st frozen, r *rule, acts, actset []ofp.Action) uint32 {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.byID == nil {
@@ -66,7 +81,7 @@ func (rc *recircs) alloc(st frozen, r *rule) uint32 {
 				break
 			}
 		}
-		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}}
+		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}, acts: acts, actset: actset}
 		rc.byID[n.id], rc.byState[st] = n, n
 	}
 	if r != nil {
@@ -75,15 +90,12 @@ func (rc *recircs) alloc(st frozen, r *rule) uint32 {
 	return n.id
 }
 
-// lookup returns the state frozen under id.
-func (rc *recircs) lookup(id uint32) (frozen, bool) {
+// lookup returns the node of id, nil if none: its state and actions are
+// never changed.
+func (rc *recircs) lookup(id uint32) *recircNode {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	n := rc.byID[id]
-	if n == nil {
-		return frozen{}, false
-	}
-	return n.state, true
+	return rc.byID[id]
 }
 
 // sweep frees the IDs none of whose rules is in its bridge's tables any
@@ -257,13 +269,14 @@ func natRange(n *ofp.NAT) *conntrack.NATRange {
 }
 
 // resume translates a recirculated packet: the state frozen under its
-// recirc_id is restored and the walk goes on in the frozen table. An
-// unknown ID (freed with its rules) drops.
-func (x *xlate) resume(st frozen, ok bool) {
-	if !ok {
+// recirc_id, n, is restored and the walk goes on in the frozen table, or
+// with a freeze's actions. An unknown ID (freed with its rules) drops.
+func (x *xlate) resume(n *recircNode) {
+	if n == nil {
 		x.report(">>>>", "no recirculation data for recirc_id %#x", x.key.RecircID)
 		return
 	}
+	st := n.state
 	in := st.br.snap.Load().byName[st.inPort]
 	if in == nil {
 		return
@@ -303,7 +316,20 @@ func (x *xlate) resume(st frozen, ok bool) {
 		start := x.of.flow
 		x.traceStart, x.traceBridge = &start, x.of.in.br
 	}
-	x.table(st.table)
+	if st.acts != "" {
+		// A freeze's actions, as OVS's xlate_actions runs a frozen
+		// state's: in the context of the rule that froze, then the
+		// action set.
+		x.of.rule, x.of.lastTable = st.rule, st.actTable
+		x.of.actset = slices.Clone(n.actset)
+		if next, ok := x.ofActions(n.acts, st.actTable); ok && !x.of.exit {
+			x.table(next)
+		}
+		x.executeActionSet(x.of.lastTable)
+	} else {
+		x.table(st.table)
+	}
+	x.finishFreeze()
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final

@@ -127,8 +127,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	if k.RecircID != 0 {
 		// OVS's xlate_actions thaws the state frozen under the ID, if
 		// any, before it looks at the input port.
-		if st, ok := b.recircs.lookup(k.RecircID); ok {
-			x.resume(st, true)
+		if n := b.recircs.lookup(k.RecircID); n != nil {
+			x.resume(n)
 		} else {
 			x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
 			x.tt.add(traceError, fmt.Sprintf("Recirculation context not found for ID %x <<<<", k.RecircID))
@@ -195,7 +195,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
 		x.trace, x.tt, x.names = out, newTraceTree(), o.names
-		x.resume(r.st, true)
+		x.resume(&recircNode{id: r.id, state: r.st})
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
 			formatMatch(&k, &u.Mask, inText, true, false, ""), x.dpActions())
