@@ -161,3 +161,62 @@ func TestSelectGroupDpHashMethod(t *testing.T) {
 		}
 	}
 }
+
+// ofproto/trace of a select group that freezes, and of the thawed state,
+// as Debian's ovs-vswitchd prints them (same tables, ports renumbered):
+// the first pass stops at the group; the thaw restores the actions left,
+// an unroll_xlate before each table's (the group's rule, then the rule
+// that resubmitted), and the second pass matches dp_hash under the mask.
+func TestSelectGroupDpHashTrace(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3), trunk("p4", 4)}})
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	out := func(id, p uint32) ofp.Bucket {
+		return ofp.Bucket{ID: id, Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: []ofp.Action{output(p)}}
+	}
+	if err := br.GroupMod(&ofp.GroupMod{Command: ofp.GroupAdd, Type: ofp.GroupSelect, ID: 1, Buckets: []ofp.Bucket{out(0, 2), out(1, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	ip := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}, ofp.FieldInPort: {1, 0}}
+	mustMod(t, br, fmSpec{prio: 10, match: ip, actions: []ofp.Action{resubmitTo(1), output(4)}})
+	reg1 := ofp.Action{Type: ofp.ActSetField, Field: ofp.FieldByName("reg1"), Value: []byte{0, 0, 0, 7}, Mask: []byte{0xff, 0xff, 0xff, 0xff}}
+	mustMod(t, br, fmSpec{table: 1, prio: 10, match: ip, actions: []ofp.Action{reg1, {Type: ofp.ActGroup, ID: 1}, output(4)}})
+	const pkt = "in_port=1,tcp,nw_src=10.197.0.1,nw_dst=10.197.0.2,tp_src=1,tp_dst=2"
+	first, err := tb.Trace("br0", pkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFirst := ` 0. ip,in_port=1, priority 10
+    resubmit(,1)
+ 1. ip,in_port=1, priority 10
+    set_field:0x7->reg1
+    group:1
+     -> no live bucket
+
+Final flow: tcp,reg1=0x7,in_port=1,`
+	if !strings.Contains(first, wantFirst) || !strings.Contains(first, "\nMegaflow: recirc_id=0,eth,ip,in_port=1,nw_frag=no\nDatapath actions: hash(sym_l4(0)),recirc(0x1)\n") {
+		t.Fatalf("first pass:\n%s", first)
+	}
+	thawed, err := tb.Trace("br0", "recirc_id=0x1,dp_hash=0x5,"+pkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantThaw := `    thaw
+            Resuming from table 0
+        Restoring actions: unroll_xlate(table=1, cookie=0),group:1,output:4,unroll_xlate(table=0, cookie=0),output:4
+    unroll_xlate(table=1, cookie=0)
+    restored state: table=1, cookie=0
+    group:1
+     -> using bucket 1
+    bucket 1
+            output:3
+    output:4
+    unroll_xlate(table=0, cookie=0)
+    restored state: table=0, cookie=0
+    output:4
+
+Final flow: recirc_id=0x1,dp_hash=0x5,eth,tcp,reg1=0x7,in_port=1,`
+	if !strings.Contains(thawed, wantThaw) || !strings.Contains(thawed, "\nMegaflow: recirc_id=0x1,dp_hash=0x5/0xf,eth,ip,in_port=1,nw_frag=no\nDatapath actions: 3,4,4\n") {
+		t.Fatalf("thawed:\n%s\nwant\n%s", thawed, wantThaw)
+	}
+}

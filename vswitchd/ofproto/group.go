@@ -358,7 +358,7 @@ func (x *xlate) group(id uint32, table uint8) {
 		}
 		x.report("->", "no live bucket")
 	case ofp.GroupSelect:
-		if i := x.selectBucket(g, table); i >= 0 {
+		if i := x.selectBucket(g); i >= 0 {
 			x.report("->", "using bucket %d", g.buckets[i].ID)
 			x.countGroup(g, -1)
 			x.bucket(g, i, table)
@@ -421,7 +421,7 @@ func (x *xlate) countGroup(g *group, i int) {
 //     not recirculate, takes the hash the datapath would compute;
 //   - otherwise: the best score for the symmetric L4 hash
 //     (pick_default_select_group).
-func (x *xlate) selectBucket(g *group, table uint8) int {
+func (x *xlate) selectBucket(g *group) int {
 	k := &x.of.flow.Key
 	if g.props.Method == "hash" {
 		return x.bestLiveBucket(g, x.hashFields(g.props.Fields, g.props.Param))
@@ -441,7 +441,7 @@ func (x *xlate) selectBucket(g *group, table uint8) int {
 	case x.noRecirc:
 		h = datapath.PacketHash(k, alg, basis)
 	default:
-		x.freeze(datapath.Hash(alg, basis), table)
+		x.freeze(datapath.Hash(alg, basis))
 		return -1
 	}
 	for i := range hm {

@@ -381,7 +381,7 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 			return 0, false
 		}
 		if x.freezing != nil {
-			x.unwindFreeze(acts, i)
+			x.unwindFreeze(acts, i, id)
 			return 0, false
 		}
 	}

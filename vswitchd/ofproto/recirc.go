@@ -32,12 +32,9 @@ type frozen struct {
 	// pktMark is the packet's mark (OVS's pkt_mark, metadata that a
 	// recirculation keeps).
 	pktMark uint32
-	// A freeze's: the rule whose actions froze and the table they ran
-	// in (OVS's unroll_xlate), and the actions left and the action set
-	// encoded for OpenFlow 1.3, which tell states apart (the node keeps
-	// them decoded). acts is "" for a ct's state.
-	rule         *rule
-	actTable     uint8
+	// A freeze's actions left (with their unroll_xlates) and action set,
+	// encoded, which tell states apart (the node keeps them as they
+	// are); acts is "" for a ct's state.
 	acts, actset string
 }
 
@@ -48,8 +45,8 @@ type recircNode struct {
 	// rules are the rules whose ct action froze this state: the ID lives
 	// while one of them is in its bridge's tables.
 	rules map[*rule]struct{}
-	// acts and actset are a freeze's actions left and action set.
-	acts, actset []ofp.Action
+	// frozen is a freeze's actions left and action set.
+	frozen *frozenActs
 }
 
 // recircs allocates recirculation IDs, one per distinct frozen state
@@ -63,11 +60,11 @@ type recircs struct {
 }
 
 // alloc returns the ID of st, referenced by r (none when r is nil).
-func (rc *recircs) alloc(st frozen, r *rule) uint32 { return rc.allocFrozen(st, r, nil, nil) }
+func (rc *recircs) alloc(st frozen, r *rule) uint32 { return rc.allocFrozen(st, r, nil) }
 
 // allocFrozen is alloc for a freeze's state, whose actions left and
 // action set (st.acts and st.actset encoded) a new node keeps.
-func (rc *recircs) allocFrozen(st frozen, r *rule, acts, actset []ofp.Action) uint32 {
+func (rc *recircs) allocFrozen(st frozen, r *rule, fa *frozenActs) uint32 {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.byID == nil {
@@ -81,7 +78,7 @@ func (rc *recircs) allocFrozen(st frozen, r *rule, acts, actset []ofp.Action) ui
 				break
 			}
 		}
-		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}, acts: acts, actset: actset}
+		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}, frozen: fa}
 		rc.byID[n.id], rc.byState[st] = n, n
 	}
 	if r != nil {
@@ -298,6 +295,12 @@ func (x *xlate) resume(n *recircNode) {
 		x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", st.br.name))
 		restore := x.tt.open(traceThaw, "thaw")
 		x.tt.add(traceThaw, fmt.Sprintf("Resuming from table %d", st.table))
+		if fa := n.frozen; fa != nil {
+			if len(fa.actset) > 0 {
+				x.tt.add(traceThaw, "Restoring action set: "+ofp.FormatActions(fa.actset, ofp.V13, nil))
+			}
+			x.tt.add(traceThaw, "Restoring actions: "+fa.String())
+		}
 		x.tt.cur = restore
 	}
 	// The packet's Geneve options are read again through the bridge's
@@ -314,18 +317,15 @@ func (x *xlate) resume(n *recircNode) {
 	}
 	if x.trace != nil && saved == nil && x.traceStart == nil {
 		start := x.of.flow
+		if n.frozen != nil {
+			// OVS's Final flow: compares with the flow traced,
+			// before the frozen metadata.
+			start.Regs, start.Metadata = [16]uint32{}, 0
+		}
 		x.traceStart, x.traceBridge = &start, x.of.in.br
 	}
-	if st.acts != "" {
-		// A freeze's actions, as OVS's xlate_actions runs a frozen
-		// state's: in the context of the rule that froze, then the
-		// action set.
-		x.of.rule, x.of.lastTable = st.rule, st.actTable
-		x.of.actset = slices.Clone(n.actset)
-		if next, ok := x.ofActions(n.acts, st.actTable); ok && !x.of.exit {
-			x.table(next)
-		}
-		x.executeActionSet(x.of.lastTable)
+	if n.frozen != nil {
+		x.thaw(n.frozen)
 	} else {
 		x.table(st.table)
 	}
