@@ -33,6 +33,7 @@ func TestOpenFlowSelectGroupDpHash(t *testing.T) {
 		hashes    []string // the second pass's dp_hash values
 		firstPass string
 		stats     string
+		traces    []string // ofproto/trace --names of the group's flows
 	}
 	phases := []struct {
 		group, hash string
@@ -44,6 +45,7 @@ func TestOpenFlowSelectGroupDpHash(t *testing.T) {
 	run := func(s *ofSwitch, subnet string) []result {
 		c := vswAddPrefixedNS(t, strings.TrimSuffix(s.br, "0"), "c", subnet+".2/24")
 		s.vsctl("add-port", s.br, c.Host, "--", "set", "interface", c.Host, "ofport_request=4")
+		s.names[c.Host] = "C"
 		const mac = "02:00:00:00:19:02"
 		for _, ns := range []*vswNS{s.b, c} {
 			ns.mustExec("ip", "link", "set", "eth0", "address", mac)
@@ -120,6 +122,23 @@ func TestOpenFlowSelectGroupDpHash(t *testing.T) {
 				r.stats = fmt.Sprintf("group %s, bucket0 %s, bucket1 %s", m[1], m[2], m[3])
 				return m[1] == strconv.Itoa(conns)
 			})
+			// ofproto/trace: a flow without dp_hash freezes at the
+			// group; one with it picks; the state thawed runs the
+			// group and picks too.
+			pkt := "in_port=1,tcp,nw_src=" + subnet + ".1,nw_dst=" + subnet + ".2,tp_src=1,tp_dst=2"
+			id := regexp.MustCompile(`recirc\((0x[0-9a-f]+)\)`)
+			var firstOut string
+			for _, f := range []string{pkt, "dp_hash=0x23," + pkt, "recirc_id=ID,dp_hash=0x24," + pkt} {
+				if m := id.FindStringSubmatch(firstOut); m != nil {
+					f = strings.Replace(f, "ID", m[1], 1)
+				}
+				out, rc := s.traceArgsRC("--names", s.br, f)
+				if firstOut == "" {
+					firstOut = out
+				}
+				out = s.normalizeOfctl(out)
+				r.traces = append(r.traces, fmt.Sprintf("%s(exit %d)", traceRecircID.ReplaceAllString(out, "${1}0xN"), rc))
+			}
 			rs = append(rs, r)
 		}
 		return rs
@@ -146,6 +165,14 @@ func TestOpenFlowSelectGroupDpHash(t *testing.T) {
 		}
 		if want := fmt.Sprintf("group %d, bucket0 %d, bucket1 %d", conns, nb, conns-nb); g.stats != want || d.stats != want {
 			t.Errorf("%s: group stats: govs %s, Debian's %s, want %s", ph.hash, g.stats, d.stats, want)
+		}
+		for j := range g.traces {
+			if g.traces[j] != d.traces[j] {
+				t.Errorf("%s: ofproto/trace:\ngovs:\n%s\nDebian's:\n%s", ph.hash, g.traces[j], d.traces[j])
+			}
+		}
+		if i == 0 {
+			t.Logf("traces:\n%s", strings.Join(g.traces, "\n"))
 		}
 	}
 }
