@@ -78,6 +78,9 @@ type Action struct {
 	Counter *Counter
 	// PktLen is an ActionCheckPktLen's arguments.
 	PktLen *PktLenCheck
+	// HashAlg and HashBasis are an ActionHash's algorithm and basis.
+	HashAlg   uint8
+	HashBasis uint32
 }
 
 // CT returns the action that tracks the packet with a's arguments.
@@ -107,7 +110,7 @@ func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cook
 func (a Action) Equal(b Action) bool {
 	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie || a.MeterID != b.MeterID ||
 		a.Field != b.Field || a.Val != b.Val || (a.SetMask == nil) != (b.SetMask == nil) || a.SetMask != nil && *a.SetMask != *b.SetMask || !tnlEqual(a.Tnl, b.Tnl) || a.MaxLen != b.MaxLen || a.Counter != b.Counter ||
-		!pktLenEqual(a.PktLen, b.PktLen) {
+		!pktLenEqual(a.PktLen, b.PktLen) || a.HashAlg != b.HashAlg || a.HashBasis != b.HashBasis {
 		return false
 	}
 	if a.CT == nil || b.CT == nil {
@@ -225,6 +228,8 @@ func (a Action) String() string {
 		return "ct_clear"
 	case ActionRecirc:
 		return "recirc(" + hexAlt(uint64(a.RecircID)) + ")"
+	case ActionHash:
+		return a.hashString()
 	case ActionUserspace:
 		if a.Cookie&CookieSlowPath != 0 {
 			if a.Cookie&CookieSlowPathSTP != 0 {

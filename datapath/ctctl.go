@@ -588,7 +588,7 @@ func (dp *Datapath) CtGetTCPSeqChkCommand(args []string) (string, error) {
 // datapath does. ovn-controller reads it to choose what it may use.
 func Capabilities() map[string]string {
 	caps := map[string]string{
-		"max_hash_alg":     "0", // no dp_hash
+		"max_hash_alg":     "1", // hash(l4) and hash(sym_l4), as OVS's netdev datapath
 		"max_mpls_depth":   "0",
 		"max_vlan_headers": "1", // one tag parsed, as OVS's default vlan-limit
 	}

@@ -12,8 +12,9 @@ var ErrFrameTooLong = errors.New("frame too long")
 
 // Execute runs acts on a copy of frame, as received on datapath port
 // inPort (0 for none), outside any flow (OVS's dpif_execute, for
-// OpenFlow packet-outs): outputs, VLAN and set actions, meters and userspace
-// actions; connection tracking and recirculation are not carried out.
+// OpenFlow packet-outs): outputs, VLAN, set and hash actions, meters and
+// userspace actions; connection tracking and recirculation are not
+// carried out.
 func (dp *Datapath) Execute(frame []byte, inPort uint32, acts Actions) error {
 	table := dp.ports.Load()
 	ops := resolveOps(nil, acts, table)
@@ -59,6 +60,8 @@ func (dp *Datapath) executeOps(p *packet.Packet, ops []op) {
 			dp.pool.Put(c)
 		case ActionSet:
 			applySet(p, o.field, &o.val, o.setMask)
+		case ActionHash:
+			setHash(p, o.hashAlg, o.hashBasis)
 		case ActionPopVLAN:
 			popVLAN(p)
 		case ActionPushVLAN:

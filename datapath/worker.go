@@ -129,6 +129,8 @@ type op struct {
 	maxLen    uint32
 	counter   *Counter
 	pktLen    *pktLenOp
+	hashAlg   uint8
+	hashBasis uint32
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
@@ -170,6 +172,8 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 			ops = append(ops, op{kind: a.Kind})
 		case ActionRecirc:
 			ops = append(ops, op{kind: a.Kind, recirc: a.RecircID})
+		case ActionHash:
+			ops = append(ops, op{kind: a.Kind, hashAlg: a.HashAlg, hashBasis: a.HashBasis})
 		case ActionUserspace:
 			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie})
 		case ActionMeteredUserspace:
@@ -936,6 +940,14 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 				}
 			}
 			queued = true
+		case ActionHash:
+			// Metadata only: a packet already output keeps its frame,
+			// and its copy in the queue its dp_hash, unread.
+			for _, p := range pkts {
+				if p != nil {
+					setHash(p, o.hashAlg, o.hashBasis)
+				}
+			}
 		case ActionMeter:
 			w.dp.meter(o.meter, pkts, now)
 		case ActionTnlPush:
@@ -971,7 +983,7 @@ func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth i
 	if w.inTun {
 		w.tun.restore(&k)
 	}
-	k.RecircID = id
+	k.RecircID, k.DpHash = id, p.DpHash
 	setCtKey(&k, md)
 	w.reenter(p, &k, md, depth, table, now)
 }

@@ -62,7 +62,7 @@ func TestVswitchdDatapathCapabilities(t *testing.T) {
 	want := `{add_mpls="false", check_pkt_len="true", clone="false", ct_clear="true", ct_eventmask="false", ct_flush="false", ` +
 		`ct_label="true", ct_mark="true", ct_orig_tuple="true", ct_orig_tuple6="true", ct_state="true", ct_state_nat="true", ` +
 		`ct_timeout="true", ct_zero_snat="false", ct_zone="true", explicit_drop_action="false", lb_output_action="false", ` +
-		`masked_set_action="false", max_hash_alg="0", max_mpls_depth="0", max_vlan_headers="1", nd_ext="false", recirc="true", ` +
+		`masked_set_action="false", max_hash_alg="1", max_mpls_depth="0", max_vlan_headers="1", nd_ext="false", recirc="true", ` +
 		`sample_nesting="false", tnl_push_pop="false", trunc="false", ufid="true"}`
 	if got != want {
 		t.Errorf("capabilities\n got %s\nwant %s", got, want)

@@ -19,6 +19,12 @@ var traceDiffFlows = []string{
 	"priority=70,in_port=1,pkt_mark=0x5,actions=output:3",
 	"priority=60,in_port=1,dl_src=00:00:00:00:00:07,actions=set_field:0x7->pkt_mark,output:2",
 	"priority=5,in_port=1,actions=output:2",
+	// Select groups that pick by dp_hash: a packet without one is
+	// hashed and recirculated, the rest of the actions frozen (and
+	// not traced); one with a dp_hash picks. In an all group's bucket
+	// the recirculation ends the bucket; the next bucket goes on.
+	"priority=95,in_port=1,sctp,actions=set_field:0x5->reg0,group:7,output:3",
+	"priority=96,in_port=1,sctp,dl_src=00:00:00:00:00:08,actions=group:8,output:LOCAL",
 	// Nesting: resubmits, goto_table, clone, group buckets,
 	// check_pkt_larger's branches, the action set.
 	"priority=60,in_port=2,icmp,actions=clone(set_field:0x1->reg0,resubmit(,1),output:3),output:1",
@@ -74,6 +80,11 @@ var traceDiffCorpus = []string{
 	"in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.3,udp_dst=53",
 	"in_port=1,ipv6,ipv6_dst=::1",
 	"in_port=1,arp,arp_spa=10.0.0.1,arp_tpa=10.0.0.2",
+	"in_port=1,sctp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_src=5,tp_dst=6",
+	"in_port=1,dp_hash=0x23,sctp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_src=5,tp_dst=6",
+	"in_port=1,dp_hash=0x24,sctp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_src=5,tp_dst=6",
+	"in_port=1,sctp,dl_src=00:00:00:00:00:08,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_src=5,tp_dst=7",
+	"in_port=3,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2",
 	"in_port=3,dp_hash=0x1",
 	"in_port=3,dp_hash=0x11,pkt_mark=0x5",
 	"in_port=3,pkt_mark=5",
@@ -154,6 +165,8 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 			"group_id=3,type=select,bucket=bucket_id:1,weight:1,output:1,bucket=bucket_id:2,weight:1000,output:3,bucket=bucket_id:3,weight:500,output:LOCAL",
 			"group_id=5,type=select,selection_method=dp_hash,bucket=bucket_id:1,output:1,bucket=bucket_id:2,weight:3,output:2,bucket=bucket_id:3,output:LOCAL",
 			"group_id=6,type=select,bucket=bucket_id:1,watch_port:9,output:1,bucket=bucket_id:2,watch_port:8,output:2",
+			"group_id=7,type=select,bucket=bucket_id:1,output:2,bucket=bucket_id:2,output:3",
+			"group_id=8,type=all,bucket=bucket_id:1,output:2,bucket=bucket_id:2,group:7,bucket=bucket_id:3,output:3",
 		} {
 			if out, rc := s.ofctl("-O", "OpenFlow15", "add-group", s.br, g); rc != 0 {
 				t.Fatalf("add-group: %s", out)

@@ -67,9 +67,9 @@ type Key struct {
 	ArpSHA, ArpTHA [6]byte
 
 	// The fields below are the packet's metadata rather than its
-	// headers (OVS's recirc_id and ct_*): zero on a frame's first pass
-	// through the datapath, set by the ct() and recirc() actions for the
-	// pass after a recirculation.
+	// headers (OVS's recirc_id, ct_* and dp_hash): zero on a frame's
+	// first pass through the datapath, set by the ct(), hash() and
+	// recirc() actions for the pass after a recirculation.
 
 	// RecircID is the recirculation ID, 0 on the first pass.
 	RecircID uint32
@@ -95,6 +95,10 @@ type Key struct {
 	// in the first 4 bytes for an IPv4 packet (OVS's ct_nw_src), IPv6
 	// otherwise (ct_ipv6_src).
 	CtNwSrc, CtNwDst [16]byte
+	// DpHash is the hash a hash() action computed before the packet
+	// recirculated (OVS's dp_hash), 0 if none did.
+	DpHash uint32
+	dpPad  uint32
 
 	// The tunnel metadata of a packet a tnl_pop action decapsulated (OVS's
 	// flow_tnl), zero for one that came in on a port: the outer headers
@@ -266,26 +270,26 @@ func (k *Key) Hash() uint64 {
 		mix(w[6]^s3, w[7]^s2) ^ mix(w[8]^s0, w[9]^s2) ^ mix(w[10]^s1, w[11]^s3)
 	// The metadata words are zero on a first pass: fold them in only
 	// when set, so that the common key hashes as before.
-	if m := w[11] | w[12] | w[13] | w[14] | w[15] | w[16] | w[17] | w[18]; m != 0 {
-		h ^= mix(w[12]^s2, w[13]^s0) ^ mix(w[14]^s3, w[15]^s1) ^ mix(w[16]^s0, w[17]^s3) ^ mix(w[18]^s1, KeySize^s2)
+	if m := w[11] | w[12] | w[13] | w[14] | w[15] | w[16] | w[17] | w[18] | w[19]; m != 0 {
+		h ^= mix(w[12]^s2, w[13]^s0) ^ mix(w[14]^s3, w[15]^s1) ^ mix(w[16]^s0, w[17]^s3) ^ mix(w[18]^s1, w[19]^s2)
 	}
 	// So are the tunnel words, but on decapsulated packets, and the
 	// Geneve options words, but on packets that carried options.
-	if t := w[19] | w[20] | w[21] | w[22] | w[23] | w[24]; t != 0 {
-		h ^= mix(w[19]^s1, w[20]^s3) ^ mix(w[21]^s2, w[22]^s0) ^ mix(w[23]^s3, w[24]^s1)
-		if w[25] != 0 {
+	if t := w[20] | w[21] | w[22] | w[23] | w[24] | w[25]; t != 0 {
+		h ^= mix(w[20]^s1, w[21]^s3) ^ mix(w[22]^s2, w[23]^s0) ^ mix(w[24]^s3, w[25]^s1)
+		if w[26] != 0 {
 			// Options: TunOptsLen's word, then the TLVs up to
 			// their length (the rest is zero).
-			n := 26 + (int(k.TunOptsLen)+3)/8
-			h ^= mix(w[25]^s0, KeySize^s2)
-			for i := 26; i < n; i++ {
+			n := 27 + (int(k.TunOptsLen)+3)/8
+			h ^= mix(w[26]^s0, KeySize^s2)
+			for i := 27; i < n; i++ {
 				h ^= mix(w[i]^s1, uint64(i)^s3)
 			}
 		}
 	}
 	// And the neighbour discovery words, but on NS and NA.
-	if n := w[57] | w[58] | w[59]; n != 0 {
-		h ^= mix(w[57]^s2, w[58]^s1) ^ mix(w[59]^s0, KeySize^s3)
+	if n := w[58] | w[59] | w[60]; n != 0 {
+		h ^= mix(w[58]^s2, w[59]^s1) ^ mix(w[60]^s0, KeySize^s3)
 	}
 	return mix(h^s0, h^s1)
 }

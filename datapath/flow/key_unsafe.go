@@ -3,7 +3,7 @@ package flow
 import "unsafe"
 
 // KeySize is the size of a Key in bytes, a multiple of 8.
-const KeySize = 480
+const KeySize = 488
 
 // The layout of Key must stay free of padding, a whole number of words,
 // and word-aligned.

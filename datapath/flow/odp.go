@@ -40,8 +40,22 @@ func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 	b.WriteString("recirc_id(")
 	b.WriteString(hexAlt(uint64(k.RecircID)))
 	b.WriteString("),")
-	if f.Verbose {
-		b.WriteString("dp_hash(0/0),")
+	// dp_hash, as OVS's: the first packet's value (not masked, as the
+	// netdev datapath keeps it) and the mask, the value alone when
+	// exact, left out when wildcarded unless verbose and, as Debian's
+	// shows a flow matched exactly (megaflows off), when a packet
+	// without one is matched exactly.
+	if m.DpHash != 0 && (k.DpHash != 0 || m.DpHash != ^uint32(0)) || f.Verbose {
+		b.WriteString("dp_hash(")
+		if m.DpHash == 0 {
+			b.WriteString("0/0")
+		} else {
+			b.WriteString(hexAlt(uint64(k.DpHash)))
+			if m.DpHash != ^uint32(0) {
+				b.WriteString("/" + hexAlt(uint64(m.DpHash)))
+			}
+		}
+		b.WriteString("),")
 	}
 	b.WriteString("in_port(")
 	if f.PortName != nil {

@@ -81,6 +81,9 @@ type Packet struct {
 	Offload Offload
 	// InPort is the datapath port number the frame arrived on.
 	InPort uint32
+	// DpHash is the hash a hash action computed, which a recirculation
+	// puts in the packet's key (OVS's dp_hash metadata); 0 if none.
+	DpHash uint32
 }
 
 // New allocates a packet with an empty frame at the standard headroom.
@@ -231,6 +234,7 @@ func (p *Packet) CopyFrom(q *Packet) {
 	p.end = p.start + q.CopyTo(p.buf[p.start:])
 	p.Offload = q.Offload
 	p.InPort = q.InPort
+	p.DpHash = q.DpHash
 }
 
 // InsertVLAN inserts an 802.1Q/802.1ad tag with the given TPID and TCI
@@ -263,4 +267,5 @@ func (p *Packet) Reset() {
 	p.start, p.end = Headroom, Headroom
 	p.Offload = Offload{}
 	p.InPort = 0
+	p.DpHash = 0
 }

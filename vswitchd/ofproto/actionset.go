@@ -153,6 +153,9 @@ func (x *xlate) clearActions() {
 // After an exit it runs nothing, as Debian's ovs-vswitchd (whose
 // ovs-actions(7) says otherwise).
 func (x *xlate) executeActionSet(table uint8) {
+	if x.freezing != nil {
+		return // frozen with the rest (finishFreeze)
+	}
 	list := actionSetList(x.of.actset)
 	x.of.actset = nil
 	if len(list) == 0 || x.paused != nil {

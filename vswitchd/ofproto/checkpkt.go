@@ -28,6 +28,7 @@ func (x *xlate) checkPktLarger(a *ofp.Action, rest []ofp.Action, id uint8) {
 		if next, ok := x.ofActions(rest, id); ok && !x.of.exit {
 			x.table(next)
 		}
+		x.finishFreeze()
 		acts := slices.Clone(x.acts[start:])
 		x.acts = x.acts[:start]
 		// What the branch's lookups consulted stays consulted.

@@ -320,8 +320,11 @@ func (x *xlate) groupLive(id uint32, depth int) bool {
 // group executes the group action (xlate_group_action): every bucket of
 // an all group, the first live bucket of a fast_failover one, the only
 // bucket of an indirect one, and the bucket a select group's hash picks
-// among its live buckets. Each bucket runs as a clone: its changes to the
-// flow end with it.
+// among its live buckets, or, if it picks by a dp_hash the packet does
+// not have yet, nothing: the translation freezes (freeze.go). Each bucket
+// runs as a clone: its changes to the flow end with it. The group counts
+// the packet when a bucket runs, or for an all or indirect group always,
+// as OVS's xlate_group_stats.
 func (x *xlate) group(id uint32, table uint8) {
 	g := x.of.in.br.br.tables.Load().groups[id]
 	if g == nil {
@@ -332,13 +335,14 @@ func (x *xlate) group(id uint32, table uint8) {
 		x.report(">>>>", "over max translation depth %d", maxGroupDepth)
 		return
 	}
-	x.countGroup(g, -1)
 	switch g.typ {
 	case ofp.GroupAll:
+		x.countGroup(g, -1)
 		for i := range g.buckets {
 			x.bucket(g, i, table)
 		}
 	case ofp.GroupIndirect:
+		x.countGroup(g, -1)
 		if len(g.buckets) > 0 {
 			x.bucket(g, 0, table)
 		}
@@ -346,6 +350,7 @@ func (x *xlate) group(id uint32, table uint8) {
 		for i := range g.buckets {
 			if x.bucketLive(&g.buckets[i], 0) {
 				x.report("->", "using bucket %d", g.buckets[i].ID)
+				x.countGroup(g, -1)
 				x.bucket(g, i, table)
 				return
 			}
@@ -355,6 +360,7 @@ func (x *xlate) group(id uint32, table uint8) {
 	case ofp.GroupSelect:
 		if i := x.selectBucket(g); i >= 0 {
 			x.report("->", "using bucket %d", g.buckets[i].ID)
+			x.countGroup(g, -1)
 			x.bucket(g, i, table)
 		} else {
 			x.report("->", "no live bucket")
@@ -374,42 +380,45 @@ func (x *xlate) bucket(g *group, i int, table uint8) {
 	// A bucket's actions are an action set (OVS's xlate_group_bucket):
 	// reordered, one output, nothing without one.
 	x.ofActions(actionSetList(g.buckets[i].Actions), table)
+	x.finishFreeze()
 	saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
 	*x.of = saved
 	x.syncVLAN()
 }
 
-// countGroup counts the packet being translated for g (bucket -1) or its
-// bucket i: only a translation of a packet, not a revalidation.
+// countGroup credits what the translation credits its rules (the packet
+// translated, or what the datapath flow forwarded since the last
+// revalidation) to g (bucket -1) or its bucket i. A datapath flow of the
+// pass after a select group's recirculation serves every connection whose
+// dp_hash falls in its bucket: its packets count at each revalidation.
 func (x *xlate) countGroup(g *group, i int) {
-	if x.mode != modePacket {
+	if x.mode != modePacket && x.mode != modeRefresh || x.packets == 0 {
 		return
-	}
-	var n uint64
-	if x.pkt0 != nil {
-		n = uint64(x.pkt0.Len())
 	}
 	if i < 0 {
-		g.stats.packets.Add(1)
-		g.stats.bytes.Add(n)
+		g.stats.packets.Add(x.packets)
+		g.stats.bytes.Add(x.bytes)
 		return
 	}
-	g.stats.buckets[i].packets.Add(1)
-	g.stats.buckets[i].bytes.Add(n)
+	g.stats.buckets[i].packets.Add(x.packets)
+	g.stats.buckets[i].bytes.Add(x.bytes)
 }
 
 // selectBucket picks a select group's bucket as OVS 3.1 does (-1 if none
-// is live), and the mask gets the fields it read:
+// is live, or if the translation froze), and the mask gets the fields it
+// read:
 //   - selection_method=hash: the best weighted score (group_best_live_bucket)
 //     for a hash of the group's fields, from a basis of its param
 //     (pick_hash_fields_select_group);
-//   - no method, with buckets whose weights fit 256 hash values (OVS's
-//     group_setup_dp_hash_table): the bucket of the group's hash map at
-//     dp_hash, the symmetric L3/L4 hash the datapath's hash(sym_l4(0))
-//     computes, or the next live one after it (pick_dp_hash_select_group,
-//     which OVS reaches after a recirculation: govs hashes at once);
-//     with selection_method=dp_hash too, but only for a packet that has a
-//     dp_hash (an ofproto/trace flow's): govs' datapath computes none;
+//   - no method, or dp_hash, with buckets whose weights fit 256 hash
+//     values (OVS's group_setup_dp_hash_table): by the packet's dp_hash
+//     (pick_dp_hash_select_group). A packet without one freezes the
+//     translation for the datapath to hash it (hash(sym_l4(0)) without a
+//     method, the algorithm and basis of the method's param with dp_hash)
+//     and recirculate: the first pass reads no field. After it, the
+//     bucket of the group's hash map at dp_hash under the map's mask, or
+//     the next live one after it. A packet-out, which the datapath does
+//     not recirculate, takes the hash the datapath would compute;
 //   - otherwise: the best score for the symmetric L4 hash
 //     (pick_default_select_group).
 func (x *xlate) selectBucket(g *group) int {
@@ -417,51 +426,46 @@ func (x *xlate) selectBucket(g *group) int {
 	if g.props.Method == "hash" {
 		return x.bestLiveBucket(g, x.hashFields(g.props.Fields, g.props.Param))
 	}
-	if hm := g.dpHashMap(); hm != nil && (g.props.Method == "" || g.props.Method == "dp_hash") {
-		var h uint32
-		if dp := x.of.flow.DpHash; dp != 0 {
-			// A dp_hash the packet has (an ofproto/trace flow's):
-			// its bits under the map's mask, as OVS's
-			// pick_dp_hash_select_group after the recirculation.
-			h = dp
-			x.of.wc.DpHash |= uint32(len(hm) - 1)
-		} else if !x.anyLive(g) {
-			// OVS hashes in the datapath, after a recirculation, and
-			// reads no field: with no bucket live the flow matches
-			// none of the hashed ones either.
-			return -1
-		} else if g.props.Method == "dp_hash" {
-			// OVS recirculates with the hash of the group's algorithm
-			// (hash(l4(basis)) on the netdev datapath, the RSS
-			// hash): govs' datapath has no hash action, so the
-			// group picks by the best score, as without a method
-			// and the weights too uneven.
-			ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL4)
-			return x.bestLiveBucket(g, ofp.HashFlow(k, ofp.HashSymmetricL4, 0))
-		} else {
-			ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL3L4)
-			h = ofp.HashFlow(k, ofp.HashSymmetricL3L4, 0)
-		}
-		for i := range hm {
-			b := hm[(int(h)+i)&(len(hm)-1)]
-			if x.selectLive(g, b) {
-				return b
-			}
-		}
+	hm := g.dpHashMap()
+	if hm == nil {
+		ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL4)
+		return x.bestLiveBucket(g, ofp.HashFlow(k, ofp.HashSymmetricL4, 0))
+	}
+	alg, basis := g.dpHashAlg()
+	h := x.of.flow.DpHash
+	switch {
+	case h != 0:
+		// dp_hash 0 is "not computed" (OVS's): a computed one is
+		// consulted under the map's mask only.
+		x.of.wc.DpHash |= uint32(len(hm) - 1)
+	case x.noRecirc:
+		h = datapath.PacketHash(k, alg, basis)
+	default:
+		x.freeze(datapath.Hash(alg, basis))
 		return -1
 	}
-	ofp.MaskHashFlow(k, &x.of.wc.Key, ofp.HashSymmetricL4)
-	return x.bestLiveBucket(g, ofp.HashFlow(k, ofp.HashSymmetricL4, 0))
-}
-
-// anyLive reports whether a select group has a live bucket.
-func (x *xlate) anyLive(g *group) bool {
-	for i := range g.buckets {
-		if x.selectLive(g, i) {
-			return true
+	for i := range hm {
+		b := hm[(int(h)+i)&(len(hm)-1)]
+		if x.selectLive(g, b) {
+			return b
 		}
 	}
-	return false
+	return -1
+}
+
+// dpHashAlg is the hash algorithm and basis of a select group that picks
+// by dp_hash (OVS's group_set_selection_method): symmetric L4 with basis
+// 0 without a method; with dp_hash the algorithm in the param's upper 32
+// bits (L4 if unknown) and the basis in its lower 32.
+func (g *group) dpHashAlg() (uint8, uint32) {
+	if g.props.Method == "" {
+		return datapath.HashSymL4, 0
+	}
+	alg := datapath.HashL4
+	if g.props.Param>>32 == uint64(datapath.HashSymL4) {
+		alg = datapath.HashSymL4
+	}
+	return alg, uint32(g.props.Param)
 }
 
 // reportNotLive is OVS's xlate_report_bucket_not_live.
@@ -588,12 +592,4 @@ func (x *xlate) hashFields(fields []ofp.HashField, param uint64) uint32 {
 		hf.Field.SetMasked(&x.of.wc, mask, mask)
 	}
 	return basis
-}
-
-// packetOf is the packet being translated in u, nil when revalidating.
-func packetOf(u *datapath.Upcall) interface{ Len() int } {
-	if u.Packet == nil {
-		return nil
-	}
-	return u.Packet
 }

@@ -166,6 +166,7 @@ func (x *xlate) pipeline(in *port) {
 	} else {
 		x.table(0)
 		x.executeActionSet(x.of.lastTable)
+		x.finishFreeze()
 	}
 	x.cancelGate(in, mark)
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
@@ -348,7 +349,7 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		x.tt.add(traceAction, "drop") // OVS's do_xlate_actions of none
 	}
 	for i := range acts {
-		if x.of.exit || x.paused != nil {
+		if x.of.exit || x.paused != nil || x.freezing != nil {
 			return 0, false
 		}
 		a := &acts[i]
@@ -377,6 +378,10 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 				}
 				x.paused.rest = append(x.paused.rest, r)
 			}
+			return 0, false
+		}
+		if x.freezing != nil {
+			x.unwindFreeze(acts, i, id)
 			return 0, false
 		}
 	}
@@ -487,6 +492,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		// what its lookups consulted stays consulted.
 		saved := *x.of
 		x.ofActions(a.Nested, id)
+		x.finishFreeze()
 		saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
 		*x.of = saved
 		x.syncVLAN()

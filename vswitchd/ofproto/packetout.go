@@ -120,6 +120,8 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 	u := datapath.Upcall{Key: k}
 	x := b.newXlate(b.idx.Load(), &u, modePacket, b.dp.Now())
 	x.bytes = uint64(len(po.Data))
+	// The datapath runs a packet-out's actions without recirculating.
+	x.noRecirc = true
 	x.of = &ofState{in: in, packetOut: true, missTable: -1}
 	x.of.flow.Key = k
 	x.of.flow.InPort = ofPortNo(in)

@@ -12,10 +12,12 @@ import (
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
-// frozen is the translation state a ct(table=N) freezes under a
-// recirculation ID, and the recirculated packet's translation resumes
-// with (OVS's struct frozen_state: the bridge, the table, the input port
-// and the pipeline metadata; conntracked is always true after a ct).
+// frozen is the translation state a ct(table=N) or a select group's
+// hash (freeze.go) freezes under a recirculation ID, and the
+// recirculated packet's translation resumes with (OVS's struct
+// frozen_state: the bridge, the table, the input port and the pipeline
+// metadata, and a freeze's actions; conntracked is always true after a
+// ct).
 type frozen struct {
 	br    *Bridge
 	table uint8
@@ -30,6 +32,10 @@ type frozen struct {
 	// pktMark is the packet's mark (OVS's pkt_mark, metadata that a
 	// recirculation keeps).
 	pktMark uint32
+	// A freeze's actions left (with their unroll_xlates) and action set,
+	// encoded, which tell states apart (the node keeps them as they
+	// are); acts is "" for a ct's state.
+	acts, actset string
 }
 
 // recircNode is one allocated recirculation ID.
@@ -39,6 +45,8 @@ type recircNode struct {
 	// rules are the rules whose ct action froze this state: the ID lives
 	// while one of them is in its bridge's tables.
 	rules map[*rule]struct{}
+	// frozen is a freeze's actions left and action set.
+	frozen *frozenActs
 }
 
 // recircs allocates recirculation IDs, one per distinct frozen state
@@ -51,8 +59,12 @@ type recircs struct {
 	next    uint32
 }
 
-// alloc returns the ID of st, referenced by r; 0 when r is nil.
-func (rc *recircs) alloc(st frozen, r *rule) uint32 {
+// alloc returns the ID of st, referenced by r (none when r is nil).
+func (rc *recircs) alloc(st frozen, r *rule) uint32 { return rc.allocFrozen(st, r, nil) }
+
+// allocFrozen is alloc for a freeze's state, whose actions left and
+// action set (st.acts and st.actset encoded) a new node keeps.
+func (rc *recircs) allocFrozen(st frozen, r *rule, fa *frozenActs) uint32 {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.byID == nil {
@@ -66,7 +78,7 @@ func (rc *recircs) alloc(st frozen, r *rule) uint32 {
 				break
 			}
 		}
-		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}}
+		n = &recircNode{id: rc.next, state: st, rules: map[*rule]struct{}{}, frozen: fa}
 		rc.byID[n.id], rc.byState[st] = n, n
 	}
 	if r != nil {
@@ -75,15 +87,12 @@ func (rc *recircs) alloc(st frozen, r *rule) uint32 {
 	return n.id
 }
 
-// lookup returns the state frozen under id.
-func (rc *recircs) lookup(id uint32) (frozen, bool) {
+// lookup returns the node of id, nil if none: its state and actions are
+// never changed.
+func (rc *recircs) lookup(id uint32) *recircNode {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	n := rc.byID[id]
-	if n == nil {
-		return frozen{}, false
-	}
-	return n.state, true
+	return rc.byID[id]
 }
 
 // sweep frees the IDs none of whose rules is in its bridge's tables any
@@ -257,13 +266,14 @@ func natRange(n *ofp.NAT) *conntrack.NATRange {
 }
 
 // resume translates a recirculated packet: the state frozen under its
-// recirc_id is restored and the walk goes on in the frozen table. An
-// unknown ID (freed with its rules) drops.
-func (x *xlate) resume(st frozen, ok bool) {
-	if !ok {
+// recirc_id, n, is restored and the walk goes on in the frozen table, or
+// with a freeze's actions. An unknown ID (freed with its rules) drops.
+func (x *xlate) resume(n *recircNode) {
+	if n == nil {
 		x.report(">>>>", "no recirculation data for recirc_id %#x", x.key.RecircID)
 		return
 	}
+	st := n.state
 	in := st.br.snap.Load().byName[st.inPort]
 	if in == nil {
 		return
@@ -285,6 +295,12 @@ func (x *xlate) resume(st frozen, ok bool) {
 		x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", st.br.name))
 		restore := x.tt.open(traceThaw, "thaw")
 		x.tt.add(traceThaw, fmt.Sprintf("Resuming from table %d", st.table))
+		if fa := n.frozen; fa != nil {
+			if len(fa.actset) > 0 {
+				x.tt.add(traceThaw, "Restoring action set: "+ofp.FormatActions(fa.actset, ofp.V13, nil))
+			}
+			x.tt.add(traceThaw, "Restoring actions: "+fa.String())
+		}
 		x.tt.cur = restore
 	}
 	// The packet's Geneve options are read again through the bridge's
@@ -301,9 +317,19 @@ func (x *xlate) resume(st frozen, ok bool) {
 	}
 	if x.trace != nil && saved == nil && x.traceStart == nil {
 		start := x.of.flow
+		if n.frozen != nil {
+			// OVS's Final flow: compares with the flow traced,
+			// before the frozen metadata.
+			start.Regs, start.Metadata = [16]uint32{}, 0
+		}
 		x.traceStart, x.traceBridge = &start, x.of.in.br
 	}
-	x.table(st.table)
+	if n.frozen != nil {
+		x.thaw(n.frozen)
+	} else {
+		x.table(st.table)
+	}
+	x.finishFreeze()
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final

@@ -380,8 +380,8 @@ var (
 	_ [flow.KeySize - unsafe.Offsetof(ofp.Flow{}.Regs)]struct{}
 	_ [unsafe.Offsetof(ofp.Flow{}.Metadata) - unsafe.Offsetof(ofp.Flow{}.Regs) - 64]struct{}
 	_ [unsafe.Offsetof(ofp.Flow{}.Regs) + 64 - unsafe.Offsetof(ofp.Flow{}.Metadata)]struct{}
-	_ [unsafe.Offsetof(ofp.Flow{}.TunMD) - unsafe.Offsetof(ofp.Flow{}.Metadata) - 24]struct{}
-	_ [unsafe.Offsetof(ofp.Flow{}.Metadata) + 24 - unsafe.Offsetof(ofp.Flow{}.TunMD)]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.TunMD) - unsafe.Offsetof(ofp.Flow{}.Metadata) - 16]struct{}
+	_ [unsafe.Offsetof(ofp.Flow{}.Metadata) + 16 - unsafe.Offsetof(ofp.Flow{}.TunMD)]struct{}
 	_ [unsafe.Offsetof(ofp.Flow{}.TunMDPresent) - unsafe.Offsetof(ofp.Flow{}.TunMD) - ofp.TLVOptionSpace]struct{}
 	_ [unsafe.Offsetof(ofp.Flow{}.TunMD) + ofp.TLVOptionSpace - unsafe.Offsetof(ofp.Flow{}.TunMDPresent)]struct{}
 	_ [unsafe.Offsetof(ofp.Flow{}.TunTab) - unsafe.Offsetof(ofp.Flow{}.TunMDPresent) - 8]struct{}

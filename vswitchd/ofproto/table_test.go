@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -249,6 +248,26 @@ func TestMegaflowProperty(t *testing.T) {
 	mustMod(t, br, fmSpec{table: 1, prio: 5, match: ip(map[ofp.FieldID][2]uint64{ofp.FieldIPProto: {6, 0}, ofp.FieldTCPDst: {80, 0}}), actions: []ofp.Action{output(1)}})
 	mustMod(t, br, fmSpec{table: 1, prio: 4, match: map[ofp.FieldID][2]uint64{ofp.FieldVLANVID: {0x1000 | 5, 0}}, actions: []ofp.Action{{Type: ofp.ActPopVLAN}, output(2)}})
 	mustMod(t, br, fmSpec{table: 1, prio: 1, actions: []ofp.Action{output(3)}})
+	// Select groups: by the datapath's hash after a recirculation (no
+	// method; dp_hash, whose bucket resubmits), and by fields.
+	bucket := func(w uint16, acts ...ofp.Action) ofp.Bucket {
+		return ofp.Bucket{ID: uint32(len(acts)) + uint32(w), Weight: w, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: acts}
+	}
+	for _, gm := range []*ofp.GroupMod{
+		{ID: 1, Buckets: []ofp.Bucket{bucket(1, output(1)), bucket(2, output(2)), bucket(3, output(3))}},
+		{ID: 2, Buckets: []ofp.Bucket{bucket(1, resubmitTo(1)), bucket(3, output(2))}, Props: ofp.GroupProps{Method: "dp_hash", Param: 1<<32 | 5}},
+		{ID: 3, Buckets: []ofp.Bucket{bucket(1, output(1)), bucket(2, output(2))},
+			Props: ofp.GroupProps{Method: "hash", Fields: []ofp.HashField{{Field: ofp.FieldByID(ofp.FieldTCPSrc)}}}},
+	} {
+		gm.Command, gm.Type = ofp.GroupAdd, ofp.GroupSelect
+		if err := br.GroupMod(gm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustMod(t, br, fmSpec{table: 1, prio: 3, match: ip(map[ofp.FieldID][2]uint64{ofp.FieldIPProto: {17, 0}}), actions: []ofp.Action{{Type: ofp.ActGroup, ID: 1}}})
+	mustMod(t, br, fmSpec{prio: 25, match: ip(map[ofp.FieldID][2]uint64{ofp.FieldInPort: {3, 0}}), actions: []ofp.Action{{Type: ofp.ActGroup, ID: 2}, output(1)}})
+	mustMod(t, br, fmSpec{prio: 26, match: ip(map[ofp.FieldID][2]uint64{ofp.FieldInPort: {3, 0}, ofp.FieldIPProto: {6, 0}, ofp.FieldTCPDst: {79, 0}}),
+		actions: []ofp.Action{{Type: ofp.ActGroup, ID: 3}}})
 
 	rng := rand.New(rand.NewSource(1))
 	macs := []string{macA, macB, "01:00:5e:00:00:01", "ff:ff:ff:ff:ff:ff"}
@@ -276,37 +295,41 @@ func TestMegaflowProperty(t *testing.T) {
 		acts string
 	}
 	var installed []entry
-	hits := 0
+	hits, recircs := 0, 0
 	for i := 0; i < 3000; i++ {
 		in := uint32(1 + rng.Intn(3))
-		u := []datapath.Upcall{{}}
-		flow.Extract(frame(), in, &u[0].Key)
-		// The cached path: an installed megaflow this packet matches.
-		var cached *entry
-		for j := range installed {
-			e := &installed[j]
-			mk := e.key.Masked(&e.mask)
-			if u[0].Key.MatchesMasked(&mk, &e.mask) {
-				cached = e
-				break
+		var k0 flow.Key
+		flow.Extract(frame(), in, &k0)
+		// Each pass, the recirculated one's after the select groups'
+		// hash too (a fresh translation without side effects).
+		ps := tb.passes(t, k0, tb.Revalidate)
+		recircs += len(ps) - 1
+		for _, p := range ps {
+			k, fresh := p.key, p.acts.String()
+			// The cached path: an installed megaflow this pass matches.
+			var cached *entry
+			for j := range installed {
+				e := &installed[j]
+				mk := e.key.Masked(&e.mask)
+				if k.MatchesMasked(&mk, &e.mask) {
+					cached = e
+					break
+				}
 			}
-		}
-		k := u[0].Key
-		tb.Revalidate(u) // a fresh translation without side effects
-		fresh := u[0].Actions.String()
-		if cached != nil {
-			hits++
-			if cached.acts != fresh {
-				t.Fatalf("packet %v: megaflow %v/%v gives %s, a fresh translation %s", k, cached.key, cached.mask, cached.acts, fresh)
+			if cached != nil {
+				hits++
+				if cached.acts != fresh {
+					t.Fatalf("packet %v: megaflow %v/%v gives %s, a fresh translation %s", k, cached.key, cached.mask, cached.acts, fresh)
+				}
+				continue
 			}
-			continue
+			installed = append(installed, entry{key: k, mask: p.mask, acts: fresh})
 		}
-		installed = append(installed, entry{key: k, mask: u[0].Mask, acts: fresh})
 	}
-	if hits < 1000 {
-		t.Errorf("only %d of 3000 packets hit an installed megaflow", hits)
+	if hits < 1000 || recircs < 300 {
+		t.Errorf("only %d of 3000 packets' passes hit an installed megaflow; %d recirculated", hits, recircs)
 	}
-	t.Logf("%d megaflows served %d packets", len(installed), hits)
+	t.Logf("%d megaflows served %d passes; %d recirculations", len(installed), hits, recircs)
 }
 
 // TestSubtableFewHashes: a subtable answers misses from the hashes of

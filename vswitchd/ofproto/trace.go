@@ -118,6 +118,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	fmt.Fprintf(&out, "Flow: %s\n", formatMatchOF(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil),
 		u32Flow("pkt_mark", md.pktMark), u32Flow("dp_hash", md.dpHash), "", ""))
 	u := datapath.Upcall{Key: k}
+	// A dp_hash is the packet's, in the key of a recirculated pass.
+	u.Key.DpHash = md.dpHash
 	x := b.newXlate(idx, &u, modeTrace, 0)
 	x.inMeta, x.pktMark = md, md.pktMark
 	x.trace, x.tt, x.names = &out, newTraceTree(), o.names
@@ -127,8 +129,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	if k.RecircID != 0 {
 		// OVS's xlate_actions thaws the state frozen under the ID, if
 		// any, before it looks at the input port.
-		if st, ok := b.recircs.lookup(k.RecircID); ok {
-			x.resume(st, true)
+		if n := b.recircs.lookup(k.RecircID); n != nil {
+			x.resume(n)
 		} else {
 			x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
 			x.tt.add(traceError, fmt.Sprintf("Recirculation context not found for ID %x <<<<", k.RecircID))
@@ -155,7 +157,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	// A packet's pkt_mark (0 unless the trace gives one) and dp_hash: the
 	// megaflow shows them when a lookup or an action consulted them, as
 	// OVS's (format_uint32_masked).
-	mark, dpHash := u32Masked("pkt_mark", md.pktMark, x.traceMarkWC), u32Masked("dp_hash", md.dpHash, x.traceDpHashWC)
+	mark, dpHash := u32Masked("pkt_mark", md.pktMark, x.traceMarkWC), u32Masked("dp_hash", md.dpHash, x.traceDpHashWC|u.Mask.DpHash)
 	// The megaflow's values are the packet's under its mask, as OVS's
 	// (a minimatch).
 	mk := k.Masked(&u.Mask)
@@ -195,7 +197,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
 		x.trace, x.tt, x.names = out, newTraceTree(), o.names
-		x.resume(r.st, true)
+		x.resume(&recircNode{id: r.id, state: r.st})
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
 			formatMatch(&k, &u.Mask, inText, true, false, ""), x.dpActions())

@@ -111,9 +111,6 @@ type xlate struct {
 	// inner are the tags below the outer one, pushed over by push_vlan
 	// on a tagged packet, innermost first.
 	inner []vlanHdr
-	// pkt0 is the packet translated, nil when revalidating (for group
-	// byte counts).
-	pkt0 interface{ Len() int }
 	// mirrored are the mirrors of the current bridge the packet was sent
 	// to (OVS's ctx->mirrors); snaplen is the length the output being
 	// made for a mirror truncates to; mirrorCounters count for the
@@ -125,8 +122,13 @@ type xlate struct {
 	// recirculations a trace follows.
 	backer      *Backer
 	recircTrace []traceRecirc
-	// paused: a controller(pause) stopped the translation.
-	paused *pausing
+	// paused: a controller(pause) stopped the translation; freezing: a
+	// select group did, for a recirculation (freeze.go).
+	paused   *pausing
+	freezing *freezing
+	// noRecirc: the datapath does not recirculate the actions (a
+	// packet-out's), so that a select group picks its bucket at once.
+	noRecirc bool
 	// tunMDWC, in a trace, collects the tun_metadata bits the flow
 	// tables consulted (for the Megaflow line).
 	tunMDWC *ofp.Flow
@@ -191,7 +193,7 @@ func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at tim
 // initXlate makes x, a zero xlate, the translation of u.
 func (b *Backer) initXlate(x *xlate, idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) {
 	k := &u.Key
-	*x = xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, pkt0: packetOf(u), backer: b}
+	*x = xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, backer: b}
 	switch mode {
 	case modePacket:
 		x.packets = 1

@@ -24,11 +24,6 @@ type Flow struct {
 	// ConjID is the conjunction a conjunctive match found (conj_id),
 	// set only for the lookup that follows it.
 	ConjID uint32
-	// DpHash is the datapath's hash of the packet (OVS's dp_hash): govs'
-	// datapath computes none, so it is 0 but in an ofproto/trace flow
-	// that gives one.
-	DpHash uint32
-	_      uint32 // no padding before TunMD (the classifier's words)
 	// TunMD holds the tun_metadata fields at the places the bridge's
 	// TLVTable gives them, TunMDPresent says which are present (bit n:
 	// tun_metadata<n>), as OVS's flow_tnl metadata outside the datapath.
@@ -659,7 +654,6 @@ func (f *Flow) masked(m *Flow) Flow {
 	}
 	r.Metadata &= m.Metadata
 	r.PktMark &= m.PktMark
-	r.DpHash &= m.DpHash
 	r.ConjID &= m.ConjID
 	for i := range r.TunMD {
 		r.TunMD[i] &= m.TunMD[i]
@@ -685,7 +679,6 @@ func (f *Flow) MaskHead(m *Flow, r *Flow) {
 	}
 	r.Metadata = f.Metadata & m.Metadata
 	r.PktMark = f.PktMark & m.PktMark
-	r.DpHash = f.DpHash & m.DpHash
 	r.ConjID = f.ConjID & m.ConjID
 }
 
@@ -698,7 +691,6 @@ func (f *Flow) OrHead(o *Flow) {
 	}
 	f.Metadata |= o.Metadata
 	f.PktMark |= o.PktMark
-	f.DpHash |= o.DpHash
 	f.ConjID |= o.ConjID
 }
 

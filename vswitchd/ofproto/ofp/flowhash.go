@@ -14,29 +14,13 @@ import (
 // words on x86: the hashes here read the bytes the same way, so that they
 // give OVS's numbers on every host.
 
-// HashAdd is OVS's hash_add (mhash_add: a murmur3 step).
-func HashAdd(h, d uint32) uint32 {
-	if d != 0 {
-		d *= 0xcc9e2d51
-		d = bits.RotateLeft32(d, 15)
-		d *= 0x1b873593
-		h ^= d
-	}
-	h = bits.RotateLeft32(h, 13)
-	return h*5 + 0xe6546b64
-}
+// HashAdd is OVS's hash_add.
+func HashAdd(h, d uint32) uint32 { return flow.HashAdd(h, d) }
 
-// HashFinish is OVS's hash_finish: murmur3's finaliser of h^final.
-func HashFinish(h, final uint32) uint32 {
-	h ^= final
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	return h ^ h>>16
-}
+// HashFinish is OVS's hash_finish.
+func HashFinish(h, final uint32) uint32 { return flow.HashFinish(h, final) }
 
-func hashAdd64(h uint32, d uint64) uint32 { return HashAdd(HashAdd(h, uint32(d)), uint32(d>>32)) }
+func hashAdd64(h uint32, d uint64) uint32 { return flow.HashAdd64(h, d) }
 
 func hash2Words(x, y uint32) uint32 { return HashFinish(HashAdd(HashAdd(x, 0), y), 8) }
 
@@ -179,48 +163,10 @@ func hashSymmetricL4(k *flow.Key, basis uint32) uint32 {
 	return jhashBytes(b[:], basis)
 }
 
-// hashSymmetricL3L4 is flow_hash_symmetric_l3l4; a flow that is not IP
-// hashes as flow_hash_symmetric_l2.
+// hashSymmetricL3L4 is flow_hash_symmetric_l3l4 (the datapath's, which
+// its hash(sym_l4) action computes).
 func hashSymmetricL3L4(k *flow.Key, basis uint32, udp bool) uint32 {
-	h := basis
-	var a [16]byte
-	xorAddrs(k, a[:])
-	switch k.EthType {
-	case flow.EthTypeIPv4:
-		h = HashAdd(h, le32(a[:]))
-	case flow.EthTypeIPv6:
-		h = hashAdd64(h, binary.LittleEndian.Uint64(a[:]))
-		h = hashAdd64(h, binary.LittleEndian.Uint64(a[8:]))
-	default:
-		return hashSymmetricL2(k, basis)
-	}
-	h = HashAdd(h, uint32(k.NwProto))
-	if !isFrag(k) && hashesPorts(k, udp) {
-		var p [2]byte
-		binary.BigEndian.PutUint16(p[:], k.TpSrc^k.TpDst)
-		h = HashAdd(h, uint32(binary.LittleEndian.Uint16(p[:])))
-	}
-	return HashFinish(h, basis)
-}
-
-func hashesPorts(k *flow.Key, udp bool) bool {
-	return k.NwProto == flow.IPProtoTCP || k.NwProto == flow.IPProtoSCTP || udp && k.NwProto == flow.IPProtoUDP
-}
-
-// hashSymmetricL2 is flow_hash_symmetric_l2: three words of struct {
-// eth_type; vlan_tci; eth_addr; pad; }.
-func hashSymmetricL2(k *flow.Key, basis uint32) uint32 {
-	var b [12]byte
-	binary.BigEndian.PutUint16(b[0:], k.EthType)
-	binary.BigEndian.PutUint16(b[2:], k.VLANTCI&flow.VLANVIDMask)
-	for i := range 6 {
-		b[4+i] = k.EthSrc[i] ^ k.EthDst[i]
-	}
-	h := basis
-	for i := 0; i < 12; i += 4 {
-		h = HashAdd(h, le32(b[i:]))
-	}
-	return HashFinish(h, basis)
+	return flow.HashSymmetricL3L4(k, basis, udp)
 }
 
 // MaskHashFlow adds to the mask wc the fields HashFlow(k, fields) reads
