@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,9 +108,10 @@ func ovnCounts(t *testing.T, ns *vswNS) [2]int {
 
 // ovnLBNatChecks builds the logical topology on a chassis (hv1) whose
 // br-int takes ports through vsctl, and checks the load balancer and the
-// NAT. prefix names the namespaces; txOff turns off the VIFs' transmit
-// checksum offload (Debian's userspace datapath does not fill them in).
-func ovnLBNatChecks(t *testing.T, prefix, nb, sb string, vsctl func(...string), txOff bool) {
+// NAT. prefix names the namespaces; reference is Debian's switch: its
+// VIFs' transmit checksum offload is turned off (its userspace datapath
+// does not fill them in), and ab may miss a few answers through it.
+func ovnLBNatChecks(t *testing.T, prefix, nb, sb string, vsctl func(...string), reference bool) {
 	nbctl := func(args ...string) string {
 		t.Helper()
 		return ovnRun(t, ovnNbctl, append([]string{"--db=" + nb, "--timeout=30"}, args...)...)
@@ -118,7 +120,7 @@ func ovnLBNatChecks(t *testing.T, prefix, nb, sb string, vsctl func(...string), 
 		ns := vswAddPrefixedNS(t, prefix, tag, addr)
 		ns.mustExec("ip", "link", "set", "eth0", "address", mac)
 		ns.mustExec("ip", "route", "add", "default", "via", gw)
-		if txOff {
+		if reference {
 			ns.exec("ethtool", "-K", "eth0", "tx", "off")
 		}
 		vsctl("add-port", "br-int", ns.Host, "--", "set", "interface", ns.Host, "external_ids:iface-id="+iface)
@@ -177,17 +179,27 @@ func ovnLBNatChecks(t *testing.T, prefix, nb, sb string, vsctl func(...string), 
 		return len(seen) == 2
 	})
 	// ab's 200 requests through the VIP all succeed, and both backends
-	// served some of them.
+	// served some of them. Debian's switch, the reference, once left one
+	// request unanswered for ab's 10 s on the loaded machine: it may miss
+	// a few.
 	before := ovnCounts(t, a)
 	out, err := a.exec("ab", "-q", "-n", "200", "-c", "8", "-s", "10", "http://192.168.100.100/")
+	done := 200
 	if err != nil || !strings.Contains(out, "Complete requests:      200") || !strings.Contains(out, "Failed requests:        0") {
-		t.Fatalf("ab through the VIP: %v\n%s", err, out)
+		m := regexp.MustCompile(`Total of (\d+) requests completed`).FindStringSubmatch(out)
+		if m != nil {
+			done, _ = strconv.Atoi(m[1])
+		}
+		if !reference || m == nil || done < 190 {
+			t.Fatalf("ab through the VIP: %v\n%s", err, out)
+		}
+		t.Logf("Debian's switch: ab completed %d of 200 requests through the VIP", done)
 	}
 	after := ovnCounts(t, a)
-	if d1, d2 := after[0]-before[0], after[1]-before[1]; d1 == 0 || d2 == 0 || d1+d2 != 200 {
-		t.Fatalf("ab's 200 requests: b1 served %d, b2 %d", d1, d2)
+	if d1, d2 := after[0]-before[0], after[1]-before[1]; d1 == 0 || d2 == 0 || d1+d2 < done || d1+d2 > 200 {
+		t.Fatalf("ab's %d requests: b1 served %d, b2 %d", done, d1, d2)
 	} else {
-		t.Logf("ab's 200 requests through the VIP: b1 served %d, b2 %d", d1, d2)
+		t.Logf("ab's %d requests through the VIP: b1 served %d, b2 %d", done, d1, d2)
 	}
 
 	// 2. NAT (added now: a gateway router SNATs whatever it routes from
