@@ -132,6 +132,10 @@ type table struct {
 	// timed counts the rules with an idle or hard timeout (expiry
 	// visits only tables that have some).
 	timed int
+	// pfx are the fields the table keeps prefix tries on, tries[j] that
+	// of pfx.fs[j] (prefixtrie.go).
+	pfx   prefixes
+	tries [maxTries]*ptrie
 }
 
 type subtable struct {
@@ -158,9 +162,13 @@ type subtable struct {
 	l3           bool
 	types        [4]int32
 	metaWs, l2Ws []maskWord
-	rules        *tnode      // the rule lists by hash
-	prios        []prioCount // rules per priority, highest first, for maxPrio
-	n            int
+	// plens are the lengths of mask's CIDR prefixes on the prefix
+	// fields (0: none, or not a prefix); pfx says some is not 0.
+	plens [numPrefixFields]uint8
+	pfx   bool
+	rules *tnode      // the rule lists by hash
+	prios []prioCount // rules per priority, highest first, for maxPrio
+	n     int
 	// mask is the subtable's rules', shared with them and with the
 	// subtable's versions (a Flow is 840 bytes, which a change would
 	// otherwise copy); mws is mask.mws.
@@ -480,6 +488,7 @@ func (t *table) lookup(f, wc *ofp.Flow) *rule {
 func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	var best *rule
 	var soft []*rule // conjunctive clauses that matched (conj.go)
+	var tcs [maxTries]trieCtx
 	fw, ww := wordsOf(f), wordsOf(wc)
 	for _, st := range t.subs {
 		if best != nil && st.maxPrio < best.priority {
@@ -499,6 +508,13 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 				orWords(ww, st.l2Ws)
 				continue
 			}
+		}
+		// OVS's check_tries before the L3 stage: the prefix tries may
+		// prove that no rule of the subtable can match, on fewer bits
+		// of the addresses than its mask has.
+		if st.pfx && t.trieSkip(st, f, wc, &tcs) {
+			orWords(ww, st.l2Ws)
+			continue
 		}
 		// The mask's words only: wc gets them, and the flow's bits under
 		// them are hashed and compared (most masks have a few words of
@@ -639,9 +655,10 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	if t != nil && t.gen == gen {
 		return t
 	}
-	n := &table{gen: gen}
+	n := &table{gen: gen, pfx: defaultPrefixes}
 	if t != nil {
 		n.subs, n.n, n.timed = slices.Clone(t.subs), t.n, t.timed
+		n.pfx, n.tries = t.pfx, t.tries
 	}
 	c.t[id%chunkTables] = n
 	return n
@@ -680,6 +697,10 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		if st.mask.mask.InPort == ^uint32(0) {
 			st.inPorts = map[uint32]int32{}
 		}
+		for pf := range numPrefixFields {
+			st.plens[pf] = prefixLen(&st.mask.mask, pf)
+			st.pfx = st.pfx || st.plens[pf] > 0
+		}
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
@@ -711,6 +732,9 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	}
 	st.n++
 	t.n++
+	if st.pfx {
+		t.trieAdd(st, r, gen)
+	}
 	st.prios = addPrio(st.prios, r.priority)
 	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]++
@@ -746,6 +770,9 @@ func (t *table) remove(r *rule, gen uint64) {
 	}
 	st.n--
 	t.n--
+	if st.pfx {
+		t.trieDel(st, r, gen)
+	}
 	t.timed -= r.isTimed()
 	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]--
