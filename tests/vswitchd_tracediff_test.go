@@ -358,3 +358,70 @@ var traceRecircID = regexp.MustCompile(`(recirc\(|recirc_id=)0x[0-9a-f]+`)
 // ipv4Packet is an Ethernet frame (hex) for packet-out: a UDP datagram
 // from 10.0.0.1 to 10.0.0.2.
 const ipv4Packet = "ffffffffffff00000000000108004500001c00010000401100000a0000010a000002003500350008000000"
+
+// tracePrefixFlows: rules on nw_src and nw_dst prefixes of every length
+// in several tables, priorities that overlap, both fields in one rule,
+// resubmits between the tables, and a table without a default rule.
+var tracePrefixFlows = []string{
+	"priority=300,ip,nw_src=10.1.2.0/24,actions=resubmit(,1)",
+	"priority=200,ip,nw_src=10.1.0.0/16,actions=output:2",
+	"priority=100,ip,nw_src=10.0.0.0/8,actions=resubmit(,2)",
+	"priority=250,ip,nw_dst=192.168.10.5,actions=output:3",
+	"priority=150,ip,nw_src=172.16.0.0/12,nw_dst=192.168.0.0/16,actions=output:1",
+	"priority=120,ip,nw_src=5.5.5.8,actions=output:2",
+	"priority=50,ip,actions=resubmit(,3)",
+	"priority=0,actions=drop",
+	"table=1,priority=10,ip,nw_dst=10.9.0.0/16,actions=output:1",
+	"table=1,priority=20,ip,nw_dst=10.9.8.0/24,actions=output:2",
+	"table=1,priority=5,actions=output:3",
+	"table=2,priority=10,ip,nw_dst=20.0.0.0/8,actions=output:1",
+	"table=2,priority=30,ip,nw_dst=20.1.1.1,actions=output:2",
+	"table=3,priority=10,ip,nw_src=30.0.0.0/24,nw_dst=40.0.0.0/16,actions=output:2",
+	"table=3,priority=5,ip,nw_src=30.0.0.0/16,actions=output:1",
+	"table=3,priority=7,ip,nw_dst=40.1.0.0/17,actions=output:3",
+}
+
+// TestOpenFlowTracePrefixTries: ofproto/trace's Megaflow: of IPv4
+// packets through tables of address prefixes is Debian's, whose
+// classifier keeps prefix tries on nw_dst and nw_src: a megaflow matches
+// only the address bits that tell the packet from the prefixes it does
+// not match (issue 12).
+func TestOpenFlowTracePrefixTries(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtpd", "10.242.0", "gtpo", "10.243.0")
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows(tracePrefixFlows...)
+	}
+	for i, addrs := range [][2]string{
+		{"10.1.2.3", "10.9.8.1"}, // /24 then table 1's /24
+		{"10.1.2.3", "10.9.7.1"},
+		{"10.1.2.3", "10.8.0.1"},
+		{"10.1.3.3", "1.2.3.4"},  // /16
+		{"10.2.0.1", "20.1.1.1"}, // /8 then table 2's /32
+		{"10.2.0.1", "20.1.1.0"},
+		{"10.2.0.1", "21.0.0.1"}, // a miss in table 2
+		{"10.1.2.3", "192.168.10.5"},
+		{"172.16.5.5", "192.168.10.5"},
+		{"172.16.5.5", "192.168.10.4"},
+		{"172.32.5.5", "192.168.10.4"},
+		{"5.5.5.10", "1.1.1.1"}, // OVS: nw_src=5.5.5.10/31
+		{"5.5.5.8", "1.1.1.1"},
+		{"5.5.5.9", "1.1.1.1"},
+		{"30.0.0.9", "40.0.0.1"}, // table 3
+		{"30.0.1.9", "40.0.0.1"},
+		{"30.0.1.9", "40.1.0.1"},
+		{"30.1.1.9", "40.1.200.1"},
+		{"128.0.0.1", "128.0.0.1"},
+		{"11.0.0.1", "192.169.0.1"},
+	} {
+		pkt := fmt.Sprintf("in_port=1,ip,nw_src=%s,nw_dst=%s", addrs[0], addrs[1])
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			want, wantRC := deb.traceRC(pkt)
+			got, gotRC := govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+			t.Logf("%s: %s", pkt, traceMegaflow.FindString(got))
+		})
+	}
+}
