@@ -425,3 +425,59 @@ func TestOpenFlowTracePrefixTries(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixTrieMegaflowTraffic: UDP datagrams from a to eight addresses
+// of a /24 that a flow forwards, beside a /32 of the same /24 and an
+// nw_src /16 at higher priorities, take as many megaflows in govs'
+// datapath as in Debian's (dpif/dump-flows): one, which the prefix
+// tries let match nw_dst=172.31.5.0/24 (without them, one per address).
+func TestPrefixTrieMegaflowTraffic(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtmd", "10.244.0", "gtmo", "10.245.0")
+	const addrs = 8
+	dump := map[*ofSwitch]string{}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows(
+			"priority=300,ip,nw_dst=172.31.5.200,actions=drop",
+			"priority=250,ip,nw_src=10.99.0.0/16,actions=drop",
+			"priority=100,ip,nw_dst=172.31.5.0/24,actions=output:2",
+			"priority=0,actions=drop")
+		bmac := strings.TrimSpace(s.b.mustExec("cat", "/sys/class/net/eth0/address"))
+		s.a.mustExec("ip", "route", "replace", "172.31.5.0/24", "dev", "eth0")
+		var dsts []string
+		for i := range addrs {
+			dst := fmt.Sprintf("172.31.5.%d", 10+i)
+			s.a.mustExec("ip", "neigh", "replace", dst, "lladdr", bmac, "dev", "eth0", "nud", "permanent")
+			dsts = append(dsts, dst)
+		}
+		// Two rounds: the second finds the megaflows the first made.
+		for round := 1; round <= 2; round++ {
+			s.a.mustExec(append([]string{debPython, "-c", `import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for d in sys.argv[1:]: s.sendto(b"govs", (d, 9))`}, dsts...)...)
+			want := fmt.Sprintf("n_packets=%d,", round*addrs)
+			vswWait(t, vswTimeout, s.br+"'s /24 flow to count "+want, func() bool {
+				out, _ := s.ofctl("dump-flows", s.br, "ip,nw_dst=172.31.5.0/24")
+				return strings.Contains(out, want)
+			})
+		}
+		var lines []string
+		for _, l := range strings.Split(s.appctl("dpif/dump-flows", s.br), "\n") {
+			if strings.Contains(l, "172.31.5.") {
+				lines = append(lines, l)
+			}
+		}
+		dump[s] = strings.Join(lines, "\n")
+		t.Logf("%s: %d megaflows for %d addresses:\n%s", s.br, len(lines), addrs, dump[s])
+	}
+	n := func(s *ofSwitch) int { return strings.Count(dump[s], "172.31.5.") }
+	if n(govs) != n(deb) || n(govs) >= addrs {
+		t.Errorf("govs has %d megaflows for the %d addresses, Debian's %d:\ngovs:\n%s\nDebian's:\n%s", n(govs), addrs, n(deb), dump[govs], dump[deb])
+	}
+	// The same IPv4 masks (a's address aside, in each switch's subnet).
+	ipv4 := regexp.MustCompile(`ipv4\([^)]*\)`)
+	got := strings.ReplaceAll(strings.Join(ipv4.FindAllString(dump[govs], -1), " "), "10.245.0.1/", "A/")
+	want := strings.ReplaceAll(strings.Join(ipv4.FindAllString(dump[deb], -1), " "), "10.244.0.1/", "A/")
+	if got != want {
+		t.Errorf("govs' megaflows match %s, Debian's %s", got, want)
+	}
+}

@@ -73,10 +73,12 @@ var defaultPrefixes = prefixes{n: 2, fs: [maxTries]prefixField{pfNwDst, pfNwSrc}
 // of hi on (an IPv4 address in hi's upper half).
 type pval struct{ hi, lo uint64 }
 
+// pvalOf is the value of a prefix field's bytes b (4 or 16).
 func pvalOf(b []byte) pval {
-	var buf [16]byte
-	copy(buf[:], b)
-	return pval{binary.BigEndian.Uint64(buf[:8]), binary.BigEndian.Uint64(buf[8:])}
+	if len(b) == 4 {
+		return pval{uint64(binary.BigEndian.Uint32(b)) << 32, 0}
+	}
+	return pval{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:16])}
 }
 
 // bit is v's bit i (0: the most significant).
