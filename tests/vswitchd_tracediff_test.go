@@ -88,8 +88,8 @@ var traceDiffCorpus = []string{
 	"in_port=LOCAL,dl_src=00:00:00:00:00:04",
 	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:04",
 	"in_port=LOCAL,dl_vlan=4,dl_vlan_pcp=5,dl_src=00:00:00:00:00:05",
-	// From here on Megaflow: is left out: OVS's prefix tries on the
-	// addresses and ports, and its staged lookup past dl_type, spare
+	// From here on Megaflow: is left out: OVS's ports trie on the
+	// ports, and its staged lookup past dl_type, spare
 	// bits govs' megaflow matches.
 	megaflowsFrom,
 	"in_port=2,icmp,nw_src=10.0.0.1",
