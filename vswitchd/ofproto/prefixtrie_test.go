@@ -260,7 +260,8 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 		}
 		f.IPv4Src, f.IPv4Dst = randAddr(), randAddr()
 		f.NwProto = []uint8{6, 17}[rng.Intn(2)]
-		f.TpDst = uint16(79 + rng.Intn(3))
+		f.TpDst = []uint16{79, 80, 81, 0x1f90, 0x1f9f, 0}[rng.Intn(6)]
+		f.TpSrc = uint16(rng.Intn(3)) << 14
 		return f
 	}
 	plens := []int{0, 8, 14, 16, 23, 24, 26, 32}
@@ -290,7 +291,11 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 		if rng.Intn(4) == 0 && m.Flow.EthType == flow.EthTypeIPv4 {
 			m.Flow.NwProto, m.Mask.NwProto = 6, 0xff
 			if rng.Intn(2) == 0 {
-				m.Flow.TpDst, m.Mask.TpDst = uint16(79+rng.Intn(3)), 0xffff
+				m.Flow.TpDst = []uint16{79, 80, 81, 0x1f90, 0x1f9f, 0}[rng.Intn(6)]
+				m.Mask.TpDst = []uint16{0xffff, 0xfff0, 0xff00}[rng.Intn(3)]
+			}
+			if rng.Intn(4) == 0 {
+				m.Flow.TpSrc, m.Mask.TpSrc = uint16(rng.Intn(3))<<14, 0xc000
 			}
 		}
 		m.Normalize()

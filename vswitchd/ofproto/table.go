@@ -166,9 +166,19 @@ type subtable struct {
 	// fields (0: none, or not a prefix); pfx says some is not 0.
 	plens [numPrefixFields]uint8
 	pfx   bool
-	rules *tnode      // the rule lists by hash
-	prios []prioCount // rules per priority, highest first, for maxPrio
-	n     int
+	// upWs, if not nil, are the words of a mask that has fields of the
+	// last stage (L4, ND, ARP's hardware addresses) and of L3: the mask
+	// but the last stage's fields, hashed for OVS's L3 index (upRules,
+	// the rules by that hash; stage.go). portsLen is the length of the
+	// mask's prefix on the ports (tp_src, tp_dst as 32 bits), ports the
+	// trie of the rules' ports (OVS's ports trie).
+	upWs     []maskWord
+	upRules  *tnode
+	portsLen uint8
+	ports    *ptrie
+	rules    *tnode      // the rule lists by hash
+	prios    []prioCount // rules per priority, highest first, for maxPrio
+	n        int
 	// mask is the subtable's rules', shared with them and with the
 	// subtable's versions (a Flow is 840 bytes, which a change would
 	// otherwise copy); mws is mask.mws.
@@ -516,6 +526,13 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 			orWords(ww, st.l2Ws)
 			continue
 		}
+		if st.upWs != nil {
+			var r *rule
+			if r, soft = st.searchStaged(f, wc, conj, soft); r != nil && (best == nil || r.before(best)) {
+				best = r
+			}
+			continue
+		}
 		// The mask's words only: wc gets them, and the flow's bits under
 		// them are hashed and compared (most masks have a few words of
 		// a Flow's eighty).
@@ -701,6 +718,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 			st.plens[pf] = prefixLen(&st.mask.mask, pf)
 			st.pfx = st.pfx || st.plens[pf] > 0
 		}
+		st.initStages()
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
@@ -722,6 +740,9 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		l.hs = slices.Insert(l.hs, k, h)
 		l.rs = slices.Insert(l.rs, k, r)
 	})
+	if st.upWs != nil {
+		st.stageAdd(r, old, gen)
+	}
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
@@ -767,6 +788,9 @@ func (t *table) remove(r *rule, gen uint64) {
 	})
 	if last {
 		st.delHash(h)
+	}
+	if st.upWs != nil {
+		st.stageDel(r, gen)
 	}
 	st.n--
 	t.n--
