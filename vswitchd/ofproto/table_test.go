@@ -348,6 +348,13 @@ func megaflowPropertyPrefixes(t *testing.T, seed int64, packets int) {
 		if rng.Intn(6) == 0 {
 			m[ofp.FieldInPort] = [2]uint64{uint64(1 + rng.Intn(3)), 0}
 		}
+		if rng.Intn(4) == 0 { // ports: the staged lookup, the ports trie
+			m[ofp.FieldIPProto] = [2]uint64{17, 0}
+			m[ofp.FieldUDPDst] = [2]uint64{uint64(rng.Intn(4) * 20), []uint64{0xffff, 0xfff0, 0xff00}[rng.Intn(3)]}
+			if rng.Intn(2) == 0 {
+				m[ofp.FieldUDPSrc] = [2]uint64{uint64(rng.Intn(2)) << 15, 0x8000}
+			}
+		}
 		return m
 	}
 	randActions := func(table uint8) []ofp.Action {
@@ -396,7 +403,7 @@ func megaflowPropertyPrefixes(t *testing.T, seed int64, packets int) {
 		}
 		f := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
 			IPv4: &dptest.IPv4{Src: netip.AddrFrom4(addr4(randAddr())), Dst: netip.AddrFrom4(addr4(randAddr()))},
-			UDP:  &dptest.UDP{Src: 53, Dst: 53}}
+			UDP:  &dptest.UDP{Src: uint16(rng.Intn(2)) << 15, Dst: uint16(rng.Intn(5) * 20)}}
 		u := []datapath.Upcall{{}}
 		flow.Extract(f.Bytes(), uint32(1+rng.Intn(3)), &u[0].Key)
 		var cached *entry
