@@ -492,3 +492,103 @@ for d in sys.argv[1:]: s.sendto(b"govs", (d, 9))`}, dsts...)...)
 		t.Errorf("govs' megaflows match %s, Debian's %s", got, want)
 	}
 }
+
+// TestOpenFlowTracePrefixesConfig: Flow_Table prefixes chooses the
+// fields a table keeps prefix tries on, as in Debian's ovs-vswitchd:
+// IPv6 addresses, none (the megaflow matches a subtable's whole mask),
+// OVS's default for a row without prefixes; the same megaflows, and the
+// same warnings for fields that cannot be used.
+func TestOpenFlowTracePrefixesConfig(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtcd", "10.246.0", "gtco", "10.247.0")
+	inPorts := []string{"1", "2", "3", "LOCAL"}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.vsctl("--", "--id=@v6", "create", "Flow_Table", "prefixes=ipv6_dst,ipv6_src",
+			"--", "--id=@none", "create", "Flow_Table", "prefixes=none",
+			"--", "--id=@bad", "create", "Flow_Table", "prefixes=nw_dst,eth_src,frobnicate",
+			"--", "--id=@dflt", "create", "Flow_Table", "name=dflt",
+			"--", "set", "Bridge", s.br, "flow_tables:0=@v6", "flow_tables:1=@none", "flow_tables:2=@bad", "flow_tables:3=@dflt")
+		var flows []string
+		for table := range 4 {
+			flows = append(flows,
+				fmt.Sprintf("table=%d,priority=30,ipv6,ipv6_src=2001:db8::/32,actions=output:1", table),
+				fmt.Sprintf("table=%d,priority=40,ipv6,ipv6_src=2001:db8:0:1::5,actions=output:2", table),
+				fmt.Sprintf("table=%d,priority=35,ipv6,ipv6_dst=fd00::/8,actions=output:3", table),
+				fmt.Sprintf("table=%d,priority=30,ip,nw_src=10.0.0.0/8,actions=output:1", table),
+				fmt.Sprintf("table=%d,priority=40,ip,nw_src=10.1.2.3,actions=output:2", table),
+				fmt.Sprintf("table=%d,priority=35,ip,nw_dst=192.168.0.0/16,actions=output:3", table),
+				fmt.Sprintf("table=%d,priority=0,actions=drop", table))
+		}
+		// Table 0 sends the packets of ports 2, 3 and LOCAL to tables 1,
+		// 2 and 3.
+		for table := 1; table < 4; table++ {
+			flows = append(flows, fmt.Sprintf("priority=100,in_port=%s,actions=resubmit(,%d)", inPorts[table], table))
+		}
+		s.replaceFlows(flows...)
+	}
+	var pkts []string
+	for table := range 4 {
+		for _, p := range []string{
+			"ipv6,ipv6_src=2001:db8::7,ipv6_dst=fe80::1",
+			"ipv6,ipv6_src=2001:db8:0:1::5,ipv6_dst=fd00::1",
+			"ipv6,ipv6_src=2001:db9::1,ipv6_dst=::1",
+			"ip,nw_src=10.2.0.1,nw_dst=1.1.1.1",
+			"ip,nw_src=10.1.2.3,nw_dst=192.168.1.1",
+			"ip,nw_src=11.0.0.1,nw_dst=192.169.1.1",
+		} {
+			pkts = append(pkts, fmt.Sprintf("in_port=%s,%s", inPorts[table], p))
+		}
+	}
+	for i, pkt := range pkts {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			want, wantRC := deb.traceRC(pkt)
+			got, gotRC := govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+			t.Logf("%s: %s", pkt, traceMegaflow.FindString(got))
+		})
+	}
+	// OVS's log lines about the rows, in both logs.
+	for _, s := range []*ofSwitch{deb, govs} {
+		log := readFileString(filepath.Join(s.dir, "ovs-vswitchd.log"))
+		for _, want := range []string{
+			"|bridge|WARN|bridge BR: 'prefixes' with incompatible field: eth_src",
+			"|bridge|WARN|bridge BR: 'prefixes' with unknown field: frobnicate",
+			"|bridge|INFO|bridge BR table 0: Prefix lookup with: ipv6_dst,ipv6_src.",
+			"|bridge|INFO|bridge BR table 1: Prefix lookup with: none.",
+			"|bridge|INFO|bridge BR table 2: Prefix lookup with: ip_dst.",
+		} {
+			if want = strings.ReplaceAll(want, "BR", s.br); !strings.Contains(log, want) {
+				t.Errorf("%s's log has no %q", s.br, want)
+			}
+		}
+		if strings.Contains(log, "table 3: Prefix lookup") {
+			t.Errorf("%s's log says table 3's prefixes, which are OVS's default", s.br)
+		}
+	}
+	// Table 1 back to the default, and table 3 to ipv6_src only: the
+	// tries are rebuilt from the flows the tables have, and the
+	// megaflows change.
+	changed := []string{"in_port=2,ip,nw_src=10.2.0.1,nw_dst=1.1.1.1", "in_port=LOCAL,ip,nw_src=10.2.0.1,nw_dst=1.1.1.1",
+		"in_port=LOCAL,ipv6,ipv6_src=2001:db8::7,ipv6_dst=fe80::1"}
+	before := map[string]string{}
+	for _, pkt := range changed {
+		out, _ := deb.traceRC(pkt)
+		before[pkt] = traceMegaflow.FindString(out)
+	}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.vsctl("--", "--id=@v6", "create", "Flow_Table", "prefixes=ipv6_src",
+			"--", "remove", "Bridge", s.br, "flow_tables", "1", "--", "set", "Bridge", s.br, "flow_tables:3=@v6")
+	}
+	for _, pkt := range changed {
+		var got, want string
+		vswWait(t, vswTimeout, "the traces of "+pkt+" to agree after the change", func() bool {
+			want, _ = deb.traceRC(pkt)
+			got, _ = govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			return got == want && traceMegaflow.FindString(want) != before[pkt]
+		})
+		t.Logf("%s: %s", pkt, traceMegaflow.FindString(got))
+	}
+}

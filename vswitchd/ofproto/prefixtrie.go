@@ -2,7 +2,11 @@ package ofproto
 
 import (
 	"encoding/binary"
+	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/govs/govs/datapath/flow"
@@ -337,4 +341,131 @@ func (t *table) trieDel(st *subtable, r *rule, gen uint64) {
 			t.tries[j] = t.tries[j].remove(r.prefixOf(pf), plen, gen)
 		}
 	}
+}
+
+// prefixNames are OVS's names for the fields it may keep prefix tries on
+// (meta-flow.h's "Prefix lookup member"s, aliases too) and govs'
+// prefixField of each; numPrefixFields for those govs keeps none on.
+var prefixNames = map[string]prefixField{
+	"ip_src": pfNwSrc, "nw_src": pfNwSrc, "ip_dst": pfNwDst, "nw_dst": pfNwDst,
+	"ipv6_src": pfIPv6Src, "ipv6_dst": pfIPv6Dst,
+	"tun_id": numPrefixFields, "tunnel_id": numPrefixFields, "tun_src": numPrefixFields, "tun_dst": numPrefixFields,
+	"tun_ipv6_src": numPrefixFields, "tun_ipv6_dst": numPrefixFields,
+	"ct_nw_src": numPrefixFields, "ct_nw_dst": numPrefixFields, "ct_ipv6_src": numPrefixFields, "ct_ipv6_dst": numPrefixFields,
+}
+
+// ovsPrefixName is OVS's name of pf (mf_field's name), as its log says it.
+var ovsPrefixName = [numPrefixFields]string{pfNwSrc: "ip_src", pfNwDst: "ip_dst", pfIPv6Src: "ipv6_src", pfIPv6Dst: "ipv6_dst"}
+
+// ParsePrefixes reads Flow_Table prefixes of table id of bridge br as
+// OVS's bridge_configure_tables does: it returns the fields to keep
+// tries on, in order (nil and def for OVS's default, nw_dst and nw_src),
+// the warnings OVS logs (unknown, incompatible, too many fields), govs'
+// about a field OVS keeps a trie on and govs does not, and the line OVS
+// logs at INFO when the default is not used.
+func ParsePrefixes(br string, id int, names []string) (fields []string, def bool, warns []string, info string) {
+	def = true
+	var used []string // OVS's names, as it logs them
+	for _, name := range names {
+		if name == "none" {
+			def, fields, used = false, nil, nil
+			break
+		}
+		pf, ok := prefixNames[name]
+		if !ok {
+			if ofp.FieldByName(name) == nil {
+				warns = append(warns, fmt.Sprintf("bridge %s: 'prefixes' with unknown field: %s", br, name))
+			} else {
+				warns = append(warns, fmt.Sprintf("bridge %s: 'prefixes' with incompatible field: %s", br, name))
+			}
+			continue
+		}
+		if len(used) >= maxTries {
+			warns = append(warns, fmt.Sprintf("bridge %s: 'prefixes' with too many fields, field not used: %s", br, name))
+			continue
+		}
+		def = false
+		if pf == numPrefixFields {
+			warns = append(warns, fmt.Sprintf("bridge %s table %d: 'prefixes': govs keeps no prefix trie on %s, field not used", br, id, name))
+			used = append(used, name)
+			continue
+		}
+		used = append(used, ovsPrefixName[pf])
+		fields = append(fields, ovsPrefixName[pf])
+	}
+	if def {
+		return nil, true, warns, ""
+	}
+	if len(used) == 0 {
+		used = []string{"none"}
+	}
+	return fields, false, warns, fmt.Sprintf("bridge %s table %d: Prefix lookup with: %s.", br, id, strings.Join(used, ","))
+}
+
+// prefixesOf are the fields named (ParsePrefixes' names), duplicates
+// dropped (OVS's classifier_set_prefix_fields).
+func prefixesOf(names []string) prefixes {
+	var p prefixes
+	for _, n := range names {
+		pf, ok := prefixNames[n]
+		if !ok || pf == numPrefixFields || slices.Contains(p.fs[:p.n], pf) || p.n == maxTries {
+			continue
+		}
+		p.fs[p.n] = pf
+		p.n++
+	}
+	return p
+}
+
+// prefixesOf is the prefix fields of table id (OVS's default unless
+// configured).
+func (ft *flowTables) prefixesOf(id uint8) prefixes {
+	if p, ok := ft.prefixes[id]; ok {
+		return p
+	}
+	return defaultPrefixes
+}
+
+// setPrefixes makes table id keep tries on p, rebuilding them from its
+// rules (a change of generation gen).
+func (ft *flowTables) setPrefixes(id uint8, p prefixes, gen uint64) {
+	t := ft.mutable(id, gen)
+	t.pfx, t.tries = p, [maxTries]*ptrie{}
+	for _, st := range t.subs {
+		if !st.pfx {
+			continue
+		}
+		st.rules.each(func(rs []*rule) {
+			for _, r := range rs {
+				t.trieAdd(st, r, gen)
+			}
+		})
+	}
+}
+
+// setTablePrefixes applies the tables' prefix fields (by table, those
+// not at OVS's default), revalidating if some changed.
+func (br *Bridge) setTablePrefixes(cfg map[uint8][]string) {
+	want := map[uint8]prefixes{}
+	for id, names := range cfg {
+		if int(id) < NumTables {
+			want[id] = prefixesOf(names)
+		}
+	}
+	br.flowMu.Lock()
+	defer br.flowMu.Unlock()
+	old := br.tables.Load()
+	if maps.Equal(old.prefixes, want) || len(want) == 0 && old.prefixes == nil {
+		return
+	}
+	ft := *old
+	ft.prefixes = want
+	gen := gens.Add(1)
+	for id := range NumTables {
+		if p := ft.prefixesOf(uint8(id)); p != old.prefixesOf(uint8(id)) && ft.table(id) != nil {
+			ft.setPrefixes(uint8(id), p, gen)
+		}
+	}
+	br.tables.Store(&ft)
+	br.flowsChanged()
 }

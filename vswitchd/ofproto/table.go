@@ -96,6 +96,9 @@ type flowTables struct {
 	// groups are the OpenFlow groups by id (group.go), copied whole on
 	// change.
 	groups map[uint32]*group
+	// prefixes are the prefix fields of the tables configured otherwise
+	// than OVS's default (Flow_Table prefixes), replaced whole on change.
+	prefixes map[uint8]prefixes
 }
 
 const chunkTables = 16
@@ -672,7 +675,7 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	if t != nil && t.gen == gen {
 		return t
 	}
-	n := &table{gen: gen, pfx: defaultPrefixes}
+	n := &table{gen: gen, pfx: ft.prefixesOf(id)}
 	if t != nil {
 		n.subs, n.n, n.timed = slices.Clone(t.subs), t.n, t.timed
 		n.pfx, n.tries = t.pfx, t.tries
