@@ -57,6 +57,19 @@ func (pf prefixField) String() string { return prefixFieldInfo[pf].name }
 // nbits is the field's width.
 func (pf prefixField) nbits() int { return int(prefixFieldInfo[pf].n) * 8 }
 
+// value is pf's value in f.
+func (pf prefixField) value(f *ofp.Flow) pval {
+	switch pf {
+	case pfNwSrc:
+		return pval{uint64(binary.BigEndian.Uint32(f.IPv4Src[:])) << 32, 0}
+	case pfNwDst:
+		return pval{uint64(binary.BigEndian.Uint32(f.IPv4Dst[:])) << 32, 0}
+	case pfIPv6Src:
+		return pval{binary.BigEndian.Uint64(f.IPv6Src[:8]), binary.BigEndian.Uint64(f.IPv6Src[8:])}
+	}
+	return pval{binary.BigEndian.Uint64(f.IPv6Dst[:8]), binary.BigEndian.Uint64(f.IPv6Dst[8:])}
+}
+
 // bytesOf is pf's bytes in f (network order).
 func (pf prefixField) bytesOf(f *ofp.Flow) []byte {
 	in := &prefixFieldInfo[pf]
@@ -277,7 +290,7 @@ func (t *table) trieSkip(st *subtable, f, wc *ofp.Flow, tcs *[maxTries]trieCtx) 
 		if !tc.done {
 			tc.done = true
 			if f.EthType == prefixFieldInfo[pf].ethType {
-				tc.maskbits, tc.plens = t.tries[j].lookup(pvalOf(pf.bytesOf(f)), uint8(pf.nbits()))
+				tc.maskbits, tc.plens = t.tries[j].lookup(pf.value(f), uint8(pf.nbits()))
 			} else {
 				tc.plens = plenSet{^uint64(0), ^uint64(0)} // every length: no skipping
 			}

@@ -161,14 +161,15 @@ type subtable struct {
 	// L3 or L4 fields, types counts the rules by Ethernet type
 	// (l3Index); metaWs and l2Ws are the words of mask's fields before
 	// L2 and up to L2.
-	inPorts      map[uint32]int32
-	l3           bool
+	inPorts map[uint32]int32
+	l3      bool
+	// pfx: the mask has a CIDR prefix on some prefix field (plens).
+	pfx          bool
 	types        [4]int32
 	metaWs, l2Ws []maskWord
 	// plens are the lengths of mask's CIDR prefixes on the prefix
-	// fields (0: none, or not a prefix); pfx says some is not 0.
+	// fields (0: none, or not a prefix).
 	plens [numPrefixFields]uint8
-	pfx   bool
 	// upWs, if not nil, are the words of a mask that has fields of the
 	// last stage (L4, ND, ARP's hardware addresses) and of L3: the mask
 	// but the last stage's fields, hashed for OVS's L3 index (upRules,
