@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -381,5 +382,53 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 		for range 20 {
 			check(s.ft, s.rules, -1)
 		}
+	}
+}
+
+// TestSetTablePrefixes: a table's prefix fields change with its flows in
+// (the tries rebuilt from them), and a reset of the flows keeps them.
+func TestSetTablePrefixes(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2)}})
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	ip := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}
+	with := func(id ofp.FieldID, v, m uint64) map[ofp.FieldID][2]uint64 {
+		r := map[ofp.FieldID][2]uint64{id: {v, m}}
+		for k, x := range ip {
+			r[k] = x
+		}
+		return r
+	}
+	mustMod(t, br, fmSpec{prio: 20, match: with(ofp.FieldIPv4Src, 0x0a010203, 0), actions: []ofp.Action{output(2)}})
+	mustMod(t, br, fmSpec{prio: 10, match: with(ofp.FieldIPv4Src, 0x0a000000, 0xff000000), actions: []ofp.Action{output(2)}})
+	frame := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.2.0.1"), Dst: netip.MustParseAddr("1.1.1.1")}, UDP: &dptest.UDP{Src: 1, Dst: 2}}.Bytes()
+	src := func() string {
+		_, m := tb.xlate(1, frame)
+		return netip.AddrFrom4(m.IPv4Src).String()
+	}
+	for _, tc := range []struct {
+		cfg  map[uint8][]string
+		want string
+	}{
+		{nil, "255.254.0.0"}, // 10.2 told from 10.1.2.3 at bit 15
+		{map[uint8][]string{0: nil}, "255.255.255.255"},
+		{map[uint8][]string{0: {"ipv6_src"}, 1: {"ip_src"}}, "255.255.255.255"},
+		{map[uint8][]string{0: {"ip_dst", "ip_src"}}, "255.254.0.0"},
+		{nil, "255.254.0.0"},
+		{map[uint8][]string{0: {}}, "255.255.255.255"},
+	} {
+		br.setTablePrefixes(tc.cfg)
+		if got := src(); got != tc.want {
+			t.Errorf("prefixes %v: nw_src mask %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+	// A flush (fail mode) keeps table 0's "none".
+	br.flowMu.Lock()
+	br.resetFlows(false)
+	br.flowMu.Unlock()
+	mustMod(t, br, fmSpec{prio: 20, match: with(ofp.FieldIPv4Src, 0x0a010203, 0), actions: []ofp.Action{output(2)}})
+	if got := src(); got != "255.255.255.255" {
+		t.Errorf("after a reset: nw_src mask %s, want the whole address", got)
 	}
 }
