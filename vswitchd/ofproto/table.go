@@ -486,10 +486,13 @@ func (a *rule) before(b *rule) bool {
 	return a.priority > b.priority || a.priority == b.priority && a.seq < b.seq
 }
 
-// lookup returns the best rule matching f, adding to wc the mask of
-// every subtable it consulted. Subtables are visited by decreasing max
-// priority; the search stops at the first whose rules all rank below
-// the match found, so a packet agreeing with f on wc finds the same.
+// lookup returns the best rule matching f, adding to wc the bits of
+// every subtable's mask it consulted: all of them, or as OVS's staged
+// lookup those of the stages that ruled the subtable out (in_port, the
+// fields up to L2 or L3, the prefix tries' bits of the addresses, the
+// ports trie's). Subtables are visited by decreasing max priority; the
+// search stops at the first whose rules all rank below the match found,
+// so a packet agreeing with f on wc finds the same.
 func (t *table) lookup(f, wc *ofp.Flow) *rule {
 	if t == nil {
 		return nil
