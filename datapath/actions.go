@@ -67,6 +67,9 @@ type Action struct {
 	// Field and Val are an ActionSet's field and value (big-endian).
 	Field SetField
 	Val   [16]byte
+	// SetMask, if not nil, makes an ActionSet write only the bits of the
+	// field it selects (OVS's set_masked); Val holds the value under it.
+	SetMask *[16]byte
 	// Tnl is an ActionTnlPush's arguments; the action list owns it.
 	Tnl *TnlPush
 	// MaxLen is an ActionTrunc's length.
@@ -103,7 +106,7 @@ func Userspace(cookie uint32) Action { return Action{Kind: ActionUserspace, Cook
 // arguments compared by value).
 func (a Action) Equal(b Action) bool {
 	if a.Kind != b.Kind || a.Port != b.Port || a.TPID != b.TPID || a.TCI != b.TCI || a.RecircID != b.RecircID || a.Cookie != b.Cookie || a.MeterID != b.MeterID ||
-		a.Field != b.Field || a.Val != b.Val || !tnlEqual(a.Tnl, b.Tnl) || a.MaxLen != b.MaxLen || a.Counter != b.Counter ||
+		a.Field != b.Field || a.Val != b.Val || (a.SetMask == nil) != (b.SetMask == nil) || a.SetMask != nil && *a.SetMask != *b.SetMask || !tnlEqual(a.Tnl, b.Tnl) || a.MaxLen != b.MaxLen || a.Counter != b.Counter ||
 		!pktLenEqual(a.PktLen, b.PktLen) {
 		return false
 	}

@@ -74,6 +74,14 @@ func (a Action) setString() string {
 // format: its header, its field's place among the header's fields as OVS
 // prints them (lib/odp-util.c's key formats), and FIELD=VALUE.
 func (a Action) setPart() (hdr string, rank int, kv string) {
+	hdr, rank, kv = a.setPartValue()
+	if a.SetMask != nil {
+		kv += maskSuffix(a.Field, a.SetMask)
+	}
+	return hdr, rank, kv
+}
+
+func (a Action) setPartValue() (hdr string, rank int, kv string) {
 	v := a.Val[:]
 	mac := func() string { return flow.MAC(v[:6]).String() }
 	ip4 := func() string { return netip.AddrFrom4([4]byte(v[:4])).String() }
@@ -406,7 +414,30 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		return
 	}
 	icmp := proto == flow.IPProtoICMPv6 && len(l4) >= 4
+	// The TCP or UDP checksum, if the packet has one govs updates.
+	var l4csum []byte
+	switch {
+	case proto == flow.IPProtoTCP && len(l4) >= 18:
+		l4csum = l4[16:18]
+	case proto == flow.IPProtoUDP && len(l4) >= 8 && (l4[6] != 0 || l4[7] != 0 || partial):
+		l4csum = l4[6:8]
+	}
 	switch f {
+	case SetTpSrc, SetTpDst:
+		if (proto != flow.IPProtoTCP && proto != flow.IPProtoUDP) || len(l4) < 8 {
+			return
+		}
+		off := 0
+		if f == SetTpDst {
+			off = 2
+		}
+		old, new := binary.BigEndian.Uint16(l4[off:]), binary.BigEndian.Uint16(val[:])
+		if l4csum != nil && !partial {
+			// A partial checksum is completed over the new ports.
+			csumReplace(l4csum, old, new, false)
+		}
+		binary.BigEndian.PutUint16(l4[off:], new)
+		return
 	case SetIPv6HopLimit:
 		ip[7] = val[0]
 		return
@@ -417,13 +448,6 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		off := 8
 		if f == SetIPv6Dst {
 			off = 24
-		}
-		var l4csum []byte
-		switch {
-		case proto == flow.IPProtoTCP && len(l4) >= 18:
-			l4csum = l4[16:18]
-		case proto == flow.IPProtoUDP && len(l4) >= 8 && (l4[6] != 0 || l4[7] != 0 || partial):
-			l4csum = l4[6:8]
 		}
 		if l4csum != nil {
 			for i := 0; i < 16; i += 2 {

@@ -58,7 +58,7 @@ func (dp *Datapath) executeOps(p *packet.Packet, ops []op) {
 			}
 			dp.pool.Put(c)
 		case ActionSet:
-			setField(p, o.field, &o.val)
+			applySet(p, o.field, &o.val, o.setMask)
 		case ActionPopVLAN:
 			popVLAN(p)
 		case ActionPushVLAN:

@@ -124,6 +124,7 @@ type op struct {
 	ct        *conntrack.Action
 	field     SetField
 	val       [16]byte
+	setMask   *[16]byte
 	tnl       *tnlOp
 	maxLen    uint32
 	counter   *Counter
@@ -174,7 +175,7 @@ func resolveOps(ops []op, acts Actions, table *portTable) []op {
 		case ActionMeteredUserspace:
 			ops = append(ops, op{kind: a.Kind, cookie: a.Cookie, meter: a.MeterID})
 		case ActionSet:
-			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val})
+			ops = append(ops, op{kind: a.Kind, field: a.Field, val: a.Val, setMask: a.SetMask})
 		case ActionMeter:
 			ops = append(ops, op{kind: a.Kind, meter: a.MeterID})
 		case ActionTnlPush:
@@ -850,7 +851,7 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 				}
 				switch {
 				case o.kind == ActionSet:
-					setField(p, o.field, &o.val)
+					applySet(p, o.field, &o.val, o.setMask)
 				case o.kind == ActionPopVLAN:
 					popVLAN(p)
 				case !pushVLAN(p, o.tpid, o.tci):

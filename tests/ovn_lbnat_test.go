@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,7 @@ import (
 // it sees.
 func TestOvnLBNat(t *testing.T) {
 	ovsdbNeed(t, ovnNorthd, ovnController, ovnNbctl, ovnSbctl, ovsVswitchd, ovsdbNBSchema, ovnSBSchema, ovsdbDebianServer,
-		ovnPython, "/usr/bin/curl")
+		ovnPython, "/usr/bin/curl", "/usr/bin/ab")
 	vswNeedRoot(t)
 	t.Run("govs", func(t *testing.T) {
 		central, nb, sb := ovnCentral(t, "ovnl-")
@@ -40,11 +41,18 @@ func TestOvnLBNat(t *testing.T) {
 
 const ovnPython = "/usr/bin/python3"
 
-// ovnHTTPServer answers GET with argv[1] and the client's address.
+// ovnHTTPServer answers GET with argv[1] and the client's address, and
+// GET /count with the number of other GETs it answered.
 const ovnHTTPServer = `import http.server, sys
+n = 0
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        b = (sys.argv[1] + " " + self.client_address[0] + "\n").encode()
+        global n
+        if self.path == "/count":
+            b = ("%d\n" % n).encode()
+        else:
+            n += 1
+            b = (sys.argv[1] + " " + self.client_address[0] + "\n").encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(b)))
         self.end_headers()
@@ -79,6 +87,22 @@ func ovnFetch(t *testing.T, ns *vswNS, url string) string {
 		return err == nil && got != ""
 	})
 	return got
+}
+
+// ovnCounts returns how many requests the backends 10.0.0.2 and 10.0.0.3
+// have answered, asked directly from ns.
+func ovnCounts(t *testing.T, ns *vswNS) [2]int {
+	t.Helper()
+	var n [2]int
+	for i, addr := range []string{"10.0.0.2", "10.0.0.3"} {
+		got := ovnFetch(t, ns, "http://"+addr+"/count")
+		v, err := strconv.Atoi(got)
+		if err != nil {
+			t.Fatalf("%s/count: %q", addr, got)
+		}
+		n[i] = v
+	}
+	return n
 }
 
 // ovnLBNatChecks builds the logical topology on a chassis (hv1) whose
@@ -152,6 +176,19 @@ func ovnLBNatChecks(t *testing.T, prefix, nb, sb string, vsctl func(...string), 
 		seen[f[0]] = true
 		return len(seen) == 2
 	})
+	// ab's 200 requests through the VIP all succeed, and both backends
+	// served some of them.
+	before := ovnCounts(t, a)
+	out, err := a.exec("ab", "-q", "-n", "200", "-c", "8", "-s", "10", "http://192.168.100.100/")
+	if err != nil || !strings.Contains(out, "Complete requests:      200") || !strings.Contains(out, "Failed requests:        0") {
+		t.Fatalf("ab through the VIP: %v\n%s", err, out)
+	}
+	after := ovnCounts(t, a)
+	if d1, d2 := after[0]-before[0], after[1]-before[1]; d1 == 0 || d2 == 0 || d1+d2 != 200 {
+		t.Fatalf("ab's 200 requests: b1 served %d, b2 %d", d1, d2)
+	} else {
+		t.Logf("ab's 200 requests through the VIP: b1 served %d, b2 %d", d1, d2)
+	}
 
 	// 2. NAT (added now: a gateway router SNATs whatever it routes from
 	// the subnet, the client's VIP requests included): x reaches b1 through the dnat_and_snat address (b1 sees

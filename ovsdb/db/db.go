@@ -117,6 +117,52 @@ func (d *Database) Read(fn func(Snapshot)) {
 	fn(Snapshot{d})
 }
 
+// UndoLocked undoes cs, commits that were applied but whose records the
+// storage then failed to write, oldest first: one commit with a fresh
+// transaction id puts back every row they changed as it was before the first
+// of them. Subscribers get it as any other commit; hooks do not (there is
+// nothing to store: the rows are as storage has them). The database must be
+// locked (call it inside Read or from a hook), and every commit applied after
+// the first of cs must be in cs.
+func (d *Database) UndoLocked(cs []*Commit) {
+	undo := &Commit{TxnID: NewUUID(), Tables: map[string]map[UUID]*RowChange{}, Comment: "undo after storage failure", Date: time.Now()}
+	for _, c := range cs {
+		for tname, rows := range c.Tables {
+			m := undo.Tables[tname]
+			if m == nil {
+				m = map[UUID]*RowChange{}
+				undo.Tables[tname] = m
+			}
+			for u, ch := range rows {
+				// Old: the row now (after the last commit); New: the row
+				// before the first one.
+				if prev := m[u]; prev != nil {
+					prev.Old = ch.New
+				} else {
+					m[u] = &RowChange{Old: ch.New, New: ch.Old}
+				}
+			}
+		}
+	}
+	for tname, rows := range undo.Tables {
+		for u, ch := range rows {
+			if ch.Old == ch.New {
+				delete(rows, u)
+			}
+		}
+		if len(rows) == 0 {
+			delete(undo.Tables, tname)
+		}
+	}
+	if len(undo.Tables) == 0 {
+		return
+	}
+	d.apply(undo)
+	for _, s := range d.subs {
+		s(undo)
+	}
+}
+
 func (d *Database) apply(c *Commit) {
 	d.gen++
 	for tname, rows := range c.Tables {

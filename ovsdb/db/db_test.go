@@ -2,6 +2,7 @@ package db
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,13 @@ func str(v any) string {
 }
 
 const initOVS = `[{"op":"insert","table":"Open_vSwitch","row":{},"uuid-name":"ovs"}]`
+
+// addBrOps adds bridge NAME with a port and an interface of that name.
+const addBrOps = `[
+	{"op":"insert","table":"Interface","row":{"name":"NAME"},"uuid-name":"i"},
+	{"op":"insert","table":"Port","row":{"name":"NAME","interfaces":["named-uuid","i"]},"uuid-name":"p"},
+	{"op":"insert","table":"Bridge","row":{"name":"NAME","ports":["named-uuid","p"]},"uuid-name":"b"},
+	{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]]]}]`
 
 func TestTransactions(t *testing.T) {
 	tests := []struct {
@@ -107,11 +115,7 @@ func countRows(d *Database, table string) int {
 
 func TestGarbageCollectionAndIndexes(t *testing.T) {
 	d := newTestDB(t)
-	addBr := `[
-		{"op":"insert","table":"Interface","row":{"name":"NAME"},"uuid-name":"i"},
-		{"op":"insert","table":"Port","row":{"name":"NAME","interfaces":["named-uuid","i"]},"uuid-name":"p"},
-		{"op":"insert","table":"Bridge","row":{"name":"NAME","ports":["named-uuid","p"]},"uuid-name":"b"},
-		{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","insert",["named-uuid","b"]]]}]`
+	addBr := addBrOps
 	tx(t, d, initOVS)
 	if e := lastError(tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0"))); e != "" {
 		t.Fatal(e)
@@ -296,4 +300,61 @@ func TestMatchAnyAndAll(t *testing.T) {
 			t.Errorf("Match(%s) = %v, want %v", tt.cond, got, tt.all)
 		}
 	}
+}
+
+// TestUndoLocked: undoing commits puts rows, references and indexes back as
+// they were before the first, and subscribers see the undoing commit.
+func TestUndoLocked(t *testing.T) {
+	d := newTestDB(t)
+	addBr := addBrOps
+	tx(t, d, initOVS)
+	tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0"))
+	before := d.SnapshotRecord()
+	var undone []*Commit
+	d.OnCommit(func(c *Commit) error { undone = append(undone, c); return nil })
+	var seen []*Commit
+	d.Subscribe(func(c *Commit) { seen = append(seen, c) })
+	tx(t, d, strings.ReplaceAll(addBr, "NAME", "br1"))
+	tx(t, d, `[{"op":"update","table":"Bridge","where":[["name","==","br0"]],"row":{"stp_enable":true}}]`)
+	// br0 leaves Open_vSwitch: it, its port and interface are collected.
+	tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["bridges","delete",["set",[]]]]},
+		{"op":"update","table":"Open_vSwitch","where":[],"row":{"bridges":["set",[]]}}]`)
+	if len(undone) != 3 {
+		t.Fatalf("%d commits, want 3", len(undone))
+	}
+	d.Read(func(Snapshot) { d.UndoLocked(undone) })
+	if got := d.SnapshotRecord(); !jsonEqual(t, got, before) {
+		t.Fatalf("after undo:\n%v\nwant\n%v", got, before)
+	}
+	if len(seen) != 4 || len(seen[3].Tables) == 0 {
+		t.Fatalf("subscribers saw %d commits, want 4 (the last the undo)", len(seen))
+	}
+	// The index and references are back: br0's name is taken, br1's is
+	// free, and once Open_vSwitch lets go of both, both are collected with
+	// their ports and interfaces.
+	if e := lastError(tx(t, d, strings.ReplaceAll(addBr, "NAME", "br0"))); !strings.HasPrefix(e, "constraint violation") {
+		t.Fatalf("br0 again: %q, want a constraint violation", e)
+	}
+	if e := lastError(tx(t, d, strings.ReplaceAll(addBr, "NAME", "br1"))); e != "" {
+		t.Fatalf("br1 after its undo: %s", e)
+	}
+	tx(t, d, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"bridges":["set",[]]}}]`)
+	for _, tbl := range []string{"Bridge", "Port", "Interface"} {
+		if n := countRows(d, tbl); n != 0 {
+			t.Errorf("%s has %d rows, want 0: the references were not restored", tbl, n)
+		}
+	}
+}
+
+func jsonEqual(t *testing.T, a, b any) bool {
+	t.Helper()
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	var va, vb any
+	json.Unmarshal(ja, &va)
+	json.Unmarshal(jb, &vb)
+	return reflect.DeepEqual(va, vb)
 }

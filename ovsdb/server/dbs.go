@@ -77,7 +77,7 @@ func (s *Server) RemoveDatabase(name string) error {
 	s.cancelMonitors(e)
 	var err error
 	if e.log != nil {
-		err = errors.Join(e.log.Sync(), e.log.Close())
+		err = errors.Join(e.log.Flush(), e.log.Sync(), e.log.Close())
 	}
 	s.restartReplication()
 	return err

@@ -198,23 +198,69 @@ func (m *monitor) addCommit(c *db.Commit, uc *updateCache) bool {
 // encoding, or nil. When the changes are one commit's, the encoding is
 // shared with every monitor of the same kind. Called with ss.mu held.
 func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
-	m.mu.Lock()
-	if !m.ready || len(m.pending) == 0 {
+	for {
+		fails := m.e.failures.Load()
+		m.mu.Lock()
+		if !m.ready || len(m.pending) == 0 {
+			m.mu.Unlock()
+			return nil, nil
+		}
+		pending, last := m.pending, m.lastTxn
+		uc := m.shared
+		if m.commits != 1 || m.shareKey == "" {
+			uc = nil
+		}
+		m.pending, m.spare = m.spare, nil
+		if m.pending == nil {
+			m.pending = map[string]map[db.UUID]*change{}
+		}
+		m.commits, m.shared = 0, nil
 		m.mu.Unlock()
-		return nil, nil
+		// Their commits are written first. If a failed write undid
+		// some, the changes go back, to be sent merged with the undoing
+		// commit's.
+		m.e.flushLog()
+		if m.e.failures.Load() != fails {
+			m.putBack(pending)
+			continue
+		}
+		return m.encode(pending, last, uc)
 	}
-	pending, last := m.pending, m.lastTxn
-	uc := m.shared
-	if m.commits != 1 || m.shareKey == "" {
-		uc = nil
+}
+
+// putBack merges changes taken from pending back in, before the changes
+// pending now.
+func (m *monitor) putBack(taken map[string]map[db.UUID]*change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for tname, rows := range m.pending {
+		t := taken[tname]
+		if t == nil {
+			taken[tname] = rows
+			continue
+		}
+		for u, ch := range rows {
+			if tc := t[u]; tc != nil {
+				tc.new = ch.new
+			} else {
+				t[u] = ch
+			}
+		}
 	}
-	m.pending, m.spare = m.spare, nil
-	if m.pending == nil {
-		m.pending = map[string]map[db.UUID]*change{}
+	for _, rows := range taken {
+		for u, ch := range rows {
+			if ch.old == ch.new { // nil and nil too: inserted and undone
+				delete(rows, u)
+			}
+		}
 	}
-	m.commits, m.shared = 0, nil
-	m.mu.Unlock()
-	// The taken map is empty again for a later take once it is used.
+	m.pending = taken
+	m.commits, m.shared = 2, nil // several commits' changes: composed alone
+}
+
+// encode composes the taken changes; the map is empty again for a later
+// take once it is used.
+func (m *monitor) encode(pending map[string]map[db.UUID]*change, last db.UUID, uc *updateCache) (*jsonrpc.Message, []byte) {
 	defer func() {
 		clear(pending)
 		m.mu.Lock()
@@ -814,6 +860,8 @@ func (ss *session) monitor(m *jsonrpc.Message, e *dbEntry, params []json.RawMess
 	var body []byte // the initial contents, cached
 	found := false
 	e.d.Read(func(snap db.Snapshot) {
+		// What the reply shows is written first.
+		e.flushLogLocked()
 		last = snap.LastTxnID()
 		gen = snap.Generation()
 		if version == monitorV3 && since != (db.UUID{}) {
@@ -997,6 +1045,7 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 	var pending map[string]map[db.UUID]*change
 	var last db.UUID
 	mon.e.d.Read(func(snap db.Snapshot) {
+		mon.e.flushLogLocked() // what this sends is written first
 		mon.mu.Lock()
 		pending, last = mon.pending, mon.lastTxn
 		mon.pending = map[string]map[db.UUID]*change{}

@@ -118,6 +118,14 @@ type dbEntry struct {
 	detached bool            // no longer served (converted, removed): commits fail
 	tlog     map[string]bool // tables whose changes are logged (tlog-set)
 	initial  initialCache    // initial contents sent, for identical monitor requests
+
+	// Commits undone after their log write failed (undoPendingLocked), by
+	// commit, until their sessions take the error (commitErr); failures
+	// counts such writes.
+	lostMu   sync.Mutex
+	lost     map[*db.Commit]error
+	failures atomic.Uint64
+	logErrf  func(format string, args ...any)
 }
 
 // initialCache keeps the initial contents that monitors were sent, by
@@ -209,6 +217,70 @@ func (s *Server) newEntry(d *db.Database) *dbEntry {
 	e.schemaS = canonicalSchema(d.Schema().JSON())
 	d.Subscribe(func(c *db.Commit) { s.committed(e, c) })
 	return e
+}
+
+// flushLog writes e's deferred log records, if there are any, under the
+// database's lock. Whatever is about to tell a client of a commit calls it
+// first (a transaction's reply, a monitor's update or initial contents), so
+// no client hears of a commit that is not in the file: ovsdb-server writes a
+// commit's record before the commit takes effect. If the write fails, the
+// commits it held are undone, as ovsdb-server aborts a transaction whose
+// record it cannot write, and later commits try the file again.
+func (e *dbEntry) flushLog() {
+	if e.log == nil || !e.log.Pending() {
+		return
+	}
+	e.d.Read(func(db.Snapshot) { e.flushLogLocked() })
+}
+
+// flushLogLocked is flushLog under e.d's lock.
+func (e *dbEntry) flushLogLocked() {
+	if e.log == nil || !e.log.Pending() {
+		return
+	}
+	if err := e.log.Flush(); err != nil {
+		e.undoPendingLocked(err)
+	}
+}
+
+// undoPendingLocked undoes the commits whose records wait in e's log after
+// err, a failed write, and drops the records. Called under e.d's lock, so
+// that no commit comes between.
+func (e *dbEntry) undoPendingLocked(err error) {
+	tags := e.log.PendingTags()
+	if len(tags) == 0 {
+		return
+	}
+	cs := make([]*db.Commit, len(tags))
+	e.lostMu.Lock()
+	if e.lost == nil {
+		e.lost = map[*db.Commit]error{}
+	}
+	for i, t := range tags {
+		cs[i] = t.(*db.Commit)
+		e.lost[cs[i]] = err
+	}
+	e.lostMu.Unlock()
+	// Before the records go: a session that then finds none pending
+	// sees the failure count too.
+	e.failures.Add(1)
+	e.logErrf("%s: %v (%d transactions undone)", e.name, err, len(cs))
+	e.d.UndoLocked(cs)
+	e.log.DiscardPending()
+}
+
+// commitErr returns once c, a session's commit, is in e's log: nil, or the
+// error of the write that failed and undid it.
+func (e *dbEntry) commitErr(c *db.Commit) error {
+	e.flushLog()
+	if e.failures.Load() == 0 {
+		return nil
+	}
+	e.lostMu.Lock()
+	defer e.lostMu.Unlock()
+	err := e.lost[c]
+	delete(e.lost, c)
+	return err
 }
 
 // canonicalSchema renders a schema with sorted keys, as ovsdb-server fills
@@ -329,6 +401,7 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 	}
 	e := s.newEntry(d)
 	e.log, e.path = l, path
+	e.logErrf = s.log.Errorf
 	s.dbs[e.name] = e
 	s.mu.Unlock()
 	if l != nil {
@@ -348,11 +421,15 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 			}
 			// A client's commit is written with the others made
 			// before its session flushes the log (session.logCommit),
-			// in one write; any other commit at once.
+			// in one write; any other commit at once, with those.
 			if _, ok := c.By.(*session); ok {
-				return l.Defer(rec)
+				return l.Defer(rec, c)
 			}
-			return l.Commit(rec, false)
+			if err := l.Commit(rec, false); err != nil {
+				e.undoPendingLocked(err)
+				return err
+			}
+			return nil
 		})
 	}
 	s.addServerRow(e)
@@ -477,7 +554,7 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	for _, e := range s.dbs {
 		if e.log != nil {
-			errs = append(errs, e.log.Sync(), e.log.Close())
+			errs = append(errs, e.log.Flush(), e.log.Sync(), e.log.Close())
 		}
 	}
 	s.mu.Unlock()

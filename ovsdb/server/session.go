@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -12,8 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/jsonrpc"
+	"github.com/govs/govs/ovsdb/storage"
 )
 
 // session is one client connection and the state OVS keeps per session:
@@ -333,8 +336,7 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 			return
 		}
 	}
-	res := e.d.Transact(ops, ss, time.Time{})
-	logErr := ss.logCommit(e, res)
+	res, logErr := ss.transactLogged(e, ops, time.Time{})
 	// The updates for other clients go out once this one's reply is
 	// written: the kick, taken after the handler, makes the reader call
 	// flush, which sends them (ovsdb-server too answers a client before
@@ -373,8 +375,7 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 		for {
 			var commits <-chan struct{}
 			e.d.Read(func(db.Snapshot) { commits = e.commits })
-			res := e.d.Transact(ops, ss, started)
-			logErr := ss.logCommit(e, res)
+			res, logErr := ss.transactLogged(e, ops, started)
 			ss.sendUpdates()
 			if res.WaitUntil.IsZero() {
 				ss.mu.Lock()
@@ -402,36 +403,55 @@ func (ss *session) transact(m *jsonrpc.Message, e *dbEntry, ops []json.RawMessag
 	}()
 }
 
-// logCommit writes the session's commit to e's log, if it made one, before
-// anyone hears of it (its updates and its reply). The commit hook deferred
-// the record: the goroutine first lets the other sessions that are ready
-// run their transactions, so that one write takes all their records, as
-// one fsync takes all durable ones. Each returns after its record is
-// written, by whichever of them got there first.
-func (ss *session) logCommit(e *dbEntry, res db.Result) error {
-	if res.Commit == nil || e.log == nil {
-		return nil
+// transactLogged runs a transaction and returns once the session's commit, if it made
+// one, is in e's log, before anyone hears of it (its updates and its reply).
+// The commit hook deferred the record: the goroutine first lets the other
+// sessions that are ready run their transactions, so that one write takes
+// all their records, as one fsync takes all durable ones. Each returns after
+// its record is written, by whichever of them got there first. A
+// transaction that made no commit (it read, or failed) waits likewise for
+// the commits it may have seen, and runs again if a failed write undid
+// some meanwhile: its answer must not show them.
+func (ss *session) transactLogged(e *dbEntry, ops []json.RawMessage, started time.Time) (db.Result, error) {
+	for try := 0; ; try++ {
+		fails := e.failures.Load()
+		res := e.d.Transact(ops, ss, started)
+		if e.log == nil {
+			return res, nil
+		}
+		if res.Commit != nil {
+			ss.srv.gc.note()
+			if e.log.Pending() {
+				runtime.Gosched()
+			}
+			return res, e.commitErr(res.Commit)
+		}
+		e.flushLog()
+		if e.failures.Load() == fails {
+			return res, nil
+		}
+		if try == 2 {
+			return res, errors.New("the database changed by undoing transactions that could not be written to the log")
+		}
 	}
-	ss.srv.gc.note()
-	if e.log.Pending() {
-		runtime.Gosched()
-	}
-	err := e.log.Flush()
-	if err != nil {
-		ss.srv.log.Errorf("%s: %v", e.name, err)
-	}
-	return err
 }
 
 // finishTransact replies to a transaction, once it is durable if it asked
 // to be; logErr is logCommit's.
 func (ss *session) finishTransact(m *jsonrpc.Message, e *dbEntry, res db.Result, logErr error) {
 	if logErr == nil && res.Durable && e.log != nil {
-		if logErr = e.log.Sync(); logErr != nil {
+		if logErr = e.log.Sync(); logErr != nil { // fsync failures are sticky
 			ss.srv.log.Errorf("%s: %v", e.name, logErr)
 		}
 	}
 	if logErr != nil {
+		// ovsdb-server's ovsdb_io_error: the errno's text in "io-error".
+		var we *storage.WriteError
+		if errors.As(logErr, &we) {
+			ss.reply(m, json.RawMessage(`[{"error":"I/O error","details":`+jsonString(we.Path+": write failed")+
+				`,"io-error":`+jsonString(daemon.Strerror(we.Err))+`}]`))
+			return
+		}
 		ss.reply(m, json.RawMessage(`[{"error":"I/O error","details":`+jsonString(logErr.Error())+`}]`))
 		return
 	}

@@ -19,7 +19,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,21 +62,27 @@ type Log struct {
 	err     error // sticky: the log is closed or unusable
 	schema  json.RawMessage
 	size    int64
-	base    int64  // size after the last compaction, see ShouldCompact
-	records int    // records read by Open plus records written since
-	seq     uint64 // number of records written through this Log
-	durable uint64 // records known to be on disk
-	syncing bool   // an fsync runs without mu held
-	pending []byte // framed records of Defer not yet written
-	npend   int    // records in pending
+	base    int64       // size after the last compaction, see ShouldCompact
+	records int         // records read by Open plus records written since
+	seq     uint64      // number of records written through this Log
+	durable uint64      // records known to be on disk
+	syncing bool        // an fsync runs without mu held
+	pending []byte      // framed records of Defer not yet written
+	npend   int         // records in pending
+	tags    []any       // Defer's tags, one per record in pending
+	hasPend atomic.Bool // npend > 0, for Pending without mu
 	nextMin time.Time
 	nextMax time.Time
 
 	syncFile func(*os.File) error // (*os.File).Sync; replaced by tests
+	// writeFile writes at an offset (writeAt); replaced by tests.
+	writeFile func(f *os.File, b []byte, off int64) (int, error)
 }
 
+func (l *Log) write(b []byte, off int64) (int, error) { return l.writeFile(l.f, b, off) }
+
 func newLog(path string, lk *lockFile, f *os.File) *Log {
-	l := &Log{path: path, lock: lk, f: f, syncFile: (*os.File).Sync}
+	l := &Log{path: path, lock: lk, f: f, syncFile: (*os.File).Sync, writeFile: writeAt}
 	l.synced.L = &l.mu
 	l.schedule(time.Now(), false)
 	return l
@@ -322,7 +330,8 @@ func (l *Log) Append(r Record) error { return l.Commit(r, false) }
 // Commit appends r and, if durable, returns only once it is on disk. Concurrent
 // durable commits share fsyncs: one caller syncs for every record written
 // before its fsync started, the others wait for it. Records deferred before
-// it are written first, with it, in one write.
+// it are written first, with it, in one write; if that write fails, they stay
+// deferred (see Flush).
 func (l *Log) Commit(r Record, durable bool) error {
 	body, err := marshalRecord(&r)
 	if err != nil {
@@ -336,19 +345,21 @@ func (l *Log) Commit(r Record, durable bool) error {
 		return l.err
 	}
 	if l.npend == 0 {
-		if _, err := writeAt(l.f, rec, l.size); err != nil {
-			if terr := l.f.Truncate(l.size); terr != nil {
-				l.err = fmt.Errorf("%s: write failed and cannot remove partial record: %w", l.path, terr)
-			}
-			return fmt.Errorf("%s: write failed: %w", l.path, err)
+		if _, err := l.write(rec, l.size); err != nil {
+			return l.failedWrite(err)
 		}
 		l.size += int64(len(rec))
 		l.records++
 		l.seq++
 	} else {
+		keep := len(l.pending)
 		l.pending = append(l.pending, rec...)
 		l.npend++
+		l.tags = append(l.tags, nil)
 		if err := l.flushLocked(); err != nil {
+			l.pending = l.pending[:keep]
+			l.npend--
+			l.tags = l.tags[:len(l.tags)-1]
 			return err
 		}
 	}
@@ -358,12 +369,34 @@ func (l *Log) Commit(r Record, durable bool) error {
 	return l.syncLocked(l.seq)
 }
 
-// Defer queues r to be written by the next Flush, Commit, Sync or Replace,
-// all records queued by then in one write: a server that commits several
+// failedWrite removes what a failed write may have left at the end of the
+// file. The log stays usable (a later write may succeed, as once a full disk
+// has room again) unless the partial record cannot be removed.
+func (l *Log) failedWrite(err error) error {
+	if terr := l.f.Truncate(l.size); terr != nil {
+		l.err = fmt.Errorf("%s: write failed and cannot remove partial record: %w", l.path, terr)
+		return l.err
+	}
+	return &WriteError{Path: l.path, Err: err}
+}
+
+// WriteError is a failed write of records: ovsdb-server's "<path>: write
+// failed" I/O error, with the system's error.
+type WriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string { return e.Path + ": write failed: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// Defer queues r to be written by the next Flush, Commit or Replace, all
+// records queued by then in one write: a server that commits several
 // clients' transactions before answering them writes them together, and
 // must Flush before it tells anyone of a deferred commit (its reply, or a
-// monitor update). An error means the log is unusable.
-func (l *Log) Defer(r Record) error {
+// monitor update). tag is the caller's, for PendingTags. An error means the
+// log is unusable.
+func (l *Log) Defer(r Record, tag any) error {
 	body, err := marshalRecord(&r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.path, err)
@@ -375,20 +408,45 @@ func (l *Log) Defer(r Record) error {
 	}
 	l.pending = appendFrame(l.pending, body)
 	l.npend++
+	l.tags = append(l.tags, tag)
+	l.hasPend.Store(true)
 	return nil
 }
 
-// Pending reports whether deferred records wait for Flush.
-func (l *Log) Pending() bool {
+// Pending reports whether deferred records wait for Flush. It takes no lock.
+func (l *Log) Pending() bool { return l.hasPend.Load() }
+
+// PendingTags returns the tags of the deferred records, oldest first.
+func (l *Log) PendingTags() []any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.npend > 0
+	return slices.Clone(l.tags)
+}
+
+// DiscardPending drops the deferred records: after a failed Flush, the
+// caller has undone what they recorded.
+func (l *Log) DiscardPending() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dropPending()
+}
+
+func (l *Log) dropPending() {
+	l.npend = 0
+	l.hasPend.Store(false)
+	clear(l.tags)
+	l.tags = l.tags[:0]
+	if cap(l.pending) > maxKeptPending {
+		l.pending = nil
+	} else {
+		l.pending = l.pending[:0]
+	}
 }
 
 // Flush writes the deferred records, if any, with one write(2), without
-// fsync. A failed write makes the log unusable (the records it lost are
-// already part of the database): Flush, and every later call, return the
-// error.
+// fsync. If the write fails, the records stay deferred: the caller either
+// flushes again later or undoes them and calls DiscardPending. The log stays
+// usable unless what the failed write left cannot be removed.
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -402,36 +460,30 @@ func (l *Log) flushLocked() error {
 	if l.npend == 0 {
 		return nil
 	}
-	n, err := writeAt(l.f, l.pending, l.size)
+	n, err := l.write(l.pending, l.size)
 	if err == nil && n < len(l.pending) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		l.f.Truncate(l.size)
-		l.err = fmt.Errorf("%s: write failed: %w", l.path, err)
-		return l.err
+		return l.failedWrite(err)
 	}
 	l.size += int64(len(l.pending))
 	l.records += l.npend
 	l.seq += uint64(l.npend)
-	l.npend = 0
-	if cap(l.pending) > maxKeptPending {
-		l.pending = nil
-	} else {
-		l.pending = l.pending[:0]
-	}
+	l.dropPending()
 	return nil
 }
 
 // maxKeptPending is the largest buffer of deferred records kept for reuse.
 const maxKeptPending = 1 << 20
 
-// Sync returns once every record written so far is on disk.
+// Sync returns once every record written so far is on disk. Deferred
+// records are not written: Flush them first.
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.flushLocked(); err != nil {
-		return err
+	if l.err != nil {
+		return l.err
 	}
 	return l.syncLocked(l.seq)
 }

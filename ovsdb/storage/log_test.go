@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -566,7 +567,7 @@ func TestCreateThroughSymlink(t *testing.T) {
 
 // TestDeferFlush: deferred records reach the file only at Flush, in one
 // write with those deferred after them, in order with Commit's (which
-// writes the deferred ones first), and Sync and Close write them too.
+// writes the deferred ones first), and Close writes them too; Sync does not.
 func TestDeferFlush(t *testing.T) {
 	want := testRecords()
 	path := makeDB(t, nil)
@@ -582,10 +583,10 @@ func TestDeferFlush(t *testing.T) {
 		return fi.Size()
 	}
 	before := fileSize()
-	if err := l.Defer(want[0]); err != nil {
+	if err := l.Defer(want[0], nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Defer(want[1]); err != nil {
+	if err := l.Defer(want[1], nil); err != nil {
 		t.Fatal(err)
 	}
 	if !l.Pending() || fileSize() != before {
@@ -600,7 +601,7 @@ func TestDeferFlush(t *testing.T) {
 	if l.Pending() || fileSize() != l.Size() {
 		t.Fatalf("after Flush: pending %v, file %d bytes, Size() %d", l.Pending(), fileSize(), l.Size())
 	}
-	if err := l.Defer(want[2]); err != nil {
+	if err := l.Defer(want[2], nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Commit(want[3], false); err != nil {
@@ -609,13 +610,16 @@ func TestDeferFlush(t *testing.T) {
 	if l.Pending() || fileSize() != l.Size() {
 		t.Fatalf("after Commit: pending %v, file %d bytes, Size() %d", l.Pending(), fileSize(), l.Size())
 	}
-	if err := l.Defer(want[0]); err != nil {
+	if err := l.Defer(want[0], nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Sync(); err != nil || l.Pending() {
-		t.Fatalf("Sync: %v, pending %v", err, l.Pending())
+	if err := l.Sync(); err != nil || !l.Pending() {
+		t.Fatalf("Sync: %v, pending %v (want true)", err, l.Pending())
 	}
-	if err := l.Defer(want[1]); err != nil {
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Defer(want[1], nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
@@ -638,7 +642,7 @@ func TestDeferReplace(t *testing.T) {
 	}
 	defer l.Close()
 	recs := testRecords()
-	if err := l.Defer(recs[0]); err != nil {
+	if err := l.Defer(recs[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	snap := Record{Tables: map[string]map[string]json.RawMessage{"A": {uuid1: json.RawMessage(`{"n":1}`)}}}
@@ -657,30 +661,76 @@ func TestDeferReplace(t *testing.T) {
 	}
 }
 
-// TestFlushFailureSticks: the deferred records a failed write lost are
-// part of the database already, so the log refuses everything after.
-func TestFlushFailureSticks(t *testing.T) {
+// TestFlushFailure: a failed write leaves the deferred records pending and
+// nothing of them in the file (a partial write is cut off); the log stays
+// usable, as once a full disk has room again, and the caller may write the
+// records later or drop them. Commit's own record is not left pending.
+func TestFlushFailure(t *testing.T) {
 	path := makeDB(t, nil)
 	l, _, err := Open(path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	fail := true
+	l.writeFile = func(f *os.File, b []byte, off int64) (int, error) {
+		if fail {
+			n, _ := f.WriteAt(b[:len(b)/2], off) // a partial write, then ENOSPC
+			return n, syscall.ENOSPC
+		}
+		return writeAt(f, b, off)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
 	recs := testRecords()
-	if err := l.Defer(recs[0]); err != nil {
+	if err := l.Defer(recs[0], "a"); err != nil {
 		t.Fatal(err)
 	}
-	l.f.Close() // every write fails now
+	if err := l.Defer(recs[1], "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Flush: %v, want ENOSPC", err)
+	}
+	if !l.Pending() || !reflect.DeepEqual(l.PendingTags(), []any{"a", "b"}) || size() != before {
+		t.Fatalf("after a failed Flush: pending %v, tags %v, file %d -> %d bytes", l.Pending(), l.PendingTags(), before, size())
+	}
+	if err := l.Commit(recs[2], false); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Commit: %v, want ENOSPC", err)
+	}
+	if !reflect.DeepEqual(l.PendingTags(), []any{"a", "b"}) || size() != before {
+		t.Fatalf("after a failed Commit: tags %v, file %d -> %d bytes", l.PendingTags(), before, size())
+	}
+	fail = false
+	if err := l.Flush(); err != nil {
+		t.Fatalf("Flush once writes succeed: %v", err)
+	}
+	if err := l.Defer(recs[2], "c"); err != nil {
+		t.Fatal(err)
+	}
+	fail = true
 	if err := l.Flush(); err == nil {
-		t.Fatal("Flush succeeded on a closed file")
+		t.Fatal("Flush succeeded")
 	}
-	if err := l.Defer(recs[1]); err == nil {
-		t.Error("Defer succeeded after a failed Flush")
+	l.DiscardPending()
+	if l.Pending() || len(l.PendingTags()) != 0 {
+		t.Fatal("records pending after DiscardPending")
 	}
-	if err := l.Commit(recs[1], false); err == nil {
-		t.Error("Commit succeeded after a failed Flush")
+	fail = false
+	if err := l.Commit(recs[3], false); err != nil {
+		t.Fatal(err)
 	}
-	if err := l.Sync(); err == nil {
-		t.Error("Sync succeeded after a failed Flush")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, got, warnings := openAll(t, path)
+	if want := []Record{recs[0], recs[1], recs[3]}; !reflect.DeepEqual(got, want) || len(warnings) > 0 {
+		t.Errorf("records:\ngot  %+v\nwant %+v\nwarnings %q", got, want, warnings)
 	}
 }

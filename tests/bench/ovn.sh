@@ -3,7 +3,10 @@
 # Debian's, with Debian's ovn-northd on top (each database in an ovsdb-server of its own, as ovn-ctl runs
 # them). The workload: 200 ovn-nbctl calls of one command each (ls-add, lsp-add, lsp-set-addresses,
 # lsp-set-port-security, acl-add), one ovn-nbctl call of 200 such commands, then the time ovn-northd takes
-# to settle (`ovn-nbctl --wait=sb sync`). After it: the database files' sizes and the servers' RSS.
+# to settle (`ovn-nbctl --wait=sb sync`). After it: the database files' sizes and the servers' RSS. Then,
+# for more samples of the two figures that take 20-30 ms (mostly ovn-nbctl's and ovn-northd's own work,
+# so that one sample swings by a third), four more 200-command calls on new switches, each with its settle:
+# the figures for the call and the settle are the medians of the five.
 # The two servers alternate round by round; prints medians and ratios (debian/govs for times, > 1: govs
 # faster; govs/debian for sizes, < 1: govs smaller). Needs Debian's openvswitch-switch and ovn-central.
 # -base PATH adds a third server, another govs build (before a change), in the same rounds.
@@ -51,6 +54,7 @@ cmds() {
 }
 
 now() { date +%s.%N; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 rss() { awk '/^VmRSS/ {print $2}' /proc/$(cat $1)/status; } # kB
 cpu() { awk '{print $14 + $15}' /proc/$(cat $1)/stat; } # utime + stime, clock ticks
 
@@ -79,16 +83,27 @@ measure() {
   done < <(cmds 0 19)
   t1=$(now)
   c1=$(cpu $d/nb.pid)
+  local tcalls
+  tcalls=$(echo "$t1 - $t0" | bc)
   eval "$NB $(cmds 20 39 | sed '1!s/^/-- /' | tr '\n' ' ')" >&2 || { echo "failed batch"; return 1; }
   t2=$(now)
   $NB --wait=sb sync >&2 || { echo "failed sync"; return 1; }
   t3=$(now)
   # RSS at rest: a few seconds after the settle (govs gives a burst's garbage back within 5 s).
   sleep 6
-  local lflows
+  local lflows sizes
   lflows=$(ovsdb-client dump unix:$d/sb.sock OVN_Southbound Logical_Flow _uuid | grep -c '^[0-9a-f]\{8\}-')
-  echo "$(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc) $(echo "$t3 - $t2" | bc)" \
-    "$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid)" \
+  sizes="$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid)"
+  local batches="$(echo "$t2 - $t1" | bc)" settles="$(echo "$t3 - $t2" | bc)" b
+  for b in 40 60 80 100; do
+    t1=$(now)
+    eval "$NB $(cmds $b $((b + 19)) | sed '1!s/^/-- /' | tr '\n' ' ')" >&2 || { echo "failed batch $b"; return 1; }
+    t2=$(now)
+    $NB --wait=sb sync >&2 || { echo "failed sync $b"; return 1; }
+    t3=$(now)
+    batches="$batches $(echo "$t2 - $t1" | bc)" settles="$settles $(echo "$t3 - $t2" | bc)"
+  done
+  echo "$tcalls $(median $batches) $(median $settles) $sizes" \
     "$(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) $lflows"
   stop $d
   unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVN_RUNDIR OVN_LOGDIR
@@ -106,8 +121,8 @@ for r in $(seq $rounds); do
 done
 python3 - "${res[govs]}" "${res[debian]}" "${res[base]:-}" <<'PY'
 import statistics, sys
-labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands", "s", True),
-          ("ovn-northd settle (--wait=sb sync)", "s", True), ("NB file size", "KiB", False),
+labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands (5 calls)", "s", True),
+          ("ovn-northd settle (--wait=sb sync; 5)", "s", True), ("NB file size", "KiB", False),
           ("SB file size", "KiB", False), ("NB server RSS", "MiB", False), ("SB server RSS", "MiB", False),
           ("NB server CPU, the 200 calls", "ms", True), ("SB Logical_Flow rows", "rows", None)]
 scale = [1, 1, 1, 1 / 1024, 1 / 1024, 1 / 1024, 1 / 1024, 1, 1]

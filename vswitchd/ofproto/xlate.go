@@ -3,6 +3,7 @@ package ofproto
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -450,70 +451,147 @@ func (x *xlate) commitVLAN() {
 	x.pkt = x.cur
 }
 
-// unwildcardSets makes the datapath flow match the whole of each field a
-// full-value set action writes (commitSets), as OVS's commit does without
-// masked set actions: a set of some bits of a field (a masked set_field,
-// a load of a bit range) writes the packet's other bits too, which the
-// flow must then match.
-func (x *xlate) unwildcardSets() {
-	k, b, m := x.key, &x.base, x.mask
-	ones6 := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	var ones16 [16]byte
-	for i := range ones16 {
-		ones16[i] = 0xff
+// setMaskOf returns the bits of field f (as its set action's value, big
+// endian) that the translation examined or wrote so far: the datapath
+// flow's mask and the current bridge's OpenFlow wildcards, which OVS's
+// commit takes from its one set of wildcards.
+func (x *xlate) setMaskOf(f datapath.SetField) []byte {
+	m, w := x.mask, (*flow.Mask)(nil)
+	if x.of != nil {
+		w = (*flow.Mask)(&x.of.wc.Key)
 	}
-	if k.EthSrc != b.EthSrc {
-		m.EthSrc = ones6
+	or := func(a, b []byte) []byte {
+		out := slices.Clone(a)
+		for i := range out {
+			out[i] |= b[i]
+		}
+		return out
 	}
-	if k.EthDst != b.EthDst {
-		m.EthDst = ones6
+	pick := func(get func(*flow.Mask) []byte) []byte {
+		if w == nil {
+			return slices.Clone(get(m))
+		}
+		return or(get(m), get(w))
 	}
-	if k.IPv4Src != b.IPv4Src {
-		m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
+	switch f {
+	case datapath.SetEthSrc:
+		return pick(func(m *flow.Mask) []byte { return m.EthSrc[:] })
+	case datapath.SetEthDst:
+		return pick(func(m *flow.Mask) []byte { return m.EthDst[:] })
+	case datapath.SetIPv4Src, datapath.SetARPSPA:
+		return pick(func(m *flow.Mask) []byte { return m.IPv4Src[:] })
+	case datapath.SetIPv4Dst, datapath.SetARPTPA:
+		return pick(func(m *flow.Mask) []byte { return m.IPv4Dst[:] })
+	case datapath.SetIPv6Src:
+		return pick(func(m *flow.Mask) []byte { return m.IPv6Src[:] })
+	case datapath.SetIPv6Dst:
+		return pick(func(m *flow.Mask) []byte { return m.IPv6Dst[:] })
+	case datapath.SetIPv6Label:
+		return pick(func(m *flow.Mask) []byte { return binary.BigEndian.AppendUint32(nil, m.IPv6Label&0xfffff) })
+	case datapath.SetIPv4TTL, datapath.SetIPv6HopLimit:
+		return pick(func(m *flow.Mask) []byte { return []byte{m.NwTTL} })
+	case datapath.SetTpSrc:
+		return pick(func(m *flow.Mask) []byte { return binary.BigEndian.AppendUint16(nil, m.TpSrc) })
+	case datapath.SetTpDst:
+		return pick(func(m *flow.Mask) []byte { return binary.BigEndian.AppendUint16(nil, m.TpDst) })
+	case datapath.SetARPOp:
+		// OVS's get_arp_key: an exact nw_proto is an exact opcode.
+		return pick(func(m *flow.Mask) []byte {
+			if m.NwProto == 0xff {
+				return []byte{0xff, 0xff}
+			}
+			return []byte{0, m.NwProto}
+		})
+	case datapath.SetARPSHA:
+		return pick(func(m *flow.Mask) []byte { return m.ArpSHA[:] })
+	case datapath.SetARPTHA:
+		return pick(func(m *flow.Mask) []byte { return m.ArpTHA[:] })
 	}
-	if k.IPv4Dst != b.IPv4Dst {
-		m.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}
+	return nil
+}
+
+// exactField makes the datapath flow match the whole of the field a
+// whole-value set writes: it writes the packet's other bits too.
+func (x *xlate) exactField(f datapath.SetField) {
+	m := x.mask
+	ones := func(b []byte) {
+		for i := range b {
+			b[i] = 0xff
+		}
 	}
-	if k.IPv6Src != b.IPv6Src {
-		m.IPv6Src = ones16
-	}
-	if k.IPv6Dst != b.IPv6Dst {
-		m.IPv6Dst = ones16
-	}
-	if k.NdTarget != b.NdTarget {
-		m.NdTarget = ones16
-	}
-	if k.IPv6Label != b.IPv6Label {
+	switch f {
+	case datapath.SetEthSrc:
+		ones(m.EthSrc[:])
+	case datapath.SetEthDst:
+		ones(m.EthDst[:])
+	case datapath.SetIPv4Src, datapath.SetARPSPA:
+		ones(m.IPv4Src[:])
+	case datapath.SetIPv4Dst, datapath.SetARPTPA:
+		ones(m.IPv4Dst[:])
+	case datapath.SetIPv6Src:
+		ones(m.IPv6Src[:])
+	case datapath.SetIPv6Dst:
+		ones(m.IPv6Dst[:])
+	case datapath.SetNDTarget:
+		ones(m.NdTarget[:])
+	case datapath.SetIPv6Label:
 		m.IPv6Label = 0xfffff
-	}
-	if k.ArpSHA != b.ArpSHA {
-		m.ArpSHA = ones6
-	}
-	if k.ArpTHA != b.ArpTHA {
-		m.ArpTHA = ones6
-	}
-	if k.NwTTL != b.NwTTL {
+	case datapath.SetARPSHA, datapath.SetNDSLL:
+		ones(m.ArpSHA[:])
+	case datapath.SetARPTHA, datapath.SetNDTLL:
+		ones(m.ArpTHA[:])
+	case datapath.SetIPv4TTL, datapath.SetIPv6HopLimit:
 		m.NwTTL = 0xff
-	}
-	if k.TpSrc != b.TpSrc {
+	case datapath.SetTpSrc, datapath.SetSCTPSrc:
 		m.TpSrc = 0xffff
-	}
-	if k.TpDst != b.TpDst {
+	case datapath.SetTpDst, datapath.SetSCTPDst:
 		m.TpDst = 0xffff
-	}
-	if k.NdReserved != b.NdReserved {
+	case datapath.SetICMPType, datapath.SetICMPCode, datapath.SetICMPv6Type, datapath.SetICMPv6Code:
+		// OVS sets ICMP's header whole, type and code (no masked set).
+		m.TpSrc, m.TpDst = 0xffff, 0xffff
+	case datapath.SetNDReserved:
 		m.NdReserved = ^uint32(0)
 	}
 }
 
 // commitSets adds the set actions that make the packet's header fields
 // the flow's (OVS's commit_odp_actions for Ethernet, IPv4/IPv6 and
-// TCP/UDP).
+// TCP/UDP). A field's set writes the bits examined or written so far
+// (set_masked, as OVS's commit on a datapath with masked sets), or the
+// whole field, which the datapath flow then matches whole, when they are
+// all of it or the field cannot be masked.
 func (x *xlate) commitSets() {
 	k, b := x.key, &x.base
+	emit := func(a datapath.Action, f datapath.SetField, val []byte) {
+		if datapath.Maskable(f) {
+			m := x.setMaskOf(f)
+			full, empty := true, true
+			for i := range m {
+				full = full && m[i] == 0xff
+				empty = empty && m[i] == 0
+			}
+			if f == datapath.SetIPv6Label {
+				full = binary.BigEndian.Uint32(m) == 0xfffff // 20 bits
+			}
+			if !full && !empty {
+				if a.Kind == 0 {
+					a = datapath.SetMasked(f, val, m)
+				} else {
+					a = datapath.TpSetMasked(f, a.Val[2], binary.BigEndian.Uint16(a.Val[:]), binary.BigEndian.Uint16(m))
+				}
+				x.acts = append(x.acts, a)
+				return
+			}
+		}
+		if a.Kind == 0 {
+			a = datapath.Set(f, val)
+		}
+		x.acts = append(x.acts, a)
+		x.exactField(f)
+	}
 	set := func(changed bool, f datapath.SetField, val []byte) {
 		if changed {
-			x.acts = append(x.acts, datapath.Set(f, val))
+			emit(datapath.Action{}, f, val)
 		}
 	}
 	set(k.EthSrc != b.EthSrc, datapath.SetEthSrc, k.EthSrc[:])
@@ -567,10 +645,10 @@ func (x *xlate) commitSets() {
 		case b.NwFrag&flow.FragLater != 0:
 		case b.NwProto == flow.IPProtoTCP || b.NwProto == flow.IPProtoUDP:
 			if k.TpSrc != b.TpSrc {
-				x.acts = append(x.acts, datapath.TpSet(datapath.SetTpSrc, b.NwProto, k.TpSrc))
+				emit(datapath.TpSet(datapath.SetTpSrc, b.NwProto, k.TpSrc), datapath.SetTpSrc, nil)
 			}
 			if k.TpDst != b.TpDst {
-				x.acts = append(x.acts, datapath.TpSet(datapath.SetTpDst, b.NwProto, k.TpDst))
+				emit(datapath.TpSet(datapath.SetTpDst, b.NwProto, k.TpDst), datapath.SetTpDst, nil)
 			}
 		case b.NwProto == flow.IPProtoSCTP:
 			set(k.TpSrc != b.TpSrc, datapath.SetSCTPSrc, binary.BigEndian.AppendUint16(nil, k.TpSrc))
@@ -598,7 +676,6 @@ func (x *xlate) commitSets() {
 		set(k.NdOptionsType != b.NdOptionsType, datapath.SetNDOptionsType, []byte{k.NdOptionsType})
 	}
 	x.commitMore()
-	x.unwildcardSets()
 	fields := *k
 	fields.VLANTCI, fields.VLANTPID, fields.InPort = b.VLANTCI, b.VLANTPID, b.InPort
 	x.base = fields

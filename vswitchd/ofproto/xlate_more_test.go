@@ -1,9 +1,13 @@
 package ofproto
 
 import (
+	"fmt"
+	"math/rand"
 	"net/netip"
+	"strings"
 	"testing"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -56,20 +60,27 @@ func TestSetTOSAndMarkTranslation(t *testing.T) {
 }
 
 // A set of some bits of a field (a masked set_field, a load of a bit
-// range) is a full-value set action in govs' datapath: the datapath flow
-// matches the whole field, so that a packet with other bits there is not
-// given this packet's (OVS unwildcards the same without masked sets).
-func TestPartialSetMatchesWholeField(t *testing.T) {
+// range) is a masked set in govs' datapath, as in OVS's netdev datapath:
+// it writes only those bits, so the datapath flow matches only those (the
+// packet's other bits are left as they are); a set of the whole field is
+// a whole set.
+func TestPartialSetIsMasked(t *testing.T) {
 	tb, br := emptyTables(t)
 	udpDst := ofp.FieldByID(ofp.FieldUDPDst)
 	mustMod(t, br, fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {0x800, 0}, ofp.FieldIPProto: {17, 0}},
 		actions: []ofp.Action{ofp.LoadAction(udpDst, []byte{0x01, 0x00}, []byte{0xff, 0x00}), output(2)}})
 	got, mask := tb.xlate(1, ipFrame(0, 64, false))
-	if got != "set(udp(dst=258)),2" {
-		t.Errorf("actions %s, want set(udp(dst=258)),2", got)
+	if got != "set(udp(dst=256/0xff00)),2" {
+		t.Errorf("actions %s, want set(udp(dst=256/0xff00)),2", got)
 	}
-	if mask.TpDst != 0xffff {
-		t.Errorf("megaflow tp_dst mask %#x, want 0xffff", mask.TpDst)
+	if mask.TpDst != 0xff00 {
+		t.Errorf("megaflow tp_dst mask %#x, want 0xff00", mask.TpDst)
+	}
+	mustMod(t, br, fmSpec{match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {0x800, 0}, ofp.FieldIPProto: {17, 0}},
+		actions: []ofp.Action{ofp.LoadAction(udpDst, []byte{0x01, 0x00}, []byte{0xff, 0xff}), output(2)}})
+	got, mask = tb.xlate(1, ipFrame(0, 64, false))
+	if got != "set(udp(dst=256)),2" || mask.TpDst != 0xffff {
+		t.Errorf("whole set: actions %s, tp_dst mask %#x; want set(udp(dst=256)),2 and 0xffff", got, mask.TpDst)
 	}
 }
 
@@ -131,4 +142,77 @@ func TestL3SetConsultsProto(t *testing.T) {
 			t.Errorf("%s, protocol 0: %s, nw_proto mask %#x; want 2 and 0xff", name, got, mask.NwProto)
 		}
 	}
+}
+
+// TestMaskedSetMegaflows: with rules that write some bits of ports,
+// addresses and MACs, a packet that matches a megaflow installed for
+// another gets the same actions from a fresh translation (the sets' values
+// are the written bits, the same for every packet of the megaflow), and
+// the megaflows, which match only those bits, serve many packets.
+func TestMaskedSetMegaflows(t *testing.T) {
+	tb, br := emptyTables(t)
+	field := ofp.FieldByID
+	ipProto := func(p uint64) map[ofp.FieldID][2]uint64 {
+		return map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}, ofp.FieldIPProto: {p, 0}}
+	}
+	mustMod(t, br, fmSpec{prio: 20, match: ipProto(6), actions: []ofp.Action{
+		ofp.LoadAction(field(ofp.FieldTCPDst), []byte{0, 5}, []byte{0, 0x0f}),
+		ofp.LoadAction(field(ofp.FieldIPv4Src), []byte{0, 0, 0, 9}, []byte{0, 0, 0, 0xff}), output(2)}})
+	mustMod(t, br, fmSpec{prio: 15, match: ipProto(17), actions: []ofp.Action{
+		ofp.LoadAction(field(ofp.FieldUDPSrc), []byte{1, 0}, []byte{0xff, 0}),
+		ofp.LoadAction(field(ofp.FieldEthSrc), []byte{0, 0, 0, 0, 0xab, 0xcd}, []byte{0, 0, 0, 0, 0xff, 0xff}), output(3)}})
+	mustMod(t, br, fmSpec{prio: 5, match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeARP, 0}}, actions: []ofp.Action{
+		ofp.LoadAction(field(ofp.FieldARPTPA), []byte{0, 0, 0, 7}, []byte{0, 0, 0, 0xff}), output(2)}})
+	rng := rand.New(rand.NewSource(2))
+	frame := func() []byte {
+		src := dptest.MAC(fmt.Sprintf("00:00:00:00:%02x:%02x", rng.Intn(4), rng.Intn(4)))
+		addr := func() netip.Addr { return netip.AddrFrom4([4]byte{10, 0, byte(rng.Intn(3)), byte(rng.Intn(5))}) }
+		f := dptest.Frame{Src: src, Dst: dptest.MAC(macA)}
+		switch rng.Intn(3) {
+		case 0:
+			f.IPv4, f.TCP = &dptest.IPv4{Src: addr(), Dst: addr()}, &dptest.TCP{Src: uint16(rng.Intn(200)), Dst: uint16(rng.Intn(200))}
+		case 1:
+			f.IPv4, f.UDP = &dptest.IPv4{Src: addr(), Dst: addr()}, &dptest.UDP{Src: uint16(rng.Intn(2000)), Dst: 53}
+		default:
+			f.ARP = &dptest.ARP{Op: 1, SHA: src, SPA: addr(), TPA: addr()}
+		}
+		return f.Bytes()
+	}
+	type entry struct {
+		key  flow.Key
+		mask flow.Mask
+		acts string
+	}
+	var installed []entry
+	hits := 0
+	for i := 0; i < 2000; i++ {
+		u := []datapath.Upcall{{}}
+		flow.Extract(frame(), 1, &u[0].Key)
+		k := u[0].Key
+		tb.Revalidate(u)
+		fresh := u[0].Actions.String()
+		if !strings.Contains(fresh, "/") {
+			t.Fatalf("%v: %s, want masked sets", k, fresh)
+		}
+		cached := -1
+		for j := range installed {
+			mk := installed[j].key.Masked(&installed[j].mask)
+			if k.MatchesMasked(&mk, &installed[j].mask) {
+				cached = j
+				break
+			}
+		}
+		if cached < 0 {
+			installed = append(installed, entry{k, u[0].Mask, fresh})
+			continue
+		}
+		hits++
+		if e := installed[cached]; e.acts != fresh {
+			t.Fatalf("packet %v: megaflow %v/%v gives %s, a fresh translation %s", k, e.key, e.mask, e.acts, fresh)
+		}
+	}
+	if hits < 1500 {
+		t.Errorf("only %d of 2000 packets hit one of %d megaflows", hits, len(installed))
+	}
+	t.Logf("%d megaflows served %d packets", len(installed), hits)
 }
