@@ -39,20 +39,17 @@ const (
 const maxTries = 3
 
 var prefixFieldInfo = [numPrefixFields]struct {
-	name string
 	// off is the field's offset in an ofp.Flow, n its size in bytes.
 	off, n uintptr
 	// ethType is the field's prerequisite: a flow of another type has
 	// no value for it (OVS's trie_lookup checks mf_are_prereqs_ok).
 	ethType uint16
 }{
-	pfNwSrc:   {"nw_src", unsafe.Offsetof(ofp.Flow{}.IPv4Src), 4, flow.EthTypeIPv4},
-	pfNwDst:   {"nw_dst", unsafe.Offsetof(ofp.Flow{}.IPv4Dst), 4, flow.EthTypeIPv4},
-	pfIPv6Src: {"ipv6_src", unsafe.Offsetof(ofp.Flow{}.IPv6Src), 16, flow.EthTypeIPv6},
-	pfIPv6Dst: {"ipv6_dst", unsafe.Offsetof(ofp.Flow{}.IPv6Dst), 16, flow.EthTypeIPv6},
+	pfNwSrc:   {unsafe.Offsetof(ofp.Flow{}.IPv4Src), 4, flow.EthTypeIPv4},
+	pfNwDst:   {unsafe.Offsetof(ofp.Flow{}.IPv4Dst), 4, flow.EthTypeIPv4},
+	pfIPv6Src: {unsafe.Offsetof(ofp.Flow{}.IPv6Src), 16, flow.EthTypeIPv6},
+	pfIPv6Dst: {unsafe.Offsetof(ofp.Flow{}.IPv6Dst), 16, flow.EthTypeIPv6},
 }
-
-func (pf prefixField) String() string { return prefixFieldInfo[pf].name }
 
 // nbits is the field's width.
 func (pf prefixField) nbits() int { return int(prefixFieldInfo[pf].n) * 8 }
