@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -116,10 +117,9 @@ var traceDiffCorpus = []string{
 	"in_port=LOCAL,arp,dl_src=00:00:00:00:01:0c,arp_op=0,arp_tpa=10.0.0.1",
 	"in_port=LOCAL,ip,dl_src=00:00:00:00:01:0d,nw_src=10.1.2.3",
 	"in_port=LOCAL,tcp6,dl_src=00:00:00:00:01:0e,ipv6_dst=fd00::1,nw_ttl=64",
-	// From here on Megaflow: is left out: OVS's prefix tries on the
-	// addresses and ports, and its staged lookup past dl_type, spare
-	// bits govs' megaflow matches.
-	megaflowsFrom,
+	// OVS's staged lookup past L3 (a flow on udp_dst=53 adds no L4 bits
+	// to a TCP or ICMP packet's megaflow) and its ports trie (a UDP one's
+	// gets tp_dst=0x0/0xffe0, the bits that tell 0 from 53).
 	"in_port=2,icmp,nw_src=10.0.0.1",
 	"in_port=2,udp,nw_src=10.0.0.1",
 	"in_port=2,udp,nw_src=10.0.0.1,nw_dst=10.0.0.7,udp_dst=55",
@@ -133,6 +133,8 @@ var traceDiffCorpus = []string{
 	"in_port=2,ip,nw_src=10.0.0.1",
 	"in_port=2,dl_vlan=5",
 	"in_port=2,udp,nw_src=10.0.0.1,udp_dst=53",
+	// From here on Megaflow: is left out.
+	megaflowsFrom,
 	// Refused.
 	"in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.3,tp_dst=53",
 	"in_port=1,tp_dst=53",
@@ -212,35 +214,30 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 	// Options anywhere among the arguments: --ct-next's states for the
 	// ct() recirculations in turn, -generate, --names (ports named in
 	// the flows, rules and actions); bad ones refused with OVS's errors.
-	// Megaflow: is compared only where the corpus above compares it.
 	const ctFlow = "in_port=2,udp,nw_src=10.0.0.1,udp_dst=53"
-	for i, c := range []struct {
-		args     []string
-		megaflow bool
-	}{
-		{[]string{"BR", ctFlow, "--ct-next", "trk,est"}, true},
-		{[]string{"--ct-next", "trk,est,rpl", "BR", ctFlow, "-generate"}, true},
-		{[]string{"BR", "--ct-next", "trk new", "--ct-next", "trk,inv", ctFlow}, true},
-		{[]string{"BR", ctFlow, "--ct-next", "est"}, true},
-		{[]string{"BR", ctFlow, "--ct-next", "trk,inv,est"}, true},
-		{[]string{"BR", ctFlow, "--ct-next", "trk,bogus"}, true},
-		{[]string{"BR", ctFlow, "--ct-next"}, true},
-		{[]string{"BR", ctFlow, "--frobnicate"}, true},
-		{[]string{"-generate"}, true},
-		{[]string{"BR", "--names", "in_port=1,ip,nw_src=10.0.0.1,nw_dst=10.0.0.2"}, true},
-		{[]string{"BR", "--names", "in_port=2,icmp,nw_src=10.0.0.1"}, false},
-		{[]string{"BR", "--names", "in_port=2,udp,nw_src=10.0.0.1"}, false},
-		{[]string{"BR", "--names", "in_port=2,arp"}, true},
-		{[]string{"--names", "BR", ctFlow}, true},
-		{[]string{"BR", "in_port=1,dl_src=00:00:00:00:00:07,dl_dst=00:00:00:00:00:02", "--names"}, true},
-		{[]string{"BR", "--ct-next", "trk new", ctFlow, "--ct-next", "trk,est"}, true},
-		{[]string{"BR", ctFlow, "--ct-next", "trk|est"}, true},
-		{[]string{"BR", ctFlow, "--ct-next", "new,est"}, true},
-		{[]string{"BR", ctFlow, "--ct-next", "inv,new,rpl"}, true},
-		{[]string{"BR", "-names", "in_port=LOCAL,dl_src=00:00:00:00:00:01"}, true},
-		{[]string{"BR", "in_port=2,arp", "a", "b"}, true},
+	for i, args := range [][]string{
+		{"BR", ctFlow, "--ct-next", "trk,est"},
+		{"--ct-next", "trk,est,rpl", "BR", ctFlow, "-generate"},
+		{"BR", "--ct-next", "trk new", "--ct-next", "trk,inv", ctFlow},
+		{"BR", ctFlow, "--ct-next", "est"},
+		{"BR", ctFlow, "--ct-next", "trk,inv,est"},
+		{"BR", ctFlow, "--ct-next", "trk,bogus"},
+		{"BR", ctFlow, "--ct-next"},
+		{"BR", ctFlow, "--frobnicate"},
+		{"-generate"},
+		{"BR", "--names", "in_port=1,ip,nw_src=10.0.0.1,nw_dst=10.0.0.2"},
+		{"BR", "--names", "in_port=2,icmp,nw_src=10.0.0.1"},
+		{"BR", "--names", "in_port=2,udp,nw_src=10.0.0.1"},
+		{"BR", "--names", "in_port=2,arp"},
+		{"--names", "BR", ctFlow},
+		{"BR", "in_port=1,dl_src=00:00:00:00:00:07,dl_dst=00:00:00:00:00:02", "--names"},
+		{"BR", "--ct-next", "trk new", ctFlow, "--ct-next", "trk,est"},
+		{"BR", ctFlow, "--ct-next", "trk|est"},
+		{"BR", ctFlow, "--ct-next", "new,est"},
+		{"BR", ctFlow, "--ct-next", "inv,new,rpl"},
+		{"BR", "-names", "in_port=LOCAL,dl_src=00:00:00:00:00:01"},
+		{"BR", "in_port=2,arp", "a", "b"},
 	} {
-		args := c.args
 		t.Run(fmt.Sprintf("opts/%02d", i), func(t *testing.T) {
 			run := func(s *ofSwitch) (string, int) {
 				a := slices.Clone(args)
@@ -249,9 +246,6 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 				}
 				out, rc := s.traceArgsRC(a...)
 				out = tunTraceNormalize(s, out)
-				if !c.megaflow {
-					out = traceMegaflow.ReplaceAllString(out, "")
-				}
 				return traceRecircID.ReplaceAllString(out, "${1}0xN"), rc
 			}
 			want, wantRC := run(deb)
@@ -411,3 +405,243 @@ var traceRecircID = regexp.MustCompile(`(recirc\(|recirc_id=)0x[0-9a-f]+`)
 // ipv4Packet is an Ethernet frame (hex) for packet-out: a UDP datagram
 // from 10.0.0.1 to 10.0.0.2.
 const ipv4Packet = "ffffffffffff00000000000108004500001c00010000401100000a0000010a000002003500350008000000"
+
+// tracePrefixFlows: rules on nw_src and nw_dst prefixes of every length
+// in several tables, priorities that overlap, both fields in one rule,
+// resubmits between the tables, and a table without a default rule.
+var tracePrefixFlows = []string{
+	"priority=300,ip,nw_src=10.1.2.0/24,actions=resubmit(,1)",
+	"priority=200,ip,nw_src=10.1.0.0/16,actions=output:2",
+	"priority=100,ip,nw_src=10.0.0.0/8,actions=resubmit(,2)",
+	"priority=250,ip,nw_dst=192.168.10.5,actions=output:3",
+	"priority=150,ip,nw_src=172.16.0.0/12,nw_dst=192.168.0.0/16,actions=output:1",
+	"priority=120,ip,nw_src=5.5.5.8,actions=output:2",
+	"priority=50,ip,actions=resubmit(,3)",
+	"priority=0,actions=drop",
+	"table=1,priority=10,ip,nw_dst=10.9.0.0/16,actions=output:1",
+	"table=1,priority=20,ip,nw_dst=10.9.8.0/24,actions=output:2",
+	"table=1,priority=5,actions=output:3",
+	"table=2,priority=10,ip,nw_dst=20.0.0.0/8,actions=output:1",
+	"table=2,priority=30,ip,nw_dst=20.1.1.1,actions=output:2",
+	"table=3,priority=10,ip,nw_src=30.0.0.0/24,nw_dst=40.0.0.0/16,actions=output:2",
+	"table=3,priority=5,ip,nw_src=30.0.0.0/16,actions=output:1",
+	"table=3,priority=7,ip,nw_dst=40.1.0.0/17,actions=output:3",
+	"table=3,priority=20,tcp,nw_src=30.0.0.0/24,tp_dst=0x1f90/0xfff0,actions=output:3",
+	"table=3,priority=21,tcp,nw_src=30.0.0.0/24,tp_src=1024/0xfc00,tp_dst=22,actions=output:1",
+}
+
+// TestOpenFlowTracePrefixTries: ofproto/trace's Megaflow: of IPv4
+// packets through tables of address prefixes is Debian's, whose
+// classifier keeps prefix tries on nw_dst and nw_src: a megaflow matches
+// only the address bits that tell the packet from the prefixes it does
+// not match (issue 12).
+func TestOpenFlowTracePrefixTries(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtpd", "10.242.0", "gtpo", "10.243.0")
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows(tracePrefixFlows...)
+	}
+	for i, addrs := range [][3]string{
+		{"10.1.2.3", "10.9.8.1"}, // /24 then table 1's /24
+		{"10.1.2.3", "10.9.7.1"},
+		{"10.1.2.3", "10.8.0.1"},
+		{"10.1.3.3", "1.2.3.4"},  // /16
+		{"10.2.0.1", "20.1.1.1"}, // /8 then table 2's /32
+		{"10.2.0.1", "20.1.1.0"},
+		{"10.2.0.1", "21.0.0.1"}, // a miss in table 2
+		{"10.1.2.3", "192.168.10.5"},
+		{"172.16.5.5", "192.168.10.5"},
+		{"172.16.5.5", "192.168.10.4"},
+		{"172.32.5.5", "192.168.10.4"},
+		{"5.5.5.10", "1.1.1.1"}, // OVS: nw_src=5.5.5.10/31
+		{"5.5.5.8", "1.1.1.1"},
+		{"5.5.5.9", "1.1.1.1"},
+		{"30.0.0.9", "40.0.0.1"}, // table 3
+		{"30.0.1.9", "40.0.0.1"},
+		{"30.0.1.9", "40.1.0.1"},
+		{"30.1.1.9", "40.1.200.1"},
+		{"128.0.0.1", "128.0.0.1"},
+		{"11.0.0.1", "192.169.0.1"},
+		// Table 3's ports: OVS's staged lookup and ports trie.
+		{"30.0.0.9", "40.0.0.1", "tcp,tp_src=1025,tp_dst=8085"},
+		{"30.0.0.9", "40.0.0.1", "tcp,tp_src=1025,tp_dst=22"},
+		{"30.0.0.9", "40.0.0.1", "tcp,tp_src=80,tp_dst=22"},
+		{"30.0.0.9", "40.0.0.1", "tcp,tp_src=80,tp_dst=443"},
+		{"30.0.0.9", "40.0.0.1", "udp,udp_src=1025,udp_dst=22"},
+		{"30.0.1.9", "40.0.0.1", "tcp,tp_src=1025,tp_dst=22"},
+	} {
+		pkt := fmt.Sprintf("in_port=1,%s,nw_src=%s,nw_dst=%s", cmp.Or(addrs[2], "ip"), addrs[0], addrs[1])
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			want, wantRC := deb.traceRC(pkt)
+			got, gotRC := govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+			t.Logf("%s: %s", pkt, traceMegaflow.FindString(got))
+		})
+	}
+}
+
+// TestPrefixTrieMegaflowTraffic: UDP datagrams from a to eight addresses
+// of a /24 that a flow forwards, beside a /32 of the same /24 and an
+// nw_src /16 at higher priorities, take as many megaflows in govs'
+// datapath as in Debian's (dpif/dump-flows): one, which the prefix
+// tries let match nw_dst=172.31.5.0/24 (without them, one per address).
+func TestPrefixTrieMegaflowTraffic(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtmd", "10.244.0", "gtmo", "10.245.0")
+	const addrs = 8
+	dump := map[*ofSwitch]string{}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows(
+			"priority=300,ip,nw_dst=172.31.5.200,actions=drop",
+			"priority=250,ip,nw_src=10.99.0.0/16,actions=drop",
+			"priority=100,ip,nw_dst=172.31.5.0/24,actions=output:2",
+			"priority=0,actions=drop")
+		bmac := strings.TrimSpace(s.b.mustExec("cat", "/sys/class/net/eth0/address"))
+		s.a.mustExec("ip", "route", "replace", "172.31.5.0/24", "dev", "eth0")
+		var dsts []string
+		for i := range addrs {
+			dst := fmt.Sprintf("172.31.5.%d", 10+i)
+			s.a.mustExec("ip", "neigh", "replace", dst, "lladdr", bmac, "dev", "eth0", "nud", "permanent")
+			dsts = append(dsts, dst)
+		}
+		// Datagrams to every address until the /24 flow counted two
+		// rounds of them (a datagram the namespace drops early on is
+		// sent again): the later ones find the megaflows the first made.
+		send := func() {
+			s.a.mustExec(append([]string{debPython, "-c", `import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for d in sys.argv[1:]: s.sendto(b"govs", (d, 9))`}, dsts...)...)
+		}
+		counted := regexp.MustCompile(`n_packets=(\d+),.*priority=100,`)
+		vswWait(t, vswTimeout, s.br+"'s /24 flow to count two rounds of datagrams", func() bool {
+			out, _ := s.ofctl("dump-flows", s.br, "ip,nw_dst=172.31.5.0/24")
+			if m := counted.FindStringSubmatch(out); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n >= 2*addrs {
+					return true
+				}
+			}
+			send()
+			return false
+		})
+		var lines []string
+		for _, l := range strings.Split(s.appctl("dpif/dump-flows", s.br), "\n") {
+			if strings.Contains(l, "172.31.5.") {
+				lines = append(lines, l)
+			}
+		}
+		dump[s] = strings.Join(lines, "\n")
+		t.Logf("%s: %d megaflows for %d addresses:\n%s", s.br, len(lines), addrs, dump[s])
+	}
+	n := func(s *ofSwitch) int { return strings.Count(dump[s], "172.31.5.") }
+	if n(govs) != n(deb) || n(govs) >= addrs {
+		t.Errorf("govs has %d megaflows for the %d addresses, Debian's %d:\ngovs:\n%s\nDebian's:\n%s", n(govs), addrs, n(deb), dump[govs], dump[deb])
+	}
+	// The same IPv4 masks (a's address aside, in each switch's subnet).
+	ipv4 := regexp.MustCompile(`ipv4\([^)]*\)`)
+	got := strings.ReplaceAll(strings.Join(ipv4.FindAllString(dump[govs], -1), " "), "10.245.0.1/", "A/")
+	want := strings.ReplaceAll(strings.Join(ipv4.FindAllString(dump[deb], -1), " "), "10.244.0.1/", "A/")
+	if got != want {
+		t.Errorf("govs' megaflows match %s, Debian's %s", got, want)
+	}
+}
+
+// TestOpenFlowTracePrefixesConfig: Flow_Table prefixes chooses the
+// fields a table keeps prefix tries on, as in Debian's ovs-vswitchd:
+// IPv6 addresses, none (the megaflow matches a subtable's whole mask),
+// OVS's default for a row without prefixes; the same megaflows, and the
+// same warnings for fields that cannot be used.
+func TestOpenFlowTracePrefixesConfig(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtcd", "10.246.0", "gtco", "10.247.0")
+	inPorts := []string{"1", "2", "3", "LOCAL"}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.vsctl("--", "--id=@v6", "create", "Flow_Table", "prefixes=ipv6_dst,ipv6_src",
+			"--", "--id=@none", "create", "Flow_Table", "prefixes=none",
+			"--", "--id=@bad", "create", "Flow_Table", "prefixes=nw_dst,eth_src,frobnicate",
+			"--", "--id=@dflt", "create", "Flow_Table", "name=dflt",
+			"--", "set", "Bridge", s.br, "flow_tables:0=@v6", "flow_tables:1=@none", "flow_tables:2=@bad", "flow_tables:3=@dflt")
+		var flows []string
+		for table := range 4 {
+			flows = append(flows,
+				fmt.Sprintf("table=%d,priority=30,ipv6,ipv6_src=2001:db8::/32,actions=output:1", table),
+				fmt.Sprintf("table=%d,priority=40,ipv6,ipv6_src=2001:db8:0:1::5,actions=output:2", table),
+				fmt.Sprintf("table=%d,priority=35,ipv6,ipv6_dst=fd00::/8,actions=output:3", table),
+				fmt.Sprintf("table=%d,priority=30,ip,nw_src=10.0.0.0/8,actions=output:1", table),
+				fmt.Sprintf("table=%d,priority=40,ip,nw_src=10.1.2.3,actions=output:2", table),
+				fmt.Sprintf("table=%d,priority=35,ip,nw_dst=192.168.0.0/16,actions=output:3", table),
+				fmt.Sprintf("table=%d,priority=0,actions=drop", table))
+		}
+		// Table 0 sends the packets of ports 2, 3 and LOCAL to tables 1,
+		// 2 and 3.
+		for table := 1; table < 4; table++ {
+			flows = append(flows, fmt.Sprintf("priority=100,in_port=%s,actions=resubmit(,%d)", inPorts[table], table))
+		}
+		s.replaceFlows(flows...)
+	}
+	var pkts []string
+	for table := range 4 {
+		for _, p := range []string{
+			"ipv6,ipv6_src=2001:db8::7,ipv6_dst=fe80::1",
+			"ipv6,ipv6_src=2001:db8:0:1::5,ipv6_dst=fd00::1",
+			"ipv6,ipv6_src=2001:db9::1,ipv6_dst=::1",
+			"ip,nw_src=10.2.0.1,nw_dst=1.1.1.1",
+			"ip,nw_src=10.1.2.3,nw_dst=192.168.1.1",
+			"ip,nw_src=11.0.0.1,nw_dst=192.169.1.1",
+		} {
+			pkts = append(pkts, fmt.Sprintf("in_port=%s,%s", inPorts[table], p))
+		}
+	}
+	for i, pkt := range pkts {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			want, wantRC := deb.traceRC(pkt)
+			got, gotRC := govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+			t.Logf("%s: %s", pkt, traceMegaflow.FindString(got))
+		})
+	}
+	// OVS's log lines about the rows, in both logs.
+	for _, s := range []*ofSwitch{deb, govs} {
+		log := readFileString(filepath.Join(s.dir, "ovs-vswitchd.log"))
+		for _, want := range []string{
+			"|bridge|WARN|bridge BR: 'prefixes' with incompatible field: eth_src",
+			"|bridge|WARN|bridge BR: 'prefixes' with unknown field: frobnicate",
+			"|bridge|INFO|bridge BR table 0: Prefix lookup with: ipv6_dst,ipv6_src.",
+			"|bridge|INFO|bridge BR table 1: Prefix lookup with: none.",
+			"|bridge|INFO|bridge BR table 2: Prefix lookup with: ip_dst.",
+		} {
+			if want = strings.ReplaceAll(want, "BR", s.br); !strings.Contains(log, want) {
+				t.Errorf("%s's log has no %q", s.br, want)
+			}
+		}
+		if strings.Contains(log, "table 3: Prefix lookup") {
+			t.Errorf("%s's log says table 3's prefixes, which are OVS's default", s.br)
+		}
+	}
+	// Table 1 back to the default, and table 3 to ipv6_src only: the
+	// tries are rebuilt from the flows the tables have, and the
+	// megaflows change.
+	changed := []string{"in_port=2,ip,nw_src=10.2.0.1,nw_dst=1.1.1.1", "in_port=LOCAL,ip,nw_src=10.2.0.1,nw_dst=1.1.1.1",
+		"in_port=LOCAL,ipv6,ipv6_src=2001:db8::7,ipv6_dst=fe80::1"}
+	before := map[string]string{}
+	for _, pkt := range changed {
+		out, _ := deb.traceRC(pkt)
+		before[pkt] = traceMegaflow.FindString(out)
+	}
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.vsctl("--", "--id=@v6", "create", "Flow_Table", "prefixes=ipv6_src",
+			"--", "remove", "Bridge", s.br, "flow_tables", "1", "--", "set", "Bridge", s.br, "flow_tables:3=@v6")
+	}
+	for _, pkt := range changed {
+		var got, want string
+		vswWait(t, vswTimeout, "the traces of "+pkt+" to agree after the change", func() bool {
+			want, _ = deb.traceRC(pkt)
+			got, _ = govs.traceRC(pkt)
+			want, got = tunTraceNormalize(deb, want), tunTraceNormalize(govs, got)
+			return got == want && traceMegaflow.FindString(want) != before[pkt]
+		})
+		t.Logf("%s: %s", pkt, traceMegaflow.FindString(got))
+	}
+}

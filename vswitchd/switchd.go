@@ -246,6 +246,11 @@ func (v *switchd) reconfigure(ctx context.Context, conn *dbclient.Conn, force bo
 				v.brLog.Warnf("%s", p)
 			}
 		}
+		if v.last == nil || !slices.Equal(d.Notes, v.last.Notes) {
+			for _, n := range d.Notes {
+				v.brLog.Infof("%s", n)
+			}
+		}
 		v.sw.Apply(d)
 		v.last = d
 	}

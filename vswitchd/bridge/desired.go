@@ -71,6 +71,9 @@ type Desired struct {
 	// Problems are configuration errors that have no Interface row to be
 	// reported in; the caller logs them.
 	Problems []string
+	// Notes are what OVS logs at INFO of the configuration (a table's
+	// prefix fields); the caller logs them.
+	Notes []string
 }
 
 // BridgeSpec is one Bridge row with its ports resolved.
@@ -101,6 +104,10 @@ type BridgeSpec struct {
 	STP *STPSpec
 	// RSTP is the bridge's RSTP configuration, nil when it runs none.
 	RSTP *RSTPSpec
+	// Prefixes are the prefix fields of the tables whose Flow_Table row
+	// configures others than OVS's default (ofproto.ParsePrefixes), nil
+	// if none does.
+	Prefixes map[uint8][]string
 }
 
 // ControllerSpec is one Controller row.
@@ -212,6 +219,7 @@ type Rows struct {
 	Queues      []vswitchd.Queue
 	Controllers []vswitchd.Controller
 	Mirrors     []vswitchd.Mirror
+	FlowTables  []vswitchd.FlowTable
 	Datapaths   []vswitchd.Datapath
 	CTZones     []vswitchd.CTZone
 	CTPolicies  []vswitchd.CTTimeoutPolicy
@@ -252,6 +260,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 	queues := index(rows.Queues, func(q vswitchd.Queue) string { return q.UUID })
 	controllers := index(rows.Controllers, func(c vswitchd.Controller) string { return c.UUID })
 	mirrors := index(rows.Mirrors, func(m vswitchd.Mirror) string { return m.UUID })
+	flowTables := index(rows.FlowTables, func(f vswitchd.FlowTable) string { return f.UUID })
 
 	var brs []vswitchd.Bridge
 	for _, u := range ovs.Bridges {
@@ -283,6 +292,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 		spec.RSTP = rstpSpec(br, &d.Problems)
 		spec.Protocols = protocols(br.Protocols)
 		spec.Controllers = controllerSpecs(br, controllers, rundir, &d.Problems)
+		spec.Prefixes = tablePrefixes(br, flowTables, d)
 
 		var prs []vswitchd.Port
 		for _, u := range br.Ports {
@@ -542,4 +552,29 @@ func ctZones(ovs vswitchd.OpenvSwitch, rows Rows, problems *[]string) map[uint16
 		}
 	}
 	return out
+}
+
+// tablePrefixes reads the prefixes of br's Flow_Table rows as OVS's
+// bridge_configure_tables, its warnings to d's Problems and what it logs
+// at INFO to d's Notes.
+func tablePrefixes(br vswitchd.Bridge, rows map[string]vswitchd.FlowTable, d *Desired) map[uint8][]string {
+	var m map[uint8][]string
+	for _, id := range slices.Sorted(maps.Keys(br.FlowTables)) {
+		ft, ok := rows[br.FlowTables[id]]
+		if !ok || id < 0 || id >= ofproto.NumTables {
+			continue
+		}
+		// In the order of OVS's IDL, which sorts a set's strings.
+		fields, def, warns, info := ofproto.ParsePrefixes(br.Name, id, slices.Sorted(slices.Values(ft.Prefixes)))
+		d.Problems = append(d.Problems, warns...)
+		if def {
+			continue
+		}
+		d.Notes = append(d.Notes, info)
+		if m == nil {
+			m = map[uint8][]string{}
+		}
+		m[uint8(id)] = fields
+	}
+	return m
 }

@@ -77,3 +77,44 @@ func TestBuildCTZones(t *testing.T) {
 		t.Errorf("problems: %q", d.Problems)
 	}
 }
+
+// TestBuildPrefixes: a bridge's Flow_Table rows give its tables' prefix
+// fields (OVS's names, in the sorted order of OVS's IDL), none for
+// "none", OVS's default (left out) for a row without prefixes or with
+// none usable; OVS's warnings and INFO lines.
+func TestBuildPrefixes(t *testing.T) {
+	var d db
+	br := d.bridge("br0")
+	rows := []vswitchd.FlowTable{
+		{UUID: "00000000-0000-4000-8000-0000000000f0", Prefixes: []string{"nw_src", "ipv6_dst"}},
+		{UUID: "00000000-0000-4000-8000-0000000000f1", Prefixes: []string{"none", "nw_src"}},
+		{UUID: "00000000-0000-4000-8000-0000000000f2"},
+		{UUID: "00000000-0000-4000-8000-0000000000f3", Prefixes: []string{"eth_src", "bogus"}},
+		{UUID: "00000000-0000-4000-8000-0000000000f4", Prefixes: []string{"tun_id", "ip_dst"}},
+	}
+	d.rows.FlowTables = rows
+	br.FlowTables = map[int]string{0: rows[0].UUID, 1: rows[1].UUID, 2: rows[2].UUID, 3: rows[3].UUID, 4: rows[4].UUID,
+		5: "00000000-dead-4000-8000-000000000000"}
+	got := Build(d.rows)
+	p := got.Bridges[0].Prefixes
+	if _, none := p[1]; len(p) != 3 || !slices.Equal(p[0], []string{"ipv6_dst", "ip_src"}) || !none || len(p[1]) != 0 || !slices.Equal(p[4], []string{"ip_dst"}) {
+		t.Errorf("prefixes %v, want tables 0 ipv6_dst,ip_src, 1 none, 4 ip_dst", p)
+	}
+	for _, w := range []string{
+		"bridge br0: 'prefixes' with incompatible field: eth_src",
+		"bridge br0: 'prefixes' with unknown field: bogus",
+		"bridge br0 table 4: 'prefixes': govs keeps no prefix trie on tun_id, field not used",
+	} {
+		if !slices.Contains(got.Problems, w) {
+			t.Errorf("problems lack %q: %q", w, got.Problems)
+		}
+	}
+	wantNotes := []string{
+		"bridge br0 table 0: Prefix lookup with: ipv6_dst,ip_src.",
+		"bridge br0 table 1: Prefix lookup with: none.",
+		"bridge br0 table 4: Prefix lookup with: ip_dst,tun_id.",
+	}
+	if !slices.Equal(got.Notes, wantNotes) {
+		t.Errorf("notes %q, want %q", got.Notes, wantNotes)
+	}
+}

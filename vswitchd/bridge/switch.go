@@ -579,7 +579,8 @@ func MACFromUUID(u string) net.HardwareAddr {
 
 func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig {
 	cfg := ofproto.BridgeConfig{MACAgingTime: time.Duration(spec.MACAgingTime) * time.Second, MACTableSize: spec.MACTableSize,
-		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0, FloodVLANs: spec.FloodVLANs}
+		FailSecure: spec.FailSecure, HasControllers: len(spec.Controllers) > 0, FloodVLANs: spec.FloodVLANs,
+		Prefixes: spec.Prefixes}
 	for _, ifc := range s.ifaces {
 		if ifc.bridge != rb.name || ifc.state != StateAttached {
 			continue

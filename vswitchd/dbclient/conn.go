@@ -132,6 +132,7 @@ func (c *Conn) connect(ctx context.Context, dbModel model.ClientDBModel, remote 
 		client.WithTable(&vswitchd.Queue{}),
 		client.WithTable(&vswitchd.Controller{}),
 		client.WithTable(&vswitchd.Mirror{}),
+		client.WithTable(&vswitchd.FlowTable{}),
 		client.WithTable(&vswitchd.SSL{}),
 	))
 	if err != nil {
@@ -161,7 +162,7 @@ func (c *Conn) Connected() bool { return c.cli.Connected() }
 // run.
 func (c *Conn) Rows(ctx context.Context) (bridge.Rows, error) {
 	var r bridge.Rows
-	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues, &r.Controllers, &r.Mirrors, &r.Datapaths, &r.CTZones, &r.CTPolicies} {
+	for _, list := range []any{&r.OpenVSwitch, &r.Bridges, &r.Ports, &r.Interfaces, &r.QoS, &r.Queues, &r.Controllers, &r.Mirrors, &r.FlowTables, &r.Datapaths, &r.CTZones, &r.CTPolicies} {
 		if err := c.cli.List(ctx, list); err != nil {
 			return bridge.Rows{}, err
 		}

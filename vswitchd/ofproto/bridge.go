@@ -54,6 +54,10 @@ type BridgeConfig struct {
 	// ("STP", "RSTP"), "" for none. With one, BPDUs never enter the
 	// pipeline (gate.go) and PortConfig.Gate applies.
 	SpanningTree string
+	// Prefixes are the fields (ParsePrefixes') the tables keep prefix
+	// tries on, of those configured otherwise than OVS's default (nw_dst,
+	// nw_src); none for an empty list. A change rebuilds the tries.
+	Prefixes map[uint8][]string
 }
 
 // PortConfig is one interface of a bridge: a port, or a member of a bond.
@@ -328,6 +332,7 @@ func (br *Bridge) Reconfigure(cfg BridgeConfig) {
 		br.flowsChanged()
 	}
 	br.flowMu.Unlock()
+	br.setTablePrefixes(cfg.Prefixes)
 
 	// A translation of the old configuration still in flight learns
 	// only on ports the new one has unchanged (xlate.learnable), so the

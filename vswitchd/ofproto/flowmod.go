@@ -39,6 +39,9 @@ func (br *Bridge) normalRule(now time.Duration) *rule {
 // held.
 func (br *Bridge) resetFlows(secure bool) {
 	ft := &flowTables{}
+	if old := br.tables.Load(); old != nil {
+		ft.prefixes = old.prefixes // the tables' configuration stays
+	}
 	if !secure {
 		r := br.normalRule(br.clock())
 		r.seq = seqs.Add(1)

@@ -96,6 +96,9 @@ type flowTables struct {
 	// groups are the OpenFlow groups by id (group.go), copied whole on
 	// change.
 	groups map[uint32]*group
+	// prefixes are the prefix fields of the tables configured otherwise
+	// than OVS's default (Flow_Table prefixes), replaced whole on change.
+	prefixes map[uint8]prefixes
 }
 
 const chunkTables = 16
@@ -132,6 +135,10 @@ type table struct {
 	// timed counts the rules with an idle or hard timeout (expiry
 	// visits only tables that have some).
 	timed int
+	// pfx are the fields the table keeps prefix tries on, tries[j] that
+	// of pfx.fs[j] (prefixtrie.go).
+	pfx   prefixes
+	tries [maxTries]*ptrie
 }
 
 type subtable struct {
@@ -154,13 +161,28 @@ type subtable struct {
 	// L3 or L4 fields, types counts the rules by Ethernet type
 	// (l3Index); metaWs and l2Ws are the words of mask's fields before
 	// L2 and up to L2.
-	inPorts      map[uint32]int32
-	l3           bool
+	inPorts map[uint32]int32
+	l3      bool
+	// pfx: the mask has a CIDR prefix on some prefix field (plens).
+	pfx          bool
 	types        [4]int32
 	metaWs, l2Ws []maskWord
-	rules        *tnode      // the rule lists by hash
-	prios        []prioCount // rules per priority, highest first, for maxPrio
-	n            int
+	// plens are the lengths of mask's CIDR prefixes on the prefix
+	// fields (0: none, or not a prefix).
+	plens [numPrefixFields]uint8
+	// upWs, if not nil, are the words of a mask that has fields of the
+	// last stage (L4, ND, ARP's hardware addresses) and of L3: the mask
+	// but the last stage's fields, hashed for OVS's L3 index (upRules,
+	// the rules by that hash; stage.go). portsLen is the length of the
+	// mask's prefix on the ports (tp_src, tp_dst as 32 bits), ports the
+	// trie of the rules' ports (OVS's ports trie).
+	upWs     []maskWord
+	upRules  *tnode
+	portsLen uint8
+	ports    *ptrie
+	rules    *tnode      // the rule lists by hash
+	prios    []prioCount // rules per priority, highest first, for maxPrio
+	n        int
 	// mask is the subtable's rules', shared with them and with the
 	// subtable's versions (a Flow is 840 bytes, which a change would
 	// otherwise copy); mws is mask.mws.
@@ -464,10 +486,13 @@ func (a *rule) before(b *rule) bool {
 	return a.priority > b.priority || a.priority == b.priority && a.seq < b.seq
 }
 
-// lookup returns the best rule matching f, adding to wc the mask of
-// every subtable it consulted. Subtables are visited by decreasing max
-// priority; the search stops at the first whose rules all rank below
-// the match found, so a packet agreeing with f on wc finds the same.
+// lookup returns the best rule matching f, adding to wc the bits of
+// every subtable's mask it consulted: all of them, or as OVS's staged
+// lookup those of the stages that ruled the subtable out (in_port, the
+// fields up to L2 or L3, the prefix tries' bits of the addresses, the
+// ports trie's). Subtables are visited by decreasing max priority; the
+// search stops at the first whose rules all rank below the match found,
+// so a packet agreeing with f on wc finds the same.
 func (t *table) lookup(f, wc *ofp.Flow) *rule {
 	if t == nil {
 		return nil
@@ -480,6 +505,7 @@ func (t *table) lookup(f, wc *ofp.Flow) *rule {
 func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	var best *rule
 	var soft []*rule // conjunctive clauses that matched (conj.go)
+	var tcs [maxTries]trieCtx
 	fw, ww := wordsOf(f), wordsOf(wc)
 	for _, st := range t.subs {
 		if best != nil && st.maxPrio < best.priority {
@@ -499,6 +525,20 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 				orWords(ww, st.l2Ws)
 				continue
 			}
+		}
+		// OVS's check_tries before the L3 stage: the prefix tries may
+		// prove that no rule of the subtable can match, on fewer bits
+		// of the addresses than its mask has.
+		if st.pfx && t.trieSkip(st, f, wc, &tcs) {
+			orWords(ww, st.l2Ws)
+			continue
+		}
+		if st.upWs != nil {
+			var r *rule
+			if r, soft = st.searchStaged(f, wc, conj, soft); r != nil && (best == nil || r.before(best)) {
+				best = r
+			}
+			continue
 		}
 		// The mask's words only: wc gets them, and the flow's bits under
 		// them are hashed and compared (most masks have a few words of
@@ -639,9 +679,10 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	if t != nil && t.gen == gen {
 		return t
 	}
-	n := &table{gen: gen}
+	n := &table{gen: gen, pfx: ft.prefixesOf(id)}
 	if t != nil {
 		n.subs, n.n, n.timed = slices.Clone(t.subs), t.n, t.timed
+		n.pfx, n.tries = t.pfx, t.tries
 	}
 	c.t[id%chunkTables] = n
 	return n
@@ -680,6 +721,11 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		if st.mask.mask.InPort == ^uint32(0) {
 			st.inPorts = map[uint32]int32{}
 		}
+		for pf := range numPrefixFields {
+			st.plens[pf] = prefixLen(&st.mask.mask, pf)
+			st.pfx = st.pfx || st.plens[pf] > 0
+		}
+		st.initStages()
 		t.subs = append(t.subs, st)
 		i = len(t.subs) - 1
 	} else {
@@ -701,6 +747,9 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		l.hs = slices.Insert(l.hs, k, h)
 		l.rs = slices.Insert(l.rs, k, r)
 	})
+	if st.upWs != nil {
+		st.stageAdd(r, old, gen)
+	}
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
@@ -711,6 +760,9 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	}
 	st.n++
 	t.n++
+	if st.pfx {
+		t.trieAdd(st, r, gen)
+	}
 	st.prios = addPrio(st.prios, r.priority)
 	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]++
@@ -744,8 +796,14 @@ func (t *table) remove(r *rule, gen uint64) {
 	if last {
 		st.delHash(h)
 	}
+	if st.upWs != nil {
+		st.stageDel(r, gen)
+	}
 	st.n--
 	t.n--
+	if st.pfx {
+		t.trieDel(st, r, gen)
+	}
 	t.timed -= r.isTimed()
 	if i := l3Index(r.ethType()); i >= 0 {
 		st.types[i]--

@@ -2,12 +2,14 @@ package ofproto
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -331,6 +333,132 @@ func TestMegaflowProperty(t *testing.T) {
 	}
 	t.Logf("%d megaflows served %d passes; %d recirculations", len(installed), hits, recircs)
 }
+
+// TestMegaflowPropertyPrefixes is TestMegaflowProperty for tables of
+// nw_src and nw_dst prefixes of many lengths (the prefix tries' masks),
+// random each run of the seed: rules in three tables, both fields in
+// some, overlapping priorities, resubmits, a rewrite of nw_dst before a
+// resubmit, and flows deleted and added between packets (the megaflows
+// installed before a change are dropped, as revalidation would).
+func TestMegaflowPropertyPrefixes(t *testing.T) {
+	for seed := range int64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { megaflowPropertyPrefixes(t, seed, 2500) })
+	}
+}
+
+func megaflowPropertyPrefixes(t *testing.T, seed int64, packets int) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	mustMod(t, br, fmSpec{cmd: ofp.FlowDelete, table: ofp.TableAll})
+	rng := rand.New(rand.NewSource(seed))
+	// Addresses in a few nested blocks: 10.{0,1}.{0,64,128}.x, 10.0.0.{0..15}.
+	randAddr := func() uint64 {
+		if rng.Intn(3) == 0 {
+			return 0x0a000000 | uint64(rng.Intn(16))
+		}
+		return 0x0a000000 | uint64(rng.Intn(2))<<16 | uint64(rng.Intn(3)*64)<<8 | uint64(rng.Intn(4)*61)
+	}
+	plens := []int{8, 15, 16, 17, 24, 26, 30, 31, 32}
+	randMatch := func() map[ofp.FieldID][2]uint64 {
+		m := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}
+		for _, fd := range []ofp.FieldID{ofp.FieldIPv4Src, ofp.FieldIPv4Dst} {
+			if rng.Intn(3) == 0 {
+				continue
+			}
+			l := plens[rng.Intn(len(plens))]
+			mask := uint64(0xffffffff) << (32 - l) & 0xffffffff
+			m[fd] = [2]uint64{randAddr() & mask, mask}
+		}
+		if rng.Intn(6) == 0 {
+			m[ofp.FieldInPort] = [2]uint64{uint64(1 + rng.Intn(3)), 0}
+		}
+		if rng.Intn(4) == 0 { // ports: the staged lookup, the ports trie
+			m[ofp.FieldIPProto] = [2]uint64{17, 0}
+			m[ofp.FieldUDPDst] = [2]uint64{uint64(rng.Intn(4) * 20), []uint64{0xffff, 0xfff0, 0xff00}[rng.Intn(3)]}
+			if rng.Intn(2) == 0 {
+				m[ofp.FieldUDPSrc] = [2]uint64{uint64(rng.Intn(2)) << 15, 0x8000}
+			}
+		}
+		return m
+	}
+	randActions := func(table uint8) []ofp.Action {
+		switch n := rng.Intn(6); {
+		case n == 0 && table < 2:
+			return []ofp.Action{{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldIPv4Dst),
+				Value: []byte{10, 0, 0, byte(rng.Intn(16))}, Mask: []byte{255, 255, 255, 255}}, resubmitTo(table + 1)}
+		case n < 3 && table < 2:
+			return []ofp.Action{output(uint32(1 + rng.Intn(3))), resubmitTo(table + 1)}
+		}
+		return []ofp.Action{output(uint32(1 + rng.Intn(3)))}
+	}
+	type added struct {
+		table uint8
+		prio  uint16
+		match map[ofp.FieldID][2]uint64
+	}
+	var rules []added
+	addRule := func() {
+		a := added{uint8(rng.Intn(3)), uint16(1 + rng.Intn(30)), randMatch()}
+		mustMod(t, br, fmSpec{table: a.table, prio: a.prio, match: a.match, actions: randActions(a.table)})
+		rules = append(rules, a)
+	}
+	for range 40 {
+		addRule()
+	}
+	mustMod(t, br, fmSpec{table: 2, prio: 0, actions: []ofp.Action{output(3)}})
+
+	type entry struct {
+		key  flow.Key
+		mask flow.Mask
+		acts string
+	}
+	var installed []entry
+	hits, megaflows := 0, 0
+	for i := range packets {
+		if i%500 == 499 {
+			// A change: a flow deleted, two added.
+			j := rng.Intn(len(rules))
+			a := rules[j]
+			mustMod(t, br, fmSpec{cmd: ofp.FlowDeleteStrict, table: a.table, prio: a.prio, match: a.match})
+			rules = append(rules[:j], rules[j+1:]...)
+			addRule()
+			addRule()
+			installed = nil
+		}
+		f := dptest.Frame{Src: dptest.MAC(macA), Dst: dptest.MAC(macB),
+			IPv4: &dptest.IPv4{Src: netip.AddrFrom4(addr4(randAddr())), Dst: netip.AddrFrom4(addr4(randAddr()))},
+			UDP:  &dptest.UDP{Src: uint16(rng.Intn(2)) << 15, Dst: uint16(rng.Intn(5) * 20)}}
+		u := []datapath.Upcall{{}}
+		flow.Extract(f.Bytes(), uint32(1+rng.Intn(3)), &u[0].Key)
+		var cached *entry
+		for j := range installed {
+			e := &installed[j]
+			mk := e.key.Masked(&e.mask)
+			if u[0].Key.MatchesMasked(&mk, &e.mask) {
+				cached = e
+				break
+			}
+		}
+		k := u[0].Key
+		tb.Revalidate(u)
+		fresh := u[0].Actions.String()
+		if cached != nil {
+			hits++
+			if cached.acts != fresh {
+				t.Fatalf("packet %v: megaflow %v/%v gives %s, a fresh translation %s", k, cached.key, cached.mask, cached.acts, fresh)
+			}
+			continue
+		}
+		installed = append(installed, entry{key: k, mask: u[0].Mask, acts: fresh})
+		megaflows++
+	}
+	if hits < packets/4 {
+		t.Errorf("only %d of %d packets hit an installed megaflow", hits, packets)
+	}
+	t.Logf("%d megaflows served %d packets", megaflows, hits)
+}
+
+func addr4(a uint64) [4]byte { return [4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)} }
 
 // TestSubtableFewHashes: a subtable answers misses from the hashes of
 // its rules while it has few, and from its shards once it has more; both
