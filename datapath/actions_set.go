@@ -310,17 +310,23 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		if l4 == nil || (ip[9] != flow.IPProtoTCP && ip[9] != flow.IPProtoUDP) || len(l4) < 4 {
 			return
 		}
-		off := 0
-		if f == SetTpDst {
-			off = 2
-		}
-		old, new := binary.BigEndian.Uint16(l4[off:]), binary.BigEndian.Uint16(val[:])
-		if l4csum != nil && !partial {
-			// A partial checksum is completed over the new ports.
-			csumReplace(l4csum, old, new, false)
-		}
-		binary.BigEndian.PutUint16(l4[off:], new)
+		setPort(l4, f, val, l4csum, partial)
 	}
+}
+
+// setPort writes a TCP or UDP port (SetTpSrc or SetTpDst) to segment l4,
+// keeping its checksum l4csum (nil: none) right.
+func setPort(l4 []byte, f SetField, val *[16]byte, l4csum []byte, partial bool) {
+	off := 0
+	if f == SetTpDst {
+		off = 2
+	}
+	old, new := binary.BigEndian.Uint16(l4[off:]), binary.BigEndian.Uint16(val[:])
+	if l4csum != nil && !partial {
+		// A partial checksum is completed over the new ports.
+		csumReplace(l4csum, old, new, false)
+	}
+	binary.BigEndian.PutUint16(l4[off:], new)
 }
 
 // setARP applies a set action to an Ethernet/IPv4 ARP packet (OVS's
@@ -427,16 +433,7 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		if (proto != flow.IPProtoTCP && proto != flow.IPProtoUDP) || len(l4) < 8 {
 			return
 		}
-		off := 0
-		if f == SetTpDst {
-			off = 2
-		}
-		old, new := binary.BigEndian.Uint16(l4[off:]), binary.BigEndian.Uint16(val[:])
-		if l4csum != nil && !partial {
-			// A partial checksum is completed over the new ports.
-			csumReplace(l4csum, old, new, false)
-		}
-		binary.BigEndian.PutUint16(l4[off:], new)
+		setPort(l4, f, val, l4csum, partial)
 		return
 	case SetIPv6HopLimit:
 		ip[7] = val[0]
