@@ -56,6 +56,9 @@ type conn struct {
 	// versions are the versions the connection may negotiate
 	// (Bridge.protocols when it started).
 	versions ofp.Versions
+	// replied: the last message handled was answered, so the peer may
+	// send its next one at once (run polls for it a moment).
+	replied atomic.Bool
 
 	// Owned by the connection's goroutine.
 	flowFormat uint32
@@ -209,7 +212,13 @@ func (c *conn) run() {
 		rd = c.raw
 	}
 	for {
-		n, err := rd.Read(buf[end:])
+		var n int
+		var err error
+		if c.raw != nil && c.replied.Swap(false) {
+			n, err = c.raw.readSpin(buf[end:])
+		} else {
+			n, err = rd.Read(buf[end:])
+		}
 		end += n
 		for {
 			msg, _, ferr := ofp.Split(buf[start:end])
@@ -302,6 +311,9 @@ func (c *conn) handle(b []byte) bool {
 	replies, oerr := c.answerRaw(m, b)
 	if oerr != nil {
 		return c.refuse(h, oerr, b)
+	}
+	if len(replies) > 0 {
+		c.replied.Store(true)
 	}
 	return c.send(replies...) == nil
 }

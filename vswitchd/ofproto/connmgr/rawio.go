@@ -3,6 +3,7 @@ package connmgr
 import (
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/govs/govs/internal/rawsock"
 )
@@ -44,4 +45,37 @@ func (r *rawIO) write(b []byte) error {
 	_, err := rawsock.Write(r.NC, r.Raw, r.one[:], false)
 	r.one[0] = nil
 	return err
+}
+
+// spinFor is how long readSpin polls an empty socket before it waits
+// through the runtime's poller: about a client's turnaround after a reply.
+const spinFor = 20 * time.Microsecond
+
+// readSpin is Read that, if the socket is empty, polls it for spinFor
+// before waiting: a request-reply client answered a moment ago (ovs-ofctl
+// add-flows sends its next flow mod as soon as it has the barrier's reply)
+// is read without the park and wake-up of the connection's goroutine.
+func (r *rawIO) readSpin(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var errno syscall.Errno
+	var deadline time.Time
+	err := r.Raw.Read(func(fd uintptr) bool {
+		var done bool
+		if n, errno, done = rawsock.ReadFD(fd, p); done {
+			return true
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(spinFor)
+			for time.Now().Before(deadline) {
+				if n, errno, done = rawsock.ReadFD(fd, p); done {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return rawsock.ReadResult(n, errno, err, r.NC)
 }
