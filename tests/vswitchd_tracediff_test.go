@@ -620,6 +620,10 @@ func TestOpenFlowTracePrefixesConfig(t *testing.T) {
 			t.Errorf("%s's log says table 3's prefixes, which are OVS's default", s.br)
 		}
 	}
+	// A column govs does not implement (table 3's name) is reported.
+	if want := "|bridge|WARN|bridge " + govs.br + " table 3: Flow_Table name not implemented by govs, not applied"; !strings.Contains(readFileString(filepath.Join(govs.dir, "ovs-vswitchd.log")), want) {
+		t.Errorf("govs' log has no %q", want)
+	}
 	// Table 1 back to the default, and table 3 to ipv6_src only: the
 	// tries are rebuilt from the flows the tables have, and the
 	// megaflows change.

@@ -564,6 +564,25 @@ func tablePrefixes(br vswitchd.Bridge, rows map[string]vswitchd.FlowTable, d *De
 		if !ok || id < 0 || id >= ofproto.NumTables {
 			continue
 		}
+		// The row's other columns are not implemented: reported, as
+		// nothing accepted is ignored silently.
+		var unused []string
+		if ft.FlowLimit != nil {
+			unused = append(unused, "flow_limit")
+		}
+		if ft.OverflowPolicy != nil {
+			unused = append(unused, "overflow_policy")
+		}
+		if len(ft.Groups) > 0 {
+			unused = append(unused, "groups")
+		}
+		if ft.Name != nil {
+			unused = append(unused, "name")
+		}
+		if len(unused) > 0 {
+			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s table %d: Flow_Table %s not implemented by govs, not applied",
+				br.Name, id, strings.Join(unused, ", ")))
+		}
 		// In the order of OVS's IDL, which sorts a set's strings.
 		fields, def, warns, info := ofproto.ParsePrefixes(br.Name, id, slices.Sorted(slices.Values(ft.Prefixes)))
 		d.Problems = append(d.Problems, warns...)

@@ -88,7 +88,7 @@ func TestBuildPrefixes(t *testing.T) {
 	rows := []vswitchd.FlowTable{
 		{UUID: "00000000-0000-4000-8000-0000000000f0", Prefixes: []string{"nw_src", "ipv6_dst"}},
 		{UUID: "00000000-0000-4000-8000-0000000000f1", Prefixes: []string{"none", "nw_src"}},
-		{UUID: "00000000-0000-4000-8000-0000000000f2"},
+		{UUID: "00000000-0000-4000-8000-0000000000f2", FlowLimit: ptrTo(100), Name: ptrTo("t2")},
 		{UUID: "00000000-0000-4000-8000-0000000000f3", Prefixes: []string{"eth_src", "bogus"}},
 		{UUID: "00000000-0000-4000-8000-0000000000f4", Prefixes: []string{"tun_id", "ip_dst"}},
 	}
@@ -104,6 +104,7 @@ func TestBuildPrefixes(t *testing.T) {
 		"bridge br0: 'prefixes' with incompatible field: eth_src",
 		"bridge br0: 'prefixes' with unknown field: bogus",
 		"bridge br0 table 4: 'prefixes': govs keeps no prefix trie on tun_id, field not used",
+		"bridge br0 table 2: Flow_Table flow_limit, name not implemented by govs, not applied",
 	} {
 		if !slices.Contains(got.Problems, w) {
 			t.Errorf("problems lack %q: %q", w, got.Problems)
@@ -118,3 +119,5 @@ func TestBuildPrefixes(t *testing.T) {
 		t.Errorf("notes %q, want %q", got.Notes, wantNotes)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
