@@ -35,14 +35,15 @@ func splitLast(m *ofp.Flow) (up, last ofp.Flow) {
 	return up, last
 }
 
-// initStages sets st's upWs, lastWs and portsLen from its mask.
+// initStages sets st's stageWs, nUp and portsLen from its mask.
 func (st *subtable) initStages() {
 	up, last := splitLast(&st.mask.mask)
 	_, l3 := splitL3(&up)
 	if last == (ofp.Flow{}) || l3 == (ofp.Flow{}) {
 		return
 	}
-	st.upWs, st.lastWs = maskWordsOf(&up), maskWordsOf(&last)
+	upWs := maskWordsOf(&up)
+	st.stageWs, st.nUp = append(upWs, maskWordsOf(&last)...), uint8(len(upWs))
 	if pm := portsOf(&st.mask.mask); pm != 0 {
 		st.portsLen = uint8(32 - bits.TrailingZeros32(pm))
 	}
@@ -79,6 +80,11 @@ func (r *rule) keyPorts() uint32 {
 	return portsOf(&f)
 }
 
+// upWs and lastWs are the words of st's mask up to L3 and of the last
+// stage.
+func (st *subtable) upWs() []maskWord   { return st.stageWs[:st.nUp] }
+func (st *subtable) lastWs() []maskWord { return st.stageWs[st.nUp:] }
+
 // stagedHash is the hash in a subtable with upWs of a flow whose hash
 // under upWs is up and under lastWs is last: up's low 32 bits, OVS's
 // hash of the L3 index, and last's high ones.
@@ -86,16 +92,16 @@ func stagedHash(up, last uint64) uint64 { return uint64(uint32(up)) | last&^0xff
 
 // ruleHash is the hash of r's key in st.
 func (st *subtable) ruleHash(r *rule) uint64 {
-	if st.upWs != nil {
-		return stagedHash(keyHash(r, st.upWs), keyHash(r, st.lastWs))
+	if st.stageWs != nil {
+		return stagedHash(keyHash(r, st.upWs()), keyHash(r, st.lastWs()))
 	}
 	return hashKey(r.key(), st.mws)
 }
 
 // flowHash is the hash in st of the flow of words fw.
 func (st *subtable) flowHash(fw *[flowWords]uint64) uint64 {
-	if st.upWs != nil {
-		return stagedHash(hashWords(fw, st.upWs), hashWords(fw, st.lastWs))
+	if st.stageWs != nil {
+		return stagedHash(hashWords(fw, st.upWs()), hashWords(fw, st.lastWs()))
 	}
 	return hashWords(fw, st.mws)
 }
@@ -163,12 +169,12 @@ func (st *subtable) stageDel(r *rule, gen uint64) {
 // bits the stages consulted added to wc.
 func (st *subtable) searchStaged(f, wc *ofp.Flow, conj bool, soft []*rule) (*rule, []*rule) {
 	fw, ww := wordsOf(f), wordsOf(wc)
-	up := hashWords(fw, st.upWs)
+	up := hashWords(fw, st.upWs())
 	if !st.mayHaveUp(up) {
-		orWords(ww, st.upWs)
+		orWords(ww, st.upWs())
 		return nil, soft
 	}
-	h := stagedHash(up, hashWords(fw, st.lastWs))
+	h := stagedHash(up, hashWords(fw, st.lastWs()))
 	matched := false
 	var best *rule
 	if st.mayHave(h) {
@@ -190,7 +196,7 @@ func (st *subtable) searchStaged(f, wc *ofp.Flow, conj bool, soft []*rule) (*rul
 	if !matched && st.portsLen > 0 {
 		// The ports trie: only the ports' bits that tell f's from
 		// every rule's.
-		orWords(ww, st.upWs)
+		orWords(ww, st.upWs())
 		pm := portsOf(&st.mask.mask)
 		n, _ := st.ports.lookup(pval{uint64(portsOf(f)&pm) << 32, 0}, 32)
 		pm &= ^uint32(0) << (32 - uint32(n)) // none if n is 0

@@ -170,19 +170,19 @@ type subtable struct {
 	// plens are the lengths of mask's CIDR prefixes on the prefix
 	// fields (0: none, or not a prefix).
 	plens [numPrefixFields]uint8
-	// upWs, if not nil, are the words of a mask that has fields of the
-	// last stage (L4, ND, ARP's hardware addresses) and of L3: the mask
-	// but the last stage's fields, hashed for OVS's L3 index, and lastWs
-	// the last stage's; rules are then by stagedHash (stage.go).
-	// portsLen is the length of the mask's prefix on the ports (tp_src,
-	// tp_dst as 32 bits), ports the trie of the rules' ports (OVS's
-	// ports trie).
-	upWs, lastWs []maskWord
-	portsLen     uint8
-	ports        *ptrie
-	rules        *tnode      // the rule lists by hash
-	prios        []prioCount // rules per priority, highest first, for maxPrio
-	n            int
+	// stageWs, if not nil, are the words of a mask that has fields of
+	// the last stage (L4, ND, ARP's hardware addresses) and of L3: the
+	// first nUp (upWs) those of the mask but the last stage's fields,
+	// hashed for OVS's L3 index, the others (lastWs) the last stage's;
+	// rules are then by stagedHash (stage.go). portsLen is the length of
+	// the mask's prefix on the ports (tp_src, tp_dst as 32 bits), ports
+	// the trie of the rules' ports (OVS's ports trie).
+	stageWs       []maskWord
+	nUp, portsLen uint8
+	ports         *ptrie
+	rules         *tnode      // the rule lists by hash
+	prios         []prioCount // rules per priority, highest first, for maxPrio
+	n             int
 	// mask is the subtable's rules', shared with them and with the
 	// subtable's versions (a Flow is 840 bytes, which a change would
 	// otherwise copy); mws is mask.mws.
@@ -533,7 +533,7 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 			orWords(ww, st.l2Ws)
 			continue
 		}
-		if st.upWs != nil {
+		if st.stageWs != nil {
 			var r *rule
 			if r, soft = st.searchStaged(f, wc, conj, soft); r != nil && (best == nil || r.before(best)) {
 				best = r
@@ -747,7 +747,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		l.hs = slices.Insert(l.hs, k, h)
 		l.rs = slices.Insert(l.rs, k, r)
 	})
-	if st.upWs != nil && old == nil {
+	if st.stageWs != nil && old == nil {
 		st.stageAdd(r, gen)
 	}
 	t.timed += r.isTimed()
@@ -796,7 +796,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	if last {
 		st.delHash(h)
 	}
-	if st.upWs != nil {
+	if st.stageWs != nil {
 		st.stageDel(r, gen)
 	}
 	st.n--
