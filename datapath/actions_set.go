@@ -218,17 +218,22 @@ func csumReplace(field []byte, old, new uint16, partial bool) {
 }
 
 // setField applies a set action to p.
-func setField(p *packet.Packet, f SetField, val *[16]byte) {
+func setField(p *packet.Packet, f SetField, val *[16]byte) { setFieldMasked(p, f, val, nil) }
+
+// setFieldMasked applies a set action to p, masked if mask is not nil
+// (applySet; only for the fields Maskable reports).
+func setFieldMasked(p *packet.Packet, f SetField, val, mask *[16]byte) {
 	d := p.Data()
+	var buf [16]byte // a masked set's value
 	switch f {
 	case SetEthSrc:
 		if len(d) >= 12 {
-			copy(d[6:12], val[:6])
+			copy(d[6:12], masked(&buf, d[6:12], val, mask)[:6])
 		}
 		return
 	case SetEthDst:
 		if len(d) >= 12 {
-			copy(d[0:6], val[:6])
+			copy(d[0:6], masked(&buf, d[0:6], val, mask)[:6])
 		}
 		return
 	}
@@ -241,11 +246,11 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 	}
 	partial := p.Offload.Flags&packet.NeedsCsum != 0
 	if typ == flow.EthTypeIPv6 {
-		setIPv6(d[l3:], f, val, partial)
+		setIPv6(d[l3:], f, val, mask, partial)
 		return
 	}
 	if typ == flow.EthTypeARP || typ == flow.EthTypeRARP {
-		setARP(d[l3:], f, val)
+		setARP(d[l3:], f, val, mask)
 		return
 	}
 	if typ != flow.EthTypeIPv4 || len(d) < l3+20 {
@@ -282,6 +287,7 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		if f == SetIPv4Dst {
 			off = 16
 		}
+		val = masked(&buf, ip[off:off+4], val, mask)
 		for i := 0; i < 4; i += 2 {
 			old, new := binary.BigEndian.Uint16(ip[off+i:]), binary.BigEndian.Uint16(val[i:])
 			csumReplace(ip[10:12], old, new, false)
@@ -303,6 +309,7 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		}
 		csumReplace(l4[2:4], old, binary.BigEndian.Uint16(l4), false)
 	case SetIPv4TTL:
+		val = masked(&buf, ip[8:9], val, mask)
 		old := binary.BigEndian.Uint16(ip[8:])
 		ip[8] = val[0]
 		csumReplace(ip[10:12], old, binary.BigEndian.Uint16(ip[8:]), false)
@@ -310,17 +317,20 @@ func setField(p *packet.Packet, f SetField, val *[16]byte) {
 		if l4 == nil || (ip[9] != flow.IPProtoTCP && ip[9] != flow.IPProtoUDP) || len(l4) < 4 {
 			return
 		}
-		setPort(l4, f, val, l4csum, partial)
+		setPort(l4, f, val, mask, l4csum, partial)
 	}
 }
 
 // setPort writes a TCP or UDP port (SetTpSrc or SetTpDst) to segment l4,
-// keeping its checksum l4csum (nil: none) right.
-func setPort(l4 []byte, f SetField, val *[16]byte, l4csum []byte, partial bool) {
+// masked if mask is not nil, keeping its checksum l4csum (nil: none)
+// right.
+func setPort(l4 []byte, f SetField, val, mask *[16]byte, l4csum []byte, partial bool) {
 	off := 0
 	if f == SetTpDst {
 		off = 2
 	}
+	var buf [16]byte
+	val = masked(&buf, l4[off:off+2], val, mask)
 	old, new := binary.BigEndian.Uint16(l4[off:]), binary.BigEndian.Uint16(val[:])
 	if l4csum != nil && !partial {
 		// A partial checksum is completed over the new ports.
@@ -330,24 +340,30 @@ func setPort(l4 []byte, f SetField, val *[16]byte, l4csum []byte, partial bool) 
 }
 
 // setARP applies a set action to an Ethernet/IPv4 ARP packet (OVS's
-// packet_set_arp); other ARP packets are left alone.
-func setARP(arp []byte, f SetField, val *[16]byte) {
+// packet_set_arp), masked if mask is not nil; other ARP packets are left
+// alone.
+func setARP(arp []byte, f SetField, val, mask *[16]byte) {
 	if len(arp) < 28 || binary.BigEndian.Uint16(arp) != 1 || binary.BigEndian.Uint16(arp[2:]) != flow.EthTypeIPv4 ||
 		arp[4] != 6 || arp[5] != 4 {
 		return
 	}
+	var field []byte
 	switch f {
 	case SetARPOp:
-		copy(arp[6:8], val[:2])
+		field = arp[6:8]
 	case SetARPSHA:
-		copy(arp[8:14], val[:6])
+		field = arp[8:14]
 	case SetARPSPA:
-		copy(arp[14:18], val[:4])
+		field = arp[14:18]
 	case SetARPTHA:
-		copy(arp[18:24], val[:6])
+		field = arp[18:24]
 	case SetARPTPA:
-		copy(arp[24:28], val[:4])
+		field = arp[24:28]
+	default:
+		return
 	}
+	var buf [16]byte
+	copy(field, masked(&buf, field, val, mask)[:len(field)])
 }
 
 // ipv6L4 returns the transport protocol and header of the IPv6 packet ip
@@ -411,10 +427,11 @@ func icmp6Checksum(ip, msg []byte) {
 // packet_set_ipv6, packet_set_icmp and packet_set_nd): the TCP and UDP
 // checksums are updated for the addresses' change, an ICMPv6 message's
 // checksum is computed again.
-func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
+func setIPv6(ip []byte, f SetField, val, mask *[16]byte, partial bool) {
 	if len(ip) < 40 {
 		return
 	}
+	var buf [16]byte // a masked set's value
 	proto, l4 := ipv6L4(ip)
 	if setMore(ip, l4, proto, true, f, val) {
 		return
@@ -433,12 +450,13 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		if (proto != flow.IPProtoTCP && proto != flow.IPProtoUDP) || len(l4) < 8 {
 			return
 		}
-		setPort(l4, f, val, l4csum, partial)
+		setPort(l4, f, val, mask, l4csum, partial)
 		return
 	case SetIPv6HopLimit:
-		ip[7] = val[0]
+		ip[7] = masked(&buf, ip[7:8], val, mask)[0]
 		return
 	case SetIPv6Label:
+		val = masked(&buf, ip[0:4], val, mask)
 		binary.BigEndian.PutUint32(ip, binary.BigEndian.Uint32(ip)&^0xfffff|binary.BigEndian.Uint32(val[:])&0xfffff)
 		return
 	case SetIPv6Src, SetIPv6Dst:
@@ -446,6 +464,7 @@ func setIPv6(ip []byte, f SetField, val *[16]byte, partial bool) {
 		if f == SetIPv6Dst {
 			off = 24
 		}
+		val = masked(&buf, ip[off:off+16], val, mask)
 		if l4csum != nil {
 			for i := 0; i < 16; i += 2 {
 				csumReplace(l4csum, binary.BigEndian.Uint16(ip[off+i:]), binary.BigEndian.Uint16(val[i:]), partial)

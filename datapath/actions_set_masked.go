@@ -49,111 +49,27 @@ func Maskable(field SetField) bool {
 
 // applySet applies a set action to p, masked if mask is not nil: the
 // field's new value is its bits outside the mask and val's inside, written
-// as a whole set writes it (checksums kept right).
+// as a whole set writes it (checksums kept right), in the one walk of the
+// headers that finds the field.
 func applySet(p *packet.Packet, f SetField, val, mask *[16]byte) {
-	if mask == nil {
-		setField(p, f, val)
+	if mask != nil && !Maskable(f) {
 		return
 	}
-	cur := fieldBytes(p.Data(), f)
-	if cur == nil {
-		return // the packet lacks the field
-	}
-	nv := *val
-	for i := range cur {
-		nv[i] = cur[i]&^mask[i] | val[i]&mask[i]
-	}
-	setField(p, f, &nv)
+	setFieldMasked(p, f, val, mask)
 }
 
-// fieldBytes returns the bytes of a maskable field in frame d, as setField
-// finds them, or nil if the packet has no such field. IPv6's flow label is
-// the first 4 bytes of the header (the label their low 20 bits).
-func fieldBytes(d []byte, f SetField) []byte {
-	switch f {
-	case SetEthSrc:
-		if len(d) >= 12 {
-			return d[6:12]
-		}
-		return nil
-	case SetEthDst:
-		if len(d) >= 12 {
-			return d[0:6]
-		}
-		return nil
+// masked returns val if mask is nil, else in *buf the value of a masked
+// set of a field whose bytes are cur: cur's bits outside mask, val's
+// inside.
+func masked(buf *[16]byte, cur []byte, val, mask *[16]byte) *[16]byte {
+	if mask == nil {
+		return val
 	}
-	l3, typ := l3Offset(d)
-	if l3 < 0 {
-		return nil
+	*buf = *val
+	for i := range cur {
+		buf[i] = cur[i]&^mask[i] | val[i]&mask[i]
 	}
-	ip := d[l3:]
-	ports := func(proto uint8, l4 []byte) []byte {
-		if (proto != flow.IPProtoTCP && proto != flow.IPProtoUDP) || len(l4) < 4 {
-			return nil
-		}
-		if f == SetTpSrc {
-			return l4[0:2]
-		}
-		return l4[2:4]
-	}
-	switch typ {
-	case flow.EthTypeIPv4:
-		if len(ip) < 20 {
-			return nil
-		}
-		ihl := int(ip[0]&0x0f) * 4
-		if ihl < 20 || len(ip) < ihl {
-			return nil
-		}
-		switch f {
-		case SetIPv4Src:
-			return ip[12:16]
-		case SetIPv4Dst:
-			return ip[16:20]
-		case SetIPv4TTL:
-			return ip[8:9]
-		case SetTpSrc, SetTpDst:
-			if binary.BigEndian.Uint16(ip[6:])&0x1fff != 0 {
-				return nil // a later fragment has no ports
-			}
-			return ports(ip[9], ip[ihl:])
-		}
-	case flow.EthTypeIPv6:
-		if len(ip) < 40 {
-			return nil
-		}
-		switch f {
-		case SetIPv6Src:
-			return ip[8:24]
-		case SetIPv6Dst:
-			return ip[24:40]
-		case SetIPv6HopLimit:
-			return ip[7:8]
-		case SetIPv6Label:
-			return ip[0:4]
-		case SetTpSrc, SetTpDst:
-			proto, l4 := ipv6L4(ip)
-			return ports(proto, l4)
-		}
-	case flow.EthTypeARP, flow.EthTypeRARP:
-		if len(ip) < 28 || binary.BigEndian.Uint16(ip) != 1 || binary.BigEndian.Uint16(ip[2:]) != flow.EthTypeIPv4 ||
-			ip[4] != 6 || ip[5] != 4 {
-			return nil
-		}
-		switch f {
-		case SetARPOp:
-			return ip[6:8]
-		case SetARPSHA:
-			return ip[8:14]
-		case SetARPSPA:
-			return ip[14:18]
-		case SetARPTHA:
-			return ip[18:24]
-		case SetARPTPA:
-			return ip[24:28]
-		}
-	}
-	return nil
+	return buf
 }
 
 // maskSuffix is how OVS's odp-util shows a set_masked field's mask after

@@ -1,5 +1,5 @@
 #!/bin/bash
-# flowmod.sh [-n FLOWS] [-rounds N]: the flow-mod rate of govs' ovs-vswitchd against Debian's (netdev
+# flowmod.sh [-n FLOWS] [-rounds N] [-l4]: the flow-mod rate of govs' ovs-vswitchd against Debian's (netdev
 # datapath): seconds for `ovs-ofctl add-flows` of FLOWS flows (default 100000) into an empty bridge, and for
 # the same with `-O OpenFlow14 --bundle` (one atomic bundle). Each switch runs with Debian's ovsdb-server in
 # a network namespace of its own (the netdev datapath's tap ovs-netdev is per namespace); they alternate
@@ -7,21 +7,26 @@
 # built bin/ovs-vswitchd (make build). Stops only the processes of its own pidfiles. FLOWMOD_GOVS_BASE=BINARY
 # adds peer govs-base, another build's ovs-vswitchd, and the ratio govs-base/govs (a change before/after).
 # Each figure also gives the switch's CPU seconds (user+system) for it: on a loaded machine the wall time
-# mostly measures the load; and the switch's RSS (VmRSS) with the FLOWS flows in, after each.
+# mostly measures the load; and the switch's RSS (VmRSS) with the FLOWS flows in, after each. -l4: flows on
+# L4 fields (tcp, tp_dst one of 100 besides each flow's nw_dst), whose subtable has OVS's L3 and L4 stages.
 set -u
-n=100000 rounds=2
+n=100000 rounds=2 l4=0
 while [ $# -gt 0 ]; do
-  case "$1" in -n) n=$2; shift 2 ;; -rounds) rounds=$2; shift 2 ;; *) echo "usage: $0 [-n FLOWS] [-rounds N]" >&2; exit 2 ;; esac
+  case "$1" in -n) n=$2; shift 2 ;; -rounds) rounds=$2; shift 2 ;; -l4) l4=1; shift ;;
+    *) echo "usage: $0 [-n FLOWS] [-rounds N] [-l4]" >&2; exit 2 ;; esac
 done
 top=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x $top/bin/ovs-vswitchd ] || { echo "flowmod.sh: $top/bin/ovs-vswitchd missing (make build)" >&2; exit 1; }
 work=$(mktemp -d /tmp/gvflowmod-XXXXXX)
 ns=gvflowmod-$$
 flows=$work/flows.txt
-python3 - "$n" > $flows <<'PY'
+python3 - "$n" "$l4" > $flows <<'PY'
 import sys
 for i in range(int(sys.argv[1])):
     m = ("", ",in_port=1", ",nw_proto=17", ",nw_src=10.0.0.1")[i % 8] if i % 8 < 4 else ""
+    if sys.argv[2] == "1":
+        print("priority=%d,tcp,nw_dst=%d.%d.%d.%d,tp_dst=%d,actions=output:%d" % (100 + i % 4, 10 + (i >> 24), (i >> 16) & 255, (i >> 8) & 255, i & 255, 1 + i % 100, 1 + i % 3))
+        continue
     print("priority=%d,ip,nw_dst=%d.%d.%d.%d%s,actions=output:%d" % (100 + i % 4, 10 + (i >> 24), (i >> 16) & 255, (i >> 8) & 255, i & 255, m, 1 + i % 3))
 PY
 

@@ -37,6 +37,16 @@ func benchFlow(i int) *ofp.FlowMod {
 	return fmSpec{prio: uint16(100 + i%4), match: m, actions: []ofp.Action{output(uint32(1 + i%3))}}.mod()
 }
 
+// benchL4Flow is flow i of a table of flows on L4 fields: TCP to an
+// exact IPv4 destination, one per flow as benchFlow's, and one of 100
+// ports, at priorities 100..103 (all under one mask, whose subtable has
+// L3 and L4 stages).
+func benchL4Flow(i int) *ofp.FlowMod {
+	m := map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}, ofp.FieldIPProto: {6, 0},
+		ofp.FieldIPv4Dst: {0x0a000000 + uint64(i), 0}, ofp.FieldTCPDst: {uint64(1 + i%100), 0}}
+	return fmSpec{prio: uint16(100 + i%4), match: m, actions: []ofp.Action{output(uint32(1 + i%3))}}.mod()
+}
+
 // BenchmarkFlowAdd adds n flows to an empty table, one FLOW_MOD each
 // (ovs-ofctl add-flows); reported per flow.
 func BenchmarkFlowAdd(b *testing.B) {
@@ -97,13 +107,19 @@ func BenchmarkFlowLookup(b *testing.B) {
 // wire, applied, followed by a barrier, and handed back for the next
 // decoding (connmgr). Reported per flow: wall time and the process's CPU
 // time (cpu-ns/flow, GC included), which a loaded machine inflates less.
-func BenchmarkFlowModBarrier(b *testing.B) {
+func BenchmarkFlowModBarrier(b *testing.B) { benchFlowModBarrier(b, benchFlow) }
+
+// BenchmarkFlowModBarrierL4 is BenchmarkFlowModBarrier with flows on L4
+// fields (benchL4Flow).
+func BenchmarkFlowModBarrierL4(b *testing.B) { benchFlowModBarrier(b, benchL4Flow) }
+
+func benchFlowModBarrier(b *testing.B, flowOf func(int) *ofp.FlowMod) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			_, br := benchBridge(b)
 			raws := make([][]byte, n)
 			for i := range raws {
-				fm := benchFlow(i)
+				fm := flowOf(i)
 				fm.BufferID, fm.OutPort, fm.OutGroup = 0xffffffff, ofp.PortAny, ofp.GroupAny
 				raws[i] = ofp.EncodeFlowMod(ofp.V13, uint32(i), fm)
 			}
@@ -144,11 +160,17 @@ func BenchmarkFlowModBarrier(b *testing.B) {
 // (decoded from the wire, as `ovs-ofctl add-flows` sends them) and
 // reports the live heap they take per flow after a GC (B/rule): a flow's
 // rule, its actions, its place in its subtable and its counters.
-func BenchmarkRuleMemory(b *testing.B) {
+func BenchmarkRuleMemory(b *testing.B) { benchRuleMemory(b, benchFlow) }
+
+// BenchmarkRuleMemoryL4 is BenchmarkRuleMemory with flows on L4 fields
+// (benchL4Flow), whose subtable has OVS's L3 and L4 stages.
+func BenchmarkRuleMemoryL4(b *testing.B) { benchRuleMemory(b, benchL4Flow) }
+
+func benchRuleMemory(b *testing.B, flowOf func(int) *ofp.FlowMod) {
 	const n = 100000
 	raws := make([][]byte, n)
 	for i := range raws {
-		fm := benchFlow(i)
+		fm := flowOf(i)
 		fm.BufferID, fm.OutPort, fm.OutGroup = 0xffffffff, ofp.PortAny, ofp.GroupAny
 		raws[i] = ofp.EncodeFlowMod(ofp.V13, uint32(i), fm)
 	}

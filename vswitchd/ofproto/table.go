@@ -170,19 +170,19 @@ type subtable struct {
 	// plens are the lengths of mask's CIDR prefixes on the prefix
 	// fields (0: none, or not a prefix).
 	plens [numPrefixFields]uint8
-	// upWs, if not nil, are the words of a mask that has fields of the
-	// last stage (L4, ND, ARP's hardware addresses) and of L3: the mask
-	// but the last stage's fields, hashed for OVS's L3 index (upRules,
-	// the rules by that hash; stage.go). portsLen is the length of the
-	// mask's prefix on the ports (tp_src, tp_dst as 32 bits), ports the
-	// trie of the rules' ports (OVS's ports trie).
-	upWs     []maskWord
-	upRules  *tnode
-	portsLen uint8
-	ports    *ptrie
-	rules    *tnode      // the rule lists by hash
-	prios    []prioCount // rules per priority, highest first, for maxPrio
-	n        int
+	// stageWs, if not nil, are the words of a mask that has fields of
+	// the last stage (L4, ND, ARP's hardware addresses) and of L3: the
+	// first nUp (upWs) those of the mask but the last stage's fields,
+	// hashed for OVS's L3 index, the others (lastWs) the last stage's;
+	// rules are then by stagedHash (stage.go). portsLen is the length of
+	// the mask's prefix on the ports (tp_src, tp_dst as 32 bits), ports
+	// the trie of the rules' ports (OVS's ports trie).
+	stageWs       []maskWord
+	nUp, portsLen uint8
+	ports         *ptrie
+	rules         *tnode      // the rule lists by hash
+	prios         []prioCount // rules per priority, highest first, for maxPrio
+	n             int
 	// mask is the subtable's rules', shared with them and with the
 	// subtable's versions (a Flow is 840 bytes, which a change would
 	// otherwise copy); mws is mask.mws.
@@ -294,6 +294,9 @@ func (n *tnode) edit(h, gen uint64, s uint, fn func(l *tnode, i, j int)) *tnode 
 	if n.kids != nil {
 		k := (h >> s) & (trieFan - 1)
 		n.kids[k] = n.kids[k].edit(h, gen, s+trieBits, fn)
+		if n.kids[k] == nil && !slices.ContainsFunc(n.kids, func(k *tnode) bool { return k != nil }) {
+			return nil // no node is empty (hasLow counts on it)
+		}
 		return n
 	}
 	i, j := n.run(h)
@@ -455,9 +458,6 @@ func hashWords(fw *[flowWords]uint64, mws []maskWord) uint64 {
 	return mulMix(h, 0xe7037ed1a0b428db)
 }
 
-// hash is the hash of k, a flow masked by st's mask, in st.
-func (st *subtable) hash(k *ofp.Flow) uint64 { return hashWords(wordsOf(k), st.mws) }
-
 // hashKey is the hash in a subtable of mask words mws of a rule's key,
 // as hashWords of its flow.
 func hashKey(key []uint64, mws []maskWord) uint64 {
@@ -533,7 +533,7 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 			orWords(ww, st.l2Ws)
 			continue
 		}
-		if st.upWs != nil {
+		if st.stageWs != nil {
 			var r *rule
 			if r, soft = st.searchStaged(f, wc, conj, soft); r != nil && (best == nil || r.before(best)) {
 				best = r
@@ -584,7 +584,7 @@ func (t *table) find(m *ofp.Match, prio uint16) *rule {
 		return nil
 	}
 	st := t.subs[i]
-	for _, r := range st.rules.get(st.hash(&m.Flow)) {
+	for _, r := range st.rules.get(st.flowHash(wordsOf(&m.Flow))) {
 		if r.priority == prio && r.keyIs(&m.Flow) {
 			return r
 		}
@@ -617,7 +617,7 @@ func (t *table) findIn(i int, r *rule) *rule {
 		return nil
 	}
 	st := t.subs[i]
-	for _, o := range st.rules.get(hashKey(r.key(), st.mws)) {
+	for _, o := range st.rules.get(st.ruleHash(r)) {
 		if o.priority == r.priority && o.sameKey(r) {
 			return o
 		}
@@ -732,7 +732,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		st = t.subs[i].mutable(gen)
 		t.subs[i] = st
 	}
-	h := hashKey(r.key(), st.mws)
+	h := st.ruleHash(r)
 	newHash := false
 	st.rules = st.rules.edit(h, gen, 0, func(l *tnode, i, j int) {
 		if old != nil {
@@ -747,8 +747,8 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		l.hs = slices.Insert(l.hs, k, h)
 		l.rs = slices.Insert(l.rs, k, r)
 	})
-	if st.upWs != nil {
-		st.stageAdd(r, old, gen)
+	if st.stageWs != nil && old == nil {
+		st.stageAdd(r, gen)
 	}
 	t.timed += r.isTimed()
 	if old != nil {
@@ -781,7 +781,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	i := t.subIndex(r.mask)
 	st := t.subs[i].mutable(gen)
 	t.subs[i] = st
-	h := hashKey(r.key(), st.mws)
+	h := st.ruleHash(r)
 	last := false
 	st.rules = st.rules.edit(h, gen, 0, func(l *tnode, i, j int) {
 		k := slices.Index(l.rs[i:j], r)
@@ -796,7 +796,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	if last {
 		st.delHash(h)
 	}
-	if st.upWs != nil {
+	if st.stageWs != nil {
 		st.stageDel(r, gen)
 	}
 	st.n--

@@ -291,23 +291,40 @@ func TestMegaflowProperty(t *testing.T) {
 		}
 		return f.Bytes()
 	}
+	hits, megaflows, recircs := megaflowProperty(t, tb, 3000, func() (k flow.Key) {
+		in := uint32(1 + rng.Intn(3))
+		flow.Extract(frame(), in, &k)
+		return k
+	}, nil)
+	if hits < 1000 || recircs < 300 {
+		t.Errorf("only %d of 3000 packets' passes hit an installed megaflow; %d recirculated", hits, recircs)
+	}
+	t.Logf("%d megaflows served %d passes; %d recirculations", megaflows, hits, recircs)
+}
+
+// megaflowProperty translates n packets (the flows key returns) afresh,
+// each of their passes (passes: the recirculated ones too), and checks
+// that a megaflow installed for an earlier pass that a pass matches gives
+// the actions of the pass's fresh translation (the cached fast path). It
+// returns how many passes hit a megaflow, how many megaflows there were
+// and how many passes were recirculations; check, if not nil, sees each
+// fresh translation.
+func megaflowProperty(t *testing.T, tb *testBacker, n int, key func() flow.Key, check func(k flow.Key, acts string)) (hits, megaflows, recircs int) {
+	t.Helper()
 	type entry struct {
 		key  flow.Key
 		mask flow.Mask
 		acts string
 	}
 	var installed []entry
-	hits, recircs := 0, 0
-	for i := 0; i < 3000; i++ {
-		in := uint32(1 + rng.Intn(3))
-		var k0 flow.Key
-		flow.Extract(frame(), in, &k0)
-		// Each pass, the recirculated one's after the select groups'
-		// hash too (a fresh translation without side effects).
-		ps := tb.passes(t, k0, tb.Revalidate)
+	for range n {
+		ps := tb.passes(t, key(), tb.Revalidate)
 		recircs += len(ps) - 1
 		for _, p := range ps {
 			k, fresh := p.key, p.acts.String()
+			if check != nil {
+				check(k, fresh)
+			}
 			// The cached path: an installed megaflow this pass matches.
 			var cached *entry
 			for j := range installed {
@@ -328,10 +345,7 @@ func TestMegaflowProperty(t *testing.T) {
 			installed = append(installed, entry{key: k, mask: p.mask, acts: fresh})
 		}
 	}
-	if hits < 1000 || recircs < 300 {
-		t.Errorf("only %d of 3000 packets' passes hit an installed megaflow; %d recirculated", hits, recircs)
-	}
-	t.Logf("%d megaflows served %d passes; %d recirculations", len(installed), hits, recircs)
+	return hits, len(installed), recircs
 }
 
 // TestMegaflowPropertyPrefixes is TestMegaflowProperty for tables of

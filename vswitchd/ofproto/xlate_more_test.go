@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -178,41 +177,16 @@ func TestMaskedSetMegaflows(t *testing.T) {
 		}
 		return f.Bytes()
 	}
-	type entry struct {
-		key  flow.Key
-		mask flow.Mask
-		acts string
-	}
-	var installed []entry
-	hits := 0
-	for i := 0; i < 2000; i++ {
-		u := []datapath.Upcall{{}}
-		flow.Extract(frame(), 1, &u[0].Key)
-		k := u[0].Key
-		tb.Revalidate(u)
-		fresh := u[0].Actions.String()
-		if !strings.Contains(fresh, "/") {
-			t.Fatalf("%v: %s, want masked sets", k, fresh)
+	hits, megaflows, _ := megaflowProperty(t, tb, 2000, func() (k flow.Key) {
+		flow.Extract(frame(), 1, &k)
+		return k
+	}, func(k flow.Key, acts string) {
+		if !strings.Contains(acts, "/") {
+			t.Fatalf("%v: %s, want masked sets", k, acts)
 		}
-		cached := -1
-		for j := range installed {
-			mk := installed[j].key.Masked(&installed[j].mask)
-			if k.MatchesMasked(&mk, &installed[j].mask) {
-				cached = j
-				break
-			}
-		}
-		if cached < 0 {
-			installed = append(installed, entry{k, u[0].Mask, fresh})
-			continue
-		}
-		hits++
-		if e := installed[cached]; e.acts != fresh {
-			t.Fatalf("packet %v: megaflow %v/%v gives %s, a fresh translation %s", k, e.key, e.mask, e.acts, fresh)
-		}
-	}
+	})
 	if hits < 1500 {
-		t.Errorf("only %d of 2000 packets hit one of %d megaflows", hits, len(installed))
+		t.Errorf("only %d of 2000 packets hit one of %d megaflows", hits, megaflows)
 	}
-	t.Logf("%d megaflows served %d packets", len(installed), hits)
+	t.Logf("%d megaflows served %d packets", megaflows, hits)
 }
