@@ -465,31 +465,82 @@ func parseFlowPrereqs(spec string, tlv *ofp.TLVTable, port func(string) (*port, 
 }
 
 // flowMeta is the packet metadata an ofproto/trace flow may give beside
-// its key: pkt_mark and dp_hash.
+// its key: pkt_mark, dp_hash, skb_priority, the registers and metadata
+// (the OpenFlow pipeline's, which a trace may start with, as OVS's).
 type flowMeta struct {
 	pktMark, dpHash uint32
+	skbPriority     uint32
+	regs            [16]uint32
+	metadata        uint64
 }
 
-// parseFlowMeta is parseFlowPrereqs that takes pkt_mark and dp_hash into
-// md when md is not nil (unknown fields otherwise).
+// traceFieldAliases are the other names OVS's mf_from_name takes for
+// the fields parseFlowMeta knows by the name on the right.
+var traceFieldAliases = map[string]string{
+	"eth_src": "dl_src", "eth_dst": "dl_dst", "eth_type": "dl_type", "ip_src": "nw_src", "ip_dst": "nw_dst",
+	"ip_proto": "nw_proto", "ip_ecn": "nw_ecn", "ip_frag": "nw_frag", "tunnel_id": "tun_id",
+	"tcp_src": "tp_src", "tcp_dst": "tp_dst", "in_port_oxm": "in_port",
+}
+
+// traceUnsupported are fields OVS's trace takes that govs' datapath has
+// no place for (MPLS, NSH, packet types other than Ethernet, VXLAN GBP,
+// ERSPAN, GTP-U, IPv6 tunnels): a flow that gives one is refused, not
+// traced as if the field were absent.
+func traceUnsupported(name string) bool {
+	switch name {
+	case "packet_type", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags",
+		"tun_erspan_idx", "tun_erspan_ver", "tun_erspan_dir", "tun_erspan_hwid", "tun_gtpu_flags", "tun_gtpu_msgtype",
+		"mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl",
+		"nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl":
+		return true
+	}
+	for _, p := range []string{"nsh_c", "nshc"} {
+		if d, ok := strings.CutPrefix(name, p); ok && (d == "1" || d == "2" || d == "3" || d == "4") {
+			return true
+		}
+	}
+	return false
+}
+
+// regIndex returns the register a "reg<N>" (width 1), "xreg<N>" (2) or
+// "xxreg<N>" (4) field starts at, and its width in registers.
+func regIndex(name string) (first, width int, ok bool) {
+	for _, r := range []struct {
+		prefix string
+		width  int
+	}{{"xxreg", 4}, {"xreg", 2}, {"reg", 1}} {
+		d, found := strings.CutPrefix(name, r.prefix)
+		if !found {
+			continue
+		}
+		n, err := strconv.Atoi(d)
+		if err != nil || d == "" || len(d) > 1 && d[0] == '0' || n < 0 || n >= 16/r.width {
+			return 0, 0, false
+		}
+		return n * r.width, r.width, true
+	}
+	return 0, 0, false
+}
+
+// parseUintField parses a size-byte field's value as OVS's
+// mf_parse_value does, with its errors.
+func parseUintField(name, val string, size int) (uint64, error) {
+	v, err := strconv.ParseUint(val, 0, size*8)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("value too large for %d-byte field %s", size, name)
+	} else if err != nil {
+		return 0, fmt.Errorf("bad syntax for %s value", name)
+	}
+	return v, nil
+}
+
+// parseFlowMeta is parseFlowPrereqs that takes the packet metadata
+// (pkt_mark, dp_hash, skb_priority, reg<N>, xreg<N>, xxreg<N>, metadata)
+// into md when md is not nil (unknown fields otherwise). As OVS's
+// parse_ofp_exact_flow, a field may be given once, unless it was zero.
 func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error), prereqs bool, md *flowMeta) (k flow.Key, in *port, ofport int, err error) {
-	typeSet, protoSet := false, false
 	tunSet := map[string]bool{}
 	var tunMD map[int][]byte
-	setType := func(t uint16) error {
-		if typeSet {
-			return errFlowSyntax(spec, "Ethernet type set multiple times")
-		}
-		k.EthType, typeSet = t, true
-		return nil
-	}
-	setProto := func(p uint8) error {
-		if protoSet && k.NwProto != p {
-			return errFlowSyntax(spec, "nw_proto set multiple times")
-		}
-		k.NwProto, protoSet = p, true
-		return nil
-	}
 	shorthand := map[string]struct {
 		typ   uint16
 		proto uint8
@@ -499,6 +550,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		"tcp": {flow.EthTypeIPv4, flow.IPProtoTCP}, "udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
 		"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6}, "tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP},
 		"udp6": {flow.EthTypeIPv6, flow.IPProtoUDP}, "sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
+		"mpls": {0x8847, 0}, "mplsm": {0x8848, 0},
 	}
 	for _, f := range strings.Split(spec, ",") {
 		f = strings.TrimSpace(f)
@@ -511,49 +563,137 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			if !ok {
 				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
 			}
-			if err := setType(sh.typ); err != nil {
-				return k, nil, 0, err
+			if k.EthType != 0 {
+				return k, nil, 0, errFlowSyntax(spec, "Ethernet type set multiple times")
 			}
+			if sh.typ == 0x8847 || sh.typ == 0x8848 {
+				return k, nil, 0, errFlowSyntax(spec, "%s: govs does not support MPLS", name)
+			}
+			k.EthType = sh.typ
 			if sh.proto != 0 {
-				if err := setProto(sh.proto); err != nil {
-					return k, nil, 0, err
+				if k.NwProto != 0 {
+					return k, nil, 0, errFlowSyntax(spec, "network protocol set multiple times")
 				}
+				k.NwProto = sh.proto
 			}
 			continue
+		}
+		canon := name
+		if a, ok := traceFieldAliases[name]; ok {
+			canon = a
+		}
+		if !traceFieldKnown(canon, md != nil) {
+			return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
 		}
 		bad := func(err error) error {
 			return errFlowSyntax(spec, "bad value for %s (%s: %v)", name, val, err)
 		}
-		if prereqs && !traceFieldPrereqsOK(name, &k) {
+		if prereqs && !traceFieldPrereqsOK(canon, &k) {
 			return k, nil, 0, errFlowSyntax(spec, "prerequisites not met for setting %s", name)
 		}
-		if strings.Contains(val, "/") {
+		if traceUnsupported(canon) {
+			return k, nil, 0, errFlowSyntax(spec, "field %s: govs does not support it", name)
+		}
+		if traceFieldIsSet(canon, &k, ofport, md) {
+			return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
+		}
+		if strings.Contains(val, "/") || canon == "ct_state" && strings.ContainsAny(val, "+-") {
 			return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
 		}
-		switch name {
+		if first, width, ok := regIndex(canon); ok && md != nil {
+			var v *big.Int
+			if v, ok = new(big.Int).SetString(val, 0); !ok || v.Sign() < 0 {
+				return k, nil, 0, bad(fmt.Errorf("bad syntax for %s value", name))
+			}
+			if v.BitLen() > width*32 {
+				return k, nil, 0, bad(fmt.Errorf("value too large for %d-byte field %s", width*4, name))
+			}
+			// The first register holds the most significant bits.
+			for i := first + width - 1; i >= first; i-- {
+				md.regs[i] = uint32(v.Uint64())
+				v.Rsh(v, 32)
+			}
+			continue
+		}
+		switch canon {
 		case "in_port":
 			in, ofport, err = port(val)
 			if err != nil {
-				return k, nil, 0, errFlowSyntax(spec, "bad value for in_port (%s: invalid or unknown port for in_port)", val)
+				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: invalid or unknown port for %s)", name, val, name)
 			}
 			if in != nil {
 				k.InPort = in.dpPort
 			}
-		case "dl_src", "eth_src", "dl_dst", "eth_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
+		case "actset_output":
+			// The action set's output is the pipeline's, empty when a
+			// packet enters it: OVS takes the field and drops it.
+			if _, _, err = port(val); err != nil {
+				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: invalid or unknown port for %s)", name, val, name)
+			}
+		case "conj_id":
+			// As actset_output: a lookup's, not the packet's.
+			_, err = parseUintField(name, val, 4)
+		case "metadata":
+			md.metadata, err = parseUintField(name, val, 8)
+		case "skb_priority":
+			var v uint64
+			v, err = parseUintField(name, val, 4)
+			md.skbPriority = uint32(v)
+		case "ct_label":
+			var v *big.Int
+			if v, ok := new(big.Int).SetString(val, 0); !ok || v.Sign() < 0 {
+				err = fmt.Errorf("bad syntax for %s value", name)
+			} else if v.BitLen() > 128 {
+				err = fmt.Errorf("value too large for 16-byte field %s", name)
+			} else {
+				k.CtLabel = [16]byte{}
+				v.FillBytes(k.CtLabel[:])
+			}
+			_ = v
+		case "ct_nw_proto":
+			var v uint64
+			v, err = parseUintField(name, val, 1)
+			k.CtNwProto = uint8(v)
+		case "ct_tp_src", "ct_tp_dst":
+			var v uint64
+			if v, err = parseUintField(name, val, 2); err == nil {
+				if canon == "ct_tp_src" {
+					k.CtTpSrc = uint16(v)
+				} else {
+					k.CtTpDst = uint16(v)
+				}
+			}
+		case "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
+			var a netip.Addr
+			v6 := strings.HasPrefix(canon, "ct_ipv6")
+			if a, err = netip.ParseAddr(val); err == nil && a.Is6() == v6 {
+				var b [16]byte
+				if v6 {
+					b = a.As16()
+				} else {
+					copy(b[:], a.AsSlice())
+				}
+				if strings.HasSuffix(canon, "src") {
+					k.CtNwSrc = b
+				} else {
+					k.CtNwDst = b
+				}
+			} else if err == nil {
+				err = fmt.Errorf("invalid IP address")
+			}
+		case "dl_src", "dl_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
 			var hw net.HardwareAddr
 			if hw, err = net.ParseMAC(val); err == nil && len(hw) == 6 {
-				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "eth_src": &k.EthSrc, "dl_dst": &k.EthDst,
-					"eth_dst": &k.EthDst, "arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA, "nd_sll": &k.ArpSHA, "nd_tll": &k.ArpTHA}[name]
+				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "dl_dst": &k.EthDst,
+					"arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA, "nd_sll": &k.ArpSHA, "nd_tll": &k.ArpTHA}[canon]
 				*dst = [6]byte(hw)
 			} else if err == nil {
 				err = fmt.Errorf("invalid Ethernet address")
 			}
-		case "dl_type", "eth_type":
+		case "dl_type":
 			var v uint64
 			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if err = setType(uint16(v)); err != nil {
-					return k, nil, 0, err
-				}
+				k.EthType = uint16(v)
 			}
 		case "dl_vlan":
 			var v uint64
@@ -567,7 +707,17 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 					k.VLANTPID = flow.EthTypeVLAN
 				}
 			}
-		case "dl_vlan_pcp":
+		case "vlan_vid":
+			// OXM's: the VID with OFPVID_PRESENT, the tag's CFI bit.
+			var v uint64
+			if v, err = parseUintField(name, val, 2); err == nil {
+				k.VLANTCI = k.VLANTCI&^(flow.VLANVIDMask|flow.VLANPresent) | uint16(v)&(flow.VLANVIDMask|flow.VLANPresent)
+				k.VLANTPID = 0
+				if k.HasVLAN() {
+					k.VLANTPID = flow.EthTypeVLAN
+				}
+			}
+		case "dl_vlan_pcp", "vlan_pcp":
 			var v uint64
 			if v, err = strconv.ParseUint(val, 0, 8); err == nil && v <= 7 {
 				k.VLANTCI = k.VLANTCI&^flow.VLANPCPMask | uint16(v)<<13 | flow.VLANPresent
@@ -587,7 +737,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		case "nw_src", "nw_dst", "arp_spa", "arp_tpa":
 			var a netip.Addr
 			if a, err = netip.ParseAddr(val); err == nil && a.Is4() {
-				if name == "nw_src" || name == "arp_spa" {
+				if canon == "nw_src" || canon == "arp_spa" {
 					k.IPv4Src = a.As4()
 				} else {
 					k.IPv4Dst = a.As4()
@@ -598,7 +748,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		case "ipv6_src", "ipv6_dst", "nd_target":
 			var a netip.Addr
 			if a, err = netip.ParseAddr(val); err == nil && a.Is6() {
-				switch name {
+				switch canon {
 				case "ipv6_src":
 					k.IPv6Src = a.As16()
 				case "ipv6_dst":
@@ -614,26 +764,28 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			if v, err = strconv.ParseUint(val, 0, 20); err == nil {
 				k.IPv6Label = uint32(v)
 			}
-		case "nw_proto", "ip_proto", "arp_op":
+		case "nw_proto", "arp_op":
 			var v uint64
 			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
-				if err = setProto(uint8(v)); err != nil {
-					return k, nil, 0, err
-				}
+				k.NwProto = uint8(v)
 			}
-		case "nw_tos", "nw_ecn", "nw_ttl":
+		case "nw_tos", "nw_ecn", "nw_ttl", "ip_dscp":
 			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
-				switch name {
+			if v, err = parseUintField(name, val, 1); err == nil {
+				switch canon {
 				case "nw_tos":
 					k.NwTOS = k.NwTOS&0x03 | uint8(v)&0xfc
+				case "ip_dscp":
+					// OVS's mf_set_flow_value: the value shifted into
+					// place, bits past the byte lost.
+					k.NwTOS = k.NwTOS&0x03 | uint8(v<<2)
 				case "nw_ecn":
 					k.NwTOS = k.NwTOS&0xfc | uint8(v)&0x03
 				default:
 					k.NwTTL = uint8(v)
 				}
 			}
-		case "nw_frag", "ip_frag":
+		case "nw_frag":
 			switch val {
 			case "no", "not_later":
 				k.NwFrag = 0
@@ -644,10 +796,10 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			default:
 				err = fmt.Errorf("unknown fragment type")
 			}
-		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
+		case "tp_src", "tp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
 			var v uint64
 			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if strings.HasSuffix(name, "src") || strings.HasSuffix(name, "_type") {
+				if strings.HasSuffix(canon, "src") || strings.HasSuffix(canon, "_type") {
 					k.TpSrc = uint16(v)
 				} else {
 					k.TpDst = uint16(v)
@@ -655,8 +807,8 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			}
 		case "nd_reserved", "nd_options_type":
 			var v uint64
-			if v, err = strconv.ParseUint(val, 0, map[string]int{"nd_reserved": 32, "nd_options_type": 8}[name]); err == nil {
-				if name == "nd_reserved" {
+			if v, err = strconv.ParseUint(val, 0, map[string]int{"nd_reserved": 32, "nd_options_type": 8}[canon]); err == nil {
+				if canon == "nd_reserved" {
 					k.NdReserved = uint32(v)
 				} else {
 					k.NdOptionsType = uint8(v)
@@ -669,9 +821,9 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			}
 		case "recirc_id", "ct_zone", "ct_mark":
 			var v uint64
-			bits := map[string]int{"recirc_id": 32, "ct_zone": 16, "ct_mark": 32}[name]
+			bits := map[string]int{"recirc_id": 32, "ct_zone": 16, "ct_mark": 32}[canon]
 			if v, err = strconv.ParseUint(val, 0, bits); err == nil {
-				switch name {
+				switch canon {
 				case "recirc_id":
 					k.RecircID = uint32(v)
 				case "ct_zone":
@@ -683,30 +835,20 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		case "ct_state":
 			k.CtState, err = parseCtState(val)
 		case "pkt_mark", "dp_hash":
-			if md == nil {
-				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
-			}
 			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 32); errors.Is(err, strconv.ErrRange) {
-				err = fmt.Errorf("value too large for 4-byte field %s", name)
-			} else if err != nil {
-				err = fmt.Errorf("bad syntax for %s value", name)
-			} else {
-				if name == "pkt_mark" {
+			if v, err = parseUintField(name, val, 4); err == nil {
+				if canon == "pkt_mark" {
 					md.pktMark = uint32(v)
 				} else {
 					md.dpHash = uint32(v)
 				}
 			}
 		default:
-			if !isTunField(name) {
-				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
-			}
-			if tunSet[name] {
+			if tunSet[canon] {
 				return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
 			}
-			tunSet[name] = true
-			if idx, ok := tunMDIndex(name); ok {
+			tunSet[canon] = true
+			if idx, ok := tunMDIndex(canon); ok {
 				var v []byte
 				if v, err = parseTunMDValue(name, val); err == nil {
 					if tunMD == nil {
@@ -733,6 +875,116 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 	return k, in, ofport, nil
 }
 
+// traceFieldKnown reports whether name (not an alias) is a field OVS's
+// mf_from_name knows; the packet metadata only with meta.
+func traceFieldKnown(name string, meta bool) bool {
+	switch name {
+	case "in_port", "actset_output", "conj_id", "dl_src", "dl_dst", "dl_type", "dl_vlan", "vlan_vid", "dl_vlan_pcp",
+		"vlan_pcp", "vlan_tci", "nw_src", "nw_dst", "arp_spa", "arp_tpa", "arp_sha", "arp_tha", "arp_op",
+		"ipv6_src", "ipv6_dst", "ipv6_label", "nd_target", "nd_sll", "nd_tll", "nd_reserved", "nd_options_type",
+		"nw_proto", "nw_tos", "ip_dscp", "nw_ecn", "nw_ttl", "nw_frag", "tp_src", "tp_dst", "tcp_flags",
+		"udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code",
+		"recirc_id", "ct_state", "ct_zone", "ct_mark", "ct_label", "ct_nw_proto", "ct_nw_src", "ct_nw_dst",
+		"ct_ipv6_src", "ct_ipv6_dst", "ct_tp_src", "ct_tp_dst":
+		return true
+	case "pkt_mark", "dp_hash", "skb_priority", "metadata":
+		return meta
+	}
+	if _, _, ok := regIndex(name); ok {
+		return meta
+	}
+	return isTunField(name) || traceUnsupported(name)
+}
+
+// traceFieldIsSet is OVS's mf_is_set for the flow parsed so far: whether
+// field name has a value other than zero.
+func traceFieldIsSet(name string, k *flow.Key, ofport int, md *flowMeta) bool {
+	if first, width, ok := regIndex(name); ok {
+		return md != nil && slices.ContainsFunc(md.regs[first:first+width], func(r uint32) bool { return r != 0 })
+	}
+	switch name {
+	case "in_port":
+		return ofport != 0
+	case "dl_src":
+		return k.EthSrc != [6]byte{}
+	case "dl_dst":
+		return k.EthDst != [6]byte{}
+	case "dl_type":
+		return k.EthType != 0
+	case "dl_vlan", "vlan_vid":
+		return k.VLANTCI&flow.VLANVIDMask != 0 || name == "vlan_vid" && k.VLANTCI&flow.VLANPresent != 0
+	case "dl_vlan_pcp", "vlan_pcp":
+		return k.VLANTCI&flow.VLANPCPMask != 0
+	case "vlan_tci":
+		return k.VLANTCI != 0
+	case "nw_src", "arp_spa":
+		return k.IPv4Src != [4]byte{}
+	case "nw_dst", "arp_tpa":
+		return k.IPv4Dst != [4]byte{}
+	case "arp_sha", "nd_sll":
+		return k.ArpSHA != [6]byte{}
+	case "arp_tha", "nd_tll":
+		return k.ArpTHA != [6]byte{}
+	case "nw_proto", "arp_op":
+		return k.NwProto != 0
+	case "ipv6_src":
+		return k.IPv6Src != [16]byte{}
+	case "ipv6_dst":
+		return k.IPv6Dst != [16]byte{}
+	case "nd_target":
+		return k.NdTarget != [16]byte{}
+	case "ipv6_label":
+		return k.IPv6Label != 0
+	case "nw_tos", "ip_dscp":
+		return k.NwTOS&0xfc != 0
+	case "nw_ecn":
+		return k.NwTOS&0x03 != 0
+	case "nw_ttl":
+		return k.NwTTL != 0
+	case "nw_frag":
+		return k.NwFrag != 0
+	case "tp_src", "udp_src", "sctp_src", "icmp_type", "icmpv6_type":
+		return k.TpSrc != 0
+	case "tp_dst", "udp_dst", "sctp_dst", "icmp_code", "icmpv6_code":
+		return k.TpDst != 0
+	case "tcp_flags":
+		return k.TCPFlags != 0
+	case "nd_reserved":
+		return k.NdReserved != 0
+	case "nd_options_type":
+		return k.NdOptionsType != 0
+	case "recirc_id":
+		return k.RecircID != 0
+	case "ct_state":
+		return k.CtState != 0
+	case "ct_zone":
+		return k.CtZone != 0
+	case "ct_mark":
+		return k.CtMark != 0
+	case "ct_label":
+		return k.CtLabel != [16]byte{}
+	case "ct_nw_proto":
+		return k.CtNwProto != 0
+	case "ct_nw_src", "ct_ipv6_src":
+		return k.CtNwSrc != [16]byte{}
+	case "ct_nw_dst", "ct_ipv6_dst":
+		return k.CtNwDst != [16]byte{}
+	case "ct_tp_src":
+		return k.CtTpSrc != 0
+	case "ct_tp_dst":
+		return k.CtTpDst != 0
+	case "pkt_mark":
+		return md != nil && md.pktMark != 0
+	case "dp_hash":
+		return md != nil && md.dpHash != 0
+	case "skb_priority":
+		return md != nil && md.skbPriority != 0
+	case "metadata":
+		return md != nil && md.metadata != 0
+	}
+	return false
+}
+
 // traceFieldPrereqsOK reports whether the flow k parsed so far meets the
 // prerequisites of field name (OVS's mf_are_prereqs_ok, which
 // parse_ofp_exact_flow checks field by field, in the order given): an IP
@@ -752,9 +1004,28 @@ func traceFieldPrereqsOK(name string, k *flow.Key) bool {
 	case "nw_proto", "ip_proto", "nw_tos", "nw_ecn", "nw_ttl", "nw_frag", "ip_frag":
 		return ip
 	case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "tcp_flags":
-		return ip && k.NwProto == flow.IPProtoTCP
+		return ip && k.NwProto == flow.IPProtoTCP && k.NwFrag&flow.FragLater == 0
 	case "udp_src", "udp_dst":
-		return ip && k.NwProto == flow.IPProtoUDP
+		return ip && k.NwProto == flow.IPProtoUDP && k.NwFrag&flow.FragLater == 0
+	case "sctp_src", "sctp_dst":
+		return ip && k.NwProto == flow.IPProtoSCTP && k.NwFrag&flow.FragLater == 0
+	case "ip_dscp":
+		return ip
+	case "dl_vlan_pcp", "vlan_pcp":
+		// OpenFlow 1.0's dl_vlan_pcp needs Ethernet; OXM's vlan_pcp a tag.
+		return name == "dl_vlan_pcp" || k.VLANTCI&flow.VLANPresent != 0
+	case "ct_nw_proto", "ct_tp_src", "ct_tp_dst":
+		// OVS's is_ct_valid for a packet: new, est or rpl.
+		return k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
+	case "ct_nw_src", "ct_nw_dst":
+		return ip4 && k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
+	case "ct_ipv6_src", "ct_ipv6_dst":
+		return ip6 && k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
+	case "mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl":
+		return k.EthType == 0x8847 || k.EthType == 0x8848
+	case "nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl",
+		"nsh_c1", "nsh_c2", "nsh_c3", "nsh_c4", "nshc1", "nshc2", "nshc3", "nshc4":
+		return k.EthType == 0x894f
 	case "icmp_type", "icmp_code":
 		return ip4 && k.NwProto == flow.IPProtoICMP
 	case "icmpv6_type", "icmpv6_code":

@@ -115,6 +115,8 @@ func (x *xlate) pipeline(in *port) {
 		x.of.flow.PktMark = saved.flow.PktMark
 	} else {
 		x.of.flow.PktMark, x.of.flow.DpHash = x.inMeta.pktMark, x.inMeta.dpHash
+		// A trace's flow may start with registers and metadata.
+		x.of.flow.Regs, x.of.flow.Metadata = x.inMeta.regs, x.inMeta.metadata
 	}
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid

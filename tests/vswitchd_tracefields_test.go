@@ -1,0 +1,89 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+)
+
+// traceFieldFlows match on the registers, metadata and the other fields
+// an OVN user's trace gives, so that the traces below take different
+// paths by them.
+var traceFieldFlows = []string{
+	"priority=100,in_port=1,reg0=0x1,actions=output:2",
+	"priority=100,in_port=1,metadata=0x1,actions=resubmit(,1)",
+	"priority=90,in_port=1,reg1=0x1,actions=set_field:0x3->reg2,resubmit(,1)",
+	"priority=90,in_port=1,reg7=0x1,actions=output:3",
+	"priority=5,in_port=1,actions=output:LOCAL",
+	"table=1,priority=10,reg15=0x2,actions=output:3",
+	"table=1,priority=10,reg2=0x3,metadata=0x1,actions=output:2",
+	"table=1,priority=5,actions=output:2",
+}
+
+// traceFieldCorpus: flows with every field an ofproto/trace flow may
+// give (OVS's parse_ofp_exact_flow takes any field mf_from_name knows),
+// some refused as OVS refuses them.
+var traceFieldCorpus = []string{
+	"reg0=0x1", "reg15=0x2", "xreg0=0x1", "xxreg1=0x1", "reg1=1,reg2=3",
+	"metadata=0x1", "metadata=0x1,reg2=3", "metadata=0x1,reg15=2",
+	"skb_priority=0x1", "ct_label=1", "ct_label=0x1234567890abcdef1234", "conj_id=1", "actset_output=1",
+	"sctp,sctp_src=1", "ip,ip_dscp=8", "mpls,mpls_label=5", "packet_type=(0,0x800)", "tun_gbp_id=1",
+	"ct_state=+trk", "ct_state=trk", "ct_state=0x21", "ct_mark=0x5",
+	"NXM_NX_REG0=0x1", "OXM_OF_METADATA=0x1", "NXM_NX_XXREG1=0x1", "xreg7=1", "xxreg3=1", "xreg8=1", "xxreg4=1", "reg16=1",
+	"reg0=0x1/0xff", "reg0=0x100000000", "reg0=1,reg0=2", "reg0=0,reg0=2",
+	"mpls,mpls_tc=3", "mpls,mpls_bos=1", "mpls,mpls_ttl=9", "ip,mpls_label=5",
+	"ip,ip_ecn=1", "ipv6,ipv6_label=5", "tun_gbp_flags=1", "tun_erspan_ver=1", "tun_ipv6_src=::1",
+	"ct_nw_src=1.2.3.4", "ct_state=trk,ip,ct_nw_src=1.2.3.4", "ct_zone=5", "nsh_spi=1", "dl_type=0x894f,nsh_spi=1",
+	"in_port_oxm=1", "dp_hash=1", "recirc_id=0", "ip,ip_dscp=64", "vlan_vid=0x1005", "vlan_pcp=3", "dl_vlan=5,vlan_pcp=3",
+	"ip,dl_type=0x800", "tcp,nw_proto=6", "tcp,ip", "ip,nw_tos=4,nw_tos=8",
+	"ip,nw_proto=6,tcp_src=5",
+}
+
+// traceFieldGovsRefuses are the flows of traceFieldCorpus with fields
+// govs' datapath has no place for (MPLS, NSH, packet types, VXLAN GBP,
+// ERSPAN, IPv6 tunnels), which Debian's traces and govs refuses rather
+// than trace them as if they were not given: govs' error.
+var traceFieldGovsRefuses = map[string]string{
+	"mpls,mpls_label=5":        "mpls: govs does not support MPLS",
+	"mpls,mpls_tc=3":           "mpls: govs does not support MPLS",
+	"mpls,mpls_bos=1":          "mpls: govs does not support MPLS",
+	"mpls,mpls_ttl=9":          "mpls: govs does not support MPLS",
+	"packet_type=(0,0x800)":    "field packet_type: govs does not support it",
+	"tun_gbp_id=1":             "field tun_gbp_id: govs does not support it",
+	"tun_gbp_flags=1":          "field tun_gbp_flags: govs does not support it",
+	"tun_erspan_ver=1":         "field tun_erspan_ver: govs does not support it",
+	"tun_ipv6_src=::1":         "field tun_ipv6_src: govs does not support it",
+	"dl_type=0x894f,nsh_spi=1": "field nsh_spi: govs does not support it",
+}
+
+// TestOpenFlowTraceFieldsDifferential: ofproto/trace takes the fields
+// Debian's takes (registers, metadata, OVN's fields) and refuses what
+// it refuses, with the same Flow: line, rules, Final flow:, Megaflow:
+// and datapath actions (issue 12).
+func TestOpenFlowTraceFieldsDifferential(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtxd", "10.248.0", "gtxo", "10.249.0")
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows(traceFieldFlows...)
+	}
+	for i, f := range traceFieldCorpus {
+		pkt := "in_port=1,dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:02," + f
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			run := func(s *ofSwitch) (string, int) {
+				out, rc := s.traceArgsRC(s.br, "--names", pkt)
+				return tunTraceTarget.ReplaceAllString(s.normalizeOfctl(out), "ovs-appctl: T: server returned an error"), rc
+			}
+			want, wantRC := run(deb)
+			got, gotRC := run(govs)
+			if refusal, ok := traceFieldGovsRefuses[f]; ok {
+				// Debian's traces it; govs has no such field to trace.
+				wantErr := fmt.Sprintf("Bad openflow flow syntax: %s: %s\novs-appctl: T: server returned an error\n", pkt, refusal)
+				if wantRC != 0 || gotRC != 2 || got != wantErr {
+					t.Errorf("ofproto/trace %s: govs (exit %d):\n%s\nwant (exit 2):\n%s\nDebian's (exit %d, want 0):\n%s", pkt, gotRC, got, wantErr, wantRC, want)
+				}
+				return
+			}
+			if got != want || gotRC != wantRC {
+				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
+			}
+		})
+	}
+}
