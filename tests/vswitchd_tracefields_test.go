@@ -36,6 +36,27 @@ var traceFieldCorpus = []string{
 	"in_port_oxm=1", "dp_hash=1", "recirc_id=0", "ip,ip_dscp=64", "vlan_vid=0x1005", "vlan_pcp=3", "dl_vlan=5,vlan_pcp=3",
 	"ip,dl_type=0x800", "tcp,nw_proto=6", "tcp,ip", "ip,nw_tos=4,nw_tos=8",
 	"ip,nw_proto=6,tcp_src=5",
+	// Conntrack fields of a valid connection; ct_label matched.
+	"ct_state=0x21,ip,ct_nw_proto=6,ct_nw_src=1.2.3.4,ct_nw_dst=5.6.7.8,ct_tp_src=1,ct_tp_dst=80",
+	"ct_state=est|trk,ipv6,ct_nw_proto=17,ct_ipv6_src=fd00::1,ct_tp_dst=53",
+	"ct_state=trk,ip,ct_nw_proto=6", "ct_state=new|trk,ct_nw_proto=6", "ct_state=new|trk,ip,ct_ipv6_src=::1",
+	"ct_label=0x5", "ct_label=0x5,ct_state=trk", "ct_label=0x100000000000000000000000000000000", "ct_label=xyz",
+	// Every other name and alias OVS's mf_from_name knows.
+	"ip_src=10.0.0.1", "ip,ip_src=10.0.0.1,ip_dst=10.0.0.2", "ip,ip_ecn=2,ip_proto=17", "ip,ip_frag=first",
+	"eth_src=00:00:00:00:00:09", "eth_type=0x800", "ip,ip_proto=6,tcp_src=1,tcp_dst=2,tcp_flags=0x2",
+	"tunnel_id=5", "udp,udp_src=1,udp_dst=2", "sctp,sctp_dst=9", "udp,sctp_src=1", "udp,nw_frag=later,udp_src=1",
+	"icmp,icmp_type=8,icmp_code=1", "icmp6,icmpv6_type=135,nd_target=fd00::1,nd_sll=00:00:00:00:00:03",
+	"arp,arp_op=2,arp_sha=00:00:00:00:00:04,arp_tha=00:00:00:00:00:05", "rarp,arp_spa=1.2.3.4",
+	"ipv6,ipv6_src=::1,ipv6_dst=::2,ipv6_label=0x12345", "ip,nw_ttl=9,nw_tos=0xfc", "ip,ip_dscp=300",
+	"vlan_vid=5", "vlan_vid=0x1fff,vlan_pcp=7", "dl_vlan_pcp=2", "vlan_tci=0x1005", "in_port_oxm=2",
+	"actset_output=LOCAL", "actset_output=nosuch", "conj_id=xyz", "conj_id=0x100000000",
+	"skb_priority=0x7,reg1=1", "skb_priority=0x100000000", "metadata=0x10000000000000000", "metadata=0xfedcba9876543210",
+	"xxreg0=0x100000000000000000000000000000000", "xxreg0=0xffffffffffffffffffffffffffffffff", "xreg3=0x100000000",
+	"dp_hash=1,dp_hash=2", "pkt_mark=1,pkt_mark=0", "skb_priority=1,skb_priority=2", "metadata=1,metadata=1",
+	"xreg0=1,reg1=2", "xreg0=1,reg0=2", "reg01=1", "reg=1", "xxreg=1", "recirc_id=1,recirc_id=2",
+	"ct_zone=1,ct_zone=2", "ct_mark=1,ct_mark=2", "ct_state=trk,ct_state=new",
+	"nsh_flags=1", "nsh_c1=1", "nshc1=1", "nsp=1", "nsi=1", "tun_erspan_idx=1", "tun_gtpu_flags=1", "mplsm",
+	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
 
 // traceFieldGovsRefuses are the flows of traceFieldCorpus with fields
@@ -53,6 +74,10 @@ var traceFieldGovsRefuses = map[string]string{
 	"tun_erspan_ver=1":         "field tun_erspan_ver: govs does not support it",
 	"tun_ipv6_src=::1":         "field tun_ipv6_src: govs does not support it",
 	"dl_type=0x894f,nsh_spi=1": "field nsh_spi: govs does not support it",
+	"tun_erspan_idx=1":         "field tun_erspan_idx: govs does not support it",
+	"tun_gtpu_flags=1":         "field tun_gtpu_flags: govs does not support it",
+	"mplsm":                    "mplsm: govs does not support MPLS",
+	"mpls":                     "mpls: govs does not support MPLS",
 }
 
 // TestOpenFlowTraceFieldsDifferential: ofproto/trace takes the fields

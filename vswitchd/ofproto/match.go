@@ -105,7 +105,10 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		default:
 			put("vlan_tci=0x%04x/0x%04x", k.VLANTCI, m.VLANTCI)
 		}
-		if tagged2 && k.HasVLAN() {
+		// OVS's flow_wildcards_init_for_packet shows the VLAN header
+		// after a TCI that is not zero (a tag, or a trace flow's
+		// vlan_vid without OFPVID_PRESENT).
+		if tagged2 && k.VLANTCI != 0 {
 			put("vlan_tci1=0x0000")
 		}
 	}
@@ -541,6 +544,9 @@ func parseUintField(name, val string, size int) (uint64, error) {
 func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error), prereqs bool, md *flowMeta) (k flow.Key, in *port, ofport int, err error) {
 	tunSet := map[string]bool{}
 	var tunMD map[int][]byte
+	// OVS's ct_nw_* and ct_ipv6_* are fields of their own; the key holds
+	// those of the packet's IP version, once the flow is parsed.
+	ctNw := map[string]netip.Addr{}
 	shorthand := map[string]struct {
 		typ   uint16
 		proto uint8
@@ -594,7 +600,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		if traceUnsupported(canon) {
 			return k, nil, 0, errFlowSyntax(spec, "field %s: govs does not support it", name)
 		}
-		if traceFieldIsSet(canon, &k, ofport, md) {
+		if a, ok := ctNw[canon]; traceFieldIsSet(canon, &k, ofport, md) || ok && !a.IsUnspecified() {
 			return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
 		}
 		if strings.Contains(val, "/") || canon == "ct_state" && strings.ContainsAny(val, "+-") {
@@ -619,7 +625,12 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		case "in_port":
 			in, ofport, err = port(val)
 			if err != nil {
-				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: invalid or unknown port for %s)", name, val, name)
+				// OpenFlow 1.0's 16-bit port says so; OXM's 32-bit one
+				// as OVS's mf_from_ofp_port_string32.
+				if name == "in_port" {
+					return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: invalid or unknown port for %s)", name, val, name)
+				}
+				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: port value out of range for %s)", name, val, name)
 			}
 			if in != nil {
 				k.InPort = in.dpPort
@@ -628,7 +639,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			// The action set's output is the pipeline's, empty when a
 			// packet enters it: OVS takes the field and drops it.
 			if _, _, err = port(val); err != nil {
-				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: invalid or unknown port for %s)", name, val, name)
+				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: port value out of range for %s)", name, val, name)
 			}
 		case "conj_id":
 			// As actset_output: a lookup's, not the packet's.
@@ -665,19 +676,8 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			}
 		case "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
 			var a netip.Addr
-			v6 := strings.HasPrefix(canon, "ct_ipv6")
-			if a, err = netip.ParseAddr(val); err == nil && a.Is6() == v6 {
-				var b [16]byte
-				if v6 {
-					b = a.As16()
-				} else {
-					copy(b[:], a.AsSlice())
-				}
-				if strings.HasSuffix(canon, "src") {
-					k.CtNwSrc = b
-				} else {
-					k.CtNwDst = b
-				}
+			if a, err = netip.ParseAddr(val); err == nil && a.Is6() == strings.HasPrefix(canon, "ct_ipv6") {
+				ctNw[canon] = a
 			} else if err == nil {
 				err = fmt.Errorf("invalid IP address")
 			}
@@ -864,6 +864,18 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			return k, nil, 0, bad(err)
 		}
 	}
+	if v6, v4 := k.EthType == flow.EthTypeIPv6, k.EthType == flow.EthTypeIPv4; v4 || v6 {
+		src, dst := "ct_nw_src", "ct_nw_dst"
+		if v6 {
+			src, dst = "ct_ipv6_src", "ct_ipv6_dst"
+		}
+		for name, to := range map[string]*[16]byte{src: &k.CtNwSrc, dst: &k.CtNwDst} {
+			if a, ok := ctNw[name]; ok {
+				*to = [16]byte{}
+				copy(to[:], a.AsSlice())
+			}
+		}
+	}
 	if tunMD != nil {
 		opts := ofp.TunMDOptsFromValues(tlv, tunMD)
 		if len(opts) > flow.TunOptsMax {
@@ -965,10 +977,6 @@ func traceFieldIsSet(name string, k *flow.Key, ofport int, md *flowMeta) bool {
 		return k.CtLabel != [16]byte{}
 	case "ct_nw_proto":
 		return k.CtNwProto != 0
-	case "ct_nw_src", "ct_ipv6_src":
-		return k.CtNwSrc != [16]byte{}
-	case "ct_nw_dst", "ct_ipv6_dst":
-		return k.CtNwDst != [16]byte{}
 	case "ct_tp_src":
 		return k.CtTpSrc != 0
 	case "ct_tp_dst":
@@ -1014,13 +1022,9 @@ func traceFieldPrereqsOK(name string, k *flow.Key) bool {
 	case "dl_vlan_pcp", "vlan_pcp":
 		// OpenFlow 1.0's dl_vlan_pcp needs Ethernet; OXM's vlan_pcp a tag.
 		return name == "dl_vlan_pcp" || k.VLANTCI&flow.VLANPresent != 0
-	case "ct_nw_proto", "ct_tp_src", "ct_tp_dst":
+	case "ct_nw_proto", "ct_tp_src", "ct_tp_dst", "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
 		// OVS's is_ct_valid for a packet: new, est or rpl.
 		return k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
-	case "ct_nw_src", "ct_nw_dst":
-		return ip4 && k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
-	case "ct_ipv6_src", "ct_ipv6_dst":
-		return ip6 && k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
 	case "mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl":
 		return k.EthType == 0x8847 || k.EthType == 0x8848
 	case "nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl",
