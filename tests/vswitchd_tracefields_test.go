@@ -17,6 +17,15 @@ var traceFieldFlows = []string{
 	"table=1,priority=10,reg15=0x2,actions=output:3",
 	"table=1,priority=10,reg2=0x3,metadata=0x1,actions=output:2",
 	"table=1,priority=5,actions=output:2",
+	// The IPv6 flow label: matched whole by a lookup (the megaflow shows
+	// no mask) or only set (OVS's 20-bit mask shown), or some bits set.
+	"priority=100,in_port=1,reg4=0x1,actions=resubmit(,3)",
+	"priority=100,in_port=1,reg4=0x2,actions=resubmit(,4)",
+	"table=3,priority=10,ipv6,ipv6_label=0x5,actions=output:2",
+	"table=3,priority=5,actions=resubmit(,4)",
+	"table=4,priority=6,ipv6,ipv6_src=::9,actions=load:0x3->NXM_NX_IPV6_LABEL[0..3],output:2",
+	"table=4,priority=5,ipv6,actions=set_field:0x7->ipv6_label,output:2",
+	"table=4,priority=1,actions=output:3",
 }
 
 // traceFieldCorpus: flows with every field an ofproto/trace flow may
@@ -56,6 +65,8 @@ var traceFieldCorpus = []string{
 	"xreg0=1,reg1=2", "xreg0=1,reg0=2", "reg01=1", "reg=1", "xxreg=1", "recirc_id=1,recirc_id=2",
 	"ct_zone=1,ct_zone=2", "ct_mark=1,ct_mark=2", "ct_state=trk,ct_state=new",
 	"nsh_flags=1", "nsh_c1=1", "nshc1=1", "nsp=1", "nsi=1", "tun_erspan_idx=1", "tun_gtpu_flags=1", "mplsm",
+	"reg4=1,ipv6,ipv6_label=5", "reg4=1,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_src=::9,ipv6_label=0x12345",
+	"reg4=2,ip", "reg4=1,ip",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
 

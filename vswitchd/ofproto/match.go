@@ -131,11 +131,14 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 	case typ == flow.EthTypeIPv6:
 		putIPv6Net(put, "ipv6_src", k.IPv6Src, m.IPv6Src)
 		putIPv6Net(put, "ipv6_dst", k.IPv6Dst, m.IPv6Dst)
+		// A megaflow's label mask is all ones (OVS's be32) where a
+		// lookup consulted the whole label, 0xfffff where only a set
+		// did, shown as OVS's match_format shows it.
 		if m.IPv6Label != 0 {
-			if m.IPv6Label == 0xfffff {
+			if m.IPv6Label == ^uint32(0) || m.IPv6Label == 0xfffff && !megaflow {
 				put("ipv6_label=0x%05x", k.IPv6Label)
 			} else {
-				put("ipv6_label=0x%05x/0x%05x", k.IPv6Label, m.IPv6Label)
+				put("ipv6_label=0x%05x/0x%05x", k.IPv6Label&m.IPv6Label, m.IPv6Label)
 			}
 		}
 	case isARP:

@@ -238,7 +238,17 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // lookup finds the highest-priority rule of table id matching the flow,
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	return x.of.in.br.br.tables.Load().table(int(id)).lookup(&x.of.flow, &x.of.wc)
+	t := x.of.in.br.br.tables.Load().table(int(id))
+	if x.trace == nil {
+		return t.lookup(&x.of.flow, &x.of.wc)
+	}
+	r := t.lookup(&x.of.flow, &x.of.wc)
+	if r != nil {
+		if m := r.match(); m.Mask.IPv6Label&0xfffff == 0xfffff {
+			x.traceLabelExact = true
+		}
+	}
+	return r
 }
 
 // table looks the flow up in table id and executes the matching rule's

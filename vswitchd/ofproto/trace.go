@@ -163,7 +163,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	mk := k.Masked(&u.Mask)
 	mk.RecircID = k.RecircID // a megaflow always matches it
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.dpActions())
+		formatMatchOF(&mk, traceMegaflowMask(x, &u.Mask), inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.dpActions())
 	out.WriteString(failed)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText, o)
 	return out.String(), nil
@@ -200,7 +200,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		x.resume(&recircNode{id: r.id, state: r.st})
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
-			formatMatch(&k, &u.Mask, inText, true, false, ""), x.dpActions())
+			formatMatch(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, ""), x.dpActions())
 		queue = append(queue, x.recircTrace...)
 	}
 }
@@ -535,4 +535,19 @@ func skbPriorityFlow(v uint32) string {
 		return ""
 	}
 	return fmt.Sprintf("skb_priority=%#x,", v)
+}
+
+// traceMegaflowMask is the mask a trace's Megaflow: line shows: the
+// datapath's, with OVS's ipv6_label mask: all 32 bits where a lookup
+// found a rule on the whole label (x.traceLabelExact), else the label's
+// bits consulted (a set's 20).
+func traceMegaflowMask(x *xlate, m *flow.Mask) *flow.Mask {
+	if m.IPv6Label == 0 {
+		return m
+	}
+	mm := *m
+	if mm.IPv6Label &= 0xfffff; x.traceLabelExact && mm.IPv6Label == 0xfffff {
+		mm.IPv6Label = ^uint32(0)
+	}
+	return &mm
 }
