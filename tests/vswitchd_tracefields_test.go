@@ -26,6 +26,9 @@ var traceFieldFlows = []string{
 	"table=4,priority=6,ipv6,ipv6_src=::9,actions=load:0x3->NXM_NX_IPV6_LABEL[0..3],output:2",
 	"table=4,priority=5,ipv6,actions=set_field:0x7->ipv6_label,output:2",
 	"table=4,priority=1,actions=output:3",
+	// Zero and masked registers and metadata in a rule's title.
+	"priority=6,in_port=1,reg6=0,reg7=0x5/0xff,metadata=0/0xf0,actions=output:LOCAL",
+	"priority=6,in_port=1,reg8=0x10/0x10,metadata=0x100,actions=output:2",
 }
 
 // traceFieldCorpus: flows with every field an ofproto/trace flow may
@@ -66,7 +69,7 @@ var traceFieldCorpus = []string{
 	"ct_zone=1,ct_zone=2", "ct_mark=1,ct_mark=2", "ct_state=trk,ct_state=new",
 	"nsh_flags=1", "nsh_c1=1", "nshc1=1", "nsp=1", "nsi=1", "tun_erspan_idx=1", "tun_gtpu_flags=1", "mplsm",
 	"reg4=1,ipv6,ipv6_label=5", "reg4=1,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_src=::9,ipv6_label=0x12345",
-	"reg4=2,ip", "reg4=1,ip",
+	"reg4=2,ip", "reg4=1,ip", "reg7=5", "reg7=0x105", "reg7=0x105,metadata=0x10", "reg8=0x30,metadata=0x100",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
 

@@ -33,9 +33,9 @@ func formatOFMatchNames(m *ofp.Match, pn ofp.PortNames) string {
 		regs += u32Masked(fmt.Sprintf("reg%d", i), m.Flow.Regs[i], m.Mask.Regs[i])
 	}
 	if mk := m.Mask.Metadata; mk == ^uint64(0) {
-		meta = fmt.Sprintf("metadata=%#x,", m.Flow.Metadata)
+		meta = "metadata=" + hex0(m.Flow.Metadata) + ","
 	} else if mk != 0 {
-		meta = fmt.Sprintf("metadata=%#x/%#x,", m.Flow.Metadata, mk)
+		meta = "metadata=" + hex0(m.Flow.Metadata) + "/" + hex0(mk) + ","
 	}
 	return strings.TrimSuffix(formatMatchOF(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m),
 		mark, dpHash, regs, meta), ",")
