@@ -69,6 +69,7 @@ var traceFieldCorpus = []string{
 	"ct_zone=1,ct_zone=2", "ct_mark=1,ct_mark=2", "ct_state=trk,ct_state=new",
 	"nsh_flags=1", "nsh_c1=1", "nshc1=1", "nsp=1", "nsi=1", "tun_erspan_idx=1", "tun_gtpu_flags=1", "mplsm",
 	"reg4=1,ipv6,ipv6_label=5", "reg4=1,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_src=::9,ipv6_label=0x12345",
+	"xreg0=0x200000001,xxreg1=0x3,metadata=0xab,skb_priority=0x7,ct_label=0x10,ct_state=est|trk,ct_zone=3,ct_mark=2",
 	"reg4=2,ip", "reg4=1,ip", "reg7=5", "reg7=0x105", "reg7=0x105,metadata=0x10", "reg8=0x30,metadata=0x100",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
