@@ -71,6 +71,10 @@ var traceFieldCorpus = []string{
 	"reg4=1,ipv6,ipv6_label=5", "reg4=1,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_label=6", "reg4=2,ipv6,ipv6_src=::9,ipv6_label=0x12345",
 	"xreg0=0x200000001,xxreg1=0x3,metadata=0xab,skb_priority=0x7,ct_label=0x10,ct_state=est|trk,ct_zone=3,ct_mark=2",
 	"reg4=2,ip", "reg4=1,ip", "reg7=5", "reg7=0x105", "reg7=0x105,metadata=0x10", "reg8=0x30,metadata=0x100",
+	"REG0=1", "reg0=-1", "reg0=xyz", "metadata=xyz", "ip,ip_dscp=0x40", "ipv6,ipv6_label=0x100000", "ip,nw_ttl=300",
+	"tcp,tp_dst=70000", "tcp,tp_dst=x", "ct_zone=70000", "ct_mark=0x100000000", "dl_type=0x10000", "ip,nw_proto=256",
+	"recirc_id=0x100000000", "ip,nw_tos=256", "tcp,tcp_flags=0x1000", "dl_vlan=4096", "dl_vlan_pcp=8", "vlan_tci=0x10000",
+	"ip,nw_src=1.2.3", "ip,nw_src=::1", "dl_src=xx", "ip,nw_frag=bogus", "arp,arp_op=256", "ct_state=bogus", "ct_state=0x100",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
 

@@ -528,16 +528,118 @@ func regIndex(name string) (first, width int, ok bool) {
 	return 0, 0, false
 }
 
-// parseUintField parses a size-byte field's value as OVS's
-// mf_parse_value does, with its errors.
-func parseUintField(name, val string, size int) (uint64, error) {
-	v, err := strconv.ParseUint(val, 0, size*8)
+// traceMFNames are OVS's names (mf->name) of the fields parseFlowMeta
+// knows by another, for its errors.
+var traceMFNames = map[string]string{
+	"tp_src": "tcp_src", "tp_dst": "tcp_dst", "dl_type": "eth_type", "dl_src": "eth_src", "dl_dst": "eth_dst",
+	"nw_src": "ip_src", "nw_dst": "ip_dst", "nw_frag": "ip_frag",
+}
+
+// traceFieldSizes are the sizes in bytes of the integer fields (OVS's
+// mf->n_bytes), which bound their values.
+var traceFieldSizes = map[string]int{
+	"dl_type": 2, "dl_vlan": 2, "vlan_vid": 2, "dl_vlan_pcp": 1, "vlan_pcp": 1, "vlan_tci": 2,
+	"nw_proto": 1, "arp_op": 2, "nw_tos": 1, "ip_dscp": 1, "nw_ecn": 1, "nw_ttl": 1,
+	"tp_src": 2, "tp_dst": 2, "udp_src": 2, "udp_dst": 2, "sctp_src": 2, "sctp_dst": 2,
+	"icmp_type": 1, "icmp_code": 1, "icmpv6_type": 1, "icmpv6_code": 1, "nd_reserved": 4, "nd_options_type": 1,
+	"ipv6_label": 4, "recirc_id": 4, "ct_zone": 2, "ct_mark": 4, "ct_nw_proto": 1, "ct_tp_src": 2, "ct_tp_dst": 2,
+	"conj_id": 4, "metadata": 8, "skb_priority": 4, "pkt_mark": 4, "dp_hash": 4, "ct_label": 16,
+}
+
+// parseIntField parses a size-byte integer field's value as OVS's
+// parse_int_string does (hexadecimal after 0x, any number of digits
+// whose value fits; otherwise C's strtoull, which takes a sign and an
+// octal 0), with mf_from_integer_string's errors; mf is the field's
+// OVS name.
+func parseIntField(mf, val string, size int) (*big.Int, error) {
+	tooLarge := fmt.Errorf("value too large for %d-byte field %s", size, mf)
+	badSyntax := fmt.Errorf("bad syntax for %s value", mf)
+	v := new(big.Int)
+	if h, ok := strings.CutPrefix(val, "0x"); ok || strings.HasPrefix(val, "0X") {
+		if !ok {
+			h = val[2:]
+		}
+		h = strings.TrimLeft(strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+				return -1
+			}
+			return r
+		}, h), "0")
+		if len(h) > 2*size {
+			if _, ok := new(big.Int).SetString(h, 16); ok {
+				return nil, tooLarge
+			}
+		}
+		if h == "" {
+			return v, nil
+		}
+		if _, ok := v.SetString(h, 16); !ok {
+			return nil, badSyntax
+		}
+		return v, nil
+	}
+	t := strings.TrimLeft(val, " \t\r\n")
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "-"), "+")
+	base := 10
+	if len(t) > 1 && t[0] == '0' {
+		base = 8
+	}
+	if t == "" || strings.ContainsAny(t, "_+-") {
+		return nil, badSyntax
+	}
+	u, err := strconv.ParseUint(t, base, 64)
 	if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("value too large for %d-byte field %s", size, name)
+		return nil, tooLarge
 	} else if err != nil {
-		return 0, fmt.Errorf("bad syntax for %s value", name)
+		return nil, badSyntax
+	}
+	if neg {
+		u = -u // strtoull's negation
+	}
+	v.SetUint64(u)
+	if v.BitLen() > size*8 {
+		return nil, tooLarge
 	}
 	return v, nil
+}
+
+// parseUintField is parseIntField for a field of at most 8 bytes, by
+// the name given (or its OVS name).
+func parseUintField(name, val string, size int) (uint64, error) {
+	mf := name
+	if n, ok := traceMFNames[name]; ok {
+		mf = n
+	}
+	v, err := parseIntField(mf, val, size)
+	if err != nil {
+		return 0, err
+	}
+	return v.Uint64(), nil
+}
+
+// traceTCPFlags are the TCP flags' names, bit 0 first.
+var traceTCPFlags = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
+
+// parseTCPFlags parses tcp_flags as OVS's parse_mf_flags: a number or
+// flag names joined by '|'.
+func parseTCPFlags(val string) (uint16, error) {
+	bad := fmt.Errorf("unknown TCP flag(s)")
+	if v, err := parseIntField("tcp_flags", val, 2); err == nil {
+		if v.Uint64()&^0x0fff != 0 {
+			return 0, bad
+		}
+		return uint16(v.Uint64()), nil
+	}
+	var f uint16
+	for _, n := range strings.Split(val, "|") {
+		i := slices.Index(traceTCPFlags, n)
+		if i < 0 {
+			return 0, bad
+		}
+		f |= 1 << i
+	}
+	return f, nil
 }
 
 // parseFlowMeta is parseFlowPrereqs that takes the packet metadata
@@ -610,12 +712,9 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
 		}
 		if first, width, ok := regIndex(canon); ok && md != nil {
-			var v *big.Int
-			if v, ok = new(big.Int).SetString(val, 0); !ok || v.Sign() < 0 {
-				return k, nil, 0, bad(fmt.Errorf("bad syntax for %s value", name))
-			}
-			if v.BitLen() > width*32 {
-				return k, nil, 0, bad(fmt.Errorf("value too large for %d-byte field %s", width*4, name))
+			v, err := parseIntField(canon, val, width*4)
+			if err != nil {
+				return k, nil, 0, bad(err)
 			}
 			// The first register holds the most significant bits.
 			for i := first + width - 1; i >= first; i-- {
@@ -623,6 +722,13 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 				v.Rsh(v, 32)
 			}
 			continue
+		}
+		// The integer fields' values, as OVS's mf_from_integer_string.
+		var num uint64
+		if size, ok := traceFieldSizes[canon]; ok && size <= 8 {
+			if num, err = parseUintField(canon, val, size); err != nil {
+				return k, nil, 0, bad(err)
+			}
 		}
 		switch canon {
 		case "in_port":
@@ -646,37 +752,22 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			}
 		case "conj_id":
 			// As actset_output: a lookup's, not the packet's.
-			_, err = parseUintField(name, val, 4)
 		case "metadata":
-			md.metadata, err = parseUintField(name, val, 8)
+			md.metadata = num
 		case "skb_priority":
-			var v uint64
-			v, err = parseUintField(name, val, 4)
-			md.skbPriority = uint32(v)
+			md.skbPriority = uint32(num)
 		case "ct_label":
 			var v *big.Int
-			if v, ok := new(big.Int).SetString(val, 0); !ok || v.Sign() < 0 {
-				err = fmt.Errorf("bad syntax for %s value", name)
-			} else if v.BitLen() > 128 {
-				err = fmt.Errorf("value too large for 16-byte field %s", name)
-			} else {
+			if v, err = parseIntField(canon, val, 16); err == nil {
 				k.CtLabel = [16]byte{}
 				v.FillBytes(k.CtLabel[:])
 			}
-			_ = v
 		case "ct_nw_proto":
-			var v uint64
-			v, err = parseUintField(name, val, 1)
-			k.CtNwProto = uint8(v)
-		case "ct_tp_src", "ct_tp_dst":
-			var v uint64
-			if v, err = parseUintField(name, val, 2); err == nil {
-				if canon == "ct_tp_src" {
-					k.CtTpSrc = uint16(v)
-				} else {
-					k.CtTpDst = uint16(v)
-				}
-			}
+			k.CtNwProto = uint8(num)
+		case "ct_tp_src":
+			k.CtTpSrc = uint16(num)
+		case "ct_tp_dst":
+			k.CtTpDst = uint16(num)
 		case "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
 			var a netip.Addr
 			if a, err = netip.ParseAddr(val); err == nil && a.Is6() == strings.HasPrefix(canon, "ct_ipv6") {
@@ -686,56 +777,40 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			}
 		case "dl_src", "dl_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
 			var hw net.HardwareAddr
-			if hw, err = net.ParseMAC(val); err == nil && len(hw) == 6 {
+			if hw, err = net.ParseMAC(val); err != nil || len(hw) != 6 {
+				err = fmt.Errorf("invalid Ethernet address")
+			} else {
 				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "dl_dst": &k.EthDst,
 					"arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA, "nd_sll": &k.ArpSHA, "nd_tll": &k.ArpTHA}[canon]
 				*dst = [6]byte(hw)
-			} else if err == nil {
-				err = fmt.Errorf("invalid Ethernet address")
 			}
 		case "dl_type":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				k.EthType = uint16(v)
-			}
+			k.EthType = uint16(num)
 		case "dl_vlan":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if v == 0xffff {
-					k.VLANTCI, k.VLANTPID = 0, 0
-				} else if v > flow.VLANVIDMask {
-					err = fmt.Errorf("VLAN ID out of range")
-				} else {
-					k.VLANTCI = k.VLANTCI&^flow.VLANVIDMask | uint16(v) | flow.VLANPresent
-					k.VLANTPID = flow.EthTypeVLAN
-				}
+			// OVS's flow_set_dl_vlan: 0xffff is no tag, other values'
+			// VID bits a tag's.
+			if num == 0xffff {
+				k.VLANTCI, k.VLANTPID = 0, 0
+			} else {
+				k.VLANTCI = k.VLANTCI&^flow.VLANVIDMask | uint16(num)&flow.VLANVIDMask | flow.VLANPresent
+				k.VLANTPID = flow.EthTypeVLAN
 			}
 		case "vlan_vid":
 			// OXM's: the VID with OFPVID_PRESENT, the tag's CFI bit.
-			var v uint64
-			if v, err = parseUintField(name, val, 2); err == nil {
-				k.VLANTCI = k.VLANTCI&^(flow.VLANVIDMask|flow.VLANPresent) | uint16(v)&(flow.VLANVIDMask|flow.VLANPresent)
-				k.VLANTPID = 0
-				if k.HasVLAN() {
-					k.VLANTPID = flow.EthTypeVLAN
-				}
+			k.VLANTCI = k.VLANTCI&^(flow.VLANVIDMask|flow.VLANPresent) | uint16(num)&(flow.VLANVIDMask|flow.VLANPresent)
+			k.VLANTPID = 0
+			if k.HasVLAN() {
+				k.VLANTPID = flow.EthTypeVLAN
 			}
 		case "dl_vlan_pcp", "vlan_pcp":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 8); err == nil && v <= 7 {
-				k.VLANTCI = k.VLANTCI&^flow.VLANPCPMask | uint16(v)<<13 | flow.VLANPresent
-				k.VLANTPID = flow.EthTypeVLAN
-			} else if err == nil {
-				err = fmt.Errorf("PCP out of range")
-			}
+			// flow_set_vlan_pcp: the low 3 bits, in a tag.
+			k.VLANTCI = k.VLANTCI&^flow.VLANPCPMask | uint16(num&7)<<13 | flow.VLANPresent
+			k.VLANTPID = flow.EthTypeVLAN
 		case "vlan_tci":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				k.VLANTCI = uint16(v)
-				k.VLANTPID = 0
-				if k.HasVLAN() {
-					k.VLANTPID = flow.EthTypeVLAN
-				}
+			k.VLANTCI = uint16(num)
+			k.VLANTPID = 0
+			if k.HasVLAN() {
+				k.VLANTPID = flow.EthTypeVLAN
 			}
 		case "nw_src", "nw_dst", "arp_spa", "arp_tpa":
 			var a netip.Addr
@@ -745,8 +820,8 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 				} else {
 					k.IPv4Dst = a.As4()
 				}
-			} else if err == nil {
-				err = fmt.Errorf("not an IPv4 address")
+			} else {
+				err = fmt.Errorf("invalid IP address")
 			}
 		case "ipv6_src", "ipv6_dst", "nd_target":
 			var a netip.Addr
@@ -759,22 +834,17 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 				default:
 					k.NdTarget = a.As16()
 				}
-			} else if err == nil {
-				err = fmt.Errorf("not an IPv6 address")
+			} else {
+				err = fmt.Errorf("invalid IPv6 address")
 			}
 		case "ipv6_label":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 20); err == nil {
-				k.IPv6Label = uint32(v)
-			}
+			k.IPv6Label = uint32(num) & 0xfffff
 		case "nw_proto", "arp_op":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
-				k.NwProto = uint8(v)
-			}
+			// arp_op's 16 bits in the flow's 8 (OVS's nw_proto).
+			k.NwProto = uint8(num)
 		case "nw_tos", "nw_ecn", "nw_ttl", "ip_dscp":
-			var v uint64
-			if v, err = parseUintField(name, val, 1); err == nil {
+			v := num
+			{
 				switch canon {
 				case "nw_tos":
 					k.NwTOS = k.NwTOS&0x03 | uint8(v)&0xfc
@@ -797,55 +867,35 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			case "later":
 				k.NwFrag = flow.FragAny | flow.FragLater
 			default:
-				err = fmt.Errorf("unknown fragment type")
+				err = fmt.Errorf(`unknown fragment type (valid types are "no", "yes", "first", "later", "not_later"`)
 			}
 		case "tp_src", "tp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if strings.HasSuffix(canon, "src") || strings.HasSuffix(canon, "_type") {
-					k.TpSrc = uint16(v)
-				} else {
-					k.TpDst = uint16(v)
-				}
+			if strings.HasSuffix(canon, "src") || strings.HasSuffix(canon, "_type") {
+				k.TpSrc = uint16(num)
+			} else {
+				k.TpDst = uint16(num)
 			}
-		case "nd_reserved", "nd_options_type":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, map[string]int{"nd_reserved": 32, "nd_options_type": 8}[canon]); err == nil {
-				if canon == "nd_reserved" {
-					k.NdReserved = uint32(v)
-				} else {
-					k.NdOptionsType = uint8(v)
-				}
-			}
+		case "nd_reserved":
+			k.NdReserved = uint32(num)
+		case "nd_options_type":
+			k.NdOptionsType = uint8(num)
 		case "tcp_flags":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				k.TCPFlags = uint16(v) & 0x0fff
-			}
-		case "recirc_id", "ct_zone", "ct_mark":
-			var v uint64
-			bits := map[string]int{"recirc_id": 32, "ct_zone": 16, "ct_mark": 32}[canon]
-			if v, err = strconv.ParseUint(val, 0, bits); err == nil {
-				switch canon {
-				case "recirc_id":
-					k.RecircID = uint32(v)
-				case "ct_zone":
-					k.CtZone = uint16(v)
-				default:
-					k.CtMark = uint32(v)
-				}
-			}
+			k.TCPFlags, err = parseTCPFlags(val)
+		case "recirc_id":
+			k.RecircID = uint32(num)
+		case "ct_zone":
+			k.CtZone = uint16(num)
+		case "ct_mark":
+			k.CtMark = uint32(num)
 		case "ct_state":
-			k.CtState, err = parseCtState(val)
-		case "pkt_mark", "dp_hash":
-			var v uint64
-			if v, err = parseUintField(name, val, 4); err == nil {
-				if canon == "pkt_mark" {
-					md.pktMark = uint32(v)
-				} else {
-					md.dpHash = uint32(v)
-				}
+			// OVS's parse_flags: a number or names, all known flags.
+			if k.CtState, err = parseCtState(val); err != nil {
+				err = fmt.Errorf("unknown ct_state flag(s)")
 			}
+		case "pkt_mark":
+			md.pktMark = uint32(num)
+		case "dp_hash":
+			md.dpHash = uint32(num)
 		default:
 			if tunSet[canon] {
 				return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
