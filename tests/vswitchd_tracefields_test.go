@@ -75,6 +75,13 @@ var traceFieldCorpus = []string{
 	"tcp,tp_dst=70000", "tcp,tp_dst=x", "ct_zone=70000", "ct_mark=0x100000000", "dl_type=0x10000", "ip,nw_proto=256",
 	"recirc_id=0x100000000", "ip,nw_tos=256", "tcp,tcp_flags=0x1000", "dl_vlan=4096", "dl_vlan_pcp=8", "vlan_tci=0x10000",
 	"ip,nw_src=1.2.3", "ip,nw_src=::1", "dl_src=xx", "ip,nw_frag=bogus", "arp,arp_op=256", "ct_state=bogus", "ct_state=0x100",
+	"dl_vlan=0xffff", "vlan_tci=0", "dl_vlan=0", "ip,nw_frag=not_later", "ct_state=0", "recirc_id=0,recirc_id=0x5",
+	"tcp,tcp_flags=syn|ack", "tcp,tcp_flags=+syn", "tcp,tcp_flags=bogus", "ip,nw_src=10.0.0.1/24", "reg0=xyz/1",
+	"icmp6,icmpv6_type=136,nd_tll=00:00:00:00:00:01,nd_reserved=0x60000000", "tun_src=::1", "ipv6,ipv6_src=1.2.3.4",
+	"actset_output=0x100000000", "metadata=-1", "conj_id=-1", "reg0=010", "reg0=0x", "reg0=0x0000000000000001",
+	"reg0=0x00000000100000000", "reg0= 5", "ct_label=-1", "xreg1=-1", "ip,ip_dscp=-1",
+	"ip,nw_frag=yes", "ip,nw_frag=NO", "reg0=5/0xffffffff", "reg0=5/0xfffffff0", "reg0=5/xyz", "reg0=5/0x100000000",
+	"ct_state=+bogus", "ct_state=trk|bogus", "reg0", "reg0:3", "reg0=3 reg1=4", "ip(5)", "ct_state=-trk",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
 

@@ -621,25 +621,96 @@ func parseUintField(name, val string, size int) (uint64, error) {
 // traceTCPFlags are the TCP flags' names, bit 0 first.
 var traceTCPFlags = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
 
-// parseTCPFlags parses tcp_flags as OVS's parse_mf_flags: a number or
-// flag names joined by '|'.
-func parseTCPFlags(val string) (uint16, error) {
-	bad := fmt.Errorf("unknown TCP flag(s)")
-	if v, err := parseIntField("tcp_flags", val, 2); err == nil {
-		if v.Uint64()&^0x0fff != 0 {
+// parseFlagNames parses tcp_flags or ct_state as OVS's parse_flags: a
+// number or flag names joined by '|', only known flags.
+func parseFlagNames(field, val string) (uint16, error) {
+	names, all, bad := traceTCPFlags, uint64(0x0fff), fmt.Errorf("unknown TCP flag(s)")
+	if field == "ct_state" {
+		names, all, bad = ofp.CTStateNames[:], 0xff, fmt.Errorf("unknown ct_state flag(s)")
+	}
+	if v, err := parseIntField(field, val, 4); err == nil {
+		if v.Uint64()&^all != 0 {
 			return 0, bad
 		}
 		return uint16(v.Uint64()), nil
 	}
 	var f uint16
 	for _, n := range strings.Split(val, "|") {
-		i := slices.Index(traceTCPFlags, n)
+		if n == "" {
+			continue
+		}
+		i := slices.Index(names, n)
 		if i < 0 {
 			return 0, bad
 		}
 		f |= 1 << i
 	}
 	return f, nil
+}
+
+// traceMFName is OVS's name of a field parseFlowMeta knows by name.
+func traceMFName(name string) string {
+	if n, ok := traceMFNames[name]; ok {
+		return n
+	}
+	return name
+}
+
+// ofKeyValues splits a flow into its keys and values as OVS's
+// ofputil_parse_key_value: pairs separated by commas or white space,
+// "key=value", "key:value" or "key(value)" (a value may hold
+// parenthesized delimiters), or a key alone with an empty value.
+func ofKeyValues(s string) [][2]string {
+	var kvs [][2]string
+	for {
+		s = strings.TrimLeft(s, ", \t\r\n")
+		if s == "" {
+			return kvs
+		}
+		n := strings.IndexAny(s, ":=(, \t\r\n")
+		if n < 0 {
+			return append(kvs, [2]string{s, ""})
+		}
+		key, delim := s[:n], s[n]
+		s = s[n+1:]
+		var delims string
+		switch delim {
+		case ':', '=':
+			delims = ", \t\r\n"
+		case '(':
+			delims = ")"
+		default:
+			kvs = append(kvs, [2]string{key, ""})
+			continue
+		}
+		i := 0
+		for i < len(s) && !strings.ContainsRune(delims, rune(s[i])) {
+			if s[i] == '(' {
+				level := 0
+				for {
+					if i == len(s) {
+						break
+					}
+					if s[i] == '(' {
+						level++
+					} else if s[i] == ')' {
+						level--
+					}
+					i++
+					if level <= 0 {
+						break
+					}
+				}
+			} else {
+				i++
+			}
+		}
+		kvs = append(kvs, [2]string{key, s[:i]})
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
 }
 
 // parseFlowMeta is parseFlowPrereqs that takes the packet metadata
@@ -663,17 +734,9 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		"udp6": {flow.EthTypeIPv6, flow.IPProtoUDP}, "sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
 		"mpls": {0x8847, 0}, "mplsm": {0x8848, 0},
 	}
-	for _, f := range strings.Split(spec, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		name, val, hasVal := strings.Cut(f, "=")
-		if !hasVal {
-			sh, ok := shorthand[name]
-			if !ok {
-				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
-			}
+	for _, kv := range ofKeyValues(spec) {
+		name, val := kv[0], kv[1]
+		if sh, ok := shorthand[name]; ok {
 			if k.EthType != 0 {
 				return k, nil, 0, errFlowSyntax(spec, "Ethernet type set multiple times")
 			}
@@ -708,8 +771,44 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		if a, ok := ctNw[canon]; traceFieldIsSet(canon, &k, ofport, md) || ok && !a.IsUnspecified() {
 			return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
 		}
-		if strings.Contains(val, "/") || canon == "ct_state" && strings.ContainsAny(val, "+-") {
-			return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
+		wild := errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
+		if size, ok := traceFieldSizes[canon]; ok || strings.Contains(canon, "reg") {
+			// An integer and its mask, if any, which must be all ones.
+			if _, width, ok := regIndex(canon); ok {
+				size = width * 4
+			}
+			v, m, masked := strings.Cut(val, "/")
+			if _, err := parseIntField(traceMFName(canon), v, size); err != nil {
+				return k, nil, 0, bad(err)
+			}
+			if masked {
+				mv, err := parseIntField(traceMFName(canon), m, size)
+				if err != nil {
+					return k, nil, 0, bad(errors.New(strings.Replace(strings.Replace(err.Error(), " value", " mask", 1), "value too", "mask too", 1)))
+				}
+				if mv.BitLen() != size*8 || mv.TrailingZeroBits() != 0 || mv.Cmp(new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(size*8)), big.NewInt(1))) != 0 {
+					return k, nil, 0, wild
+				}
+				val = v
+			}
+		} else if strings.Contains(val, "/") {
+			return k, nil, 0, wild
+		}
+		if canon == "ct_state" || canon == "tcp_flags" {
+			// Masked flags: known names after + or -.
+			if strings.ContainsAny(val, "+-") {
+				// OVS's parse_flags names the flag it does not know.
+				for _, f := range strings.FieldsFunc(val, func(r rune) bool { return r == '+' || r == '-' }) {
+					if _, err := parseFlagNames(canon, f); err != nil {
+						return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: %v)", name, f, err)
+					}
+				}
+				return k, nil, 0, wild
+			}
+		}
+		if canon == "nw_frag" && (strings.EqualFold(val, "yes") || strings.EqualFold(val, "not_later")) {
+			// mf_from_frag_string's masks for these leave bits out.
+			return k, nil, 0, wild
 		}
 		if first, width, ok := regIndex(canon); ok && md != nil {
 			v, err := parseIntField(canon, val, width*4)
@@ -859,7 +958,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 				}
 			}
 		case "nw_frag":
-			switch val {
+			switch strings.ToLower(val) {
 			case "no", "not_later":
 				k.NwFrag = 0
 			case "yes", "first":
@@ -880,7 +979,7 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		case "nd_options_type":
 			k.NdOptionsType = uint8(num)
 		case "tcp_flags":
-			k.TCPFlags, err = parseTCPFlags(val)
+			k.TCPFlags, err = parseFlagNames(canon, val)
 		case "recirc_id":
 			k.RecircID = uint32(num)
 		case "ct_zone":
@@ -888,10 +987,9 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		case "ct_mark":
 			k.CtMark = uint32(num)
 		case "ct_state":
-			// OVS's parse_flags: a number or names, all known flags.
-			if k.CtState, err = parseCtState(val); err != nil {
-				err = fmt.Errorf("unknown ct_state flag(s)")
-			}
+			var v uint16
+			v, err = parseFlagNames(canon, val)
+			k.CtState = uint8(v)
 		case "pkt_mark":
 			md.pktMark = uint32(num)
 		case "dp_hash":
