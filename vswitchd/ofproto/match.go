@@ -648,6 +648,22 @@ func parseFlagNames(field, val string) (uint16, error) {
 	return f, nil
 }
 
+// traceExactMask reports whether m is an all-ones mask for an address
+// field: a prefix length of the whole address or the address of ones.
+func traceExactMask(field, m string) bool {
+	switch field {
+	case "nw_src", "nw_dst", "arp_spa", "arp_tpa", "ct_nw_src", "ct_nw_dst":
+		return m == "32" || m == "255.255.255.255"
+	case "ipv6_src", "ipv6_dst", "nd_target", "ct_ipv6_src", "ct_ipv6_dst":
+		a, err := netip.ParseAddr(m)
+		return m == "128" || err == nil && a.Is6() && a.As16() == [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	case "dl_src", "dl_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
+		hw, err := net.ParseMAC(m)
+		return err == nil && len(hw) == 6 && [6]byte(hw) == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	return false
+}
+
 // traceMFName is OVS's name of a field parseFlowMeta knows by name.
 func traceMFName(name string) string {
 	if n, ok := traceMFNames[name]; ok {
@@ -791,8 +807,14 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 				}
 				val = v
 			}
-		} else if strings.Contains(val, "/") {
-			return k, nil, 0, wild
+		} else if v, m, masked := strings.Cut(val, "/"); masked {
+			// An address with an exact mask is the address, as OVS's
+			// ip_parse_masked, ipv6_parse_masked and the Ethernet
+			// parser take it; any other mask is a wildcard.
+			if !traceExactMask(canon, m) {
+				return k, nil, 0, wild
+			}
+			val = v
 		}
 		if canon == "ct_state" || canon == "tcp_flags" {
 			// Masked flags: known names after + or -.
