@@ -573,7 +573,7 @@ func parseIntField(mf, val string, size int) (*big.Int, error) {
 		if h == "" {
 			return v, nil
 		}
-		if _, ok := v.SetString(h, 16); !ok {
+		if _, ok := v.SetString(h, 16); !ok || strings.ContainsAny(h, "+-") {
 			return nil, badSyntax
 		}
 		return v, nil
