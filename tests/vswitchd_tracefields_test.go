@@ -84,6 +84,7 @@ var traceFieldCorpus = []string{
 	"ct_state=+bogus", "ct_state=trk|bogus", "reg0", "reg0:3", "reg0=3 reg1=4", "ip(5)", "ct_state=-trk",
 	"ip,nw_src=10.0.0.1/32", "ip,nw_dst=10.0.0.1/255.255.255.255", "ipv6,ipv6_src=::1/128", "ipv6,ipv6_dst=::1/64",
 	"arp,arp_sha=00:00:00:00:00:05/ff:ff:ff:ff:ff:ff", "arp,arp_tha=00:00:00:00:00:05/ff:ff:ff:ff:ff:00",
+	"ipv4,nw_src=1.2.3.4", "ip4", "ip6,ipv6_src=::1", "igmp", "ip,nw_proto=2",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 }
 

@@ -59,7 +59,8 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		switch typ {
 		case flow.EthTypeIPv4, flow.EthTypeIPv6:
 			v6 := typ == flow.EthTypeIPv6
-			name := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoIGMP: "igmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
+			// OVS 3.1's match_format has no igmp (nor igmp_type).
+			name := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
 			if v6 {
 				name = map[uint8]string{flow.IPProtoICMPv6: "icmp6", flow.IPProtoTCP: "tcp6", flow.IPProtoUDP: "udp6", flow.IPProtoSCTP: "sctp6"}
 			}
@@ -174,9 +175,6 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoICMP:
 		putU16("icmp_type", k.TpSrc, m.TpSrc)
 		putU16("icmp_code", k.TpDst, m.TpDst)
-	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoIGMP:
-		putU16("igmp_type", k.TpSrc, m.TpSrc)
-		putU16("igmp_code", k.TpDst, m.TpDst)
 	case typ == flow.EthTypeIPv6 && k.NwProto == flow.IPProtoICMPv6:
 		putU16("icmp_type", k.TpSrc, m.TpSrc)
 		putU16("icmp_code", k.TpDst, m.TpDst)
@@ -743,8 +741,9 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		typ   uint16
 		proto uint8
 	}{
-		"ip": {flow.EthTypeIPv4, 0}, "ipv6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
-		"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "igmp": {flow.EthTypeIPv4, flow.IPProtoIGMP},
+		"ip": {flow.EthTypeIPv4, 0}, "ipv4": {flow.EthTypeIPv4, 0}, "ip4": {flow.EthTypeIPv4, 0},
+		"ipv6": {flow.EthTypeIPv6, 0}, "ip6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
+		"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP},
 		"tcp": {flow.EthTypeIPv4, flow.IPProtoTCP}, "udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
 		"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6}, "tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP},
 		"udp6": {flow.EthTypeIPv6, flow.IPProtoUDP}, "sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
