@@ -17,8 +17,9 @@ var traceFieldFlows = []string{
 	"table=1,priority=10,reg15=0x2,actions=output:3",
 	"table=1,priority=10,reg2=0x3,metadata=0x1,actions=output:2",
 	"table=1,priority=5,actions=output:2",
-	// The IPv6 flow label: matched whole by a lookup (the megaflow shows
-	// no mask) or only set (OVS's 20-bit mask shown), or some bits set.
+	// The IPv6 flow label: a rule on the whole label matched (the
+	// megaflow shows no mask), or missed, or the label only set (OVS's
+	// 20-bit mask shown), or some of its bits loaded.
 	"priority=100,in_port=1,reg4=0x1,actions=resubmit(,3)",
 	"priority=100,in_port=1,reg4=0x2,actions=resubmit(,4)",
 	"table=3,priority=10,ipv6,ipv6_label=0x5,actions=output:2",
