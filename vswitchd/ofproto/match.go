@@ -59,7 +59,8 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		switch typ {
 		case flow.EthTypeIPv4, flow.EthTypeIPv6:
 			v6 := typ == flow.EthTypeIPv6
-			name := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoIGMP: "igmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
+			// OVS 3.1's match_format has no igmp (nor igmp_type).
+			name := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
 			if v6 {
 				name = map[uint8]string{flow.IPProtoICMPv6: "icmp6", flow.IPProtoTCP: "tcp6", flow.IPProtoUDP: "udp6", flow.IPProtoSCTP: "sctp6"}
 			}
@@ -105,7 +106,10 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 		default:
 			put("vlan_tci=0x%04x/0x%04x", k.VLANTCI, m.VLANTCI)
 		}
-		if tagged2 && k.HasVLAN() {
+		// OVS's flow_wildcards_init_for_packet shows the VLAN header
+		// after a TCI that is not zero (a tag, or a trace flow's
+		// vlan_vid without OFPVID_PRESENT).
+		if tagged2 && k.VLANTCI != 0 {
 			put("vlan_tci1=0x0000")
 		}
 	}
@@ -128,11 +132,14 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 	case typ == flow.EthTypeIPv6:
 		putIPv6Net(put, "ipv6_src", k.IPv6Src, m.IPv6Src)
 		putIPv6Net(put, "ipv6_dst", k.IPv6Dst, m.IPv6Dst)
+		// A megaflow's label mask is all ones (OVS's be32) where a
+		// lookup consulted the whole label, 0xfffff where only a set
+		// did, shown as OVS's match_format shows it.
 		if m.IPv6Label != 0 {
-			if m.IPv6Label == 0xfffff {
+			if m.IPv6Label == ^uint32(0) || m.IPv6Label == 0xfffff && !megaflow {
 				put("ipv6_label=0x%05x", k.IPv6Label)
 			} else {
-				put("ipv6_label=0x%05x/0x%05x", k.IPv6Label, m.IPv6Label)
+				put("ipv6_label=0x%05x/0x%05x", k.IPv6Label&m.IPv6Label, m.IPv6Label)
 			}
 		}
 	case isARP:
@@ -168,9 +175,6 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoICMP:
 		putU16("icmp_type", k.TpSrc, m.TpSrc)
 		putU16("icmp_code", k.TpDst, m.TpDst)
-	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoIGMP:
-		putU16("igmp_type", k.TpSrc, m.TpSrc)
-		putU16("igmp_code", k.TpDst, m.TpDst)
 	case typ == flow.EthTypeIPv6 && k.NwProto == flow.IPProtoICMPv6:
 		putU16("icmp_type", k.TpSrc, m.TpSrc)
 		putU16("icmp_code", k.TpDst, m.TpDst)
@@ -465,140 +469,484 @@ func parseFlowPrereqs(spec string, tlv *ofp.TLVTable, port func(string) (*port, 
 }
 
 // flowMeta is the packet metadata an ofproto/trace flow may give beside
-// its key: pkt_mark and dp_hash.
+// its key: pkt_mark, dp_hash, skb_priority, the registers and metadata
+// (the OpenFlow pipeline's, which a trace may start with, as OVS's).
 type flowMeta struct {
 	pktMark, dpHash uint32
+	skbPriority     uint32
+	regs            [16]uint32
+	metadata        uint64
 }
 
-// parseFlowMeta is parseFlowPrereqs that takes pkt_mark and dp_hash into
-// md when md is not nil (unknown fields otherwise).
+// traceFieldAliases are the other names OVS's mf_from_name takes for
+// the fields parseFlowMeta knows by the name on the right.
+var traceFieldAliases = map[string]string{
+	"eth_src": "dl_src", "eth_dst": "dl_dst", "eth_type": "dl_type", "ip_src": "nw_src", "ip_dst": "nw_dst",
+	"ip_proto": "nw_proto", "ip_ecn": "nw_ecn", "ip_frag": "nw_frag", "tunnel_id": "tun_id",
+	"tcp_src": "tp_src", "tcp_dst": "tp_dst", "in_port_oxm": "in_port",
+}
+
+// traceUnsupported are fields OVS's trace takes that govs' datapath has
+// no place for (MPLS, NSH, packet types other than Ethernet, VXLAN GBP,
+// ERSPAN, GTP-U, IPv6 tunnels): a flow that gives one is refused, not
+// traced as if the field were absent.
+func traceUnsupported(name string) bool {
+	switch name {
+	case "packet_type", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags",
+		"tun_erspan_idx", "tun_erspan_ver", "tun_erspan_dir", "tun_erspan_hwid", "tun_gtpu_flags", "tun_gtpu_msgtype",
+		"mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl",
+		"nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl":
+		return true
+	}
+	for _, p := range []string{"nsh_c", "nshc"} {
+		if d, ok := strings.CutPrefix(name, p); ok && (d == "1" || d == "2" || d == "3" || d == "4") {
+			return true
+		}
+	}
+	return false
+}
+
+// regIndex returns the register a "reg<N>" (width 1), "xreg<N>" (2) or
+// "xxreg<N>" (4) field starts at, and its width in registers.
+func regIndex(name string) (first, width int, ok bool) {
+	for _, r := range []struct {
+		prefix string
+		width  int
+	}{{"xxreg", 4}, {"xreg", 2}, {"reg", 1}} {
+		d, found := strings.CutPrefix(name, r.prefix)
+		if !found {
+			continue
+		}
+		n, err := strconv.Atoi(d)
+		if err != nil || d == "" || len(d) > 1 && d[0] == '0' || n < 0 || n >= 16/r.width {
+			return 0, 0, false
+		}
+		return n * r.width, r.width, true
+	}
+	return 0, 0, false
+}
+
+// traceMFNames are OVS's names (mf->name) of the fields parseFlowMeta
+// knows by another, for its errors.
+var traceMFNames = map[string]string{
+	"tp_src": "tcp_src", "tp_dst": "tcp_dst", "dl_type": "eth_type", "dl_src": "eth_src", "dl_dst": "eth_dst",
+	"nw_src": "ip_src", "nw_dst": "ip_dst", "nw_frag": "ip_frag",
+}
+
+// traceFieldSizes are the sizes in bytes of the integer fields (OVS's
+// mf->n_bytes), which bound their values.
+var traceFieldSizes = map[string]int{
+	"dl_type": 2, "dl_vlan": 2, "vlan_vid": 2, "dl_vlan_pcp": 1, "vlan_pcp": 1, "vlan_tci": 2,
+	"nw_proto": 1, "arp_op": 2, "nw_tos": 1, "ip_dscp": 1, "nw_ecn": 1, "nw_ttl": 1,
+	"tp_src": 2, "tp_dst": 2, "udp_src": 2, "udp_dst": 2, "sctp_src": 2, "sctp_dst": 2,
+	"icmp_type": 1, "icmp_code": 1, "icmpv6_type": 1, "icmpv6_code": 1, "nd_reserved": 4, "nd_options_type": 1,
+	"ipv6_label": 4, "recirc_id": 4, "ct_zone": 2, "ct_mark": 4, "ct_nw_proto": 1, "ct_tp_src": 2, "ct_tp_dst": 2,
+	"conj_id": 4, "metadata": 8, "skb_priority": 4, "pkt_mark": 4, "dp_hash": 4, "ct_label": 16,
+}
+
+// parseIntField parses a size-byte integer field's value as OVS's
+// parse_int_string does (hexadecimal after 0x, any number of digits
+// whose value fits; otherwise C's strtoull, which takes a sign and an
+// octal 0), with mf_from_integer_string's errors; mf is the field's
+// OVS name.
+func parseIntField(mf, val string, size int) (*big.Int, error) {
+	tooLarge := fmt.Errorf("value too large for %d-byte field %s", size, mf)
+	badSyntax := fmt.Errorf("bad syntax for %s value", mf)
+	v := new(big.Int)
+	if h, ok := strings.CutPrefix(val, "0x"); ok || strings.HasPrefix(val, "0X") {
+		if !ok {
+			h = val[2:]
+		}
+		h = strings.TrimLeft(strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+				return -1
+			}
+			return r
+		}, h), "0")
+		if len(h) > 2*size {
+			if _, ok := new(big.Int).SetString(h, 16); ok {
+				return nil, tooLarge
+			}
+		}
+		if h == "" {
+			return v, nil
+		}
+		if _, ok := v.SetString(h, 16); !ok || strings.ContainsAny(h, "+-") {
+			return nil, badSyntax
+		}
+		return v, nil
+	}
+	t := strings.TrimLeft(val, " \t\r\n")
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "-"), "+")
+	base := 10
+	if len(t) > 1 && t[0] == '0' {
+		base = 8
+	}
+	if t == "" || strings.ContainsAny(t, "_+-") {
+		return nil, badSyntax
+	}
+	u, err := strconv.ParseUint(t, base, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return nil, tooLarge
+	} else if err != nil {
+		return nil, badSyntax
+	}
+	if neg {
+		u = -u // strtoull's negation
+	}
+	v.SetUint64(u)
+	if v.BitLen() > size*8 {
+		return nil, tooLarge
+	}
+	return v, nil
+}
+
+// parseUintField is parseIntField for a field of at most 8 bytes, by
+// the name given (or its OVS name).
+func parseUintField(name, val string, size int) (uint64, error) {
+	mf := name
+	if n, ok := traceMFNames[name]; ok {
+		mf = n
+	}
+	v, err := parseIntField(mf, val, size)
+	if err != nil {
+		return 0, err
+	}
+	return v.Uint64(), nil
+}
+
+// traceTCPFlags are the TCP flags' names, bit 0 first.
+var traceTCPFlags = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
+
+// parseFlagNames parses tcp_flags or ct_state as OVS's parse_flags: a
+// number or flag names joined by '|', only known flags.
+func parseFlagNames(field, val string) (uint16, error) {
+	names, all, bad := traceTCPFlags, uint64(0x0fff), fmt.Errorf("unknown TCP flag(s)")
+	if field == "ct_state" {
+		names, all, bad = ofp.CTStateNames[:], 0xff, fmt.Errorf("unknown ct_state flag(s)")
+	}
+	if v, err := parseIntField(field, val, 4); err == nil {
+		if v.Uint64()&^all != 0 {
+			return 0, bad
+		}
+		return uint16(v.Uint64()), nil
+	}
+	var f uint16
+	for _, n := range strings.Split(val, "|") {
+		if n == "" {
+			continue
+		}
+		i := slices.Index(names, n)
+		if i < 0 {
+			return 0, bad
+		}
+		f |= 1 << i
+	}
+	return f, nil
+}
+
+// traceExactMask reports whether m is an all-ones mask for an address
+// field: a prefix length of the whole address or the address of ones.
+func traceExactMask(field, m string) bool {
+	switch field {
+	case "nw_src", "nw_dst", "arp_spa", "arp_tpa", "ct_nw_src", "ct_nw_dst":
+		return m == "32" || m == "255.255.255.255"
+	case "ipv6_src", "ipv6_dst", "nd_target", "ct_ipv6_src", "ct_ipv6_dst":
+		a, err := netip.ParseAddr(m)
+		return m == "128" || err == nil && a.Is6() && a.As16() == [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	case "dl_src", "dl_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
+		hw, err := net.ParseMAC(m)
+		return err == nil && len(hw) == 6 && [6]byte(hw) == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	return false
+}
+
+// traceMFName is OVS's name of a field parseFlowMeta knows by name.
+func traceMFName(name string) string {
+	if n, ok := traceMFNames[name]; ok {
+		return n
+	}
+	return name
+}
+
+// ofKeyValues splits a flow into its keys and values as OVS's
+// ofputil_parse_key_value: pairs separated by commas or white space,
+// "key=value", "key:value" or "key(value)" (a value may hold
+// parenthesized delimiters), or a key alone with an empty value.
+func ofKeyValues(s string) [][2]string {
+	var kvs [][2]string
+	for {
+		s = strings.TrimLeft(s, ", \t\r\n")
+		if s == "" {
+			return kvs
+		}
+		n := strings.IndexAny(s, ":=(, \t\r\n")
+		if n < 0 {
+			return append(kvs, [2]string{s, ""})
+		}
+		key, delim := s[:n], s[n]
+		s = s[n+1:]
+		var delims string
+		switch delim {
+		case ':', '=':
+			delims = ", \t\r\n"
+		case '(':
+			delims = ")"
+		default:
+			kvs = append(kvs, [2]string{key, ""})
+			continue
+		}
+		i := 0
+		for i < len(s) && !strings.ContainsRune(delims, rune(s[i])) {
+			if s[i] == '(' {
+				level := 0
+				for {
+					if i == len(s) {
+						break
+					}
+					if s[i] == '(' {
+						level++
+					} else if s[i] == ')' {
+						level--
+					}
+					i++
+					if level <= 0 {
+						break
+					}
+				}
+			} else {
+				i++
+			}
+		}
+		kvs = append(kvs, [2]string{key, s[:i]})
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+}
+
+// parseFlowMeta is parseFlowPrereqs that takes the packet metadata
+// (pkt_mark, dp_hash, skb_priority, reg<N>, xreg<N>, xxreg<N>, metadata)
+// into md when md is not nil (unknown fields otherwise). As OVS's
+// parse_ofp_exact_flow, a field may be given once, unless it was zero.
 func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int, error), prereqs bool, md *flowMeta) (k flow.Key, in *port, ofport int, err error) {
-	typeSet, protoSet := false, false
 	tunSet := map[string]bool{}
 	var tunMD map[int][]byte
-	setType := func(t uint16) error {
-		if typeSet {
-			return errFlowSyntax(spec, "Ethernet type set multiple times")
-		}
-		k.EthType, typeSet = t, true
-		return nil
-	}
-	setProto := func(p uint8) error {
-		if protoSet && k.NwProto != p {
-			return errFlowSyntax(spec, "nw_proto set multiple times")
-		}
-		k.NwProto, protoSet = p, true
-		return nil
-	}
+	// OVS's ct_nw_* and ct_ipv6_* are fields of their own; the key holds
+	// those of the packet's IP version, once the flow is parsed.
+	ctNw := map[string]netip.Addr{}
 	shorthand := map[string]struct {
 		typ   uint16
 		proto uint8
 	}{
-		"ip": {flow.EthTypeIPv4, 0}, "ipv6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
-		"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "igmp": {flow.EthTypeIPv4, flow.IPProtoIGMP},
-		"tcp": {flow.EthTypeIPv4, flow.IPProtoTCP}, "udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
+		"ip": {flow.EthTypeIPv4, 0}, "ipv4": {flow.EthTypeIPv4, 0}, "ip4": {flow.EthTypeIPv4, 0},
+		"ipv6": {flow.EthTypeIPv6, 0}, "ip6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
+		"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "tcp": {flow.EthTypeIPv4, flow.IPProtoTCP},
+		"udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
 		"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6}, "tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP},
 		"udp6": {flow.EthTypeIPv6, flow.IPProtoUDP}, "sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
+		"mpls": {0x8847, 0}, "mplsm": {0x8848, 0},
 	}
-	for _, f := range strings.Split(spec, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
+	for _, kv := range ofKeyValues(spec) {
+		name, val := kv[0], kv[1]
+		if sh, ok := shorthand[name]; ok {
+			if k.EthType != 0 {
+				return k, nil, 0, errFlowSyntax(spec, "Ethernet type set multiple times")
+			}
+			if sh.typ == 0x8847 || sh.typ == 0x8848 {
+				return k, nil, 0, errFlowSyntax(spec, "%s: govs does not support MPLS", name)
+			}
+			k.EthType = sh.typ
+			if sh.proto != 0 {
+				if k.NwProto != 0 {
+					return k, nil, 0, errFlowSyntax(spec, "network protocol set multiple times")
+				}
+				k.NwProto = sh.proto
+			}
 			continue
 		}
-		name, val, hasVal := strings.Cut(f, "=")
-		if !hasVal {
-			sh, ok := shorthand[name]
-			if !ok {
-				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
-			}
-			if err := setType(sh.typ); err != nil {
-				return k, nil, 0, err
-			}
-			if sh.proto != 0 {
-				if err := setProto(sh.proto); err != nil {
-					return k, nil, 0, err
-				}
-			}
-			continue
+		canon := name
+		if a, ok := traceFieldAliases[name]; ok {
+			canon = a
+		}
+		if !traceFieldKnown(canon, md != nil) {
+			return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
 		}
 		bad := func(err error) error {
 			return errFlowSyntax(spec, "bad value for %s (%s: %v)", name, val, err)
 		}
-		if prereqs && !traceFieldPrereqsOK(name, &k) {
+		if prereqs && !traceFieldPrereqsOK(canon, &k) {
 			return k, nil, 0, errFlowSyntax(spec, "prerequisites not met for setting %s", name)
 		}
-		if strings.Contains(val, "/") {
-			return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
+		if traceUnsupported(canon) {
+			return k, nil, 0, errFlowSyntax(spec, "field %s: govs does not support it", name)
 		}
-		switch name {
+		if a, ok := ctNw[canon]; traceFieldIsSet(canon, &k, ofport, md) || ok && !a.IsUnspecified() {
+			return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
+		}
+		wild := errFlowSyntax(spec, "bad value for %s (%s: wildcards not allowed here)", name, val)
+		if size, ok := traceFieldSizes[canon]; ok || strings.Contains(canon, "reg") {
+			// An integer and its mask, if any, which must be all ones.
+			if _, width, ok := regIndex(canon); ok {
+				size = width * 4
+			}
+			v, m, masked := strings.Cut(val, "/")
+			if _, err := parseIntField(traceMFName(canon), v, size); err != nil {
+				return k, nil, 0, bad(err)
+			}
+			if masked {
+				mv, err := parseIntField(traceMFName(canon), m, size)
+				if err != nil {
+					return k, nil, 0, bad(errors.New(strings.Replace(strings.Replace(err.Error(), " value", " mask", 1), "value too", "mask too", 1)))
+				}
+				if mv.BitLen() != size*8 || mv.TrailingZeroBits() != 0 || mv.Cmp(new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(size*8)), big.NewInt(1))) != 0 {
+					return k, nil, 0, wild
+				}
+				val = v
+			}
+		} else if v, m, masked := strings.Cut(val, "/"); masked {
+			// An address with an exact mask is the address, as OVS's
+			// ip_parse_masked, ipv6_parse_masked and the Ethernet
+			// parser take it; any other mask is a wildcard.
+			if !traceExactMask(canon, m) {
+				return k, nil, 0, wild
+			}
+			val = v
+		}
+		if canon == "ct_state" || canon == "tcp_flags" {
+			// Masked flags: known names after + or -.
+			if strings.ContainsAny(val, "+-") {
+				// OVS's parse_flags names the flag it does not know.
+				for _, f := range strings.FieldsFunc(val, func(r rune) bool { return r == '+' || r == '-' }) {
+					if _, err := parseFlagNames(canon, f); err != nil {
+						return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: %v)", name, f, err)
+					}
+				}
+				return k, nil, 0, wild
+			}
+		}
+		if canon == "nw_frag" && (strings.EqualFold(val, "yes") || strings.EqualFold(val, "not_later")) {
+			// mf_from_frag_string's masks for these leave bits out.
+			return k, nil, 0, wild
+		}
+		if first, width, ok := regIndex(canon); ok && md != nil {
+			v, err := parseIntField(canon, val, width*4)
+			if err != nil {
+				return k, nil, 0, bad(err)
+			}
+			// The first register holds the most significant bits.
+			for i := first + width - 1; i >= first; i-- {
+				md.regs[i] = uint32(v.Uint64())
+				v.Rsh(v, 32)
+			}
+			continue
+		}
+		// The integer fields' values, as OVS's mf_from_integer_string.
+		var num uint64
+		if size, ok := traceFieldSizes[canon]; ok && size <= 8 {
+			if num, err = parseUintField(canon, val, size); err != nil {
+				return k, nil, 0, bad(err)
+			}
+		}
+		switch canon {
 		case "in_port":
 			in, ofport, err = port(val)
 			if err != nil {
-				return k, nil, 0, errFlowSyntax(spec, "bad value for in_port (%s: invalid or unknown port for in_port)", val)
+				// OpenFlow 1.0's 16-bit port says so; OXM's 32-bit one
+				// as OVS's mf_from_ofp_port_string32.
+				if name == "in_port" {
+					return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: invalid or unknown port for %s)", name, val, name)
+				}
+				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: port value out of range for %s)", name, val, name)
 			}
 			if in != nil {
 				k.InPort = in.dpPort
 			}
-		case "dl_src", "eth_src", "dl_dst", "eth_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
+		case "actset_output":
+			// The action set's output is the pipeline's, empty when a
+			// packet enters it: OVS takes the field and drops it.
+			if _, _, err = port(val); err != nil {
+				return k, nil, 0, errFlowSyntax(spec, "bad value for %s (%s: port value out of range for %s)", name, val, name)
+			}
+		case "conj_id":
+			// As actset_output: a lookup's, not the packet's.
+		case "metadata":
+			md.metadata = num
+		case "skb_priority":
+			md.skbPriority = uint32(num)
+		case "ct_label":
+			var v *big.Int
+			if v, err = parseIntField(canon, val, 16); err == nil {
+				k.CtLabel = [16]byte{}
+				v.FillBytes(k.CtLabel[:])
+			}
+		case "ct_nw_proto":
+			k.CtNwProto = uint8(num)
+		case "ct_tp_src":
+			k.CtTpSrc = uint16(num)
+		case "ct_tp_dst":
+			k.CtTpDst = uint16(num)
+		case "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
+			var a netip.Addr
+			if a, err = netip.ParseAddr(val); err == nil && a.Is6() == strings.HasPrefix(canon, "ct_ipv6") {
+				ctNw[canon] = a
+			} else if err == nil {
+				err = fmt.Errorf("invalid IP address")
+			}
+		case "dl_src", "dl_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
 			var hw net.HardwareAddr
-			if hw, err = net.ParseMAC(val); err == nil && len(hw) == 6 {
-				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "eth_src": &k.EthSrc, "dl_dst": &k.EthDst,
-					"eth_dst": &k.EthDst, "arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA, "nd_sll": &k.ArpSHA, "nd_tll": &k.ArpTHA}[name]
-				*dst = [6]byte(hw)
-			} else if err == nil {
+			if hw, err = net.ParseMAC(val); err != nil || len(hw) != 6 {
 				err = fmt.Errorf("invalid Ethernet address")
+			} else {
+				dst := map[string]*[6]byte{"dl_src": &k.EthSrc, "dl_dst": &k.EthDst,
+					"arp_sha": &k.ArpSHA, "arp_tha": &k.ArpTHA, "nd_sll": &k.ArpSHA, "nd_tll": &k.ArpTHA}[canon]
+				*dst = [6]byte(hw)
 			}
-		case "dl_type", "eth_type":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if err = setType(uint16(v)); err != nil {
-					return k, nil, 0, err
-				}
-			}
+		case "dl_type":
+			k.EthType = uint16(num)
 		case "dl_vlan":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if v == 0xffff {
-					k.VLANTCI, k.VLANTPID = 0, 0
-				} else if v > flow.VLANVIDMask {
-					err = fmt.Errorf("VLAN ID out of range")
-				} else {
-					k.VLANTCI = k.VLANTCI&^flow.VLANVIDMask | uint16(v) | flow.VLANPresent
-					k.VLANTPID = flow.EthTypeVLAN
-				}
-			}
-		case "dl_vlan_pcp":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 8); err == nil && v <= 7 {
-				k.VLANTCI = k.VLANTCI&^flow.VLANPCPMask | uint16(v)<<13 | flow.VLANPresent
+			// OVS's flow_set_dl_vlan: 0xffff is no tag, other values'
+			// VID bits a tag's.
+			if num == 0xffff {
+				k.VLANTCI, k.VLANTPID = 0, 0
+			} else {
+				k.VLANTCI = k.VLANTCI&^flow.VLANVIDMask | uint16(num)&flow.VLANVIDMask | flow.VLANPresent
 				k.VLANTPID = flow.EthTypeVLAN
-			} else if err == nil {
-				err = fmt.Errorf("PCP out of range")
 			}
+		case "vlan_vid":
+			// OXM's: the VID with OFPVID_PRESENT, the tag's CFI bit.
+			k.VLANTCI = k.VLANTCI&^(flow.VLANVIDMask|flow.VLANPresent) | uint16(num)&(flow.VLANVIDMask|flow.VLANPresent)
+			k.VLANTPID = 0
+			if k.HasVLAN() {
+				k.VLANTPID = flow.EthTypeVLAN
+			}
+		case "dl_vlan_pcp", "vlan_pcp":
+			// flow_set_vlan_pcp: the low 3 bits, in a tag.
+			k.VLANTCI = k.VLANTCI&^flow.VLANPCPMask | uint16(num&7)<<13 | flow.VLANPresent
+			k.VLANTPID = flow.EthTypeVLAN
 		case "vlan_tci":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				k.VLANTCI = uint16(v)
-				k.VLANTPID = 0
-				if k.HasVLAN() {
-					k.VLANTPID = flow.EthTypeVLAN
-				}
+			k.VLANTCI = uint16(num)
+			k.VLANTPID = 0
+			if k.HasVLAN() {
+				k.VLANTPID = flow.EthTypeVLAN
 			}
 		case "nw_src", "nw_dst", "arp_spa", "arp_tpa":
 			var a netip.Addr
 			if a, err = netip.ParseAddr(val); err == nil && a.Is4() {
-				if name == "nw_src" || name == "arp_spa" {
+				if canon == "nw_src" || canon == "arp_spa" {
 					k.IPv4Src = a.As4()
 				} else {
 					k.IPv4Dst = a.As4()
 				}
-			} else if err == nil {
-				err = fmt.Errorf("not an IPv4 address")
+			} else {
+				err = fmt.Errorf("invalid IP address")
 			}
 		case "ipv6_src", "ipv6_dst", "nd_target":
 			var a netip.Addr
 			if a, err = netip.ParseAddr(val); err == nil && a.Is6() {
-				switch name {
+				switch canon {
 				case "ipv6_src":
 					k.IPv6Src = a.As16()
 				case "ipv6_dst":
@@ -606,35 +954,32 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 				default:
 					k.NdTarget = a.As16()
 				}
-			} else if err == nil {
-				err = fmt.Errorf("not an IPv6 address")
+			} else {
+				err = fmt.Errorf("invalid IPv6 address")
 			}
 		case "ipv6_label":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 20); err == nil {
-				k.IPv6Label = uint32(v)
-			}
-		case "nw_proto", "ip_proto", "arp_op":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
-				if err = setProto(uint8(v)); err != nil {
-					return k, nil, 0, err
-				}
-			}
-		case "nw_tos", "nw_ecn", "nw_ttl":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 8); err == nil {
-				switch name {
+			k.IPv6Label = uint32(num) & 0xfffff
+		case "nw_proto", "arp_op":
+			// arp_op's 16 bits in the flow's 8 (OVS's nw_proto).
+			k.NwProto = uint8(num)
+		case "nw_tos", "nw_ecn", "nw_ttl", "ip_dscp":
+			v := num
+			{
+				switch canon {
 				case "nw_tos":
 					k.NwTOS = k.NwTOS&0x03 | uint8(v)&0xfc
+				case "ip_dscp":
+					// OVS's mf_set_flow_value: the value shifted into
+					// place, bits past the byte lost.
+					k.NwTOS = k.NwTOS&0x03 | uint8(v<<2)
 				case "nw_ecn":
 					k.NwTOS = k.NwTOS&0xfc | uint8(v)&0x03
 				default:
 					k.NwTTL = uint8(v)
 				}
 			}
-		case "nw_frag", "ip_frag":
-			switch val {
+		case "nw_frag":
+			switch strings.ToLower(val) {
 			case "no", "not_later":
 				k.NwFrag = 0
 			case "yes", "first":
@@ -642,71 +987,40 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			case "later":
 				k.NwFrag = flow.FragAny | flow.FragLater
 			default:
-				err = fmt.Errorf("unknown fragment type")
+				err = fmt.Errorf(`unknown fragment type (valid types are "no", "yes", "first", "later", "not_later"`)
 			}
-		case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				if strings.HasSuffix(name, "src") || strings.HasSuffix(name, "_type") {
-					k.TpSrc = uint16(v)
-				} else {
-					k.TpDst = uint16(v)
-				}
-			}
-		case "nd_reserved", "nd_options_type":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, map[string]int{"nd_reserved": 32, "nd_options_type": 8}[name]); err == nil {
-				if name == "nd_reserved" {
-					k.NdReserved = uint32(v)
-				} else {
-					k.NdOptionsType = uint8(v)
-				}
-			}
-		case "tcp_flags":
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 16); err == nil {
-				k.TCPFlags = uint16(v) & 0x0fff
-			}
-		case "recirc_id", "ct_zone", "ct_mark":
-			var v uint64
-			bits := map[string]int{"recirc_id": 32, "ct_zone": 16, "ct_mark": 32}[name]
-			if v, err = strconv.ParseUint(val, 0, bits); err == nil {
-				switch name {
-				case "recirc_id":
-					k.RecircID = uint32(v)
-				case "ct_zone":
-					k.CtZone = uint16(v)
-				default:
-					k.CtMark = uint32(v)
-				}
-			}
-		case "ct_state":
-			k.CtState, err = parseCtState(val)
-		case "pkt_mark", "dp_hash":
-			if md == nil {
-				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
-			}
-			var v uint64
-			if v, err = strconv.ParseUint(val, 0, 32); errors.Is(err, strconv.ErrRange) {
-				err = fmt.Errorf("value too large for 4-byte field %s", name)
-			} else if err != nil {
-				err = fmt.Errorf("bad syntax for %s value", name)
+		case "tp_src", "tp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code":
+			if strings.HasSuffix(canon, "src") || strings.HasSuffix(canon, "_type") {
+				k.TpSrc = uint16(num)
 			} else {
-				if name == "pkt_mark" {
-					md.pktMark = uint32(v)
-				} else {
-					md.dpHash = uint32(v)
-				}
+				k.TpDst = uint16(num)
 			}
+		case "nd_reserved":
+			k.NdReserved = uint32(num)
+		case "nd_options_type":
+			k.NdOptionsType = uint8(num)
+		case "tcp_flags":
+			k.TCPFlags, err = parseFlagNames(canon, val)
+		case "recirc_id":
+			k.RecircID = uint32(num)
+		case "ct_zone":
+			k.CtZone = uint16(num)
+		case "ct_mark":
+			k.CtMark = uint32(num)
+		case "ct_state":
+			var v uint16
+			v, err = parseFlagNames(canon, val)
+			k.CtState = uint8(v)
+		case "pkt_mark":
+			md.pktMark = uint32(num)
+		case "dp_hash":
+			md.dpHash = uint32(num)
 		default:
-			if !isTunField(name) {
-				return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)
-			}
-			if tunSet[name] {
+			if tunSet[canon] {
 				return k, nil, 0, errFlowSyntax(spec, "field %s set multiple times", name)
 			}
-			tunSet[name] = true
-			if idx, ok := tunMDIndex(name); ok {
+			tunSet[canon] = true
+			if idx, ok := tunMDIndex(canon); ok {
 				var v []byte
 				if v, err = parseTunMDValue(name, val); err == nil {
 					if tunMD == nil {
@@ -722,6 +1036,18 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			return k, nil, 0, bad(err)
 		}
 	}
+	if v6, v4 := k.EthType == flow.EthTypeIPv6, k.EthType == flow.EthTypeIPv4; v4 || v6 {
+		src, dst := "ct_nw_src", "ct_nw_dst"
+		if v6 {
+			src, dst = "ct_ipv6_src", "ct_ipv6_dst"
+		}
+		for name, to := range map[string]*[16]byte{src: &k.CtNwSrc, dst: &k.CtNwDst} {
+			if a, ok := ctNw[name]; ok {
+				*to = [16]byte{}
+				copy(to[:], a.AsSlice())
+			}
+		}
+	}
 	if tunMD != nil {
 		opts := ofp.TunMDOptsFromValues(tlv, tunMD)
 		if len(opts) > flow.TunOptsMax {
@@ -731,6 +1057,112 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 		k.TunOptsLen = uint8(copy(k.TunOpts[:], opts))
 	}
 	return k, in, ofport, nil
+}
+
+// traceFieldKnown reports whether name (not an alias) is a field OVS's
+// mf_from_name knows; the packet metadata only with meta.
+func traceFieldKnown(name string, meta bool) bool {
+	switch name {
+	case "in_port", "actset_output", "conj_id", "dl_src", "dl_dst", "dl_type", "dl_vlan", "vlan_vid", "dl_vlan_pcp",
+		"vlan_pcp", "vlan_tci", "nw_src", "nw_dst", "arp_spa", "arp_tpa", "arp_sha", "arp_tha", "arp_op",
+		"ipv6_src", "ipv6_dst", "ipv6_label", "nd_target", "nd_sll", "nd_tll", "nd_reserved", "nd_options_type",
+		"nw_proto", "nw_tos", "ip_dscp", "nw_ecn", "nw_ttl", "nw_frag", "tp_src", "tp_dst", "tcp_flags",
+		"udp_src", "udp_dst", "sctp_src", "sctp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code",
+		"recirc_id", "ct_state", "ct_zone", "ct_mark", "ct_label", "ct_nw_proto", "ct_nw_src", "ct_nw_dst",
+		"ct_ipv6_src", "ct_ipv6_dst", "ct_tp_src", "ct_tp_dst":
+		return true
+	case "pkt_mark", "dp_hash", "skb_priority", "metadata":
+		return meta
+	}
+	if _, _, ok := regIndex(name); ok {
+		return meta
+	}
+	return isTunField(name) || traceUnsupported(name)
+}
+
+// traceFieldIsSet is OVS's mf_is_set for the flow parsed so far: whether
+// field name has a value other than zero.
+func traceFieldIsSet(name string, k *flow.Key, ofport int, md *flowMeta) bool {
+	if first, width, ok := regIndex(name); ok {
+		return md != nil && slices.ContainsFunc(md.regs[first:first+width], func(r uint32) bool { return r != 0 })
+	}
+	switch name {
+	case "in_port":
+		return ofport != 0
+	case "dl_src":
+		return k.EthSrc != [6]byte{}
+	case "dl_dst":
+		return k.EthDst != [6]byte{}
+	case "dl_type":
+		return k.EthType != 0
+	case "dl_vlan", "vlan_vid":
+		return k.VLANTCI&flow.VLANVIDMask != 0 || name == "vlan_vid" && k.VLANTCI&flow.VLANPresent != 0
+	case "dl_vlan_pcp", "vlan_pcp":
+		return k.VLANTCI&flow.VLANPCPMask != 0
+	case "vlan_tci":
+		return k.VLANTCI != 0
+	case "nw_src", "arp_spa":
+		return k.IPv4Src != [4]byte{}
+	case "nw_dst", "arp_tpa":
+		return k.IPv4Dst != [4]byte{}
+	case "arp_sha", "nd_sll":
+		return k.ArpSHA != [6]byte{}
+	case "arp_tha", "nd_tll":
+		return k.ArpTHA != [6]byte{}
+	case "nw_proto", "arp_op":
+		return k.NwProto != 0
+	case "ipv6_src":
+		return k.IPv6Src != [16]byte{}
+	case "ipv6_dst":
+		return k.IPv6Dst != [16]byte{}
+	case "nd_target":
+		return k.NdTarget != [16]byte{}
+	case "ipv6_label":
+		return k.IPv6Label != 0
+	case "nw_tos", "ip_dscp":
+		return k.NwTOS&0xfc != 0
+	case "nw_ecn":
+		return k.NwTOS&0x03 != 0
+	case "nw_ttl":
+		return k.NwTTL != 0
+	case "nw_frag":
+		return k.NwFrag != 0
+	case "tp_src", "udp_src", "sctp_src", "icmp_type", "icmpv6_type":
+		return k.TpSrc != 0
+	case "tp_dst", "udp_dst", "sctp_dst", "icmp_code", "icmpv6_code":
+		return k.TpDst != 0
+	case "tcp_flags":
+		return k.TCPFlags != 0
+	case "nd_reserved":
+		return k.NdReserved != 0
+	case "nd_options_type":
+		return k.NdOptionsType != 0
+	case "recirc_id":
+		return k.RecircID != 0
+	case "ct_state":
+		return k.CtState != 0
+	case "ct_zone":
+		return k.CtZone != 0
+	case "ct_mark":
+		return k.CtMark != 0
+	case "ct_label":
+		return k.CtLabel != [16]byte{}
+	case "ct_nw_proto":
+		return k.CtNwProto != 0
+	case "ct_tp_src":
+		return k.CtTpSrc != 0
+	case "ct_tp_dst":
+		return k.CtTpDst != 0
+	case "pkt_mark":
+		return md != nil && md.pktMark != 0
+	case "dp_hash":
+		return md != nil && md.dpHash != 0
+	case "skb_priority":
+		return md != nil && md.skbPriority != 0
+	case "metadata":
+		return md != nil && md.metadata != 0
+	}
+	return false
 }
 
 // traceFieldPrereqsOK reports whether the flow k parsed so far meets the
@@ -752,9 +1184,24 @@ func traceFieldPrereqsOK(name string, k *flow.Key) bool {
 	case "nw_proto", "ip_proto", "nw_tos", "nw_ecn", "nw_ttl", "nw_frag", "ip_frag":
 		return ip
 	case "tp_src", "tp_dst", "tcp_src", "tcp_dst", "tcp_flags":
-		return ip && k.NwProto == flow.IPProtoTCP
+		return ip && k.NwProto == flow.IPProtoTCP && k.NwFrag&flow.FragLater == 0
 	case "udp_src", "udp_dst":
-		return ip && k.NwProto == flow.IPProtoUDP
+		return ip && k.NwProto == flow.IPProtoUDP && k.NwFrag&flow.FragLater == 0
+	case "sctp_src", "sctp_dst":
+		return ip && k.NwProto == flow.IPProtoSCTP && k.NwFrag&flow.FragLater == 0
+	case "ip_dscp":
+		return ip
+	case "dl_vlan_pcp", "vlan_pcp":
+		// OpenFlow 1.0's dl_vlan_pcp needs Ethernet; OXM's vlan_pcp a tag.
+		return name == "dl_vlan_pcp" || k.VLANTCI&flow.VLANPresent != 0
+	case "ct_nw_proto", "ct_tp_src", "ct_tp_dst", "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst":
+		// OVS's is_ct_valid for a packet: new, est or rpl.
+		return k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0
+	case "mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl":
+		return k.EthType == 0x8847 || k.EthType == 0x8848
+	case "nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl",
+		"nsh_c1", "nsh_c2", "nsh_c3", "nsh_c4", "nshc1", "nshc2", "nshc3", "nshc4":
+		return k.EthType == 0x894f
 	case "icmp_type", "icmp_code":
 		return ip4 && k.NwProto == flow.IPProtoICMP
 	case "icmpv6_type", "icmpv6_code":

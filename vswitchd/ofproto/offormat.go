@@ -22,40 +22,23 @@ func formatOFMatchNames(m *ofp.Match, pn ofp.PortNames) string {
 	if m.Mask.RecircID != 0 && m.Flow.RecircID == 0 {
 		mark += "recirc_id=0,"
 	}
-	s := strings.TrimSuffix(formatMatchOF(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m),
-		mark, u32Masked("dp_hash", m.Flow.DpHash, m.Mask.DpHash), "", ""), ",")
-	var extra []string
+	// Then conj_id, and the registers and metadata at their places
+	// (before the tunnel, after it).
+	dpHash := u32Masked("dp_hash", m.Flow.DpHash, m.Mask.DpHash)
 	if m.Mask.ConjID != 0 {
-		// OVS's match_format puts conj_id before the packet fields.
-		if s == "" {
-			s = fmt.Sprintf("conj_id=%d", m.Flow.ConjID)
-		} else {
-			s = fmt.Sprintf("conj_id=%d,%s", m.Flow.ConjID, s)
-		}
+		dpHash += fmt.Sprintf("conj_id=%d,", m.Flow.ConjID)
 	}
+	var regs, meta string
 	for i := range m.Mask.Regs {
-		if mk := m.Mask.Regs[i]; mk != 0 {
-			if mk == ^uint32(0) {
-				extra = append(extra, fmt.Sprintf("reg%d=%#x", i, m.Flow.Regs[i]))
-			} else {
-				extra = append(extra, fmt.Sprintf("reg%d=%#x/%#x", i, m.Flow.Regs[i], mk))
-			}
-		}
+		regs += u32Masked(fmt.Sprintf("reg%d", i), m.Flow.Regs[i], m.Mask.Regs[i])
 	}
-	if mk := m.Mask.Metadata; mk != 0 {
-		if mk == ^uint64(0) {
-			extra = append(extra, fmt.Sprintf("metadata=%#x", m.Flow.Metadata))
-		} else {
-			extra = append(extra, fmt.Sprintf("metadata=%#x/%#x", m.Flow.Metadata, mk))
-		}
+	if mk := m.Mask.Metadata; mk == ^uint64(0) {
+		meta = "metadata=" + hex0(m.Flow.Metadata) + ","
+	} else if mk != 0 {
+		meta = "metadata=" + hex0(m.Flow.Metadata) + "/" + hex0(mk) + ","
 	}
-	if len(extra) == 0 {
-		return s
-	}
-	if s == "" {
-		return strings.Join(extra, ",")
-	}
-	return s + "," + strings.Join(extra, ",")
+	return strings.TrimSuffix(formatMatchOF(&k, &mk, pn.Port(m.Flow.InPort), false, false, ofTunMD(m),
+		mark, dpHash, regs, meta), ",")
 }
 
 // formatAction formats an action as ofproto/trace and the logs show it:

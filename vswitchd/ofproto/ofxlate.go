@@ -115,6 +115,8 @@ func (x *xlate) pipeline(in *port) {
 		x.of.flow.PktMark = saved.flow.PktMark
 	} else {
 		x.of.flow.PktMark, x.of.flow.DpHash = x.inMeta.pktMark, x.inMeta.dpHash
+		// A trace's flow may start with registers and metadata.
+		x.of.flow.Regs, x.of.flow.Metadata = x.inMeta.regs, x.inMeta.metadata
 	}
 	x.of.flow.InPort = ofPortNo(in)
 	x.of.flow.VLANTCI, x.of.flow.VLANTPID = x.cur.tci, x.cur.tpid
@@ -236,7 +238,17 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // lookup finds the highest-priority rule of table id matching the flow,
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	return x.of.in.br.br.tables.Load().table(int(id)).lookup(&x.of.flow, &x.of.wc)
+	t := x.of.in.br.br.tables.Load().table(int(id))
+	if x.trace == nil {
+		return t.lookup(&x.of.flow, &x.of.wc)
+	}
+	r := t.lookup(&x.of.flow, &x.of.wc)
+	if r != nil {
+		if m := r.match(); m.Mask.IPv6Label&0xfffff == 0xfffff {
+			x.traceLabelExact = true
+		}
+	}
+	return r
 }
 
 // table looks the flow up in table id and executes the matching rule's

@@ -115,8 +115,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "Flow: %s\n", formatMatchOF(&k, ptr(packetMask(&k)), inText, false, true, traceTunMD(tlv, &k, nil),
-		u32Flow("pkt_mark", md.pktMark), u32Flow("dp_hash", md.dpHash), "", ""))
+	fmt.Fprintf(&out, "Flow: %s\n", formatMatchOF(&k, traceFlowMask(&k), inText, false, true, traceTunMD(tlv, &k, nil),
+		u32Flow("pkt_mark", md.pktMark), u32Flow("dp_hash", md.dpHash)+skbPriorityFlow(md.skbPriority), regsFlow(&md.regs), metadataFlow(md.metadata)))
 	u := datapath.Upcall{Key: k}
 	// A dp_hash is the packet's, in the key of a recirculated pass.
 	u.Key.DpHash = md.dpHash
@@ -163,7 +163,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	mk := k.Masked(&u.Mask)
 	mk.RecircID = k.RecircID // a megaflow always matches it
 	fmt.Fprintf(&out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, tlv),
-		formatMatchOF(&mk, &u.Mask, inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.dpActions())
+		formatMatchOF(&mk, traceMegaflowMask(x, &u.Mask), inText, true, false, traceTunMD(tlv, &k, x.tunMDWC), mark, dpHash, "", ""), x.dpActions())
 	out.WriteString(failed)
 	b.traceRecircs(&out, idx, x.recircTrace, k.InPort, inText, o)
 	return out.String(), nil
@@ -200,7 +200,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		x.resume(&recircNode{id: r.id, state: r.st})
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
-			formatMatch(&k, &u.Mask, inText, true, false, ""), x.dpActions())
+			formatMatch(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, ""), x.dpActions())
 		queue = append(queue, x.recircTrace...)
 	}
 }
@@ -438,21 +438,13 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	}
 	f := x.traceFinal
 	k := f.Key
-	var regs, meta string
-	mark, dpHash := u32Flow("pkt_mark", f.PktMark), u32Flow("dp_hash", f.DpHash)
-	for i, r := range f.Regs {
-		if r != 0 {
-			regs += fmt.Sprintf("reg%d=%#x,", i, r)
-		}
-	}
-	if f.Metadata != 0 {
-		meta = fmt.Sprintf("metadata=%#x,", f.Metadata)
-	}
+	mark, dpHash := u32Flow("pkt_mark", f.PktMark), u32Flow("dp_hash", f.DpHash)+skbPriorityFlow(x.inMeta.skbPriority)
+	regs, meta := regsFlow(&f.Regs), metadataFlow(f.Metadata)
 	var pn ofp.PortNames
 	if x.names && x.traceBridge != nil {
 		pn = x.traceBridge.portNames()
 	}
-	out := formatMatchOF(&k, ptr(packetMask(&k)), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
+	out := formatMatchOF(&k, traceFlowMask(&k), pn.Port(f.InPort), false, true, traceTunMD(tlv, &k, nil), mark, dpHash, regs, meta)
 	if in := x.traceFinalInner; in.present() {
 		// The tag a push_vlan pushed over, as match_format shows a
 		// second VLAN header.
@@ -488,4 +480,74 @@ func hexC(v uint32) string {
 		return "0"
 	}
 	return fmt.Sprintf("%#x", v)
+}
+
+// traceFlowMask is the mask OVS's flow_format shows a trace's flow with:
+// the packet's (packetMask) and its conntrack fields that are not zero,
+// the original direction's only for a valid connection (new, est or
+// rpl) of an IP packet with a ct_nw_proto.
+func traceFlowMask(k *flow.Key) *flow.Mask {
+	m := packetMask(k)
+	if k.CtState != 0 {
+		m.CtState = 0xff
+	}
+	if k.CtZone != 0 {
+		m.CtZone = 0xffff
+	}
+	if k.CtMark != 0 {
+		m.CtMark = ^uint32(0)
+	}
+	all := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	if k.CtLabel != [16]byte{} {
+		m.CtLabel = all
+	}
+	ip := k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6
+	if ip && k.CtState&(ofp.CtNew|ofp.CtEst|ofp.CtRpl) != 0 && k.CtNwProto != 0 {
+		m.CtNwProto, m.CtTpSrc, m.CtTpDst = 0xff, 0xffff, 0xffff
+		m.CtNwSrc, m.CtNwDst = all, all
+	}
+	return &m
+}
+
+// regsFlow formats the registers that are not zero as flow_format does.
+func regsFlow(regs *[16]uint32) string {
+	var s string
+	for i, r := range regs {
+		if r != 0 {
+			s += fmt.Sprintf("reg%d=%#x,", i, r)
+		}
+	}
+	return s
+}
+
+// metadataFlow formats metadata as flow_format does: not when zero.
+func metadataFlow(v uint64) string {
+	if v == 0 {
+		return ""
+	}
+	return fmt.Sprintf("metadata=%#x,", v)
+}
+
+// skbPriorityFlow formats skb_priority as flow_format does: not when
+// zero.
+func skbPriorityFlow(v uint32) string {
+	if v == 0 {
+		return ""
+	}
+	return fmt.Sprintf("skb_priority=%#x,", v)
+}
+
+// traceMegaflowMask is the mask a trace's Megaflow: line shows: the
+// datapath's, with OVS's ipv6_label mask: all 32 bits where a lookup
+// found a rule on the whole label (x.traceLabelExact), else the label's
+// bits consulted (a set's 20).
+func traceMegaflowMask(x *xlate, m *flow.Mask) *flow.Mask {
+	if m.IPv6Label == 0 {
+		return m
+	}
+	mm := *m
+	if mm.IPv6Label &= 0xfffff; x.traceLabelExact && mm.IPv6Label == 0xfffff {
+		mm.IPv6Label = ^uint32(0)
+	}
+	return &mm
 }

@@ -129,6 +129,27 @@ Datapath actions: drop
 		args: []string{"brd"}, err: "syntax error at brd (or the bridge name was omitted)",
 	}, {
 		args: []string{"brd", "in_port=1,ip,nw_src=1.2.3.4,tcp,tp_dst=80"}, err: "Bad openflow flow syntax: in_port=1,ip,nw_src=1.2.3.4,tcp,tp_dst=80: Ethernet type set multiple times",
+	}, {
+		// OVS's parse_ofp_exact_flow: a field given twice (unless it was
+		// zero), no wildcards, each field's size; fields govs' datapath
+		// does not carry refused.
+		args: []string{"brd", "in_port=1,tcp,nw_proto=6"}, err: "Bad openflow flow syntax: in_port=1,tcp,nw_proto=6: field nw_proto set multiple times",
+	}, {
+		args: []string{"brd", "in_port=1,xreg0=1,reg1=2"}, err: "Bad openflow flow syntax: in_port=1,xreg0=1,reg1=2: field reg1 set multiple times",
+	}, {
+		args: []string{"brd", "in_port=1,ct_state=+trk"}, err: "Bad openflow flow syntax: in_port=1,ct_state=+trk: bad value for ct_state (+trk: wildcards not allowed here)",
+	}, {
+		args: []string{"brd", "xxreg3=0x100000000000000000000000000000000"}, err: "Bad openflow flow syntax: xxreg3=0x100000000000000000000000000000000: bad value for xxreg3 (0x100000000000000000000000000000000: value too large for 16-byte field xxreg3)",
+	}, {
+		args: []string{"brd", "reg16=1"}, err: "Bad openflow flow syntax: reg16=1: unknown field reg16",
+	}, {
+		args: []string{"brd", "in_port=1,tun_gbp_id=1"}, err: "Bad openflow flow syntax: in_port=1,tun_gbp_id=1: field tun_gbp_id: govs does not support it",
+	}, {
+		args: []string{"brd", "in_port=1,mpls"}, err: "Bad openflow flow syntax: in_port=1,mpls: mpls: govs does not support MPLS",
+	}, {
+		args: []string{"brd", "in_port=1,nsh_spi=1"}, err: "Bad openflow flow syntax: in_port=1,nsh_spi=1: prerequisites not met for setting nsh_spi",
+	}, {
+		args: []string{"brd", "in_port=1,ct_state=trk,ct_nw_proto=6"}, err: "Bad openflow flow syntax: in_port=1,ct_state=trk,ct_nw_proto=6: prerequisites not met for setting ct_nw_proto",
 	}} {
 		got, err := tb.TraceCommand(tt.args)
 		if tt.err != "" {
@@ -140,6 +161,22 @@ Datapath actions: drop
 		if err != nil || got != tt.want {
 			t.Errorf("%q (%v):\n%s\nwant:\n%s", tt.args, err, got, tt.want)
 		}
+	}
+}
+
+// A trace's flow may give the registers and metadata: the Flow: line
+// shows them as OVS's flow_format (xreg0=1 is reg1, xxreg1 reg4-reg7,
+// the first register the most significant), and the pipeline starts
+// with them.
+func TestTraceRegisters(t *testing.T) {
+	tb := traceRig(t)
+	got, err := tb.TraceCommand([]string{"brd", "in_port=1,xreg0=0x200000001,xxreg1=0x3,metadata=0xab,skb_priority=0x7,ct_label=0x10,ct_state=est|trk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "Flow: skb_priority=0x7,ct_state=est|trk,ct_label=0x10,reg0=0x2,reg1=0x1,reg7=0x3,metadata=0xab,in_port=1,vlan_tci=0x0000,"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("got:\n%s\nwant a start of:\n%s", got, want)
 	}
 }
 

@@ -147,7 +147,13 @@ type xlate struct {
 	// consulted; inMeta the trace flow's pkt_mark and dp_hash, the first
 	// bridge's packet's as it enters.
 	traceDpHashWC uint32
-	inMeta        flowMeta
+	// traceLabelExact, in a trace, says a lookup found a rule on the
+	// whole IPv6 flow label: OVS's megaflow then has all 32 bits of
+	// its ipv6_label, where a set (or a lookup that missed such a rule,
+	// as Debian's shows) has the label's 20, and shows a mask only for
+	// the latter.
+	traceLabelExact bool
+	inMeta          flowMeta
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
