@@ -99,16 +99,18 @@ func splitKV(s string) (key, value, rest string, ok bool) {
 }
 
 // protocols are the shorthand keywords for an Ethernet type and IP
-// protocol.
+// protocol, OVS 3.1's ofp_parse_protocol's (which has no igmp; its mpls
+// and mplsm are not here: govs carries no MPLS).
 var protocols = map[string]struct {
 	typ   uint16
 	proto uint8
 }{
-	"ip": {flow.EthTypeIPv4, 0}, "ipv6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
+	"ip": {flow.EthTypeIPv4, 0}, "ipv4": {flow.EthTypeIPv4, 0}, "ip4": {flow.EthTypeIPv4, 0},
+	"ipv6": {flow.EthTypeIPv6, 0}, "ip6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
 	"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "tcp": {flow.EthTypeIPv4, flow.IPProtoTCP},
 	"udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
-	"igmp": {flow.EthTypeIPv4, flow.IPProtoIGMP}, "icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6},
-	"tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP}, "udp6": {flow.EthTypeIPv6, flow.IPProtoUDP},
+	"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6},
+	"tcp6":  {flow.EthTypeIPv6, flow.IPProtoTCP}, "udp6": {flow.EthTypeIPv6, flow.IPProtoUDP},
 	"sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
 }
 

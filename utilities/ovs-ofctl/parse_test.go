@@ -48,6 +48,10 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "ip,actions=dec_ttl(1,2,3),controller(userdata=01.02.03,pause,meter_id=3),output_reg:NXM_NX_REG1[0..15]",
 			"ip actions=dec_ttl(1,2,3),controller(userdata=01.02.03,pause,meter_id=3),output:NXM_NX_REG1[0..15]"},
 		{ofp.V10, "actions=resubmit:1,resubmit(2,),resubmit(,3)", "actions=resubmit:1,resubmit:2,resubmit(,3)"},
+		{ofp.V10, "ip4,actions=drop", "ip actions=drop"},
+		{ofp.V10, "ipv4,nw_src=1.2.3.4,actions=drop", "ip,nw_src=1.2.3.4 actions=drop"},
+		{ofp.V10, "ip6,ipv6_src=::1,actions=drop", "ipv6,ipv6_src=::1 actions=drop"},
+		{ofp.V10, "ip,nw_proto=2,actions=drop", "ip,nw_proto=2 actions=drop"},
 	} {
 		fs, err := parseFlow(tc.in, parseAdd, nil)
 		if err != nil {
@@ -72,6 +76,7 @@ func TestParseErrors(t *testing.T) {
 		{"ip,actions=foo", parseAdd, "unknown action foo"},
 		{"ip", parseAdd, "must specify an action"},
 		{"xyz", parseDelete, "field xyz missing value"},
+		{"igmp,actions=drop", parseAdd, "field igmp missing value"},
 		{"priority=5", parseDump, "unknown keyword priority"},
 		{"in_port=1,actions=output:2,drop", parseAdd, "\"drop\" must not be accompanied by any other action or instruction"},
 		{"cookie=1/1,actions=drop", parseAdd, "flow additions cannot use a cookie mask"},

@@ -168,7 +168,9 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		switch typ {
 		case flow.EthTypeIPv4, flow.EthTypeIPv6:
 			v6 := typ == flow.EthTypeIPv6
-			names := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoIGMP: "igmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
+			// OVS 3.1's match_format has no igmp (nor igmp_type): an
+			// IGMP match is ip,nw_proto=2 with tp_src and tp_dst.
+			names := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
 			base := "ip"
 			if v6 {
 				names = map[uint8]string{flow.IPProtoICMPv6: "icmp6", flow.IPProtoTCP: "tcp6", flow.IPProtoUDP: "udp6", flow.IPProtoSCTP: "sctp6"}
@@ -268,9 +270,6 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoICMP:
 		f.u16("icmp_type", k.TpSrc, icmp16(mk.TpSrc))
 		f.u16("icmp_code", k.TpDst, icmp16(mk.TpDst))
-	case typ == flow.EthTypeIPv4 && k.NwProto == flow.IPProtoIGMP:
-		f.u16("igmp_type", k.TpSrc, mk.TpSrc)
-		f.u16("igmp_code", k.TpDst, mk.TpDst)
 	case typ == flow.EthTypeIPv6 && k.NwProto == flow.IPProtoICMPv6:
 		f.u16("icmp_type", k.TpSrc, icmp16(mk.TpSrc))
 		f.u16("icmp_code", k.TpDst, icmp16(mk.TpDst))
