@@ -41,7 +41,6 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		gen := gens.Add(1)
 		c := *ft
 		for range 1 + rng.Intn(3) {
-			tbl := c.table(0)
 			if len(live) > 0 && rng.Intn(3) == 0 {
 				i := rng.Intn(len(live))
 				c.mutable(0, gen).remove(live[i], gen)
@@ -57,21 +56,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			m.Flow = randFlow()
 			m.Normalize()
 			prio := uint16(rng.Intn(4))
-			r := &rule{priority: prio, stats: &ruleStats{}}
-			r.setMatch(&m)
-			old := tbl.find(&m, prio)
-			if old != nil {
-				r.seq = old.seq
-				for i := range live {
-					if live[i] == old {
-						live[i] = r
-					}
-				}
-			} else {
-				r.seq = seqs.Add(1)
-				live = append(live, r)
-			}
-			c.mutable(0, gen).put(r, old, gen)
+			live = putLive(&c, gen, &m, prio, live)
 		}
 		ft = &c
 		if c.table(0).len() != len(live) {
@@ -198,4 +183,27 @@ func TestHashTrieOneHash(t *testing.T) {
 			t.Fatalf("hash %d after the split: %v", h, l)
 		}
 	}
+}
+
+// putLive puts a rule of match m and priority prio into table 0 of c at
+// gen as a flow add does (one of the same match and priority is
+// replaced, the new one keeping its place) and returns live, the rules
+// the table should hold, kept in step.
+func putLive(c *flowTables, gen uint64, m *ofp.Match, prio uint16, live []*rule) []*rule {
+	r := &rule{priority: prio, stats: &ruleStats{}}
+	r.setMatch(m)
+	old := c.table(0).find(m, prio)
+	if old != nil {
+		r.seq = old.seq
+		for i := range live {
+			if live[i] == old {
+				live[i] = r
+			}
+		}
+	} else {
+		r.seq = seqs.Add(1)
+		live = append(live, r)
+	}
+	c.mutable(0, gen).put(r, old, gen)
+	return live
 }

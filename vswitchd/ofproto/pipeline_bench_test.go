@@ -66,10 +66,10 @@ func pipelineBridge(b *testing.B) (*testBacker, []byte) {
 	return tb, frame
 }
 
-// BenchmarkPipelineUpcall translates a miss (as the datapath's upcall
-// does) through pipelineBridge's tables: the OpenFlow lookups of a first
-// packet through an OVN-like pipeline, and what a translation allocates.
-func BenchmarkPipelineUpcall(b *testing.B) {
+// pipelineUpcall returns pipelineBridge's backer and an upcall of its
+// frame, translated once (its actions checked), with the action buffer
+// to reuse.
+func pipelineUpcall(b *testing.B) (*testBacker, []datapath.Upcall, datapath.Actions) {
 	tb, frame := pipelineBridge(b)
 	u := []datapath.Upcall{{}}
 	flow.Extract(frame, 3, &u[0].Key)
@@ -79,6 +79,14 @@ func BenchmarkPipelineUpcall(b *testing.B) {
 	if got := u[0].Actions.String(); got != "2" {
 		b.Fatalf("actions %q, want 2", got)
 	}
+	return tb, u, acts
+}
+
+// BenchmarkPipelineUpcall translates a miss (as the datapath's upcall
+// does) through pipelineBridge's tables: the OpenFlow lookups of a first
+// packet through an OVN-like pipeline, and what a translation allocates.
+func BenchmarkPipelineUpcall(b *testing.B) {
+	tb, u, acts := pipelineUpcall(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		u[0].Actions, u[0].Mask = acts[:0], flow.Mask{}
@@ -92,12 +100,7 @@ func BenchmarkPipelineUpcall(b *testing.B) {
 // costs its cache misses more than its instructions. Its figure is
 // cold-ns/upcall, the translation alone (ns/op includes the eviction).
 func BenchmarkPipelineUpcallCold(b *testing.B) {
-	tb, frame := pipelineBridge(b)
-	u := []datapath.Upcall{{}}
-	flow.Extract(frame, 3, &u[0].Key)
-	acts := make(datapath.Actions, 0, 16)
-	u[0].Actions = acts
-	tb.Upcall(u)
+	tb, u, acts := pipelineUpcall(b)
 	evict := make([]byte, 64<<20)
 	var spent time.Duration
 	n := 0

@@ -344,7 +344,6 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 		gen := gens.Add(1)
 		c := *ft
 		for range 1 + rng.Intn(3) {
-			tbl := c.table(0)
 			// Tables of up to a hundred rules or so.
 			if len(live) > 0 && rng.Intn(3) == 0 || len(live) > 100 {
 				i := rng.Intn(len(live))
@@ -354,21 +353,7 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 			}
 			m := randMatch()
 			prio := uint16(rng.Intn(6))
-			r := &rule{priority: prio, stats: &ruleStats{}}
-			r.setMatch(&m)
-			old := tbl.find(&m, prio)
-			if old != nil {
-				r.seq = old.seq
-				for i := range live {
-					if live[i] == old {
-						live[i] = r
-					}
-				}
-			} else {
-				r.seq = seqs.Add(1)
-				live = append(live, r)
-			}
-			c.mutable(0, gen).put(r, old, gen)
+			live = putLive(&c, gen, &m, prio, live)
 		}
 		ft = &c
 		if step%200 == 0 {

@@ -140,7 +140,6 @@ func TestStagedLookupAgainstLinear(t *testing.T) {
 		for step := 0; step < nrules*2; step++ {
 			gen := gens.Add(1)
 			c := *ft
-			tbl := c.table(0)
 			if len(live) > nrules/2 && rng.Intn(3) == 0 {
 				i := rng.Intn(len(live))
 				c.mutable(0, gen).remove(live[i], gen)
@@ -174,21 +173,7 @@ func TestStagedLookupAgainstLinear(t *testing.T) {
 			}
 			m.Normalize()
 			prio := uint16(rng.Intn(8))
-			r := &rule{priority: prio, stats: &ruleStats{}}
-			r.setMatch(&m)
-			old := tbl.find(&m, prio)
-			if old != nil {
-				r.seq = old.seq
-				for i := range live {
-					if live[i] == old {
-						live[i] = r
-					}
-				}
-			} else {
-				r.seq = seqs.Add(1)
-				live = append(live, r)
-			}
-			c.mutable(0, gen).put(r, old, gen)
+			live = putLive(&c, gen, &m, prio, live)
 			ft = &c
 		}
 		for range 1000 {
