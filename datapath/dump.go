@@ -250,6 +250,97 @@ func (dp *Datapath) DumpFlowsCommand(args []string) (string, error) {
 	return b.String(), nil
 }
 
+// GetFlowCommand is `ovs-appctl dpctl/get-flow [-m] [--names |
+// --no-names] [dp] ufid:UFID`: the installed flow of that UFID, one line
+// as dump-flows shows it (from the first worker that has it, as OVS gives
+// the first pmd's). As OVS's dpctl_get_flow, an argument that is no UFID
+// is reported in a reply that is not an error.
+func (dp *Datapath) GetFlowCommand(args []string) (string, error) {
+	ff := FlowFormat{}
+	names := -1
+	var pos []string
+	for _, a := range args {
+		switch {
+		case a == "-m" || a == "--more":
+			ff.Verbose = true
+		case a == "--names":
+			names = 1
+		case a == "--no-names":
+			names = 0
+		case strings.HasPrefix(a, "--"):
+			return "", fmt.Errorf("Unrecognized option %s", a)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			return "", fmt.Errorf("Unrecognized option -%c", a[1])
+		default:
+			pos = append(pos, a)
+		}
+	}
+	ff.Names = names == 1 || names == -1 && ff.Verbose
+	key := "dpctl/get-flow" // OVS then parses its command name
+	switch len(pos) {
+	case 1:
+		key = pos[0]
+	case 2:
+		if err := checkDPName(pos[0]); err != nil {
+			return "", err
+		}
+		key = pos[1]
+	}
+	id, ok, prefixed := ParseUFID(key)
+	switch {
+	case !prefixed:
+		return "ovs-vswitchd: parsing flow ufid\n", nil
+	case !ok:
+		return "ovs-vswitchd: parsing flow ufid (Invalid argument)\n", nil
+	}
+	for _, fi := range dp.Flows() {
+		if fi.UFID == id {
+			return dp.FormatFlow(&fi, ff, dp.Now()) + "\n", nil
+		}
+	}
+	return "", errors.New("ovs-vswitchd: getting flow (No such file or directory)")
+}
+
+// ParseUFID parses a "ufid:" and the UUID FormatUFID writes (OVS's
+// odp_ufid_from_string: what follows the UUID is not looked at). prefixed
+// says s starts with "ufid:", ok that a UUID follows.
+func ParseUFID(s string) (u [16]byte, ok, prefixed bool) {
+	rest, prefixed := strings.CutPrefix(s, "ufid:")
+	if !prefixed || len(rest) < 36 {
+		return u, false, prefixed
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if rest[i] != '-' {
+				return [16]byte{}, false, true
+			}
+			i++
+			continue
+		}
+		hi, ok1 := unhex(rest[i])
+		lo, ok2 := unhex(rest[i+1])
+		if !ok1 || !ok2 {
+			return [16]byte{}, false, true
+		}
+		u[j] = hi<<4 | lo
+		i, j = i+2, j+1
+	}
+	return u, true, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
 // DelFlowsCommand is `ovs-appctl dpctl/del-flows [dp]`: it removes every
 // installed flow. Like OVS, an argument that is not a datapath name is
 // taken for a file of flows to delete, which govs does not support.

@@ -470,6 +470,45 @@ func TestDumpFlowsCommand(t *testing.T) {
 		t.Errorf("unknown datapath: %v", err)
 	}
 
+	// get-flow: each flow by its UFID, as dump-flows shows it; OVS's
+	// texts for the rest (Debian's ovs-vswitchd 3.1).
+	plain := map[string]bool{}
+	for _, l := range lines[1:] {
+		plain[l+"\n"] = true
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n")[1:] {
+		ufid, _, _ := strings.Cut(l, ", ")
+		got, err := r.dp.GetFlowCommand([]string{ufid})
+		if err != nil || !plain[got] {
+			t.Errorf("get-flow %s: %q %v, want one of %q", ufid, got, err, lines[1:])
+		}
+		delete(plain, got) // each UFID its own flow
+		if got, err := r.dp.GetFlowCommand([]string{"-m", Name, ufid}); err != nil || got != l+"\n" {
+			t.Errorf("get-flow -m %s:\n got %q %v\nwant %q", ufid, got, err, l)
+		}
+		upper := "ufid:" + strings.ToUpper(strings.TrimPrefix(ufid, "ufid:"))
+		if got, err := r.dp.GetFlowCommand([]string{"-m", upper}); err != nil || got != l+"\n" {
+			t.Errorf("get-flow -m %s: %q %v", upper, got, err)
+		}
+	}
+	for _, tc := range []struct {
+		args     []string
+		out, err string
+	}{
+		{[]string{"ufid:00000000-0000-0000-0000-000000000001"}, "", "ovs-vswitchd: getting flow (No such file or directory)"},
+		{[]string{"ufid:xyz"}, "ovs-vswitchd: parsing flow ufid (Invalid argument)\n", ""},
+		{[]string{"ufid:0000000g-0000-0000-0000-000000000001"}, "ovs-vswitchd: parsing flow ufid (Invalid argument)\n", ""},
+		{[]string{"1234"}, "ovs-vswitchd: parsing flow ufid\n", ""},
+		{[]string{"-m"}, "ovs-vswitchd: parsing flow ufid\n", ""},
+		{[]string{"foo@bar", "ufid:00000000-0000-0000-0000-000000000001"}, "", "ovs-vswitchd: datapath not found (Invalid argument)"},
+		{[]string{"-x", "1234"}, "", "Unrecognized option -x"},
+	} {
+		out, err := r.dp.GetFlowCommand(tc.args)
+		if e := fmt.Sprint(err); out != tc.out || tc.err == "" && err != nil || tc.err != "" && e != tc.err {
+			t.Errorf("get-flow %q: %q %v, want %q %q", tc.args, out, err, tc.out, tc.err)
+		}
+	}
+
 	if out, err := r.dp.DelFlowsCommand(nil); out != "" || err != nil || r.dp.Stats().Flows != 0 {
 		t.Errorf("del-flows: %q %v", out, err)
 	}

@@ -119,6 +119,28 @@ func TestVswitchdFlows(t *testing.T) {
 		}
 	}
 	t.Logf("dpctl/dump-flows:\n%s", out)
+	// dpctl/get-flow finds each by the UFID dump-flows -m shows, and
+	// says what Debian's ovs-vswitchd says of an unknown one. Traffic has
+	// stopped, but a flow's "used" moves on.
+	used := regexp.MustCompile(`used:(never|[0-9.]+s)`)
+	plain := map[string]bool{}
+	for _, l := range lines {
+		plain[used.ReplaceAllString(l, "used:")] = true
+	}
+	ufids := regexp.MustCompile(`ufid:[0-9a-f-]{36}`).FindAllString(e.mustAppctl("dpctl/dump-flows", "-m"), -1)
+	if len(ufids) != len(lines) {
+		t.Errorf("dpctl/dump-flows -m shows %d UFIDs for %d flows", len(ufids), len(lines))
+	}
+	for _, ufid := range ufids {
+		got := strings.TrimSpace(e.mustAppctl("dpctl/get-flow", ufid))
+		if !plain[used.ReplaceAllString(got, "used:")] {
+			t.Errorf("dpctl/get-flow %s: %q, not a line of dump-flows:\n%s", ufid, got, out)
+		}
+	}
+	if out, err := e.appctl("dpctl/get-flow", "ufid:00000000-0000-0000-0000-000000000001"); err == nil ||
+		!strings.HasPrefix(out, "ovs-vswitchd: getting flow (No such file or directory)\n") {
+		t.Errorf("dpctl/get-flow of an unknown UFID: %q %v", out, err)
+	}
 	if !strings.Contains(e.mustAppctl("dpif-netdev/pmd-stats-show"), "megaflow hits:") {
 		t.Errorf("pmd-stats-show lacks megaflow hits")
 	}

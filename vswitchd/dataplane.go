@@ -47,6 +47,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 	}{
 		{"dpctl/dump-flows", "[-m] [--names] [dp] [filter=..] [type=..] [pmd=..]", 0, 6, dp.DumpFlowsCommand},
 		{"dpctl/del-flows", "[dp] [file]", 0, 2, dp.DelFlowsCommand},
+		{"dpctl/get-flow", "[dp] ufid", 1, 2, dp.GetFlowCommand},
 		{"dpif-netdev/pmd-stats-show", "[-pmd core] [dp]", 0, 3, dp.PMDStatsShowCommand},
 		{"dpif-netdev/pmd-stats-clear", "[-pmd core] [dp]", 0, 3, dp.PMDStatsClearCommand},
 		{"dpif-netdev/pmd-rxq-show", "[-pmd core] [-secs secs] [dp]", 0, 5, dp.PMDRxqShowCommand},
