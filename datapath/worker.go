@@ -873,24 +873,27 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 				if data := p.Data(); conntrack.IsFragment(data) {
 					// The tracker holds a copy until the datagram is
 					// whole; then its fragments go on with its state.
-					pkts[k] = nil
-					frags, w2 := w.dp.ct.Defrag(now, data, o.ct.Zone)
-					if frags == nil {
+					// A fragment it does not take is tracked as it
+					// is: invalid.
+					if frags, w2, held := w.dp.ct.Defrag(now, data, o.ct.Zone); held {
+						pkts[k] = nil
+						if frags == nil {
+							continue
+						}
+						md := mds[k]
+						if w.dp.ct.ExecuteAt(now, w2, &md, o.ct, false) != nil {
+							continue
+						}
+						for _, f := range frags {
+							w.dp.ct.NATFragment(f, &md, o.ct)
+							q := w.dp.pool.Get()
+							q.SetLen(copy(q.Tail(), f))
+							q.InPort = p.InPort
+							w.clones = append(w.clones, q)
+							whole, wholeMDs = append(whole, q), append(wholeMDs, md)
+						}
 						continue
 					}
-					md := mds[k]
-					if w.dp.ct.ExecuteAt(now, w2, &md, o.ct, false) != nil {
-						continue
-					}
-					for _, f := range frags {
-						w.dp.ct.NATFragment(f, &md, o.ct)
-						q := w.dp.pool.Get()
-						q.SetLen(copy(q.Tail(), f))
-						q.InPort = p.InPort
-						w.clones = append(w.clones, q)
-						whole, wholeMDs = append(whole, q), append(wholeMDs, md)
-					}
-					continue
 				}
 				if queued && o.ct.NAT != nil {
 					p = w.clone(p)
