@@ -12,7 +12,7 @@ import (
 // (dpctl/ipf-*) with good and bad arguments on Debian's ovs-vswitchd
 // (netdev) and govs and requires the same output and exit status; then,
 // through a ct(commit) flow, fragmented pings (ping -s 3000: three
-// fragments each way) with the defaults, with a minimum fragment size
+// fragments each way), over IPv4 and IPv6, with the defaults, with a minimum fragment size
 // that makes the first two too small (refused, tracked as invalid and
 // forwarded; the last fragments held), and with IPv4 reassembly disabled,
 // and requires the same counters and held fragment lists (-m) after each.
@@ -25,8 +25,14 @@ func TestOpenFlowCtIPFDifferential(t *testing.T) {
 			net, target = "10.232.0", "ovs-vswitchd"
 		}
 		sw.replaceFlows("table=0,priority=100,arp,actions=NORMAL",
-			"table=0,priority=90,ip,actions=ct(commit),NORMAL")
+			"table=0,priority=100,icmp6,icmp_type=135,actions=NORMAL",
+			"table=0,priority=100,icmp6,icmp_type=136,actions=NORMAL",
+			"table=0,priority=90,ip,actions=ct(commit),NORMAL",
+			"table=0,priority=90,ipv6,actions=ct(commit),NORMAL")
+		sw.a.mustExec("ip", "-6", "addr", "add", "fd31::1/64", "dev", "eth0", "nodad")
+		sw.b.mustExec("ip", "-6", "addr", "add", "fd31::2/64", "dev", "eth0", "nodad")
 		sw.a.waitPing(net + ".2")
+		sw.a.waitPing("fd31::2")
 		run := func(args ...string) {
 			out, rc := sw.runRC(vswAppctl, append([]string{"-t", target}, args...)...)
 			out = strings.ReplaceAll(out, net+".", "NET.")
@@ -34,12 +40,13 @@ func TestOpenFlowCtIPFDifferential(t *testing.T) {
 			out = regexp.MustCompile(`ip_id=\d+,`).ReplaceAllString(out, "ip_id=ID,")
 			results[sw] = append(results[sw], fmt.Sprintf("%s: exit %d:\n%s", strings.Join(args, " "), rc, out))
 		}
-		ping := func(want bool) {
-			out, err := sw.a.exec("ping", "-q", "-n", "-c", "1", "-W", "2", "-s", "3000", net+".2")
+		pingTo := func(dst string, want bool) {
+			out, err := sw.a.exec("ping", "-q", "-n", "-c", "1", "-W", "2", "-s", "3000", dst)
 			if (err == nil) != want {
-				t.Errorf("%s: ping -s 3000: %v, want an answer: %v\n%s", sw.br, err, want, out)
+				t.Errorf("%s: ping -s 3000 %s: %v, want an answer: %v\n%s", sw.br, dst, err, want, out)
 			}
 		}
+		ping := func(want bool) { pingTo(net+".2", want) }
 		for _, args := range [][]string{
 			{"dpctl/ipf-get-status"},
 			{"dpctl/ipf-get-status", "-m"},
@@ -76,6 +83,7 @@ func TestOpenFlowCtIPFDifferential(t *testing.T) {
 			run(args...)
 		}
 		ping(true)
+		pingTo("fd31::2", true)
 		run("dpctl/ipf-get-status", "-m")
 		// The request's first two fragments are refused and forwarded,
 		// its last is held for a datagram that never completes: no
@@ -87,9 +95,11 @@ func TestOpenFlowCtIPFDifferential(t *testing.T) {
 		// counted when too small).
 		run("dpctl/ipf-set-disabled", "v4")
 		ping(true)
+		pingTo("fd31::2", true)
 		run("dpctl/ipf-get-status", "-m")
 		run("dpctl/ipf-set-disabled", "v6")
 		ping(true)
+		pingTo("fd31::2", true)
 		run("dpctl/ipf-get-status")
 	}
 	for i := range max(len(results[deb]), len(results[govs])) {
