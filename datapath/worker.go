@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sync"
@@ -875,7 +876,7 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 					// whole; then its fragments go on with its state.
 					// A fragment it does not take is tracked as it
 					// is: invalid.
-					if frags, w2, held := w.dp.ct.Defrag(now, data, o.ct.Zone); held {
+					if frags, w2, held := w.dp.ct.Defrag(now, data, o.ct.Zone, p.InPort); held {
 						pkts[k] = nil
 						if frags == nil {
 							continue
@@ -908,6 +909,22 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 				} else if n != len(d) {
 					p.SetLen(n)
 				}
+			}
+			// As OVS's ipf, the fragments of datagrams that did not
+			// arrive whole in time go on with packets of their family,
+			// as invalid (and not tracked).
+			for _, p := range pkts {
+				if p == nil {
+					continue
+				}
+				for _, f := range w.dp.ct.ExpiredFragments(now, etherIPv6(p.Data())) {
+					q := w.dp.pool.Get()
+					q.SetLen(copy(q.Tail(), f.Frame))
+					q.InPort = f.InPort
+					w.clones = append(w.clones, q)
+					whole, wholeMDs = append(whole, q), append(wholeMDs, conntrack.Meta{State: conntrack.StateInvalid})
+				}
+				break
 			}
 			if len(whole) > 0 {
 				w.apply(ops[i+1:], whole, wholeMDs, depth, table, now)
@@ -1297,4 +1314,16 @@ func (w *worker) removeAll() int {
 	})
 	w.cls.Clear()
 	return n
+}
+
+// etherIPv6 reports whether frame b (with at most one VLAN tag) is IPv6.
+func etherIPv6(b []byte) bool {
+	if len(b) < 14 {
+		return false
+	}
+	t := binary.BigEndian.Uint16(b[12:])
+	if (t == 0x8100 || t == 0x88a8) && len(b) >= 18 {
+		t = binary.BigEndian.Uint16(b[16:])
+	}
+	return t == 0x86dd
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // IP fragments are reassembled before tracking, as OVS's lib/ipf.c does:
@@ -29,8 +30,11 @@ const (
 	MinFragSizeBound = 400
 	MaxFragsBound    = 5000
 	fragListTimeout  = 15e9 // ns
-	maxDatagram      = 65535
-	maxV4Header      = 60
+	// fragPurgeDelay is how long after its expiry a datagram's fragments
+	// that were not sent on are purged (OVS's IPF_FRAG_LIST_PURGE_TIME_ADJ).
+	fragPurgeDelay = 10e9 // ns
+	maxDatagram    = 65535
+	maxV4Header    = 60
 )
 
 // ipfFamily is one IP family's reassembly settings and counters.
@@ -42,10 +46,10 @@ type ipfFamily struct {
 }
 
 // IPFCounters are a family's fragment counters, OVS's (ipf.c): fragments
-// taken for reassembly, handed on whole, dropped as their datagram did
-// not arrive whole in time (OVS sends these on as invalid; govs drops
-// them), refused as too small, refused as overlapping a held fragment,
-// and purged (held fragments that could not be sent on; govs has none).
+// taken for reassembly, handed on whole, sent on as invalid as their
+// datagram did not arrive whole in time, refused as too small, refused as
+// overlapping a held fragment, and purged (expired fragments no packet of
+// their family came to send on within fragPurgeDelay).
 type IPFCounters struct {
 	Accepted, Completed, Expired, TooSmall, Overlap, Purged uint64
 }
@@ -78,6 +82,7 @@ type fragment struct {
 	last       bool
 	hdrEnd     int // end of the headers to keep (first fragment)
 	l3n        int // the IP packet's length, headers included
+	port       uint32
 	nextHdrOff int // IPv6: the offset of the next-header byte before the fragment header
 }
 
@@ -96,6 +101,9 @@ type reassembler struct {
 	maxFrags int
 	fam      [2]ipfFamily // IPv4, IPv6
 	inited   bool
+	// held is n, for a look without the lock whether any list may have
+	// expired.
+	held atomic.Int32
 }
 
 // family is k's family's settings, OVS's defaults until set.
@@ -291,7 +299,7 @@ func IsFragment(b []byte) bool {
 // fragment's datagram is whole Defrag returns nil; then it returns the
 // datagram's fragments in offset order (the copies) and the reassembled
 // frame.
-func (t *Tracker) Defrag(now int64, b []byte, zone uint16) (frags [][]byte, whole []byte, held bool) {
+func (t *Tracker) Defrag(now int64, b []byte, zone uint16, inPort uint32) (frags [][]byte, whole []byte, held bool) {
 	k, f, ok := fragInfo(b, zone)
 	if !ok {
 		return nil, nil, false
@@ -318,11 +326,9 @@ func (t *Tracker) Defrag(now int64, b []byte, zone uint16) (frags [][]byte, whol
 	if f.off+f.n > maxDatagram || (!f.last && f.n%8 != 0) || r.n >= r.maxFrags {
 		return nil, nil, false
 	}
+	// A list that expired but was not sent on yet still takes fragments,
+	// as in OVS.
 	l := r.lists[k]
-	if l != nil && l.expires <= now {
-		r.expire(k, l)
-		l = nil
-	}
 	if l == nil {
 		l = &fragList{total: -1, expires: now + fragListTimeout}
 		r.lists[k] = l
@@ -336,9 +342,10 @@ func (t *Tracker) Defrag(now int64, b []byte, zone uint16) (frags [][]byte, whol
 			return nil, nil, false
 		}
 	}
-	f.frame = slices.Clone(b)
+	f.frame, f.port = slices.Clone(b), inPort
 	l.frags = append(l.frags, f)
 	r.n++
+	r.held.Store(int32(r.n))
 	fam.Accepted++
 	if f.last {
 		l.total = f.off + f.n
@@ -393,23 +400,50 @@ func vlanL3(b []byte) int {
 
 func (r *reassembler) drop(k fragKey, l *fragList) {
 	r.n -= len(l.frags)
+	r.held.Store(int32(r.n))
 	delete(r.lists, k)
 }
 
-// expire drops a datagram that did not arrive whole in time, counting
-// its fragments.
-func (r *reassembler) expire(k fragKey, l *fragList) {
-	r.family(k.v6).Expired += uint64(len(l.frags))
-	r.drop(k, l)
+// HeldFragment is a fragment the reassembler gives back: a copy of its
+// frame and the port it came in on.
+type HeldFragment struct {
+	Frame  []byte
+	InPort uint32
 }
 
-// sweep drops the datagrams that did not arrive whole in time.
+// ExpiredFragments returns, in arrival order, the fragments of the IPv4
+// (or, if v6, IPv6) datagrams that did not arrive whole in time, and
+// forgets them. As OVS's ipf_send_expired_frags, a ct action of packets of
+// that family sends them on with its packets, as invalid.
+func (t *Tracker) ExpiredFragments(now int64, v6 bool) []HeldFragment {
+	r := &t.frags
+	if r.held.Load() == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []HeldFragment
+	for k, l := range r.lists {
+		if l.expires <= now && k.v6 == v6 {
+			for _, f := range l.frags {
+				out = append(out, HeldFragment{f.frame, f.port})
+			}
+			r.family(v6).Expired += uint64(len(l.frags))
+			r.drop(k, l)
+		}
+	}
+	return out
+}
+
+// sweep purges the datagrams that expired fragPurgeDelay ago and that no
+// packet of their family came to send on.
 func (r *reassembler) sweep(now int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, l := range r.lists {
-		if l.expires <= now {
-			r.expire(k, l)
+		if l.expires+fragPurgeDelay <= now {
+			r.family(k.v6).Purged += uint64(len(l.frags))
+			r.drop(k, l)
 		}
 	}
 }

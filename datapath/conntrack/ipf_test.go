@@ -57,11 +57,11 @@ func TestDefrag(t *testing.T) {
 		}
 		// Out of order; nothing is whole until the last one.
 		for _, i := range []int{2, 0} {
-			if fs, w, held := tr.Defrag(clk.now(), frags[i], 0); fs != nil || w != nil || !held {
+			if fs, w, held := tr.Defrag(clk.now(), frags[i], 0, 0); fs != nil || w != nil || !held {
 				t.Fatalf("v6=%v: datagram whole after fragment %d", v6, i)
 			}
 		}
-		fs, whole, _ := tr.Defrag(clk.now(), frags[1], 0)
+		fs, whole, _ := tr.Defrag(clk.now(), frags[1], 0, 0)
 		if len(fs) != 3 || !bytes.Equal(fs[0], frags[0]) || !bytes.Equal(whole, full) {
 			t.Fatalf("v6=%v: reassembly gave %d fragments, whole datagram equal: %v", v6, len(fs), bytes.Equal(whole, full))
 		}
@@ -79,9 +79,9 @@ func TestDefrag(t *testing.T) {
 			tr.NATFragment(f, &md, &a)
 		}
 		// Reassembled again, the NATed fragments are the NATed datagram.
-		fs2, whole2, _ := tr.Defrag(clk.now(), fs[0], 0)
+		fs2, whole2, _ := tr.Defrag(clk.now(), fs[0], 0, 0)
 		for _, f := range fs[1:] {
-			fs2, whole2, _ = tr.Defrag(clk.now(), f, 0)
+			fs2, whole2, _ = tr.Defrag(clk.now(), f, 0, 0)
 		}
 		if fs2 == nil || !bytes.Equal(whole2, whole) {
 			t.Errorf("v6=%v: NATed fragments do not make the NATed datagram", v6)
@@ -98,7 +98,7 @@ func TestDefrag(t *testing.T) {
 // whether the last one made the datagram whole.
 func defragAll(tr *Tracker, now int64, fs [][]byte) (held []bool, whole bool) {
 	for _, f := range fs {
-		frags, _, h := tr.Defrag(now, f, 0)
+		frags, _, h := tr.Defrag(now, f, 0, 0)
 		held = append(held, h)
 		whole = frags != nil
 	}
@@ -125,8 +125,16 @@ func TestDefragRefused(t *testing.T) {
 	if got := tr.IPFLists(); !slices.Equal(got, []string{"(src=10.0.0.1,dst=10.0.0.2,recirc_id=0,ip_id=77,dl_type=0x800,zone=0,nw_proto=17,num_fragments=1,state=last frag)"}) {
 		t.Errorf("lists %q", got)
 	}
+	// Expired, the held fragment goes on with the next IPv4 packets (as
+	// invalid), not with IPv6's.
 	clk.advance(16e9)
 	tr.Sweep()
+	if got := tr.ExpiredFragments(clk.now(), true); got != nil {
+		t.Errorf("expired v4 fragments given to v6: %d", len(got))
+	}
+	if got := tr.ExpiredFragments(clk.now(), false); len(got) != 1 || !bytes.Equal(got[0].Frame, small[5]) {
+		t.Errorf("expired fragments: %d", len(got))
+	}
 
 	// Overlap: the overlapping fragment is refused, the datagram completes.
 	held, whole = defragAll(tr, clk.now(), [][]byte{frags[0], mid[1], frags[1], frags[2]})
@@ -179,9 +187,19 @@ func TestDefragRefused(t *testing.T) {
 	if got := tr.IPFLists(); len(got) != 1 || !strings.Contains(got[0], "num_fragments=2,state=first frag)") {
 		t.Errorf("lists %q", got)
 	}
+	// Expired fragments no IPv4 packet came to send on are purged 10 s
+	// later.
 	clk.advance(16e9)
 	tr.Sweep()
-	if st := tr.IPFStatus(); st.NFrags != 0 || st.V4.Expired != 3 {
-		t.Errorf("after expiry: %+v", st)
+	if st := tr.IPFStatus(); st.NFrags != 2 {
+		t.Errorf("expired fragments not held until purged: %+v", st)
+	}
+	clk.advance(10e9)
+	tr.Sweep()
+	if st := tr.IPFStatus(); st.NFrags != 0 || st.V4.Expired != 1 || st.V4.Purged != 2 {
+		t.Errorf("after the purge: %+v", st)
+	}
+	if got := tr.ExpiredFragments(clk.now(), false); got != nil {
+		t.Errorf("purged fragments sent on: %d", len(got))
 	}
 }
