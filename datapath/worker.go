@@ -867,9 +867,16 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 		case ActionCT:
 			var whole []*packet.Packet // fragments whose datagram this op completed
 			var wholeMDs []conntrack.Meta
+			family := -1 // the batch's: 1 for IPv6
 			for k, p := range pkts {
 				if p == nil {
 					continue
+				}
+				if family < 0 {
+					family = 0
+					if etherIPv6(p.Data()) {
+						family = 1
+					}
 				}
 				if data := p.Data(); conntrack.IsFragment(data) {
 					// The tracker holds a copy until the datagram is
@@ -913,18 +920,14 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 			// As OVS's ipf, the fragments of datagrams that did not
 			// arrive whole in time go on with packets of their family,
 			// as invalid (and not tracked).
-			for _, p := range pkts {
-				if p == nil {
-					continue
-				}
-				for _, f := range w.dp.ct.ExpiredFragments(now, etherIPv6(p.Data())) {
+			if family >= 0 && w.dp.ct.HoldsFragments() {
+				for _, f := range w.dp.ct.ExpiredFragments(now, family == 1) {
 					q := w.dp.pool.Get()
 					q.SetLen(copy(q.Tail(), f.Frame))
 					q.InPort = f.InPort
 					w.clones = append(w.clones, q)
 					whole, wholeMDs = append(whole, q), append(wholeMDs, conntrack.Meta{State: conntrack.StateInvalid})
 				}
-				break
 			}
 			if len(whole) > 0 {
 				w.apply(ops[i+1:], whole, wholeMDs, depth, table, now)

@@ -101,9 +101,12 @@ type reassembler struct {
 	maxFrags int
 	fam      [2]ipfFamily // IPv4, IPv6
 	inited   bool
-	// held is n, for a look without the lock whether any list may have
-	// expired.
-	held atomic.Int32
+	// held is n, and nextExp by family a time no list of the family
+	// expires before: a ct action looks without the lock whether any
+	// list may have expired, and scans the lists at most once per
+	// expiry.
+	held    atomic.Int32
+	nextExp [2]atomic.Int64
 }
 
 // family is k's family's settings, OVS's defaults until set.
@@ -122,8 +125,8 @@ func (r *reassembler) family(v6 bool) *ipfFamily {
 
 // v4MaxList is the most fragments of minimum size an IPv4 datagram can be
 // cut into, OVS's max_v4_frag_list_size.
-func v4MaxList(min int) int {
-	return (maxDatagram - maxV4Header + min - maxV4Header - 1) / (min - maxV4Header)
+func v4MaxList(size int) int {
+	return (maxDatagram - maxV4Header + size - maxV4Header - 1) / (size - maxV4Header)
 }
 
 // SetIPFEnabled enables or disables reassembly for IPv4 or IPv6
@@ -331,6 +334,9 @@ func (t *Tracker) Defrag(now int64, b []byte, zone uint16, inPort uint32) (frags
 	l := r.lists[k]
 	if l == nil {
 		l = &fragList{total: -1, expires: now + fragListTimeout}
+		if e := &r.nextExp[b2i(k.v6)]; r.n == 0 || l.expires < e.Load() {
+			e.Store(l.expires)
+		}
 		r.lists[k] = l
 	}
 	if len(l.frags) >= fam.maxList || (f.last && l.total >= 0) {
@@ -411,28 +417,45 @@ type HeldFragment struct {
 	InPort uint32
 }
 
+// HoldsFragments reports whether the reassembler holds any fragment.
+func (t *Tracker) HoldsFragments() bool { return t.frags.held.Load() != 0 }
+
 // ExpiredFragments returns, in arrival order, the fragments of the IPv4
 // (or, if v6, IPv6) datagrams that did not arrive whole in time, and
 // forgets them. As OVS's ipf_send_expired_frags, a ct action of packets of
 // that family sends them on with its packets, as invalid.
 func (t *Tracker) ExpiredFragments(now int64, v6 bool) []HeldFragment {
 	r := &t.frags
-	if r.held.Load() == 0 {
+	next := &r.nextExp[b2i(v6)]
+	if r.held.Load() == 0 || now < next.Load() {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []HeldFragment
+	soonest := int64(1<<63 - 1)
 	for k, l := range r.lists {
-		if l.expires <= now && k.v6 == v6 {
+		switch {
+		case k.v6 != v6:
+		case l.expires <= now:
 			for _, f := range l.frags {
 				out = append(out, HeldFragment{f.frame, f.port})
 			}
 			r.family(v6).Expired += uint64(len(l.frags))
 			r.drop(k, l)
+		default:
+			soonest = min(soonest, l.expires)
 		}
 	}
+	next.Store(soonest)
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // sweep purges the datagrams that expired fragPurgeDelay ago and that no

@@ -203,3 +203,38 @@ func TestDefragRefused(t *testing.T) {
 		t.Errorf("purged fragments sent on: %d", len(got))
 	}
 }
+
+// TestDefragExpiry checks that expired fragments are given back by family
+// and each list once it expired, not before.
+func TestDefragExpiry(t *testing.T) {
+	tr, clk := newTracker(t)
+	v4 := dptest.Fragment4(bigUDP(false), 1480)
+	v6 := split6(bigUDP(true), 1448, 9)
+	expired := func(v6 bool) int { return len(tr.ExpiredFragments(clk.now(), v6)) }
+	tr.Defrag(clk.now(), v4[0], 0, 3) // expires at 15 s
+	clk.advance(5e9)
+	tr.Defrag(clk.now(), v6[0], 0, 4) // at 20 s
+	tr.Defrag(clk.now(), v6[1], 0, 4)
+	if n, m := expired(false), expired(true); n != 0 || m != 0 {
+		t.Fatalf("%d, %d fragments expired at 5 s", n, m)
+	}
+	clk.advance(11e9) // 16 s
+	if got := tr.ExpiredFragments(clk.now(), false); len(got) != 1 || got[0].InPort != 3 || !bytes.Equal(got[0].Frame, v4[0]) {
+		t.Fatalf("v4 at 16 s: %d fragments", len(got))
+	}
+	if n := expired(true); n != 0 {
+		t.Fatalf("%d v6 fragments expired at 16 s", n)
+	}
+	tr.Defrag(clk.now(), v4[1], 0, 3) // at 31 s
+	clk.advance(5e9)                  // 21 s
+	if n, m := expired(false), expired(true); n != 0 || m != 2 {
+		t.Fatalf("%d v4, %d v6 fragments expired at 21 s", n, m)
+	}
+	clk.advance(10e9) // 31 s
+	if n := expired(false); n != 1 {
+		t.Fatalf("%d v4 fragments expired at 31 s", n)
+	}
+	if st := tr.IPFStatus(); st.NFrags != 0 || st.V4.Expired != 2 || st.V6.Expired != 2 || tr.HoldsFragments() {
+		t.Errorf("status %+v", st)
+	}
+}
