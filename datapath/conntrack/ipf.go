@@ -366,9 +366,20 @@ func (t *Tracker) Defrag(now int64, b []byte, zone uint16, inPort uint32) (frags
 	if have != l.total {
 		return nil, nil, true
 	}
+	// Whole only if the fragments are contiguous: one beyond the last
+	// fragment's end may make up the count; the list then waits, as
+	// OVS's ipf_list_complete leaves it, until it expires.
+	sorted := slices.SortedFunc(slices.Values(l.frags), func(a, b fragment) int { return a.off - b.off })
+	end := 0
+	for _, o := range sorted {
+		if o.off != end {
+			return nil, nil, true
+		}
+		end += o.n
+	}
 	r.drop(k, l)
 	fam.Completed += uint64(len(l.frags))
-	slices.SortFunc(l.frags, func(a, b fragment) int { return a.off - b.off })
+	l.frags = sorted
 	first := &l.frags[0]
 	whole = make([]byte, 0, first.hdrEnd+l.total+8)
 	whole = append(whole, first.frame[:first.hdrEnd]...)

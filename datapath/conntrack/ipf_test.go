@@ -238,3 +238,24 @@ func TestDefragExpiry(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// TestDefragGap checks that fragments whose lengths add up to the
+// datagram's but leave a gap (one lies beyond the last fragment's end) do
+// not make it whole.
+func TestDefragGap(t *testing.T) {
+	tr, clk := newTracker(t)
+	frags := dptest.Fragment4(bigUDP(false), 1480) // 0-1480, 1480-2960, 2960-4008
+	// A fragment of 1480 bytes at 4016, past the end, in place of the
+	// second.
+	beyond := slices.Clone(frags[1])
+	binary.BigEndian.PutUint16(beyond[20:], 0x2000|4016/8)
+	beyond[24], beyond[25] = 0, 0
+	binary.BigEndian.PutUint16(beyond[24:], ^fold(sum(0, beyond[14:34])))
+	held, whole := defragAll(tr, clk.now(), [][]byte{frags[0], beyond, frags[2]})
+	if whole || !slices.Equal(held, []bool{true, true, true}) {
+		t.Fatalf("held %v, whole %v", held, whole)
+	}
+	if st := tr.IPFStatus(); st.NFrags != 3 || st.V4.Completed != 0 {
+		t.Errorf("status %+v", st)
+	}
+}
