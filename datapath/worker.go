@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sync"
@@ -866,31 +867,41 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 		case ActionCT:
 			var whole []*packet.Packet // fragments whose datagram this op completed
 			var wholeMDs []conntrack.Meta
+			family := -1 // the batch's: 1 for IPv6
 			for k, p := range pkts {
 				if p == nil {
 					continue
 				}
+				if family < 0 {
+					family = 0
+					if etherIPv6(p.Data()) {
+						family = 1
+					}
+				}
 				if data := p.Data(); conntrack.IsFragment(data) {
 					// The tracker holds a copy until the datagram is
 					// whole; then its fragments go on with its state.
-					pkts[k] = nil
-					frags, w2 := w.dp.ct.Defrag(now, data, o.ct.Zone)
-					if frags == nil {
+					// A fragment it does not take is tracked as it
+					// is: invalid.
+					if frags, w2, held := w.dp.ct.Defrag(now, data, o.ct.Zone, p.InPort); held {
+						pkts[k] = nil
+						if frags == nil {
+							continue
+						}
+						md := mds[k]
+						if w.dp.ct.ExecuteAt(now, w2, &md, o.ct, false) != nil {
+							continue
+						}
+						for _, f := range frags {
+							w.dp.ct.NATFragment(f, &md, o.ct)
+							q := w.dp.pool.Get()
+							q.SetLen(copy(q.Tail(), f))
+							q.InPort = p.InPort
+							w.clones = append(w.clones, q)
+							whole, wholeMDs = append(whole, q), append(wholeMDs, md)
+						}
 						continue
 					}
-					md := mds[k]
-					if w.dp.ct.ExecuteAt(now, w2, &md, o.ct, false) != nil {
-						continue
-					}
-					for _, f := range frags {
-						w.dp.ct.NATFragment(f, &md, o.ct)
-						q := w.dp.pool.Get()
-						q.SetLen(copy(q.Tail(), f))
-						q.InPort = p.InPort
-						w.clones = append(w.clones, q)
-						whole, wholeMDs = append(whole, q), append(wholeMDs, md)
-					}
-					continue
 				}
 				if queued && o.ct.NAT != nil {
 					p = w.clone(p)
@@ -904,6 +915,18 @@ func (w *worker) applyFrom(ops []op, pkts []*packet.Packet, mds []conntrack.Meta
 					pkts[k] = nil
 				} else if n != len(d) {
 					p.SetLen(n)
+				}
+			}
+			// As OVS's ipf, the fragments of datagrams that did not
+			// arrive whole in time go on with packets of their family,
+			// as invalid (and not tracked).
+			if family >= 0 && w.dp.ct.HoldsFragments() {
+				for _, f := range w.dp.ct.ExpiredFragments(now, family == 1) {
+					q := w.dp.pool.Get()
+					q.SetLen(copy(q.Tail(), f.Frame))
+					q.InPort = f.InPort
+					w.clones = append(w.clones, q)
+					whole, wholeMDs = append(whole, q), append(wholeMDs, conntrack.Meta{State: conntrack.StateInvalid})
 				}
 			}
 			if len(whole) > 0 {
@@ -1294,4 +1317,16 @@ func (w *worker) removeAll() int {
 	})
 	w.cls.Clear()
 	return n
+}
+
+// etherIPv6 reports whether frame b (with at most one VLAN tag) is IPv6.
+func etherIPv6(b []byte) bool {
+	if len(b) < 14 {
+		return false
+	}
+	t := binary.BigEndian.Uint16(b[12:])
+	if (t == 0x8100 || t == 0x88a8) && len(b) >= 18 {
+		t = binary.BigEndian.Uint16(b[16:])
+	}
+	return t == 0x86dd
 }

@@ -286,7 +286,7 @@ func TestUtilitiesOfctlDifferential(t *testing.T) {
 
 	dpctl := govsUtility(t, "ovs-dpctl")
 	env := []string{"OVS_RUNDIR=" + s.dir}
-	for _, c := range [][]string{{"show"}, {"show", "-s"}, {"dump-flows"}, {"dump-conntrack"}} {
+	for _, c := range [][]string{{"show"}, {"show", "-s"}, {"dump-flows"}, {"dump-conntrack"}, {"ipf-get-status", "-m"}} {
 		want, werr := vswRunEnv(env, vswAppctl, append([]string{"dpctl/" + c[0]}, c[1:]...)...)
 		got, gerr := vswRunEnv(env, dpctl, c...)
 		if werr != nil || gerr != nil {

@@ -62,7 +62,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 	} {
 		u.Register(c.name, c.usage, c.min, c.max, c.fn)
 	}
-	for _, c := range dp.CtCommands() {
+	for _, c := range append(dp.CtCommands(), dp.IPFCommands()...) {
 		u.Register(c.Name, c.Usage, c.Min, c.Max, c.Fn)
 	}
 }

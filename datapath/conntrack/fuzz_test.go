@@ -47,7 +47,7 @@ func FuzzExecute(f *testing.F) {
 			tr.Execute(r, &md3, &Action{Commit: true, NAT: &NATRange{}}, false)
 		}
 		// As a fragment: held, or with the fragments of a whole datagram.
-		if frags, whole := tr.Defrag(1, append([]byte(nil), b...), 0); frags != nil {
+		if frags, whole, _ := tr.Defrag(1, append([]byte(nil), b...), 0, 0); frags != nil {
 			var md4 Meta
 			tr.Execute(whole, &md4, &a, false)
 			for _, f := range frags {

@@ -2,8 +2,12 @@ package conntrack
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // IP fragments are reassembled before tracking, as OVS's lib/ipf.c does:
@@ -11,17 +15,57 @@ import (
 // tracks the reassembled datagram, and the datapath then forwards the
 // original fragments with the datagram's conntrack state (and NAT).
 
-// Limits of reassembly, OVS's defaults (ipf.c): fragments other than the
-// last must be at least this large, at most maxFrags fragments are held
-// in all, a datagram may take fragListTimeout to arrive whole.
+// Limits of reassembly, OVS's defaults and bounds (ipf.c): fragments
+// other than the last must be at least the minimum size (their IP packet,
+// headers included), at most maxFrags fragments are held in all, a
+// datagram may take fragListTimeout to arrive whole. The minimum sizes
+// and maxFrags are set with dpctl/ipf-set-min-frag and
+// dpctl/ipf-set-max-nfrags.
 const (
-	minFragSize4    = 1200
-	minFragSize6    = 1280
-	maxFrags        = 1000
-	maxFragsPerList = 64
-	fragListTimeout = 15e9 // ns
-	maxDatagram     = 65535
+	DefaultMinFragSize4 = 1200
+	DefaultMinFragSize6 = 1280
+	DefaultMaxFrags     = 1000
+	// MinFragSizeBound is the least minimum fragment size either family
+	// takes; MaxFragsBound the most fragments that may be held.
+	MinFragSizeBound = 400
+	MaxFragsBound    = 5000
+	fragListTimeout  = 15e9 // ns
+	// fragPurgeDelay is how long after its expiry a datagram's fragments
+	// that were not sent on are purged (OVS's IPF_FRAG_LIST_PURGE_TIME_ADJ).
+	fragPurgeDelay = 10e9 // ns
+	maxDatagram    = 65535
+	maxV4Header    = 60
 )
+
+// ipfFamily is one IP family's reassembly settings and counters.
+type ipfFamily struct {
+	disabled bool
+	minSize  int
+	maxList  int // fragments in one list: IPv4's follows minSize, as in OVS
+	IPFCounters
+}
+
+// IPFCounters are a family's fragment counters, OVS's (ipf.c): fragments
+// taken for reassembly, handed on whole, sent on as invalid as their
+// datagram did not arrive whole in time, refused as too small, refused as
+// overlapping a held fragment, and purged (expired fragments no packet of
+// their family came to send on within fragPurgeDelay).
+type IPFCounters struct {
+	Accepted, Completed, Expired, TooSmall, Overlap, Purged uint64
+}
+
+// IPFFamilyStatus is one family's settings and counters.
+type IPFFamilyStatus struct {
+	Enabled     bool
+	MinFragSize int
+	IPFCounters
+}
+
+// IPFStatus is the reassembler's state for dpctl/ipf-get-status.
+type IPFStatus struct {
+	MaxFrags, NFrags int
+	V4, V6           IPFFamilyStatus
+}
 
 type fragKey struct {
 	src, dst [16]byte
@@ -37,6 +81,8 @@ type fragment struct {
 	data       int    // where the payload starts in frame
 	last       bool
 	hdrEnd     int // end of the headers to keep (first fragment)
+	l3n        int // the IP packet's length, headers included
+	port       uint32
 	nextHdrOff int // IPv6: the offset of the next-header byte before the fragment header
 }
 
@@ -44,16 +90,142 @@ type fragList struct {
 	frags   []fragment
 	total   int // payload length of the datagram, -1 until the last fragment came
 	expires int64
-	bad     bool
 }
 
 // reassembler holds the fragment lists; one mutex, as fragments are rare
 // and never on the path of other packets.
 type reassembler struct {
-	mu     sync.Mutex // guards lists and n
-	lists  map[fragKey]*fragList
-	n      int
-	reject uint64 // fragments refused (too small, overlapping, over the limits)
+	mu       sync.Mutex // guards all below
+	lists    map[fragKey]*fragList
+	n        int
+	maxFrags int
+	fam      [2]ipfFamily // IPv4, IPv6
+	inited   bool
+	// held is n, and nextExp by family a time no list of the family
+	// expires before: a ct action looks without the lock whether any
+	// list may have expired, and scans the lists at most once per
+	// expiry.
+	held    atomic.Int32
+	nextExp [2]atomic.Int64
+}
+
+// family is k's family's settings, OVS's defaults until set.
+func (r *reassembler) family(v6 bool) *ipfFamily {
+	if !r.inited {
+		r.inited = true
+		r.maxFrags = DefaultMaxFrags
+		r.fam[0] = ipfFamily{minSize: DefaultMinFragSize4, maxList: v4MaxList(DefaultMinFragSize4)}
+		r.fam[1] = ipfFamily{minSize: DefaultMinFragSize6, maxList: 65535}
+	}
+	if v6 {
+		return &r.fam[1]
+	}
+	return &r.fam[0]
+}
+
+// v4MaxList is the most fragments of minimum size an IPv4 datagram can be
+// cut into, OVS's max_v4_frag_list_size.
+func v4MaxList(size int) int {
+	return (maxDatagram - maxV4Header + size - maxV4Header - 1) / (size - maxV4Header)
+}
+
+// SetIPFEnabled enables or disables reassembly for IPv4 or IPv6
+// (dpctl/ipf-set-enabled, -disabled). Fragments of a disabled family go
+// to tracking as they are, which finds them invalid, as OVS's conntrack
+// does; fragments already held stay until whole or expired.
+func (t *Tracker) SetIPFEnabled(v6, on bool) {
+	r := &t.frags
+	r.mu.Lock()
+	r.family(v6).disabled = !on
+	r.mu.Unlock()
+}
+
+// ErrIPFRange is a reassembly setting out of OVS's bounds; OVS reports
+// it with errno 1.
+var ErrIPFRange = errors.New("out of range")
+
+// SetIPFMinFrag sets the least size (IP packet, headers included) of
+// fragments other than the last (dpctl/ipf-set-min-frag); below
+// MinFragSizeBound it is refused.
+func (t *Tracker) SetIPFMinFrag(v6 bool, size uint32) error {
+	if size < MinFragSizeBound {
+		return ErrIPFRange
+	}
+	r := &t.frags
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.family(v6)
+	f.minSize = int(min(size, 1<<31-1))
+	if !v6 {
+		f.maxList = v4MaxList(f.minSize)
+	}
+	return nil
+}
+
+// SetIPFMaxFrags sets how many fragments may be held in all
+// (dpctl/ipf-set-max-nfrags); above MaxFragsBound it is refused.
+func (t *Tracker) SetIPFMaxFrags(n uint32) error {
+	if n > MaxFragsBound {
+		return ErrIPFRange
+	}
+	r := &t.frags
+	r.mu.Lock()
+	r.family(false)
+	r.maxFrags = int(n)
+	r.mu.Unlock()
+	return nil
+}
+
+// IPFStatus returns the reassembler's settings and counters.
+func (t *Tracker) IPFStatus() IPFStatus {
+	r := &t.frags
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.family(false)
+	st := IPFStatus{MaxFrags: r.maxFrags, NFrags: r.n}
+	for i, p := range []*IPFFamilyStatus{&st.V4, &st.V6} {
+		f := &r.fam[i]
+		*p = IPFFamilyStatus{Enabled: !f.disabled, MinFragSize: f.minSize, IPFCounters: f.IPFCounters}
+	}
+	return st
+}
+
+// IPFLists describes the held fragment lists as OVS's ipf-get-status -m
+// does, one "(src=..,dst=..,...,state=..)" each. govs keys lists without
+// the recirculation id (a datagram's fragments are reassembled at its
+// first ct action), shown as 0.
+func (t *Tracker) IPFLists() []string {
+	r := &t.frags
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.lists))
+	for k, l := range r.lists {
+		var src, dst netip.Addr
+		typ := 0x800
+		if k.v6 {
+			src, dst, typ = netip.AddrFrom16(k.src), netip.AddrFrom16(k.dst), 0x86dd
+		} else {
+			src, dst = netip.AddrFrom4([4]byte(k.src[:4])), netip.AddrFrom4([4]byte(k.dst[:4]))
+		}
+		first, last := false, false
+		for _, f := range l.frags {
+			first = first || f.off == 0
+			last = last || f.last
+		}
+		state := "other frag"
+		switch {
+		case first && last:
+			state = "first/last frag"
+		case first:
+			state = "first frag"
+		case last:
+			state = "last frag"
+		}
+		out = append(out, fmt.Sprintf("(src=%s,dst=%s,recirc_id=0,ip_id=%d,dl_type=0x%x,zone=%d,nw_proto=%d,num_fragments=%d,state=%s)",
+			src, dst, k.id, typ, k.zone, k.proto, len(l.frags), state))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // fragInfo parses a fragment's IP header: its key, the payload offset in
@@ -89,7 +261,7 @@ func fragInfo(b []byte, zone uint16) (k fragKey, f fragment, ok bool) {
 		copy(k.src[:4], h[12:16])
 		copy(k.dst[:4], h[16:20])
 		k.id, k.proto = uint32(binary.BigEndian.Uint16(h[4:])), h[9]
-		f = fragment{off: int(fo&0x1fff) * 8, data: l3 + ihl, n: tot - ihl, last: fo&0x2000 == 0, hdrEnd: l3 + ihl}
+		f = fragment{off: int(fo&0x1fff) * 8, data: l3 + ihl, n: tot - ihl, last: fo&0x2000 == 0, hdrEnd: l3 + ihl, l3n: tot}
 		return k, f, true
 	case 0x86dd:
 		// Only a fragment header right after the IPv6 header.
@@ -107,7 +279,7 @@ func fragInfo(b []byte, zone uint16) (k fragKey, f fragment, ok bool) {
 		fh := h[40:48]
 		k.proto, k.id = fh[0], binary.BigEndian.Uint32(fh[4:])
 		fo := binary.BigEndian.Uint16(fh[2:])
-		f = fragment{off: int(fo &^ 7), data: l3 + 48, n: plen - 8, last: fo&1 == 0, hdrEnd: l3 + 40, nextHdrOff: l3 + 6}
+		f = fragment{off: int(fo &^ 7), data: l3 + 48, n: plen - 8, last: fo&1 == 0, hdrEnd: l3 + 40, nextHdrOff: l3 + 6, l3n: 40 + plen}
 		return k, f, true
 	}
 	return k, f, false
@@ -122,15 +294,18 @@ func IsFragment(b []byte) bool {
 	return ok
 }
 
-// Defrag takes a fragment frame of zone; the tracker keeps a copy. Until
-// its datagram is whole it returns nil; then it returns the datagram's
-// fragments in offset order (the copies) and the reassembled frame. A
-// fragment it refuses (too small, overlapping, over the limits: OVS's
-// rules) makes it return nil as well; the datagram is then lost.
-func (t *Tracker) Defrag(now int64, b []byte, zone uint16) (frags [][]byte, whole []byte) {
+// Defrag takes a fragment frame of zone. held reports whether the
+// reassembler took it (it keeps a copy); a fragment it does not take goes
+// to tracking as it is, which finds it invalid, as OVS's conntrack does
+// with what its ipf.c leaves: fragments of a disabled family, too small,
+// overlapping a held one, malformed, or over the limits. Until a taken
+// fragment's datagram is whole Defrag returns nil; then it returns the
+// datagram's fragments in offset order (the copies) and the reassembled
+// frame.
+func (t *Tracker) Defrag(now int64, b []byte, zone uint16, inPort uint32) (frags [][]byte, whole []byte, held bool) {
 	k, f, ok := fragInfo(b, zone)
 	if !ok {
-		return nil, nil
+		return nil, nil, false
 	}
 	r := &t.frags
 	r.mu.Lock()
@@ -138,55 +313,74 @@ func (t *Tracker) Defrag(now int64, b []byte, zone uint16) (frags [][]byte, whol
 	if r.lists == nil {
 		r.lists = map[fragKey]*fragList{}
 	}
-	min := minFragSize4
-	if k.v6 {
-		min = minFragSize6
+	fam := r.family(k.v6)
+	if r.fam[0].disabled && r.fam[1].disabled {
+		return nil, nil, false
 	}
+	// As in OVS, the size is checked (and counted) before whether the
+	// family is enabled.
+	if !f.last && f.l3n < fam.minSize {
+		fam.TooSmall++
+		return nil, nil, false
+	}
+	if fam.disabled {
+		return nil, nil, false
+	}
+	if f.off+f.n > maxDatagram || (!f.last && f.n%8 != 0) || r.n >= r.maxFrags {
+		return nil, nil, false
+	}
+	// A list that expired but was not sent on yet still takes fragments,
+	// as in OVS.
 	l := r.lists[k]
-	if l == nil || l.expires <= now {
-		if l != nil {
-			r.drop(k, l)
-		}
+	if l == nil {
 		l = &fragList{total: -1, expires: now + fragListTimeout}
+		if e := &r.nextExp[b2i(k.v6)]; r.n == 0 || l.expires < e.Load() {
+			e.Store(l.expires)
+		}
 		r.lists[k] = l
 	}
-	if (!f.last && f.n+f.data-f.hdrEnd < min) || f.off+f.n > maxDatagram || r.n >= maxFrags ||
-		len(l.frags) >= maxFragsPerList || (f.last && l.total >= 0) || (!f.last && f.n%8 != 0) {
-		r.reject++
-		l.bad = true
+	if len(l.frags) >= fam.maxList || (f.last && l.total >= 0) {
+		return nil, nil, false
 	}
 	for _, o := range l.frags {
 		if f.off < o.off+o.n && o.off < f.off+f.n {
-			l.bad = true // overlapping fragments: the datagram is dropped, as OVS does
-			r.reject++
+			fam.Overlap++ // the fragment is refused, the list goes on, as in OVS
+			return nil, nil, false
 		}
 	}
-	if l.bad {
-		r.drop(k, l)
-		return nil, nil
-	}
-	f.frame = slices.Clone(b)
+	f.frame, f.port = slices.Clone(b), inPort
 	l.frags = append(l.frags, f)
 	r.n++
+	r.held.Store(int32(r.n))
+	fam.Accepted++
 	if f.last {
 		l.total = f.off + f.n
 	}
 	if l.total < 0 {
-		return nil, nil
+		return nil, nil, true
 	}
 	have := 0
 	for _, o := range l.frags {
 		have += o.n
 	}
 	if have != l.total {
-		return nil, nil
+		return nil, nil, true
+	}
+	// Whole only if the fragments are contiguous: one beyond the last
+	// fragment's end may make up the count; the list then waits, as
+	// OVS's ipf_list_complete leaves it, until it expires.
+	sorted := slices.SortedFunc(slices.Values(l.frags), func(a, b fragment) int { return a.off - b.off })
+	end := 0
+	for _, o := range sorted {
+		if o.off != end {
+			return nil, nil, true
+		}
+		end += o.n
 	}
 	r.drop(k, l)
-	slices.SortFunc(l.frags, func(a, b fragment) int { return a.off - b.off })
+	fam.Completed += uint64(len(l.frags))
+	l.frags = sorted
 	first := &l.frags[0]
-	if first.off != 0 {
-		return nil, nil
-	}
 	whole = make([]byte, 0, first.hdrEnd+l.total+8)
 	whole = append(whole, first.frame[:first.hdrEnd]...)
 	for _, o := range l.frags {
@@ -209,7 +403,7 @@ func (t *Tracker) Defrag(now int64, b []byte, zone uint16) (frags [][]byte, whol
 	for _, o := range l.frags {
 		frags = append(frags, o.frame)
 	}
-	return frags, whole
+	return frags, whole, true
 }
 
 // vlanL3 is the offset of the IP header in an Ethernet frame with at most
@@ -223,15 +417,66 @@ func vlanL3(b []byte) int {
 
 func (r *reassembler) drop(k fragKey, l *fragList) {
 	r.n -= len(l.frags)
+	r.held.Store(int32(r.n))
 	delete(r.lists, k)
 }
 
-// sweep drops the datagrams that did not arrive whole in time.
+// HeldFragment is a fragment the reassembler gives back: a copy of its
+// frame and the port it came in on.
+type HeldFragment struct {
+	Frame  []byte
+	InPort uint32
+}
+
+// HoldsFragments reports whether the reassembler holds any fragment.
+func (t *Tracker) HoldsFragments() bool { return t.frags.held.Load() != 0 }
+
+// ExpiredFragments returns, in arrival order, the fragments of the IPv4
+// (or, if v6, IPv6) datagrams that did not arrive whole in time, and
+// forgets them. As OVS's ipf_send_expired_frags, a ct action of packets of
+// that family sends them on with its packets, as invalid.
+func (t *Tracker) ExpiredFragments(now int64, v6 bool) []HeldFragment {
+	r := &t.frags
+	next := &r.nextExp[b2i(v6)]
+	if r.held.Load() == 0 || now < next.Load() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []HeldFragment
+	soonest := int64(1<<63 - 1)
+	for k, l := range r.lists {
+		switch {
+		case k.v6 != v6:
+		case l.expires <= now:
+			for _, f := range l.frags {
+				out = append(out, HeldFragment{f.frame, f.port})
+			}
+			r.family(v6).Expired += uint64(len(l.frags))
+			r.drop(k, l)
+		default:
+			soonest = min(soonest, l.expires)
+		}
+	}
+	next.Store(soonest)
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sweep purges the datagrams that expired fragPurgeDelay ago and that no
+// packet of their family came to send on.
 func (r *reassembler) sweep(now int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, l := range r.lists {
-		if l.expires <= now {
+		if l.expires+fragPurgeDelay <= now {
+			r.family(k.v6).Purged += uint64(len(l.frags))
 			r.drop(k, l)
 		}
 	}

@@ -38,6 +38,11 @@ usage: ovs-dpctl [OPTIONS] COMMAND [ARG...]
   ct-set-limits [DP] [default=LIMIT] [zone=ZONE,limit=LIMIT]...
   ct-get-limits [DP] [zone=ZONE1[,ZONE2]...]
   ct-del-limits [DP] zone=ZONE1[,ZONE2]...
+  ipf-set-enabled [DP] v4|v6     enable fragment reassembly
+  ipf-set-disabled [DP] v4|v6    disable fragment reassembly
+  ipf-set-min-frag [DP] v4|v6 MINFRAG  set the minimum fragment size
+  ipf-set-max-nfrags [DP] MAXFRAGS     set the most fragments held
+  ipf-get-status [DP]            show fragment reassembly status (-m: lists)
 govs' datapath is the userspace one inside ovs-vswitchd: each command is
 ovs-vswitchd's dpctl/COMMAND (ovs-appctl dpctl/COMMAND).
 
@@ -57,7 +62,8 @@ Other options:
 // forwarded are the dpctl/* commands govs' ovs-vswitchd has.
 var forwarded = []string{"dump-dps", "show", "dump-flows", "del-flows", "dump-conntrack", "flush-conntrack",
 	"ct-stats-show", "ct-bkts", "ct-set-maxconns", "ct-get-maxconns", "ct-get-nconns", "ct-set-limits",
-	"ct-get-limits", "ct-del-limits", "ct-enable-tcp-seq-chk", "ct-disable-tcp-seq-chk", "ct-get-tcp-seq-chk"}
+	"ct-get-limits", "ct-del-limits", "ct-enable-tcp-seq-chk", "ct-disable-tcp-seq-chk", "ct-get-tcp-seq-chk",
+	"ipf-set-enabled", "ipf-set-disabled", "ipf-set-min-frag", "ipf-set-max-nfrags", "ipf-get-status"}
 
 // kernelOnly are ovs-dpctl's commands that manage a kernel datapath's
 // ports and flows directly, which govs' switch does itself.
