@@ -16,19 +16,17 @@ import (
 // them. Errors that OVS reports through dpctl_error end in the errno's
 // text, as there.
 
-// CtCommands lists the conntrack commands: name, usage, argument bounds
-// and handler, for the daemon to register.
-func (dp *Datapath) CtCommands() []struct {
+// Command is a unixctl command of the datapath, for the daemon to
+// register: name, usage, argument bounds and handler.
+type Command struct {
 	Name, Usage string
 	Min, Max    int
 	Fn          func([]string) (string, error)
-} {
-	type c = struct {
-		Name, Usage string
-		Min, Max    int
-		Fn          func([]string) (string, error)
-	}
-	return []c{
+}
+
+// CtCommands lists the conntrack commands.
+func (dp *Datapath) CtCommands() []Command {
+	return []Command{
 		{"dpctl/dump-conntrack", "[-m] [-s] [dp] [zone=N]", 0, 4, dp.DumpConntrackCommand},
 		{"dpctl/flush-conntrack", "[dp] [zone=N] [ct-orig-tuple] [ct-reply-tuple]", 0, 4, dp.FlushConntrackCommand},
 		{"dpctl/ct-stats-show", "[dp] [zone=N]", 0, 3, dp.CtStatsShowCommand},
@@ -49,36 +47,55 @@ func (dp *Datapath) CtCommands() []struct {
 // the arguments: -m/--more (verbose), -s/--statistics, and the others it
 // accepts and these commands ignore.
 func dpctlOptions(args []string) (verbose, stats bool, rest []string, err error) {
+	o, rest, err := dpctlOpts(args)
+	return o.verbose, o.stats, rest, err
+}
+
+// dpctlOpt are the options dpctl_unixctl_handler takes before a
+// command's arguments; names is 1 for --names, 0 for --no-names, -1 for
+// neither.
+type dpctlOpt struct {
+	verbose, stats bool
+	names          int
+}
+
+// dpctlOpts is dpctlOptions with --names and --no-names.
+func dpctlOpts(args []string) (o dpctlOpt, rest []string, err error) {
+	o.names = -1
 	for len(args) > 0 {
 		a := args[0]
 		switch {
 		case strings.HasPrefix(a, "--"):
 			switch a {
 			case "--statistics":
-				stats = true
+				o.stats = true
 			case "--more":
-				verbose = true
-			case "--clear", "--may-create", "--names", "--no-names":
+				o.verbose = true
+			case "--names":
+				o.names = 1
+			case "--no-names":
+				o.names = 0
+			case "--clear", "--may-create":
 			default:
-				return false, false, nil, errors.New("Unrecognized option " + a)
+				return dpctlOpt{}, nil, errors.New("Unrecognized option " + a)
 			}
 		case len(a) > 1 && a[0] == '-':
 			for _, c := range a[1:] {
 				switch c {
 				case 'm':
-					verbose = true
+					o.verbose = true
 				case 's':
-					stats = true
+					o.stats = true
 				default:
-					return false, false, nil, fmt.Errorf("Unrecognized option -%c", c)
+					return dpctlOpt{}, nil, fmt.Errorf("Unrecognized option -%c", c)
 				}
 			}
 		default:
-			return verbose, stats, args, nil
+			return o, args, nil
 		}
 		args = args[1:]
 	}
-	return verbose, stats, args, nil
+	return o, args, nil
 }
 
 // dpErr is OVS's dpctl_error: "ovs-vswitchd: " and the message, with the

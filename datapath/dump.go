@@ -111,6 +111,27 @@ type FlowFormat struct {
 	DPIF bool
 }
 
+// option takes dpctl's flow-format option a (-m, --more, --names,
+// --no-names; names is 1, 0 or -1 for neither) and reports whether it was
+// one.
+func (ff *FlowFormat) option(a string, names *int) bool {
+	switch a {
+	case "-m", "--more":
+		ff.Verbose = true
+	case "--names":
+		*names = 1
+	case "--no-names":
+		*names = 0
+	default:
+		return false
+	}
+	return true
+}
+
+// setNames sets Names as dpctl does: --names or --no-names if given, else
+// with -m.
+func (ff *FlowFormat) setNames(names int) { ff.Names = names == 1 || names == -1 && ff.Verbose }
+
 // FormatFlow formats one flow as one line of `ovs-appctl dpctl/dump-flows`
 // (lib/dpctl.c format_dpif_flow), without the newline; now is the
 // datapath clock for "used:".
@@ -200,12 +221,7 @@ func (dp *Datapath) DumpFlowsCommand(args []string) (string, error) {
 	names, pmd := -1, int64(-1)
 	for _, a := range args {
 		switch {
-		case a == "-m" || a == "--more":
-			ff.Verbose = true
-		case a == "--names":
-			names = 1
-		case a == "--no-names":
-			names = 0
+		case ff.option(a, &names):
 		case strings.HasPrefix(a, "type="):
 			for _, t := range strings.Split(a[5:], ",") {
 				switch t {
@@ -232,7 +248,7 @@ func (dp *Datapath) DumpFlowsCommand(args []string) (string, error) {
 			}
 		}
 	}
-	ff.Names = names == 1 || names == -1 && ff.Verbose
+	ff.setNames(names)
 	now := dp.Now()
 	var b strings.Builder
 	last := int64(-1)
@@ -256,26 +272,12 @@ func (dp *Datapath) DumpFlowsCommand(args []string) (string, error) {
 // the first pmd's). As OVS's dpctl_get_flow, an argument that is no UFID
 // is reported in a reply that is not an error.
 func (dp *Datapath) GetFlowCommand(args []string) (string, error) {
-	ff := FlowFormat{}
-	names := -1
-	var pos []string
-	for _, a := range args {
-		switch {
-		case a == "-m" || a == "--more":
-			ff.Verbose = true
-		case a == "--names":
-			names = 1
-		case a == "--no-names":
-			names = 0
-		case strings.HasPrefix(a, "--"):
-			return "", fmt.Errorf("Unrecognized option %s", a)
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			return "", fmt.Errorf("Unrecognized option -%c", a[1])
-		default:
-			pos = append(pos, a)
-		}
+	o, pos, err := dpctlOpts(args)
+	if err != nil {
+		return "", err
 	}
-	ff.Names = names == 1 || names == -1 && ff.Verbose
+	ff := FlowFormat{Verbose: o.verbose}
+	ff.setNames(o.names)
 	key := "dpctl/get-flow" // OVS then parses its command name
 	switch len(pos) {
 	case 1:

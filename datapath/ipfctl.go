@@ -15,17 +15,8 @@ import (
 const eperm = "Operation not permitted"
 
 // IPFCommands lists the reassembler's commands for the daemon to register.
-func (dp *Datapath) IPFCommands() []struct {
-	Name, Usage string
-	Min, Max    int
-	Fn          func([]string) (string, error)
-} {
-	type c = struct {
-		Name, Usage string
-		Min, Max    int
-		Fn          func([]string) (string, error)
-	}
-	return []c{
+func (dp *Datapath) IPFCommands() []Command {
+	return []Command{
 		{"dpctl/ipf-set-enabled", "[dp] v4|v6", 1, 2, dp.ipfSetEnabled(true)},
 		{"dpctl/ipf-set-disabled", "[dp] v4|v6", 1, 2, dp.ipfSetEnabled(false)},
 		{"dpctl/ipf-set-min-frag", "[dp] v4|v6 minfragment", 2, 3, dp.IPFSetMinFragCommand},
