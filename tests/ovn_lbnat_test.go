@@ -43,16 +43,23 @@ func TestOvnLBNat(t *testing.T) {
 const ovnPython = "/usr/bin/python3"
 
 // ovnHTTPServer answers GET with argv[1] and the client's address, and
-// GET /count with the number of other GETs it answered.
-const ovnHTTPServer = `import http.server, sys
+// GET /count with the number of other GETs it answered. A thread per
+// connection and a listen backlog of 128: ab's 8 concurrent connections
+// on a loaded machine overflowed http.server's default backlog of 5 with
+// one request at a time, and a connection whose handshake the full queue
+// dropped could wait out ab's 10 s, whatever the switch.
+const ovnHTTPServer = `import http.server, sys, threading
 n = 0
+lock = threading.Lock()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         global n
         if self.path == "/count":
-            b = ("%d\n" % n).encode()
+            with lock:
+                b = ("%d\n" % n).encode()
         else:
-            n += 1
+            with lock:
+                n += 1
             b = (sys.argv[1] + " " + self.client_address[0] + "\n").encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(b)))
@@ -60,7 +67,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b)
     def log_message(self, *a):
         pass
-http.server.HTTPServer(("", 80), H).serve_forever()
+class S(http.server.ThreadingHTTPServer):
+    request_queue_size = 128
+S(("", 80), H).serve_forever()
 `
 
 // ovnServeHTTP runs ovnHTTPServer in ns on port 80, answering name, until
