@@ -113,21 +113,29 @@ func TestControllerTestcontroller(t *testing.T) {
 		return strings.Count(string(log), "|rconn|INFO|goct0<->"+target+": connected")
 	}
 	before := connects()
+	logBefore, _ := os.ReadFile(e.logPath())
 	e.mustAppctl("bridge/reconnect", "goct0")
 	vswWait(t, vswTimeout, "the switch to reconnect after bridge/reconnect", func() bool {
 		connected, _, _ := ctlColumns(e.mustVsctl, target)
 		return connected && connects() > before
 	})
 	log, _ := os.ReadFile(e.logPath())
-	if strings.Contains(string(log), ": connection dropped") {
+	if strings.Contains(string(log[len(logBefore):]), ": connection dropped") {
 		t.Error("bridge/reconnect logged its disconnection as a dropped connection")
 	}
-	for _, want := range []string{"|rconn|INFO|goct0<->" + target + ": connected", "|rconn|INFO|goct0<->" + target + ": connection closed by peer",
+	for _, want := range []string{"|rconn|INFO|goct0<->" + target + ": connected",
 		"|rconn|INFO|goct0<->" + target + ": disconnecting",
 		"|connmgr|INFO|goct0: added primary controller \"" + target + "\""} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q", want)
 		}
+	}
+	// The killed controller's socket closes with a FIN, or with a reset
+	// when it dies with the switch's messages unread (the kernel's
+	// choice, as under OVS): OVS's rconn logs the one or the other.
+	if !strings.Contains(string(logBefore), "|rconn|INFO|goct0<->"+target+": connection closed by peer") &&
+		!strings.Contains(string(logBefore), "|rconn|WARN|goct0<->"+target+": connection dropped (Connection reset by peer)") {
+		t.Errorf("log lacks the controller's death (closed by peer, or reset)")
 	}
 
 	if out := e.mustAppctl("ofproto/list"); out != "goct0\n" {
