@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestVswitchdBondFailover: namespace bond-a reaches the bridge through a
@@ -197,7 +196,7 @@ func TestVswitchdBondRebalance(t *testing.T) {
 	}
 	for _, a := range srcs {
 		a.waitPing("10.96.0.100")
-		ping := exec.Command("ip", "netns", "exec", a.Name, "ping", "-q", "-n", "-s", "1400", "-i", "0.005", "-w", "30", "10.96.0.100")
+		ping := exec.Command("ip", "netns", "exec", a.Name, "ping", "-q", "-n", "-s", "1400", "-i", "0.005", "-w", "120", "10.96.0.100")
 		if err := ping.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +229,10 @@ func TestVswitchdBondRebalance(t *testing.T) {
 			t.Errorf("bond/migrate %s: %q", h, got)
 		}
 	}
-	vswWait(t, 10*time.Second, "rebalancing to move a bucket from "+m0+" to "+m1, func() bool {
+	// Each rebalancing looks at the load since the one before; on a
+	// loaded machine the pings' rate, and with it the load, swings, and
+	// a rebalancing may find too little to move: wait for one that moves.
+	vswWait(t, vswTimeout, "rebalancing to move a bucket from "+m0+" to "+m1, func() bool {
 		log := e.readLog()
 		return len(log) > logSize && regexp.MustCompile(`bond `+bond+`: shift \d+kB of load \(with hash \d+\) from `+m0+` to `+m1).MatchString(log[logSize:])
 	})
