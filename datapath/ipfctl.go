@@ -39,6 +39,17 @@ func optDP(args []string, maxArgs int) error {
 	return nil
 }
 
+// ipfArgs strips dpctl's options from args and checks the optional
+// datapath name (optDP, maxArgs counting the command), returning -m and
+// the arguments left.
+func ipfArgs(args []string, maxArgs int) (verbose bool, rest []string, err error) {
+	verbose, _, rest, err = dpctlOptions(args)
+	if err == nil {
+		err = optDP(rest, maxArgs)
+	}
+	return verbose, rest, err
+}
+
 // ipfFamily parses "v4" or "v6" as OVS's ovs_scan "%2s" and strncmp do:
 // leading spaces skipped, anything after the two letters ignored.
 func ipfFamilyArg(a string) (v6, ok bool) {
@@ -79,11 +90,8 @@ func scanU32(s string) (uint32, bool) {
 // ipfSetEnabled is `dpctl/ipf-set-enabled|ipf-set-disabled [dp] v4|v6`.
 func (dp *Datapath) ipfSetEnabled(on bool) func([]string) (string, error) {
 	return func(args []string) (string, error) {
-		_, _, args, err := dpctlOptions(args)
+		_, args, err := ipfArgs(args, 4)
 		if err != nil {
-			return "", err
-		}
-		if err := optDP(args, 4); err != nil {
 			return "", err
 		}
 		v6, ok := false, false
@@ -103,11 +111,8 @@ func (dp *Datapath) ipfSetEnabled(on bool) func([]string) (string, error) {
 
 // IPFSetMinFragCommand is `dpctl/ipf-set-min-frag [dp] v4|v6 minfragment`.
 func (dp *Datapath) IPFSetMinFragCommand(args []string) (string, error) {
-	_, _, args, err := dpctlOptions(args)
+	_, args, err := ipfArgs(args, 4)
 	if err != nil {
-		return "", err
-	}
-	if err := optDP(args, 4); err != nil {
 		return "", err
 	}
 	v6, ok := false, false
@@ -129,11 +134,8 @@ func (dp *Datapath) IPFSetMinFragCommand(args []string) (string, error) {
 
 // IPFSetMaxNFragsCommand is `dpctl/ipf-set-max-nfrags [dp] maxfrags`.
 func (dp *Datapath) IPFSetMaxNFragsCommand(args []string) (string, error) {
-	_, _, args, err := dpctlOptions(args)
+	_, args, err := ipfArgs(args, 3)
 	if err != nil {
-		return "", err
-	}
-	if err := optDP(args, 3); err != nil {
 		return "", err
 	}
 	n, ok := uint32(0), false
@@ -152,11 +154,8 @@ func (dp *Datapath) IPFSetMaxNFragsCommand(args []string) (string, error) {
 // IPFGetStatusCommand is `dpctl/ipf-get-status [-m] [dp]`: the settings
 // and counters; with -m the held fragment lists too.
 func (dp *Datapath) IPFGetStatusCommand(args []string) (string, error) {
-	verbose, _, args, err := dpctlOptions(args)
+	verbose, args, err := ipfArgs(args, 2)
 	if err != nil {
-		return "", err
-	}
-	if err := optDP(args, 2); err != nil {
 		return "", err
 	}
 	st := dp.ct.IPFStatus()
