@@ -106,6 +106,9 @@ type Datapath struct {
 
 	revalWake chan struct{}
 	stop      chan struct{} // closed by Close
+	pollMode  bool          // pmdPoll, as the datapath was made
+	pollOnce  sync.Once     // starts poll
+	poll      *poller
 	revalDone chan struct{} // closed when the revalidator exits
 	// revalMu serializes revalidation passes and guards their scratch.
 	revalMu sync.Mutex
@@ -195,7 +198,7 @@ func newDatapath(log Logger, clock func() int64) *Datapath {
 	if log == nil {
 		log = discard{}
 	}
-	dp := &Datapath{log: log, epoch: time.Now(), clock: clock, workers: map[*worker]struct{}{}, emcMinRx: emcMinRx,
+	dp := &Datapath{log: log, epoch: time.Now(), clock: clock, workers: map[*worker]struct{}{}, emcMinRx: emcMinRx, pollMode: pmdPoll,
 		revalWake: make(chan struct{}, 1), stop: make(chan struct{}), revalDone: make(chan struct{})}
 	if dp.clock == nil {
 		dp.clock = func() int64 { return int64(time.Since(dp.epoch)) }

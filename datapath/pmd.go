@@ -48,6 +48,9 @@ func (dp *Datapath) SetPMDCPUs(cpus []int) []int {
 		}
 	}
 	slices.Sort(use)
+	if dp.pollMode && len(use) > 0 {
+		dp.log.Warnf("pmd-cpu-mask: GOVS_PMD_POLL's poller is not placed on CPUs %v, only the ports it does not poll are", use)
+	}
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	old := dp.pmd.Load()

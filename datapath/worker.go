@@ -389,6 +389,12 @@ type worker struct {
 	// keeps the packet's metadata.
 	tun   tunMeta
 	inTun bool
+	// unpolled is closed when the poller (GOVS_PMD_POLL) lets go of
+	// the worker; pollT is when its last polled batch ended, pollsIdle
+	// how many polls since found nothing (up to pollIdle).
+	unpolled  chan struct{}
+	pollT     time.Time
+	pollsIdle int
 }
 
 func newWorker(dp *Datapath, p *dpPort) *worker {
@@ -452,6 +458,10 @@ func (w *worker) run() {
 		close(w.done)
 		w.dp.workerExited(w)
 	}()
+	if w.dp.polled(w) {
+		<-w.unpolled
+		return
+	}
 	rw, lazy := w.rxq.(netdev.ReadWaiter)
 	w.rxN = len(w.rx)
 	if lazy {

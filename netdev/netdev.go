@@ -134,6 +134,16 @@ type ReadWaiter interface {
 	WaitRead(idle func()) error
 }
 
+// Poller is implemented by readers that can be read without waiting (a
+// system port: its receive ring, or recvmmsg with nothing to wait for),
+// for workers that poll (GOVS_PMD_POLL). Poll is called from the reading
+// goroutine, never concurrently with Read.
+type Poller interface {
+	// Poll returns the frames there are now, up to len(pkts), possibly
+	// none; ErrClosed after Close.
+	Poll(pkts []*packet.Packet) (int, error)
+}
+
 // SockBufSetter is implemented by ports with socket buffers, to apply a new
 // Config.SockBufSize to an open port.
 type SockBufSetter interface {

@@ -33,6 +33,7 @@ type Port struct {
 	stats    netdev.Stats
 
 	reading, writing atomic.Int32
+	polls            atomic.Int64
 	violations       atomic.Int32
 
 	zcHead      atomic.Int32 // > 0: Read leaves frames' tails external past it
@@ -110,6 +111,25 @@ func (p *Port) Read(pkts []*packet.Packet) (int, error) {
 	p.mu.Unlock()
 	return n, err
 }
+
+// Poll implements netdev.Poller: Read if frames are queued, else none
+// (ErrClosed once closed), without waiting. It counts its calls (Polls).
+func (p *Port) Poll(pkts []*packet.Packet) (int, error) {
+	p.polls.Add(1)
+	if p.rxq.Len() == 0 {
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return 0, netdev.ErrClosed
+		}
+		return 0, nil
+	}
+	return p.Read(pkts)
+}
+
+// Polls returns how many times Poll was called.
+func (p *Port) Polls() int64 { return p.polls.Load() }
 
 // Write implements netdev.Port: it records a copy of every frame.
 func (p *Port) Write(pkts []*packet.Packet) (int, error) {
