@@ -11,7 +11,8 @@ A run of only some sections writes results/<sections>-latest.* so that latest.* 
 
 Peer govs-rxq2 (not in the default set: BENCH_PEERS=govs,govs-rxq2,bridge) is govs with options:n_rxq=2 on
 both ports, govs-rxq2pm the same with other_config:pmd-cpu-mask=0x3 (queue 0 of each port on CPU 0, queue 1 on
-CPU 1); govs-qbypass with GOVS_SYSTEM_QDISC_BYPASS=1; govs-txring with GOVS_SYSTEM_TX_RING=1; govs-afxdp with type=afxdp ports and govs-txoff with
+CPU 1); govs-poll with GOVS_PMD_POLL=1 (workers poll their receive rings; meant for BENCH_PIN=1, where the switch
+has CPU 0 to itself); govs-qbypass with GOVS_SYSTEM_QDISC_BYPASS=1; govs-txring with GOVS_SYSTEM_TX_RING=1; govs-afxdp with type=afxdp ports and govs-txoff with
 system ports, both with tx checksum offload off on the namespaces' eth0 (AF_XDP needs it; govs-txoff is the
 system-port baseline at the same offloads). BENCH_NET_TESTS (comma list of tcp1,tcp4,udp,udp0,tap,crr,pps) picks the net section's tests (udp0, the
 highest UDP 8 KiB rate with loss <= 0.01%, is not in the default list: BENCH_UDP0_STEPS probes of BENCH_UDP0_SECS s).
@@ -79,9 +80,9 @@ TUN_METRICS = {
 }
 MF_PEERS = [p for p in os.environ.get("BENCH_MF_PEERS", "govs,ovs,bridge").split(",") if p]
 MICRO_BENCH = ["go", "test", "-run", "XXX", "-bench", "FlowSetup|ActiveFlows|EMC", "-benchtime", "2000x", "./datapath/"]
-COMPARE = ["govs-rxq2", "govs-rxq2pm", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
-NET_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
-ALL_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
+COMPARE = ["govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
+NET_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+ALL_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
 SOCKBUF = 1073741823
 
 # name -> (label, unit, higher_is_better)
@@ -166,6 +167,9 @@ def peer_setup(name, workdir):
             env["GOVS_IFTYPE"] = "afxdp"
         if name == "govs-rxq2pm":
             env["GOVS_PMD_MASK"] = "0x3"
+        if name == "govs-poll":
+            # the workers poll (with BENCH_PIN=1 the switch has CPU 0 to itself)
+            env["GOVS_PMD_POLL"] = "1"
         if PIN:
             env["GOVS_TASKSET"] = "taskset -c " + SWITCH_CPU
         if PROFILE:
@@ -1183,7 +1187,7 @@ def render_table(doc):
     return "\n".join(lines) + "\n"
 
 
-COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-rxq2pm": "#c2e699", "govs-qbypass": "#d9f0d3", "govs-txring": "#4d9221", "govs-txoff": "#00441b", "govs-afxdp": "#762a83", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
+COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-rxq2pm": "#c2e699", "govs-poll": "#5e3c99", "govs-qbypass": "#d9f0d3", "govs-txring": "#4d9221", "govs-txoff": "#00441b", "govs-afxdp": "#762a83", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
           "ovs-dpdk": "#762a83", "bridge": "#2166ac"}
 
 
