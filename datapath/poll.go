@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"errors"
 	"os"
 	"runtime"
 	"sync"
@@ -137,12 +136,7 @@ func (w *worker) pollRx() (n int, done bool) {
 			w.rxN = 1
 		}
 	}
-	if pol := w.port.policer.Load(); pol != nil && n > 0 {
-		kept := pol.police(w.rx[:n], n, w.dp.clock(), true)
-		w.port.rxPoliced.Add(uint64(n - kept))
-		n = kept
-	}
-	if n > 0 {
+	if n = w.police(n); n > 0 {
 		t1 := time.Now()
 		w.batch(n)
 		t2 := time.Now()
@@ -153,18 +147,5 @@ func (w *worker) pollRx() (n int, done bool) {
 		w.stats.addSingle(&counters{idle: idle, busy: uint64(t2.Sub(t1))})
 		w.pollT = t2
 	}
-	if err == nil {
-		return n, false
-	}
-	if errors.Is(err, netdev.ErrClosed) || errors.Is(err, netdev.ErrNoDevice) {
-		if !w.detached.Load() {
-			w.dp.log.Warnf("port %s: %v; no longer receiving", w.port.name, err)
-		}
-		return n, true
-	}
-	w.port.rxErrors.Add(1)
-	if ok, sup := w.logRL.allow(); ok {
-		w.dp.log.Warnf("port %s: receive failed: %v (%d similar messages suppressed)", w.port.name, err, sup)
-	}
-	return n, false
+	return n, err != nil && w.rxFailed(err)
 }

@@ -489,11 +489,7 @@ func (w *worker) run() {
 		if full = n == w.rxN; full && lazy {
 			w.rxN = min(2*w.rxN, len(w.rx))
 		}
-		if pol := w.port.policer.Load(); pol != nil && n > 0 {
-			kept := pol.police(w.rx[:n], n, w.dp.clock(), true)
-			w.port.rxPoliced.Add(uint64(n - kept))
-			n = kept
-		}
+		n = w.police(n)
 		t1 := time.Now()
 		if n > 0 {
 			w.batch(n)
@@ -505,20 +501,41 @@ func (w *worker) run() {
 		if err == nil {
 			continue
 		}
-		if errors.Is(err, netdev.ErrClosed) || errors.Is(err, netdev.ErrNoDevice) {
-			if !w.detached.Load() {
-				w.dp.log.Warnf("port %s: %v; no longer receiving", w.port.name, err)
-			}
+		if w.rxFailed(err) {
 			return
-		}
-		w.port.rxErrors.Add(1)
-		if ok, sup := w.logRL.allow(); ok {
-			w.dp.log.Warnf("port %s: receive failed: %v (%d similar messages suppressed)", w.port.name, err, sup)
 		}
 		// Back off on persistent errors rather than spin.
 		backoff = min(max(2*backoff, time.Millisecond), 100*time.Millisecond)
 		time.Sleep(backoff)
 	}
+}
+
+// police applies the port's ingress policing to the n frames read into
+// w.rx and returns how many it kept.
+func (w *worker) police(n int) int {
+	if pol := w.port.policer.Load(); pol != nil && n > 0 {
+		kept := pol.police(w.rx[:n], n, w.dp.clock(), true)
+		w.port.rxPoliced.Add(uint64(n - kept))
+		n = kept
+	}
+	return n
+}
+
+// rxFailed takes a read's error: it reports whether the queue is gone
+// (closed, or its device), which it logs unless the port was detached;
+// any other error is counted and logged, rate-limited.
+func (w *worker) rxFailed(err error) (gone bool) {
+	if errors.Is(err, netdev.ErrClosed) || errors.Is(err, netdev.ErrNoDevice) {
+		if !w.detached.Load() {
+			w.dp.log.Warnf("port %s: %v; no longer receiving", w.port.name, err)
+		}
+		return true
+	}
+	w.port.rxErrors.Add(1)
+	if ok, sup := w.logRL.allow(); ok {
+		w.dp.log.Warnf("port %s: receive failed: %v (%d similar messages suppressed)", w.port.name, err, sup)
+	}
+	return false
 }
 
 // holdRx takes the receive buffers of a w.rxN batch that the worker does
