@@ -98,22 +98,6 @@ func splitKV(s string) (key, value, rest string, ok bool) {
 	return key, "", s[i:], true
 }
 
-// protocols are the shorthand keywords for an Ethernet type and IP
-// protocol, OVS 3.1's ofp_parse_protocol's (which has no igmp; its mpls
-// and mplsm are not here: govs carries no MPLS).
-var protocols = map[string]struct {
-	typ   uint16
-	proto uint8
-}{
-	"ip": {flow.EthTypeIPv4, 0}, "ipv4": {flow.EthTypeIPv4, 0}, "ip4": {flow.EthTypeIPv4, 0},
-	"ipv6": {flow.EthTypeIPv6, 0}, "ip6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
-	"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "tcp": {flow.EthTypeIPv4, flow.IPProtoTCP},
-	"udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
-	"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6},
-	"tcp6":  {flow.EthTypeIPv6, flow.IPProtoTCP}, "udp6": {flow.EthTypeIPv6, flow.IPProtoUDP},
-	"sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
-}
-
 // fieldAliases maps OVS's other names of a field to the codec's.
 var fieldAliases = map[string]string{
 	"dl_src": "eth_src", "dl_dst": "eth_dst", "dl_type": "eth_type", "nw_src": "ip_src", "nw_dst": "ip_dst",
@@ -162,10 +146,10 @@ func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
 }
 
 func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) error {
-	if p, ok := protocols[key]; ok {
-		fs.match.Flow.EthType, fs.match.Mask.EthType = p.typ, 0xffff
-		if p.proto != 0 {
-			fs.match.Flow.NwProto, fs.match.Mask.NwProto = p.proto, 0xff
+	if p, ok := ofp.Protocols[key]; ok {
+		fs.match.Flow.EthType, fs.match.Mask.EthType = p.EthType, 0xffff
+		if p.NwProto != 0 {
+			fs.match.Flow.NwProto, fs.match.Mask.NwProto = p.NwProto, 0xff
 		}
 		return nil
 	}

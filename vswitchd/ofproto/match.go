@@ -55,30 +55,11 @@ func formatMatchOF(k *flow.Key, m *flow.Mask, inPort string, megaflow, tagged2 b
 	skipType, skipProto := false, false
 	typ := k.EthType
 	if m.EthType != 0 {
-		skipType = true
-		switch typ {
-		case flow.EthTypeIPv4, flow.EthTypeIPv6:
-			v6 := typ == flow.EthTypeIPv6
-			// OVS 3.1's match_format has no igmp (nor igmp_type).
-			name := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
-			if v6 {
-				name = map[uint8]string{flow.IPProtoICMPv6: "icmp6", flow.IPProtoTCP: "tcp6", flow.IPProtoUDP: "udp6", flow.IPProtoSCTP: "sctp6"}
-			}
-			n := name[k.NwProto]
-			if m.NwProto != 0 && n != "" {
-				skipProto = true
-				put("%s", n)
-			} else if v6 {
-				put("ipv6")
-			} else {
-				put("ip")
-			}
-		case flow.EthTypeARP:
-			put("arp")
-		case flow.EthTypeRARP:
-			put("rarp")
-		default:
-			skipType = false
+		// OVS 3.1's match_format has no igmp (nor igmp_type).
+		var name string
+		if name, skipProto = ofp.ProtocolName(typ, k.NwProto, m.NwProto != 0); name != "" {
+			skipType = true
+			put("%s", name)
 		}
 	}
 	b.WriteString(regs)
@@ -737,33 +718,21 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 	// OVS's ct_nw_* and ct_ipv6_* are fields of their own; the key holds
 	// those of the packet's IP version, once the flow is parsed.
 	ctNw := map[string]netip.Addr{}
-	shorthand := map[string]struct {
-		typ   uint16
-		proto uint8
-	}{
-		"ip": {flow.EthTypeIPv4, 0}, "ipv4": {flow.EthTypeIPv4, 0}, "ip4": {flow.EthTypeIPv4, 0},
-		"ipv6": {flow.EthTypeIPv6, 0}, "ip6": {flow.EthTypeIPv6, 0}, "arp": {flow.EthTypeARP, 0}, "rarp": {flow.EthTypeRARP, 0},
-		"icmp": {flow.EthTypeIPv4, flow.IPProtoICMP}, "tcp": {flow.EthTypeIPv4, flow.IPProtoTCP},
-		"udp": {flow.EthTypeIPv4, flow.IPProtoUDP}, "sctp": {flow.EthTypeIPv4, flow.IPProtoSCTP},
-		"icmp6": {flow.EthTypeIPv6, flow.IPProtoICMPv6}, "tcp6": {flow.EthTypeIPv6, flow.IPProtoTCP},
-		"udp6": {flow.EthTypeIPv6, flow.IPProtoUDP}, "sctp6": {flow.EthTypeIPv6, flow.IPProtoSCTP},
-		"mpls": {0x8847, 0}, "mplsm": {0x8848, 0},
-	}
 	for _, kv := range ofKeyValues(spec) {
 		name, val := kv[0], kv[1]
-		if sh, ok := shorthand[name]; ok {
+		if sh, ok := ofp.Protocols[name]; ok {
 			if k.EthType != 0 {
 				return k, nil, 0, errFlowSyntax(spec, "Ethernet type set multiple times")
 			}
-			if sh.typ == 0x8847 || sh.typ == 0x8848 {
+			if sh.EthType == ofp.EthTypeMPLS || sh.EthType == ofp.EthTypeMPLSMcast {
 				return k, nil, 0, errFlowSyntax(spec, "%s: govs does not support MPLS", name)
 			}
-			k.EthType = sh.typ
-			if sh.proto != 0 {
+			k.EthType = sh.EthType
+			if sh.NwProto != 0 {
 				if k.NwProto != 0 {
 					return k, nil, 0, errFlowSyntax(spec, "network protocol set multiple times")
 				}
-				k.NwProto = sh.proto
+				k.NwProto = sh.NwProto
 			}
 			continue
 		}

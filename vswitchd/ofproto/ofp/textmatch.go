@@ -164,30 +164,12 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 	skipType, skipProto := false, false
 	typ := k.EthType
 	if mk.EthType != 0 {
-		skipType = true
-		switch typ {
-		case flow.EthTypeIPv4, flow.EthTypeIPv6:
-			v6 := typ == flow.EthTypeIPv6
-			// OVS 3.1's match_format has no igmp (nor igmp_type): an
-			// IGMP match is ip,nw_proto=2 with tp_src and tp_dst.
-			names := map[uint8]string{flow.IPProtoICMP: "icmp", flow.IPProtoTCP: "tcp", flow.IPProtoUDP: "udp", flow.IPProtoSCTP: "sctp"}
-			base := "ip"
-			if v6 {
-				names = map[uint8]string{flow.IPProtoICMPv6: "icmp6", flow.IPProtoTCP: "tcp6", flow.IPProtoUDP: "udp6", flow.IPProtoSCTP: "sctp6"}
-				base = "ipv6"
-			}
-			if n := names[k.NwProto]; mk.NwProto != 0 && n != "" {
-				skipProto = true
-				f.put("%s", n)
-			} else {
-				f.put("%s", base)
-			}
-		case flow.EthTypeARP:
-			f.put("arp")
-		case flow.EthTypeRARP:
-			f.put("rarp")
-		default:
-			skipType = false
+		// OVS 3.1's match_format has no igmp (nor igmp_type): an IGMP
+		// match is ip,nw_proto=2 with tp_src and tp_dst.
+		var name string
+		if name, skipProto = ProtocolName(typ, k.NwProto, mk.NwProto != 0); name != "" {
+			skipType = true
+			f.put("%s", name)
 		}
 	}
 	for i := range k.Regs {
