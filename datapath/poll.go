@@ -21,11 +21,13 @@ var pmdPoll = os.Getenv("GOVS_PMD_POLL") == "1"
 
 // poller is the polling goroutine's state.
 type poller struct {
-	dp   *Datapath
-	mu   sync.Mutex
-	ws   []*worker // guarded by mu; the polling goroutine copies it
-	gen  uint64    // bumped by mu's holders on every change of ws
-	wake chan struct{}
+	dp  *Datapath
+	mu  sync.Mutex
+	ws  []*worker // guarded by mu; the polling goroutine copies it
+	gen uint64    // bumped by mu's holders on every change of ws
+	// stopped is set, under mu, when the poller has exited.
+	stopped bool
+	wake    chan struct{}
 }
 
 // polled adds w to the datapath's poller (started by the first) if its
@@ -46,8 +48,13 @@ func (dp *Datapath) polled(w *worker) bool {
 	w.rxN = 1
 	w.unpolled = make(chan struct{})
 	pl.mu.Lock()
-	pl.ws = append(pl.ws, w)
-	pl.gen++
+	if pl.stopped {
+		// The datapath closed before this worker started.
+		close(w.unpolled)
+	} else {
+		pl.ws = append(pl.ws, w)
+		pl.gen++
+	}
 	pl.mu.Unlock()
 	select {
 	case pl.wake <- struct{}{}:
@@ -73,7 +80,7 @@ func (pl *poller) run() {
 			for _, w := range pl.ws {
 				close(w.unpolled)
 			}
-			pl.ws = nil
+			pl.ws, pl.stopped = nil, true
 			pl.mu.Unlock()
 			return
 		default:

@@ -118,3 +118,25 @@ func TestPollMode(t *testing.T) {
 		})
 	}
 }
+
+// A worker whose goroutine starts after the datapath closed (AddPort
+// returned, Close ran before the goroutine did) is let go at once.
+func TestPollAfterClose(t *testing.T) {
+	r := newPollRig(t, 1)
+	dptest.Eventually(t, "port 1 polled", func() bool { return r.ports[1].Polls() > 0 })
+	r.dp.Close()
+	p := dptest.NewPort("late")
+	defer p.Close()
+	w := newQueueWorker(r.dp, &dpPort{no: 9, name: "late", dev: p}, p, 0)
+	if !r.dp.polled(w) {
+		t.Fatal("a pollable port's worker not taken by the poller")
+	}
+	dptest.Eventually(t, "the late worker let go", func() bool {
+		select {
+		case <-w.unpolled:
+			return true
+		default:
+			return false
+		}
+	})
+}
