@@ -59,6 +59,9 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			live = putLive(&c, gen, &m, prio, live)
 		}
 		ft = &c
+		if err := checkProbes(ft.table(0)); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
 		if c.table(0).len() != len(live) {
 			t.Fatalf("step %d: %d rules, want %d", step, c.table(0).len(), len(live))
 		}

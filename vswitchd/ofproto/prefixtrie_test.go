@@ -356,6 +356,9 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 			live = putLive(&c, gen, &m, prio, live)
 		}
 		ft = &c
+		if err := checkProbes(ft.table(0)); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
 		if step%200 == 0 {
 			snaps = append(snaps, snap{ft, append([]*rule(nil), live...)})
 		}

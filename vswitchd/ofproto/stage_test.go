@@ -176,6 +176,9 @@ func TestStagedLookupAgainstLinear(t *testing.T) {
 			live = putLive(&c, gen, &m, prio, live)
 			ft = &c
 		}
+		if err := checkProbes(ft.table(0)); err != nil {
+			t.Fatal(err)
+		}
 		for range 1000 {
 			f := randFlow()
 			var wc ofp.Flow

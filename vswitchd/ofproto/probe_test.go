@@ -1,0 +1,137 @@
+package ofproto
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/govs/govs/vswitchd/ofproto/ofp"
+)
+
+// checkProbes reports how t's probes differ from its subtables' (each
+// probes[i] is probeOf(subs[i])) or its subtables from their order (by
+// max priority, highest first), if they do.
+func checkProbes(t *table) error {
+	if t == nil {
+		return nil
+	}
+	if len(t.probes) != len(t.subs) {
+		return fmt.Errorf("%d probes for %d subtables", len(t.probes), len(t.subs))
+	}
+	for i, st := range t.subs {
+		want := probeOf(st)
+		got := t.probes[i]
+		// The in_ports a probe holds are in the map's order.
+		slices.Sort(want.in[:want.nin])
+		slices.Sort(got.in[:got.nin])
+		if got != want {
+			return fmt.Errorf("subtable %d: probe %+v, want %+v", i, got, want)
+		}
+		if i > 0 && t.subs[i-1].maxPrio < st.maxPrio {
+			return fmt.Errorf("subtable %d: max priority %d after %d", i, st.maxPrio, t.subs[i-1].maxPrio)
+		}
+	}
+	return nil
+}
+
+// TestProbesAgainstLinear is TestClassifierAgainstLinear with masks on
+// in_port (fewer and more in_ports than a probe holds) and on up to
+// eight words of a Flow (fewer and more than a probe holds), checking
+// after each change that the probes are their subtables', and that old
+// snapshots keep theirs.
+func TestProbesAgainstLinear(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	// Fields in distinct words, each with its values 0..3.
+	set := []func(f *ofp.Flow, v uint32){
+		func(f *ofp.Flow, v uint32) { f.InPort = v },
+		func(f *ofp.Flow, v uint32) { f.Regs[0] = v },
+		func(f *ofp.Flow, v uint32) { f.Regs[4] = v },
+		func(f *ofp.Flow, v uint32) { f.Regs[8] = v },
+		func(f *ofp.Flow, v uint32) { f.Regs[12] = v },
+		func(f *ofp.Flow, v uint32) { f.Metadata = uint64(v) << 40 },
+		func(f *ofp.Flow, v uint32) { f.PktMark = v },
+		func(f *ofp.Flow, v uint32) { f.EthDst[0] = byte(v) },
+	}
+	randFlow := func() ofp.Flow {
+		var f ofp.Flow
+		for _, s := range set {
+			s(&f, uint32(rng.Intn(4)))
+		}
+		return f
+	}
+	var live []*rule
+	linear := func(rs []*rule, f *ofp.Flow) *rule {
+		var best *rule
+		for _, r := range rs {
+			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
+				best = r
+			}
+		}
+		return best
+	}
+	ft := &flowTables{}
+	var snaps []*flowTables
+	words := map[int]bool{}
+	for step := 0; step < 3000; step++ {
+		gen := gens.Add(1)
+		c := *ft
+		for range 1 + rng.Intn(3) {
+			if len(live) > 0 && rng.Intn(3) == 0 {
+				i := rng.Intn(len(live))
+				c.mutable(0, gen).remove(live[i], gen)
+				live = append(live[:i], live[i+1:]...)
+				continue
+			}
+			var m ofp.Match
+			// Few fields mostly, so that subtables have many rules.
+			n := rng.Intn(3)
+			if rng.Intn(4) == 0 {
+				n = rng.Intn(len(set) + 1)
+			}
+			for _, j := range rng.Perm(len(set))[:n] {
+				set[j](&m.Mask, 3)
+				if j == 0 {
+					m.Mask.InPort = ^uint32(0) // the in_port stage's
+				}
+			}
+			words[len(maskWordsOf(&m.Mask))] = true
+			f := randFlow()
+			m.Flow = f.Masked(&m.Mask)
+			live = putLive(&c, gen, &m, uint16(rng.Intn(6)), live)
+		}
+		ft = &c
+		if err := checkProbes(ft.table(0)); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if step%100 == 0 {
+			snaps = append(snaps, ft)
+		}
+		for range 5 {
+			f := randFlow()
+			var wc ofp.Flow
+			got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
+			if got != want {
+				t.Fatalf("step %d: flow %+v: classifier %v, linear %v", step, f, got, want)
+			}
+			g := randFlow()
+			gw, fw, ww := wordsOf(&g), wordsOf(&f), wordsOf(&wc)
+			for i := range gw {
+				gw[i] = gw[i]&^ww[i] | fw[i]&ww[i]
+			}
+			if other := linear(live, &g); other != got {
+				t.Fatalf("step %d: flows %+v and %+v agree on the megaflow but match %v and %v", step, f, g, got, other)
+			}
+		}
+	}
+	for i, s := range snaps {
+		if err := checkProbes(s.table(0)); err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+	}
+	for _, n := range []int{1, probeWords, probeWords + 1} {
+		if !words[n] {
+			t.Errorf("no mask of %d words", n)
+		}
+	}
+}
