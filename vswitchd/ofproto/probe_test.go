@@ -111,7 +111,7 @@ func TestProbesAgainstLinear(t *testing.T) {
 			f := randFlow()
 			var wc ofp.Flow
 			got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
-			if got != want {
+			if !sameBest(got, want, &f) {
 				t.Fatalf("step %d: flow %+v: classifier %v, linear %v", step, f, got, want)
 			}
 			g := randFlow()
@@ -119,7 +119,7 @@ func TestProbesAgainstLinear(t *testing.T) {
 			for i := range gw {
 				gw[i] = gw[i]&^ww[i] | fw[i]&ww[i]
 			}
-			if other := linear(live, &g); other != got {
+			if other := linear(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
 				t.Fatalf("step %d: flows %+v and %+v agree on the megaflow but match %v and %v", step, f, g, got, other)
 			}
 		}
@@ -133,5 +133,40 @@ func TestProbesAgainstLinear(t *testing.T) {
 		if !words[n] {
 			t.Errorf("no mask of %d words", n)
 		}
+	}
+}
+
+// TestLookupStopsAtMatchPriority checks OVS's stop rule: once a rule
+// matches, subtables whose rules all have its priority or lower are not
+// consulted, so their fields stay out of the megaflow.
+func TestLookupStopsAtMatchPriority(t *testing.T) {
+	ft := &flowTables{}
+	gen := gens.Add(1)
+	var live []*rule
+	put := func(prio uint16, reg int, v uint32) *rule {
+		var m ofp.Match
+		m.Mask.Regs[reg], m.Flow.Regs[reg] = ^uint32(0), v
+		live = putLive(ft, gen, &m, prio, live)
+		return live[len(live)-1]
+	}
+	a := put(10, 0, 1)  // the first subtable of priority 10
+	put(10, 4, 1)       // another of priority 10, in another word
+	low := put(5, 8, 1) // below
+	var f, wc ofp.Flow
+	f.Regs[0], f.Regs[4], f.Regs[8] = 1, 2, 1
+	if got := ft.table(0).lookup(&f, &wc); got != a {
+		t.Fatalf("lookup %v, want %v", got, a)
+	}
+	if wc.Regs[4] != 0 || wc.Regs[8] != 0 {
+		t.Errorf("megaflow has reg4 %#x, reg8 %#x: subtables past the match's priority consulted", wc.Regs[4], wc.Regs[8])
+	}
+	// A flow the first rule does not match looks further, and gets every
+	// subtable down to the match.
+	f.Regs[0], wc = 2, ofp.Flow{}
+	if got := ft.table(0).lookup(&f, &wc); got != low {
+		t.Fatalf("lookup %v, want %v", got, low)
+	}
+	if wc.Regs[0] != ^uint32(0) || wc.Regs[4] != ^uint32(0) || wc.Regs[8] != ^uint32(0) {
+		t.Errorf("megaflow reg0 %#x reg4 %#x reg8 %#x, want all three", wc.Regs[0], wc.Regs[4], wc.Regs[8])
 	}
 }

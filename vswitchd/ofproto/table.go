@@ -496,8 +496,13 @@ func (a *rule) before(b *rule) bool {
 // lookup those of the stages that ruled the subtable out (in_port, the
 // fields up to L2 or L3, the prefix tries' bits of the addresses, the
 // ports trie's). Subtables are visited by decreasing max priority; the
-// search stops at the first whose rules all rank below the match found,
-// so a packet agreeing with f on wc finds the same.
+// search stops, as OVS's classifier_lookup__, at the first whose rules
+// all have the match's priority or lower, so a packet agreeing with f on
+// wc finds the same. Of overlapping rules of one priority (whose order
+// OpenFlow leaves undefined) the lookup thus gives that of the first
+// subtable, as OVS gives that of the first in its order, and a
+// conjunction of the priority of a rule that matches (which never wins,
+// conjunctiveMatch) is not looked for past it.
 func (t *table) lookup(f, wc *ofp.Flow) *rule {
 	if t == nil {
 		return nil
@@ -516,7 +521,7 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		// The probe (probe.go) answers for a subtable that it rules out;
 		// the subtable is read when it may have a match.
 		p := &t.probes[i]
-		if best != nil && p.maxPrio < best.priority {
+		if best != nil && p.maxPrio <= best.priority {
 			break
 		}
 		// OVS's staged lookup: a subtable none of whose rules has f's
@@ -561,7 +566,7 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 			} else {
 				r, soft = st.searchWide(fw, ww, conj, soft)
 			}
-			if r != nil && (best == nil || r.before(best)) {
+			if r != nil && (best == nil || r.priority > best.priority) {
 				best = r
 			}
 			continue
@@ -583,7 +588,7 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 				}
 				continue
 			}
-			if best == nil || r.before(best) {
+			if best == nil || r.priority > best.priority {
 				best = r
 			}
 			break
