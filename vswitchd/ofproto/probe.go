@@ -7,16 +7,19 @@ import (
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
-// A table's probes are what a lookup reads of each subtable to rule it
-// out, in one array in the order of the table's subtables (probes[i] is
-// subs[i]'s): a first packet after a while finds the subtables out of
-// the cache, and probing each through its pointer costs a few dependent
-// misses (the subtable's cache lines, its mask words, its in_port map)
-// where a walk through one array costs the lines that the hardware
-// prefetcher has mostly brought in already. Only a subtable that may
-// have a match (or one with more in_ports or mask words than a probe
-// holds, or OVS's last stage) is followed to its subtable. A probe is
-// a cache line (probeSize).
+// A table's probes are what a lookup reads of each subtable, in one
+// array in the order of the table's subtables (probes[i] is subs[i]'s):
+// a first packet after a while finds the subtables out of the cache, and
+// the way through a subtable to a match is a chain of dependent misses
+// (the subtable's cache lines, its mask words, its in_port map, its hash
+// trie's nodes, the leaf's hashes and rules, the rule, its key). A probe
+// rules a subtable out by itself (the staged checks, the few hashes),
+// and while the subtable has at most len(few) hashes it holds the first
+// rule of each (heads): a hit then reads that rule and its key, not the
+// subtable and its trie. Only a subtable with more in_ports or mask
+// words than a probe holds, more hashes, OVS's last stage, or a head
+// that is a conjunctive clause or does not match, is read. A probe is
+// two cache lines (probeSize).
 type probe struct {
 	maxPrio uint16
 	flags   uint8
@@ -25,7 +28,8 @@ type probe struct {
 	types uint8
 	// nfew is the subtable's; few the low 16 bits of its few hashes: a
 	// hash none of them has is not the subtable's (mayHave), one that
-	// has one may be.
+	// has one may be. heads[k] is the first rule (by rank) of the
+	// hash of few[k].
 	nfew int8
 	// nw is how many mask words the probe holds (wi, wm): all of the
 	// subtable's mws unless probeWide.
@@ -35,23 +39,26 @@ type probe struct {
 	nin   uint8
 	_     uint8
 	plens [numPrefixFields]uint8
-	wi    [probeWords]uint8
 	in    [2]uint32
 	few   [4]uint16
+	wi    [probeWords]uint8
+	heads [4]*rule
 	wm    [probeWords]uint64
+	_     [8]uint8
 }
 
-// probeWords is how many mask words a probe holds (probe is a cache
-// line): most of OVN's masks have one to four.
+// probeWords is how many mask words a probe holds: most of OVN's masks
+// have one to four, some five or six.
 const (
-	probeWords = 4
-	probeSize  = 64
+	probeWords = 6
+	probeSize  = 128
 )
 
 var _ [unsafe.Sizeof(probe{}) - probeSize]struct{}
 var _ [probeSize - unsafe.Sizeof(probe{})]struct{}
 var _ [len(probe{}.few) - len(subtable{}.few)]struct{}
 var _ [len(subtable{}.few) - len(probe{}.few)]struct{}
+var _ [len(probe{}.few) - len(probe{}.heads)]struct{}
 
 // probe flags: the subtable's mask has all of in_port (inPorts not nil);
 // it has more in_ports than a probe holds (st.inPorts tells); st.l3;
@@ -71,6 +78,11 @@ func probeOf(st *subtable) probe {
 	p := probe{maxPrio: st.maxPrio, nfew: st.nfew, plens: st.plens}
 	for j, h := range st.few {
 		p.few[j] = uint16(h)
+	}
+	if st.stageWs == nil {
+		for j, h := range st.few[:max(st.nfew, 0)] {
+			p.heads[j] = st.rules.get(h)[0]
+		}
 	}
 	if st.l3 {
 		p.flags |= probeL3
@@ -139,18 +151,20 @@ func (p *probe) hashOr(fw, ww *[flowWords]uint64) uint64 {
 	return mulMix(h, 0xe7037ed1a0b428db)
 }
 
-// mayHave is subtable.mayHave, but for a few false positives (one in
-// 16 384 hashes at most).
-func (p *probe) mayHave(h uint64) bool {
+// find returns the head of a hash of the subtable with h's low 16 bits,
+// nil if it has more hashes than the probe holds, and whether it may
+// have rules of hash h. The head is that of h if it matches the flow
+// (its key is the flow's bits under the mask, whose hash is h).
+func (p *probe) find(h uint64) (head *rule, may bool) {
 	if p.nfew < 0 {
-		return true
+		return nil, true
 	}
-	for _, f := range p.few[:p.nfew] {
+	for k, f := range p.few[:p.nfew] {
 		if f == uint16(h) {
-			return true
+			return p.heads[k], true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // matches is subtable.matches with the probe's mask words.

@@ -170,3 +170,60 @@ func TestLookupStopsAtMatchPriority(t *testing.T) {
 		t.Errorf("megaflow reg0 %#x reg4 %#x reg8 %#x, want all three", wc.Regs[0], wc.Regs[4], wc.Regs[8])
 	}
 }
+
+// TestProbeHeadCollision checks the lookups a probe's heads cannot
+// answer: a flow whose hash has the low 16 bits of a rule's but not its
+// key, alone and with a rule of its own.
+func TestProbeHeadCollision(t *testing.T) {
+	var mask ofp.Flow
+	mask.Regs[0] = ^uint32(0)
+	mws := maskWordsOf(&mask)
+	hashOf := func(v uint32) uint64 {
+		var f ofp.Flow
+		f.Regs[0] = v
+		return hashWords(wordsOf(&f), mws)
+	}
+	// Two values whose hashes share their low 16 bits (a birthday
+	// search: some thousand values suffice).
+	seen := map[uint16]uint32{}
+	var a, b uint32
+	for v := uint32(1); ; v++ {
+		h := hashOf(v)
+		if u, ok := seen[uint16(h)]; ok && hashOf(u) != h {
+			a, b = u, v
+			break
+		}
+		seen[uint16(h)] = v
+	}
+	ft := &flowTables{}
+	var live []*rule
+	put := func(v uint32) *rule {
+		var m ofp.Match
+		m.Mask = mask
+		m.Flow.Regs[0] = v
+		live = putLive(ft, gens.Add(1), &m, 10, live)
+		return live[len(live)-1]
+	}
+	lookup := func(v uint32) *rule {
+		var f, wc ofp.Flow
+		f.Regs[0] = v
+		return ft.table(0).lookup(&f, &wc)
+	}
+	ra := put(a)
+	if got := lookup(b); got != nil {
+		t.Errorf("reg0=%d (hash low bits of %d's): %v, want none", b, a, got)
+	}
+	if got := lookup(a); got != ra {
+		t.Errorf("reg0=%d: %v, want %v", a, got, ra)
+	}
+	rb := put(b)
+	if got := lookup(b); got != rb {
+		t.Errorf("reg0=%d with both: %v, want %v", b, got, rb)
+	}
+	if got := lookup(a); got != ra {
+		t.Errorf("reg0=%d with both: %v, want %v", a, got, ra)
+	}
+	if err := checkProbes(ft.table(0)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -575,7 +575,16 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		// them are hashed and compared (most masks have a few words of
 		// a Flow's eighty).
 		h := p.hashOr(fw, ww)
-		if !p.mayHave(h) {
+		head, may := p.find(h)
+		if !may {
+			continue
+		}
+		if head != nil && !head.conj && p.matches(head, fw) {
+			// The first rule of h's, the subtable's best: no need for
+			// the subtable.
+			if best == nil || head.priority > best.priority {
+				best = head
+			}
 			continue
 		}
 		for _, r := range t.subs[i].rules.get(h) {
