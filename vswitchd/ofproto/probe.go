@@ -202,5 +202,21 @@ func stageMasks(m *ofp.Flow) (l2, meta ofp.Flow) {
 }
 
 // setProbe makes probes[i] that of subs[i] (t is of the change's
-// generation).
-func (t *table) setProbe(i int) { t.probes[i] = probeOf(t.subs[i]) }
+// generation), copying the array first if it changes it and the array is
+// an older generation's: a rule added to or taken from a subtable of more
+// than len(few) hashes whose max priority, in_ports and Ethernet types
+// stay changes no probe, and the table's copy costs no copy of them.
+func (t *table) setProbe(i int) {
+	if p := probeOf(t.subs[i]); p != t.probes[i] {
+		t.ownProbes()
+		t.probes[i] = p
+	}
+}
+
+// ownProbes makes t's probes an array of t's generation (t is of the
+// change's), which the change may write.
+func (t *table) ownProbes() {
+	if t.pgen != t.gen {
+		t.probes, t.pgen = slices.Clone(t.probes), t.gen
+	}
+}

@@ -134,8 +134,12 @@ func (ft *flowTables) table(id int) *table {
 type table struct {
 	gen  uint64
 	subs []*subtable // by max priority, highest first
-	// probes are the subtables' probes, probes[i] subs[i]'s (probe.go).
+	// probes are the subtables' probes, probes[i] subs[i]'s (probe.go);
+	// pgen is the generation of the change that made the array (a
+	// table's copies share it until a probe changes, which most flow
+	// mods leave alone: see setProbe).
 	probes []probe
+	pgen   uint64
 	n      int
 	// timed counts the rules with an idle or hard timeout (expiry
 	// visits only tables that have some).
@@ -745,7 +749,7 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	}
 	n := &table{gen: gen, pfx: ft.prefixesOf(id)}
 	if t != nil {
-		n.subs, n.probes, n.n, n.timed = slices.Clone(t.subs), slices.Clone(t.probes), t.n, t.timed
+		n.subs, n.probes, n.pgen, n.n, n.timed = slices.Clone(t.subs), t.probes, t.pgen, t.n, t.timed
 		n.pfx, n.tries = t.pfx, t.tries
 	}
 	c.t[id%chunkTables] = n
@@ -789,6 +793,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		}
 		st.initStages()
 		t.subs = append(t.subs, st)
+		t.ownProbes()
 		t.probes = append(t.probes, probe{})
 		i = len(t.subs) - 1
 	} else {
@@ -882,6 +887,7 @@ func (t *table) remove(r *rule, gen uint64) {
 	}
 	if st.n == 0 {
 		t.subs = slices.Delete(t.subs, i, i+1)
+		t.ownProbes()
 		t.probes = slices.Delete(t.probes, i, i+1)
 		return
 	}
@@ -940,6 +946,9 @@ func (t *table) resort(i int) {
 	}
 	for j < len(t.subs)-1 && t.subs[j+1].maxPrio > st.maxPrio {
 		j++
+	}
+	if j != i {
+		t.ownProbes()
 	}
 	switch {
 	case j < i:
