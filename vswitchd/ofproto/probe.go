@@ -27,9 +27,9 @@ type probe struct {
 	// l3Index i (st.types[i] != 0).
 	types uint8
 	// nfew is the subtable's; few the low 16 bits of its few hashes: a
-	// hash none of them has is not the subtable's (mayHave), one that
-	// has one may be. heads[k] is the first rule (by rank) of the
-	// hash of few[k].
+	// hash none of them has is not the subtable's (find), one that has
+	// one may be. heads[k] is the first rule (by rank) of the hash of
+	// few[k].
 	nfew int8
 	// nw is how many mask words the probe holds (wi, wm): all of the
 	// subtable's mws unless probeWide.
@@ -105,6 +105,9 @@ func probeOf(st *subtable) probe {
 				p.in[p.nin] = port
 				p.nin++
 			}
+			// In order, so that a subtable's probe is one (setProbe
+			// compares them).
+			slices.Sort(p.in[:p.nin])
 		} else {
 			p.flags |= probeInMap
 		}
