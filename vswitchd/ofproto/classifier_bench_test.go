@@ -113,6 +113,23 @@ func BenchmarkFlowModBarrier(b *testing.B) { benchFlowModBarrier(b, benchFlow) }
 // fields (benchL4Flow).
 func BenchmarkFlowModBarrierL4(b *testing.B) { benchFlowModBarrier(b, benchL4Flow) }
 
+// BenchmarkFlowModBarrierMasks is BenchmarkFlowModBarrier with flows
+// under 64 masks (benchMasksFlow), as OVN's tables have tens of
+// subtables: what a change costs that copies a table's list of them.
+func BenchmarkFlowModBarrierMasks(b *testing.B) { benchFlowModBarrier(b, benchMasksFlow) }
+
+// benchMasksFlow is flow i of a table of flows under 64 masks: on the
+// metadata and, by the bits of i%64, on registers 0 to 5.
+func benchMasksFlow(i int) *ofp.FlowMod {
+	m := map[ofp.FieldID][2]uint64{ofp.FieldMetadata: {uint64(i / 64), 0}}
+	for r := range 6 {
+		if i%64>>r&1 != 0 {
+			m[ofp.FieldReg0+ofp.FieldID(r)] = [2]uint64{uint64(i), 0}
+		}
+	}
+	return fmSpec{prio: uint16(100 + i%4), match: m, actions: []ofp.Action{output(uint32(1 + i%3))}}.mod()
+}
+
 func benchFlowModBarrier(b *testing.B, flowOf func(int) *ofp.FlowMod) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {

@@ -10,14 +10,7 @@ import (
 // conjunctive reports whether r is a clause of conjunctive matches (its
 // actions are conjunction actions, and perhaps notes): such a rule is
 // never the result of a lookup, it only counts towards its conjunctions.
-func (r *rule) conjunctive() bool {
-	for i := range r.actions() {
-		if r.actions()[i].Type == ofp.ActConjunction {
-			return true
-		}
-	}
-	return false
-}
+func (r *rule) conjunctive() bool { return r.conj }
 
 // conjunctiveMatch resolves a lookup that matched conjunctive clauses
 // (soft) besides its best ordinary rule (hard, perhaps nil), as OVS's

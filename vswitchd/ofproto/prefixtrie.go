@@ -276,10 +276,10 @@ type trieCtx struct {
 // trieSkip reports whether the tries prove that no rule of st matches f
 // (OVS's check_tries), having added to wc the prefix bits that proves
 // it on.
-func (t *table) trieSkip(st *subtable, f, wc *ofp.Flow, tcs *[maxTries]trieCtx) bool {
+func (t *table) trieSkip(plens *[numPrefixFields]uint8, f, wc *ofp.Flow, tcs *[maxTries]trieCtx) bool {
 	for j := range int(t.pfx.n) {
 		pf := t.pfx.fs[j]
-		plen := st.plens[pf]
+		plen := plens[pf]
 		if plen == 0 {
 			continue
 		}

@@ -261,4 +261,8 @@ func (r *rule) actions() []ofp.Action { return unsafe.Slice(r.acts, r.nacts) }
 // setActions makes acts r's actions.
 func (r *rule) setActions(acts []ofp.Action) {
 	r.acts, r.nacts = unsafe.SliceData(acts), uint32(len(acts))
+	r.conj = false
+	for i := range acts {
+		r.conj = r.conj || acts[i].Type == ofp.ActConjunction
+	}
 }

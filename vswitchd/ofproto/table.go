@@ -24,7 +24,10 @@ const hiddenTable = 254
 // rule is one OpenFlow flow. Immutable once published, except its
 // counters.
 type rule struct {
-	table    uint8
+	table uint8
+	// conj says whether the actions have a conjunction (conjunctive()),
+	// so that a lookup need not read them.
+	conj     bool
 	priority uint16
 	idle     uint16
 	hard     uint16
@@ -131,7 +134,13 @@ func (ft *flowTables) table(id int) *table {
 type table struct {
 	gen  uint64
 	subs []*subtable // by max priority, highest first
-	n    int
+	// probes are the subtables' probes, probes[i] subs[i]'s (probe.go);
+	// pgen is the generation of the change that made the array (a
+	// table's copies share it until a probe changes, which most flow
+	// mods leave alone: see setProbe).
+	probes []probe
+	pgen   uint64
+	n      int
 	// timed counts the rules with an idle or hard timeout (expiry
 	// visits only tables that have some).
 	timed int
@@ -491,8 +500,13 @@ func (a *rule) before(b *rule) bool {
 // lookup those of the stages that ruled the subtable out (in_port, the
 // fields up to L2 or L3, the prefix tries' bits of the addresses, the
 // ports trie's). Subtables are visited by decreasing max priority; the
-// search stops at the first whose rules all rank below the match found,
-// so a packet agreeing with f on wc finds the same.
+// search stops, as OVS's classifier_lookup__, at the first whose rules
+// all have the match's priority or lower, so a packet agreeing with f on
+// wc finds the same. Of overlapping rules of one priority (whose order
+// OpenFlow leaves undefined) the lookup thus gives that of the first
+// subtable, as OVS gives that of the first in its order, and a
+// conjunction of the priority of a rule that matches (which never wins,
+// conjunctiveMatch) is not looked for past it.
 func (t *table) lookup(f, wc *ofp.Flow) *rule {
 	if t == nil {
 		return nil
@@ -507,8 +521,11 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	var soft []*rule // conjunctive clauses that matched (conj.go)
 	var tcs [maxTries]trieCtx
 	fw, ww := wordsOf(f), wordsOf(wc)
-	for _, st := range t.subs {
-		if best != nil && st.maxPrio < best.priority {
+	for i := range t.probes {
+		// The probe (probe.go) answers for a subtable that it rules out;
+		// the subtable is read when it may have a match.
+		p := &t.probes[i]
+		if best != nil && p.maxPrio <= best.priority {
 			break
 		}
 		// OVS's staged lookup: a subtable none of whose rules has f's
@@ -516,26 +533,44 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		// with L3 fields none of whose rules has f's Ethernet type
 		// (every rule there has an IP, IPv6 or ARP type, their fields'
 		// prerequisite) adds its fields up to L2.
-		if st.inPorts != nil && st.inPorts[f.InPort] == 0 {
-			orWords(ww, st.metaWs)
+		if p.flags&probeInPort != 0 && !p.hasInPort(f.InPort, t, i) {
+			if p.flags&probeWide != 0 {
+				orWords(ww, t.subs[i].metaWs)
+			} else {
+				p.orSel(ww, &metaSel)
+			}
 			continue
 		}
-		if st.l3 {
-			if i := l3Index(f.EthType); i < 0 || st.types[i] == 0 {
-				orWords(ww, st.l2Ws)
+		if p.flags&probeL3 != 0 {
+			if k := l3Index(f.EthType); k < 0 || p.types&(1<<k) == 0 {
+				if p.flags&probeWide != 0 {
+					orWords(ww, t.subs[i].l2Ws)
+				} else {
+					p.orSel(ww, &l2Sel)
+				}
 				continue
 			}
 		}
 		// OVS's check_tries before the L3 stage: the prefix tries may
 		// prove that no rule of the subtable can match, on fewer bits
 		// of the addresses than its mask has.
-		if st.pfx && t.trieSkip(st, f, wc, &tcs) {
-			orWords(ww, st.l2Ws)
+		if p.flags&probePfx != 0 && t.trieSkip(&p.plens, f, wc, &tcs) {
+			if p.flags&probeWide != 0 {
+				orWords(ww, t.subs[i].l2Ws)
+			} else {
+				p.orSel(ww, &l2Sel)
+			}
 			continue
 		}
-		if st.stageWs != nil {
+		if p.flags&(probeStaged|probeWide) != 0 {
+			st := t.subs[i]
 			var r *rule
-			if r, soft = st.searchStaged(f, wc, conj, soft); r != nil && (best == nil || r.before(best)) {
+			if st.stageWs != nil {
+				r, soft = st.searchStaged(f, wc, conj, soft)
+			} else {
+				r, soft = st.searchWide(fw, ww, conj, soft)
+			}
+			if r != nil && (best == nil || r.priority > best.priority) {
 				best = r
 			}
 			continue
@@ -543,26 +578,30 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		// The mask's words only: wc gets them, and the flow's bits under
 		// them are hashed and compared (most masks have a few words of
 		// a Flow's eighty).
-		h := hashSeed ^ uint64(len(st.mws))
-		for _, w := range st.mws {
-			ww[w.i] |= w.m
-			h = mulMix(h^(fw[w.i]&w.m), 0x9e3779b97f4a7c15^uint64(w.i))
-		}
-		h = mulMix(h, 0xe7037ed1a0b428db)
-		if !st.mayHave(h) {
+		h := p.hashOr(fw, ww)
+		head, may := p.find(h)
+		if !may {
 			continue
 		}
-		for _, r := range st.rules.get(h) {
-			if !st.matches(r, fw) {
+		if head != nil && !head.conj && p.matches(head, fw) {
+			// The first rule of h's, the subtable's best: no need for
+			// the subtable.
+			if best == nil || head.priority > best.priority {
+				best = head
+			}
+			continue
+		}
+		for _, r := range t.subs[i].rules.get(h) {
+			if !p.matches(r, fw) {
 				continue
 			}
-			if r.conjunctive() {
+			if r.conj {
 				if conj {
 					soft = append(soft, r)
 				}
 				continue
 			}
-			if best == nil || r.before(best) {
+			if best == nil || r.priority > best.priority {
 				best = r
 			}
 			break
@@ -572,6 +611,35 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 		return t.conjunctiveMatch(f, wc, best, soft)
 	}
 	return best
+}
+
+// searchWide is search's hashed probe of st, a subtable whose mask has
+// more words than a probe holds: the best rule of st matching the flow
+// of words fw, with the conjunctive clauses that match added to soft if
+// conj; ww gets st's mask.
+func (st *subtable) searchWide(fw, ww *[flowWords]uint64, conj bool, soft []*rule) (*rule, []*rule) {
+	h := hashSeed ^ uint64(len(st.mws))
+	for _, w := range st.mws {
+		ww[w.i] |= w.m
+		h = mulMix(h^(fw[w.i]&w.m), 0x9e3779b97f4a7c15^uint64(w.i))
+	}
+	h = mulMix(h, 0xe7037ed1a0b428db)
+	if !st.mayHave(h) {
+		return nil, soft
+	}
+	for _, r := range st.rules.get(h) {
+		if !st.matches(r, fw) {
+			continue
+		}
+		if r.conj {
+			if conj {
+				soft = append(soft, r)
+			}
+			continue
+		}
+		return r, soft
+	}
+	return nil, soft
 }
 
 // find returns the rule with exactly m and prio (a strict match).
@@ -681,7 +749,7 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	}
 	n := &table{gen: gen, pfx: ft.prefixesOf(id)}
 	if t != nil {
-		n.subs, n.n, n.timed = slices.Clone(t.subs), t.n, t.timed
+		n.subs, n.probes, n.pgen, n.n, n.timed = slices.Clone(t.subs), t.probes, t.pgen, t.n, t.timed
 		n.pfx, n.tries = t.pfx, t.tries
 	}
 	c.t[id%chunkTables] = n
@@ -711,12 +779,10 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	var st *subtable
 	if i < 0 {
 		st = &subtable{gen: gen, mask: r.mask, mws: r.mask.mws}
-		l2, l3 := splitL3(&st.mask.mask)
+		_, l3 := splitL3(&st.mask.mask)
 		st.l3 = l3 != ofp.Flow{}
+		l2, meta := stageMasks(&st.mask.mask)
 		st.l2Ws = maskWordsOf(&l2)
-		meta := l2
-		k := &meta.Key
-		k.EthDst, k.EthSrc, k.EthType, k.VLANTCI, k.VLANTPID = [6]byte{}, [6]byte{}, 0, 0, 0
 		st.metaWs = maskWordsOf(&meta)
 		if st.mask.mask.InPort == ^uint32(0) {
 			st.inPorts = map[uint32]int32{}
@@ -727,6 +793,8 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 		}
 		st.initStages()
 		t.subs = append(t.subs, st)
+		t.ownProbes()
+		t.probes = append(t.probes, probe{})
 		i = len(t.subs) - 1
 	} else {
 		st = t.subs[i].mutable(gen)
@@ -753,6 +821,7 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	t.timed += r.isTimed()
 	if old != nil {
 		t.timed -= old.isTimed()
+		t.setProbe(i)
 		return
 	}
 	if newHash {
@@ -772,8 +841,10 @@ func (t *table) putIn(i int, r, old *rule, gen uint64) {
 	}
 	if st.n == 1 || r.priority > st.maxPrio {
 		st.maxPrio = r.priority
-		t.resort()
+		t.resort(i)
+		return
 	}
+	t.setProbe(i)
 }
 
 // remove takes r out of t (a change of generation gen).
@@ -816,13 +887,17 @@ func (t *table) remove(r *rule, gen uint64) {
 	}
 	if st.n == 0 {
 		t.subs = slices.Delete(t.subs, i, i+1)
+		t.ownProbes()
+		t.probes = slices.Delete(t.probes, i, i+1)
 		return
 	}
 	st.prios = delPrio(st.prios, r.priority)
 	if r.priority == st.maxPrio && st.prios[0].prio != r.priority {
 		st.maxPrio = st.prios[0].prio
-		t.resort()
+		t.resort(i)
+		return
 	}
+	t.setProbe(i)
 }
 
 // prioCount is how many rules of a subtable have priority prio.
@@ -858,8 +933,33 @@ func (r *rule) isTimed() int {
 	return 0
 }
 
-func (t *table) resort() {
-	slices.SortStableFunc(t.subs, func(a, b *subtable) int { return int(b.maxPrio) - int(a.maxPrio) })
+// resort puts subtable i, whose max priority changed, back in order
+// (the others are), moving the probes with it and making i's anew.
+func (t *table) resort(i int) {
+	st := t.subs[i]
+	j := i
+	// A stable sort's place: after the subtables of a higher or equal
+	// max priority before it, before those of an equal or lower one
+	// after it.
+	for j > 0 && t.subs[j-1].maxPrio < st.maxPrio {
+		j--
+	}
+	for j < len(t.subs)-1 && t.subs[j+1].maxPrio > st.maxPrio {
+		j++
+	}
+	if j != i {
+		t.ownProbes()
+	}
+	switch {
+	case j < i:
+		copy(t.subs[j+1:i+1], t.subs[j:i])
+		copy(t.probes[j+1:i+1], t.probes[j:i])
+	case j > i:
+		copy(t.subs[i:j], t.subs[i+1:j+1])
+		copy(t.probes[i:j], t.probes[i+1:j+1])
+	}
+	t.subs[j] = st
+	t.setProbe(j)
 }
 
 // l3Index numbers the Ethernet types whose fields past L2 a flow may
