@@ -22,15 +22,6 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		return f
 	}
 	var live []*rule
-	linear := func(rs []*rule, f *ofp.Flow) *rule {
-		var best *rule
-		for _, r := range rs {
-			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
-				best = r
-			}
-		}
-		return best
-	}
 	ft := &flowTables{}
 	type snap struct {
 		ft    *flowTables
@@ -71,7 +62,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		for range 5 {
 			f := randFlow()
 			var wc ofp.Flow
-			got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
+			got, want := ft.table(0).lookup(&f, &wc), linearBest(live, &f)
 			if !sameBest(got, want, &f) {
 				t.Fatalf("step %d: flow %v: classifier %v, linear %v", step, f.Regs[:3], got, want)
 			}
@@ -79,7 +70,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			for j := range 3 {
 				g.Regs[j] = g.Regs[j]&^wc.Regs[j] | f.Regs[j]&wc.Regs[j]
 			}
-			if other := linear(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
+			if other := linearBest(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
 				t.Fatalf("step %d: flows %v and %v agree on mask %v but match %v and %v", step, f.Regs[:3], g.Regs[:3], wc.Regs[:3], got, other)
 			}
 		}
@@ -88,7 +79,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		for range 20 {
 			f := randFlow()
 			var wc ofp.Flow
-			if got, want := s.ft.table(0).lookup(&f, &wc), linear(s.rules, &f); !sameBest(got, want, &f) {
+			if got, want := s.ft.table(0).lookup(&f, &wc), linearBest(s.rules, &f); !sameBest(got, want, &f) {
 				t.Fatalf("an old snapshot changed: flow %v: %v, want %v", f.Regs[:3], got, want)
 			}
 		}
@@ -186,6 +177,18 @@ func TestHashTrieOneHash(t *testing.T) {
 			t.Fatalf("hash %d after the split: %v", h, l)
 		}
 	}
+}
+
+// linearBest is the reference lookup the classifier tests compare with:
+// the best rule of rs (by rank) matching f, found by trying every one.
+func linearBest(rs []*rule, f *ofp.Flow) *rule {
+	var best *rule
+	for _, r := range rs {
+		if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
+			best = r
+		}
+	}
+	return best
 }
 
 // putLive puts a rule of match m and priority prio into table 0 of c at

@@ -303,15 +303,6 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 		return m
 	}
 	var live []*rule
-	linear := func(rs []*rule, f *ofp.Flow) *rule {
-		var best *rule
-		for _, r := range rs {
-			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
-				best = r
-			}
-		}
-		return best
-	}
 	ft := &flowTables{}
 	type snap struct {
 		ft    *flowTables
@@ -321,7 +312,7 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 	check := func(ft *flowTables, live []*rule, step int) {
 		f := randFlow()
 		var wc ofp.Flow
-		got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
+		got, want := ft.table(0).lookup(&f, &wc), linearBest(live, &f)
 		if !sameBest(got, want, &f) {
 			t.Fatalf("step %d: flow %v: classifier %v, linear %v", step, f.Key, got, want)
 		}
@@ -331,7 +322,7 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 			for i := range gw {
 				gw[i] = gw[i]&^ww[i] | fw[i]&ww[i]
 			}
-			if other := linear(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
+			if other := linearBest(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
 				t.Fatalf("step %d: flows %v and %v agree on mask %v but match %v and %v", step, f.Key, g.Key, wc.Key, got, other)
 			}
 		}

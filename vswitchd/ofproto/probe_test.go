@@ -55,15 +55,6 @@ func TestProbesAgainstLinear(t *testing.T) {
 		return f
 	}
 	var live []*rule
-	linear := func(rs []*rule, f *ofp.Flow) *rule {
-		var best *rule
-		for _, r := range rs {
-			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
-				best = r
-			}
-		}
-		return best
-	}
 	ft := &flowTables{}
 	var snaps []*flowTables
 	words := map[int]bool{}
@@ -104,7 +95,7 @@ func TestProbesAgainstLinear(t *testing.T) {
 		for range 5 {
 			f := randFlow()
 			var wc ofp.Flow
-			got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
+			got, want := ft.table(0).lookup(&f, &wc), linearBest(live, &f)
 			if !sameBest(got, want, &f) {
 				t.Fatalf("step %d: flow %+v: classifier %v, linear %v", step, f, got, want)
 			}
@@ -113,7 +104,7 @@ func TestProbesAgainstLinear(t *testing.T) {
 			for i := range gw {
 				gw[i] = gw[i]&^ww[i] | fw[i]&ww[i]
 			}
-			if other := linear(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
+			if other := linearBest(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
 				t.Fatalf("step %d: flows %+v and %+v agree on the megaflow but match %v and %v", step, f, g, got, other)
 			}
 		}

@@ -109,15 +109,6 @@ func TestTnodeHasLow(t *testing.T) {
 // replacements and removals: the same best rule, and a mask under which
 // every flow agreeing on it finds that rule too.
 func TestStagedLookupAgainstLinear(t *testing.T) {
-	linear := func(rs []*rule, f *ofp.Flow) *rule {
-		var best *rule
-		for _, r := range rs {
-			if m := r.match(); f.Masked(&m.Mask) == m.Flow && (best == nil || r.before(best)) {
-				best = r
-			}
-		}
-		return best
-	}
 	for seed := range int64(3) {
 		rng := rand.New(rand.NewSource(seed))
 		var live []*rule
@@ -182,7 +173,7 @@ func TestStagedLookupAgainstLinear(t *testing.T) {
 		for range 1000 {
 			f := randFlow()
 			var wc ofp.Flow
-			got, want := ft.table(0).lookup(&f, &wc), linear(live, &f)
+			got, want := ft.table(0).lookup(&f, &wc), linearBest(live, &f)
 			if !sameBest(got, want, &f) {
 				t.Fatalf("%d rules: flow %v: classifier %v, linear %v", len(live), &f, got, want)
 			}
@@ -192,7 +183,7 @@ func TestStagedLookupAgainstLinear(t *testing.T) {
 			for i := range gw {
 				gw[i] = gw[i]&^ww[i] | fw[i]&ww[i]
 			}
-			if other := linear(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
+			if other := linearBest(live, &g); !sameBest(got, other, &g) || ft.table(0).lookup(&g, new(ofp.Flow)) != got {
 				t.Fatalf("%d rules: flows %v and %v agree on mask %v but match %v and %v", len(live), &f, &g, &wc, got, other)
 			}
 		}
