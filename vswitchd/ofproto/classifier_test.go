@@ -33,9 +33,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		c := *ft
 		for range 1 + rng.Intn(3) {
 			if len(live) > 0 && rng.Intn(3) == 0 {
-				i := rng.Intn(len(live))
-				c.mutable(0, gen).remove(live[i], gen)
-				live = append(live[:i], live[i+1:]...)
+				live = removeLive(&c, gen, live, rng.Intn(len(live)))
 				continue
 			}
 			var m ofp.Match
@@ -189,6 +187,13 @@ func linearBest(rs []*rule, f *ofp.Flow) *rule {
 		}
 	}
 	return best
+}
+
+// removeLive takes live[i] out of table 0 of c (a change of generation
+// gen) and returns live without it.
+func removeLive(c *flowTables, gen uint64, live []*rule, i int) []*rule {
+	c.mutable(0, gen).remove(live[i], gen)
+	return append(live[:i], live[i+1:]...)
 }
 
 // putLive puts a rule of match m and priority prio into table 0 of c at

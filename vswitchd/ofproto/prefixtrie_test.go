@@ -337,9 +337,7 @@ func TestClassifierPrefixesAgainstLinear(t *testing.T) {
 		for range 1 + rng.Intn(3) {
 			// Tables of up to a hundred rules or so.
 			if len(live) > 0 && rng.Intn(3) == 0 || len(live) > 100 {
-				i := rng.Intn(len(live))
-				c.mutable(0, gen).remove(live[i], gen)
-				live = append(live[:i], live[i+1:]...)
+				live = removeLive(&c, gen, live, rng.Intn(len(live)))
 				continue
 			}
 			m := randMatch()

@@ -63,9 +63,7 @@ func TestProbesAgainstLinear(t *testing.T) {
 		c := *ft
 		for range 1 + rng.Intn(3) {
 			if len(live) > 0 && rng.Intn(3) == 0 {
-				i := rng.Intn(len(live))
-				c.mutable(0, gen).remove(live[i], gen)
-				live = append(live[:i], live[i+1:]...)
+				live = removeLive(&c, gen, live, rng.Intn(len(live)))
 				continue
 			}
 			var m ofp.Match

@@ -132,9 +132,7 @@ func TestStagedLookupAgainstLinear(t *testing.T) {
 			gen := gens.Add(1)
 			c := *ft
 			if len(live) > nrules/2 && rng.Intn(3) == 0 {
-				i := rng.Intn(len(live))
-				c.mutable(0, gen).remove(live[i], gen)
-				live = append(live[:i], live[i+1:]...)
+				live = removeLive(&c, gen, live, rng.Intn(len(live)))
 				ft = &c
 				continue
 			}
