@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/govs/govs/netdev"
@@ -23,8 +24,8 @@ var pmdPoll = os.Getenv("GOVS_PMD_POLL") == "1"
 type poller struct {
 	dp  *Datapath
 	mu  sync.Mutex
-	ws  []*worker // guarded by mu; the polling goroutine copies it
-	gen uint64    // bumped by mu's holders on every change of ws
+	ws  []*worker     // guarded by mu; the polling goroutine copies it
+	gen atomic.Uint64 // bumped by mu's holders on every change of ws
 	// stopped is set, under mu, when the poller has exited.
 	stopped bool
 	wake    chan struct{}
@@ -53,7 +54,7 @@ func (dp *Datapath) polled(w *worker) bool {
 		close(w.unpolled)
 	} else {
 		pl.ws = append(pl.ws, w)
-		pl.gen++
+		pl.gen.Add(1)
 	}
 	pl.mu.Unlock()
 	select {
@@ -68,12 +69,12 @@ func (pl *poller) run() {
 	var ws []*worker
 	gen := ^uint64(0)
 	for {
-		pl.mu.Lock()
-		if pl.gen != gen {
+		if pl.gen.Load() != gen {
+			pl.mu.Lock()
 			clear(ws) // no removed worker kept reachable
-			ws, gen = append(ws[:0], pl.ws...), pl.gen
+			ws, gen = append(ws[:0], pl.ws...), pl.gen.Load()
+			pl.mu.Unlock()
 		}
-		pl.mu.Unlock()
 		select {
 		case <-pl.dp.stop:
 			pl.mu.Lock()
@@ -113,7 +114,7 @@ func (pl *poller) remove(w *worker) {
 	for i, x := range pl.ws {
 		if x == w {
 			pl.ws = append(pl.ws[:i:i], pl.ws[i+1:]...)
-			pl.gen++
+			pl.gen.Add(1)
 			close(w.unpolled)
 			return
 		}
