@@ -30,6 +30,7 @@ import (
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
+	"github.com/govs/govs/vswitchd/ofproto/ofp/ofptext"
 )
 
 const program = "ovs-ofctl"
@@ -39,6 +40,9 @@ var logger = daemon.NewLogger(os.Stderr)
 
 func logWarn(module, msg string) { logger.Module(module).Warnf("%s", msg) }
 func logInfo(module, msg string) { logger.Module(module).Infof("%s", msg) }
+
+// The flow parser's warnings go to the program's log, as OVS's.
+func init() { ofptext.Warn = logWarn }
 
 // fatal is an error that ends the program with "ovs-ofctl: MSG", exit 1.
 type fatal struct{ msg string }
@@ -75,7 +79,7 @@ type command struct {
 var commands = map[string]command{
 	"show":            {1, 1, (*ofctl).show},
 	"dump-flows":      {1, 2, (*ofctl).dumpFlows},
-	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseAdd) }},
+	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, ofptext.ParseAdd) }},
 	"add-flows":       {2, 2, (*ofctl).addFlows},
 	"dump-ports-desc": {1, 2, (*ofctl).dumpPortsDesc},
 	"dump-ports":      {1, 2, (*ofctl).dumpPorts},
@@ -104,19 +108,19 @@ var commands = map[string]command{
 	}},
 	"dump-meters": {1, 2, (*ofctl).dumpMeters},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
-		cmd := parseModify
+		cmd := ofptext.ParseModify
 		if o.strict {
-			cmd = parseModifyStrict
+			cmd = ofptext.ParseModifyStrict
 		}
 		return o.flowMods(a[0], []string{a[1]}, cmd)
 	}},
 	"del-flows": {1, 2, func(o *ofctl, a []string) error {
-		spec, cmd := "", parseDelete
+		spec, cmd := "", ofptext.ParseDelete
 		if len(a) == 2 {
 			spec = a[1]
 		}
 		if o.strict {
-			cmd = parseDeleteStrict
+			cmd = ofptext.ParseDeleteStrict
 		}
 		return o.flowMods(a[0], []string{spec}, cmd)
 	}},
@@ -302,7 +306,7 @@ func (o *ofctl) addSort(field string, desc bool) error {
 	switch field {
 	case "", "priority", "table", "cookie", "in_port", "duration", "idle_age", "hard_age", "n_packets", "n_bytes":
 	default:
-		if fieldOf(field) == nil {
+		if ofptext.FieldOf(field) == nil {
 			return fatalf("%s: unknown field name", field)
 		}
 	}
@@ -660,7 +664,7 @@ func printPorts(b *strings.Builder, v ofp.Version, ports []ofp.Port) {
 }
 
 // resolver returns a port-name resolver over ports.
-func resolver(ports []ofp.Port) portResolver {
+func resolver(ports []ofp.Port) ofptext.PortResolver {
 	return func(name string) (uint32, bool) {
 		for _, p := range ports {
 			if p.Name == name {
@@ -764,9 +768,9 @@ func (o *ofctl) dumpFlows(args []string) error {
 // filter selects ("" for all) on a connection of its own, as OVS's
 // prepare_dump_flows: NXM in OpenFlow 1.0. The caller closes vc.
 func (o *ofctl) flowStats(target, filter string, ports []ofp.Port, kind ofp.StatsKind) (vc *vconn, replies [][]byte, err error) {
-	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	spec := &ofptext.Flow{Table: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
 	if filter != "" {
-		if spec, err = parseFlow(filter, parseDump, resolver(ports)); err != nil {
+		if spec, err = ofptext.ParseFlow(filter, ofptext.ParseDump, resolver(ports)); err != nil {
 			return nil, nil, fatal{err.Error()}
 		}
 	}
@@ -785,9 +789,9 @@ func (o *ofctl) flowStats(target, filter string, ports []ofp.Port, kind ofp.Stat
 			return fail(err)
 		}
 	}
-	req := &ofp.StatsRequest{Kind: kind, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup, Match: spec.match}
-	if spec.cookieSet {
-		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
+	req := &ofp.StatsRequest{Kind: kind, Table: spec.Table, OutPort: spec.OutPort, OutGroup: spec.OutGroup, Match: spec.Match}
+	if spec.CookieSet {
+		req.Cookie, req.CookieMask = spec.Cookie, spec.CookieMask
 	}
 	normalize(&req.Match, vc.v)
 	if replies, err = vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req)); err != nil {
@@ -854,7 +858,7 @@ func compareFlows(a, b *ofp.FlowStats, field string) int {
 	case "duration":
 		return cmp(uint64(a.Duration), uint64(b.Duration))
 	}
-	fd := fieldOf(field)
+	fd := ofptext.FieldOf(field)
 	if fd == nil {
 		return 0
 	}
@@ -965,7 +969,7 @@ func (o *ofctl) addFlows(args []string) error {
 }
 
 func (o *ofctl) flowModsFile(target, file string, lines []string) error {
-	return o.flowModsCmd(target, lines, parseAdd, file)
+	return o.flowModsCmd(target, lines, ofptext.ParseAdd, file)
 }
 
 func (o *ofctl) flowMods(target string, specs []string, cmd int) error {
@@ -982,9 +986,9 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 	if err != nil {
 		return err
 	}
-	var parsed []*flowSpec
+	var parsed []*ofptext.Flow
 	for i, s := range specs {
-		spec, err := parseFlow(s, cmd, resolver(ports))
+		spec, err := ofptext.ParseFlow(s, cmd, resolver(ports))
 		if err != nil {
 			if file != "" {
 				return fatalf("%s:%d: %v", file, i+1, err)
@@ -1003,7 +1007,7 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 	}
 	fms := make([]*ofp.FlowMod, len(parsed))
 	for i, spec := range parsed {
-		if fms[i], err = spec.flowMod(cmd, vc.v); err != nil {
+		if fms[i], err = flowMod(spec, cmd, vc.v); err != nil {
 			return err
 		}
 	}
@@ -1149,24 +1153,24 @@ var bundleTypeNames = map[uint16]string{ofp.BundleOpenRequest: "OPEN_REQUEST", o
 
 // flowMod makes a flow mod of the spec for command cmd, or refuses
 // actions that cannot go with it as OVS's ofpacts_check does.
-func (fs *flowSpec) flowMod(cmd int, v ofp.Version) (*ofp.FlowMod, error) {
-	fm := &ofp.FlowMod{Match: fs.match, Priority: fs.priority, IdleTimeout: fs.idle, HardTimeout: fs.hard,
-		Importance: fs.importance, Flags: fs.flags, BufferID: 0xffffffff, OutPort: fs.outPort, OutGroup: fs.outGroup,
-		Actions: fs.actions, NewCookie: ^uint64(0)}
-	fm.Command = map[int]uint8{parseAdd: ofp.FlowAdd, parseModify: ofp.FlowModify, parseModifyStrict: ofp.FlowModifyStrict,
-		parseDelete: ofp.FlowDelete, parseDeleteStrict: ofp.FlowDeleteStrict}[cmd]
+func flowMod(fs *ofptext.Flow, cmd int, v ofp.Version) (*ofp.FlowMod, error) {
+	fm := &ofp.FlowMod{Match: fs.Match, Priority: fs.Priority, IdleTimeout: fs.Idle, HardTimeout: fs.Hard,
+		Importance: fs.Importance, Flags: fs.Flags, BufferID: 0xffffffff, OutPort: fs.OutPort, OutGroup: fs.OutGroup,
+		Actions: fs.Actions, NewCookie: ^uint64(0)}
+	fm.Command = map[int]uint8{ofptext.ParseAdd: ofp.FlowAdd, ofptext.ParseModify: ofp.FlowModify, ofptext.ParseModifyStrict: ofp.FlowModifyStrict,
+		ofptext.ParseDelete: ofp.FlowDelete, ofptext.ParseDeleteStrict: ofp.FlowDeleteStrict}[cmd]
 	switch {
-	case cmd == parseAdd:
-		fm.NewCookie = fs.cookie
-	case fs.cookieSet && fs.cookieMask != ^uint64(0) || fs.cookieSet && cmd != parseModify && cmd != parseModifyStrict:
-		fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
-	case fs.cookieSet:
-		fm.NewCookie, fm.HasNewCookie = fs.cookie, true
+	case cmd == ofptext.ParseAdd:
+		fm.NewCookie = fs.Cookie
+	case fs.CookieSet && fs.CookieMask != ^uint64(0) || fs.CookieSet && cmd != ofptext.ParseModify && cmd != ofptext.ParseModifyStrict:
+		fm.Cookie = ofp.Cookie{Value: fs.Cookie & fs.CookieMask, Mask: fs.CookieMask}
+	case fs.CookieSet:
+		fm.NewCookie, fm.HasNewCookie = fs.Cookie, true
 	}
-	fm.Table = fs.table
-	if !fs.tableSet {
+	fm.Table = fs.Table
+	if !fs.TableSet {
 		fm.Table = 0
-		if cmd == parseDelete || cmd == parseDeleteStrict {
+		if cmd == ofptext.ParseDelete || cmd == ofptext.ParseDeleteStrict {
 			fm.Table = 0xff
 		}
 	}
@@ -1397,14 +1401,14 @@ func (o *ofctl) printStatsReplies(replies [][]byte, name string, body func(*ofp.
 // at once, a port's name after learning the names (as OVS's, on a
 // connection of its own).
 func (o *ofctl) portArg(target, arg string) (uint32, error) {
-	if p, err := parsePort(arg, nil); err == nil {
+	if p, err := ofptext.ParsePort(arg, nil); err == nil {
 		return p, nil
 	}
 	ports, err := o.fetchPorts(target)
 	if err != nil {
 		return 0, err
 	}
-	p, err := parsePort(arg, resolver(ports))
+	p, err := ofptext.ParsePort(arg, resolver(ports))
 	if err != nil {
 		return 0, fatalf("%s: unknown port `%s'", target, arg)
 	}
@@ -1690,21 +1694,21 @@ func (o *ofctl) packetOut(args []string) error {
 		if i < 0 {
 			return fatalf("must specify an action")
 		}
-		acts, err := parseActions(spec[i+len("actions="):], res)
+		acts, err := ofptext.ParseActions(spec[i+len("actions="):], res)
 		if err != nil {
 			return fatal{err.Error()}
 		}
 		po.Actions = acts
 		havePacket := false
 		for rest := spec[:i]; ; {
-			key, value, r, ok := splitKV(rest)
+			key, value, r, ok := ofptext.SplitKV(rest)
 			if !ok {
 				break
 			}
 			rest = r
 			switch key {
 			case "in_port":
-				p, err := parsePort(value, res)
+				p, err := ofptext.ParsePort(value, res)
 				if err != nil {
 					return fatalf("%s for in_port", err)
 				}
@@ -1724,11 +1728,11 @@ func (o *ofctl) packetOut(args []string) error {
 		}
 		pos = append(pos, po)
 	} else {
-		in, err := parsePort(args[1], res)
+		in, err := ofptext.ParsePort(args[1], res)
 		if err != nil {
 			return fatalf("%s: invalid or unknown port", args[1])
 		}
-		acts, err := parseActions(args[2], res)
+		acts, err := ofptext.ParseActions(args[2], res)
 		if err != nil {
 			return fatal{err.Error()}
 		}
@@ -1766,13 +1770,13 @@ var groupTypes = []string{"all", "select", "indirect", "ff"}
 
 // parseGroup parses a group as OVS's parse_ofp_group_mod_str: group_id,
 // type, selection_method[_param] and buckets ("bucket=" up to the next).
-func parseGroup(spec string, command uint16, ports portResolver) (*ofp.GroupMod, error) {
+func parseGroup(spec string, command uint16, ports ofptext.PortResolver) (*ofp.GroupMod, error) {
 	gm := &ofp.GroupMod{Command: command, CommandBucketID: ofp.BucketAll}
 	parts := strings.Split(spec, "bucket=")
 	head := parts[0]
 	haveID, haveType := false, false
 	for rest := head; ; {
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -1839,14 +1843,14 @@ func parseGroup(spec string, command uint16, ports portResolver) (*ofp.GroupMod,
 
 // parseBucket parses one bucket: bucket_id, weight, watch_port and
 // watch_group, then its actions ("actions=" or the first other item on).
-func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
+func parseBucket(s string, typ uint8, ports ofptext.PortResolver) (ofp.Bucket, error) {
 	bk := ofp.Bucket{ID: ofp.BucketAll, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny}
 	if typ == ofp.GroupSelect {
 		bk.Weight = 1
 	}
 	for rest := s; ; {
 		before := strings.TrimLeft(rest, ", \t")
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -1861,7 +1865,7 @@ func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
 			bk.Weight = uint16(n)
 		case "watch_port":
 			var p uint32
-			if p, err = parsePort(value, ports); err == nil {
+			if p, err = ofptext.ParsePort(value, ports); err == nil {
 				bk.WatchPort = p
 			}
 		case "watch_group":
@@ -1871,7 +1875,7 @@ func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
 			before = strings.TrimPrefix(strings.TrimPrefix(before, key), "=")
 			fallthrough
 		default:
-			acts, err := parseActions(before, ports)
+			acts, err := ofptext.ParseActions(before, ports)
 			if err != nil {
 				return bk, err
 			}
@@ -2034,7 +2038,7 @@ func parseMeter(spec string, command uint16) (*ofp.MeterMod, error) {
 	}
 	haveID := false
 	for rest := head; ; {
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -2076,7 +2080,7 @@ func parseMeter(spec string, command uint16) (*ofp.MeterMod, error) {
 	}
 	var band *ofp.MeterBand
 	for rest := bands; ; {
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}

@@ -1,4 +1,9 @@
-package main
+// Package ofptext parses the flow, match and action syntax of OVS 3.1's
+// ovs-ofctl(8) (OVS's parse_ofp_str, mf_parse_field and ofpacts_parse)
+// into the codec's types, for govs' ovs-ofctl and ovs-vswitchd's
+// commands that take flows and actions (ofproto/trace-packet-out). Its
+// printer is the codec's (ofp.FormatMatch, ofp.FormatActions).
+package ofptext
 
 import (
 	"encoding/binary"
@@ -13,47 +18,51 @@ import (
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
-// The flow syntax of ovs-ofctl(8) (OVS's parse_ofp_str, mf_parse_field
-// and ofpacts_parse), for the match fields and actions govs' switch
-// supports. Errors carry OVS's texts.
+// The flow syntax of ovs-ofctl(8), for the match fields and actions
+// govs' switch supports. Errors carry OVS's texts.
 
-// flowSpec is a parsed flow: what a flow mod or a flow statistics
+// Warn logs a warning OVS logs while it parses (module, message), as
+// the ofp_port module's about a port number out of range; nothing by
+// default. A program sets it once, before it parses.
+var Warn = func(module, msg string) {}
+
+// Flow is a parsed flow: what a flow mod or a flow statistics
 // request needs.
-type flowSpec struct {
-	match              ofp.Match
-	priority           uint16
-	table              uint8
-	tableSet           bool
-	cookie, cookieMask uint64
-	cookieSet          bool
-	idle, hard         uint16
-	importance         uint16
-	flags              uint16
-	outPort            uint32
-	outGroup           uint32
-	actions            []ofp.Action
-	hasActions         bool
+type Flow struct {
+	Match              ofp.Match
+	Priority           uint16
+	Table              uint8 // 0xff unless given
+	TableSet           bool
+	Cookie, CookieMask uint64
+	CookieSet          bool
+	Idle, Hard         uint16
+	Importance         uint16
+	Flags              uint16
+	OutPort            uint32
+	OutGroup           uint32
+	Actions            []ofp.Action
+	HasActions         bool
 }
 
 // Commands the parser knows the rules of (they differ in what they
 // accept).
 const (
-	parseAdd = iota
-	parseModify
-	parseDelete
-	parseDump
-	parseDeleteStrict
-	parseModifyStrict
+	ParseAdd = iota
+	ParseModify
+	ParseDelete
+	ParseDump
+	ParseDeleteStrict
+	ParseModifyStrict
 )
 
-// portResolver turns a port name into its number (--names and
+// PortResolver turns a port name into its number (--names and
 // in_port=NAME); nil resolves only numbers and reserved names.
-type portResolver func(name string) (uint32, bool)
+type PortResolver func(name string) (uint32, bool)
 
-// splitKV splits s at the first top-level ',' or white space into a
+// SplitKV splits s at the first top-level ',' or white space into a
 // "key[=:]value" item and the rest, as ofputil_parse_key_value: a value
 // may hold parentheses with commas inside.
-func splitKV(s string) (key, value, rest string, ok bool) {
+func SplitKV(s string) (key, value, rest string, ok bool) {
 	s = strings.TrimLeft(s, ", \t\r\n")
 	if s == "" {
 		return "", "", "", false
@@ -113,10 +122,10 @@ var ignoredKeys = map[string]bool{"duration": true, "n_packets": true, "n_bytes"
 var flagKeys = map[string]uint16{"send_flow_rem": ofp.FlagSendFlowRem, "check_overlap": ofp.FlagCheckOverlap,
 	"reset_counts": ofp.FlagResetCounts, "no_packet_counts": ofp.FlagNoPktCounts, "no_byte_counts": ofp.FlagNoBytCounts}
 
-// parseFlow parses a flow as parse_ofp_str for command cmd.
-func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
-	fs := &flowSpec{priority: 32768, table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
-	if cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict {
+// ParseFlow parses a flow as parse_ofp_str for command cmd.
+func ParseFlow(s string, cmd int, ports PortResolver) (*Flow, error) {
+	fs := &Flow{Priority: 32768, Table: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	if cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict {
 		i := strings.Index(s, "action")
 		if i < 0 {
 			return nil, errors.New("must specify an action")
@@ -125,15 +134,15 @@ func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
 		if eq < 0 {
 			return nil, errors.New("must specify an action")
 		}
-		acts, err := parseActions(s[i+eq+1:], ports)
+		acts, err := ParseActions(s[i+eq+1:], ports)
 		if err != nil {
 			return nil, err
 		}
-		fs.actions, fs.hasActions = acts, true
+		fs.Actions, fs.HasActions = acts, true
 		s = s[:i]
 	}
 	for {
-		key, value, rest, ok := splitKV(s)
+		key, value, rest, ok := SplitKV(s)
 		if !ok {
 			break
 		}
@@ -145,16 +154,16 @@ func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
 	return fs, nil
 }
 
-func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) error {
+func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error {
 	if p, ok := ofp.Protocols[key]; ok {
-		fs.match.Flow.EthType, fs.match.Mask.EthType = p.EthType, 0xffff
+		fs.Match.Flow.EthType, fs.Match.Mask.EthType = p.EthType, 0xffff
 		if p.NwProto != 0 {
-			fs.match.Flow.NwProto, fs.match.Mask.NwProto = p.NwProto, 0xff
+			fs.Match.Flow.NwProto, fs.Match.Mask.NwProto = p.NwProto, 0xff
 		}
 		return nil
 	}
-	if bit, ok := flagKeys[key]; ok && (cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict) {
-		fs.flags |= bit
+	if bit, ok := flagKeys[key]; ok && (cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict) {
+		fs.Flags |= bit
 		return nil
 	}
 	if ignoredKeys[key] {
@@ -165,28 +174,28 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 	}
 	// Which settings each command takes (OVS's F_* per command); the
 	// others are unknown keywords to it.
-	withPriority := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict || cmd == parseDeleteStrict
-	withMods := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict
-	withOut := cmd == parseDelete || cmd == parseDeleteStrict || cmd == parseDump
+	withPriority := cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict || cmd == ParseDeleteStrict
+	withMods := cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict
+	withOut := cmd == ParseDelete || cmd == ParseDeleteStrict || cmd == ParseDump
 	switch {
 	case key == "priority" && !withPriority, (key == "idle_timeout" || key == "hard_timeout") && !withMods,
-		key == "importance" && cmd != parseAdd, (key == "out_port" || key == "out_group") && !withOut:
+		key == "importance" && cmd != ParseAdd, (key == "out_port" || key == "out_group") && !withOut:
 		return fmt.Errorf("unknown keyword %s", key)
 	}
 	switch key {
 	case "table":
 		n, err := strconv.ParseUint(value, 0, 8)
-		if err != nil || n == 255 && cmd != parseDelete && cmd != parseDeleteStrict && cmd != parseDump {
+		if err != nil || n == 255 && cmd != ParseDelete && cmd != ParseDeleteStrict && cmd != ParseDump {
 			return fmt.Errorf("invalid table \"%s\"", value)
 		}
-		fs.table, fs.tableSet = uint8(n), true
+		fs.Table, fs.TableSet = uint8(n), true
 		return nil
 	case "priority":
 		n, err := strconv.ParseUint(value, 0, 16)
 		if err != nil {
 			return fmt.Errorf("invalid priority \"%s\"", value)
 		}
-		fs.priority = uint16(n)
+		fs.Priority = uint16(n)
 		return nil
 	case "idle_timeout", "hard_timeout", "importance":
 		n, err := strconv.ParseUint(value, 0, 16)
@@ -195,11 +204,11 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		}
 		switch key {
 		case "idle_timeout":
-			fs.idle = uint16(n)
+			fs.Idle = uint16(n)
 		case "hard_timeout":
-			fs.hard = uint16(n)
+			fs.Hard = uint16(n)
 		default:
-			fs.importance = uint16(n)
+			fs.Importance = uint16(n)
 		}
 		return nil
 	case "cookie":
@@ -208,40 +217,40 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		if err != nil {
 			return fmt.Errorf("invalid cookie \"%s\"", value)
 		}
-		fs.cookie, fs.cookieMask, fs.cookieSet = c, ^uint64(0), true
+		fs.Cookie, fs.CookieMask, fs.CookieSet = c, ^uint64(0), true
 		if hasMask {
-			if cmd == parseAdd {
+			if cmd == ParseAdd {
 				return errors.New("flow additions cannot use a cookie mask")
 			}
-			if fs.cookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
+			if fs.CookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
 				return fmt.Errorf("invalid cookie mask \"%s\"", m)
 			}
-		} else if cmd != parseAdd && cmd != parseModify && cmd != parseModifyStrict {
+		} else if cmd != ParseAdd && cmd != ParseModify && cmd != ParseModifyStrict {
 			// A cookie without a mask filters exactly only in add and
 			// modify (where it also sets); OVS requires the mask here.
 			return errors.New("cannot set cookie")
 		}
 		return nil
 	case "out_port":
-		p, err := parsePort(value, ports)
+		p, err := ParsePort(value, ports)
 		if err != nil {
 			return err
 		}
-		fs.outPort = p
+		fs.OutPort = p
 		return nil
 	case "out_group":
 		n, err := strconv.ParseUint(value, 0, 32)
 		if err != nil {
 			return fmt.Errorf("invalid out_group \"%s\"", value)
 		}
-		fs.outGroup = uint32(n)
+		fs.OutGroup = uint32(n)
 		return nil
 	}
-	return parseField(&fs.match, key, value, ports)
+	return parseField(&fs.Match, key, value, ports)
 }
 
-// fieldOf returns the codec's field for an OVS field name or alias.
-func fieldOf(name string) *ofp.Field {
+// FieldOf returns the codec's field for an OVS field name or alias.
+func FieldOf(name string) *ofp.Field {
 	if a, ok := fieldAliases[name]; ok {
 		name = a
 	}
@@ -251,12 +260,12 @@ func fieldOf(name string) *ofp.Field {
 	return ofp.FieldByName(name)
 }
 
-// parsePort parses a port as ofputil_port_from_string: a number, a
+// ParsePort parses a port as ofputil_port_from_string: a number, a
 // reserved name (any case) or a port's name.
-func parsePort(s string, ports portResolver) (uint32, error) {
+func ParsePort(s string, ports PortResolver) (uint32, error) {
 	if n, err := strconv.ParseUint(s, 0, 32); err == nil {
 		if n >= 0xff00 && n < 0xffffff00 {
-			logWarn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
+			Warn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
 			return 0, fmt.Errorf("%s: invalid or unknown port", s)
 		}
 		return uint32(n), nil
@@ -279,11 +288,11 @@ func parsePort(s string, ports portResolver) (uint32, error) {
 }
 
 // parseField parses one "field=value[/mask]" match item.
-func parseField(m *ofp.Match, key, value string, ports portResolver) error {
+func parseField(m *ofp.Match, key, value string, ports PortResolver) error {
 	k, mk := &m.Flow, &m.Mask
 	switch key {
 	case "in_port":
-		p, err := parsePort(value, ports)
+		p, err := ParsePort(value, ports)
 		if err != nil {
 			return fmt.Errorf("%s for in_port", err)
 		}
@@ -340,7 +349,7 @@ func parseField(m *ofp.Match, key, value string, ports portResolver) error {
 		k.TCPFlags, mk.TCPFlags = uint16(v&msk), uint16(msk)
 		return nil
 	}
-	fd := fieldOf(key)
+	fd := FieldOf(key)
 	if fd == nil {
 		return fmt.Errorf("unknown keyword %s", key)
 	}
@@ -452,7 +461,7 @@ func parseFlags(s string, names []string, full uint32, field string) (v, m uint3
 
 // parseValue parses a field's value and optional mask into big-endian
 // bytes of the field's length, as mf_parse.
-func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte, err error) {
+func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte, err error) {
 	n := fd.Len
 	vs, ms, hasMask := strings.Cut(s, "/")
 	switch fd.Name {
@@ -518,7 +527,7 @@ func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte
 		}
 		return v[:], m[:], nil
 	case "in_port_oxm":
-		p, err := parsePort(s, ports)
+		p, err := ParsePort(s, ports)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -599,8 +608,8 @@ func splitActions(s string) []string {
 	return append(parts, s[start:])
 }
 
-// parseActions parses an action list as ofpacts_parse.
-func parseActions(s string, ports portResolver) ([]ofp.Action, error) {
+// ParseActions parses an action list as ofpacts_parse.
+func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
 	s = strings.TrimSpace(s)
 	var acts []ofp.Action
 	if s == "" {
@@ -648,7 +657,7 @@ func parseU(s string, bits int, what string) (uint64, error) {
 	return n, nil
 }
 
-func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
+func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 	one := func(a ofp.Action) ([]ofp.Action, error) { return []ofp.Action{a}, nil }
 	name := key                // a port's name keeps its case
 	key = strings.ToLower(key) // OVS's action names are case-insensitive
@@ -668,7 +677,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 			}
 			return one(ofp.Action{Type: ofp.ActOutputReg, Src: ref})
 		}
-		p, err := parsePort(arg, ports)
+		p, err := ParsePort(arg, ports)
 		if err != nil {
 			return nil, fmt.Errorf("%s: output to unknown port", arg)
 		}
@@ -682,7 +691,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		}
 		a := ofp.Resubmit(ofp.PortInPort, 0xff, hasTable)
 		if port != "" {
-			p, err := parsePort(port, ports)
+			p, err := ParsePort(port, ports)
 			if err != nil {
 				return nil, fmt.Errorf("%s: resubmit to unknown port", port)
 			}
@@ -745,7 +754,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: missing `->'", arg)
 		}
-		fd := fieldOf(dst)
+		fd := FieldOf(dst)
 		if fd == nil {
 			return nil, fmt.Errorf("%s is not a valid OXM field name", dst)
 		}
@@ -836,7 +845,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Action{Type: ofp.ActNote, Data: data})
 	case "clone", "write_actions":
-		nested, err := parseActions(arg, ports)
+		nested, err := ParseActions(arg, ports)
 		if err != nil {
 			return nil, err
 		}
@@ -857,7 +866,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	case "ct":
 		return parseCT(arg, ports)
 	}
-	if p, err := parsePort(name, ports); err == nil && arg == "" {
+	if p, err := ParsePort(name, ports); err == nil && arg == "" {
 		return one(outputAction(p, 0))
 	}
 	return nil, fmt.Errorf("unknown action %s", key)
@@ -925,13 +934,13 @@ func parseController(arg string) ([]ofp.Action, error) {
 
 // parseCT parses ct(...)'s arguments: commit, force, table, zone, nat
 // without a range, exec and alg.
-func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
+func parseCT(arg string, ports PortResolver) ([]ofp.Action, error) {
 	c := &ofp.CT{Table: ofp.CTNoTable}
 	a := ofp.Action{Type: ofp.ActCT, CT: c}
 	var nat *ofp.Action
 	var exec []ofp.Action
 	for s := arg; ; {
-		key, value, rest, ok := splitKV(s)
+		key, value, rest, ok := SplitKV(s)
 		if !ok {
 			break
 		}
@@ -981,7 +990,7 @@ func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
 			}
 			nat = &ofp.Action{Type: ofp.ActNAT, NAT: n}
 		case "exec":
-			acts, err := parseActions(value, ports)
+			acts, err := ParseActions(value, ports)
 			if err != nil {
 				return nil, err
 			}
@@ -1003,7 +1012,7 @@ func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
 func parseNAT(arg string) (*ofp.NAT, error) {
 	n := &ofp.NAT{}
 	for s := arg; ; {
-		key, value, rest, ok := splitKV(s)
+		key, value, rest, ok := SplitKV(s)
 		if !ok {
 			break
 		}
