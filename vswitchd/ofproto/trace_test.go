@@ -231,7 +231,7 @@ func FuzzParseTraceArgs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, joined string) {
-		_, o, err := parseTraceArgs(strings.Split(joined, "\x00"))
+		_, o, err := parseTraceArgs(strings.Split(joined, "\x00"), false)
 		if err != nil {
 			return
 		}

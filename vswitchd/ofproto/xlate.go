@@ -153,7 +153,11 @@ type xlate struct {
 	// as Debian's shows) has the label's 20, and shows a mask only for
 	// the latter.
 	traceLabelExact bool
-	inMeta          flowMeta
+	// traceActions, in ofproto/trace-packet-out, are the packet-out's
+	// actions, which the first bridge runs instead of its tables (OVS's
+	// xin.ofpacts); nil otherwise.
+	traceActions []ofp.Action
+	inMeta       flowMeta
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32

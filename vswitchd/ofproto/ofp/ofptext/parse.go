@@ -263,6 +263,10 @@ func FieldOf(name string) *ofp.Field {
 // ParsePort parses a port as ofputil_port_from_string: a number, a
 // reserved name (any case) or a port's name.
 func ParsePort(s string, ports PortResolver) (uint32, error) {
+	if strings.HasPrefix(s, "-") {
+		Warn("ofp_port", fmt.Sprintf("Negative value %s is not a valid port number.", s))
+		return 0, fmt.Errorf("%s: invalid or unknown port", s)
+	}
 	if n, err := strconv.ParseUint(s, 0, 32); err == nil {
 		if n >= 0xff00 && n < 0xffffff00 {
 			Warn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
@@ -649,6 +653,30 @@ func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
 	return acts, nil
 }
 
+// instructionNames are OVS's names of the instructions an action list
+// may not hold (meter, an action since OpenFlow 1.5, aside).
+var instructionNames = map[ofp.ActionType]string{ofp.ActGotoTable: "goto_table", ofp.ActWriteActions: "write_actions",
+	ofp.ActClearActions: "clear_actions", ofp.ActWriteMetadata: "write_metadata"}
+
+// ParseApplyActions parses an action list where instructions are not
+// allowed, a packet-out's, as ofpacts_parse_actions: "drop" or nothing
+// at all is no action.
+func ParseApplyActions(s string, ports PortResolver) ([]ofp.Action, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	acts, err := ParseActions(s, ports)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range acts {
+		if name, ok := instructionNames[a.Type]; ok {
+			return nil, fmt.Errorf("%s instruction not allowed here", name)
+		}
+	}
+	return acts, nil
+}
+
 func parseU(s string, bits int, what string) (uint64, error) {
 	n, err := strconv.ParseUint(s, 0, bits)
 	if err != nil {
@@ -698,9 +726,19 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 			a.Port = p
 		}
 		if table != "" {
-			n, err := parseU(table, 8, "table")
+			// OVS's ofputil_table_from_string (a table map is never
+			// given: numbers only).
+			if strings.HasPrefix(table, "-") {
+				Warn("ofp_table", fmt.Sprintf("Negative value %s is not a valid table number.", table))
+				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
+			}
+			n, err := strconv.ParseUint(table, 10, 32)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
+			}
+			if n > 255 {
+				Warn("ofp_table", fmt.Sprintf("table %d is outside the supported range 0 through 255", n))
+				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
 			}
 			a.Table = uint8(n)
 		}
@@ -866,7 +904,9 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 	case "ct":
 		return parseCT(arg, ports)
 	}
-	if p, err := ParsePort(name, ports); err == nil && arg == "" {
+	// A port's name or number outputs to it; OVS ignores a value
+	// given with it ("in_port=1" is output:IN_PORT).
+	if p, err := ParsePort(name, ports); err == nil {
 		return one(outputAction(p, 0))
 	}
 	return nil, fmt.Errorf("unknown action %s", key)
