@@ -7,6 +7,7 @@
 //	ovs-ofctl [OPTIONS] add-flow SWITCH FLOW | add-flows SWITCH FILE
 //	ovs-ofctl [OPTIONS] mod-flows SWITCH FLOW | del-flows SWITCH [FLOW]
 //	ovs-ofctl --bundle add-flow(s)|mod-flows|del-flows ... (one atomic bundle)
+//	ovs-ofctl [-O VERSIONS] parse-flow FLOW (no switch: what would be sent)
 //
 // SWITCH is a bridge name (its socket RUNDIR/BRIDGE.mgmt, RUNDIR from
 // OVS_RUNDIR), a socket path, or unix:PATH / tcp:HOST:PORT. Other
@@ -79,6 +80,7 @@ type command struct {
 var commands = map[string]command{
 	"show":            {1, 1, (*ofctl).show},
 	"dump-flows":      {1, 2, (*ofctl).dumpFlows},
+	"parse-flow":      {1, 1, (*ofctl).parseFlow},
 	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, ofptext.ParseAdd) }},
 	"add-flows":       {2, 2, (*ofctl).addFlows},
 	"dump-ports-desc": {1, 2, (*ofctl).dumpPortsDesc},
@@ -692,6 +694,65 @@ func checkFlowVersion(v ofp.Version) error {
 	return nil
 }
 
+// parseFlow is `ovs-ofctl parse-flow FLOW` (OVS's ofctl_parse_flow):
+// the protocols that can carry the flow, the first of them the -O
+// versions allow, and the flow mod as sent in it, decoded back.
+func (o *ofctl) parseFlow(args []string) error {
+	spec, err := ofptext.ParseFlow(args[0], ofptext.ParseAdd, nil)
+	if err != nil {
+		return fatal{err.Error()}
+	}
+	fm, err := flowMod(spec, ofptext.ParseAdd, ofp.V10)
+	if err != nil {
+		return err
+	}
+	if spec.Usable == 0 {
+		// OVS's parse_ofp_str: actions that leave no protocol.
+		return errInconsistent
+	}
+	fmt.Fprintf(o.out, "usable protocols: %s\n", spec.Usable)
+	usable := spec.Usable & ofptext.VersionProtocols(o.allowed)
+	if usable == 0 {
+		return fatalf("no usable protocol")
+	}
+	chosen := usable & -usable
+	fmt.Fprintf(o.out, "chosen protocol: %s\n", ofptext.Protocols(chosen))
+	v := chosen.Version()
+	if err := checkFlowVersion(v); err != nil {
+		return err
+	}
+	if fm, err = flowMod(spec, ofptext.ParseAdd, v); err != nil {
+		return err
+	}
+	normalize(&fm.Match, v)
+	tid := chosen&(ofptext.ProtoOF10StdTID|ofptext.ProtoOF10NXMTID) != 0
+	if v == ofp.V10 && !tid {
+		fm.Table = 0
+	}
+	nx := chosen&ofptext.ProtoOF10NXMAny != 0
+	if v == ofp.V10 && nx != ofp.FlowModNX(fm) && !nx {
+		return fatalf("govs' ovs-ofctl cannot encode this flow in %s", ofptext.Protocols(chosen))
+	}
+	msg, err := ofp.Decode(ofp.EncodeFlowMod(v, 1, fm))
+	if err != nil {
+		return fatalf("%s", err)
+	}
+	back, ok := msg.(*ofp.FlowMod)
+	if !ok {
+		return fatalf("govs' ovs-ofctl cannot decode its own flow mod")
+	}
+	// What the encoding converts (OpenFlow 1.0's mod_* for set_field,
+	// resubmit for goto_table), as OVS prints the message it encoded;
+	// the rest as given (the decoder adds what a 1.0 add implies).
+	fm.Match, fm.Actions, fm.Importance = back.Match, back.Actions, back.Importance
+	name := "OFPT_FLOW_MOD"
+	if nx {
+		name = "NXT_FLOW_MOD"
+	}
+	fmt.Fprintf(o.out, "%s %s\n", msgHeader(name, v, 1), formatFlowMod(fm, v))
+	return nil
+}
+
 // dumpFlows prints the flows (matching the filter if any).
 func (o *ofctl) dumpFlows(args []string) error {
 	var ports []ofp.Port
@@ -1208,7 +1269,10 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		var err error
 		switch a.Type {
 		case ofp.ActSetField:
-			if !a.Legacy() && !a.Field.Prereqs(m) {
+			// OVS's check_SET_FIELD: a set of vlan_vid also needs a
+			// VLAN header (from the match or a push_vlan before it).
+			noVLAN := a.Field.ID == ofp.FieldVLANVID && (m.Mask.VLANTCI&flow.VLANPresent == 0 || m.Flow.VLANTCI&flow.VLANPresent == 0)
+			if !a.Legacy() && (!a.Field.Prereqs(m) || noVLAN) {
 				logWarn("ofp_actions", fmt.Sprintf("set_field %s lacks correct prerequisites", a.Field.Name))
 				return errInconsistent
 			}

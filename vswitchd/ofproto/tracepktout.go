@@ -49,7 +49,10 @@ func (b *Backer) TracePacketOutCommand(args []string) (string, error) {
 func (br *Bridge) checkTraceActions(o *traceOptions, k *flow.Key) error {
 	m := ofp.Match{Flow: ofp.Flow{Key: *k}, Mask: ofp.Flow{Key: flow.Key(flow.Exact())}}
 	err := checkActions(o.actions, &m, 0)
-	if err == nil && o.consistent && inconsistentActions(o.actions, *k) {
+	// OVS's ofpacts_check_consistency: an action the flow does not
+	// give what it works on leaves only OpenFlow 1.0 usable, fewer
+	// protocols than any action text allows.
+	if err == nil && o.consistent && ofptext.Inconsistent(o.actions, *k) {
 		err = &ofp.Error{Errno: ofp.MatchInconsistent}
 	}
 	if err == nil {
@@ -62,54 +65,4 @@ func (br *Bridge) checkTraceActions(o *traceOptions, k *flow.Key) error {
 		return errors.New("Bad actions: " + err.Errno.String())
 	}
 	return nil
-}
-
-// inconsistentActions reports whether an action works on a header the
-// packet k (as the actions before it leave it) does not have, where OVS's
-// ofpacts_check calls inconsistent_match: OpenFlow 1.0's mod_nw_* and
-// mod_tp_*, strip_vlan of an untagged packet, fin_timeout of a non-TCP
-// one. Only -consistent refuses them; otherwise they are traced and do
-// nothing.
-func inconsistentActions(acts []ofp.Action, k flow.Key) bool {
-	ipAny := func() bool { return k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6 }
-	for i := range acts {
-		a := &acts[i]
-		switch a.Type {
-		case ofp.ActSetField:
-			if !a.Legacy() {
-				continue
-			}
-			switch a.Field.Name {
-			case "ip_src", "ip_dst":
-				if k.EthType != flow.EthTypeIPv4 {
-					return true
-				}
-			case "nw_tos", "ip_dscp", "nw_ecn", "ip_ecn", "nw_ttl":
-				if !ipAny() {
-					return true
-				}
-			case "tcp_src", "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst":
-				p := k.NwProto
-				if !ipAny() || k.NwFrag&flow.FragLater != 0 || p != flow.IPProtoTCP && p != flow.IPProtoUDP && p != flow.IPProtoSCTP {
-					return true
-				}
-			}
-		case ofp.ActPopVLAN:
-			if k.VLANTCI&flow.VLANPresent == 0 {
-				return true
-			}
-			k.VLANTCI = 0
-		case ofp.ActPushVLAN, ofp.ActSetVLANVID, ofp.ActSetVLANPCP:
-			k.VLANTCI |= flow.VLANPresent
-		case ofp.ActFinTimeout:
-			if k.NwProto != flow.IPProtoTCP {
-				return true
-			}
-		case ofp.ActClone, ofp.ActCT:
-			if inconsistentActions(a.Nested, k) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -42,6 +42,10 @@ type Flow struct {
 	OutGroup           uint32
 	Actions            []ofp.Action
 	HasActions         bool
+	// Usable are the protocols that can carry the flow, as OVS's
+	// parse_ofp_str computes them (ovs-ofctl parse-flow prints them);
+	// 0 when no protocol can.
+	Usable Protocols
 }
 
 // Commands the parser knows the rules of (they differ in what they
@@ -124,7 +128,7 @@ var flagKeys = map[string]uint16{"send_flow_rem": ofp.FlagSendFlowRem, "check_ov
 
 // ParseFlow parses a flow as parse_ofp_str for command cmd.
 func ParseFlow(s string, cmd int, ports PortResolver) (*Flow, error) {
-	fs := &Flow{Priority: 32768, Table: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	fs := &Flow{Priority: 32768, Table: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Usable: ProtoAny}
 	if cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict {
 		i := strings.Index(s, "action")
 		if i < 0 {
@@ -134,7 +138,11 @@ func ParseFlow(s string, cmd int, ports PortResolver) (*Flow, error) {
 		if eq < 0 {
 			return nil, errors.New("must specify an action")
 		}
-		acts, err := ParseActions(s[i+eq+1:], ports)
+		// "actions=" with nothing after it is no action, as "drop".
+		acts, err := ParseApplyActions(s[i+eq+1:], ports)
+		if strings.TrimSpace(s[i+eq+1:]) != "" {
+			acts, err = ParseActions(s[i+eq+1:], ports)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +159,16 @@ func ParseFlow(s string, cmd int, ports PortResolver) (*Flow, error) {
 			return nil, err
 		}
 	}
+	// Only NXM and OXM match IPv6's L3 and L4 fields.
+	if mk := &fs.Match.Mask; fs.Match.Flow.EthType == flow.EthTypeIPv6 && (mk.NwProto != 0 || mk.NwTOS != 0 || mk.TpSrc != 0 || mk.TpDst != 0) {
+		fs.Usable &= ProtoNXMOXM
+	}
+	if fs.HasActions {
+		fs.Usable &= actionsUsable(fs.Actions)
+		if Inconsistent(fs.Actions, fs.Match.Flow.Key) {
+			fs.Usable &= ProtoOF10Any
+		}
+	}
 	return fs, nil
 }
 
@@ -164,6 +182,12 @@ func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error 
 	}
 	if bit, ok := flagKeys[key]; ok && (cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict) {
 		fs.Flags |= bit
+		switch bit {
+		case ofp.FlagResetCounts:
+			fs.Usable &= ProtoOF12Up
+		case ofp.FlagNoPktCounts, ofp.FlagNoBytCounts:
+			fs.Usable &= ProtoOF13Up
+		}
 		return nil
 	}
 	if ignoredKeys[key] {
@@ -189,6 +213,9 @@ func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error 
 			return fmt.Errorf("invalid table \"%s\"", value)
 		}
 		fs.Table, fs.TableSet = uint8(n), true
+		if n != 0xff {
+			fs.Usable &= ProtoTID
+		}
 		return nil
 	case "priority":
 		n, err := strconv.ParseUint(value, 0, 16)
@@ -225,6 +252,9 @@ func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error 
 			if fs.CookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
 				return fmt.Errorf("invalid cookie mask \"%s\"", m)
 			}
+			if fs.CookieMask != 0 {
+				fs.Usable &= ProtoNXMOF11Up
+			}
 		} else if cmd != ParseAdd && cmd != ParseModify && cmd != ParseModifyStrict {
 			// A cookie without a mask filters exactly only in add and
 			// modify (where it also sets); OVS requires the mask here.
@@ -244,9 +274,27 @@ func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error 
 			return fmt.Errorf("invalid out_group \"%s\"", value)
 		}
 		fs.OutGroup = uint32(n)
+		fs.Usable &= ProtoOF11Up
 		return nil
 	}
-	return parseField(&fs.Match, key, value, ports)
+	var msk []byte
+	if err := parseField(&fs.Match, key, value, ports, &msk); err != nil {
+		return err
+	}
+	fs.Usable &= matchUsable(key, msk)
+	return nil
+}
+
+// matchUsable is what a match on field key with mask msk (as given;
+// nil for the fields parseField parses itself) leaves usable.
+func matchUsable(key string, msk []byte) Protocols {
+	switch key {
+	case "in_port", "dl_vlan", "dl_vlan_pcp", "ip_dscp":
+		return ProtoAny
+	case "nw_frag", "ip_frag", "ct_state", "tcp_flags":
+		return ProtoNXMOXM
+	}
+	return fieldUsable(FieldOf(key), msk)
 }
 
 // FieldOf returns the codec's field for an OVS field name or alias.
@@ -291,8 +339,9 @@ func ParsePort(s string, ports PortResolver) (uint32, error) {
 	return 0, fmt.Errorf("%s: invalid or unknown port", s)
 }
 
-// parseField parses one "field=value[/mask]" match item.
-func parseField(m *ofp.Match, key, value string, ports PortResolver) error {
+// parseField parses one "field=value[/mask]" match item; *mask is the
+// mask given (all ones for none) of a field the codec parses.
+func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byte) error {
 	k, mk := &m.Flow, &m.Mask
 	switch key {
 	case "in_port":
@@ -364,6 +413,7 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver) error {
 	if err != nil {
 		return err
 	}
+	*mask = msk
 	if !fd.Maskable && !allOnes(msk) {
 		return fmt.Errorf("%s: value %s does not support masking", key, value)
 	}

@@ -138,3 +138,27 @@ func FuzzParseFlow(f *testing.F) {
 		}
 	})
 }
+
+// TestUsableProtocols checks the protocols flows leave usable, as
+// Debian's ovs-ofctl parse-flow prints them.
+func TestUsableProtocols(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"ip,nw_src=10.0.0.0/8,actions=drop", "any"},
+		{"ip,nw_src=10.0.0.1/255.0.255.0,actions=drop", "NXM,OXM,OpenFlow11"},
+		{"reg0=5,actions=drop", "NXM,OXM"},
+		{"table=1,actions=drop", "OXM,OpenFlow10+table_id,NXM+table_id,OpenFlow11"},
+		{"actions=pop_vlan", "OpenFlow10,NXM"},
+		{"actions=clone(output:1),push_vlan:0x8100", "OXM,OpenFlow11"},
+		{"actions=meter:1", "OXM-OpenFlow13,OXM-OpenFlow14,OXM-OpenFlow15"},
+		{"tcp6,tp_dst=80,actions=drop", "NXM,OXM"},
+		{"actions=push_vlan:0x8100,mod_nw_tos:16", "none"},
+	} {
+		fs, err := ParseFlow(tc.in, ParseAdd, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if got := fs.Usable.String(); got != tc.want {
+			t.Errorf("%s: usable %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
