@@ -83,6 +83,16 @@ var parseFlowCorpus = []string{
 	"ip,actions=frobnicate",
 	"tcp,tp_dst=99999,actions=drop",
 	"actions=push_vlan:0x8100,mod_nw_tos:16",
+	// OVS's ofpacts_verify: instructions once each, in order, not
+	// nested; conjunctions alone.
+	"actions=group:1,write_actions(output:1)",
+	"actions=write_actions(output:1),group:1",
+	"actions=output:1,meter:1",
+	"actions=goto_table:1,output:1",
+	"actions=write_metadata:1,clear_actions",
+	"actions=write_actions(output:1),write_actions(output:2)",
+	"actions=clone(goto_table:1)",
+	"actions=conjunction(1,1/2),output:1",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

@@ -694,6 +694,17 @@ func checkFlowVersion(v ofp.Version) error {
 	return nil
 }
 
+// parseApplyActions parses an action list that may not hold
+// instructions, a packet-out's or a bucket's, as ofpacts_parse_actions
+// ("goto_table instruction not allowed here"); none at all is refused
+// as in a flow.
+func parseApplyActions(s string, ports ofptext.PortResolver) ([]ofp.Action, error) {
+	if strings.TrimSpace(s) == "" {
+		return ofptext.ParseActions(s, ports)
+	}
+	return ofptext.ParseApplyActions(s, ports)
+}
+
 // parseFlow is `ovs-ofctl parse-flow FLOW` (OVS's ofctl_parse_flow):
 // the protocols that can carry the flow, the first of them the -O
 // versions allow, and the flow mod as sent in it, decoded back.
@@ -1758,7 +1769,7 @@ func (o *ofctl) packetOut(args []string) error {
 		if i < 0 {
 			return fatalf("must specify an action")
 		}
-		acts, err := ofptext.ParseActions(spec[i+len("actions="):], res)
+		acts, err := parseApplyActions(spec[i+len("actions="):], res)
 		if err != nil {
 			return fatal{err.Error()}
 		}
@@ -1796,7 +1807,7 @@ func (o *ofctl) packetOut(args []string) error {
 		if err != nil {
 			return fatalf("%s: invalid or unknown port", args[1])
 		}
-		acts, err := ofptext.ParseActions(args[2], res)
+		acts, err := parseApplyActions(args[2], res)
 		if err != nil {
 			return fatal{err.Error()}
 		}
@@ -1939,7 +1950,7 @@ func parseBucket(s string, typ uint8, ports ofptext.PortResolver) (ofp.Bucket, e
 			before = strings.TrimPrefix(strings.TrimPrefix(before, key), "=")
 			fallthrough
 		default:
-			acts, err := ofptext.ParseActions(before, ports)
+			acts, err := parseApplyActions(before, ports)
 			if err != nil {
 				return bk, err
 			}

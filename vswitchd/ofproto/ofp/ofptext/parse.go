@@ -662,13 +662,28 @@ func splitActions(s string) []string {
 	return append(parts, s[start:])
 }
 
-// ParseActions parses an action list as ofpacts_parse.
+// ParseActions parses a flow's action list, instructions allowed, as
+// ofpacts_parse_instructions.
 func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
-	s = strings.TrimSpace(s)
-	var acts []ofp.Action
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("must specify an action")
 	}
+	return parseActionList(s, ports, true)
+}
+
+// ParseApplyActions parses an action list where instructions are not
+// allowed, a packet-out's, as ofpacts_parse_actions: "drop" or nothing
+// at all is no action.
+func ParseApplyActions(s string, ports PortResolver) ([]ofp.Action, error) {
+	return parseActionList(s, ports, false)
+}
+
+// parseActionList parses an action list as ofpacts_parse: with
+// instructions allowed, or not (a packet-out's, or nested in clone,
+// write_actions or ct's exec).
+func parseActionList(s string, ports PortResolver, instructions bool) ([]ofp.Action, error) {
+	s = strings.TrimSpace(s)
+	var acts []ofp.Action
 	drop := false
 	for _, item := range splitActions(s) {
 		item = strings.TrimSpace(item)
@@ -700,31 +715,88 @@ func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
 	if drop && len(acts) > 0 {
 		return nil, errors.New("\"drop\" must not be accompanied by any other action or instruction")
 	}
+	if err := verifyActions(acts, instructions); err != nil {
+		return nil, err
+	}
 	return acts, nil
 }
 
-// instructionNames are OVS's names of the instructions an action list
-// may not hold (meter, an action since OpenFlow 1.5, aside).
-var instructionNames = map[ofp.ActionType]string{ofp.ActGotoTable: "goto_table", ofp.ActWriteActions: "write_actions",
-	ofp.ActClearActions: "clear_actions", ofp.ActWriteMetadata: "write_metadata"}
+// The instructions in the order OpenFlow 1.1+ requires them (OVS's enum
+// ovs_instruction_type), an action being part of apply_actions.
+const (
+	instMeter = iota
+	instApply
+	instClear
+	instWrite
+	instWriteMetadata
+	instGoto
+)
 
-// ParseApplyActions parses an action list where instructions are not
-// allowed, a packet-out's, as ofpacts_parse_actions: "drop" or nothing
-// at all is no action.
-func ParseApplyActions(s string, ports PortResolver) ([]ofp.Action, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+var instNames = [...]string{"meter", "apply_actions", "clear_actions", "write_actions", "write_metadata", "goto_table"}
+
+func instructionOf(t ofp.ActionType) int {
+	switch t {
+	case ofp.ActMeter:
+		return instMeter // (an OpenFlow 1.1 parse: meter is an instruction)
+	case ofp.ActClearActions:
+		return instClear
+	case ofp.ActWriteActions:
+		return instWrite
+	case ofp.ActWriteMetadata:
+		return instWriteMetadata
+	case ofp.ActGotoTable:
+		return instGoto
 	}
-	acts, err := ParseActions(s, ports)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range acts {
-		if name, ok := instructionNames[a.Type]; ok {
-			return nil, fmt.Errorf("%s instruction not allowed here", name)
+	return instApply
+}
+
+// verifyActions checks an action list as OVS's ofpacts_verify: the
+// instructions once each and in order, only apply_actions and meter
+// where instructions are not allowed, and conjunctions with nothing but
+// notes.
+func verifyActions(acts []ofp.Action, instructions bool) error {
+	inst := instMeter
+	for i := range acts {
+		a := &acts[i]
+		if a.Type == ofp.ActConjunction {
+			for j := range acts {
+				if b := &acts[j]; b.Type != ofp.ActConjunction && b.Type != ofp.ActNote {
+					return fmt.Errorf("\"conjunction\" actions may be used along with \"note\" but not any other kind of action (such as the \"%s\" action used here)", actionName(b))
+				}
+			}
+			return nil
 		}
+		next := instructionOf(a.Type)
+		if i > 0 && (inst == instApply && next < inst || inst != instApply && next <= inst) {
+			if next == inst {
+				return fmt.Errorf("duplicate %s instruction not allowed, for OpenFlow 1.1+ compatibility", instNames[inst])
+			}
+			return fmt.Errorf("invalid instruction ordering: %s must appear before %s, for OpenFlow 1.1+ compatibility", instNames[next], instNames[inst])
+		}
+		if !instructions && next != instApply && next != instMeter {
+			return fmt.Errorf("%s instruction not allowed here", instNames[next])
+		}
+		inst = next
 	}
-	return acts, nil
+	return nil
+}
+
+// actionName is OVS's ofpact_name of an action: its keyword as printed
+// (OVS's names for the few printed otherwise).
+func actionName(a *ofp.Action) string {
+	text := ofp.FormatAction(a, ofp.V13, nil)
+	if i := strings.IndexAny(text, ":("); i >= 0 {
+		text = text[:i]
+	}
+	switch {
+	case a.Type == ofp.ActOutputReg:
+		return "output_reg"
+	case a.Type == ofp.ActOutput || text == strings.ToUpper(text):
+		return "output"
+	case text == "load":
+		return "set_field"
+	}
+	return text
 }
 
 func parseU(s string, bits int, what string) (uint64, error) {
@@ -933,7 +1005,7 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Action{Type: ofp.ActNote, Data: data})
 	case "clone", "write_actions":
-		nested, err := ParseActions(arg, ports)
+		nested, err := parseActionList(arg, ports, false)
 		if err != nil {
 			return nil, err
 		}
@@ -1080,7 +1152,7 @@ func parseCT(arg string, ports PortResolver) ([]ofp.Action, error) {
 			}
 			nat = &ofp.Action{Type: ofp.ActNAT, NAT: n}
 		case "exec":
-			acts, err := ParseActions(value, ports)
+			acts, err := parseActionList(value, ports, false)
 			if err != nil {
 				return nil, err
 			}

@@ -95,6 +95,13 @@ func TestParseErrors(t *testing.T) {
 		{"reg0=0x100000000,actions=drop", ParseAdd, "0x100000000: value too large for 4-byte field reg0"},
 		{"dl_src=zz,actions=drop", ParseAdd, "zz: invalid Ethernet address"},
 		{"nw_src=1.2.3,actions=drop", ParseAdd, "1.2.3: invalid IP address"},
+		{"actions=write_actions(output:1),group:1", ParseAdd,
+			"invalid instruction ordering: apply_actions must appear before write_actions, for OpenFlow 1.1+ compatibility"},
+		{"actions=clear_actions,clear_actions", ParseAdd, "duplicate clear_actions instruction not allowed, for OpenFlow 1.1+ compatibility"},
+		{"actions=clone(goto_table:1)", ParseAdd, "goto_table instruction not allowed here"},
+		{"actions=conjunction(1,1/2),load:1->reg0", ParseAdd,
+			`"conjunction" actions may be used along with "note" but not any other kind of action (such as the "set_field" action used here)`},
+		{"actions=resubmit(,256)", ParseAdd, "256: resubmit to unknown table"},
 	} {
 		_, err := ParseFlow(tc.in, tc.cmd, nil)
 		if err == nil || err.Error() != tc.want {
