@@ -83,6 +83,11 @@ var parseFlowCorpus = []string{
 	"ip,actions=frobnicate",
 	"tcp,tp_dst=99999,actions=drop",
 	"actions=push_vlan:0x8100,mod_nw_tos:16",
+	// OVS's two names of a field, and names it does not have.
+	"eth_type=0x800,ip_proto=6,nw_frag=no,tunnel_id=5,ip_ecn=1,tcp_dst=80,actions=drop",
+	"ip,ip_ttl=5,actions=drop",
+	"icmp,icmpv4_type=5,actions=drop",
+	"tun_ipv4_src=1.1.1.1,actions=drop",
 	// OVS's ofpacts_verify: instructions once each, in order, not
 	// nested; conjunctions alone.
 	"actions=group:1,write_actions(output:1)",

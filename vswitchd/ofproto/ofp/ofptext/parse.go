@@ -111,12 +111,37 @@ func SplitKV(s string) (key, value, rest string, ok bool) {
 	return key, "", s[i:], true
 }
 
-// fieldAliases maps OVS's other names of a field to the codec's.
-var fieldAliases = map[string]string{
-	"dl_src": "eth_src", "dl_dst": "eth_dst", "dl_type": "eth_type", "nw_src": "ip_src", "nw_dst": "ip_dst",
-	"nw_proto": "ip_proto", "nw_ecn": "ip_ecn", "ip_ttl": "nw_ttl", "nw_frag": "ip_frag", "tp_src": "tcp_src",
-	"tp_dst": "tcp_dst", "icmpv4_type": "icmp_type", "icmpv4_code": "icmp_code", "tun_ipv4_src": "tun_src",
-	"tun_ipv4_dst": "tun_dst", "tunnel_id": "tun_id",
+// fieldAliasPairs are OVS's fields with two names (meta-flow.h's
+// "aka"): the name OVS gives first, then the other. OVS's mf_from_name
+// takes either; so do govs' parsers of flows, ovs-ofctl's (here) and
+// ofproto/trace's.
+var fieldAliasPairs = [...][2]string{{"tun_id", "tunnel_id"}, {"eth_src", "dl_src"}, {"eth_dst", "dl_dst"},
+	{"eth_type", "dl_type"}, {"ip_src", "nw_src"}, {"ip_dst", "nw_dst"}, {"nw_proto", "ip_proto"}, {"nw_ecn", "ip_ecn"},
+	{"ip_frag", "nw_frag"}, {"tcp_src", "tp_src"}, {"tcp_dst", "tp_dst"}}
+
+// FieldAlias returns the other name of a field that has two, "" for
+// any other name.
+func FieldAlias(name string) string {
+	for _, p := range fieldAliasPairs {
+		switch name {
+		case p[0]:
+			return p[1]
+		case p[1]:
+			return p[0]
+		}
+	}
+	return ""
+}
+
+// fieldByName returns the codec's field by either of OVS's names.
+func fieldByName(name string) *ofp.Field {
+	if fd := ofp.FieldByName(name); fd != nil {
+		return fd
+	}
+	if other := FieldAlias(name); other != "" {
+		return ofp.FieldByName(other)
+	}
+	return nil
 }
 
 // ignoredKeys are what dump-flows prints and parse_ofp_str skips, so
@@ -299,13 +324,10 @@ func matchUsable(key string, msk []byte) Protocols {
 
 // FieldOf returns the codec's field for an OVS field name or alias.
 func FieldOf(name string) *ofp.Field {
-	if a, ok := fieldAliases[name]; ok {
-		name = a
-	}
 	if name == "in_port" {
 		return ofp.FieldByName("in_port_oxm")
 	}
-	return ofp.FieldByName(name)
+	return fieldByName(name)
 }
 
 // ParsePort parses a port as ofputil_port_from_string: a number, a

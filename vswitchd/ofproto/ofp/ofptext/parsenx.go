@@ -51,11 +51,7 @@ func parseSubfield(s string) (ofp.FieldRef, string, error) {
 	name := s[:n]
 	fd := ofp.FieldByNXMName(name)
 	if fd == nil {
-		if a, ok := fieldAliases[name]; ok {
-			fd = ofp.FieldByName(a)
-		} else {
-			fd = ofp.FieldByName(name)
-		}
+		fd = fieldByName(name)
 	}
 	if fd == nil {
 		return ofp.FieldRef{}, "", fmt.Errorf("%s: unknown field `%s'", s, name)
