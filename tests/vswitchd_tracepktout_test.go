@@ -23,6 +23,8 @@ func TestOpenFlowTracePacketOutDifferential(t *testing.T) {
 			"table=1,priority=10,ip,actions=set_field:0x5->reg1,output:2",
 			"table=1,priority=5,actions=output:3",
 			"table=2,priority=10,ct_state=+trk+new,ip,actions=ct(commit,zone=5),output:1",
+			// A group and an action set in one rule.
+			"table=3,priority=10,actions=group:1,write_actions(output:2)",
 		)
 	}
 	const ipFlow = "in_port=1,ip,nw_src=10.0.0.1,nw_dst=10.0.0.2"
@@ -38,6 +40,8 @@ func TestOpenFlowTracePacketOutDifferential(t *testing.T) {
 		{"BR", ethFlow, "resubmit(,1)"},
 		{"BR", ipFlow, "set_field:0x7->reg0,mod_nw_dst:10.9.9.9,output:2"},
 		{"BR", ipFlow, "group:1"},
+		{"BR", ipFlow, "resubmit(,3)"},
+		{"BR", ipFlow, "clone(goto_table:1)"},
 		{"BR", ipFlow, "clone(mod_dl_dst:00:00:00:00:00:09,output:2),output:3"},
 		{"BR", ipFlow, "normal"},
 		{"BR", ipFlow, "controller"},

@@ -53,8 +53,13 @@ type ofState struct {
 	stack string
 	// actset is the action set, as written (actionset.go); lastTable
 	// the table of the last rule whose actions ran.
-	actset    []ofp.Action
-	lastTable uint8
+	actset []ofp.Action
+	// actsetOutput says the action set holds an output and no group
+	// (OVS's flow.actset_output is not OFPP_UNSET: its trace then
+	// shows a "Final flow:" even if nothing else changed);
+	// actsetGroup that a group was written.
+	actsetOutput, actsetGroup bool
+	lastTable                 uint8
 	// inActionSet: the action set's actions run.
 	inActionSet bool
 }
@@ -188,6 +193,7 @@ func (x *xlate) pipeline(in *port) {
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final
+		x.traceFinalActset = x.of.actsetOutput
 		if n := len(x.inner); n > 0 {
 			x.traceFinalInner = x.inner[n-1]
 		}

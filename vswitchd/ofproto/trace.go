@@ -484,7 +484,7 @@ func (b *Backer) traceODP(flow string, o *traceOptions) (string, error) {
 // first bridge's flow after its actions as OVS's flow_format shows it
 // (its packet fields, and the registers, metadata and mark not zero).
 func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
-	if x.traceStart == nil || x.traceFinal == nil || *x.traceStart == *x.traceFinal {
+	if x.traceStart == nil || x.traceFinal == nil || *x.traceStart == *x.traceFinal && !x.traceFinalActset {
 		return "unchanged"
 	}
 	f := x.traceFinal

@@ -135,6 +135,9 @@ type xlate struct {
 	// traceStart and traceFinal, in a trace, are the first bridge's
 	// OpenFlow flow before and after its actions (OVS's "Final flow:").
 	traceStart, traceFinal *ofp.Flow
+	// traceFinalActset: the action set then held an output (OVS's
+	// actset_output, which its "Final flow:" compares but never shows).
+	traceFinalActset bool
 	// traceFinalInner is the tag below the outer one there, if a
 	// push_vlan pushed over one (OVS's flow's second VLAN header).
 	traceFinalInner vlanHdr
