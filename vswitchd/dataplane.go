@@ -28,7 +28,7 @@ func newDataplane(log *daemon.Logger) *dataplane {
 	backer := ofproto.NewBacker(dp, log.Module("ofproto_dpif"))
 	// The action parser's warnings (ofproto/trace-packet-out's), in
 	// OVS's modules.
-	ofptext.Warn = func(module, msg string) { log.Module(module).Warnf("%s", msg) }
+	ofptext.SetWarn(func(module, msg string) { log.Module(module).Warnf("%s", msg) })
 	return &dataplane{dp: dp, backer: backerAdapter{backer}, close: dp.Close, datapath: dp, ofproto: backer}
 }
 

@@ -43,7 +43,7 @@ func logWarn(module, msg string) { logger.Module(module).Warnf("%s", msg) }
 func logInfo(module, msg string) { logger.Module(module).Infof("%s", msg) }
 
 // The flow parser's warnings go to the program's log, as OVS's.
-func init() { ofptext.Warn = logWarn }
+func init() { ofptext.SetWarn(logWarn) }
 
 // fatal is an error that ends the program with "ovs-ofctl: MSG", exit 1.
 type fatal struct{ msg string }

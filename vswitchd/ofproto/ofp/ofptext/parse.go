@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
@@ -21,10 +22,20 @@ import (
 // The flow syntax of ovs-ofctl(8), for the match fields and actions
 // govs' switch supports. Errors carry OVS's texts.
 
-// Warn logs a warning OVS logs while it parses (module, message), as
-// the ofp_port module's about a port number out of range; nothing by
-// default. A program sets it once, before it parses.
-var Warn = func(module, msg string) {}
+// warn is where the warnings OVS logs while it parses go (SetWarn).
+var warn atomic.Pointer[func(module, msg string)]
+
+// SetWarn has the warnings OVS logs while it parses (module, message),
+// as the ofp_port module's about a port number out of range, go to f;
+// they go nowhere by default.
+func SetWarn(f func(module, msg string)) { warn.Store(&f) }
+
+// Warn logs a parse warning through the function SetWarn gave.
+func Warn(module, msg string) {
+	if f := warn.Load(); f != nil {
+		(*f)(module, msg)
+	}
+}
 
 // Flow is a parsed flow: what a flow mod or a flow statistics
 // request needs.
