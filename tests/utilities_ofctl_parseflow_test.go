@@ -3,7 +3,9 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -103,7 +105,8 @@ var parseFlowCorpus = []string{
 // parseFlowLog is the time and sequence number of a log line.
 var parseFlowLog = regexp.MustCompile(`(?m)^\S+\|\d+\|`)
 
-// TestUtilitiesOfctlParseFlow: govs' `ovs-ofctl parse-flow FLOW` prints
+// TestUtilitiesOfctlParseFlow: govs' `ovs-ofctl parse-flow FLOW` (and
+// parse-flows FILE) prints
 // what Debian's does (the usable protocols, the chosen one, the flow mod
 // as sent in it) for OpenFlow 1.0 (the default), 1.3 and 1.5, and refuses
 // the same flows with the same texts and exit statuses.
@@ -130,8 +133,33 @@ func TestUtilitiesOfctlParseFlow(t *testing.T) {
 			}
 		}
 	}
+	// parse-flows FILE: the protocols usable for every flow (OpenFlow
+	// 1.0 with table IDs sends a flow without one to table 255), errors
+	// with the line's number (comments and blank lines count).
+	dir := t.TempDir()
+	files := map[string]string{
+		"mixed":   "ip,actions=output:1\n# comment\n\nreg0=1,actions=drop\n table=2, actions=normal\n",
+		"bad":     "# c\n\n  ip,actions=drop # x\nip,actions=frob\n",
+		"empty":   "",
+		"none":    "actions=pop_vlan\nactions=push_vlan:0x8100\n",
+		"meter":   "actions=meter:1\nip,actions=drop\n",
+		"nothing": "",
+	}
+	for name, text := range files {
+		if name != "nothing" {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, opts := range [][]string{nil, {"-O", "OpenFlow13"}} {
+			args := append(append([]string{}, opts...), "parse-flows", filepath.Join(dir, name))
+			if want, got := run(vswOfctl, args...), run(ours, args...); got != want {
+				t.Errorf("ovs-ofctl %q:\nDebian's:\n%s\ngovs':\n%s", args, want, got)
+			}
+		}
+	}
 	// Too few or many arguments, as for every command.
-	for _, args := range [][]string{{"parse-flow"}, {"parse-flow", "actions=drop", "x"}} {
+	for _, args := range [][]string{{"parse-flow"}, {"parse-flow", "actions=drop", "x"}, {"parse-flows"}} {
 		if want, got := run(vswOfctl, args...), run(ours, args...); got != want {
 			t.Errorf("ovs-ofctl %q:\nDebian's:\n%s\ngovs':\n%s", args, want, got)
 		}

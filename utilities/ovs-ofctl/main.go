@@ -7,7 +7,8 @@
 //	ovs-ofctl [OPTIONS] add-flow SWITCH FLOW | add-flows SWITCH FILE
 //	ovs-ofctl [OPTIONS] mod-flows SWITCH FLOW | del-flows SWITCH [FLOW]
 //	ovs-ofctl --bundle add-flow(s)|mod-flows|del-flows ... (one atomic bundle)
-//	ovs-ofctl [-O VERSIONS] parse-flow FLOW (no switch: what would be sent)
+//	ovs-ofctl [-O VERSIONS] parse-flow FLOW | parse-flows FILE (no switch:
+//	what would be sent)
 //
 // SWITCH is a bridge name (its socket RUNDIR/BRIDGE.mgmt, RUNDIR from
 // OVS_RUNDIR), a socket path, or unix:PATH / tcp:HOST:PORT. Other
@@ -81,6 +82,7 @@ var commands = map[string]command{
 	"show":            {1, 1, (*ofctl).show},
 	"dump-flows":      {1, 2, (*ofctl).dumpFlows},
 	"parse-flow":      {1, 1, (*ofctl).parseFlow},
+	"parse-flows":     {1, 1, (*ofctl).parseFlows},
 	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, ofptext.ParseAdd) }},
 	"add-flows":       {2, 2, (*ofctl).addFlows},
 	"dump-ports-desc": {1, 2, (*ofctl).dumpPortsDesc},
@@ -709,58 +711,123 @@ func parseApplyActions(s string, ports ofptext.PortResolver) ([]ofp.Action, erro
 // the protocols that can carry the flow, the first of them the -O
 // versions allow, and the flow mod as sent in it, decoded back.
 func (o *ofctl) parseFlow(args []string) error {
-	spec, err := ofptext.ParseFlow(args[0], ofptext.ParseAdd, nil)
+	spec, err := parseFlowSpec(args[0])
 	if err != nil {
 		return fatal{err.Error()}
 	}
-	fm, err := flowMod(spec, ofptext.ParseAdd, ofp.V10)
+	return o.printParsedFlows([]*ofptext.Flow{spec}, spec.Usable)
+}
+
+// parseFlows is `ovs-ofctl parse-flows FILE` (OVS's ofctl_parse_flows):
+// parse-flow of every flow in FILE ("-": the standard input), the
+// protocols those usable for them all, errors with the line's number.
+func (o *ofctl) parseFlows(args []string) error {
+	var r io.Reader = os.Stdin
+	if args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			return fatalf("%s: open failed (%s)", args[0], daemon.Strerror(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	var specs []*ofptext.Flow
+	usable := ofptext.Protocols(ofptext.ProtoAny)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		// OVS's ds_get_preprocessed_line: comments and white space go,
+		// the line numbers count every line.
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		spec, err := parseFlowSpec(line)
+		if err != nil {
+			return fatalf("%s:%d: %s", args[0], n, err)
+		}
+		specs = append(specs, spec)
+		usable &= spec.Usable
+	}
+	if err := sc.Err(); err != nil {
+		return fatalf("%s: read failed (%s)", args[0], daemon.Strerror(err))
+	}
+	return o.printParsedFlows(specs, usable)
+}
+
+// parseFlowSpec parses a flow to add as OVS's parse_ofp_str, its action
+// checks included.
+func parseFlowSpec(s string) (*ofptext.Flow, error) {
+	spec, err := ofptext.ParseFlow(s, ofptext.ParseAdd, nil)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if _, err := flowMod(spec, ofptext.ParseAdd, ofp.V10); err != nil {
+		return nil, err
 	}
 	if spec.Usable == 0 {
-		// OVS's parse_ofp_str: actions that leave no protocol.
-		return errInconsistent
+		// Actions that leave no protocol.
+		return nil, errInconsistent
 	}
-	fmt.Fprintf(o.out, "usable protocols: %s\n", spec.Usable)
-	usable := spec.Usable & ofptext.VersionProtocols(o.allowed)
+	return spec, nil
+}
+
+// printParsedFlows prints the usable protocols, the chosen one and the
+// flow mods in it, as OVS's ofctl_parse_flows__.
+func (o *ofctl) printParsedFlows(specs []*ofptext.Flow, usable ofptext.Protocols) error {
+	fmt.Fprintf(o.out, "usable protocols: %s\n", usable)
+	usable &= ofptext.VersionProtocols(o.allowed)
 	if usable == 0 {
 		return fatalf("no usable protocol")
 	}
 	chosen := usable & -usable
-	fmt.Fprintf(o.out, "chosen protocol: %s\n", ofptext.Protocols(chosen))
+	fmt.Fprintf(o.out, "chosen protocol: %s\n", chosen)
 	v := chosen.Version()
 	if err := checkFlowVersion(v); err != nil {
 		return err
 	}
-	if fm, err = flowMod(spec, ofptext.ParseAdd, v); err != nil {
-		return err
-	}
-	normalize(&fm.Match, v)
 	tid := chosen&(ofptext.ProtoOF10StdTID|ofptext.ProtoOF10NXMTID) != 0
-	if v == ofp.V10 && !tid {
-		fm.Table = 0
-	}
 	nx := chosen&ofptext.ProtoOF10NXMAny != 0
-	if v == ofp.V10 && nx != ofp.FlowModNX(fm) && !nx {
-		return fatalf("govs' ovs-ofctl cannot encode this flow in %s", ofptext.Protocols(chosen))
+	for i, spec := range specs {
+		fm, err := flowMod(spec, ofptext.ParseAdd, v)
+		if err != nil {
+			return err
+		}
+		normalize(&fm.Match, v)
+		if v == ofp.V10 && !tid {
+			fm.Table = 0
+		}
+		if v == ofp.V10 && !nx && ofp.FlowModNX(fm) {
+			return fatalf("govs' ovs-ofctl cannot encode this flow in %s", chosen)
+		}
+		xid := uint32(i + 1)
+		msg, err := ofp.Decode(ofp.EncodeFlowMod(v, xid, fm))
+		if err != nil {
+			return fatalf("%s", err)
+		}
+		back, ok := msg.(*ofp.FlowMod)
+		if !ok {
+			return fatalf("govs' ovs-ofctl cannot decode its own flow mod")
+		}
+		// What the encoding converts (OpenFlow 1.0's mod_* for
+		// set_field, resubmit for goto_table), as OVS prints the message
+		// it encoded; the rest as given (the decoder adds what a 1.0 add
+		// implies).
+		fm.Match, fm.Actions, fm.Importance = back.Match, back.Actions, back.Importance
+		name := "OFPT_FLOW_MOD"
+		if nx {
+			name = "NXT_FLOW_MOD"
+		}
+		text := formatFlowMod(fm, v)
+		if tid && !spec.TableSet {
+			// OpenFlow 1.0 with table IDs sends "no table" as 255.
+			text = strings.Replace(text, "ADD ", "ADD table:255 ", 1)
+		}
+		fmt.Fprintf(o.out, "%s %s\n", msgHeader(name, v, xid), text)
 	}
-	msg, err := ofp.Decode(ofp.EncodeFlowMod(v, 1, fm))
-	if err != nil {
-		return fatalf("%s", err)
-	}
-	back, ok := msg.(*ofp.FlowMod)
-	if !ok {
-		return fatalf("govs' ovs-ofctl cannot decode its own flow mod")
-	}
-	// What the encoding converts (OpenFlow 1.0's mod_* for set_field,
-	// resubmit for goto_table), as OVS prints the message it encoded;
-	// the rest as given (the decoder adds what a 1.0 add implies).
-	fm.Match, fm.Actions, fm.Importance = back.Match, back.Actions, back.Importance
-	name := "OFPT_FLOW_MOD"
-	if nx {
-		name = "NXT_FLOW_MOD"
-	}
-	fmt.Fprintf(o.out, "%s %s\n", msgHeader(name, v, 1), formatFlowMod(fm, v))
 	return nil
 }
 
