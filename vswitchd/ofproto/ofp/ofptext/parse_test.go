@@ -3,6 +3,7 @@ package ofptext
 import (
 	"testing"
 
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -114,7 +115,7 @@ func TestParseErrors(t *testing.T) {
 // whose flow mod the switch's decoder takes back (or refuses with an
 // OpenFlow error) and that formats, or is refused with an error;
 // nothing panics. The same text as an action list alone either parses
-// or is refused.
+// or is refused, and as a packet-out's holds no instruction.
 func FuzzParseFlow(f *testing.F) {
 	for _, s := range []string{"actions=drop", "priority=5,ip,nw_src=10.0.0.0/8,actions=output:2",
 		"table=3,udp6,ipv6_dst=fe80::1/64,actions=load:0x5->NXM_NX_REG1[0..7],goto_table:4",
@@ -126,6 +127,16 @@ func FuzzParseFlow(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if acts, err := ParseActions(s, nil); err == nil {
 			ofp.FormatActions(acts, ofp.V13, nil)
+			Inconsistent(acts, flow.Key{})
+			actionsUsable(acts)
+		}
+		// A packet-out's list holds no instruction.
+		if acts, err := ParseApplyActions(s, nil); err == nil {
+			for i := range acts {
+				if instructionOf(acts[i].Type) != instApply && instructionOf(acts[i].Type) != instMeter {
+					t.Fatalf("%q: instruction %v in an action list", s, acts[i].Type)
+				}
+			}
 		}
 		for _, cmd := range []int{ParseAdd, ParseModifyStrict, ParseDelete, ParseDump} {
 			fs, err := ParseFlow(s, cmd, nil)
