@@ -7,6 +7,7 @@ import (
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/bridge"
 	"github.com/govs/govs/vswitchd/ofproto"
+	"github.com/govs/govs/vswitchd/ofproto/ofp/ofptext"
 )
 
 // dataplane is the datapath and OpenFlow layer all bridges share, behind
@@ -25,6 +26,9 @@ type dataplane struct {
 func newDataplane(log *daemon.Logger) *dataplane {
 	dp := datapath.New(log.Module("dpif_netdev"))
 	backer := ofproto.NewBacker(dp, log.Module("ofproto_dpif"))
+	// The action parser's warnings (ofproto/trace-packet-out's), in
+	// OVS's modules.
+	ofptext.SetWarn(func(module, msg string) { log.Module(module).Warnf("%s", msg) })
 	return &dataplane{dp: dp, backer: backerAdapter{backer}, close: dp.Close, datapath: dp, ofproto: backer}
 }
 
@@ -58,6 +62,7 @@ func (p *dataplane) registerFlowCommands(u *daemon.UnixctlServer) {
 		{"revalidator/wait", "", 0, 0, dp.RevalidatorWaitCommand},
 		{"revalidator/purge", "", 0, 0, dp.RevalidatorPurgeCommand},
 		{"ofproto/trace", "{[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet]", 1, math.MaxInt, b.TraceCommand},
+		{"ofproto/trace-packet-out", "[-consistent] {[dp_name] odp_flow | bridge br_flow} [OPTIONS...] [-generate|packet] actions", 2, math.MaxInt, b.TracePacketOutCommand},
 		{"dpif/dump-flows", "[-m] [--names | --no-names] bridge", 1, 3, b.DumpFlowsCommand},
 	} {
 		u.Register(c.name, c.usage, c.min, c.max, c.fn)

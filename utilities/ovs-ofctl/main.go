@@ -7,6 +7,8 @@
 //	ovs-ofctl [OPTIONS] add-flow SWITCH FLOW | add-flows SWITCH FILE
 //	ovs-ofctl [OPTIONS] mod-flows SWITCH FLOW | del-flows SWITCH [FLOW]
 //	ovs-ofctl --bundle add-flow(s)|mod-flows|del-flows ... (one atomic bundle)
+//	ovs-ofctl [-O VERSIONS] parse-flow FLOW | parse-flows FILE (no switch:
+//	what would be sent)
 //
 // SWITCH is a bridge name (its socket RUNDIR/BRIDGE.mgmt, RUNDIR from
 // OVS_RUNDIR), a socket path, or unix:PATH / tcp:HOST:PORT. Other
@@ -30,6 +32,7 @@ import (
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
+	"github.com/govs/govs/vswitchd/ofproto/ofp/ofptext"
 )
 
 const program = "ovs-ofctl"
@@ -39,6 +42,9 @@ var logger = daemon.NewLogger(os.Stderr)
 
 func logWarn(module, msg string) { logger.Module(module).Warnf("%s", msg) }
 func logInfo(module, msg string) { logger.Module(module).Infof("%s", msg) }
+
+// The flow parser's warnings go to the program's log, as OVS's.
+func init() { ofptext.SetWarn(logWarn) }
 
 // fatal is an error that ends the program with "ovs-ofctl: MSG", exit 1.
 type fatal struct{ msg string }
@@ -75,7 +81,9 @@ type command struct {
 var commands = map[string]command{
 	"show":            {1, 1, (*ofctl).show},
 	"dump-flows":      {1, 2, (*ofctl).dumpFlows},
-	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, parseAdd) }},
+	"parse-flow":      {1, 1, (*ofctl).parseFlow},
+	"parse-flows":     {1, 1, (*ofctl).parseFlows},
+	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, ofptext.ParseAdd) }},
 	"add-flows":       {2, 2, (*ofctl).addFlows},
 	"dump-ports-desc": {1, 2, (*ofctl).dumpPortsDesc},
 	"dump-ports":      {1, 2, (*ofctl).dumpPorts},
@@ -104,19 +112,19 @@ var commands = map[string]command{
 	}},
 	"dump-meters": {1, 2, (*ofctl).dumpMeters},
 	"mod-flows": {2, 2, func(o *ofctl, a []string) error {
-		cmd := parseModify
+		cmd := ofptext.ParseModify
 		if o.strict {
-			cmd = parseModifyStrict
+			cmd = ofptext.ParseModifyStrict
 		}
 		return o.flowMods(a[0], []string{a[1]}, cmd)
 	}},
 	"del-flows": {1, 2, func(o *ofctl, a []string) error {
-		spec, cmd := "", parseDelete
+		spec, cmd := "", ofptext.ParseDelete
 		if len(a) == 2 {
 			spec = a[1]
 		}
 		if o.strict {
-			cmd = parseDeleteStrict
+			cmd = ofptext.ParseDeleteStrict
 		}
 		return o.flowMods(a[0], []string{spec}, cmd)
 	}},
@@ -302,7 +310,7 @@ func (o *ofctl) addSort(field string, desc bool) error {
 	switch field {
 	case "", "priority", "table", "cookie", "in_port", "duration", "idle_age", "hard_age", "n_packets", "n_bytes":
 	default:
-		if fieldOf(field) == nil {
+		if ofptext.FieldOf(field) == nil {
 			return fatalf("%s: unknown field name", field)
 		}
 	}
@@ -660,7 +668,7 @@ func printPorts(b *strings.Builder, v ofp.Version, ports []ofp.Port) {
 }
 
 // resolver returns a port-name resolver over ports.
-func resolver(ports []ofp.Port) portResolver {
+func resolver(ports []ofp.Port) ofptext.PortResolver {
 	return func(name string) (uint32, bool) {
 		for _, p := range ports {
 			if p.Name == name {
@@ -684,6 +692,141 @@ func namesOf(ports []ofp.Port) ofp.PortNames {
 func checkFlowVersion(v ofp.Version) error {
 	if v == ofp.V11 {
 		return fatalf("govs' ovs-ofctl does not encode OpenFlow 1.1 matches: use another version (-O)")
+	}
+	return nil
+}
+
+// parseApplyActions parses an action list that may not hold
+// instructions, a packet-out's or a bucket's, as ofpacts_parse_actions
+// ("goto_table instruction not allowed here"); none at all is refused
+// as in a flow.
+func parseApplyActions(s string, ports ofptext.PortResolver) ([]ofp.Action, error) {
+	if strings.TrimSpace(s) == "" {
+		return ofptext.ParseActions(s, ports)
+	}
+	return ofptext.ParseApplyActions(s, ports)
+}
+
+// parseFlow is `ovs-ofctl parse-flow FLOW` (OVS's ofctl_parse_flow):
+// the protocols that can carry the flow, the first of them the -O
+// versions allow, and the flow mod as sent in it, decoded back.
+func (o *ofctl) parseFlow(args []string) error {
+	spec, err := parseFlowSpec(args[0])
+	if err != nil {
+		return fatal{err.Error()}
+	}
+	return o.printParsedFlows([]*ofptext.Flow{spec}, spec.Usable)
+}
+
+// parseFlows is `ovs-ofctl parse-flows FILE` (OVS's ofctl_parse_flows):
+// parse-flow of every flow in FILE ("-": the standard input), the
+// protocols those usable for them all, errors with the line's number.
+func (o *ofctl) parseFlows(args []string) error {
+	var r io.Reader = os.Stdin
+	if args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			return fatalf("%s: open failed (%s)", args[0], daemon.Strerror(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	var specs []*ofptext.Flow
+	usable := ofptext.Protocols(ofptext.ProtoAny)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		// OVS's ds_get_preprocessed_line: comments and white space go,
+		// the line numbers count every line.
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		spec, err := parseFlowSpec(line)
+		if err != nil {
+			return fatalf("%s:%d: %s", args[0], n, err)
+		}
+		specs = append(specs, spec)
+		usable &= spec.Usable
+	}
+	if err := sc.Err(); err != nil {
+		return fatalf("%s: read failed (%s)", args[0], daemon.Strerror(err))
+	}
+	return o.printParsedFlows(specs, usable)
+}
+
+// parseFlowSpec parses a flow to add as OVS's parse_ofp_str, its action
+// checks included.
+func parseFlowSpec(s string) (*ofptext.Flow, error) {
+	spec, err := ofptext.ParseFlow(s, ofptext.ParseAdd, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := flowMod(spec, ofptext.ParseAdd, ofp.V10); err != nil {
+		return nil, err
+	}
+	if spec.Usable == 0 {
+		// Actions that leave no protocol.
+		return nil, errInconsistent
+	}
+	return spec, nil
+}
+
+// printParsedFlows prints the usable protocols, the chosen one and the
+// flow mods in it, as OVS's ofctl_parse_flows__.
+func (o *ofctl) printParsedFlows(specs []*ofptext.Flow, usable ofptext.Protocols) error {
+	fmt.Fprintf(o.out, "usable protocols: %s\n", usable)
+	usable &= ofptext.VersionProtocols(o.allowed)
+	if usable == 0 {
+		return fatalf("no usable protocol")
+	}
+	chosen := usable & -usable
+	fmt.Fprintf(o.out, "chosen protocol: %s\n", chosen)
+	v := chosen.Version()
+	if err := checkFlowVersion(v); err != nil {
+		return err
+	}
+	tid := chosen&(ofptext.ProtoOF10StdTID|ofptext.ProtoOF10NXMTID) != 0
+	nx := chosen&ofptext.ProtoOF10NXMAny != 0
+	for i, spec := range specs {
+		fm, err := flowMod(spec, ofptext.ParseAdd, v)
+		if err != nil {
+			return err
+		}
+		normalize(&fm.Match, v)
+		if v == ofp.V10 && !tid {
+			fm.Table = 0
+		}
+		if v == ofp.V10 && !nx && ofp.FlowModNX(fm) {
+			return fatalf("govs' ovs-ofctl cannot encode this flow in %s", chosen)
+		}
+		xid := uint32(i + 1)
+		msg, err := ofp.Decode(ofp.EncodeFlowMod(v, xid, fm))
+		if err != nil {
+			return fatalf("%s", err)
+		}
+		back, ok := msg.(*ofp.FlowMod)
+		if !ok {
+			return fatalf("govs' ovs-ofctl cannot decode its own flow mod")
+		}
+		// What the encoding converts (OpenFlow 1.0's mod_* for
+		// set_field, resubmit for goto_table), as OVS prints the message
+		// it encoded; the rest as given (the decoder adds what a 1.0 add
+		// implies).
+		fm.Match, fm.Actions, fm.Importance = back.Match, back.Actions, back.Importance
+		name := "OFPT_FLOW_MOD"
+		if nx {
+			name = "NXT_FLOW_MOD"
+		}
+		text := formatFlowMod(fm, v)
+		if tid && !spec.TableSet {
+			// OpenFlow 1.0 with table IDs sends "no table" as 255.
+			text = strings.Replace(text, "ADD ", "ADD table:255 ", 1)
+		}
+		fmt.Fprintf(o.out, "%s %s\n", msgHeader(name, v, xid), text)
 	}
 	return nil
 }
@@ -764,9 +907,9 @@ func (o *ofctl) dumpFlows(args []string) error {
 // filter selects ("" for all) on a connection of its own, as OVS's
 // prepare_dump_flows: NXM in OpenFlow 1.0. The caller closes vc.
 func (o *ofctl) flowStats(target, filter string, ports []ofp.Port, kind ofp.StatsKind) (vc *vconn, replies [][]byte, err error) {
-	spec := &flowSpec{table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
+	spec := &ofptext.Flow{Table: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
 	if filter != "" {
-		if spec, err = parseFlow(filter, parseDump, resolver(ports)); err != nil {
+		if spec, err = ofptext.ParseFlow(filter, ofptext.ParseDump, resolver(ports)); err != nil {
 			return nil, nil, fatal{err.Error()}
 		}
 	}
@@ -785,9 +928,9 @@ func (o *ofctl) flowStats(target, filter string, ports []ofp.Port, kind ofp.Stat
 			return fail(err)
 		}
 	}
-	req := &ofp.StatsRequest{Kind: kind, Table: spec.table, OutPort: spec.outPort, OutGroup: spec.outGroup, Match: spec.match}
-	if spec.cookieSet {
-		req.Cookie, req.CookieMask = spec.cookie, spec.cookieMask
+	req := &ofp.StatsRequest{Kind: kind, Table: spec.Table, OutPort: spec.OutPort, OutGroup: spec.OutGroup, Match: spec.Match}
+	if spec.CookieSet {
+		req.Cookie, req.CookieMask = spec.Cookie, spec.CookieMask
 	}
 	normalize(&req.Match, vc.v)
 	if replies, err = vc.transact(ofp.EncodeFlowStatsRequest(vc.v, o.nextXid(), req)); err != nil {
@@ -854,7 +997,7 @@ func compareFlows(a, b *ofp.FlowStats, field string) int {
 	case "duration":
 		return cmp(uint64(a.Duration), uint64(b.Duration))
 	}
-	fd := fieldOf(field)
+	fd := ofptext.FieldOf(field)
 	if fd == nil {
 		return 0
 	}
@@ -965,7 +1108,7 @@ func (o *ofctl) addFlows(args []string) error {
 }
 
 func (o *ofctl) flowModsFile(target, file string, lines []string) error {
-	return o.flowModsCmd(target, lines, parseAdd, file)
+	return o.flowModsCmd(target, lines, ofptext.ParseAdd, file)
 }
 
 func (o *ofctl) flowMods(target string, specs []string, cmd int) error {
@@ -982,9 +1125,9 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 	if err != nil {
 		return err
 	}
-	var parsed []*flowSpec
+	var parsed []*ofptext.Flow
 	for i, s := range specs {
-		spec, err := parseFlow(s, cmd, resolver(ports))
+		spec, err := ofptext.ParseFlow(s, cmd, resolver(ports))
 		if err != nil {
 			if file != "" {
 				return fatalf("%s:%d: %v", file, i+1, err)
@@ -1003,7 +1146,7 @@ func (o *ofctl) flowModsCmd(target string, specs []string, cmd int, file string)
 	}
 	fms := make([]*ofp.FlowMod, len(parsed))
 	for i, spec := range parsed {
-		if fms[i], err = spec.flowMod(cmd, vc.v); err != nil {
+		if fms[i], err = flowMod(spec, cmd, vc.v); err != nil {
 			return err
 		}
 	}
@@ -1149,24 +1292,24 @@ var bundleTypeNames = map[uint16]string{ofp.BundleOpenRequest: "OPEN_REQUEST", o
 
 // flowMod makes a flow mod of the spec for command cmd, or refuses
 // actions that cannot go with it as OVS's ofpacts_check does.
-func (fs *flowSpec) flowMod(cmd int, v ofp.Version) (*ofp.FlowMod, error) {
-	fm := &ofp.FlowMod{Match: fs.match, Priority: fs.priority, IdleTimeout: fs.idle, HardTimeout: fs.hard,
-		Importance: fs.importance, Flags: fs.flags, BufferID: 0xffffffff, OutPort: fs.outPort, OutGroup: fs.outGroup,
-		Actions: fs.actions, NewCookie: ^uint64(0)}
-	fm.Command = map[int]uint8{parseAdd: ofp.FlowAdd, parseModify: ofp.FlowModify, parseModifyStrict: ofp.FlowModifyStrict,
-		parseDelete: ofp.FlowDelete, parseDeleteStrict: ofp.FlowDeleteStrict}[cmd]
+func flowMod(fs *ofptext.Flow, cmd int, v ofp.Version) (*ofp.FlowMod, error) {
+	fm := &ofp.FlowMod{Match: fs.Match, Priority: fs.Priority, IdleTimeout: fs.Idle, HardTimeout: fs.Hard,
+		Importance: fs.Importance, Flags: fs.Flags, BufferID: 0xffffffff, OutPort: fs.OutPort, OutGroup: fs.OutGroup,
+		Actions: fs.Actions, NewCookie: ^uint64(0)}
+	fm.Command = map[int]uint8{ofptext.ParseAdd: ofp.FlowAdd, ofptext.ParseModify: ofp.FlowModify, ofptext.ParseModifyStrict: ofp.FlowModifyStrict,
+		ofptext.ParseDelete: ofp.FlowDelete, ofptext.ParseDeleteStrict: ofp.FlowDeleteStrict}[cmd]
 	switch {
-	case cmd == parseAdd:
-		fm.NewCookie = fs.cookie
-	case fs.cookieSet && fs.cookieMask != ^uint64(0) || fs.cookieSet && cmd != parseModify && cmd != parseModifyStrict:
-		fm.Cookie = ofp.Cookie{Value: fs.cookie & fs.cookieMask, Mask: fs.cookieMask}
-	case fs.cookieSet:
-		fm.NewCookie, fm.HasNewCookie = fs.cookie, true
+	case cmd == ofptext.ParseAdd:
+		fm.NewCookie = fs.Cookie
+	case fs.CookieSet && fs.CookieMask != ^uint64(0) || fs.CookieSet && cmd != ofptext.ParseModify && cmd != ofptext.ParseModifyStrict:
+		fm.Cookie = ofp.Cookie{Value: fs.Cookie & fs.CookieMask, Mask: fs.CookieMask}
+	case fs.CookieSet:
+		fm.NewCookie, fm.HasNewCookie = fs.Cookie, true
 	}
-	fm.Table = fs.table
-	if !fs.tableSet {
+	fm.Table = fs.Table
+	if !fs.TableSet {
 		fm.Table = 0
-		if cmd == parseDelete || cmd == parseDeleteStrict {
+		if cmd == ofptext.ParseDelete || cmd == ofptext.ParseDeleteStrict {
 			fm.Table = 0xff
 		}
 	}
@@ -1204,7 +1347,10 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		var err error
 		switch a.Type {
 		case ofp.ActSetField:
-			if !a.Legacy() && !a.Field.Prereqs(m) {
+			// OVS's check_SET_FIELD: a set of vlan_vid also needs a
+			// VLAN header (from the match or a push_vlan before it).
+			noVLAN := a.Field.ID == ofp.FieldVLANVID && (m.Mask.VLANTCI&flow.VLANPresent == 0 || m.Flow.VLANTCI&flow.VLANPresent == 0)
+			if !a.Legacy() && (!a.Field.Prereqs(m) || noVLAN) {
 				logWarn("ofp_actions", fmt.Sprintf("set_field %s lacks correct prerequisites", a.Field.Name))
 				return errInconsistent
 			}
@@ -1397,14 +1543,14 @@ func (o *ofctl) printStatsReplies(replies [][]byte, name string, body func(*ofp.
 // at once, a port's name after learning the names (as OVS's, on a
 // connection of its own).
 func (o *ofctl) portArg(target, arg string) (uint32, error) {
-	if p, err := parsePort(arg, nil); err == nil {
+	if p, err := ofptext.ParsePort(arg, nil); err == nil {
 		return p, nil
 	}
 	ports, err := o.fetchPorts(target)
 	if err != nil {
 		return 0, err
 	}
-	p, err := parsePort(arg, resolver(ports))
+	p, err := ofptext.ParsePort(arg, resolver(ports))
 	if err != nil {
 		return 0, fatalf("%s: unknown port `%s'", target, arg)
 	}
@@ -1690,21 +1836,21 @@ func (o *ofctl) packetOut(args []string) error {
 		if i < 0 {
 			return fatalf("must specify an action")
 		}
-		acts, err := parseActions(spec[i+len("actions="):], res)
+		acts, err := parseApplyActions(spec[i+len("actions="):], res)
 		if err != nil {
 			return fatal{err.Error()}
 		}
 		po.Actions = acts
 		havePacket := false
 		for rest := spec[:i]; ; {
-			key, value, r, ok := splitKV(rest)
+			key, value, r, ok := ofptext.SplitKV(rest)
 			if !ok {
 				break
 			}
 			rest = r
 			switch key {
 			case "in_port":
-				p, err := parsePort(value, res)
+				p, err := ofptext.ParsePort(value, res)
 				if err != nil {
 					return fatalf("%s for in_port", err)
 				}
@@ -1724,11 +1870,11 @@ func (o *ofctl) packetOut(args []string) error {
 		}
 		pos = append(pos, po)
 	} else {
-		in, err := parsePort(args[1], res)
+		in, err := ofptext.ParsePort(args[1], res)
 		if err != nil {
 			return fatalf("%s: invalid or unknown port", args[1])
 		}
-		acts, err := parseActions(args[2], res)
+		acts, err := parseApplyActions(args[2], res)
 		if err != nil {
 			return fatal{err.Error()}
 		}
@@ -1766,13 +1912,13 @@ var groupTypes = []string{"all", "select", "indirect", "ff"}
 
 // parseGroup parses a group as OVS's parse_ofp_group_mod_str: group_id,
 // type, selection_method[_param] and buckets ("bucket=" up to the next).
-func parseGroup(spec string, command uint16, ports portResolver) (*ofp.GroupMod, error) {
+func parseGroup(spec string, command uint16, ports ofptext.PortResolver) (*ofp.GroupMod, error) {
 	gm := &ofp.GroupMod{Command: command, CommandBucketID: ofp.BucketAll}
 	parts := strings.Split(spec, "bucket=")
 	head := parts[0]
 	haveID, haveType := false, false
 	for rest := head; ; {
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -1839,14 +1985,14 @@ func parseGroup(spec string, command uint16, ports portResolver) (*ofp.GroupMod,
 
 // parseBucket parses one bucket: bucket_id, weight, watch_port and
 // watch_group, then its actions ("actions=" or the first other item on).
-func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
+func parseBucket(s string, typ uint8, ports ofptext.PortResolver) (ofp.Bucket, error) {
 	bk := ofp.Bucket{ID: ofp.BucketAll, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny}
 	if typ == ofp.GroupSelect {
 		bk.Weight = 1
 	}
 	for rest := s; ; {
 		before := strings.TrimLeft(rest, ", \t")
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -1861,7 +2007,7 @@ func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
 			bk.Weight = uint16(n)
 		case "watch_port":
 			var p uint32
-			if p, err = parsePort(value, ports); err == nil {
+			if p, err = ofptext.ParsePort(value, ports); err == nil {
 				bk.WatchPort = p
 			}
 		case "watch_group":
@@ -1871,7 +2017,7 @@ func parseBucket(s string, typ uint8, ports portResolver) (ofp.Bucket, error) {
 			before = strings.TrimPrefix(strings.TrimPrefix(before, key), "=")
 			fallthrough
 		default:
-			acts, err := parseActions(before, ports)
+			acts, err := parseApplyActions(before, ports)
 			if err != nil {
 				return bk, err
 			}
@@ -2034,7 +2180,7 @@ func parseMeter(spec string, command uint16) (*ofp.MeterMod, error) {
 	}
 	haveID := false
 	for rest := head; ; {
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -2076,7 +2222,7 @@ func parseMeter(spec string, command uint16) (*ofp.MeterMod, error) {
 	}
 	var band *ofp.MeterBand
 	for rest := bands; ; {
-		key, value, r, ok := splitKV(rest)
+		key, value, r, ok := ofptext.SplitKV(rest)
 		if !ok {
 			break
 		}

@@ -137,6 +137,15 @@ func (x *xlate) reportActionSet(verb string) {
 // place: a clone's or a bucket's copy of the state keeps the set it
 // started with.
 func (x *xlate) writeActions(acts []ofp.Action) {
+	// OVS's xlate_write_actions__ keeps actset_output.
+	for i := 0; i < len(acts) && !x.of.actsetGroup; i++ {
+		switch acts[i].Type {
+		case ofp.ActOutput:
+			x.of.actsetOutput = true
+		case ofp.ActGroup:
+			x.of.actsetOutput, x.of.actsetGroup = false, true
+		}
+	}
 	set := x.of.actset
 	x.of.actset = append(set[:len(set):len(set)], acts...)
 	x.reportActionSet("is")
@@ -146,6 +155,7 @@ func (x *xlate) writeActions(acts []ofp.Action) {
 func (x *xlate) clearActions() {
 	x.reportActionSet("was")
 	x.of.actset = nil
+	x.of.actsetOutput = false
 }
 
 // executeActionSet runs the action set at the end of a walk through the

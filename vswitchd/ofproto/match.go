@@ -14,6 +14,7 @@ import (
 
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
+	"github.com/govs/govs/vswitchd/ofproto/ofp/ofptext"
 )
 
 // formatMatch formats key k under mask m in OpenFlow match syntax, as OVS's
@@ -459,14 +460,6 @@ type flowMeta struct {
 	metadata        uint64
 }
 
-// traceFieldAliases are the other names OVS's mf_from_name takes for
-// the fields parseFlowMeta knows by the name on the right.
-var traceFieldAliases = map[string]string{
-	"eth_src": "dl_src", "eth_dst": "dl_dst", "eth_type": "dl_type", "ip_src": "nw_src", "ip_dst": "nw_dst",
-	"ip_proto": "nw_proto", "ip_ecn": "nw_ecn", "ip_frag": "nw_frag", "tunnel_id": "tun_id",
-	"tcp_src": "tp_src", "tcp_dst": "tp_dst", "in_port_oxm": "in_port",
-}
-
 // traceUnsupported are fields OVS's trace takes that govs' datapath has
 // no place for (MPLS, NSH, packet types other than Ethernet, VXLAN GBP,
 // ERSPAN, GTP-U, IPv6 tunnels): a flow that gives one is refused, not
@@ -736,9 +729,14 @@ func parseFlowMeta(spec string, tlv *ofp.TLVTable, port func(string) (*port, int
 			}
 			continue
 		}
+		// The name parseFlowMeta knows a field by: OVS's other name of
+		// it, if this one is not (ofptext's table of OVS's aliases), and
+		// in_port for OXM's in_port.
 		canon := name
-		if a, ok := traceFieldAliases[name]; ok {
-			canon = a
+		if name == "in_port_oxm" {
+			canon = "in_port"
+		} else if other := ofptext.FieldAlias(name); other != "" && !traceFieldKnown(name, true) {
+			canon = other
 		}
 		if !traceFieldKnown(canon, md != nil) {
 			return k, nil, 0, errFlowSyntax(spec, "unknown field %s", name)

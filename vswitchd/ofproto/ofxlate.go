@@ -53,8 +53,13 @@ type ofState struct {
 	stack string
 	// actset is the action set, as written (actionset.go); lastTable
 	// the table of the last rule whose actions ran.
-	actset    []ofp.Action
-	lastTable uint8
+	actset []ofp.Action
+	// actsetOutput says the action set holds an output and no group
+	// (OVS's flow.actset_output is not OFPP_UNSET: its trace then
+	// shows a "Final flow:" even if nothing else changed);
+	// actsetGroup that a group was written.
+	actsetOutput, actsetGroup bool
+	lastTable                 uint8
 	// inActionSet: the action set's actions run.
 	inActionSet bool
 }
@@ -154,7 +159,21 @@ func (x *xlate) pipeline(in *port) {
 	if in.srcMirrors != 0 && !(x.of.ecnCheck && ecnDrops(x.key)) {
 		x.mirrorPacket(in, in.srcMirrors)
 	}
-	if in.br.br.failOpen.Load() {
+	if saved == nil && x.traceActions != nil {
+		// A traced packet-out: its actions where the first lookup would
+		// be (OVS's xlate_actions with xin.ofpacts), no fail-open rule.
+		x.of.packetOut = true
+		x.of.ecnCheck = false
+		if !x.tnlProcessECN() {
+			x.mergeWC()
+			x.key = orig
+			x.of = saved
+			return
+		}
+		x.ofActions(x.traceActions, 0)
+		x.executeActionSet(x.of.lastTable)
+		x.finishFreeze()
+	} else if in.br.br.failOpen.Load() {
 		// OVS's fail-open rule: priority 0xf0f0f0, above every flow.
 		x.report("->", "fail-open: NORMAL")
 		x.of.ecnCheck = false
@@ -174,6 +193,7 @@ func (x *xlate) pipeline(in *port) {
 	if x.trace != nil && saved == nil && x.traceFinal == nil {
 		final := x.of.flow
 		x.traceFinal = &final
+		x.traceFinalActset = x.of.actsetOutput
 		if n := len(x.inner); n > 0 {
 			x.traceFinalInner = x.inner[n-1]
 		}
@@ -185,6 +205,23 @@ func (x *xlate) pipeline(in *port) {
 	x.mergeWC()
 	x.key = orig
 	x.of = saved
+}
+
+// legacyApplies reports whether OpenFlow 1.0's mod_* of field fd
+// changes the packet k, as OVS's do_xlate_actions: mod_nw_src and
+// mod_nw_dst an IPv4 one, mod_nw_tos any IP one, mod_tp_* any IP one
+// but a later fragment. Others pass unchanged (the action needs no
+// prerequisite in a rule).
+func legacyApplies(fd *ofp.Field, k *ofp.Flow) bool {
+	switch fd.Name {
+	case "ip_src", "ip_dst":
+		return k.EthType == flow.EthTypeIPv4
+	case "nw_tos", "ip_dscp":
+		return isIP(&k.Key)
+	case "tcp_src", "tcp_dst":
+		return isIP(&k.Key) && k.NwFrag&flow.FragLater == 0
+	}
+	return true
 }
 
 // mergeWC adds the consulted bits of the OpenFlow flow to the datapath
@@ -408,11 +445,17 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 	case ofp.ActOutputReg:
 		v := ofp.GetRef(f, a.Src)
 		ofp.MarkRef(&x.of.wc, a.Src)
+		// OVS's xlate_output_reg_action.
+		if v > 0xffff {
+			x.report(">>", "output port %d is out of range", v)
+			break
+		}
+		x.report("->", "output port is %d", v)
 		x.ofOutput(uint32(v))
 	case ofp.ActResubmit:
 		x.resubmit(a, id)
 	case ofp.ActSetField:
-		if x.of.inActionSet && !x.hasPrereqs(a.Field) {
+		if x.of.inActionSet && !x.hasPrereqs(a.Field) || a.Legacy() && !legacyApplies(a.Field, f) {
 			break
 		}
 		// The bits set are consulted: the datapath flow sets them only

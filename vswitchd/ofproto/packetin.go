@@ -82,7 +82,11 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16, userdata []byte, pau
 	if s.missTable >= 0 {
 		c.table, c.cookie, c.explicitMiss, c.implicitMiss = uint8(s.missTable), 0, false, true
 	}
-	*x.mask = flow.Exact()
+	if x.mode != modeTrace {
+		// (A trace's Megaflow: is what the translation consulted, as
+		// OVS's, which slow-paths such a flow.)
+		*x.mask = flow.Exact()
+	}
 	if pause {
 		// The context is complete once the translation unwinds
 		// (finishPause); nothing after this action is translated.

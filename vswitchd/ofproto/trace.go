@@ -47,6 +47,12 @@ type traceOptions struct {
 	// generate: -generate, taken for a trace whose text is OVS's; the
 	// actions do not run on a packet, as OVS's would (logged).
 	generate bool
+	// consistent: -consistent (ofproto/trace-packet-out only), actions
+	// the flow does not give what they work on are refused.
+	consistent bool
+	// actions are ofproto/trace-packet-out's, run instead of the
+	// tables; nil (none given, or "drop") traces the tables.
+	actions []ofp.Action
 }
 
 // traceNames are the current bridge's port names in a trace with
@@ -109,6 +115,16 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	if err != nil {
 		return "", err
 	}
+	if o.actions != nil {
+		if err := br.checkTraceActions(o, &k); err != nil {
+			return "", err
+		}
+		if in == nil && k.RecircID == 0 {
+			// A packet-out may come from a port the bridge does not
+			// have (OVS's xlate_actions with no xport).
+			in = &port{br: s, ofport: ofport}
+		}
+	}
 	inText := ofportString(ofport)
 	if o.names && ofport != LocalOFPort {
 		inText = s.portNames().Port(uint32(ofport))
@@ -123,13 +139,16 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	x := b.newXlate(idx, &u, modeTrace, 0)
 	x.inMeta, x.pktMark = md, md.pktMark
 	x.trace, x.tt, x.names = &out, newTraceTree(), o.names
+	x.traceActions = o.actions
 	x.tunMDWC = &ofp.Flow{}
 	tnlWCInit(&k, &u.Mask)
 	var failed string
 	if k.RecircID != 0 {
 		// OVS's xlate_actions thaws the state frozen under the ID, if
 		// any, before it looks at the input port.
-		if n := b.recircs.lookup(k.RecircID); n != nil {
+		if n := b.recircs.lookup(k.RecircID); n != nil && o.actions != nil {
+			failed = traceConflict(x, n.state.br.name)
+		} else if n != nil {
 			x.resume(n)
 		} else {
 			x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", br.name))
@@ -197,12 +216,31 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
 		x.trace, x.tt, x.names = out, newTraceTree(), o.names
-		x.resume(&recircNode{id: r.id, state: r.st})
+		var failed string
+		if o.actions != nil {
+			// OVS traces each recirculation with the packet-out's
+			// actions again, which a frozen state conflicts with.
+			failed = traceConflict(x, r.st.br.name)
+		} else {
+			x.resume(&recircNode{id: r.id, state: r.st})
+		}
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
 			formatMatch(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, ""), x.dpActions())
+		out.WriteString(failed)
 		queue = append(queue, x.recircTrace...)
 	}
+}
+
+// traceConflict reports, as OVS's xlate_actions, a thaw of a frozen
+// state in a trace of a packet-out's actions, which take the frozen
+// actions' place (XLATE_RECIRCULATION_CONFLICT), and returns the line
+// that follows the trace.
+func traceConflict(x *xlate, bridge string) string {
+	x.tt.open(traceBridge, fmt.Sprintf("bridge(\"%s\")", bridge))
+	x.tt.open(traceThaw, "thaw")
+	x.report(">>>>", "Recirculation conflict (actions)!")
+	return "Translation failed (Recirculation conflict), packet is dropped.\n"
 }
 
 // tnlWCInit is OVS's tnl_wc_init for a trace: a packet from a tunnel
@@ -257,10 +295,16 @@ func (b *Backer) TraceCommand(args []string) (string, error) {
 	if len(args) == 0 {
 		return "", errors.New(`"ofproto/trace" command requires at least 1 arguments`)
 	}
-	pos, o, err := parseTraceArgs(args)
+	pos, o, err := parseTraceArgs(args, false)
 	if err != nil {
 		return "", err
 	}
+	return b.traceArgs(pos, o)
+}
+
+// traceArgs traces as ofproto/trace's positional arguments say: a
+// bridge and its flow, or a datapath flow (after the datapath's name).
+func (b *Backer) traceArgs(pos []string, o *traceOptions) (string, error) {
 	if o.generate {
 		b.log.Infof("ofproto/trace: -generate: the trace is of the flow; govs runs no action on a generated packet (OVS runs all but the outputs)")
 	}
@@ -282,11 +326,18 @@ func (b *Backer) TraceCommand(args []string) (string, error) {
 }
 
 // parseTraceArgs separates ofproto/trace's options from its positional
-// arguments (at most 3), with OVS's errors (parse_flow_and_packet).
-func parseTraceArgs(args []string) (pos []string, o *traceOptions, err error) {
+// arguments (at most 3), with OVS's errors (parse_flow_and_packet);
+// -consistent is an option only where consistent allows it
+// (ofproto/trace-packet-out).
+func parseTraceArgs(args []string, consistent bool) (pos []string, o *traceOptions, err error) {
 	o = &traceOptions{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		switch {
+		case consistent && (a == "-consistent" || a == "--consistent"):
+			o.consistent = true
+			continue
+		}
 		switch a {
 		case "-generate", "--generate":
 			o.generate = true
@@ -433,7 +484,7 @@ func (b *Backer) traceODP(flow string, o *traceOptions) (string, error) {
 // first bridge's flow after its actions as OVS's flow_format shows it
 // (its packet fields, and the registers, metadata and mark not zero).
 func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
-	if x.traceStart == nil || x.traceFinal == nil || *x.traceStart == *x.traceFinal {
+	if x.traceStart == nil || x.traceFinal == nil || *x.traceStart == *x.traceFinal && !x.traceFinalActset {
 		return "unchanged"
 	}
 	f := x.traceFinal

@@ -231,7 +231,7 @@ func FuzzParseTraceArgs(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, joined string) {
-		_, o, err := parseTraceArgs(strings.Split(joined, "\x00"))
+		_, o, err := parseTraceArgs(strings.Split(joined, "\x00"), false)
 		if err != nil {
 			return
 		}
@@ -245,4 +245,64 @@ func FuzzParseTraceArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTracePacketOutCommand: ofproto/trace-packet-out runs the actions
+// in the last argument instead of the tables, and refuses what OVS 3.1's
+// refuses with its texts (those of Debian's, in
+// tests/vswitchd_tracepktout_test.go).
+func TestTracePacketOutCommand(t *testing.T) {
+	tb := traceRig(t)
+	const flow = "in_port=1,ip,nw_src=10.0.0.1,nw_dst=10.0.0.2"
+	got, err := tb.TracePacketOutCommand([]string{"brd", flow, "output:2"})
+	const want = `Flow: ip,in_port=1,vlan_tci=0x0000,dl_src=00:00:00:00:00:00,dl_dst=00:00:00:00:00:00,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_proto=0,nw_tos=0,nw_ecn=0,nw_ttl=0,nw_frag=no
+
+bridge("brd")
+-------------
+    output:2
+
+Final flow: unchanged
+Megaflow: recirc_id=0,eth,ip,in_port=1,nw_frag=no
+Datapath actions: 3
+`
+	if err != nil || got != want {
+		t.Errorf("output:2 (%v):\n%s\nwant:\n%s", err, got, want)
+	}
+	// No actions, or drop: the tables.
+	for _, acts := range []string{"", "drop"} {
+		got, err := tb.TracePacketOutCommand([]string{"brd", flow, acts})
+		if err != nil || !strings.Contains(got, " 0. priority 0\n    NORMAL\n") {
+			t.Errorf("%q (%v): the tables not traced:\n%s", acts, err, got)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"brd"}, `"ofproto/trace-packet-out" command requires at least 2 arguments`},
+		{[]string{"brd", flow}, "unknown action ip"},
+		{[]string{"brd", flow, "--ct-next"}, "unknown action --ct-next"},
+		{[]string{"brd", flow, "goto_table:1"}, "goto_table instruction not allowed here"},
+		{[]string{"brd", flow, "write_actions(output:2)"}, "write_actions instruction not allowed here"},
+		{[]string{"brd", flow, "output:2,drop"}, `"drop" must not be accompanied by any other action or instruction`},
+		{[]string{"brd", flow, "resubmit(,300)"}, "300: resubmit to unknown table"},
+		{[]string{"brd", flow, "meter:1,output:2"}, "Bad actions: OFPMMFC_INVALID_METER"},
+		{[]string{"brd", flow, "group:9"}, "Bad actions: OFPBAC_BAD_OUT_GROUP"},
+		{[]string{"brd", "in_port=1", "set_field:10.0.0.9->ip_src,output:2"}, "Bad actions: OFPBAC_MATCH_INCONSISTENT"},
+		{[]string{"-consistent", "brd", "in_port=1", "mod_nw_tos:16,output:2"}, "Bad actions: OFPBAC_MATCH_INCONSISTENT"},
+		{[]string{"brd", "in_port=1,tp_dst=80", "output:2"}, "Bad openflow flow syntax: in_port=1,tp_dst=80: prerequisites not met for setting tp_dst"},
+		{[]string{"nosuch", flow, "output:2"}, "nosuch: unknown bridge"},
+		{[]string{"brd", flow, "a", "b", "output:2"}, "too many arguments"},
+		{[]string{"brd", flow, "--frobnicate", "output:2"}, "--frobnicate: unknown option"},
+	} {
+		if _, err := tb.TracePacketOutCommand(tt.args); err == nil || err.Error() != tt.err {
+			t.Errorf("%q: error %v, want %q", tt.args, err, tt.err)
+		}
+	}
+	// Without -consistent an OpenFlow 1.0 set of a header the packet
+	// lacks is traced and changes nothing.
+	got, err = tb.TracePacketOutCommand([]string{"brd", "in_port=1", "mod_nw_tos:16,output:2"})
+	if err != nil || !strings.Contains(got, "    mod_nw_tos:16\n    output:2\n\nFinal flow: unchanged\n") {
+		t.Errorf("mod_nw_tos of a non-IP packet (%v):\n%s", err, got)
+	}
 }

@@ -135,6 +135,9 @@ type xlate struct {
 	// traceStart and traceFinal, in a trace, are the first bridge's
 	// OpenFlow flow before and after its actions (OVS's "Final flow:").
 	traceStart, traceFinal *ofp.Flow
+	// traceFinalActset: the action set then held an output (OVS's
+	// actset_output, which its "Final flow:" compares but never shows).
+	traceFinalActset bool
 	// traceFinalInner is the tag below the outer one there, if a
 	// push_vlan pushed over one (OVS's flow's second VLAN header).
 	traceFinalInner vlanHdr
@@ -153,7 +156,11 @@ type xlate struct {
 	// as Debian's shows) has the label's 20, and shows a mask only for
 	// the latter.
 	traceLabelExact bool
-	inMeta          flowMeta
+	// traceActions, in ofproto/trace-packet-out, are the packet-out's
+	// actions, which the first bridge runs instead of its tables (OVS's
+	// xin.ofpacts); nil otherwise.
+	traceActions []ofp.Action
+	inMeta       flowMeta
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32

@@ -1,4 +1,9 @@
-package main
+// Package ofptext parses the flow, match and action syntax of OVS 3.1's
+// ovs-ofctl(8) (OVS's parse_ofp_str, mf_parse_field and ofpacts_parse)
+// into the codec's types, for govs' ovs-ofctl and ovs-vswitchd's
+// commands that take flows and actions (ofproto/trace-packet-out). Its
+// printer is the codec's (ofp.FormatMatch, ofp.FormatActions).
+package ofptext
 
 import (
 	"encoding/binary"
@@ -8,52 +13,71 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
-// The flow syntax of ovs-ofctl(8) (OVS's parse_ofp_str, mf_parse_field
-// and ofpacts_parse), for the match fields and actions govs' switch
-// supports. Errors carry OVS's texts.
+// The flow syntax of ovs-ofctl(8), for the match fields and actions
+// govs' switch supports. Errors carry OVS's texts.
 
-// flowSpec is a parsed flow: what a flow mod or a flow statistics
+// warn is where the warnings OVS logs while it parses go (SetWarn).
+var warn atomic.Pointer[func(module, msg string)]
+
+// SetWarn has the warnings OVS logs while it parses (module, message),
+// as the ofp_port module's about a port number out of range, go to f;
+// they go nowhere by default.
+func SetWarn(f func(module, msg string)) { warn.Store(&f) }
+
+// Warn logs a parse warning through the function SetWarn gave.
+func Warn(module, msg string) {
+	if f := warn.Load(); f != nil {
+		(*f)(module, msg)
+	}
+}
+
+// Flow is a parsed flow: what a flow mod or a flow statistics
 // request needs.
-type flowSpec struct {
-	match              ofp.Match
-	priority           uint16
-	table              uint8
-	tableSet           bool
-	cookie, cookieMask uint64
-	cookieSet          bool
-	idle, hard         uint16
-	importance         uint16
-	flags              uint16
-	outPort            uint32
-	outGroup           uint32
-	actions            []ofp.Action
-	hasActions         bool
+type Flow struct {
+	Match              ofp.Match
+	Priority           uint16
+	Table              uint8 // 0xff unless given
+	TableSet           bool
+	Cookie, CookieMask uint64
+	CookieSet          bool
+	Idle, Hard         uint16
+	Importance         uint16
+	Flags              uint16
+	OutPort            uint32
+	OutGroup           uint32
+	Actions            []ofp.Action
+	HasActions         bool
+	// Usable are the protocols that can carry the flow, as OVS's
+	// parse_ofp_str computes them (ovs-ofctl parse-flow prints them);
+	// 0 when no protocol can.
+	Usable Protocols
 }
 
 // Commands the parser knows the rules of (they differ in what they
 // accept).
 const (
-	parseAdd = iota
-	parseModify
-	parseDelete
-	parseDump
-	parseDeleteStrict
-	parseModifyStrict
+	ParseAdd = iota
+	ParseModify
+	ParseDelete
+	ParseDump
+	ParseDeleteStrict
+	ParseModifyStrict
 )
 
-// portResolver turns a port name into its number (--names and
+// PortResolver turns a port name into its number (--names and
 // in_port=NAME); nil resolves only numbers and reserved names.
-type portResolver func(name string) (uint32, bool)
+type PortResolver func(name string) (uint32, bool)
 
-// splitKV splits s at the first top-level ',' or white space into a
+// SplitKV splits s at the first top-level ',' or white space into a
 // "key[=:]value" item and the rest, as ofputil_parse_key_value: a value
 // may hold parentheses with commas inside.
-func splitKV(s string) (key, value, rest string, ok bool) {
+func SplitKV(s string) (key, value, rest string, ok bool) {
 	s = strings.TrimLeft(s, ", \t\r\n")
 	if s == "" {
 		return "", "", "", false
@@ -98,12 +122,37 @@ func splitKV(s string) (key, value, rest string, ok bool) {
 	return key, "", s[i:], true
 }
 
-// fieldAliases maps OVS's other names of a field to the codec's.
-var fieldAliases = map[string]string{
-	"dl_src": "eth_src", "dl_dst": "eth_dst", "dl_type": "eth_type", "nw_src": "ip_src", "nw_dst": "ip_dst",
-	"nw_proto": "ip_proto", "nw_ecn": "ip_ecn", "ip_ttl": "nw_ttl", "nw_frag": "ip_frag", "tp_src": "tcp_src",
-	"tp_dst": "tcp_dst", "icmpv4_type": "icmp_type", "icmpv4_code": "icmp_code", "tun_ipv4_src": "tun_src",
-	"tun_ipv4_dst": "tun_dst", "tunnel_id": "tun_id",
+// fieldAliasPairs are OVS's fields with two names (meta-flow.h's
+// "aka"): the name OVS gives first, then the other. OVS's mf_from_name
+// takes either; so do govs' parsers of flows, ovs-ofctl's (here) and
+// ofproto/trace's.
+var fieldAliasPairs = [...][2]string{{"tun_id", "tunnel_id"}, {"eth_src", "dl_src"}, {"eth_dst", "dl_dst"},
+	{"eth_type", "dl_type"}, {"ip_src", "nw_src"}, {"ip_dst", "nw_dst"}, {"nw_proto", "ip_proto"}, {"nw_ecn", "ip_ecn"},
+	{"ip_frag", "nw_frag"}, {"tcp_src", "tp_src"}, {"tcp_dst", "tp_dst"}}
+
+// FieldAlias returns the other name of a field that has two, "" for
+// any other name.
+func FieldAlias(name string) string {
+	for _, p := range fieldAliasPairs {
+		switch name {
+		case p[0]:
+			return p[1]
+		case p[1]:
+			return p[0]
+		}
+	}
+	return ""
+}
+
+// fieldByName returns the codec's field by either of OVS's names.
+func fieldByName(name string) *ofp.Field {
+	if fd := ofp.FieldByName(name); fd != nil {
+		return fd
+	}
+	if other := FieldAlias(name); other != "" {
+		return ofp.FieldByName(other)
+	}
+	return nil
 }
 
 // ignoredKeys are what dump-flows prints and parse_ofp_str skips, so
@@ -113,10 +162,10 @@ var ignoredKeys = map[string]bool{"duration": true, "n_packets": true, "n_bytes"
 var flagKeys = map[string]uint16{"send_flow_rem": ofp.FlagSendFlowRem, "check_overlap": ofp.FlagCheckOverlap,
 	"reset_counts": ofp.FlagResetCounts, "no_packet_counts": ofp.FlagNoPktCounts, "no_byte_counts": ofp.FlagNoBytCounts}
 
-// parseFlow parses a flow as parse_ofp_str for command cmd.
-func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
-	fs := &flowSpec{priority: 32768, table: 0xff, outPort: ofp.PortAny, outGroup: ofp.GroupAny}
-	if cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict {
+// ParseFlow parses a flow as parse_ofp_str for command cmd.
+func ParseFlow(s string, cmd int, ports PortResolver) (*Flow, error) {
+	fs := &Flow{Priority: 32768, Table: 0xff, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Usable: ProtoAny}
+	if cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict {
 		i := strings.Index(s, "action")
 		if i < 0 {
 			return nil, errors.New("must specify an action")
@@ -125,15 +174,19 @@ func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
 		if eq < 0 {
 			return nil, errors.New("must specify an action")
 		}
-		acts, err := parseActions(s[i+eq+1:], ports)
+		// "actions=" with nothing after it is no action, as "drop".
+		acts, err := ParseApplyActions(s[i+eq+1:], ports)
+		if strings.TrimSpace(s[i+eq+1:]) != "" {
+			acts, err = ParseActions(s[i+eq+1:], ports)
+		}
 		if err != nil {
 			return nil, err
 		}
-		fs.actions, fs.hasActions = acts, true
+		fs.Actions, fs.HasActions = acts, true
 		s = s[:i]
 	}
 	for {
-		key, value, rest, ok := splitKV(s)
+		key, value, rest, ok := SplitKV(s)
 		if !ok {
 			break
 		}
@@ -142,19 +195,35 @@ func parseFlow(s string, cmd int, ports portResolver) (*flowSpec, error) {
 			return nil, err
 		}
 	}
+	// Only NXM and OXM match IPv6's L3 and L4 fields.
+	if mk := &fs.Match.Mask; fs.Match.Flow.EthType == flow.EthTypeIPv6 && (mk.NwProto != 0 || mk.NwTOS != 0 || mk.TpSrc != 0 || mk.TpDst != 0) {
+		fs.Usable &= ProtoNXMOXM
+	}
+	if fs.HasActions {
+		fs.Usable &= actionsUsable(fs.Actions)
+		if Inconsistent(fs.Actions, fs.Match.Flow.Key) {
+			fs.Usable &= ProtoOF10Any
+		}
+	}
 	return fs, nil
 }
 
-func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) error {
+func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error {
 	if p, ok := ofp.Protocols[key]; ok {
-		fs.match.Flow.EthType, fs.match.Mask.EthType = p.EthType, 0xffff
+		fs.Match.Flow.EthType, fs.Match.Mask.EthType = p.EthType, 0xffff
 		if p.NwProto != 0 {
-			fs.match.Flow.NwProto, fs.match.Mask.NwProto = p.NwProto, 0xff
+			fs.Match.Flow.NwProto, fs.Match.Mask.NwProto = p.NwProto, 0xff
 		}
 		return nil
 	}
-	if bit, ok := flagKeys[key]; ok && (cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict) {
-		fs.flags |= bit
+	if bit, ok := flagKeys[key]; ok && (cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict) {
+		fs.Flags |= bit
+		switch bit {
+		case ofp.FlagResetCounts:
+			fs.Usable &= ProtoOF12Up
+		case ofp.FlagNoPktCounts, ofp.FlagNoBytCounts:
+			fs.Usable &= ProtoOF13Up
+		}
 		return nil
 	}
 	if ignoredKeys[key] {
@@ -165,28 +234,31 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 	}
 	// Which settings each command takes (OVS's F_* per command); the
 	// others are unknown keywords to it.
-	withPriority := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict || cmd == parseDeleteStrict
-	withMods := cmd == parseAdd || cmd == parseModify || cmd == parseModifyStrict
-	withOut := cmd == parseDelete || cmd == parseDeleteStrict || cmd == parseDump
+	withPriority := cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict || cmd == ParseDeleteStrict
+	withMods := cmd == ParseAdd || cmd == ParseModify || cmd == ParseModifyStrict
+	withOut := cmd == ParseDelete || cmd == ParseDeleteStrict || cmd == ParseDump
 	switch {
 	case key == "priority" && !withPriority, (key == "idle_timeout" || key == "hard_timeout") && !withMods,
-		key == "importance" && cmd != parseAdd, (key == "out_port" || key == "out_group") && !withOut:
+		key == "importance" && cmd != ParseAdd, (key == "out_port" || key == "out_group") && !withOut:
 		return fmt.Errorf("unknown keyword %s", key)
 	}
 	switch key {
 	case "table":
 		n, err := strconv.ParseUint(value, 0, 8)
-		if err != nil || n == 255 && cmd != parseDelete && cmd != parseDeleteStrict && cmd != parseDump {
+		if err != nil || n == 255 && cmd != ParseDelete && cmd != ParseDeleteStrict && cmd != ParseDump {
 			return fmt.Errorf("invalid table \"%s\"", value)
 		}
-		fs.table, fs.tableSet = uint8(n), true
+		fs.Table, fs.TableSet = uint8(n), true
+		if n != 0xff {
+			fs.Usable &= ProtoTID
+		}
 		return nil
 	case "priority":
 		n, err := strconv.ParseUint(value, 0, 16)
 		if err != nil {
 			return fmt.Errorf("invalid priority \"%s\"", value)
 		}
-		fs.priority = uint16(n)
+		fs.Priority = uint16(n)
 		return nil
 	case "idle_timeout", "hard_timeout", "importance":
 		n, err := strconv.ParseUint(value, 0, 16)
@@ -195,11 +267,11 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		}
 		switch key {
 		case "idle_timeout":
-			fs.idle = uint16(n)
+			fs.Idle = uint16(n)
 		case "hard_timeout":
-			fs.hard = uint16(n)
+			fs.Hard = uint16(n)
 		default:
-			fs.importance = uint16(n)
+			fs.Importance = uint16(n)
 		}
 		return nil
 	case "cookie":
@@ -208,55 +280,77 @@ func (fs *flowSpec) parseItem(key, value string, cmd int, ports portResolver) er
 		if err != nil {
 			return fmt.Errorf("invalid cookie \"%s\"", value)
 		}
-		fs.cookie, fs.cookieMask, fs.cookieSet = c, ^uint64(0), true
+		fs.Cookie, fs.CookieMask, fs.CookieSet = c, ^uint64(0), true
 		if hasMask {
-			if cmd == parseAdd {
+			if cmd == ParseAdd {
 				return errors.New("flow additions cannot use a cookie mask")
 			}
-			if fs.cookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
+			if fs.CookieMask, err = strconv.ParseUint(m, 0, 64); err != nil {
 				return fmt.Errorf("invalid cookie mask \"%s\"", m)
 			}
-		} else if cmd != parseAdd && cmd != parseModify && cmd != parseModifyStrict {
+			if fs.CookieMask != 0 {
+				fs.Usable &= ProtoNXMOF11Up
+			}
+		} else if cmd != ParseAdd && cmd != ParseModify && cmd != ParseModifyStrict {
 			// A cookie without a mask filters exactly only in add and
 			// modify (where it also sets); OVS requires the mask here.
 			return errors.New("cannot set cookie")
 		}
 		return nil
 	case "out_port":
-		p, err := parsePort(value, ports)
+		p, err := ParsePort(value, ports)
 		if err != nil {
 			return err
 		}
-		fs.outPort = p
+		fs.OutPort = p
 		return nil
 	case "out_group":
 		n, err := strconv.ParseUint(value, 0, 32)
 		if err != nil {
 			return fmt.Errorf("invalid out_group \"%s\"", value)
 		}
-		fs.outGroup = uint32(n)
+		fs.OutGroup = uint32(n)
+		fs.Usable &= ProtoOF11Up
 		return nil
 	}
-	return parseField(&fs.match, key, value, ports)
+	var msk []byte
+	if err := parseField(&fs.Match, key, value, ports, &msk); err != nil {
+		return err
+	}
+	fs.Usable &= matchUsable(key, msk)
+	return nil
 }
 
-// fieldOf returns the codec's field for an OVS field name or alias.
-func fieldOf(name string) *ofp.Field {
-	if a, ok := fieldAliases[name]; ok {
-		name = a
+// matchUsable is what a match on field key with mask msk (as given;
+// nil for the fields parseField parses itself) leaves usable.
+func matchUsable(key string, msk []byte) Protocols {
+	switch key {
+	case "in_port", "dl_vlan", "dl_vlan_pcp", "ip_dscp":
+		return ProtoAny
+	case "nw_frag", "ip_frag", "ct_state", "tcp_flags":
+		return ProtoNXMOXM
 	}
+	return fieldUsable(FieldOf(key), msk)
+}
+
+// FieldOf returns the codec's field for an OVS field name or alias.
+func FieldOf(name string) *ofp.Field {
 	if name == "in_port" {
 		return ofp.FieldByName("in_port_oxm")
 	}
-	return ofp.FieldByName(name)
+	return fieldByName(name)
 }
 
-// parsePort parses a port as ofputil_port_from_string: a number, a
+// ParsePort parses a port as ofputil_port_from_string: a number, a
 // reserved name (any case) or a port's name.
-func parsePort(s string, ports portResolver) (uint32, error) {
+func ParsePort(s string, ports PortResolver) (uint32, error) {
+	if strings.HasPrefix(s, "-") {
+		Warn("ofp_port", fmt.Sprintf("Negative value %s is not a valid port number.", s))
+		return 0, fmt.Errorf("%s: invalid or unknown port", s)
+	}
 	if n, err := strconv.ParseUint(s, 0, 32); err == nil {
 		if n >= 0xff00 && n < 0xffffff00 {
-			logWarn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
+			Warn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
 			return 0, fmt.Errorf("%s: invalid or unknown port", s)
 		}
 		return uint32(n), nil
@@ -278,12 +372,13 @@ func parsePort(s string, ports portResolver) (uint32, error) {
 	return 0, fmt.Errorf("%s: invalid or unknown port", s)
 }
 
-// parseField parses one "field=value[/mask]" match item.
-func parseField(m *ofp.Match, key, value string, ports portResolver) error {
+// parseField parses one "field=value[/mask]" match item; *mask is the
+// mask given (all ones for none) of a field the codec parses.
+func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byte) error {
 	k, mk := &m.Flow, &m.Mask
 	switch key {
 	case "in_port":
-		p, err := parsePort(value, ports)
+		p, err := ParsePort(value, ports)
 		if err != nil {
 			return fmt.Errorf("%s for in_port", err)
 		}
@@ -340,7 +435,7 @@ func parseField(m *ofp.Match, key, value string, ports portResolver) error {
 		k.TCPFlags, mk.TCPFlags = uint16(v&msk), uint16(msk)
 		return nil
 	}
-	fd := fieldOf(key)
+	fd := FieldOf(key)
 	if fd == nil {
 		return fmt.Errorf("unknown keyword %s", key)
 	}
@@ -351,6 +446,7 @@ func parseField(m *ofp.Match, key, value string, ports portResolver) error {
 	if err != nil {
 		return err
 	}
+	*mask = msk
 	if !fd.Maskable && !allOnes(msk) {
 		return fmt.Errorf("%s: value %s does not support masking", key, value)
 	}
@@ -452,7 +548,7 @@ func parseFlags(s string, names []string, full uint32, field string) (v, m uint3
 
 // parseValue parses a field's value and optional mask into big-endian
 // bytes of the field's length, as mf_parse.
-func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte, err error) {
+func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte, err error) {
 	n := fd.Len
 	vs, ms, hasMask := strings.Cut(s, "/")
 	switch fd.Name {
@@ -518,7 +614,7 @@ func parseValue(fd *ofp.Field, s string, ports portResolver) (value, mask []byte
 		}
 		return v[:], m[:], nil
 	case "in_port_oxm":
-		p, err := parsePort(s, ports)
+		p, err := ParsePort(s, ports)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -599,13 +695,28 @@ func splitActions(s string) []string {
 	return append(parts, s[start:])
 }
 
-// parseActions parses an action list as ofpacts_parse.
-func parseActions(s string, ports portResolver) ([]ofp.Action, error) {
-	s = strings.TrimSpace(s)
-	var acts []ofp.Action
-	if s == "" {
+// ParseActions parses a flow's action list, instructions allowed, as
+// ofpacts_parse_instructions.
+func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
+	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("must specify an action")
 	}
+	return parseActionList(s, ports, true)
+}
+
+// ParseApplyActions parses an action list where instructions are not
+// allowed, a packet-out's, as ofpacts_parse_actions: "drop" or nothing
+// at all is no action.
+func ParseApplyActions(s string, ports PortResolver) ([]ofp.Action, error) {
+	return parseActionList(s, ports, false)
+}
+
+// parseActionList parses an action list as ofpacts_parse: with
+// instructions allowed, or not (a packet-out's, or nested in clone,
+// write_actions or ct's exec).
+func parseActionList(s string, ports PortResolver, instructions bool) ([]ofp.Action, error) {
+	s = strings.TrimSpace(s)
+	var acts []ofp.Action
 	drop := false
 	for _, item := range splitActions(s) {
 		item = strings.TrimSpace(item)
@@ -637,7 +748,88 @@ func parseActions(s string, ports portResolver) ([]ofp.Action, error) {
 	if drop && len(acts) > 0 {
 		return nil, errors.New("\"drop\" must not be accompanied by any other action or instruction")
 	}
+	if err := verifyActions(acts, instructions); err != nil {
+		return nil, err
+	}
 	return acts, nil
+}
+
+// The instructions in the order OpenFlow 1.1+ requires them (OVS's enum
+// ovs_instruction_type), an action being part of apply_actions.
+const (
+	instMeter = iota
+	instApply
+	instClear
+	instWrite
+	instWriteMetadata
+	instGoto
+)
+
+var instNames = [...]string{"meter", "apply_actions", "clear_actions", "write_actions", "write_metadata", "goto_table"}
+
+func instructionOf(t ofp.ActionType) int {
+	switch t {
+	case ofp.ActMeter:
+		return instMeter // (an OpenFlow 1.1 parse: meter is an instruction)
+	case ofp.ActClearActions:
+		return instClear
+	case ofp.ActWriteActions:
+		return instWrite
+	case ofp.ActWriteMetadata:
+		return instWriteMetadata
+	case ofp.ActGotoTable:
+		return instGoto
+	}
+	return instApply
+}
+
+// verifyActions checks an action list as OVS's ofpacts_verify: the
+// instructions once each and in order, only apply_actions and meter
+// where instructions are not allowed, and conjunctions with nothing but
+// notes.
+func verifyActions(acts []ofp.Action, instructions bool) error {
+	inst := instMeter
+	for i := range acts {
+		a := &acts[i]
+		if a.Type == ofp.ActConjunction {
+			for j := range acts {
+				if b := &acts[j]; b.Type != ofp.ActConjunction && b.Type != ofp.ActNote {
+					return fmt.Errorf("\"conjunction\" actions may be used along with \"note\" but not any other kind of action (such as the \"%s\" action used here)", actionName(b))
+				}
+			}
+			return nil
+		}
+		next := instructionOf(a.Type)
+		if i > 0 && (inst == instApply && next < inst || inst != instApply && next <= inst) {
+			if next == inst {
+				return fmt.Errorf("duplicate %s instruction not allowed, for OpenFlow 1.1+ compatibility", instNames[inst])
+			}
+			return fmt.Errorf("invalid instruction ordering: %s must appear before %s, for OpenFlow 1.1+ compatibility", instNames[next], instNames[inst])
+		}
+		if !instructions && next != instApply && next != instMeter {
+			return fmt.Errorf("%s instruction not allowed here", instNames[next])
+		}
+		inst = next
+	}
+	return nil
+}
+
+// actionName is OVS's ofpact_name of an action: its keyword as printed
+// (OVS's names for the few printed otherwise).
+func actionName(a *ofp.Action) string {
+	text := ofp.FormatAction(a, ofp.V13, nil)
+	if i := strings.IndexAny(text, ":("); i >= 0 {
+		text = text[:i]
+	}
+	switch {
+	case a.Type == ofp.ActOutputReg:
+		return "output_reg"
+	case a.Type == ofp.ActOutput || text == strings.ToUpper(text):
+		return "output"
+	case text == "load":
+		return "set_field"
+	}
+	return text
 }
 
 func parseU(s string, bits int, what string) (uint64, error) {
@@ -648,7 +840,7 @@ func parseU(s string, bits int, what string) (uint64, error) {
 	return n, nil
 }
 
-func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
+func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 	one := func(a ofp.Action) ([]ofp.Action, error) { return []ofp.Action{a}, nil }
 	name := key                // a port's name keeps its case
 	key = strings.ToLower(key) // OVS's action names are case-insensitive
@@ -668,7 +860,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 			}
 			return one(ofp.Action{Type: ofp.ActOutputReg, Src: ref})
 		}
-		p, err := parsePort(arg, ports)
+		p, err := ParsePort(arg, ports)
 		if err != nil {
 			return nil, fmt.Errorf("%s: output to unknown port", arg)
 		}
@@ -682,16 +874,26 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		}
 		a := ofp.Resubmit(ofp.PortInPort, 0xff, hasTable)
 		if port != "" {
-			p, err := parsePort(port, ports)
+			p, err := ParsePort(port, ports)
 			if err != nil {
 				return nil, fmt.Errorf("%s: resubmit to unknown port", port)
 			}
 			a.Port = p
 		}
 		if table != "" {
-			n, err := parseU(table, 8, "table")
+			// OVS's ofputil_table_from_string (a table map is never
+			// given: numbers only).
+			if strings.HasPrefix(table, "-") {
+				Warn("ofp_table", fmt.Sprintf("Negative value %s is not a valid table number.", table))
+				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
+			}
+			n, err := strconv.ParseUint(table, 10, 32)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
+			}
+			if n > 255 {
+				Warn("ofp_table", fmt.Sprintf("table %d is outside the supported range 0 through 255", n))
+				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
 			}
 			a.Table = uint8(n)
 		}
@@ -745,7 +947,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: missing `->'", arg)
 		}
-		fd := fieldOf(dst)
+		fd := FieldOf(dst)
 		if fd == nil {
 			return nil, fmt.Errorf("%s is not a valid OXM field name", dst)
 		}
@@ -836,7 +1038,7 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Action{Type: ofp.ActNote, Data: data})
 	case "clone", "write_actions":
-		nested, err := parseActions(arg, ports)
+		nested, err := parseActionList(arg, ports, false)
 		if err != nil {
 			return nil, err
 		}
@@ -857,7 +1059,9 @@ func parseAction(key, arg string, ports portResolver) ([]ofp.Action, error) {
 	case "ct":
 		return parseCT(arg, ports)
 	}
-	if p, err := parsePort(name, ports); err == nil && arg == "" {
+	// A port's name or number outputs to it; OVS ignores a value
+	// given with it ("in_port=1" is output:IN_PORT).
+	if p, err := ParsePort(name, ports); err == nil {
 		return one(outputAction(p, 0))
 	}
 	return nil, fmt.Errorf("unknown action %s", key)
@@ -925,13 +1129,13 @@ func parseController(arg string) ([]ofp.Action, error) {
 
 // parseCT parses ct(...)'s arguments: commit, force, table, zone, nat
 // without a range, exec and alg.
-func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
+func parseCT(arg string, ports PortResolver) ([]ofp.Action, error) {
 	c := &ofp.CT{Table: ofp.CTNoTable}
 	a := ofp.Action{Type: ofp.ActCT, CT: c}
 	var nat *ofp.Action
 	var exec []ofp.Action
 	for s := arg; ; {
-		key, value, rest, ok := splitKV(s)
+		key, value, rest, ok := SplitKV(s)
 		if !ok {
 			break
 		}
@@ -981,7 +1185,7 @@ func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
 			}
 			nat = &ofp.Action{Type: ofp.ActNAT, NAT: n}
 		case "exec":
-			acts, err := parseActions(value, ports)
+			acts, err := parseActionList(value, ports, false)
 			if err != nil {
 				return nil, err
 			}
@@ -1003,7 +1207,7 @@ func parseCT(arg string, ports portResolver) ([]ofp.Action, error) {
 func parseNAT(arg string) (*ofp.NAT, error) {
 	n := &ofp.NAT{}
 	for s := arg; ; {
-		key, value, rest, ok := splitKV(s)
+		key, value, rest, ok := SplitKV(s)
 		if !ok {
 			break
 		}

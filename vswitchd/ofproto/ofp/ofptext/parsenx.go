@@ -1,4 +1,4 @@
-package main
+package ofptext
 
 import (
 	"errors"
@@ -17,23 +17,23 @@ import (
 
 // nxParsers parse the arguments of the actions named (parseAction's
 // key).
-var nxParsers = map[string]func(arg string, ports portResolver) (ofp.Action, error){
-	"dec_ttl":          func(arg string, _ portResolver) (ofp.Action, error) { return parseDecTTL(arg) },
-	"fin_timeout":      func(arg string, _ portResolver) (ofp.Action, error) { return parseFinTimeout(arg) },
-	"check_pkt_larger": func(arg string, _ portResolver) (ofp.Action, error) { return parseCheckPktLarger(arg) },
-	"learn": func(arg string, ports portResolver) (ofp.Action, error) {
+var nxParsers = map[string]func(arg string, ports PortResolver) (ofp.Action, error){
+	"dec_ttl":          func(arg string, _ PortResolver) (ofp.Action, error) { return parseDecTTL(arg) },
+	"fin_timeout":      func(arg string, _ PortResolver) (ofp.Action, error) { return parseFinTimeout(arg) },
+	"check_pkt_larger": func(arg string, _ PortResolver) (ofp.Action, error) { return parseCheckPktLarger(arg) },
+	"learn": func(arg string, ports PortResolver) (ofp.Action, error) {
 		l, err := parseLearn(arg, ports)
 		return ofp.Action{Type: ofp.ActLearn, Learn: l}, err
 	},
-	"multipath": func(arg string, _ portResolver) (ofp.Action, error) {
+	"multipath": func(arg string, _ PortResolver) (ofp.Action, error) {
 		m, err := parseMultipath(arg)
 		return ofp.Action{Type: ofp.ActMultipath, Multipath: m}, err
 	},
-	"bundle": func(arg string, ports portResolver) (ofp.Action, error) {
+	"bundle": func(arg string, ports PortResolver) (ofp.Action, error) {
 		bd, err := parseBundle(arg, false, ports)
 		return ofp.Action{Type: ofp.ActBundle, Bundle: bd}, err
 	},
-	"bundle_load": func(arg string, ports portResolver) (ofp.Action, error) {
+	"bundle_load": func(arg string, ports PortResolver) (ofp.Action, error) {
 		bd, err := parseBundle(arg, true, ports)
 		return ofp.Action{Type: ofp.ActBundle, Bundle: bd}, err
 	},
@@ -51,11 +51,7 @@ func parseSubfield(s string) (ofp.FieldRef, string, error) {
 	name := s[:n]
 	fd := ofp.FieldByNXMName(name)
 	if fd == nil {
-		if a, ok := fieldAliases[name]; ok {
-			fd = ofp.FieldByName(a)
-		} else {
-			fd = ofp.FieldByName(name)
-		}
+		fd = fieldByName(name)
 	}
 	if fd == nil {
 		return ofp.FieldRef{}, "", fmt.Errorf("%s: unknown field `%s'", s, name)
@@ -184,12 +180,12 @@ func lowBytes(z *big.Int, nbits int) []byte {
 }
 
 // parseLearn parses learn(...)'s arguments as learn_parse.
-func parseLearn(arg string, ports portResolver) (*ofp.Learn, error) {
+func parseLearn(arg string, ports PortResolver) (*ofp.Learn, error) {
 	orig := arg
 	l := &ofp.Learn{Priority: 0x8000, Table: 1}
 	var dstMatch ofp.Match
 	for rest := arg; ; {
-		name, value, r, ok := splitKV(rest)
+		name, value, r, ok := SplitKV(rest)
 		if !ok {
 			break
 		}
@@ -249,7 +245,7 @@ func parseLearn(arg string, ports portResolver) (*ofp.Learn, error) {
 // parseLearnSpec parses one of learn's specs as learn_parse_spec: a
 // match field (from a field or an immediate), load:SRC->DST or
 // output:SRC. dst accumulates the immediates matched so far.
-func parseLearnSpec(orig, name, value string, ports portResolver, dst *ofp.Match) (ofp.LearnSpec, error) {
+func parseLearnSpec(orig, name, value string, ports PortResolver, dst *ofp.Match) (ofp.LearnSpec, error) {
 	if d, err := parseRef(name); err == nil {
 		spec := ofp.LearnSpec{Kind: ofp.LearnMatch, NBits: d.NBits, Dst: d}
 		if value == "" {
@@ -413,7 +409,7 @@ func parseMultipath(arg string) (*ofp.Multipath, error) {
 
 // parseBundle parses bundle(...) and bundle_load(...)'s arguments as
 // bundle_parse and bundle_parse_load.
-func parseBundle(arg string, load bool, ports portResolver) (*ofp.Bundle, error) {
+func parseBundle(arg string, load bool, ports PortResolver) (*ofp.Bundle, error) {
 	// fields, basis, algorithm, member type [, dst] are separated by
 	// ", ", the member delimiter ends at ':' or ' ', and the members are
 	// separated by ", []".
@@ -447,7 +443,7 @@ func parseBundle(arg string, load bool, ports portResolver) (*ofp.Bundle, error)
 		if len(bd.Members) >= 2048 { // BUNDLE_MAX_MEMBERS
 			break
 		}
-		p, err := parsePort(m, ports)
+		p, err := ParsePort(m, ports)
 		if err != nil {
 			return nil, fmt.Errorf("%s: bad port number", m)
 		}
@@ -510,7 +506,7 @@ func parseCheckPktLarger(arg string) (ofp.Action, error) {
 func parseFinTimeout(arg string) (ofp.Action, error) {
 	f := &ofp.FinTimeout{}
 	for rest := arg; ; {
-		k, v, r, ok := splitKV(rest)
+		k, v, r, ok := SplitKV(rest)
 		if !ok {
 			break
 		}
