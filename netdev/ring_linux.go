@@ -59,16 +59,20 @@ const (
 // super-frame, a jumbo frame) gets a slot marked TP_STATUS_COPY holding
 // only its head, and tpacket_rcv queues the whole skb on the socket, in
 // ring order, for ringCopy to receive (PACKET_COPY_THRESH), as long as
-// the socket's receive buffer, raised to ringCopyBuf, has room. So the
-// ring's 16 MiB hold 8192 small frames, and super-frames cross with one
-// copy (skb to packet) instead of two. With slots of 64 KiB + 256 bytes
-// (the first ring's geometry, GOVS_RING_FRAME=65792) the same memory held
-// 240 frames, which a burst of small frames overflowed (measured in
-// system_linux.go). Variables so that tests can shrink or break them.
+// the socket's receive buffer, raised to ringCopyBuf, has room. So 2 MiB
+// hold 1024 small frames, and super-frames cross with one copy (skb to
+// packet) instead of two. The first ring had slots of 64 KiB + 256 bytes
+// (GOVS_RING_FRAME=65792 GOVS_RING_BLOCKS=16, the bench's govs-ring64k):
+// 240 frames in 16 MiB, which bursts of small frames overflowed. Measured
+// against it (make bench, 3 rounds, loaded machine): 64 B frames received
+// 144 against 71 kpps, TCP 1 stream 10.4 against 8.0 Gbit/s, UDP 8 KiB at
+// 4 Gbit/s 13% lost against 24%, conn/s within the noise; 8192 slots (16
+// MiB) cost conn/s (the kernel and the reader walk 16 MiB of cold lines).
+// Variables so that tests can shrink or break them.
 var (
 	ringFrameSize = 2048
 	ringBlockSize = 1 << 20
-	ringBlocks    = 16
+	ringBlocks    = 2
 	// ringCopyBuf is SO_RCVBUF for the frames larger than a slot: about
 	// 240 super-frames (truesize ~66 KiB), as many as the first ring held.
 	ringCopyBuf = 16 << 20
@@ -84,6 +88,9 @@ func init() {
 	// 65792 for the first ring's), to compare geometries.
 	if v, err := strconv.Atoi(os.Getenv("GOVS_RING_FRAME")); err == nil && v >= 2048 && v <= ringWholeFrame && v%16 == 0 {
 		ringFrameSize = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("GOVS_RING_BLOCKS")); err == nil && v >= 1 && v <= 64 {
+		ringBlocks = v
 	}
 }
 

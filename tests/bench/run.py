@@ -168,7 +168,8 @@ def peer_setup(name, workdir):
         if name == "govs-rxq2pm":
             env["GOVS_PMD_MASK"] = "0x3"
         if name == "govs-ring64k":
-            env["GOVS_RING_FRAME"] = "65792"
+            # the first ring's geometry: 16 blocks of 15 slots of 64 KiB
+            env.update(GOVS_RING_FRAME="65792", GOVS_RING_BLOCKS="16")
         if name == "govs-poll":
             # the workers poll (with BENCH_PIN=1 the switch has CPU 0 to itself)
             env["GOVS_PMD_POLL"] = "1"
