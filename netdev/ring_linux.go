@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -51,25 +52,47 @@ const (
 	tp2Pkttype = 32 + 10 // TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + offsetof(sll_pkttype)
 )
 
-// Ring geometry. A frame must hold the largest frame a port reads
-// (packet.MaxFrame, a 64 KiB GSO super-frame with Ethernet and VLAN
-// headers) after tp_mac, which tpacket_rcv puts at TPACKET_ALIGN(52+maclen)
-// + 10 - maclen (76 for an untagged frame): 65536+256 bytes (a multiple of
-// TPACKET_ALIGNMENT, 16) is enough. The kernel allocates each block as
-// 2^order pages (alloc_pg_vec), so a block of one 68 KiB frame would take
-// 128 KiB; 1 MiB blocks of 15 frames waste 6%. Every frame, however small,
-// takes a slot, so the depth is counted in frames: 16 blocks, 240 frames,
-// 16 MiB per port, about what the default 212992-byte socket buffer holds
-// in small frames (truesize ~768 bytes each: ~270), where 8 MiB (120
-// frames) lost 80 of a 200-datagram UDP burst the recvmmsg path with a
-// 4 MiB buffer takes whole; and 80 times the three super-frames that
-// buffer holds, ~10 ms of a 12 Gbit/s stream. Variables so that tests can
-// shrink or break them.
+// Ring geometry. Every frame, however small, takes a slot, so the depth
+// is counted in frames. A slot holds a frame of up to the MTU (1500) with
+// its headers: tpacket_rcv puts the frame at TPACKET_ALIGN(52+maclen) + 10
+// - maclen (76 for an untagged frame). A larger frame (a 64 KiB GSO
+// super-frame, a jumbo frame) gets a slot marked TP_STATUS_COPY holding
+// only its head, and tpacket_rcv queues the whole skb on the socket, in
+// ring order, for ringCopy to receive (PACKET_COPY_THRESH), as long as
+// the socket's receive buffer, raised to ringCopyBuf, has room. So 2 MiB
+// hold 1024 small frames, and super-frames cross with one copy (skb to
+// packet) instead of two. The first ring had slots of 64 KiB + 256 bytes
+// (GOVS_RING_FRAME=65792 GOVS_RING_BLOCKS=16, the bench's govs-ring64k):
+// 240 frames in 16 MiB, which bursts of small frames overflowed. Measured
+// against it (make bench, 3 rounds, loaded machine): 64 B frames received
+// 144 against 71 kpps, TCP 1 stream 10.4 against 8.0 Gbit/s, UDP 8 KiB at
+// 4 Gbit/s 13% lost against 24%, conn/s within the noise; 8192 slots (16
+// MiB) cost conn/s (the kernel and the reader walk 16 MiB of cold lines).
+// Variables so that tests can shrink or break them.
 var (
-	ringFrameSize = 65536 + 256
+	ringFrameSize = 2048
 	ringBlockSize = 1 << 20
-	ringBlocks    = 16
+	ringBlocks    = 2
+	// ringCopyBuf is SO_RCVBUF for the frames larger than a slot: about
+	// 240 super-frames (truesize ~66 KiB), as many as the first ring held.
+	ringCopyBuf = 16 << 20
 )
+
+// ringWholeFrame is a slot size that holds the largest frame a port reads
+// (packet.MaxFrame, with Ethernet and VLAN headers): with it nothing is
+// queued on the socket.
+const ringWholeFrame = 65536 + 256
+
+func init() {
+	// GOVS_RING_FRAME=N sets the slot size (a multiple of 16 from 2048;
+	// 65792 for the first ring's), to compare geometries.
+	if v, err := strconv.Atoi(os.Getenv("GOVS_RING_FRAME")); err == nil && v >= 2048 && v <= ringWholeFrame && v%16 == 0 {
+		ringFrameSize = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("GOVS_RING_BLOCKS")); err == nil && v >= 1 && v <= 64 {
+		ringBlocks = v
+	}
+}
 
 // rxRingMode says when OpenSystem tries the ring (falling back to recvmmsg
 // when the kernel refuses it): ringAuto (the default) when Config.SockBufSize
@@ -129,10 +152,15 @@ func newRxRing(fd int) (*rxRing, error) {
 	}
 	mem, err := unix.Mmap(fd, 0, ringBlockSize*ringBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		// A zero request frees the ring (packet_set_ring).
-		unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &unix.TpacketReq{})
-		unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V1)
+		freeRxRing(fd)
 		return nil, fmt.Errorf("mmap rx ring: %w", err)
+	}
+	if ringFrameSize < ringWholeFrame {
+		if err := setRingCopy(fd); err != nil {
+			unix.Munmap(mem)
+			freeRxRing(fd)
+			return nil, err
+		}
 	}
 	g := &rxRing{mem: mem, frames: make([][]byte, 0, per*ringBlocks)}
 	for b := range ringBlocks {
@@ -142,6 +170,26 @@ func newRxRing(fd int) (*rxRing, error) {
 		}
 	}
 	return g, nil
+}
+
+// freeRxRing frees the ring on fd (a zero request, packet_set_ring) and
+// puts the socket back to TPACKET_V1, for recvmmsg.
+func freeRxRing(fd int) {
+	unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &unix.TpacketReq{})
+	unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V1)
+}
+
+// setRingCopy has the kernel queue a frame larger than a slot on the
+// socket (ringCopy), with a receive buffer of at least ringCopyBuf.
+func setRingCopy(fd int) error {
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_COPY_THRESH, 1); err != nil {
+		return fmt.Errorf("PACKET_COPY_THRESH: %w", err)
+	}
+	// SO_RCVBUF reads back doubled (socket(7)).
+	if n, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil && n >= 2*ringCopyBuf {
+		return nil
+	}
+	return setSockBufs(fd, ringCopyBuf, 0)
 }
 
 func (g *rxRing) unmap() {
@@ -160,7 +208,7 @@ func (s *systemPort) ringRx(pkts []*packet.Packet) int {
 	g := s.ring
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n, bytes, errs := 0, 0, 0
+	n, bytes, errs, drops := 0, 0, 0, 0
 	for n < len(pkts) && g.mem != nil {
 		f := g.frames[g.head]
 		status := ringLoadStatus(f)
@@ -168,7 +216,17 @@ func (s *systemPort) ringRx(pkts []*packet.Packet) int {
 			break
 		}
 		p := pkts[n]
-		keep, ok := s.ringFrame(p, f, status)
+		keep, ok := false, true
+		switch {
+		case status&unix.TP_STATUS_COPY != 0:
+			keep, ok = s.ringCopy(p, f, status)
+		case ringCut(f):
+			// Larger than a slot, and the socket's receive buffer
+			// was full: the kernel kept only the head.
+			drops++
+		default:
+			keep, ok = s.ringFrame(p, f, status)
+		}
 		ringRelease(f)
 		if g.head++; g.head == len(g.frames) {
 			g.head = 0
@@ -182,7 +240,54 @@ func (s *systemPort) ringRx(pkts []*packet.Packet) int {
 		}
 	}
 	s.ctr.addRx(n, bytes, errs)
+	if drops > 0 {
+		s.kmu.Lock()
+		s.kdrops += uint64(drops)
+		s.kmu.Unlock()
+	}
 	return n
+}
+
+// ringCopy receives into p the frame that did not fit ring frame f (its
+// status TP_STATUS_COPY): tpacket_rcv queued the whole skb on the socket,
+// in ring order, for recvmsg (PACKET_COPY_THRESH). It takes the VLAN and
+// checksum status from f, as the copy's auxdata carries no more.
+func (s *systemPort) ringCopy(p *packet.Packet, f []byte, status uint32) (keep, ok bool) {
+	r := &s.rx
+	s.prepRx([]*packet.Packet{p})
+	r.msgs[0].Hdr.Namelen, r.msgs[0].Hdr.Controllen = 0, 0
+	var n int
+	var err error
+	if cerr := s.rc.Control(func(fd uintptr) { n, err = recvmmsg(int(fd), r.msgs[:1]) }); cerr != nil || err != nil || n != 1 {
+		return false, false
+	}
+	if !s.ignoreOutgoing && f[tp2Pkttype] == unix.PACKET_OUTGOING {
+		return false, true
+	}
+	m := &r.msgs[0]
+	l := int(m.Len)
+	if m.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		return false, false
+	}
+	if s.vnet {
+		if l < VirtioNetHdrLen || DecodeVirtioNetHdr(r.hdrs[0][:], &p.Offload) != nil {
+			return false, false
+		}
+		l -= VirtioNetHdrLen
+	}
+	p.SetLen(l)
+	tci := binary.NativeEndian.Uint16(f[tp2VlanTCI:])
+	tpid := binary.NativeEndian.Uint16(f[tp2VlanTPI:])
+	return true, s.finishFrame(p, status&^unix.TP_STATUS_COPY, tci, tpid)
+}
+
+// ringCut reports whether the kernel cut ring frame f to the slot's size
+// (tp_snaplen short of tp_len, the frame ending at the slot's end).
+func ringCut(f []byte) bool {
+	l := binary.NativeEndian.Uint32(f[tp2Len:])
+	snap := binary.NativeEndian.Uint32(f[tp2Snaplen:])
+	mac := binary.NativeEndian.Uint16(f[tp2Mac:])
+	return snap < l && int(mac)+int(snap) >= len(f)
 }
 
 // ringFrame copies ring frame f into p; keep is false for a frame to skip

@@ -330,3 +330,108 @@ func linkUp(name string) bool {
 	li, err := GetLinkInfo(name)
 	return err == nil && li.OperUp
 }
+
+// setRingGeometry sets the ring's slot size and copy buffer for one test.
+func setRingGeometry(t *testing.T, frame, copyBuf int) {
+	oldFrame, oldBuf := ringFrameSize, ringCopyBuf
+	ringFrameSize, ringCopyBuf = frame, copyBuf
+	t.Cleanup(func() { ringFrameSize, ringCopyBuf = oldFrame, oldBuf })
+}
+
+// TestSystemRxRingCopy shrinks the ring's slots so that about a third of
+// the test frames do not fit one: those must come through the socket's
+// queue (TP_STATUS_COPY) whole and in order among the others, queued or
+// read as they come. With the copy buffer too small for a long burst, the
+// frames that find no room are counted as dropped and the port carries on.
+func TestSystemRxRingCopy(t *testing.T) {
+	needRoot(t)
+	setRingMode(t, ringAlways)
+	setRingGeometry(t, 1024, 16<<20) // frames over 1024-76 bytes are copied
+	ns := newNetns(t)
+	host, peer := addVeth(t, ns)
+	p := openSystem(t, host, Config{})
+	s := p.(*systemPort)
+	if s.ring == nil {
+		t.Fatal("no rx ring")
+	}
+	tx := rawSocket(t, ns, peer)
+	readProbe(t, p, tx)
+	send := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if err := unix.Send(tx, ringTestFrame(i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copied := 0
+	for i := range 300 {
+		if len(ringTestFrame(i)) > 1024-76 {
+			copied++
+		}
+	}
+	if copied < 50 || copied > 250 {
+		t.Fatalf("%d of 300 test frames larger than a slot: the test needs a mix", copied)
+	}
+	send(0, 300)
+	waitFor(t, "300 frames queued in the ring", linkDeadline, func() bool { return ringQueued(s) >= 300 })
+	readTestFrames(t, p, 0, 300)
+	send(300, 300)
+	readTestFrames(t, p, 300, 300)
+	if st := p.Stats(); st.RxDropped != 0 || st.RxErrors != 0 {
+		t.Errorf("dropped %d, errors %d with room for every frame", st.RxDropped, st.RxErrors)
+	}
+
+	// A receive buffer of 4 KiB (the kernel's minimum, SOCK_MIN_RCVBUF,
+	// about two frames' truesize) holds few copies: a burst of 300 loses
+	// most of its large frames, counted as dropped; small ones all arrive.
+	s.rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 2048) })
+	before := p.Stats()
+	send(1000, 300)
+	// Then a small frame, which ends the burst's reading.
+	last := 1300
+	for len(ringTestFrame(last)) > 1024-76 {
+		last++
+	}
+	send(last, 1)
+	pkts := newBatch()
+	small := 0
+	for seen := false; !seen; {
+		n, err := p.Read(pkts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pk := range pkts[:n] {
+			seq, ok := testFrameSeq(pk.Data())
+			if !ok {
+				continue
+			}
+			if !bytes.Equal(pk.Data(), ringTestFrame(seq)) {
+				t.Fatalf("frame %d corrupted", seq)
+			}
+			if seq == last {
+				seen = true
+			} else if len(pk.Data()) <= 1024-76 {
+				small++
+			}
+		}
+	}
+	st := p.Stats()
+	if dropped := st.RxDropped - before.RxDropped; dropped == 0 || st.RxErrors != 0 {
+		t.Errorf("burst with a full copy buffer: dropped %d, errors %d", dropped, st.RxErrors)
+	}
+	want := 0
+	for i := 1000; i < 1300; i++ {
+		if len(ringTestFrame(i)) <= 1024-76 {
+			want++
+		}
+	}
+	if small != want {
+		t.Errorf("read %d small frames of the burst, want %d", small, want)
+	}
+	// The port still delivers large and small frames in order.
+	s.rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) })
+	readProbe(t, p, tx)
+	send(2000, 100)
+	readTestFrames(t, p, 2000, 100)
+}

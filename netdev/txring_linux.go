@@ -20,8 +20,8 @@ import (
 // Performance section for what it measured.
 var txRingOn = os.Getenv("GOVS_SYSTEM_TX_RING") == "1"
 
-// Send ring geometry: frames as the receive ring's (a 64 KiB super-frame
-// with its virtio_net_hdr fits), 8 blocks of 15, 120 frames, 8 MiB per
+// Send ring geometry: frames that hold a 64 KiB super-frame with its
+// virtio_net_hdr (ringWholeFrame), 8 blocks of 15, 120 frames, 8 MiB per
 // port. A frame stays the kernel's until the skb that maps its pages
 // (tpacket_snd on a device with scatter-gather) is freed, which on a veth
 // is when the receiving stack is done with it: 120 is almost four batches.
@@ -75,8 +75,8 @@ func newTxRing(name string, ifindex int, vnet bool) (*txRing, error) {
 		return fail("PACKET_LOSS", err)
 	}
 	setQdiscBypass(fd)
-	per := ringBlockSize / ringFrameSize
-	req := unix.TpacketReq{Block_size: uint32(ringBlockSize), Block_nr: txRingBlocks, Frame_size: uint32(ringFrameSize), Frame_nr: uint32(per * txRingBlocks)}
+	per := ringBlockSize / ringWholeFrame
+	req := unix.TpacketReq{Block_size: uint32(ringBlockSize), Block_nr: txRingBlocks, Frame_size: uint32(ringWholeFrame), Frame_nr: uint32(per * txRingBlocks)}
 	if err := unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
 		return fail("PACKET_TX_RING", err)
 	}
@@ -88,8 +88,8 @@ func newTxRing(name string, ifindex int, vnet bool) (*txRing, error) {
 	}
 	for b := range txRingBlocks {
 		for i := range per {
-			off := b*ringBlockSize + i*ringFrameSize
-			g.frames = append(g.frames, g.mem[off:off+ringFrameSize:off+ringFrameSize])
+			off := b*ringBlockSize + i*ringWholeFrame
+			g.frames = append(g.frames, g.mem[off:off+ringWholeFrame:off+ringWholeFrame])
 		}
 	}
 	g.f = os.NewFile(uintptr(fd), name)

@@ -80,9 +80,9 @@ TUN_METRICS = {
 }
 MF_PEERS = [p for p in os.environ.get("BENCH_MF_PEERS", "govs,ovs,bridge").split(",") if p]
 MICRO_BENCH = ["go", "test", "-run", "XXX", "-bench", "FlowSetup|ActiveFlows|EMC", "-benchtime", "2000x", "./datapath/"]
-COMPARE = ["govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
-NET_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
-ALL_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
+COMPARE = ["govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-ring64k", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "ovs", "ovs-tso", "bridge", "ovs-dpdk"]  # govs' ratio is printed against each of these
+NET_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-ring64k", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "ovs", "ovs-tso", "bridge"]
+ALL_COLS = ["govs", "govs-rxq2", "govs-rxq2pm", "govs-poll", "govs-ring64k", "govs-qbypass", "govs-txring", "govs-txoff", "govs-afxdp", "govs-sockbuf", "govs-zc", "ovs", "ovs-tso", "ovs-dpdk", "bridge"]
 SOCKBUF = 1073741823
 
 # name -> (label, unit, higher_is_better)
@@ -167,6 +167,9 @@ def peer_setup(name, workdir):
             env["GOVS_IFTYPE"] = "afxdp"
         if name == "govs-rxq2pm":
             env["GOVS_PMD_MASK"] = "0x3"
+        if name == "govs-ring64k":
+            # the first ring's geometry: 16 blocks of 15 slots of 64 KiB
+            env.update(GOVS_RING_FRAME="65792", GOVS_RING_BLOCKS="16")
         if name == "govs-poll":
             # the workers poll (with BENCH_PIN=1 the switch has CPU 0 to itself)
             env["GOVS_PMD_POLL"] = "1"
@@ -1187,7 +1190,7 @@ def render_table(doc):
     return "\n".join(lines) + "\n"
 
 
-COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-rxq2pm": "#c2e699", "govs-poll": "#5e3c99", "govs-qbypass": "#d9f0d3", "govs-txring": "#4d9221", "govs-txoff": "#00441b", "govs-afxdp": "#762a83", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
+COLORS = {"govs": "#1b7837", "govs-rxq2": "#a6dba0", "govs-rxq2pm": "#c2e699", "govs-poll": "#5e3c99", "govs-ring64k": "#e08214", "govs-qbypass": "#d9f0d3", "govs-txring": "#4d9221", "govs-txoff": "#00441b", "govs-afxdp": "#762a83", "govs-sockbuf": "#7fbf7b", "govs-zc": "#5aae61", "ovs": "#b2182b", "ovs-tso": "#ef8a62",
           "ovs-dpdk": "#762a83", "bridge": "#2166ac"}
 
 
