@@ -142,10 +142,11 @@ func readTestFrames(t *testing.T, p Port, seq, want int) (maxBatch int) {
 	return maxBatch
 }
 
-// TestSystemRxRing queues more frames than one batch before reading, sends
-// enough to wrap the ring several times, then overflows it and checks that
-// the drops are counted and the port still works.
-func TestSystemRxRing(t *testing.T) {
+// ringTestPort opens a system port with its ring on a new veth and reads a
+// probe through it; it returns the port, the raw socket on the veth's
+// peer, and a function sending test frames from..from+n-1 on it.
+func ringTestPort(t *testing.T) (Port, *systemPort, int, func(from, n int)) {
+	t.Helper()
 	needRoot(t)
 	setRingMode(t, ringAlways)
 	ns := newNetns(t)
@@ -155,7 +156,6 @@ func TestSystemRxRing(t *testing.T) {
 	if s.ring == nil {
 		t.Fatal("no rx ring")
 	}
-	frames := len(s.ring.frames)
 	tx := rawSocket(t, ns, peer)
 	readProbe(t, p, tx)
 	send := func(from, n int) {
@@ -166,6 +166,15 @@ func TestSystemRxRing(t *testing.T) {
 			}
 		}
 	}
+	return p, s, tx, send
+}
+
+// TestSystemRxRing queues more frames than one batch before reading, sends
+// enough to wrap the ring several times, then overflows it and checks that
+// the drops are counted and the port still works.
+func TestSystemRxRing(t *testing.T) {
+	p, s, tx, send := ringTestPort(t)
+	frames := len(s.ring.frames)
 	seq := 0
 	// Queued, then read: several full batches in a row, in order.
 	per := min(3*BatchSize+5, frames/2)
@@ -344,26 +353,8 @@ func setRingGeometry(t *testing.T, frame, copyBuf int) {
 // read as they come. With the copy buffer too small for a long burst, the
 // frames that find no room are counted as dropped and the port carries on.
 func TestSystemRxRingCopy(t *testing.T) {
-	needRoot(t)
-	setRingMode(t, ringAlways)
 	setRingGeometry(t, 1024, 16<<20) // frames over 1024-76 bytes are copied
-	ns := newNetns(t)
-	host, peer := addVeth(t, ns)
-	p := openSystem(t, host, Config{})
-	s := p.(*systemPort)
-	if s.ring == nil {
-		t.Fatal("no rx ring")
-	}
-	tx := rawSocket(t, ns, peer)
-	readProbe(t, p, tx)
-	send := func(from, n int) {
-		t.Helper()
-		for i := from; i < from+n; i++ {
-			if err := unix.Send(tx, ringTestFrame(i), 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	p, s, tx, send := ringTestPort(t)
 	copied := 0
 	for i := range 300 {
 		if len(ringTestFrame(i)) > 1024-76 {
