@@ -256,9 +256,8 @@ func (s *systemPort) ringCopy(p *packet.Packet, f []byte, status uint32) (keep, 
 	r := &s.rx
 	s.prepRx([]*packet.Packet{p})
 	r.msgs[0].Hdr.Namelen, r.msgs[0].Hdr.Controllen = 0, 0
-	var n int
-	var err error
-	if cerr := s.rc.Control(func(fd uintptr) { n, err = recvmmsg(int(fd), r.msgs[:1]) }); cerr != nil || err != nil || n != 1 {
+	r.n, r.err = 0, nil
+	if cerr := s.rc.Control(r.copyFn); cerr != nil || r.err != nil || r.n != 1 {
 		return false, false
 	}
 	if !s.ignoreOutgoing && f[tp2Pkttype] == unix.PACKET_OUTGOING {

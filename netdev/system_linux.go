@@ -117,6 +117,7 @@ type sysRx struct {
 
 	ringPkts []*packet.Packet // the packets Read fills from the ring
 	ringFn   func(fd uintptr) bool
+	copyFn   func(fd uintptr) // recvmmsg of the frame a ring slot left on the socket
 }
 
 type sysTx struct {
@@ -275,6 +276,7 @@ func (s *systemPort) init() {
 			}
 		}
 	}
+	r.copyFn = func(fd uintptr) { r.fn(fd) }
 	r.ringFn = func(uintptr) bool {
 		r.n = s.ringRx(r.ringPkts)
 		return r.n > 0
