@@ -293,7 +293,7 @@ func TestVswitchdOffloadToggle(t *testing.T) {
 
 // TestVswitchdSockBuf: the global and per-interface userspace-sock-buf-size
 // resize the running sockets (Interface status, cross-checked with ss),
-// removal restores the kernel default, and bad values are refused with a
+// removal restores the ring's buffer and the kernel's default send buffer, and bad values are refused with a
 // WARN while pings go through without loss.
 func TestVswitchdSockBuf(t *testing.T) {
 	e, a := gvofSetup(t)
@@ -306,7 +306,10 @@ func TestVswitchdSockBuf(t *testing.T) {
 		}
 		return strings.TrimSpace(string(v))
 	}
-	rdef, wdef := def("rmem_default"), def("wmem_default")
+	// Unset, a system port reads its receive ring, whose socket keeps the
+	// frames larger than a slot in a receive buffer of 16 MiB (read back
+	// doubled); its send buffer is the kernel's default.
+	rdef, wdef := gvsbRingRx, def("wmem_default")
 	check := func(dev, rx, tx string) {
 		t.Helper()
 		gvofWaitStatus(e, dev, "rx_sock_buf", rx, "tx_sock_buf", tx)
