@@ -28,10 +28,10 @@ func (br *Bridge) SetAsync(s AsyncSink) {
 // normalRule is the flow a standalone bridge without controllers starts
 // with, as OVS's connmgr adds it: priority=0 actions=NORMAL.
 func (br *Bridge) normalRule(now time.Duration) *rule {
-	r := &rule{created: now, modified: now, stats: &ruleStats{}}
+	r := &rule{created: now, modified: now}
 	r.setActions([]ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}})
 	r.setMatch(&ofp.Match{})
-	return r
+	return boxRule(r, true)
 }
 
 // resetFlows empties every table and, unless secure, adds the NORMAL
@@ -255,7 +255,8 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 			return nil, &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
 		}
 	}
-	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
+	nr = boxRule(nr, true)
+	nr.created, nr.modified = now, now
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
 	si := tbl.subIndex(nr.mask)
@@ -336,17 +337,14 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 				acts = internActions(fm.Actions)
 			}
 			replaced = append(replaced, r)
-			nr := *r
+			nr := boxRule(r, fm.Flags&ofp.FlagResetCounts != 0)
 			nr.setActions(acts)
 			nr.modified = now
 			if fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
 				nr.cookie = fm.NewCookie
 			}
-			if fm.Flags&ofp.FlagResetCounts != 0 {
-				nr.stats = &ruleStats{}
-			}
-			ft.mutable(uint8(t), gen).put(&nr, r, gen)
-			br.noteChange(ofp.UpdateModified, &nr, 0, r, originOf(fm))
+			ft.mutable(uint8(t), gen).put(nr, r, gen)
+			br.noteChange(ofp.UpdateModified, nr, 0, r, originOf(fm))
 		}
 	}
 	return replaced

@@ -239,16 +239,22 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
 	t := x.of.in.br.br.tables.Load().table(int(id))
-	if x.trace == nil {
-		return t.lookup(&x.of.flow, &x.of.wc)
-	}
 	r := t.lookup(&x.of.flow, &x.of.wc)
-	if r != nil {
-		if m := r.match(); m.Mask.IPv6Label&0xfffff == 0xfffff {
-			x.traceLabelExact = true
-		}
+	if x.trace != nil && r != nil {
+		x.traceLabel(r)
 	}
 	return r
+}
+
+// traceLabel notes for a trace whether r matches the IPv6 flow label
+// exactly. Apart from lookup, whose stack frame, one per nested resubmit,
+// would otherwise hold r's Match (kilobytes).
+//
+//go:noinline
+func (x *xlate) traceLabel(r *rule) {
+	if m := r.match(); m.Mask.IPv6Label&0xfffff == 0xfffff {
+		x.traceLabelExact = true
+	}
 }
 
 // table looks the flow up in table id and executes the matching rule's
@@ -282,23 +288,7 @@ func (x *xlate) table(id uint8) {
 		x.of.resubmits++
 		r := x.lookup(id)
 		if x.trace != nil {
-			var title string
-			if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
-				// OVS's xlate_report_table for its miss rule.
-				title = fmt.Sprintf("%2d. No match, and a \"packet-in\" is called for.", id)
-			} else if r == nil {
-				title = fmt.Sprintf("%2d. No match.", id)
-			} else {
-				title = fmt.Sprintf("%2d. %s", id, ruleTitle(r, x.traceNames()))
-			}
-			parent := x.tt.open(traceTable, title)
-			if first == nil {
-				first = (*parent)[len(*parent)-1]
-			}
-			if r == nil && !(honorMiss && x.of.in.br.br.missPin.Load()) {
-				// The miss rule's actions: none (a rule's: ofActions).
-				x.tt.add(traceAction, "drop")
-			}
+			x.traceTable(r, id, honorMiss, &first)
 		}
 		if x.packets > 0 {
 			// OVS's table stats: every lookup, and those that matched.
@@ -335,6 +325,31 @@ func (x *xlate) table(id uint8) {
 			return
 		}
 		id = next
+	}
+}
+
+// traceTable opens a trace's node for the lookup in table id that found
+// r (nil: none), first being the walk's first such node. Apart from
+// table, to keep its stack frame, one per nested resubmit, small.
+//
+//go:noinline
+func (x *xlate) traceTable(r *rule, id uint8, honorMiss bool, first **traceNode) {
+	var title string
+	if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
+		// OVS's xlate_report_table for its miss rule.
+		title = fmt.Sprintf("%2d. No match, and a \"packet-in\" is called for.", id)
+	} else if r == nil {
+		title = fmt.Sprintf("%2d. No match.", id)
+	} else {
+		title = fmt.Sprintf("%2d. %s", id, ruleTitle(r, x.traceNames()))
+	}
+	parent := x.tt.open(traceTable, title)
+	if *first == nil {
+		*first = (*parent)[len(*parent)-1]
+	}
+	if r == nil && !(honorMiss && x.of.in.br.br.missPin.Load()) {
+		// The miss rule's actions: none (a rule's: ofActions).
+		x.tt.add(traceAction, "drop")
 	}
 }
 
@@ -382,14 +397,7 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 			return 0, false
 		}
 		if x.paused != nil {
-			// The actions after a pause, the innermost first, are the
-			// continuation's; a goto_table there becomes a resubmit.
-			for _, r := range acts[i+1:] {
-				if r.Type == ofp.ActGotoTable {
-					r = ofp.Action{Type: ofp.ActResubmit, Port: ofp.PortInPort, Table: r.Table}
-				}
-				x.paused.rest = append(x.paused.rest, r)
-			}
+			x.pauseRest(acts[i+1:])
 			return 0, false
 		}
 		if x.freezing != nil {
@@ -398,6 +406,21 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		}
 	}
 	return 0, false
+}
+
+// pauseRest adds to the continuation of a pause the actions after it
+// of a list, the innermost list first; a goto_table there becomes a
+// resubmit. Apart from ofActions, to keep its stack frame, one per
+// nested resubmit, small.
+//
+//go:noinline
+func (x *xlate) pauseRest(rest []ofp.Action) {
+	for _, r := range rest {
+		if r.Type == ofp.ActGotoTable {
+			r = ofp.Action{Type: ofp.ActResubmit, Port: ofp.PortInPort, Table: r.Table}
+		}
+		x.paused.rest = append(x.paused.rest, r)
+	}
 }
 
 func (x *xlate) ofAction(a *ofp.Action, id uint8) {
@@ -500,14 +523,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		f.VLANTCI = f.VLANTCI&^flow.VLANPCPMask | a.VLAN<<13 | flow.VLANPresent
 		x.syncVLAN()
 	case ofp.ActClone:
-		// The clone's changes to the flow and an exit in it end with it;
-		// what its lookups consulted stays consulted.
-		saved := *x.of
-		x.ofActions(a.Nested, id)
-		x.finishFreeze()
-		saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
-		*x.of = saved
-		x.syncVLAN()
+		x.clone(a, id)
 	case ofp.ActDecTTL:
 		if f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
 			break
@@ -573,6 +589,21 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.clearActions()
 	case ofp.ActNote, ofp.ActConjunction:
 	}
+}
+
+// clone executes clone(actions): the clone's changes to the flow and an
+// exit in it end with it; what its lookups consulted stays consulted.
+// Apart from ofAction, whose stack frame, one per nested resubmit, would
+// otherwise hold the saved state (kilobytes).
+//
+//go:noinline
+func (x *xlate) clone(a *ofp.Action, id uint8) {
+	saved := *x.of
+	x.ofActions(a.Nested, id)
+	x.finishFreeze()
+	saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
+	*x.of = saved
+	x.syncVLAN()
 }
 
 // syncVLAN makes the NORMAL pipeline's view of the VLAN the flow's.

@@ -24,6 +24,10 @@ const hiddenTable = 254
 // rule is one OpenFlow flow. Immutable once published, except its
 // counters.
 type rule struct {
+	// What a hit reads comes first (the lookup: conj, priority, keyp;
+	// the translation: stats, acts, nacts, table), in the first cache
+	// line of the rule's allocation, which boxRule makes one with its
+	// key and counters.
 	table uint8
 	// conj says whether the actions have a conjunction (conjunctive()),
 	// so that a lookup need not read them.
@@ -35,20 +39,20 @@ type rule struct {
 	imp      uint16
 	// acts and nacts are the actions (actions()), often shared with
 	// other rules (internActions): an array, not a slice, saves 16 bytes.
-	nacts  uint32
-	acts   *ofp.Action
-	cookie uint64
+	nacts uint32
+	acts  *ofp.Action
 	// mask and keyp are the match (rulematch.go): the mask, shared, and
 	// the flow's bits under each of mask.mws (key, len(mask.mws) words
 	// from keyp); tunMD the match's tun_metadata fields as decoded
 	// (ofp.Match.TunMD), nil if none.
-	mask  *ruleMask
 	keyp  *uint64
+	stats *ruleStats
+	mask  *ruleMask
 	tunMD *[]ofp.TunMDEntry
 	// created and modified are bridge clock readings (for duration and
 	// the hard timeout, which counts from the last modification).
 	created, modified time.Duration
-	stats             *ruleStats
+	cookie            uint64
 	// seq orders rules of equal priority: insertion order (a replacing
 	// add or a modify keeps it).
 	seq uint64
