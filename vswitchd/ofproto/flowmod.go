@@ -48,7 +48,7 @@ func (br *Bridge) resetFlows(secure bool) {
 		gen := gens.Add(1)
 		ft.mutable(0, gen).put(r, nil, gen)
 	}
-	br.tables.Store(ft)
+	br.publish(ft)
 	br.failSecure = secure
 }
 
@@ -73,7 +73,7 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 		br.takeChanges() // nothing changed
 		return err
 	}
-	br.tables.Store(&ft)
+	br.publish(&ft)
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.RemovedDelete, now)
@@ -471,7 +471,7 @@ func (br *Bridge) expire() bool {
 	for _, r := range deleteLearned(ft, rs, gen) {
 		removed = append(removed, gone{r, ofp.RemovedDelete})
 	}
-	br.tables.Store(ft)
+	br.publish(ft)
 	br.dirty.Store(true)
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)

@@ -228,7 +228,7 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 		nr.seq = seqs.Add(1)
 	}
 	ft.mutable(fm.Table, gen).put(nr, old, gen)
-	br.tables.Store(&ft)
+	br.publish(&ft)
 	br.flowsChanged()
 	return true
 }
@@ -347,5 +347,5 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	}
 	gen := gens.Add(1)
 	ft.mutable(r.table, gen).put(nr, cur, gen)
-	br.tables.Store(&ft)
+	br.publish(&ft)
 }

@@ -238,8 +238,7 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // lookup finds the highest-priority rule of table id matching the flow,
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	t := x.of.in.br.br.tables.Load().table(int(id))
-	r := t.lookup(&x.of.flow, &x.of.wc)
+	r := x.of.in.br.br.tables.Load().lookup(int(id), &x.of.flow, &x.of.wc)
 	if x.trace != nil && r != nil {
 		x.traceLabel(r)
 	}
