@@ -238,7 +238,8 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // lookup finds the highest-priority rule of table id matching the flow,
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	r := x.of.in.br.br.tables.Load().lookup(int(id), &x.of.flow, &x.of.wc)
+	t, probes := x.of.in.br.br.tables.Load().probes(int(id))
+	r := t.searchIn(probes, &x.of.flow, &x.of.wc, true)
 	if x.trace != nil && r != nil {
 		x.traceLabel(r)
 	}

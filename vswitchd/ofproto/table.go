@@ -139,19 +139,24 @@ func (ft *flowTables) table(id int) *table {
 
 // lookup is table(id).lookup, reading the table's probes from its chunk.
 func (ft *flowTables) lookup(id int, f, wc *ofp.Flow) *rule {
+	t, probes := ft.probes(id)
+	return t.searchIn(probes, f, wc, true)
+}
+
+// probes returns table id (nil if it is empty) and its probes, as its
+// chunk holds them unless stale. Small enough to be inlined: a lookup's
+// frames, one set per nested resubmit, are stack lines a first packet
+// writes cold.
+func (ft *flowTables) probes(id int) (*table, []probe) {
 	c := ft.chunks[id/chunkTables]
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	j := id % chunkTables
-	switch n := c.pn[j]; n {
-	case 0: // empty
-		return nil
-	case staleProbes:
-		return c.t[j].lookup(f, wc)
-	default:
-		return c.t[j].searchIn(unsafe.Slice(c.pp[j], n), f, wc, true)
+	if n := c.pn[j]; n != staleProbes {
+		return c.t[j], unsafe.Slice(c.pp[j], n)
 	}
+	return c.t[j], c.t[j].probes
 }
 
 // seal brings the probes of ft's chunks up to date (tableChunk), ft
@@ -579,7 +584,8 @@ func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
 	return t.searchIn(t.probes, f, wc, conj)
 }
 
-// searchIn is search with t's probes, probes.
+// searchIn is search with t's probes, probes (t may be nil if there
+// are none).
 func (t *table) searchIn(probes []probe, f, wc *ofp.Flow, conj bool) *rule {
 	var best *rule
 	var soft []*rule // conjunctive clauses that matched (conj.go)
