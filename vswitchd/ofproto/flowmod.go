@@ -255,21 +255,23 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 			return nil, &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
 		}
 	}
-	nr = boxRule(nr, true)
-	nr.created, nr.modified = now, now
+	// The table holds a boxed copy (boxRule): nr, the caller's, may
+	// stay on its stack.
+	b := boxRule(nr, true)
+	b.created, b.modified = now, now
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	si := tbl.subIndex(nr.mask)
-	old = tbl.findIn(si, nr)
+	si := tbl.subIndex(b.mask)
+	old = tbl.findIn(si, b)
 	if old != nil {
-		nr.seq = old.seq
+		b.seq = old.seq
 	} else if tbl.len() >= maxFlowsPerTable {
 		return nil, &ofp.Error{Errno: ofp.FlowModTableFull, Detail: "table full"}
 	} else {
-		nr.seq = seqs.Add(1)
+		b.seq = seqs.Add(1)
 	}
-	ft.mutable(nr.table, gen).putIn(si, nr, old, gen)
-	br.noteChange(ofp.UpdateAdded, nr, 0, nil, o)
+	ft.mutable(b.table, gen).putIn(si, b, old, gen)
+	br.noteChange(ofp.UpdateAdded, b, 0, nil, o)
 	return old, nil
 }
 
