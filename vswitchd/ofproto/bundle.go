@@ -105,7 +105,7 @@ func (br *Bridge) CommitBundle(msgs []ofp.Message) (int, *ofp.Error) {
 			removed = append(removed, gone{r, reason, o})
 		}
 	}
-	br.tables.Store(ft)
+	br.publish(ft)
 	br.flowsChanged()
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)

@@ -48,7 +48,11 @@ func TestClassifierAgainstLinear(t *testing.T) {
 			live = putLive(&c, gen, &m, prio, live)
 		}
 		ft = &c
+		ft.seal()
 		if err := checkProbes(ft.table(0)); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if err := checkSealed(ft); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		if c.table(0).len() != len(live) {
@@ -60,7 +64,7 @@ func TestClassifierAgainstLinear(t *testing.T) {
 		for range 5 {
 			f := randFlow()
 			var wc ofp.Flow
-			got, want := ft.table(0).lookup(&f, &wc), linearBest(live, &f)
+			got, want := ft.lookup(0, &f, &wc), linearBest(live, &f)
 			if !sameBest(got, want, &f) {
 				t.Fatalf("step %d: flow %v: classifier %v, linear %v", step, f.Regs[:3], got, want)
 			}

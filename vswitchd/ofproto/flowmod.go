@@ -28,10 +28,10 @@ func (br *Bridge) SetAsync(s AsyncSink) {
 // normalRule is the flow a standalone bridge without controllers starts
 // with, as OVS's connmgr adds it: priority=0 actions=NORMAL.
 func (br *Bridge) normalRule(now time.Duration) *rule {
-	r := &rule{created: now, modified: now, stats: &ruleStats{}}
+	r := &rule{created: now, modified: now}
 	r.setActions([]ofp.Action{{Type: ofp.ActOutput, Port: ofp.PortNormal}})
 	r.setMatch(&ofp.Match{})
-	return r
+	return boxRule(r, true)
 }
 
 // resetFlows empties every table and, unless secure, adds the NORMAL
@@ -48,7 +48,7 @@ func (br *Bridge) resetFlows(secure bool) {
 		gen := gens.Add(1)
 		ft.mutable(0, gen).put(r, nil, gen)
 	}
-	br.tables.Store(ft)
+	br.publish(ft)
 	br.failSecure = secure
 }
 
@@ -73,7 +73,7 @@ func (br *Bridge) FlowMod(fm *ofp.FlowMod) *ofp.Error {
 		br.takeChanges() // nothing changed
 		return err
 	}
-	br.tables.Store(&ft)
+	br.publish(&ft)
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.RemovedDelete, now)
@@ -255,20 +255,23 @@ func (br *Bridge) insert(ft *flowTables, nr *rule, overlap bool, now time.Durati
 			return nil, &ofp.Error{Errno: ofp.FlowModOverlap, Detail: "overlapping flow"}
 		}
 	}
-	nr.created, nr.modified, nr.stats = now, now, &ruleStats{}
+	// The table holds a boxed copy (boxRule): nr, the caller's, may
+	// stay on its stack.
+	b := boxRule(nr, true)
+	b.created, b.modified = now, now
 	// An add replaces an identical flow in its place; OVS keeps none of
 	// the old flow's counters.
-	si := tbl.subIndex(nr.mask)
-	old = tbl.findIn(si, nr)
+	si := tbl.subIndex(b.mask)
+	old = tbl.findIn(si, b)
 	if old != nil {
-		nr.seq = old.seq
+		b.seq = old.seq
 	} else if tbl.len() >= maxFlowsPerTable {
 		return nil, &ofp.Error{Errno: ofp.FlowModTableFull, Detail: "table full"}
 	} else {
-		nr.seq = seqs.Add(1)
+		b.seq = seqs.Add(1)
 	}
-	ft.mutable(nr.table, gen).putIn(si, nr, old, gen)
-	br.noteChange(ofp.UpdateAdded, nr, 0, nil, o)
+	ft.mutable(b.table, gen).putIn(si, b, old, gen)
+	br.noteChange(ofp.UpdateAdded, b, 0, nil, o)
 	return old, nil
 }
 
@@ -336,17 +339,14 @@ func (br *Bridge) modify(ft *flowTables, fm *ofp.FlowMod, now time.Duration, gen
 				acts = internActions(fm.Actions)
 			}
 			replaced = append(replaced, r)
-			nr := *r
+			nr := boxRule(r, fm.Flags&ofp.FlagResetCounts != 0)
 			nr.setActions(acts)
 			nr.modified = now
 			if fm.HasNewCookie && fm.NewCookie != ^uint64(0) {
 				nr.cookie = fm.NewCookie
 			}
-			if fm.Flags&ofp.FlagResetCounts != 0 {
-				nr.stats = &ruleStats{}
-			}
-			ft.mutable(uint8(t), gen).put(&nr, r, gen)
-			br.noteChange(ofp.UpdateModified, &nr, 0, r, originOf(fm))
+			ft.mutable(uint8(t), gen).put(nr, r, gen)
+			br.noteChange(ofp.UpdateModified, nr, 0, r, originOf(fm))
 		}
 	}
 	return replaced
@@ -473,7 +473,7 @@ func (br *Bridge) expire() bool {
 	for _, r := range deleteLearned(ft, rs, gen) {
 		removed = append(removed, gone{r, ofp.RemovedDelete})
 	}
-	br.tables.Store(ft)
+	br.publish(ft)
 	br.dirty.Store(true)
 	for _, g := range removed {
 		br.sendRemoved(g.r, g.reason, now)

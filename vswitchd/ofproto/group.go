@@ -63,7 +63,7 @@ func (br *Bridge) GroupMod(gm *ofp.GroupMod) *ofp.Error {
 		br.takeChanges() // nothing changed
 		return err
 	}
-	br.tables.Store(ft)
+	br.publish(ft)
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, ofp.FlowRemovedGroup, now)

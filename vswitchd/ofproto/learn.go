@@ -211,9 +211,10 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 	ft := *br.tables.Load()
 	gen := gens.Add(1)
 	nr := &rule{table: fm.Table, priority: fm.Priority, cookie: fm.NewCookie,
-		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags, created: now, modified: now, stats: &ruleStats{}}
+		idle: fm.IdleTimeout, hard: fm.HardTimeout, flags: fm.Flags, created: now, modified: now}
 	nr.setMatch(&fm.Match)
 	nr.setActions(internActions(fm.Actions))
+	nr = boxRule(nr, true)
 	old := ft.table(int(fm.Table)).find(&fm.Match, fm.Priority)
 	switch {
 	case old != nil:
@@ -227,7 +228,7 @@ func (br *Bridge) learnFlow(l *ofp.Learn, fm *ofp.FlowMod) bool {
 		nr.seq = seqs.Add(1)
 	}
 	ft.mutable(fm.Table, gen).put(nr, old, gen)
-	br.tables.Store(&ft)
+	br.publish(&ft)
 	br.flowsChanged()
 	return true
 }
@@ -338,13 +339,13 @@ func (br *Bridge) reduceTimeouts(r *rule, idle, hard uint16) {
 	if cur == nil || cur.seq != r.seq {
 		return
 	}
-	nr := *cur
+	nr := boxRule(cur, false)
 	reduce(idle, &nr.idle)
 	reduce(hard, &nr.hard)
 	if nr.idle == cur.idle && nr.hard == cur.hard {
 		return
 	}
 	gen := gens.Add(1)
-	ft.mutable(r.table, gen).put(&nr, cur, gen)
-	br.tables.Store(&ft)
+	ft.mutable(r.table, gen).put(nr, cur, gen)
+	br.publish(&ft)
 }

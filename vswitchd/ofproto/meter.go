@@ -191,7 +191,7 @@ func (br *Bridge) deleteRulesLocked(doomed func(*rule) bool, reason uint8) {
 	if len(removed) == 0 {
 		return
 	}
-	br.tables.Store(&ft)
+	br.publish(&ft)
 	br.flowsChanged()
 	for _, r := range removed {
 		br.sendRemoved(r, reason, now)

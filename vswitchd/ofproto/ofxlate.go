@@ -275,17 +275,23 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 // lookup finds the highest-priority rule of table id matching the flow,
 // adding to wc the masks of the subtables it consulted (table.lookup).
 func (x *xlate) lookup(id uint8) *rule {
-	t := x.of.in.br.br.tables.Load().table(int(id))
-	if x.trace == nil {
-		return t.lookup(&x.of.flow, &x.of.wc)
-	}
-	r := t.lookup(&x.of.flow, &x.of.wc)
-	if r != nil {
-		if m := r.match(); m.Mask.IPv6Label&0xfffff == 0xfffff {
-			x.traceLabelExact = true
-		}
+	t, probes := x.of.in.br.br.tables.Load().probes(int(id))
+	r := t.searchIn(probes, &x.of.flow, &x.of.wc, true)
+	if x.trace != nil && r != nil {
+		x.traceLabel(r)
 	}
 	return r
+}
+
+// traceLabel notes for a trace whether r matches the IPv6 flow label
+// exactly. Apart from lookup, whose stack frame, one per nested resubmit,
+// would otherwise hold r's Match (kilobytes).
+//
+//go:noinline
+func (x *xlate) traceLabel(r *rule) {
+	if m := r.match(); m.Mask.IPv6Label&0xfffff == 0xfffff {
+		x.traceLabelExact = true
+	}
 }
 
 // table looks the flow up in table id and executes the matching rule's
@@ -310,32 +316,25 @@ func (x *xlate) table(id uint8) {
 			}
 		}(x.tt.cur)
 	}
+	// A resubmit that ends a rule's actions (OVN's next;) goes on in this
+	// loop rather than nesting a table, ofActions, ofAction and resubmit
+	// frame per table: a translation through OVN's pipeline otherwise
+	// nests some forty deep, and a first packet writes each level's
+	// stack lines cold. What the resubmits would restore as they return
+	// (in_port, the rule, the depth) is restored when the loop ends, as
+	// no action runs between their returns. Not in a trace, whose lines
+	// nest as the resubmits do.
+	var tail resubmitTail
 	for {
 		if x.of.resubmits >= maxResubmits {
 			x.report(">>>>", "over %d resubmit actions on bridge %s while processing %s", maxResubmits, x.of.in.br.br.name, "the packet")
 			x.of.exit = true
-			return
+			break
 		}
 		x.of.resubmits++
 		r := x.lookup(id)
 		if x.trace != nil {
-			var title string
-			if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
-				// OVS's xlate_report_table for its miss rule.
-				title = fmt.Sprintf("%2d. No match, and a \"packet-in\" is called for.", id)
-			} else if r == nil {
-				title = fmt.Sprintf("%2d. No match.", id)
-			} else {
-				title = fmt.Sprintf("%2d. %s", id, ruleTitle(r, x.traceNames()))
-			}
-			parent := x.tt.open(traceTable, title)
-			if first == nil {
-				first = (*parent)[len(*parent)-1]
-			}
-			if r == nil && !(honorMiss && x.of.in.br.br.missPin.Load()) {
-				// The miss rule's actions: none (a rule's: ofActions).
-				x.tt.add(traceAction, "drop")
-			}
+			x.traceTable(r, id, honorMiss, &first)
 		}
 		if x.packets > 0 {
 			// OVS's table stats: every lookup, and those that matched.
@@ -349,14 +348,14 @@ func (x *xlate) table(id uint8) {
 			x.of.ecnCheck = false
 			if !x.tnlProcessECN() {
 				x.of.exit = true
-				return
+				break
 			}
 		}
 		if r == nil {
 			if honorMiss {
 				x.miss(id)
 			}
-			return
+			break
 		}
 		honorMiss = true // a goto_table's lookup
 		if x.mode == modePacket || x.mode == modeRefresh {
@@ -367,11 +366,86 @@ func (x *xlate) table(id uint8) {
 			}
 		}
 		x.of.rule, x.of.lastTable = r, id
-		next, ok := x.ofActions(r.actions(), id)
-		if !ok || x.of.exit {
-			return
+		acts := r.actions()
+		next, how := x.ofActionList(acts, id, x.trace == nil)
+		if how == listEnd || x.of.exit {
+			break
+		}
+		if how == listResubmit {
+			var ok bool
+			if next, ok = x.tailResubmit(&acts[len(acts)-1], id, &tail); !ok {
+				break
+			}
+			honorMiss = false // a resubmit's lookup
 		}
 		id = next
+	}
+	if tail.on {
+		x.of.flow.InPort, x.of.rule, x.of.depth = tail.in, tail.rule, x.of.depth-tail.depth
+	}
+}
+
+// resubmitTail is what the resubmits a table walk made in its loop
+// (table) would restore as they return: the first one's in_port and
+// rule, and how many counted towards the depth.
+type resubmitTail struct {
+	on    bool
+	in    uint32
+	rule  *rule
+	depth int
+}
+
+// tailResubmit is resubmit for the one that ends the actions of a rule
+// of table id, which the table walk goes on with in its loop (t notes
+// what to restore when it ends): the table to look up, false if it is
+// over the depth limit.
+func (x *xlate) tailResubmit(a *ofp.Action, id uint8, t *resubmitTail) (uint8, bool) {
+	table := a.Table
+	if table == 0xff {
+		table = id
+	}
+	deeper := table <= id
+	if deeper && x.of.depth >= maxResubmitDepth {
+		x.report(">>>>", "over max translation depth %d", maxResubmitDepth)
+		x.of.exit = true
+		return 0, false
+	}
+	f := &x.of.flow
+	if !t.on {
+		t.on, t.in, t.rule = true, f.InPort, x.of.rule
+	}
+	if a.Port != ofp.PortInPort {
+		f.InPort = a.Port
+	}
+	if deeper {
+		x.of.depth++
+		t.depth++
+	}
+	return table, true
+}
+
+// traceTable opens a trace's node for the lookup in table id that found
+// r (nil: none), first being the walk's first such node. Apart from
+// table, to keep its stack frame, one per nested resubmit, small.
+//
+//go:noinline
+func (x *xlate) traceTable(r *rule, id uint8, honorMiss bool, first **traceNode) {
+	var title string
+	if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
+		// OVS's xlate_report_table for its miss rule.
+		title = fmt.Sprintf("%2d. No match, and a \"packet-in\" is called for.", id)
+	} else if r == nil {
+		title = fmt.Sprintf("%2d. No match.", id)
+	} else {
+		title = fmt.Sprintf("%2d. %s", id, ruleTitle(r, x.traceNames()))
+	}
+	parent := x.tt.open(traceTable, title)
+	if *first == nil {
+		*first = (*parent)[len(*parent)-1]
+	}
+	if r == nil && !(honorMiss && x.of.in.br.br.missPin.Load()) {
+		// The miss rule's actions: none (a rule's: ofActions).
+		x.tt.add(traceAction, "drop")
 	}
 }
 
@@ -394,12 +468,27 @@ func ruleTitle(r *rule, pn ofp.PortNames) string {
 // ofActions executes actions of a rule of table id; it returns the table
 // a goto_table continues with and true, or false when the walk ends.
 func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
+	next, how := x.ofActionList(acts, id, false)
+	return next, how == listGoto
+}
+
+// How an action list ends (ofActionList): the walk ends, goes on with
+// a goto_table, or with the resubmit that ends the list.
+const (
+	listEnd = iota
+	listGoto
+	listResubmit
+)
+
+// ofActionList is ofActions, but for a resubmit that ends acts, which
+// it leaves to the caller (listResubmit) if tail.
+func (x *xlate) ofActionList(acts []ofp.Action, id uint8, tail bool) (uint8, int) {
 	if x.trace != nil && len(acts) == 0 {
 		x.tt.add(traceAction, "drop") // OVS's do_xlate_actions of none
 	}
 	for i := range acts {
 		if x.of.exit || x.paused != nil || x.freezing != nil {
-			return 0, false
+			return 0, listEnd
 		}
 		a := &acts[i]
 		if x.trace != nil {
@@ -407,34 +496,47 @@ func (x *xlate) ofActions(acts []ofp.Action, id uint8) (uint8, bool) {
 		}
 		switch a.Type {
 		case ofp.ActGotoTable:
-			return a.Table, true
+			return a.Table, listGoto
+		case ofp.ActResubmit:
+			if tail && i == len(acts)-1 {
+				return a.Table, listResubmit
+			}
+			x.ofAction(a, id)
 		case ofp.ActCheckPktLarger:
 			x.checkPktLarger(a, acts[i+1:], id)
-			return 0, false
+			return 0, listEnd
 		default:
 			x.ofAction(a, id)
 		}
 		if x.of.endList {
 			x.of.endList = false
-			return 0, false
+			return 0, listEnd
 		}
 		if x.paused != nil {
-			// The actions after a pause, the innermost first, are the
-			// continuation's; a goto_table there becomes a resubmit.
-			for _, r := range acts[i+1:] {
-				if r.Type == ofp.ActGotoTable {
-					r = ofp.Action{Type: ofp.ActResubmit, Port: ofp.PortInPort, Table: r.Table}
-				}
-				x.paused.rest = append(x.paused.rest, r)
-			}
-			return 0, false
+			x.pauseRest(acts[i+1:])
+			return 0, listEnd
 		}
 		if x.freezing != nil {
 			x.unwindFreeze(acts, i, id)
-			return 0, false
+			return 0, listEnd
 		}
 	}
-	return 0, false
+	return 0, listEnd
+}
+
+// pauseRest adds to the continuation of a pause the actions after it
+// of a list, the innermost list first; a goto_table there becomes a
+// resubmit. Apart from ofActions, to keep its stack frame, one per
+// nested resubmit, small.
+//
+//go:noinline
+func (x *xlate) pauseRest(rest []ofp.Action) {
+	for _, r := range rest {
+		if r.Type == ofp.ActGotoTable {
+			r = ofp.Action{Type: ofp.ActResubmit, Port: ofp.PortInPort, Table: r.Table}
+		}
+		x.paused.rest = append(x.paused.rest, r)
+	}
 }
 
 func (x *xlate) ofAction(a *ofp.Action, id uint8) {
@@ -543,14 +645,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		f.VLANTCI = f.VLANTCI&^flow.VLANPCPMask | a.VLAN<<13 | flow.VLANPresent
 		x.syncVLAN()
 	case ofp.ActClone:
-		// The clone's changes to the flow and an exit in it end with it;
-		// what its lookups consulted stays consulted.
-		saved := *x.of
-		x.ofActions(a.Nested, id)
-		x.finishFreeze()
-		saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
-		*x.of = saved
-		x.syncVLAN()
+		x.clone(a, id)
 	case ofp.ActDecTTL:
 		if f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
 			break
@@ -616,6 +711,21 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.clearActions()
 	case ofp.ActNote, ofp.ActConjunction:
 	}
+}
+
+// clone executes clone(actions): the clone's changes to the flow and an
+// exit in it end with it; what its lookups consulted stays consulted.
+// Apart from ofAction, whose stack frame, one per nested resubmit, would
+// otherwise hold the saved state (kilobytes).
+//
+//go:noinline
+func (x *xlate) clone(a *ofp.Action, id uint8) {
+	saved := *x.of
+	x.ofActions(a.Nested, id)
+	x.finishFreeze()
+	saved.wc, saved.resubmits = x.of.wc, x.of.resubmits
+	*x.of = saved
+	x.syncVLAN()
 }
 
 // syncVLAN makes the NORMAL pipeline's view of the VLAN the flow's.

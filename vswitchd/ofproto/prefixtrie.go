@@ -476,6 +476,6 @@ func (br *Bridge) setTablePrefixes(cfg map[uint8][]string) {
 			ft.setPrefixes(uint8(id), p, gen)
 		}
 	}
-	br.tables.Store(&ft)
+	br.publish(&ft)
 	br.flowsChanged()
 }

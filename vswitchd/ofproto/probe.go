@@ -19,7 +19,9 @@ import (
 // subtable and its trie. Only a subtable with more in_ports or mask
 // words than a probe holds, more hashes, OVS's last stage, or a head
 // that is a conjunctive clause or does not match, is read. A probe is
-// two cache lines (probeSize).
+// two cache lines (probeSize); the first holds what a hit in a subtable
+// of up to three mask words on its first hash reads (wm0, head0), and
+// a miss of such a subtable, the second the rest (in, wm1, heads1).
 type probe struct {
 	maxPrio uint16
 	flags   uint8
@@ -28,10 +30,11 @@ type probe struct {
 	types uint8
 	// nfew is the subtable's; few the low 16 bits of its few hashes: a
 	// hash none of them has is not the subtable's (find), one that has
-	// one may be. heads[k] is the first rule (by rank) of the hash of
-	// few[k].
+	// one may be. head(k) is the first rule (by rank) of the hash of
+	// few[k]: head0, then heads1.
 	nfew int8
-	// nw is how many mask words the probe holds (wi, wm): all of the
+	// nw is how many mask words the probe holds: word(j) is mask word
+	// j's bits (wm0, then wm1) and wi[j] its index in a Flow; all of the
 	// subtable's mws unless probeWide.
 	nw uint8
 	// nin is how many in_ports in holds: all those of the subtable's
@@ -39,12 +42,36 @@ type probe struct {
 	nin   uint8
 	_     uint8
 	plens [numPrefixFields]uint8
-	in    [2]uint32
 	few   [4]uint16
 	wi    [probeWords]uint8
-	heads [4]*rule
-	wm    [probeWords]uint64
-	_     [8]uint8
+	_     [2]uint8
+	wm0   [probeWords0]uint64
+	head0 *rule
+	// The second cache line.
+	in     [2]uint32
+	wm1    [probeWords - probeWords0]uint64
+	heads1 [3]*rule
+	_      [8]uint8
+}
+
+// probeWords0 is how many of a probe's mask words are in its first
+// cache line.
+const probeWords0 = 3
+
+// word returns the bits of mask word j (j < p.nw).
+func (p *probe) word(j uint8) uint64 {
+	if j < probeWords0 {
+		return p.wm0[j]
+	}
+	return p.wm1[j-probeWords0]
+}
+
+// head returns the first rule of the hash of few[k].
+func (p *probe) head(k int) *rule {
+	if k == 0 {
+		return p.head0
+	}
+	return p.heads1[k-1]
 }
 
 // probeWords is how many mask words a probe holds: most of OVN's masks
@@ -58,7 +85,10 @@ var _ [unsafe.Sizeof(probe{}) - probeSize]struct{}
 var _ [probeSize - unsafe.Sizeof(probe{})]struct{}
 var _ [len(probe{}.few) - len(subtable{}.few)]struct{}
 var _ [len(subtable{}.few) - len(probe{}.few)]struct{}
-var _ [len(probe{}.few) - len(probe{}.heads)]struct{}
+var _ [len(probe{}.few) - 1 - len(probe{}.heads1)]struct{}
+var _ [len(probe{}.heads1) + 1 - len(probe{}.few)]struct{}
+var _ [64 - unsafe.Offsetof(probe{}.in)]struct{}
+var _ [unsafe.Offsetof(probe{}.in) - 64]struct{}
 
 // probe flags: the subtable's mask has all of in_port (inPorts not nil);
 // it has more in_ports than a probe holds (st.inPorts tells); st.l3;
@@ -81,7 +111,11 @@ func probeOf(st *subtable) probe {
 	}
 	if st.stageWs == nil {
 		for j, h := range st.few[:max(st.nfew, 0)] {
-			p.heads[j] = st.rules.get(h)[0]
+			if r := st.rules.get(h)[0]; j == 0 {
+				p.head0 = r
+			} else {
+				p.heads1[j-1] = r
+			}
 		}
 	}
 	if st.l3 {
@@ -114,7 +148,12 @@ func probeOf(st *subtable) probe {
 	}
 	if len(st.mws) <= probeWords {
 		for j, w := range st.mws {
-			p.wi[j], p.wm[j] = w.i, w.m
+			p.wi[j] = w.i
+			if j < probeWords0 {
+				p.wm0[j] = w.m
+			} else {
+				p.wm1[j-probeWords0] = w.m
+			}
 		}
 		p.nw = uint8(len(st.mws))
 	} else {
@@ -138,7 +177,7 @@ func (p *probe) hasInPort(port uint32, t *table, i int) bool {
 func (p *probe) orSel(ww, sel *[flowWords]uint64) {
 	for j := range p.nw {
 		i := p.wi[j]
-		ww[i] |= p.wm[j] & sel[i]
+		ww[i] |= p.word(j) & sel[i]
 	}
 }
 
@@ -147,7 +186,7 @@ func (p *probe) orSel(ww, sel *[flowWords]uint64) {
 func (p *probe) hashOr(fw, ww *[flowWords]uint64) uint64 {
 	h := hashSeed ^ uint64(p.nw)
 	for j := range p.nw {
-		i, m := p.wi[j], p.wm[j]
+		i, m := p.wi[j], p.word(j)
 		ww[i] |= m
 		h = mulMix(h^(fw[i]&m), 0x9e3779b97f4a7c15^uint64(i))
 	}
@@ -164,7 +203,7 @@ func (p *probe) find(h uint64) (head *rule, may bool) {
 	}
 	for k, f := range p.few[:p.nfew] {
 		if f == uint16(h) {
-			return p.heads[k], true
+			return p.head(k), true
 		}
 	}
 	return nil, false
@@ -174,7 +213,7 @@ func (p *probe) find(h uint64) (head *rule, may bool) {
 func (p *probe) matches(r *rule, fw *[flowWords]uint64) bool {
 	key := unsafe.Slice(r.keyp, p.nw)
 	for j := range key {
-		if fw[p.wi[j]]&p.wm[j] != key[j] {
+		if fw[p.wi[j]]&p.word(uint8(j)) != key[j] {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -24,6 +25,30 @@ func checkProbes(t *table) error {
 		}
 		if i > 0 && t.subs[i-1].maxPrio < st.maxPrio {
 			return fmt.Errorf("subtable %d: max priority %d after %d", i, st.maxPrio, t.subs[i-1].maxPrio)
+		}
+	}
+	return nil
+}
+
+// checkSealed reports how the probes ft's chunks hold for lookups differ
+// from their tables' (ft sealed), if they do.
+func checkSealed(ft *flowTables) error {
+	for i, c := range ft.chunks {
+		if c == nil {
+			continue
+		}
+		for j, t := range c.t {
+			n, p := c.pn[j], c.pp[j]
+			switch {
+			case n == staleProbes:
+				return fmt.Errorf("table %d: probes stale", i*chunkTables+j)
+			case t == nil || len(t.probes) == 0:
+				if n != 0 || p != nil {
+					return fmt.Errorf("table %d: %d probes in its chunk, none in the table", i*chunkTables+j, n)
+				}
+			case int(n) != len(t.probes) || p != &t.probes[0]:
+				return fmt.Errorf("table %d: %d probes at %p in its chunk, %d at %p in the table", i*chunkTables+j, n, p, len(t.probes), &t.probes[0])
+			}
 		}
 	}
 	return nil
@@ -84,7 +109,11 @@ func TestProbesAgainstLinear(t *testing.T) {
 			live = putLive(&c, gen, &m, uint16(rng.Intn(6)), live)
 		}
 		ft = &c
+		ft.seal()
 		if err := checkProbes(ft.table(0)); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if err := checkSealed(ft); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		if step%100 == 0 {
@@ -93,7 +122,7 @@ func TestProbesAgainstLinear(t *testing.T) {
 		for range 5 {
 			f := randFlow()
 			var wc ofp.Flow
-			got, want := ft.table(0).lookup(&f, &wc), linearBest(live, &f)
+			got, want := ft.lookup(0, &f, &wc), linearBest(live, &f)
 			if !sameBest(got, want, &f) {
 				t.Fatalf("step %d: flow %+v: classifier %v, linear %v", step, f, got, want)
 			}
@@ -109,6 +138,9 @@ func TestProbesAgainstLinear(t *testing.T) {
 	}
 	for i, s := range snaps {
 		if err := checkProbes(s.table(0)); err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+		if err := checkSealed(s); err != nil {
 			t.Fatalf("snapshot %d: %v", i, err)
 		}
 	}
@@ -208,5 +240,37 @@ func TestProbeHeadCollision(t *testing.T) {
 	}
 	if err := checkProbes(ft.table(0)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBridgeTablesSealed checks that what a bridge publishes holds its
+// tables' probes for lookups (tableChunk) through adds, modifies and
+// deletes across tables and chunks, and that a translation finds the
+// flows they leave.
+func TestBridgeTablesSealed(t *testing.T) {
+	tb := newTestBacker(t)
+	br := tb.bridge("br0", BridgeConfig{Ports: []PortConfig{trunk("p1", 1), trunk("p2", 2), trunk("p3", 3)}})
+	frame := eth(macA, macB)
+	mods := []fmSpec{
+		{prio: 100, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: []ofp.Action{resubmitTo(20)}},
+		{table: 20, prio: 10, actions: []ofp.Action{resubmitTo(40)}},
+		{table: 20, prio: 50, match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}, actions: []ofp.Action{resubmitTo(21)}},
+		{table: 21, prio: 5, actions: []ofp.Action{output(3)}},
+		{table: 40, prio: 5, actions: []ofp.Action{output(2)}},
+		{cmd: ofp.FlowModify, table: 21, actions: []ofp.Action{resubmitTo(40)}},
+		{cmd: ofp.FlowDeleteStrict, table: 20, prio: 50, match: map[ofp.FieldID][2]uint64{ofp.FieldEthType: {flow.EthTypeIPv4, 0}}},
+		{cmd: ofp.FlowDelete, table: 40},
+	}
+	want := []string{"drop", "drop", "drop", "3", "3", "2", "2", "drop"}
+	for i, s := range mods {
+		if err := br.FlowMod(s.mod()); err != nil {
+			t.Fatalf("mod %d: %v", i, err)
+		}
+		if err := checkSealed(br.tables.Load()); err != nil {
+			t.Fatalf("mod %d: %v", i, err)
+		}
+		if got, _ := tb.xlate(1, frame); got != want[i] {
+			t.Errorf("mod %d: actions %s, want %s", i, got, want[i])
+		}
 	}
 }

@@ -266,3 +266,64 @@ func (r *rule) setActions(acts []ofp.Action) {
 		r.conj = r.conj || acts[i].Type == ofp.ActConjunction
 	}
 }
+
+// A rule in a table is boxed: its key and, unless it shares another
+// version's, its counters are in the rule's allocation (ruleBox), so
+// that a first packet's hit, which finds the tables out of the cache,
+// misses on one allocation rather than three (the rule, its key, its
+// counters). A box of a one-word key is 128 bytes, two cache lines.
+type ruleBox[K any] struct {
+	r rule
+	s ruleStats
+	k K
+}
+
+// ruleBox0 is the box of a rule whose key is none or too long for
+// boxRule's boxes (then allocated apart).
+type ruleBox0 struct {
+	r rule
+	s ruleStats
+}
+
+// boxRule returns a copy of r boxed with its key, and with new counters
+// (zero) in the box if fresh, else r's.
+func boxRule(r *rule, fresh bool) *rule {
+	var nr *rule
+	var s *ruleStats
+	var key []uint64
+	switch n := len(r.mask.mws); n {
+	case 1:
+		b := new(ruleBox[[1]uint64])
+		nr, s, key = &b.r, &b.s, b.k[:]
+	case 2:
+		b := new(ruleBox[[2]uint64])
+		nr, s, key = &b.r, &b.s, b.k[:]
+	case 3:
+		b := new(ruleBox[[3]uint64])
+		nr, s, key = &b.r, &b.s, b.k[:]
+	case 4:
+		b := new(ruleBox[[4]uint64])
+		nr, s, key = &b.r, &b.s, b.k[:]
+	case 5:
+		b := new(ruleBox[[5]uint64])
+		nr, s, key = &b.r, &b.s, b.k[:]
+	case 6:
+		b := new(ruleBox[[6]uint64])
+		nr, s, key = &b.r, &b.s, b.k[:]
+	default:
+		b := new(ruleBox0)
+		nr, s = &b.r, &b.s
+		if n > 0 {
+			key = make([]uint64, n)
+		}
+	}
+	*nr = *r
+	if len(key) > 0 {
+		copy(key, r.key())
+		nr.keyp = &key[0]
+	}
+	if fresh {
+		nr.stats = s
+	}
+	return nr
+}

@@ -24,6 +24,10 @@ const hiddenTable = 254
 // rule is one OpenFlow flow. Immutable once published, except its
 // counters.
 type rule struct {
+	// What a hit reads comes first (the lookup: conj, priority, keyp;
+	// the translation: stats, acts, nacts, table), in the first cache
+	// line of the rule's allocation, which boxRule makes one with its
+	// key and counters.
 	table uint8
 	// conj says whether the actions have a conjunction (conjunctive()),
 	// so that a lookup need not read them.
@@ -35,20 +39,20 @@ type rule struct {
 	imp      uint16
 	// acts and nacts are the actions (actions()), often shared with
 	// other rules (internActions): an array, not a slice, saves 16 bytes.
-	nacts  uint32
-	acts   *ofp.Action
-	cookie uint64
+	nacts uint32
+	acts  *ofp.Action
 	// mask and keyp are the match (rulematch.go): the mask, shared, and
 	// the flow's bits under each of mask.mws (key, len(mask.mws) words
 	// from keyp); tunMD the match's tun_metadata fields as decoded
 	// (ofp.Match.TunMD), nil if none.
-	mask  *ruleMask
 	keyp  *uint64
+	stats *ruleStats
+	mask  *ruleMask
 	tunMD *[]ofp.TunMDEntry
 	// created and modified are bridge clock readings (for duration and
 	// the hard timeout, which counts from the last modification).
 	created, modified time.Duration
-	stats             *ruleStats
+	cookie            uint64
 	// seq orders rules of equal priority: insertion order (a replacing
 	// add or a modify keeps it).
 	seq uint64
@@ -108,10 +112,22 @@ const chunkTables = 16
 
 // tableChunk holds tables chunkTables*i to chunkTables*i+chunkTables-1;
 // gen as a table's.
+//
+// A lookup reads a table's probes (probe.go) from its chunk, pp[j] and
+// pn[j] being t[j].probes' array and length, rather than through the
+// table: a first packet after a while finds the tables out of the cache,
+// and table then probes were two dependent misses a lookup, where a
+// chunk's pn and pp lines serve all its tables. pn[j] is staleProbes
+// while a change may be changing t[j] (mutable marks it), then the
+// lookup reads the table; publish brings them up to date.
 type tableChunk struct {
 	gen uint64
+	pn  [chunkTables]uint32
+	pp  [chunkTables]*probe
 	t   [chunkTables]*table // nil: empty
 }
+
+const staleProbes = ^uint32(0)
 
 // table returns table id (nil if it is empty).
 func (ft *flowTables) table(id int) *table {
@@ -119,6 +135,54 @@ func (ft *flowTables) table(id int) *table {
 		return c.t[id%chunkTables]
 	}
 	return nil
+}
+
+// lookup is table(id).lookup, reading the table's probes from its chunk.
+func (ft *flowTables) lookup(id int, f, wc *ofp.Flow) *rule {
+	t, probes := ft.probes(id)
+	return t.searchIn(probes, f, wc, true)
+}
+
+// probes returns table id (nil if it is empty) and its probes, as its
+// chunk holds them unless stale. Small enough to be inlined: a lookup's
+// frames, one set per nested resubmit, are stack lines a first packet
+// writes cold.
+func (ft *flowTables) probes(id int) (*table, []probe) {
+	c := ft.chunks[id/chunkTables]
+	if c == nil {
+		return nil, nil
+	}
+	j := id % chunkTables
+	if n := c.pn[j]; n != staleProbes {
+		return c.t[j], unsafe.Slice(c.pp[j], n)
+	}
+	return c.t[j], c.t[j].probes
+}
+
+// seal brings the probes of ft's chunks up to date (tableChunk), ft
+// being about to be published: its chunks with stale entries are this
+// change's, which no packet reads yet.
+func (ft *flowTables) seal() {
+	for _, c := range ft.chunks {
+		if c == nil {
+			continue
+		}
+		for j, n := range c.pn {
+			if n != staleProbes {
+				continue
+			}
+			c.pn[j], c.pp[j] = 0, nil
+			if t := c.t[j]; t != nil && len(t.probes) > 0 {
+				c.pn[j], c.pp[j] = uint32(len(t.probes)), &t.probes[0]
+			}
+		}
+	}
+}
+
+// publish makes ft, a change's tables, the bridge's.
+func (br *Bridge) publish(ft *flowTables) {
+	ft.seal()
+	br.tables.Store(ft)
 }
 
 // A table is a tuple-space classifier, as OVS's: one subtable per
@@ -517,14 +581,20 @@ func (t *table) lookup(f, wc *ofp.Flow) *rule {
 // search is lookup; conj says whether conjunctive clauses count (they
 // do not in the lookup that follows a conjunctive match).
 func (t *table) search(f, wc *ofp.Flow, conj bool) *rule {
+	return t.searchIn(t.probes, f, wc, conj)
+}
+
+// searchIn is search with t's probes, probes (t may be nil if there
+// are none).
+func (t *table) searchIn(probes []probe, f, wc *ofp.Flow, conj bool) *rule {
 	var best *rule
 	var soft []*rule // conjunctive clauses that matched (conj.go)
 	var tcs [maxTries]trieCtx
 	fw, ww := wordsOf(f), wordsOf(wc)
-	for i := range t.probes {
+	for i := range probes {
 		// The probe (probe.go) answers for a subtable that it rules out;
 		// the subtable is read when it may have a match.
-		p := &t.probes[i]
+		p := &probes[i]
 		if best != nil && p.maxPrio <= best.priority {
 			break
 		}
@@ -739,10 +809,11 @@ func (ft *flowTables) mutable(id uint8, gen uint64) *table {
 	if c == nil || c.gen != gen {
 		n := &tableChunk{gen: gen}
 		if c != nil {
-			n.t = c.t
+			n.pn, n.pp, n.t = c.pn, c.pp, c.t
 		}
 		ft.chunks[id/chunkTables], c = n, n
 	}
+	c.pn[id%chunkTables] = staleProbes
 	t := c.t[id%chunkTables]
 	if t != nil && t.gen == gen {
 		return t
