@@ -26,6 +26,9 @@ import (
 var parseFlowCorpus = []string{
 	"ip,nw_src=10.0.0.1,actions=output:2",
 	"in_port=1,actions=drop",
+	"in_port=1,actions=set_tunnel:0x5,output:2",
+	"actions=set_tunnel64:0x6,set_tunnel:0x100000000",
+	"actions=set_tunnel:abc",
 	"reg0=5,actions=resubmit(,2)",
 	"tcp,tp_dst=80,actions=set_field:10.0.0.1->ip_dst",
 	"actions=",

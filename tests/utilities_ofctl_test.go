@@ -198,6 +198,7 @@ priority=10,ip,nw_dst=10.0.0.1,actions=output:1
 table=1,reg3=0x5/0xff,actions=resubmit(,2)
 cookie=0x10,priority=30,arp,actions=NORMAL
 cookie=0x20,priority=30,ipv6,actions=NORMAL
+table=2,priority=5,in_port=1,actions=set_tunnel:0x5,set_tunnel64:0x6,output:2
 `
 
 // ofctlBadFlows has a flow the switch refuses (no group 5) after one it

@@ -308,6 +308,13 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=6,priority=3,in_port=1,actions=set_field:0x1005->vlan_tci,output:2\n" +
 			"table=6,priority=4,in_port=1,actions=set_field:0->vlan_tci,output:2\n" +
 			"table=6,priority=5,in_port=1,dl_vlan=3,actions=clone(mod_vlan_vid:8,output:2),strip_vlan,mod_vlan_pcp:1,output:2\n",
+		// set_tunnel and set_tunnel64 (NXAST_SET_TUNNEL(64)), as the
+		// tunnel flows of OpenStack's OVS agent write them.
+		"tunnel": "table=7,priority=1,in_port=1,actions=set_tunnel:0x5,output:2\n" +
+			"table=7,priority=2,in_port=1,actions=set_tunnel64:0x6,output:2\n" +
+			"table=7,priority=3,in_port=1,actions=set_tunnel:0x100000000,output:2\n" +
+			"table=7,priority=4,in_port=1,dl_vlan=3,actions=strip_vlan,set_tunnel:0,output:2\n" +
+			"table=7,priority=5,in_port=1,actions=write_actions(set_tunnel:0x7,output:2)\n",
 		"vlan11": "table=6,priority=6,in_port=1,actions=mod_vlan_vid:5,output:2\n" +
 			"table=6,priority=7,in_port=1,actions=mod_vlan_pcp:3,output:2\n" +
 			"table=6,priority=8,in_port=1,dl_vlan=4,actions=mod_vlan_vid:6,mod_vlan_pcp:2,output:2\n",
@@ -351,6 +358,9 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow11", "--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=6"},
+		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel")},
+		{"--sort", "dump-flows", "BR", "table=7"},
+		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=7"},
 		{"dump-tables", "BR"},
 		// Errors: a read-only table, a group and a meter that do not
 		// exist, goto_table backwards, an unusable flow format.

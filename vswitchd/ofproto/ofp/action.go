@@ -76,6 +76,10 @@ const (
 	rawController2
 	// rawNXController: a controller action decoded from NXAST_CONTROLLER.
 	rawNXController
+	// rawSetTunnel, rawSetTunnel64: a set of tun_id from NXAST_SET_TUNNEL
+	// or NXAST_SET_TUNNEL64 (ovs-ofctl's set_tunnel and set_tunnel64).
+	rawSetTunnel
+	rawSetTunnel64
 )
 
 // NXAST_CONTROLLER2 properties (OVS's NXAC2PT_*).
@@ -260,8 +264,8 @@ const (
 
 // nxastNames are the Nicira actions govs decodes without executing.
 var nxastNames = map[uint16]string{
-	nxastSetTunnel: "set_tunnel", nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
-	nxastSetTunnel64: "set_tunnel64", nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
+	nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
+	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
@@ -670,6 +674,23 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 			}
 		}
 		return a, nil
+	case nxastSetTunnel, nxastSetTunnel64:
+		// nx_action_set_tunnel: 2 bytes of padding, a 32-bit tun_id;
+		// nx_action_set_tunnel64: 6 bytes of padding, a 64-bit one.
+		n, raw := 16, rawSetTunnel
+		if sub == nxastSetTunnel64 {
+			n, raw = 24, rawSetTunnel64
+		}
+		if err := fixedLen(b, n); err != nil {
+			return Action{}, err
+		}
+		var id uint64
+		if sub == nxastSetTunnel {
+			id = uint64(binary.BigEndian.Uint32(body[2:]))
+		} else {
+			id = binary.BigEndian.Uint64(body[6:])
+		}
+		return SetTunnel(id, raw == rawSetTunnel64), nil
 	case nxastRegMove:
 		if err := fixedLen(b, 24); err != nil {
 			return Action{}, err
@@ -1127,6 +1148,19 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put16(b, 8)
 		return pad(b, 4)
 	case ActSetField:
+		if id, ok := a.SetTunnelID(); ok && v < V12 {
+			// encode_SET_TUNNEL: before OpenFlow 1.2 the 32-bit action
+			// unless the id or its raw form needs the 64-bit one; from
+			// 1.2 a set_field of tun_id (below).
+			if id <= 0xffffffff && a.raw != rawSetTunnel64 {
+				b = nxActionHeader(b, 16, nxastSetTunnel)
+				b = pad(b, 2)
+				return put32(b, uint32(id))
+			}
+			b = nxActionHeader(b, 24, nxastSetTunnel64)
+			b = pad(b, 6)
+			return binary.BigEndian.AppendUint64(b, id)
+		}
 		full := allOnes(a.Mask) // fields run to 124 bytes (tun_metadata): longer than ones
 		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANVID {
 			return appendAction(b, v, &Action{Type: ActSetVLANVID, VLAN: binary.BigEndian.Uint16(a.Value) & flow.VLANVIDMask})
@@ -1458,6 +1492,25 @@ func MaskBits(b []byte) int {
 // Legacy reports whether a set-field action was an OpenFlow 1.0 mod_*
 // action.
 func (a *Action) Legacy() bool { return a.raw == rawLegacy }
+
+// SetTunnel returns OVS's set_tunnel action (set_tunnel64 if long): a
+// set of the whole tun_id, encoded as NXAST_SET_TUNNEL(64).
+func SetTunnel(id uint64, long bool) Action {
+	raw := rawSetTunnel
+	if long {
+		raw = rawSetTunnel64
+	}
+	return Action{Type: ActSetField, Field: fields[FieldTunID], Value: binary.BigEndian.AppendUint64(nil, id),
+		Mask: bytes.Clone(ones[:8]), raw: raw}
+}
+
+// SetTunnelID returns the tun_id a set_tunnel or set_tunnel64 action sets.
+func (a *Action) SetTunnelID() (uint64, bool) {
+	if a.Type != ActSetField || a.raw != rawSetTunnel && a.raw != rawSetTunnel64 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(a.Value), true
+}
 
 // NiciraController reports whether a controller action came as
 // NXAST_CONTROLLER or NXAST_CONTROLLER2 (OVS's OFPACT_CONTROLLER), not as

@@ -125,3 +125,55 @@ func TestNiciraController(t *testing.T) {
 		}
 	}
 }
+
+// NXAST_SET_TUNNEL and NXAST_SET_TUNNEL64 (ovs-ofctl's set_tunnel and
+// set_tunnel64, in the bytes Debian's ovs-ofctl sends): decoded as a set of
+// the whole tun_id, printed and encoded back before OpenFlow 1.2 in the
+// form they came in, from 1.2 as a set_field (encode_SET_TUNNEL), and
+// refused at a wrong length as OVS does.
+func TestSetTunnelCodec(t *testing.T) {
+	for _, tc := range []struct {
+		wire, text string
+		id         uint64
+	}{
+		{"ffff001000002320000200000000000a", "set_tunnel:0xa", 10},
+		{"ffff0018000023200009000000000000000000000000000b", "set_tunnel64:0xb", 11},
+		{"ffff00180000232000090000000000000000000100000000", "set_tunnel64:0x100000000", 1 << 32},
+		{"ffff0010000023200002000000000000", "set_tunnel:0", 0},
+	} {
+		wire, _ := hex.DecodeString(tc.wire)
+		acts, err := DecodeActions(V13, wire)
+		if err != nil || len(acts) != 1 {
+			t.Fatalf("%s: %+v, %v", tc.wire, acts, err)
+		}
+		if id, ok := acts[0].SetTunnelID(); !ok || id != tc.id || acts[0].Field.Name != "tun_id" {
+			t.Errorf("%s: tun_id %#x, %v", tc.wire, id, ok)
+		}
+		if got := FormatAction(&acts[0], V13, nil); got != tc.text {
+			t.Errorf("%s: printed %q, want %q", tc.wire, got, tc.text)
+		}
+		if back := AppendActions(nil, V10, acts); !bytes.Equal(back, wire) {
+			t.Errorf("%s: encoded back as %x", tc.wire, back)
+		}
+		// From OpenFlow 1.2, OVS sends a set_field of tun_id.
+		sf := SetField(fields[FieldTunID], acts[0].Value, acts[0].Mask, false)
+		if back, want := AppendActions(nil, V13, acts), AppendActions(nil, V13, []Action{sf}); !bytes.Equal(back, want) {
+			t.Errorf("%s: encoded in OpenFlow 1.3 as %x, want %x", tc.wire, back, want)
+		}
+	}
+	// A 32-bit set_tunnel of an id that needs 64 bits is sent as the
+	// 64-bit action (encode_SET_TUNNEL).
+	a := SetTunnel(1<<40, false)
+	if b := AppendActions(nil, V10, []Action{a}); hex.EncodeToString(b) != "ffff00180000232000090000000000000000010000000000" {
+		t.Errorf("set_tunnel:0x10000000000 encoded as %x", b)
+	}
+	if got := FormatAction(&a, V13, nil); got != "set_tunnel64:0x10000000000" {
+		t.Errorf("printed %q", got)
+	}
+	for _, wire := range []string{"ffff0018000023200002000000000000000000000000000a", "ffff001000002320000900000000000b"} {
+		b, _ := hex.DecodeString(wire)
+		if _, err := DecodeActions(V13, b); err == nil || err.Errno != BadActionLen {
+			t.Errorf("%s: %v, want %s", wire, err, BadActionLen)
+		}
+	}
+}

@@ -301,6 +301,13 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 		}
 		return "pop_vlan"
 	case ActSetField:
+		if id, ok := a.SetTunnelID(); ok {
+			// format_SET_TUNNEL
+			if id > 0xffffffff || a.raw == rawSetTunnel64 {
+				return "set_tunnel64:" + hexC(id)
+			}
+			return "set_tunnel:" + hexC(id)
+		}
 		if a.Legacy() {
 			if name, ok := legacyNames[a.Field.Name]; ok {
 				return name + ":" + FormatFieldValue(a.Field, a.Value, a.Mask, pn)

@@ -994,6 +994,16 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 			return one(ofp.Action{Type: ofp.ActStackPush, Src: ref})
 		}
 		return one(ofp.Action{Type: ofp.ActStackPop, Dst: ref})
+	case "set_tunnel", "set_tunnel64":
+		// OVS's parse_set_tunnel, str_to_u64.
+		if arg == "" {
+			return nil, errors.New("missing required numeric argument")
+		}
+		id, err := strconv.ParseUint(arg, 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid numeric format %s", arg)
+		}
+		return one(ofp.SetTunnel(id, key == "set_tunnel64"))
 	case "write_metadata":
 		vs, ms, hasMask := strings.Cut(arg, "/")
 		v, err := parseU(vs, 64, "metadata")

@@ -212,7 +212,8 @@ func actionsUsable(acts []ofp.Action) Protocols {
 		case ofp.ActPushVLAN:
 			p &= ProtoOF11Up
 		case ofp.ActSetField:
-			if !a.Legacy() {
+			// set_tunnel is a Nicira action in every protocol.
+			if _, tunnel := a.SetTunnelID(); !a.Legacy() && !tunnel {
 				p &= fieldUsable(a.Field, nil)
 			}
 		case ofp.ActMeter:
