@@ -400,28 +400,14 @@ type resubmitTail struct {
 // what to restore when it ends): the table to look up, false if it is
 // over the depth limit.
 func (x *xlate) tailResubmit(a *ofp.Action, id uint8, t *resubmitTail) (uint8, bool) {
-	table := a.Table
-	if table == 0xff {
-		table = id
-	}
-	deeper := table <= id
-	if deeper && x.of.depth >= maxResubmitDepth {
-		x.report(">>>>", "over max translation depth %d", maxResubmitDepth)
-		x.of.exit = true
-		return 0, false
-	}
-	f := &x.of.flow
 	if !t.on {
-		t.on, t.in, t.rule = true, f.InPort, x.of.rule
+		t.on, t.in, t.rule = true, x.of.flow.InPort, x.of.rule
 	}
-	if a.Port != ofp.PortInPort {
-		f.InPort = a.Port
-	}
+	table, deeper, ok := x.resubmitEnter(a, id)
 	if deeper {
-		x.of.depth++
 		t.depth++
 	}
-	return table, true
+	return table, ok
 }
 
 // traceTable opens a trace's node for the lookup in table id that found
@@ -743,32 +729,43 @@ func (x *xlate) syncVLAN() {
 // table, then back to the rest of the actions. Resubmits to the same or
 // an earlier table count towards the depth limit.
 func (x *xlate) resubmit(a *ofp.Action, id uint8) {
-	table := a.Table
-	if table == 0xff {
-		table = id
-	}
-	deeper := table <= id
-	if deeper && x.of.depth >= maxResubmitDepth {
-		x.report(">>>>", "over max translation depth %d", maxResubmitDepth)
-		x.of.exit = true
+	savedIn, savedRule := x.of.flow.InPort, x.of.rule
+	table, deeper, ok := x.resubmitEnter(a, id)
+	if !ok {
 		return
 	}
-	f := &x.of.flow
-	savedIn := f.InPort
-	if a.Port != ofp.PortInPort {
-		f.InPort = a.Port
-	}
-	if deeper {
-		x.of.depth++
-	}
-	savedRule := x.of.rule
 	x.of.resubmitting = true
 	x.table(table)
 	x.of.rule = savedRule
 	if deeper {
 		x.of.depth--
 	}
-	f.InPort = savedIn
+	x.of.flow.InPort = savedIn
+}
+
+// resubmitEnter starts resubmit a of a rule of table id: it returns the
+// table to look up (id for none) and whether it is the same or an
+// earlier one (deeper), which counts towards the depth limit; over the
+// limit it ends the walk and returns false. Else in_port is replaced if
+// a names a port and a deeper resubmit's depth is counted.
+func (x *xlate) resubmitEnter(a *ofp.Action, id uint8) (table uint8, deeper, ok bool) {
+	table = a.Table
+	if table == 0xff {
+		table = id
+	}
+	deeper = table <= id
+	if deeper && x.of.depth >= maxResubmitDepth {
+		x.report(">>>>", "over max translation depth %d", maxResubmitDepth)
+		x.of.exit = true
+		return 0, false, false
+	}
+	if a.Port != ofp.PortInPort {
+		x.of.flow.InPort = a.Port
+	}
+	if deeper {
+		x.of.depth++
+	}
+	return table, deeper, true
 }
 
 // ofPort is the port of the current bridge numbered no (OpenFlow), or nil.
