@@ -91,6 +91,10 @@ var ofctlErrors = [][]string{
 	{"add-flow", "BR", "udp,actions=ct(commit,alg=ftp)"},
 	{"add-flow", "BR", "actions=load:1->NXM_OF_IP_SRC[]"},
 	{"add-flow", "BR", "actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[]"},
+	// resubmit(ct) needs a tracked connection in the match (+trk alone
+	// is not one), and takes "ct" alone after the table.
+	{"add-flow", "BR", "ct_state=+trk,ip,actions=resubmit(,3,ct)"},
+	{"add-flow", "BR", "ct_state=+trk+est,ip,actions=resubmit(,3,xy)"},
 	{"dump-flows", "BR", "in_port=nosuch"},
 	{"dump-ports", "BR", "nosuch"},
 	{"mod-port", "BR", "nosuch", "up"},
@@ -199,6 +203,8 @@ table=1,reg3=0x5/0xff,actions=resubmit(,2)
 cookie=0x10,priority=30,arp,actions=NORMAL
 cookie=0x20,priority=30,ipv6,actions=NORMAL
 table=2,priority=5,in_port=1,actions=set_tunnel:0x5,set_tunnel64:0x6,output:2
+table=2,priority=6,ct_state=+trk+est,ip,actions=resubmit(,3,ct),resubmit(1,4,ct),resubmit(1,,ct)
+table=2,priority=7,ct_state=-inv+trk,ipv6,actions=resubmit(,3,ct,x)
 `
 
 // ofctlBadFlows has a flow the switch refuses (no group 5) after one it

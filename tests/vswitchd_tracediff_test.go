@@ -67,6 +67,17 @@ var traceDiffFlows = []string{
 	"table=8,priority=40,tcp,actions=load:0x5->NXM_OF_TCP_DST[0..3],load:0x9->NXM_OF_IP_SRC[0..7],output:2",
 	"table=8,priority=30,udp,actions=set_field:0x100/0xff00->udp_src,load:0xabcd->NXM_OF_ETH_SRC[0..15],output:2",
 	"table=8,priority=10,ip,actions=load:0x5->NXM_OF_IP_SRC[0..7],output:2",
+	// resubmit(ct): table 10 is looked up with the connection's
+	// original tuple in place of the packet's (the megaflow matches
+	// ct_nw_src etc.), the actions after it see the packet's again; a
+	// packet with no tuple, or not IP, is not looked up.
+	"priority=116,in_port=LOCAL,dl_src=00:00:00:00:02:00/ff:ff:ff:ff:ff:00,actions=resubmit(,9)",
+	"table=9,priority=10,ct_state=+trk+est,ip,actions=resubmit(,10,ct),output:3",
+	"table=9,priority=10,ct_state=+trk+est,ipv6,actions=resubmit(,10,ct)",
+	"table=9,priority=5,ct_state=+trk-inv,actions=resubmit(,10,ct),output:2",
+	"table=10,priority=20,tcp,nw_src=10.0.0.1,tp_dst=80,actions=output:2",
+	"table=10,priority=15,tcp6,ipv6_src=fd00::1,actions=output:1",
+	"table=10,priority=10,ip,nw_dst=10.5.0.2,actions=output:1",
 }
 
 // traceDiffCorpus are ofproto/trace flows for traceDiffFlows, and flows
@@ -133,6 +144,11 @@ var traceDiffCorpus = []string{
 	"in_port=2,ip,nw_src=10.0.0.1",
 	"in_port=2,dl_vlan=5",
 	"in_port=2,udp,nw_src=10.0.0.1,udp_dst=53",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk|est,tcp,nw_src=10.5.0.1,nw_dst=10.5.0.2,tp_src=1234,tp_dst=8080,ct_nw_proto=6,ct_nw_src=10.0.0.1,ct_nw_dst=10.0.0.2,ct_tp_src=1234,ct_tp_dst=80",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk|est,udp,nw_src=10.5.0.1,nw_dst=10.5.0.2,ct_nw_proto=17,ct_nw_src=10.0.0.9,ct_nw_dst=10.5.0.2,ct_tp_dst=53",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk|est,tcp,nw_src=10.5.0.1,nw_dst=10.5.0.2",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk|est,tcp6,ipv6_src=fd00::9,ct_nw_proto=6,ct_ipv6_src=fd00::1,ct_ipv6_dst=fd00::2,ct_tp_dst=22",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk,arp",
 	// From here on Megaflow: is left out.
 	megaflowsFrom,
 	// Refused.

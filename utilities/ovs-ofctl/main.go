@@ -1360,6 +1360,11 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 			}
 		case ofp.ActOutputReg:
 			err = ref(a.Src, "source")
+		case ofp.ActResubmit:
+			// check_RESUBMIT: "ct" needs a tracked connection.
+			if a.CTOrig && !m.CTValid() {
+				return errInconsistent
+			}
 		case ofp.ActCheckPktLarger:
 			err = ref(a.Dst, "destination")
 		case ofp.ActMultipath:

@@ -42,6 +42,10 @@ type ofState struct {
 	// action being translated reports, or -1.
 	resubmitting bool
 	missTable    int
+	// ctOrig: the resubmit's lookup is a resubmit(ct)'s, which sees
+	// the connection's original tuple in place of the packet's
+	// (swapCTOrig).
+	ctOrig bool
 	// groupDepth nests group buckets.
 	groupDepth int
 	// ecnCheck: the first lookup is still to come, after which a
@@ -297,8 +301,8 @@ func (x *xlate) traceLabel(r *rule) {
 // table looks the flow up in table id and executes the matching rule's
 // actions (xlate_table_action).
 func (x *xlate) table(id uint8) {
-	honorMiss := !x.of.resubmitting
-	x.of.resubmitting = false
+	honorMiss, ctOrig := !x.of.resubmitting, x.of.ctOrig
+	x.of.resubmitting, x.of.ctOrig = false, false
 	// In a trace, a table's lines go under it, a goto_table's table
 	// under the table that went to it. When the walk ends, a resubmit's
 	// lines are done (its table sits among the actions of the rule that
@@ -332,7 +336,15 @@ func (x *xlate) table(id uint8) {
 			break
 		}
 		x.of.resubmits++
-		r := x.lookup(id)
+		var r *rule
+		if ctOrig {
+			ctOrig = false // the first lookup only, not a goto_table's
+			x.swapCTOrig()
+			r = x.lookup(id)
+			x.swapCTOrig()
+		} else {
+			r = x.lookup(id)
+		}
 		if x.trace != nil {
 			x.traceTable(r, id, honorMiss, &first)
 		}
@@ -484,7 +496,7 @@ func (x *xlate) ofActionList(acts []ofp.Action, id uint8, tail bool) (uint8, int
 		case ofp.ActGotoTable:
 			return a.Table, listGoto
 		case ofp.ActResubmit:
-			if tail && i == len(acts)-1 {
+			if tail && i == len(acts)-1 && !a.CTOrig {
 				return a.Table, listResubmit
 			}
 			x.ofAction(a, id)
@@ -735,12 +747,48 @@ func (x *xlate) resubmit(a *ofp.Action, id uint8) {
 		return
 	}
 	x.of.resubmitting = true
+	if a.CTOrig {
+		// OVS's xlate_table_action with_ct_orig: a packet with no
+		// connection's tuple (or not IP) is not looked up.
+		f := &x.of.flow
+		if f.CtNwProto == 0 || f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6 {
+			x.report(">>>>", "resubmit(ct) with non-tracked or non-IP packet!")
+			x.of.resubmitting = false
+			if deeper {
+				x.of.depth--
+			}
+			f.InPort = savedIn
+			return
+		}
+		x.of.ctOrig = true
+	}
 	x.table(table)
 	x.of.rule = savedRule
 	if deeper {
 		x.of.depth--
 	}
 	x.of.flow.InPort = savedIn
+}
+
+// swapCTOrig swaps the packet's addresses, IP protocol and ports with
+// its connection's original ones (ct_nw_src etc.), in the flow and in
+// the bits consulted (OVS's tuple_swap): around a resubmit(ct)'s
+// lookup, whose consulted nw_src is then ct_nw_src's.
+func (x *xlate) swapCTOrig() {
+	for _, k := range [...]*flow.Key{&x.of.flow.Key, &x.of.wc.Key} {
+		k.NwProto, k.CtNwProto = k.CtNwProto, k.NwProto
+		if x.of.flow.EthType == flow.EthTypeIPv4 {
+			src, dst := k.IPv4Src, k.IPv4Dst
+			k.IPv4Src, k.IPv4Dst = [4]byte(k.CtNwSrc[:4]), [4]byte(k.CtNwDst[:4])
+			copy(k.CtNwSrc[:4], src[:])
+			copy(k.CtNwDst[:4], dst[:])
+		} else {
+			k.IPv6Src, k.CtNwSrc = k.CtNwSrc, k.IPv6Src
+			k.IPv6Dst, k.CtNwDst = k.CtNwDst, k.IPv6Dst
+		}
+		k.TpSrc, k.CtTpSrc = k.CtTpSrc, k.TpSrc
+		k.TpDst, k.CtTpDst = k.CtTpDst, k.TpDst
+	}
 }
 
 // resubmitEnter starts resubmit a of a rule of table id: it returns the
@@ -857,6 +905,12 @@ func checkActions(acts []ofp.Action, m *ofp.Match, table uint8) *ofp.Error {
 			}
 			if err := checkActions(a.Nested, m, table); err != nil {
 				return err
+			}
+		case ofp.ActResubmit:
+			// OVS's check_RESUBMIT: the connection's tuple is there
+			// only for a packet the match says is tracked.
+			if a.CTOrig && m != nil && !m.CTValid() {
+				return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "resubmit(ct) without a tracked connection in the match"}
 			}
 		case ofp.ActGotoTable:
 			if a.Table <= table || int(a.Table) >= NumTables {

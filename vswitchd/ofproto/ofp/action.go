@@ -168,8 +168,12 @@ type Action struct {
 	// Multipath and Bundle: ActMultipath's and ActBundle's arguments.
 	Multipath *Multipath
 	Bundle    *Bundle
-	// resubmitRaw: encoded as NXAST_RESUBMIT_TABLE.
+	// resubmitTable: encoded as NXAST_RESUBMIT_TABLE.
 	resubmitTable bool
+	// CTOrig: ActResubmit's "ct" (NXAST_RESUBMIT_TABLE_CT, OVS's
+	// with_ct_orig): the lookup sees the connection's original tuple
+	// in place of the packet's addresses, protocol and ports.
+	CTOrig bool
 }
 
 // OpenFlow 1.0 action types.
@@ -267,7 +271,7 @@ var nxastNames = map[uint16]string{
 	nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
-	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear", nxastResubmitCT: "resubmit(ct)",
+	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
 	nxastDeleteField: "delete_field",
 }
@@ -662,12 +666,13 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		return nil
 	}
 	switch sub {
-	case nxastResubmit, nxastResubmitTable:
+	case nxastResubmit, nxastResubmitTable, nxastResubmitCT:
 		if err := fixedLen(b, 16); err != nil {
 			return Action{}, err
 		}
-		a := Action{Type: ActResubmit, Port: widenPort10(binary.BigEndian.Uint16(body)), Table: 0xff, resubmitTable: sub == nxastResubmitTable}
-		if sub == nxastResubmitTable {
+		a := Action{Type: ActResubmit, Port: widenPort10(binary.BigEndian.Uint16(body)), Table: 0xff,
+			resubmitTable: sub != nxastResubmit, CTOrig: sub == nxastResubmitCT}
+		if sub != nxastResubmit {
 			a.Table = body[2]
 			if err := zero(body[3:6]); err != nil {
 				return Action{}, err
@@ -1278,12 +1283,16 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put16(b, uint16(ref.NBits))
 		return pad(b, 6)
 	case ActResubmit:
-		if a.Table == 0xff && !a.resubmitTable {
+		if a.Table == 0xff && !a.resubmitTable && !a.CTOrig {
 			b = nxActionHeader(b, 16, nxastResubmit)
 			b = put16(b, port10(a.Port))
 			return pad(b, 4)
 		}
-		b = nxActionHeader(b, 16, nxastResubmitTable)
+		sub := uint16(nxastResubmitTable)
+		if a.CTOrig {
+			sub = nxastResubmitCT
+		}
+		b = nxActionHeader(b, 16, sub)
 		b = put16(b, port10(a.Port))
 		b = put8(b, a.Table)
 		return pad(b, 3)

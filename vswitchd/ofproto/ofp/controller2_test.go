@@ -177,3 +177,38 @@ func TestSetTunnelCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestResubmitCTCodec: NXAST_RESUBMIT_TABLE_CT decodes to a resubmit
+// with CTOrig, printed as OVS's format_RESUBMIT prints it (the short
+// form, without "ct", for a port and no table) and encoded back as
+// itself in every version.
+func TestResubmitCTCodec(t *testing.T) {
+	for _, tc := range []struct{ wire, text string }{
+		{"ffff001000002320002cfff805000000", "resubmit(,5,ct)"},
+		{"ffff001000002320002c000305000000", "resubmit(3,5,ct)"},
+		{"ffff001000002320002c0003ff000000", "resubmit:3"},
+	} {
+		wire, _ := hex.DecodeString(tc.wire)
+		acts, err := DecodeActions(V13, wire)
+		if err != nil || len(acts) != 1 || acts[0].Type != ActResubmit || !acts[0].CTOrig {
+			t.Fatalf("%s: %+v, %v", tc.wire, acts, err)
+		}
+		if got := FormatAction(&acts[0], V13, nil); got != tc.text {
+			t.Errorf("%s: printed %q, want %q", tc.wire, got, tc.text)
+		}
+		for _, v := range []Version{V10, V13, V15} {
+			if back := AppendActions(nil, v, acts); !bytes.Equal(back, wire) {
+				t.Errorf("%s: encoded back in %v as %x", tc.wire, v, back)
+			}
+		}
+	}
+	// A resubmit without ct is encoded as before.
+	a := Resubmit(PortInPort, 5, true)
+	if b := AppendActions(nil, V13, []Action{a}); hex.EncodeToString(b) != "ffff001000002320000efff805000000" {
+		t.Errorf("resubmit(,5) encoded as %x", b)
+	}
+	b, _ := hex.DecodeString("ffff001000002320002cfff805000001")
+	if _, err := DecodeActions(V13, b); err == nil || err.Errno != ActionMustBeZero {
+		t.Errorf("nonzero padding: %v, want %s", err, ActionMustBeZero)
+	}
+}

@@ -523,6 +523,10 @@ const (
 	ctAnyConn = CtNew | CtEst | CtRel | CtRpl | CtSrcNAT | CtDstNAT
 )
 
+// CTValid says whether m matches only packets tracked into a
+// connection, as a resubmit with "ct" requires (ctValid).
+func (m *Match) CTValid() bool { return ctValid(m) }
+
 // ctValid is OVS's is_ct_valid for a match: it requires a state that
 // implies a connection, or +trk-inv.
 func ctValid(m *Match) bool {

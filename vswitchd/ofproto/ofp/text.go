@@ -269,18 +269,22 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 	case ActController:
 		return formatController(a)
 	case ActResubmit:
-		// format_RESUBMIT: the short form whenever it says it all.
+		// format_RESUBMIT: the short form whenever there is a port and
+		// no table, even with "ct", which it then leaves out (sic).
 		if a.Port != PortInPort && a.Table == 0xff {
 			return "resubmit:" + pn.Port(a.Port)
 		}
-		port, table := "", ""
+		port, table, ct := "", "", ""
 		if a.Port != PortInPort {
 			port = pn.Port(a.Port)
 		}
 		if a.Table != 0xff {
 			table = strconv.Itoa(int(a.Table))
 		}
-		return "resubmit(" + port + "," + table + ")"
+		if a.CTOrig {
+			ct = ",ct"
+		}
+		return "resubmit(" + port + "," + table + ct + ")"
 	case ActGotoTable:
 		return fmt.Sprintf("goto_table:%d", a.Table)
 	case ActSetVLANVID:

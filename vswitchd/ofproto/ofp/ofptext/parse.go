@@ -868,10 +868,14 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 	case "controller":
 		return parseController(arg)
 	case "resubmit":
+		// OVS's parse_RESUBMIT: "PORT", "PORT,TABLE" or
+		// "PORT,TABLE,ct"; what follows a third comma is not read.
 		port, table, hasTable := arg, "", false
 		if p, t, ok := strings.Cut(arg, ","); ok {
 			port, table, hasTable = p, t, true
 		}
+		table, ct, _ := strings.Cut(table, ",")
+		ct, _, _ = strings.Cut(ct, ",")
 		a := ofp.Resubmit(ofp.PortInPort, 0xff, hasTable)
 		if port != "" {
 			p, err := ParsePort(port, ports)
@@ -896,6 +900,12 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
 			}
 			a.Table = uint8(n)
+		}
+		if ct != "" {
+			if ct != "ct" {
+				return nil, fmt.Errorf("%s: unknown parameter", ct)
+			}
+			a.CTOrig = true
 		}
 		if port == "" && table == "" {
 			return nil, errors.New("at least one \"in_port\" or \"table\" must be specified  on resubmit")
