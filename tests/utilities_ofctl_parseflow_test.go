@@ -32,6 +32,8 @@ var parseFlowCorpus = []string{
 	"ct_state=+trk+est,ip,actions=resubmit(,3,ct),resubmit(1,4,ct)",
 	"ct_state=+trk,ip,actions=resubmit(,3,ct)",
 	"actions=resubmit(,3,cx)",
+	"ip,actions=output(port=1,max_len=100),output(port=LOCAL,max_len=64)",
+	"actions=output(port=ALL,max_len=100)",
 	"reg0=5,actions=resubmit(,2)",
 	"tcp,tp_dst=80,actions=set_field:10.0.0.1->ip_dst",
 	"actions=",

@@ -95,6 +95,13 @@ var ofctlErrors = [][]string{
 	// is not one), and takes "ct" alone after the table.
 	{"add-flow", "BR", "ct_state=+trk,ip,actions=resubmit(,3,ct)"},
 	{"add-flow", "BR", "ct_state=+trk+est,ip,actions=resubmit(,3,xy)"},
+	// output_trunc: the switch refuses a max_len under an Ethernet
+	// header; our ovs-ofctl refuses what OVS's parser refuses.
+	{"add-flow", "BR", "actions=output(port=1,max_len=13)"},
+	{"add-flow", "BR", "actions=output(port=NORMAL,max_len=100)"},
+	{"add-flow", "BR", "actions=output(port=nosuch,max_len=100)"},
+	{"add-flow", "BR", "actions=output(port=1,max_len=0x1x)"},
+	{"add-flow", "BR", "actions=output(port=1,max_len=100,frob=2)"},
 	{"dump-flows", "BR", "in_port=nosuch"},
 	{"dump-ports", "BR", "nosuch"},
 	{"mod-port", "BR", "nosuch", "up"},
@@ -205,6 +212,7 @@ cookie=0x20,priority=30,ipv6,actions=NORMAL
 table=2,priority=5,in_port=1,actions=set_tunnel:0x5,set_tunnel64:0x6,output:2
 table=2,priority=6,ct_state=+trk+est,ip,actions=resubmit(,3,ct),resubmit(1,4,ct),resubmit(1,,ct)
 table=2,priority=7,ct_state=-inv+trk,ipv6,actions=resubmit(,3,ct,x)
+table=2,priority=8,ip,actions=output(port=1,max_len=100),output(max_len=0x40,port=LOCAL),output(port=IN_PORT,max_len=4294967310)
 `
 
 // ofctlBadFlows has a flow the switch refuses (no group 5) after one it

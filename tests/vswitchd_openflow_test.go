@@ -371,6 +371,8 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"-O", "OpenFlow13", "add-flow", "BR", "table=3,actions=goto_table:2"},
 		{"add-flow", "BR", "tcp,actions=push_vlan:0x8100,output:1"},
 		{"add-flow", "BR", "nw_dst=10.0.0.1,actions=drop"},
+		// An action set holds no output_trunc (OFPBAC_BAD_TYPE).
+		{"-O", "OpenFlow13", "add-flow", "BR", "actions=write_actions(output(port=1,max_len=100))"},
 		{"del-flows", "BR"},
 		{"dump-flows", "BR"},
 	} {

@@ -78,6 +78,11 @@ var traceDiffFlows = []string{
 	"table=10,priority=20,tcp,nw_src=10.0.0.1,tp_dst=80,actions=output:2",
 	"table=10,priority=15,tcp6,ipv6_src=fd00::1,actions=output:1",
 	"table=10,priority=10,ip,nw_dst=10.5.0.2,actions=output:1",
+	// output_trunc: a trunc before each truncated output (and before
+	// the sets it commits); IN_PORT and the input port are not output.
+	"priority=117,in_port=LOCAL,dl_src=00:00:00:00:03:00/ff:ff:ff:ff:ff:00,actions=resubmit(,11)",
+	"table=11,priority=10,ip,actions=output(port=2,max_len=100),mod_nw_dst:10.9.9.9,output(port=1,max_len=64),output:3",
+	"table=11,priority=5,arp,actions=output(port=LOCAL,max_len=60),output(port=IN_PORT,max_len=60),output:1",
 }
 
 // traceDiffCorpus are ofproto/trace flows for traceDiffFlows, and flows
@@ -149,6 +154,8 @@ var traceDiffCorpus = []string{
 	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk|est,tcp,nw_src=10.5.0.1,nw_dst=10.5.0.2",
 	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk|est,tcp6,ipv6_src=fd00::9,ct_nw_proto=6,ct_ipv6_src=fd00::1,ct_ipv6_dst=fd00::2,ct_tp_dst=22",
 	"in_port=LOCAL,dl_src=00:00:00:00:02:01,ct_state=trk,arp",
+	"in_port=LOCAL,dl_src=00:00:00:00:03:01,udp,nw_src=10.6.0.1,nw_dst=10.6.0.2",
+	"in_port=LOCAL,dl_src=00:00:00:00:03:01,arp",
 	// From here on Megaflow: is left out.
 	megaflowsFrom,
 	// Refused.
@@ -272,10 +279,11 @@ func TestOpenFlowTraceDifferential(t *testing.T) {
 		})
 	}
 
-	// The masked sets' datapath actions (the corpus above leaves datapath
-	// actions out: ports are numbered differently), with ports named.
+	// The masked sets' and output_trunc's datapath actions (the corpus
+	// above leaves datapath actions out: ports are numbered
+	// differently), with ports named.
 	for i, pkt := range traceDiffCorpus {
-		if !strings.Contains(pkt, "dl_src=00:00:00:00:01:0") {
+		if !strings.Contains(pkt, "dl_src=00:00:00:00:01:0") && !strings.Contains(pkt, "dl_src=00:00:00:00:03:0") {
 			continue
 		}
 		t.Run(fmt.Sprintf("masked/%02d", i), func(t *testing.T) {

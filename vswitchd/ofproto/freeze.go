@@ -73,7 +73,7 @@ func (x *xlate) unwindFreeze(acts []ofp.Action, i int, id uint8) {
 // and r if a reports them and the last one says others.
 func (fz *freezing) add(a ofp.Action, table uint8, r *rule) {
 	switch a.Type {
-	case ofp.ActOutput, ofp.ActOutputReg, ofp.ActGroup, ofp.ActController, ofp.ActDecTTL:
+	case ofp.ActOutput, ofp.ActOutputReg, ofp.ActOutputTrunc, ofp.ActGroup, ofp.ActController, ofp.ActDecTTL:
 	case ofp.ActResubmit:
 		if a.Table != 0xff {
 			fz.rest = append(fz.rest, a)

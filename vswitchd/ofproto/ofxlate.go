@@ -554,6 +554,8 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.ofOutput(uint32(v))
 	case ofp.ActResubmit:
 		x.resubmit(a, id)
+	case ofp.ActOutputTrunc:
+		x.outputTrunc(a)
 	case ofp.ActSetField:
 		if x.of.inActionSet && !x.hasPrereqs(a.Field) || a.Legacy() && !legacyApplies(a.Field, f) {
 			break
@@ -884,6 +886,28 @@ func (x *xlate) ofOutput(no uint32) {
 		}
 		x.output(p)
 	}
+}
+
+// outputTrunc is OVS's xlate_output_trunc_action: the datapath's trunc,
+// then the output, to a port of this bridge's datapath only (not a
+// patch port, nor IN_PORT, which OVS looks up as a port number).
+func (x *xlate) outputTrunc(a *ofp.Action) {
+	name := ofp.PortNames(nil).Port(a.Port)
+	switch a.Port {
+	case portTable, ofp.PortNormal, ofp.PortFlood, ofp.PortAll, ofp.PortController, portNone:
+		x.report(">>", "output_trunc does not support port: %s", name)
+		return
+	}
+	if a.Port == x.of.flow.InPort {
+		x.report(">>", "skipping output to input port")
+		return
+	}
+	if p := x.ofPort(a.Port); p == nil || p.patchPeer != "" || p.dpPort == 0 {
+		x.report(">>>>", "output_trunc does not support patch port %s", name)
+		return
+	}
+	x.acts = append(x.acts, datapath.Trunc(a.ID))
+	x.ofOutput(a.Port)
 }
 
 // checkActions refuses, at FLOW_MOD time, what the translation would not

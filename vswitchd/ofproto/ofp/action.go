@@ -53,6 +53,9 @@ const (
 	// number to Dst (bundle_load).
 	ActMultipath
 	ActBundle
+	// ActOutputTrunc is output(port=Port,max_len=ID): an output of at
+	// most ID bytes of the packet (NXAST_OUTPUT_TRUNC).
+	ActOutputTrunc
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -145,7 +148,7 @@ type Action struct {
 	// Nested: ActClone's and ActWriteActions' actions.
 	Nested []Action
 	// Metadata and MetadataMask: ActWriteMetadata; ID: ActGroup's group,
-	// ActMeter's meter.
+	// ActMeter's meter, ActOutputTrunc's max_len.
 	Metadata, MetadataMask uint64
 	ID                     uint32
 	// Errno and Name: why and what an ActUnsupported is.
@@ -270,7 +273,7 @@ const (
 var nxastNames = map[uint16]string{
 	nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
-	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample", nxastOutputTrunc: "output_trunc",
+	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear",
 	nxastEncap: "encap", nxastDecap: "decap", nxastDecNSHTTL: "dec_nsh_ttl", nxastDebugSlow: "debug_slow",
 	nxastDeleteField: "delete_field",
@@ -677,6 +680,22 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 			if err := zero(body[3:6]); err != nil {
 				return Action{}, err
 			}
+		}
+		return a, nil
+	case nxastOutputTrunc:
+		// nx_action_output_trunc: a 16-bit port, a 32-bit max_len of
+		// at least an Ethernet header (OVS's decode); the port is
+		// checked as any output's (ofpact_check_output_port).
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		a := Action{Type: ActOutputTrunc, Port: widenPort10(binary.BigEndian.Uint16(body)), ID: binary.BigEndian.Uint32(body[2:])}
+		if a.ID < 14 {
+			return Action{}, actErr(BadActionArgument, "output_trunc max_len")
+		}
+		if p := a.Port; p >= PortMax && p != PortInPort && p != 0xfffffff9 && p != PortNormal &&
+			p != PortFlood && p != PortAll && p != PortController && p != PortLocal {
+			return Action{}, actErr(BadOutPort, "output_trunc port")
 		}
 		return a, nil
 	case nxastSetTunnel, nxastSetTunnel64:
@@ -1339,6 +1358,10 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		}
 		b = put16(b, at11Group)
 		b = put16(b, 8)
+		return put32(b, a.ID)
+	case ActOutputTrunc:
+		b = nxActionHeader(b, 16, nxastOutputTrunc)
+		b = put16(b, port10(a.Port))
 		return put32(b, a.ID)
 	case ActOutputReg:
 		b = nxActionHeader(b, 24, nxastOutputReg)

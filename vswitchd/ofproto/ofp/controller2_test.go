@@ -188,18 +188,8 @@ func TestResubmitCTCodec(t *testing.T) {
 		{"ffff001000002320002c000305000000", "resubmit(3,5,ct)"},
 		{"ffff001000002320002c0003ff000000", "resubmit:3"},
 	} {
-		wire, _ := hex.DecodeString(tc.wire)
-		acts, err := DecodeActions(V13, wire)
-		if err != nil || len(acts) != 1 || acts[0].Type != ActResubmit || !acts[0].CTOrig {
-			t.Fatalf("%s: %+v, %v", tc.wire, acts, err)
-		}
-		if got := FormatAction(&acts[0], V13, nil); got != tc.text {
-			t.Errorf("%s: printed %q, want %q", tc.wire, got, tc.text)
-		}
-		for _, v := range []Version{V10, V13, V15} {
-			if back := AppendActions(nil, v, acts); !bytes.Equal(back, wire) {
-				t.Errorf("%s: encoded back in %v as %x", tc.wire, v, back)
-			}
+		if a := nxRoundTrip(t, tc.wire, tc.text); a.Type != ActResubmit || !a.CTOrig {
+			t.Errorf("%s: %+v", tc.wire, a)
 		}
 	}
 	// A resubmit without ct is encoded as before.
@@ -211,4 +201,54 @@ func TestResubmitCTCodec(t *testing.T) {
 	if _, err := DecodeActions(V13, b); err == nil || err.Errno != ActionMustBeZero {
 		t.Errorf("nonzero padding: %v, want %s", err, ActionMustBeZero)
 	}
+}
+
+// TestOutputTruncCodec: NXAST_OUTPUT_TRUNC decodes to output(port=,
+// max_len=) and is encoded back as itself; a max_len under an Ethernet
+// header and a port no output may name are refused as OVS refuses them.
+func TestOutputTruncCodec(t *testing.T) {
+	for _, tc := range []struct{ wire, text string }{
+		{"ffff00100000232000270002" + "00000064", "output(port=2,max_len=100)"},
+		{"ffff0010000023200027fffe" + "0000000e", "output(port=LOCAL,max_len=14)"},
+		{"ffff0010000023200027fff8" + "ffffffff", "output(port=IN_PORT,max_len=4294967295)"},
+	} {
+		if a := nxRoundTrip(t, tc.wire, tc.text); a.Type != ActOutputTrunc {
+			t.Errorf("%s: %+v", tc.wire, a)
+		}
+	}
+	for _, tc := range []struct {
+		wire string
+		want Errno
+	}{
+		{"ffff00100000232000270002" + "0000000d", BadActionArgument},
+		{"ffff0010000023200027ff05" + "00000064", BadOutPort},
+		{"ffff0010000023200027ffff" + "00000064", BadOutPort},
+		{"ffff0018000023200027000200000064" + "0000000000000000", BadActionLen},
+	} {
+		b, _ := hex.DecodeString(tc.wire)
+		if _, err := DecodeActions(V13, b); err == nil || err.Errno != tc.want {
+			t.Errorf("%s: %v, want %s", tc.wire, err, tc.want)
+		}
+	}
+}
+
+// nxRoundTrip decodes wire (hex), a Nicira action, requires it printed
+// as text and encoded back as itself in OpenFlow 1.0, 1.3 and 1.5, and
+// returns it.
+func nxRoundTrip(t *testing.T, wire, text string) Action {
+	t.Helper()
+	b, _ := hex.DecodeString(wire)
+	acts, err := DecodeActions(V13, b)
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("%s: %+v, %v", wire, acts, err)
+	}
+	if got := FormatAction(&acts[0], V13, nil); got != text {
+		t.Errorf("%s: printed %q, want %q", wire, got, text)
+	}
+	for _, v := range []Version{V10, V13, V15} {
+		if back := AppendActions(nil, v, acts); !bytes.Equal(back, b) {
+			t.Errorf("%s: encoded back in %v as %x", wire, v, back)
+		}
+	}
+	return acts[0]
 }

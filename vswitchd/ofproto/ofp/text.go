@@ -266,6 +266,8 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 		return "output:" + pn.Port(a.Port)
 	case ActOutputReg:
 		return "output:" + FormatRef(a.Src)
+	case ActOutputTrunc:
+		return "output(port=" + pn.Port(a.Port) + ",max_len=" + strconv.FormatUint(uint64(a.ID), 10) + ")"
 	case ActController:
 		return formatController(a)
 	case ActResubmit:

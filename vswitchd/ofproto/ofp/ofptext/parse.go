@@ -824,6 +824,8 @@ func actionName(a *ofp.Action) string {
 	switch {
 	case a.Type == ofp.ActOutputReg:
 		return "output_reg"
+	case a.Type == ofp.ActOutputTrunc:
+		return "output_trunc"
 	case a.Type == ofp.ActOutput || text == strings.ToUpper(text):
 		return "output"
 	case text == "load":
@@ -853,6 +855,9 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 	}
 	switch key {
 	case "output", "output_reg":
+		if strings.Contains(arg, "port") && strings.Contains(arg, "max_len") {
+			return parseOutputTrunc(arg, ports)
+		}
 		if strings.Contains(arg, "[") {
 			ref, err := parseRef(arg)
 			if err != nil {
@@ -1092,6 +1097,52 @@ func outputAction(p uint32, maxLen uint16) ofp.Action {
 		return ofp.Action{Type: ofp.ActController, Port: p, MaxLen: 0xffff, Reason: ofp.PacketInAction}
 	}
 	return ofp.Action{Type: ofp.ActOutput, Port: p, MaxLen: maxLen}
+}
+
+// parseOutputTrunc parses output(port=PORT,max_len=N) as OVS's
+// parse_truncate_subfield: ports above the physical ones other than
+// LOCAL and IN_PORT are refused, max_len is str_to_u32's.
+func parseOutputTrunc(arg string, ports PortResolver) ([]ofp.Action, error) {
+	a := ofp.Action{Type: ofp.ActOutputTrunc}
+	for _, item := range strings.Split(arg, ",") {
+		k, v, _ := strings.Cut(item, "=")
+		switch k {
+		case "port":
+			p, err := ParsePort(v, ports)
+			if err != nil {
+				return nil, fmt.Errorf("output to unknown truncate port: %s", v)
+			}
+			if p > ofp.PortMax && p != ofp.PortLocal && p != ofp.PortInPort {
+				return nil, fmt.Errorf("output to unsupported truncate port: %s", v)
+			}
+			a.Port = p
+		case "max_len":
+			n, err := strToU32(v)
+			if err != nil {
+				return nil, err
+			}
+			if n < 14 {
+				return nil, fmt.Errorf("max_len %d is less than the minimum value 14", n)
+			}
+			a.ID = n
+		default:
+			return nil, fmt.Errorf("invalid key '%s' in output_trunc argument", k)
+		}
+	}
+	return []ofp.Action{a}, nil
+}
+
+// strToU32 is OVS's str_to_u32: any base strtoul takes, the value's
+// low 32 bits.
+func strToU32(s string) (uint32, error) {
+	if s == "" {
+		return 0, errors.New("missing required numeric argument")
+	}
+	n, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid numeric format %s", s)
+	}
+	return uint32(n), nil
 }
 
 // parseController parses "controller", "controller:MAX_LEN" or
