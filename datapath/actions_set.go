@@ -237,8 +237,12 @@ func setFieldMasked(p *packet.Packet, f SetField, val, mask *[16]byte) {
 		}
 		return
 	}
-	if f == SetSkbMark {
+	switch f {
+	case SetSkbMark:
 		return // metadata only: see SetSkbMark
+	case SetSkbPriority:
+		p.SkbPriority = binary.BigEndian.Uint32(val[:4])
+		return
 	}
 	l3, typ := l3Offset(d)
 	if l3 < 0 {

@@ -25,6 +25,9 @@ const (
 	// netdev datapath, govs keeps it as metadata of the translation only
 	// and the action changes no byte of the packet.
 	SetSkbMark
+	// SetSkbPriority sets the packet's priority (packet.SkbPriority,
+	// the 4 bytes of the value), which selects its queue on output.
+	SetSkbPriority
 )
 
 // SetTOS returns the action that writes the bits mask of the IPv4 TOS
@@ -41,6 +44,11 @@ func SetTOS(v6 bool, val, mask uint8) Action {
 // mark to val's.
 func SetMark(val, mask uint32) Action {
 	return Set(SetSkbMark, binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, val&mask), mask))
+}
+
+// SetPriority returns the action that sets the packet's priority to v.
+func SetPriority(v uint32) Action {
+	return Set(SetSkbPriority, binary.BigEndian.AppendUint32(nil, v))
 }
 
 // setPartMore is setPart for the set actions of this file.
@@ -68,6 +76,8 @@ func (a Action) setPartMore() (hdr string, rank int, kv string) {
 			s += "/" + hexAlt(uint64(m))
 		}
 		return "skb_mark", 0, s
+	case SetSkbPriority:
+		return "skb_priority", 0, hexAlt(uint64(binary.BigEndian.Uint32(v)))
 	}
 	return "?", 0, ""
 }
@@ -144,7 +154,7 @@ func setMore(ip, l4 []byte, proto uint8, v6 bool, f SetField, val *[16]byte) boo
 		if proto == flow.IPProtoSCTP && l4 != nil {
 			setSCTPPort(l4, f, val)
 		}
-	case SetSkbMark:
+	case SetSkbMark, SetSkbPriority:
 	default:
 		return false
 	}

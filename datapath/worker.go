@@ -1033,7 +1033,7 @@ func (w *worker) recirc(p *packet.Packet, md *conntrack.Meta, id uint32, depth i
 	if w.inTun {
 		w.tun.restore(&k)
 	}
-	k.RecircID, k.DpHash = id, p.DpHash
+	k.RecircID, k.DpHash, k.SkbPriority = id, p.DpHash, p.SkbPriority
 	setCtKey(&k, md)
 	w.reenter(p, &k, md, depth, table, now)
 }

@@ -98,7 +98,10 @@ type Key struct {
 	// DpHash is the hash a hash() action computed before the packet
 	// recirculated (OVS's dp_hash), 0 if none did.
 	DpHash uint32
-	dpPad  uint32
+	// SkbPriority is the packet's priority (OVS's skb_priority): 0 as
+	// received, what a set(skb_priority) action wrote before the packet
+	// recirculated. It selects the packet's queue on output.
+	SkbPriority uint32
 
 	// The tunnel metadata of a packet a tnl_pop action decapsulated (OVS's
 	// flow_tnl), zero for one that came in on a port: the outer headers

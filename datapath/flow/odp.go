@@ -29,8 +29,16 @@ type ODPFormat struct {
 func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 	var b strings.Builder
 	b.Grow(256)
-	if f.Verbose {
-		b.WriteString("skb_priority(0/0),")
+	// skb_priority, as OVS's: the value alone when matched exactly
+	// (after a set_queue), value/mask otherwise, and only verbose when
+	// wildcarded.
+	if m.SkbPriority != 0 || f.Verbose {
+		b.WriteString("skb_priority(")
+		b.WriteString(hexAlt(uint64(k.SkbPriority & m.SkbPriority)))
+		if m.SkbPriority != ^uint32(0) {
+			b.WriteString("/" + hexAlt(uint64(m.SkbPriority)))
+		}
+		b.WriteString("),")
 	}
 	k.formatODPTunnel(&b, m, f.Verbose)
 	if f.Verbose {

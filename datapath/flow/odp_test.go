@@ -163,9 +163,10 @@ func TestFormatODPExact(t *testing.T) {
 		IPv4: &dptest.IPv4{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"), TOS: 4},
 		TCP:  &dptest.TCP{Src: 1, Dst: 2, Flags: dptest.SYN | dptest.ACK}}.Bytes(), 7, &k)
 	// Without megaflows OVS matches the datapath metadata exactly
-	// (flow_wildcards_init_for_packet): the ct attributes show as zero.
+	// (flow_wildcards_init_for_packet): skb_priority and the ct
+	// attributes show as zero.
 	m := flow.Exact()
-	want := "ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),recirc_id(0),in_port(7),packet_type(ns=0,id=0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
+	want := "skb_priority(0),ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),recirc_id(0),in_port(7),packet_type(ns=0,id=0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
 		"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=0x4,ttl=64,frag=no),tcp(src=1,dst=2),tcp_flags(syn|ack)"
 	if got := flow.FormatODP(&k, &m, flow.ODPFormat{}); got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
@@ -173,7 +174,7 @@ func TestFormatODPExact(t *testing.T) {
 	m.IPv4Src = [4]byte{255, 255, 255, 0}
 	m.TpDst = 0xff00
 	m.TCPFlags = dptest.SYN
-	want = "ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),recirc_id(0),in_port(7),packet_type(ns=0,id=0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
+	want = "skb_priority(0),ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),recirc_id(0),in_port(7),packet_type(ns=0,id=0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
 		"ipv4(src=10.0.0.1/255.255.255.0,dst=10.0.0.2,proto=6,tos=0x4,ttl=64,frag=no),tcp(src=1,dst=2/0xff00),tcp_flags(+syn)"
 	if got := flow.FormatODP(&k, &m, flow.ODPFormat{}); got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)

@@ -84,6 +84,10 @@ type Packet struct {
 	// DpHash is the hash a hash action computed, which a recirculation
 	// puts in the packet's key (OVS's dp_hash metadata); 0 if none.
 	DpHash uint32
+	// SkbPriority is the packet's priority, set by a set(skb_priority)
+	// action and kept through a recirculation (OVS's md.skb_priority):
+	// the queue a port's QoS puts it in. 0 as received.
+	SkbPriority uint32
 }
 
 // New allocates a packet with an empty frame at the standard headroom.
@@ -235,6 +239,7 @@ func (p *Packet) CopyFrom(q *Packet) {
 	p.Offload = q.Offload
 	p.InPort = q.InPort
 	p.DpHash = q.DpHash
+	p.SkbPriority = q.SkbPriority
 }
 
 // InsertVLAN inserts an 802.1Q/802.1ad tag with the given TPID and TCI
@@ -268,4 +273,5 @@ func (p *Packet) Reset() {
 	p.Offload = Offload{}
 	p.InPort = 0
 	p.DpHash = 0
+	p.SkbPriority = 0
 }
