@@ -208,7 +208,11 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		k.CtState = state
 		k.CtZone = r.zone
 		m := packetMask(&k)
-		m.CtState, m.CtZone = 0xff, 0xffff
+		// flow_format leaves out a zone of 0 (a ct() without zone=).
+		m.CtState = 0xff
+		if k.CtZone != 0 {
+			m.CtZone = 0xffff
+		}
 		if k.CtMark != 0 {
 			m.CtMark = ^uint32(0)
 		}
