@@ -213,6 +213,7 @@ table=2,priority=5,in_port=1,actions=set_tunnel:0x5,set_tunnel64:0x6,output:2
 table=2,priority=6,ct_state=+trk+est,ip,actions=resubmit(,3,ct),resubmit(1,4,ct),resubmit(1,,ct)
 table=2,priority=7,ct_state=-inv+trk,ipv6,actions=resubmit(,3,ct,x)
 table=2,priority=8,ip,actions=output(port=1,max_len=100),output(max_len=0x40,port=LOCAL),output(port=IN_PORT,max_len=4294967310)
+table=2,priority=9,in_port=1,actions=set_queue:3,output:2,pop_queue,enqueue:2:1
 `
 
 // ofctlBadFlows has a flow the switch refuses (no group 5) after one it

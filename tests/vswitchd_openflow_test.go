@@ -315,6 +315,13 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=7,priority=3,in_port=1,actions=set_tunnel:0x100000000,output:2\n" +
 			"table=7,priority=4,in_port=1,dl_vlan=3,actions=strip_vlan,set_tunnel:0,output:2\n" +
 			"table=7,priority=5,in_port=1,actions=write_actions(set_tunnel:0x7,output:2)\n",
+		// set_queue, pop_queue and enqueue: OpenFlow 1.0's enqueue
+		// shows as set_queue, output, pop_queue in 1.1+.
+		"queue10": "table=8,priority=1,in_port=1,actions=set_queue:5,output:2,pop_queue\n" +
+			"table=8,priority=2,in_port=1,dl_vlan=3,actions=enqueue:2:7,enqueue:IN_PORT:1,enqueue:LOCAL:4294967295\n" +
+			"table=8,priority=3,in_port=1,actions=clone(set_queue:1,output:2),pop_queue,output:LOCAL\n",
+		"queue13": "table=8,priority=4,in_port=1,actions=set_queue:0x10,enqueue:2:3\n" +
+			"table=8,priority=5,in_port=1,actions=write_actions(set_queue:9,output:2)\n",
 		"vlan11": "table=6,priority=6,in_port=1,actions=mod_vlan_vid:5,output:2\n" +
 			"table=6,priority=7,in_port=1,actions=mod_vlan_pcp:3,output:2\n" +
 			"table=6,priority=8,in_port=1,dl_vlan=4,actions=mod_vlan_vid:6,mod_vlan_pcp:2,output:2\n",
@@ -361,6 +368,16 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel")},
 		{"--sort", "dump-flows", "BR", "table=7"},
 		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=7"},
+		{"add-flows", "BR", f("queue10")},
+		{"-O", "OpenFlow13", "add-flows", "BR", f("queue13")},
+		{"--sort", "dump-flows", "BR", "table=8"},
+		{"-O", "OpenFlow11", "--sort", "dump-flows", "BR", "table=8"},
+		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=8"},
+		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=8"},
+		{"--sort", "dump-flows", "BR", "table=8,out_port=1"},
+		// pop_queue and enqueue are not for an action set.
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=8,actions=write_actions(pop_queue)"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "table=8,actions=write_actions(enqueue:1:2)"},
 		{"dump-tables", "BR"},
 		// Errors: a read-only table, a group and a meter that do not
 		// exist, goto_table backwards, an unusable flow format.

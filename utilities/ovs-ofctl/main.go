@@ -1379,6 +1379,11 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 			if a.Bundle.Load {
 				err = ref(a.Bundle.Dst, "destination")
 			}
+		case ofp.ActEnqueue:
+			// OVS's check_ENQUEUE: a port, IN_PORT or LOCAL.
+			if a.Port >= ofp.PortMax && a.Port != ofp.PortInPort && a.Port != ofp.PortLocal {
+				return fatalf("actions are invalid with specified match (OFPBAC_BAD_OUT_PORT)")
+			}
 		case ofp.ActLearn:
 			err = checkLearn(a.Learn, m, ref)
 		case ofp.ActStackPush:

@@ -33,8 +33,8 @@ const (
 
 // actionSetClass is a's class in an action set, setInvalid for the
 // actions an action set may not hold (OVS's
-// ofpact_is_allowed_in_actions_set; set_queue, which OVS allows, govs
-// refuses everywhere).
+// ofpact_is_allowed_in_actions_set: set_queue, a set action there, but
+// neither pop_queue nor enqueue).
 func actionSetClass(a *ofp.Action) int {
 	switch a.Type {
 	case ofp.ActPopVLAN:
@@ -43,7 +43,7 @@ func actionSetClass(a *ofp.Action) int {
 		return setPushVLAN
 	case ofp.ActDecTTL:
 		return setDecTTL
-	case ofp.ActSetField, ofp.ActMove, ofp.ActSetVLANVID, ofp.ActSetVLANPCP:
+	case ofp.ActSetField, ofp.ActMove, ofp.ActSetVLANVID, ofp.ActSetVLANPCP, ofp.ActSetQueue:
 		return setSetOrMove
 	case ofp.ActOutput, ofp.ActController:
 		// output:CONTROLLER decodes as a controller action.

@@ -701,6 +701,20 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		x.multipath(a.Multipath)
 	case ofp.ActBundle:
 		x.bundle(a.Bundle)
+	case ofp.ActSetQueue:
+		// OVS's xlate_set_queue_action: the netdev datapath's queue id
+		// is the priority; the megaflow matches the packet's.
+		x.of.wc.SkbPriority = ^uint32(0)
+		f.SkbPriority = a.ID
+	case ofp.ActPopQueue:
+		x.of.wc.SkbPriority = ^uint32(0)
+		if f.SkbPriority != x.origSkbPriority {
+			f.SkbPriority = x.origSkbPriority
+			x.report("->", "queue = %s", hexC(f.SkbPriority))
+		}
+	case ofp.ActEnqueue:
+		x.of.wc.SkbPriority = ^uint32(0)
+		x.enqueue(a.Port, a.ID)
 	case ofp.ActFinTimeout:
 		x.finTimeout(a.Fin)
 	case ofp.ActMeter:
@@ -908,6 +922,28 @@ func (x *xlate) outputTrunc(a *ofp.Action) {
 	}
 	x.acts = append(x.acts, datapath.Trunc(a.ID))
 	x.ofOutput(a.Port)
+}
+
+// enqueue outputs to OpenFlow port no in queue q, as OVS's
+// xlate_enqueue_action: IN_PORT is the flow's in_port, any other port
+// is an output to that port only (no reserved port's meaning), and not
+// to the input port; the queue is the packet's for this output only.
+func (x *xlate) enqueue(no, q uint32) {
+	f := &x.of.flow
+	if no == ofp.PortInPort {
+		no = f.InPort
+	} else if no == f.InPort {
+		return
+	}
+	p := x.ofPort(no)
+	if p == nil {
+		x.report(">>", "Nonexistent output port")
+		return
+	}
+	saved := f.SkbPriority
+	f.SkbPriority = q
+	x.output(p)
+	f.SkbPriority = saved
 }
 
 // checkActions refuses, at FLOW_MOD time, what the translation would not

@@ -133,6 +133,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	var out strings.Builder
 	fmt.Fprintf(&out, "Flow: %s\n", formatMatchOF(&k, traceFlowMask(&k), inText, false, true, traceTunMD(tlv, &k, nil),
 		u32Flow("pkt_mark", md.pktMark), u32Flow("dp_hash", md.dpHash)+skbPriorityFlow(md.skbPriority), regsFlow(&md.regs), metadataFlow(md.metadata)))
+	// The packet's skb_priority is in its key, as the datapath's.
+	k.SkbPriority = md.skbPriority
 	u := datapath.Upcall{Key: k}
 	// A dp_hash is the packet's, in the key of a recirculated pass.
 	u.Key.DpHash = md.dpHash
@@ -177,6 +179,7 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	// megaflow shows them when a lookup or an action consulted them, as
 	// OVS's (format_uint32_masked).
 	mark, dpHash := u32Masked("pkt_mark", md.pktMark, x.traceMarkWC), u32Masked("dp_hash", md.dpHash, x.traceDpHashWC|u.Mask.DpHash)
+	dpHash += skbPriorityMasked(k.SkbPriority, u.Mask.SkbPriority)
 	// The megaflow's values are the packet's under its mask, as OVS's
 	// (a minimatch).
 	mk := k.Masked(&u.Mask)
@@ -216,7 +219,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		if k.CtMark != 0 {
 			m.CtMark = ^uint32(0)
 		}
-		fmt.Fprintf(out, "Flow: %s\n", formatMatch(&k, &m, inText, false, true, ""))
+		fmt.Fprintf(out, "Flow: %s\n", formatMatchOF(&k, &m, inText, false, true, "", "", skbPriorityFlow(k.SkbPriority), "", ""))
 		u := datapath.Upcall{Key: k}
 		x := b.newXlate(idx, &u, modeTrace, 0)
 		x.trace, x.tt, x.names = out, newTraceTree(), o.names
@@ -230,7 +233,8 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		}
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
-			formatMatch(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, ""), x.dpActions())
+			formatMatchOF(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, "", "", skbPriorityMasked(k.SkbPriority, u.Mask.SkbPriority), "", ""),
+			x.dpActions())
 		out.WriteString(failed)
 		queue = append(queue, x.recircTrace...)
 	}
@@ -493,7 +497,7 @@ func traceFinalFlow(x *xlate, tlv *ofp.TLVTable) string {
 	}
 	f := x.traceFinal
 	k := f.Key
-	mark, dpHash := u32Flow("pkt_mark", f.PktMark), u32Flow("dp_hash", f.DpHash)+skbPriorityFlow(x.inMeta.skbPriority)
+	mark, dpHash := u32Flow("pkt_mark", f.PktMark), u32Flow("dp_hash", f.DpHash)+skbPriorityFlow(f.SkbPriority)
 	regs, meta := regsFlow(&f.Regs), metadataFlow(f.Metadata)
 	var pn ofp.PortNames
 	if x.names && x.traceBridge != nil {
@@ -590,6 +594,15 @@ func skbPriorityFlow(v uint32) string {
 		return ""
 	}
 	return fmt.Sprintf("skb_priority=%#x,", v)
+}
+
+// skbPriorityMasked formats a megaflow's skb_priority as match_format
+// does: when matched (set_queue, pop_queue and enqueue match it whole).
+func skbPriorityMasked(v, m uint32) string {
+	if m == 0 {
+		return ""
+	}
+	return "skb_priority=" + hexC(v&m) + ","
 }
 
 // traceMegaflowMask is the mask a trace's Megaflow: line shows: the

@@ -164,6 +164,10 @@ type xlate struct {
 	// pktMark is the packet's mark as the actions so far leave it (the
 	// datapath's skb_mark: metadata, see datapath.SetSkbMark).
 	pktMark uint32
+	// skbPriority is the packet's skb_priority as the datapath actions so
+	// far leave it; origSkbPriority the one it arrived with (its key's),
+	// which pop_queue restores (OVS's orig_skb_priority).
+	skbPriority, origSkbPriority uint32
 }
 
 // translate fills u's actions and mask, translating u.Key as received on
@@ -206,7 +210,8 @@ func (b *Backer) newXlate(idx *index, u *datapath.Upcall, mode xlateMode, at tim
 // initXlate makes x, a zero xlate, the translation of u.
 func (b *Backer) initXlate(x *xlate, idx *index, u *datapath.Upcall, mode xlateMode, at time.Duration) {
 	k := &u.Key
-	*x = xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, backer: b}
+	*x = xlate{idx: idx, key: k, mask: &u.Mask, mode: mode, usedAt: at, acts: u.Actions, backer: b,
+		skbPriority: k.SkbPriority, origSkbPriority: k.SkbPriority}
 	switch mode {
 	case modePacket:
 		x.packets = 1

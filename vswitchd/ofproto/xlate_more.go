@@ -5,9 +5,10 @@ import (
 	"github.com/govs/govs/datapath/flow"
 )
 
-// commitMore adds the set actions for the TOS byte and the packet mark
-// (the rest of OVS's commit_set_nw_action and its
-// commit_set_pkt_mark_action, which come last). The TOS is a masked set of
+// commitMore adds the set actions for the TOS byte, the packet's queue
+// and mark (the rest of OVS's commit_set_nw_action, then its
+// commit_set_priority_action and commit_set_pkt_mark_action, which come
+// last). The TOS is a masked set of
 // the bits the translation consulted or wrote, skipped as OVS skips it for
 // a flow without an IP protocol.
 func (x *xlate) commitMore() {
@@ -18,6 +19,12 @@ func (x *xlate) commitMore() {
 			mask = x.of.wc.NwTOS
 		}
 		x.acts = append(x.acts, datapath.SetTOS(b.EthType == flow.EthTypeIPv6, k.NwTOS, mask))
+	}
+	if x.of != nil && x.of.flow.SkbPriority != x.skbPriority {
+		// OVS's commit_set_priority_action: whatever changed it masked
+		// it whole, so the set is too.
+		x.skbPriority = x.of.flow.SkbPriority
+		x.acts = append(x.acts, datapath.SetPriority(x.skbPriority))
 	}
 	if x.of != nil && x.of.flow.PktMark != x.pktMark {
 		// Masked by the bits consulted or written, as the TOS.

@@ -56,6 +56,12 @@ const (
 	// ActOutputTrunc is output(port=Port,max_len=ID): an output of at
 	// most ID bytes of the packet (NXAST_OUTPUT_TRUNC).
 	ActOutputTrunc
+	// ActSetQueue is set_queue:ID, ActPopQueue pop_queue: the packet's
+	// queue (its skb_priority) becomes ID, or the one it arrived in.
+	// ActEnqueue (OpenFlow 1.0's enqueue) outputs to Port in queue ID.
+	ActSetQueue
+	ActPopQueue
+	ActEnqueue
 	// ActUnsupported is an action govs decodes but does not execute:
 	// a flow with it is refused with Errno.
 	ActUnsupported
@@ -148,7 +154,8 @@ type Action struct {
 	// Nested: ActClone's and ActWriteActions' actions.
 	Nested []Action
 	// Metadata and MetadataMask: ActWriteMetadata; ID: ActGroup's group,
-	// ActMeter's meter, ActOutputTrunc's max_len.
+	// ActMeter's meter, ActOutputTrunc's max_len, ActSetQueue's and
+	// ActEnqueue's queue.
 	Metadata, MetadataMask uint64
 	ID                     uint32
 	// Errno and Name: why and what an ActUnsupported is.
@@ -271,7 +278,6 @@ const (
 
 // nxastNames are the Nicira actions govs decodes without executing.
 var nxastNames = map[uint16]string{
-	nxastSetQueue: "set_queue", nxastPopQueue: "pop_queue",
 	nxastSample: "sample", nxastSetMPLSLabel: "set_mpls_label",
 	nxastCT: "ct", nxastNAT: "nat", nxastSample2: "sample",
 	nxastDebugRecirc: "debug_recirc", nxastCTClear: "ct_clear",
@@ -398,7 +404,7 @@ func decodeAction(v Version, typ uint16, b []byte, depth int) (Action, *Error) {
 	case at11DecNWTTL:
 		return Action{Type: ActDecTTL}, nil
 	case at11SetQueue:
-		return Action{Type: ActUnsupported, Errno: BadActionType, Name: "set_queue"}, nil
+		return Action{Type: ActSetQueue, ID: binary.BigEndian.Uint32(b[4:])}, nil
 	case at12SetField:
 		if v < V12 {
 			break
@@ -511,10 +517,16 @@ func decodeAction10(typ uint16, b []byte) (Action, *Error) {
 		}
 		return legacy(l.id, bytes.Clone(b[4:4+fields[l.id].Len]))
 	case at10Enqueue:
+		// ofp10_action_enqueue: port, 6 bytes of padding (not checked,
+		// as OVS's decode_OFPAT_RAW10_ENQUEUE), queue_id.
 		if err := fixedLen(b, 16); err != nil {
 			return Action{}, err
 		}
-		return Action{Type: ActUnsupported, Errno: BadActionType, Name: "enqueue"}, nil
+		port := widenPort10(binary.BigEndian.Uint16(b[4:]))
+		if port >= PortMax && port != PortInPort && port != PortLocal {
+			return Action{}, actErr(BadOutPort, "enqueue port")
+		}
+		return Action{Type: ActEnqueue, Port: port, ID: binary.BigEndian.Uint32(b[12:])}, nil
 	}
 	return Action{}, actErr(BadActionType, "unknown action type")
 }
@@ -715,6 +727,22 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 			id = binary.BigEndian.Uint64(body[6:])
 		}
 		return SetTunnel(id, raw == rawSetTunnel64), nil
+	case nxastSetQueue:
+		// OVS has NXAST_SET_QUEUE in OpenFlow 1.0 only (NX1.0(4)):
+		// from 1.1 set_queue is OFPAT11_SET_QUEUE. The queue is the
+		// last 4 bytes, unchecked padding before it.
+		if v != V10 {
+			break
+		}
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActSetQueue, ID: binary.BigEndian.Uint32(body[2:])}, nil
+	case nxastPopQueue:
+		if err := fixedLen(b, 16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActPopQueue}, nil
 	case nxastRegMove:
 		if err := fixedLen(b, 24); err != nil {
 			return Action{}, err
@@ -1363,6 +1391,31 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = nxActionHeader(b, 16, nxastOutputTrunc)
 		b = put16(b, port10(a.Port))
 		return put32(b, a.ID)
+	case ActSetQueue:
+		if v == V10 {
+			b = nxActionHeader(b, 16, nxastSetQueue)
+			b = pad(b, 2)
+			return put32(b, a.ID)
+		}
+		b = put16(b, at11SetQueue)
+		b = put16(b, 8)
+		return put32(b, a.ID)
+	case ActPopQueue:
+		b = nxActionHeader(b, 16, nxastPopQueue)
+		return pad(b, 6)
+	case ActEnqueue:
+		if v == V10 {
+			b = put16(b, at10Enqueue)
+			b = put16(b, 16)
+			b = put16(b, port10(a.Port))
+			b = pad(b, 6)
+			return put32(b, a.ID)
+		}
+		// OVS's encode_ENQUEUE: OpenFlow 1.1+ has no enqueue, but a
+		// set_queue, an output (max_len 0xffff) and a pop_queue.
+		b = appendAction(b, v, &Action{Type: ActSetQueue, ID: a.ID})
+		b = appendAction(b, v, &Action{Type: ActOutput, Port: a.Port, MaxLen: 0xffff})
+		return appendAction(b, v, &Action{Type: ActPopQueue})
 	case ActOutputReg:
 		b = nxActionHeader(b, 24, nxastOutputReg)
 		b = put16(b, uint16(a.Src.Ofs<<6|(a.Src.NBits-1)))
@@ -1489,7 +1542,7 @@ func Outputs(acts []Action) []uint32 {
 	var ports []uint32
 	for _, a := range acts {
 		switch a.Type {
-		case ActOutput, ActController:
+		case ActOutput, ActController, ActEnqueue:
 			ports = append(ports, a.Port)
 		case ActClone, ActWriteActions:
 			ports = append(ports, Outputs(a.Nested)...)

@@ -412,7 +412,7 @@ func TestTableFeatures(t *testing.T) {
 			if meter := has(1, []byte{0, 6, 0, 4}); meter != (v < V15) {
 				t.Errorf("%v table %d: meter instruction %v", v, id, meter)
 			}
-			if !has(6, []byte{0, 25, 0, 4}) || has(7, []byte{0, 21, 0, 4}) {
+			if !has(6, []byte{0, 25, 0, 4}) || !has(7, []byte{0, 21, 0, 4}) {
 				t.Errorf("%v table %d: apply actions %x", v, id, props[7])
 			}
 			// eth_dst masked in MATCH, unmasked in WILDCARDS; ip_frag

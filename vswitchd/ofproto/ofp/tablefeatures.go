@@ -30,10 +30,10 @@ const (
 
 // tableActionTypes are the OpenFlow 1.1+ action types govs' tables
 // execute, as OVS lists its own (ofpact_bitmap_to_openflow): output,
-// push_vlan, pop_vlan (strip_vlan), group, set_nw_ttl, dec_nw_ttl,
-// set_field. OVS also lists the MPLS actions and set_queue, which govs
+// push_vlan, pop_vlan (strip_vlan), set_queue, group, set_nw_ttl,
+// dec_nw_ttl, set_field. OVS also lists the MPLS actions, which govs
 // refuses (OFPBAC_BAD_TYPE).
-var tableActionTypes = []uint16{at11Output, at11PushVLAN, at11PopVLAN, at11Group, at11SetNWTTL, at11DecNWTTL, at12SetField}
+var tableActionTypes = []uint16{at11Output, at11PushVLAN, at11PopVLAN, at11SetQueue, at11Group, at11SetNWTTL, at11DecNWTTL, at12SetField}
 
 // tableFields returns the OXM/NXM headers of every field a table
 // matches, with the has-mask bit for those it matches under any mask

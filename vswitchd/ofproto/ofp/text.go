@@ -356,6 +356,12 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 		return "dec_ttl(" + strings.Join(ids, ",") + ")"
 	case ActGroup:
 		return fmt.Sprintf("group:%d", a.ID)
+	case ActSetQueue:
+		return fmt.Sprintf("set_queue:%d", a.ID)
+	case ActPopQueue:
+		return "pop_queue"
+	case ActEnqueue:
+		return fmt.Sprintf("enqueue:%s:%d", pn.Port(a.Port), a.ID)
 	case ActMeter:
 		return fmt.Sprintf("meter:%d", a.ID)
 	case ActCTClear:

@@ -834,6 +834,58 @@ func actionName(a *ofp.Action) string {
 	return text
 }
 
+// strtokRest is C's strtok_r(s, delims) then strtok_r(NULL, ""): the
+// first token, and the rest after the delimiter that ends it ("" for
+// none); ok is false when s holds only delimiters.
+func strtokRest(s, delims string) (tok, rest string, ok bool) {
+	s = strings.TrimLeft(s, delims)
+	if s == "" {
+		return "", "", false
+	}
+	i := strings.IndexAny(s, delims)
+	if i < 0 {
+		return s, "", true
+	}
+	return s[:i], s[i+1:], true
+}
+
+// strToU32 is OVS's str_to_u32: C's strtoul in base 0 (a sign and
+// leading white space taken, the value truncated to 32 bits), with its
+// error texts.
+func strToU32(s string) (uint32, error) {
+	if s == "" {
+		return 0, errors.New("missing required numeric argument")
+	}
+	bad := fmt.Errorf("invalid numeric format %s", s)
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		neg, t = t[0] == '-', t[1:]
+	}
+	base := 10
+	switch {
+	case len(t) > 2 && (t[:2] == "0x" || t[:2] == "0X") && isHexDigit(t[2]):
+		base, t = 16, t[2:]
+	case len(t) > 1 && t[0] == '0':
+		base = 8
+	}
+	if t == "" || strings.ContainsAny(t, "_+-") {
+		return 0, bad
+	}
+	n, err := strconv.ParseUint(t, base, 64)
+	if err != nil {
+		return 0, bad
+	}
+	if neg {
+		n = -n
+	}
+	return uint32(n), nil
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
 func parseU(s string, bits int, what string) (uint64, error) {
 	n, err := strconv.ParseUint(s, 0, bits)
 	if err != nil {
@@ -1042,6 +1094,32 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 			t = ofp.ActMeter
 		}
 		return one(ofp.Action{Type: t, ID: uint32(n)})
+	case "set_queue":
+		// OVS's parse_SET_QUEUE.
+		n, err := strToU32(arg)
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActSetQueue, ID: n})
+	case "pop_queue":
+		// OVS's parse_POP_QUEUE ignores an argument.
+		return one(ofp.Action{Type: ofp.ActPopQueue})
+	case "enqueue":
+		// OVS's parse_ENQUEUE: "PORT:QUEUE" or "PORT,QUEUE" (strtok_r on
+		// ":q,", then the rest).
+		port, queue, ok := strtokRest(arg, ":q,")
+		if !ok || queue == "" {
+			return nil, errors.New(`"enqueue" syntax is "enqueue:PORT:QUEUE" or "enqueue(PORT,QUEUE)"`)
+		}
+		p, err := ParsePort(port, ports)
+		if err != nil {
+			return nil, fmt.Errorf("%s: enqueue to unknown port", port)
+		}
+		n, err := strToU32(queue)
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActEnqueue, Port: p, ID: n})
 	case "ct_clear":
 		return one(ofp.Action{Type: ofp.ActCTClear})
 	case "exit":
@@ -1130,19 +1208,6 @@ func parseOutputTrunc(arg string, ports PortResolver) ([]ofp.Action, error) {
 		}
 	}
 	return []ofp.Action{a}, nil
-}
-
-// strToU32 is OVS's str_to_u32: any base strtoul takes, the value's
-// low 32 bits.
-func strToU32(s string) (uint32, error) {
-	if s == "" {
-		return 0, errors.New("missing required numeric argument")
-	}
-	n, err := strconv.ParseUint(s, 0, 64)
-	if err != nil {
-		return 0, fmt.Errorf("invalid numeric format %s", s)
-	}
-	return uint32(n), nil
 }
 
 // parseController parses "controller", "controller:MAX_LEN" or

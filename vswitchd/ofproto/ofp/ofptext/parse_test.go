@@ -63,6 +63,12 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "ipv4,nw_src=1.2.3.4,actions=drop", "ip,nw_src=1.2.3.4 actions=drop"},
 		{ofp.V10, "ip6,ipv6_src=::1,actions=drop", "ipv6,ipv6_src=::1 actions=drop"},
 		{ofp.V10, "ip,nw_proto=2,actions=drop", "ip,nw_proto=2 actions=drop"},
+		// OVS's parse_SET_QUEUE (str_to_u32: strtoul, truncated),
+		// parse_POP_QUEUE (its argument ignored), parse_ENQUEUE.
+		{ofp.V10, "actions=set_queue:5,output:2,pop_queue", "actions=set_queue:5,output:2,pop_queue"},
+		{ofp.V10, "actions=set_queue:-1,set_queue:0x100000001,set_queue:010,pop_queue:5", "actions=set_queue:4294967295,set_queue:1,set_queue:8,pop_queue"},
+		{ofp.V10, "actions=enqueue:2:7,enqueue(IN_PORT,1),enqueue:LOCAL:3,enqueue:1q2", "actions=enqueue:2:7,enqueue:IN_PORT:1,enqueue:LOCAL:3,enqueue:1:2"},
+		{ofp.V10, "actions=write_actions(set_queue:9,output:2)", "actions=write_actions(set_queue:9,output:2)"},
 	} {
 		fs, err := ParseFlow(tc.in, ParseAdd, nil)
 		if err != nil {
@@ -103,6 +109,17 @@ func TestParseErrors(t *testing.T) {
 		{"actions=conjunction(1,1/2),load:1->reg0", ParseAdd,
 			`"conjunction" actions may be used along with "note" but not any other kind of action (such as the "set_field" action used here)`},
 		{"actions=resubmit(,256)", ParseAdd, "256: resubmit to unknown table"},
+		{"actions=set_queue", ParseAdd, "missing required numeric argument"},
+		{"actions=set_queue:abc", ParseAdd, "invalid numeric format abc"},
+		{"actions=set_queue:0b1", ParseAdd, "invalid numeric format 0b1"},
+		{"actions=set_queue:1_0", ParseAdd, "invalid numeric format 1_0"},
+		{"actions=set_queue:0x", ParseAdd, "invalid numeric format 0x"},
+		{"actions=enqueue", ParseAdd, `"enqueue" syntax is "enqueue:PORT:QUEUE" or "enqueue(PORT,QUEUE)"`},
+		{"actions=enqueue:1", ParseAdd, `"enqueue" syntax is "enqueue:PORT:QUEUE" or "enqueue(PORT,QUEUE)"`},
+		{"actions=enqueue:1:", ParseAdd, `"enqueue" syntax is "enqueue:PORT:QUEUE" or "enqueue(PORT,QUEUE)"`},
+		{"actions=enqueue:foo:1", ParseAdd, "foo: enqueue to unknown port"},
+		{"actions=enqueue:1:abc", ParseAdd, "invalid numeric format abc"},
+		{"actions=enqueue:1::2", ParseAdd, "invalid numeric format :2"},
 	} {
 		_, err := ParseFlow(tc.in, tc.cmd, nil)
 		if err == nil || err.Error() != tc.want {
