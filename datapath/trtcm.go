@@ -1,7 +1,9 @@
 package datapath
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/govs/govs/datapath/packet"
 )
@@ -61,13 +63,35 @@ func (m *meter) check(size float64, now int64, pre color) color {
 
 // trtcmPolicer is netdev-dpdk's trtcm-policer on a port's transmit: a
 // frame is metered color-blind by its queue's meter, then color-aware by
-// the port's, and dropped if red. govs has no set_queue action, so every
-// frame is in queue 0 (skb_priority 0), which must be configured: without
-// it OVS drops every frame, and so does govs.
+// the port's, and dropped if red. A frame's queue is the one whose id is
+// its skb_priority (set_queue), else queue 0, which must be configured:
+// without it OVS drops the frame, and so does govs
+// (trtcm_policer_run_single_packet).
 type trtcmPolicer struct {
-	port   meter
-	queue0 *meter
-	stats  QueueStats
+	port meter
+	// queues are sorted by id; a port has a handful, so a frame's is
+	// found by a scan. queue0 is queue 0, nil if none.
+	queues []trtcmQueue
+	queue0 *trtcmQueue
+}
+
+// trtcmQueue is one queue of a trtcm-policer: its meter and counters.
+type trtcmQueue struct {
+	id    uint32
+	m     meter
+	stats QueueStats
+}
+
+// queue is the queue a frame of priority prio is metered by, nil for none.
+func (t *trtcmPolicer) queue(prio uint32) *trtcmQueue {
+	if prio != 0 {
+		for i := range t.queues {
+			if t.queues[i].id == prio {
+				return &t.queues[i]
+			}
+		}
+	}
+	return t.queue0
 }
 
 func (t *trtcmPolicer) police(pkts []*packet.Packet, n int, now int64, reset bool) int {
@@ -76,13 +100,13 @@ func (t *trtcmPolicer) police(pkts []*packet.Packet, n int, now int64, reset boo
 		p := pkts[i]
 		size := float64(max(p.Len()-etherHeaderLen, 0))
 		c := red
-		if t.queue0 != nil {
-			c = t.queue0.check(size, now, green)
+		if q := t.queue(p.SkbPriority); q != nil {
+			c = q.m.check(size, now, green)
 			if c == red {
-				t.stats.TxErrors++
+				q.stats.TxErrors++
 			} else {
-				t.stats.TxPackets++
-				t.stats.TxBytes += uint64(size)
+				q.stats.TxPackets++
+				q.stats.TxBytes += uint64(size)
 			}
 		}
 		if c != red {
@@ -101,17 +125,21 @@ func (t *trtcmPolicer) police(pkts []*packet.Packet, n int, now int64, reset boo
 }
 
 // SetTrTCMPolicing sets port no's QoS to a trtcm-policer with the port's
-// meter and queue 0's (nil: no queue 0, every frame dropped).
-func (dp *Datapath) SetTrTCMPolicing(no uint32, port TrTCM, queue0 *TrTCM) error {
+// meter and its queues' by id (without a queue 0, the frames of no queue
+// are dropped). The counters start again.
+func (dp *Datapath) SetTrTCMPolicing(no uint32, port TrTCM, queues map[uint32]TrTCM) error {
 	p, ok := dp.ports.Load().byNo[no]
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrNoSuchPort, no)
 	}
 	now := dp.clock()
 	t := &trtcmPolicer{port: newMeter(port, now)}
-	if queue0 != nil {
-		m := newMeter(*queue0, now)
-		t.queue0 = &m
+	for id, q := range queues {
+		t.queues = append(t.queues, trtcmQueue{id: id, m: newMeter(q, now)})
+	}
+	slices.SortFunc(t.queues, func(a, b trtcmQueue) int { return cmp.Compare(a.id, b.id) })
+	if len(t.queues) > 0 && t.queues[0].id == 0 {
+		t.queue0 = &t.queues[0]
 	}
 	p.txMu.Lock()
 	p.egress = t
@@ -119,9 +147,9 @@ func (dp *Datapath) SetTrTCMPolicing(no uint32, port TrTCM, queue0 *TrTCM) error
 	return nil
 }
 
-// TrTCMQueueStats returns queue 0's counters of port no's trtcm-policer; false
-// if it runs none.
-func (dp *Datapath) TrTCMQueueStats(no uint32) (QueueStats, bool) {
+// TrTCMQueueStats returns the counters of queue id of port no's
+// trtcm-policer; false if it runs none or has no such queue.
+func (dp *Datapath) TrTCMQueueStats(no, id uint32) (QueueStats, bool) {
 	p, ok := dp.ports.Load().byNo[no]
 	if !ok {
 		return QueueStats{}, false
@@ -129,8 +157,13 @@ func (dp *Datapath) TrTCMQueueStats(no uint32) (QueueStats, bool) {
 	p.txMu.Lock()
 	defer p.txMu.Unlock()
 	t, ok := p.egress.(*trtcmPolicer)
-	if !ok || t.queue0 == nil {
+	if !ok {
 		return QueueStats{}, false
 	}
-	return t.stats, true
+	for i := range t.queues {
+		if t.queues[i].id == id {
+			return t.queues[i].stats, true
+		}
+	}
+	return QueueStats{}, false
 }

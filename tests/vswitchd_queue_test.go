@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,84 @@ func TestOpenFlowQueueTraceDifferential(t *testing.T) {
 				t.Errorf("ofproto/trace %s:\ngovs (exit %d):\n%s\nDebian's (exit %d):\n%s", pkt, gotRC, got, wantRC, want)
 			}
 		})
+	}
+}
+
+// qosQueueStats returns the tx_packets and tx_errors of a queue's part
+// ("Default:" or "Queue N:") of qos/show's output.
+func qosQueueStats(t *testing.T, show, title string) (packets, errs int) {
+	t.Helper()
+	_, part, ok := strings.Cut(show, "\n"+title+"\n")
+	if !ok {
+		t.Fatalf("qos/show has no %q:\n%s", title, show)
+	}
+	part, _, _ = strings.Cut(part, "\n\n")
+	for _, l := range strings.Split(part, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), ": ")
+		n, _ := strconv.Atoi(v)
+		switch k {
+		case "tx_packets":
+			packets = n
+		case "tx_errors":
+			errs = n
+		}
+	}
+	return packets, errs
+}
+
+// TestVswitchdQueueQoS: a flow's set_queue puts a TCP stream in the
+// trtcm-policer queue of that id, whose low rate then holds it
+// (policedIperf's band, robust under load), where queue 0 and the port
+// let it run many times faster; set_queue to a queue the QoS lacks falls
+// back to queue 0, as OVS's netdev-dpdk does. qos/show counts each
+// queue's frames, and the datapath flow sets skb_priority.
+func TestVswitchdQueueQoS(t *testing.T) {
+	t.Parallel()
+	e, a, b := policingPair(t, "sq", "10.74.0")
+	br := "gvswsqbr"
+	ofctl := func(args ...string) {
+		t.Helper()
+		if out, err := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, vswOfctl, args...); err != nil {
+			t.Fatalf("ovs-ofctl %v: %v\n%s", args, err, out)
+		}
+	}
+	// Queue 1: 625 kB/s (5 Mbit/s), 125 kB of burst; queue 0 and the
+	// port: 1.25 GB/s with 16 MB of burst, which TCP's TSO super-frames
+	// (64 kB) seldom exceed (a policer at 1 Gbit/s held TCP at 100
+	// Mbit/s here).
+	const q1cir, q1cbs, fast, fastBurst, secs = 625000, 125000, 1250000000, 16000000, 4
+	e.mustVsctl("--", "set", "port", b.Host, "qos=@q", "--", "--id=@q", "create", "qos", "type=trtcm-policer",
+		"other_config:cir="+strconv.Itoa(fast), "other_config:cbs="+strconv.Itoa(fastBurst), "queues:0=@q0", "queues:1=@q1",
+		"--", "--id=@q0", "create", "queue", "other_config:cir="+strconv.Itoa(fast), "other_config:cbs="+strconv.Itoa(fastBurst),
+		"--", "--id=@q1", "create", "queue", "other_config:cir="+strconv.Itoa(q1cir), "other_config:cbs="+strconv.Itoa(q1cbs))
+	vswWait(t, vswTimeout, "the trtcm-policer to be logged", func() bool {
+		return e.logged(b.Host + ": QoS trtcm-policer cbs: 16000000, cir: 1250000000")
+	})
+	if strings.Contains(e.readLog(), "queue 1 is not supported") {
+		t.Errorf("queue 1 reported as not running:\n%s", e.readLog())
+	}
+
+	// TCP to b in queue 1: held at queue 1's rate.
+	ofctl("add-flow", br, "priority=10,tcp,nw_dst=10.74.0.2,actions=set_queue:1,NORMAL")
+	policedIperf(t, "set_queue:1", a, b, "10.74.0.2", q1cir*8, q1cbs*8, secs)
+	show := e.mustAppctl("qos/show", b.Host)
+	if p, errs := qosQueueStats(t, show, "Queue 1:"); p == 0 || errs == 0 {
+		t.Errorf("queue 1 counted %d frames through, %d dropped:\n%s", p, errs, show)
+	}
+	if flows := e.mustAppctl("dpctl/dump-flows"); !strings.Contains(flows, "set(skb_priority(0x1))") {
+		t.Errorf("no datapath flow sets skb_priority:\n%s", flows)
+	}
+	def0, _ := qosQueueStats(t, show, "Default:")
+
+	// Queue 7, which the QoS lacks: queue 0's, many times faster.
+	ofctl("mod-flows", br, "tcp,nw_dst=10.74.0.2,actions=set_queue:7,NORMAL")
+	got := iperfReceived(t, a.iperf(b, "10.74.0.2", "-J", "-O", "1", "-t", strconv.Itoa(secs)))
+	t.Logf("set_queue:7 (queue 0's): iperf3 TCP received %.2f Mbit/s", got/1e6)
+	if got < 4*q1cir*8 {
+		t.Errorf("set_queue:7 got %.2f Mbit/s, not above 4 times queue 1's %g Mbit/s", got/1e6, q1cir*8/1e6)
+	}
+	show = e.mustAppctl("qos/show", b.Host)
+	if def, _ := qosQueueStats(t, show, "Default:"); def <= def0 {
+		t.Errorf("queue 0 counted no more frames (%d, before %d):\n%s", def, def0, show)
 	}
 }

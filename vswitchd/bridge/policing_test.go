@@ -15,6 +15,7 @@ type policingDP struct {
 	set    map[uint32]datapath.Policing
 	egress map[uint32][2]uint64
 	trtcm  map[uint32]datapath.TrTCM
+	queues map[uint32]map[uint32]datapath.TrTCM
 	calls  int
 }
 
@@ -29,17 +30,18 @@ func (d *policingDP) SetEgressPolicing(no uint32, cir, cbs uint64) error {
 	return nil
 }
 func (d *policingDP) EgressPolicingDrops(no uint32) uint64 { return 7 }
-func (d *policingDP) SetTrTCMPolicing(no uint32, port datapath.TrTCM, q0 *datapath.TrTCM) error {
+func (d *policingDP) SetTrTCMPolicing(no uint32, port datapath.TrTCM, queues map[uint32]datapath.TrTCM) error {
 	d.trtcm[no] = port
+	d.queues[no] = queues
 	return nil
 }
-func (d *policingDP) TrTCMQueueStats(no uint32) (datapath.QueueStats, bool) {
-	return datapath.QueueStats{TxPackets: 3, TxBytes: 300, TxErrors: 1}, true
+func (d *policingDP) TrTCMQueueStats(no, queue uint32) (datapath.QueueStats, bool) {
+	return datapath.QueueStats{TxPackets: 3 + uint64(queue), TxBytes: 300, TxErrors: 1}, true
 }
 
 func TestIngressPolicing(t *testing.T) {
 	h := newHarness()
-	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}}
+	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}, queues: map[uint32]map[uint32]datapath.TrTCM{}}
 	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
 	var d db
 	d.bridge("br0", "p1", "pa:patch:peer=pb")
@@ -96,7 +98,7 @@ func (l *testLog) count(prefix string) int {
 
 func TestQoS(t *testing.T) {
 	h := newHarness()
-	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}}
+	dp := &policingDP{fakeDP: h.dp, set: map[uint32]datapath.Policing{}, egress: map[uint32][2]uint64{}, trtcm: map[uint32]datapath.TrTCM{}, queues: map[uint32]map[uint32]datapath.TrTCM{}}
 	h.sw = NewSwitch(dp, h.backer, h.devs, h.log, nil)
 	var d db
 	d.bridge("br0", "p1", "p2", "p3", "p4:internal", "p5:internal", "p6:internal")
@@ -115,7 +117,11 @@ func TestQoS(t *testing.T) {
 	d.port("p2").QOS = q("linux-htb", map[string]string{"max-rate": "1000"})
 	d.port("p3").QOS = q(QoSEgressPolicer, map[string]string{"cir": "x"})
 	d.port("p4").QOS = q(QoSTrTCMPolicer, map[string]string{"cir": "1000", "cbs": "2048", "eir": "500", "ebs": "1024"},
-		map[string]string{"cir": "100", "cbs": "200", "eir": "300", "ebs": "400"}, map[string]string{})
+		map[string]string{"cir": "100", "cbs": "200", "eir": "300", "ebs": "400"}, map[string]string{"cir": "10", "cbs": "20"},
+		map[string]string{}, map[string]string{"cir": "1", "ebs": "2"})
+	// Queue 3 has a DSCP, which OVS remarks and govs does not.
+	dscp := 10
+	d.rows.Queues[len(d.rows.Queues)-1].DSCP = &dscp
 	d.port("p5").QOS = q(QoSTrTCMPolicer, map[string]string{"cbs": "1"})
 	d.port("p6").QOS = q(QoSLinuxNoop, nil)
 	des := Build(d.rows)
@@ -125,8 +131,9 @@ func TestQoS(t *testing.T) {
 		}
 	}
 	for _, w := range []string{
-		"port p4: QoS trtcm-policer queue 1 " + notRunning + " (govs has no set_queue action: every frame is in queue 0)",
-		"port p5: QoS trtcm-policer has no queue 0, which every frame is in: the port drops every frame it sends, as OVS's does",
+		"port p4: QoS trtcm-policer queue 2 needs other_config:cbs or ebs (bytes) above 0; the port runs without the queue",
+		"port p4: QoS trtcm-policer queue 3 dscp " + notRunning,
+		"port p5: QoS trtcm-policer has no queue 0: the port drops every frame it sends that set_queue put in no queue it has, as OVS's does",
 		"port p2: QoS type linux-htb is not supported by the userspace datapath (Operation not supported: govs runs egress-policer and trtcm-policer); the port runs without QoS",
 		"port p3: QoS egress-policer needs other_config:cir (bytes/s) and cbs (bytes), both above 0; the port runs without QoS",
 	} {
@@ -144,7 +151,9 @@ func TestQoS(t *testing.T) {
 		{"p2", "QoS not configured on p2\n", ""},
 		{"p6", "QoS not configured on p6\n", ""},
 		{"p4", "QoS: p4 trtcm-policer\ncbs: 2048\ncir: 1000\nebs: 1024\neir: 500\n\nDefault:\n  cbs: 200\n  cir: 100\n  ebs: 400\n  eir: 300\n" +
-			"  tx_packets: 3\n  tx_bytes: 300\n  tx_errors: 1\n", ""},
+			"  tx_packets: 3\n  tx_bytes: 300\n  tx_errors: 1\n" +
+			"\nQueue 1:\n  cbs: 20\n  cir: 10\n  ebs: 0\n  eir: 0\n  tx_packets: 4\n  tx_bytes: 300\n  tx_errors: 1\n" +
+			"\nQueue 3:\n  cbs: 0\n  cir: 1\n  ebs: 2\n  eir: 0\n  tx_packets: 6\n  tx_bytes: 300\n  tx_errors: 1\n", ""},
 		{"nosuch", "", "no such interface"},
 	} {
 		out, err := h.sw.QoSShow(c.name)
@@ -154,6 +163,16 @@ func TestQoS(t *testing.T) {
 	}
 	if got := dp.trtcm[h.sw.ifaces["p4"].dpPort]; got != (datapath.TrTCM{CIR: 1000, CBS: 2048, EIR: 500, EBS: 1024}) {
 		t.Errorf("p4 trtcm %+v", got)
+	}
+	if got := dp.queues[h.sw.ifaces["p4"].dpPort]; len(got) != 3 || got[0] != (datapath.TrTCM{CIR: 100, CBS: 200, EIR: 300, EBS: 400}) ||
+		got[1] != (datapath.TrTCM{CIR: 10, CBS: 20}) || got[3] != (datapath.TrTCM{CIR: 1, EBS: 2}) {
+		t.Errorf("p4 queues %+v", got)
+	}
+	// The same queues again: nothing set again.
+	dp.queues = map[uint32]map[uint32]datapath.TrTCM{}
+	h.sw.Apply(Build(d.rows))
+	if len(dp.queues) != 0 {
+		t.Errorf("unchanged QoS set again: %+v", dp.queues)
 	}
 	h.sw.Refresh()
 	st := statusOf(h.sw.Report(des), d.iface("p1").UUID)

@@ -3,6 +3,8 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +20,8 @@ const (
 	QoSEgressPolicer = "egress-policer"
 	// QoSTrTCMPolicer meters what a port sends with two-rate
 	// three-color meters (RFC 4115), other_config cir/cbs/eir/ebs in
-	// bytes; queue 0's meter first, then the port's.
+	// bytes; the frame's queue's meter first (set_queue's, else queue
+	// 0's), then the port's.
 	QoSTrTCMPolicer = "trtcm-policer"
 	// QoSLinuxNoop asks the switch to leave the port's queueing alone
 	// (lib/netdev-linux.c tc_ops_noop): OVS takes it on any port,
@@ -34,10 +37,20 @@ type QoSSpec struct {
 	// CIR and CBS are an egress-policer's rate (bytes/s) and burst
 	// (bytes).
 	CIR, CBS uint64
-	// TrTCM is a trtcm-policer's port meter, Queue0 its queue 0 (the
-	// one every frame is in; HasQueue0 false: none, every frame dropped).
-	TrTCM, Queue0 datapath.TrTCM
-	HasQueue0     bool
+	// TrTCM is a trtcm-policer's port meter, Queues its queues' by id,
+	// in order (without a queue 0, the frames of no queue are dropped).
+	TrTCM  datapath.TrTCM
+	Queues []QueueSpec
+}
+
+// QueueSpec is one queue of a trtcm-policer: its id and meter.
+type QueueSpec struct {
+	ID uint32
+	datapath.TrTCM
+}
+
+func (q *QoSSpec) equal(o *QoSSpec) bool {
+	return q.Type == o.Type && q.CIR == o.CIR && q.CBS == o.CBS && q.TrTCM == o.TrTCM && slices.Equal(q.Queues, o.Queues)
 }
 
 // EgressPolicingDatapath is implemented by a datapath that runs the
@@ -45,10 +58,10 @@ type QoSSpec struct {
 type EgressPolicingDatapath interface {
 	SetEgressPolicing(no uint32, cir, cbs uint64) error
 	EgressPolicingDrops(no uint32) uint64
-	// SetTrTCMPolicing runs a trtcm-policer: the port's meter and queue
-	// 0's (nil: none).
-	SetTrTCMPolicing(no uint32, port datapath.TrTCM, queue0 *datapath.TrTCM) error
-	TrTCMQueueStats(no uint32) (datapath.QueueStats, bool)
+	// SetTrTCMPolicing runs a trtcm-policer: the port's meter and its
+	// queues' by id.
+	SetTrTCMPolicing(no uint32, port datapath.TrTCM, queues map[uint32]datapath.TrTCM) error
+	TrTCMQueueStats(no, queue uint32) (datapath.QueueStats, bool)
 }
 
 var _ EgressPolicingDatapath = (*datapath.Datapath)(nil)
@@ -80,18 +93,27 @@ func qosSpec(port string, q *vswitchd.QoS, queues map[string]vswitchd.Queue, pro
 			*problems = append(*problems, fmt.Sprintf("port %s: QoS %s needs other_config:cbs or ebs (bytes) above 0; the port runs without QoS", port, q.Type))
 			return QoSSpec{}
 		}
-		for id, u := range q.Queues {
-			row, ok := queues[u]
-			switch {
-			case !ok:
-			case id == 0:
-				spec.Queue0, spec.HasQueue0 = trtcm(getFrom(row.OtherConfig)), true
-			default:
-				*problems = append(*problems, fmt.Sprintf("port %s: QoS %s queue %d %s (govs has no set_queue action: every frame is in queue 0)", port, q.Type, id, notRunning))
+		for _, id := range slices.Sorted(maps.Keys(q.Queues)) {
+			row, ok := queues[q.Queues[id]]
+			if !ok || id < 0 {
+				continue
+			}
+			m := trtcm(getFrom(row.OtherConfig))
+			if m.CBS == 0 && m.EBS == 0 {
+				// OVS fails to configure such a queue (netdev_set_queue):
+				// its frames go to queue 0.
+				*problems = append(*problems, fmt.Sprintf("port %s: QoS %s queue %d needs other_config:cbs or ebs (bytes) above 0; the port runs without the queue", port, q.Type, id))
+				continue
+			}
+			spec.Queues = append(spec.Queues, QueueSpec{ID: uint32(id), TrTCM: m})
+			if row.DSCP != nil {
+				// OVS remarks the DSCP of what leaves in a queue with
+				// one (compose_output_action); govs does not.
+				*problems = append(*problems, fmt.Sprintf("port %s: QoS %s queue %d dscp %s", port, q.Type, id, notRunning))
 			}
 		}
-		if !spec.HasQueue0 {
-			*problems = append(*problems, fmt.Sprintf("port %s: QoS %s has no queue 0, which every frame is in: the port drops every frame it sends, as OVS's does", port, q.Type))
+		if len(spec.Queues) == 0 || spec.Queues[0].ID != 0 {
+			*problems = append(*problems, fmt.Sprintf("port %s: QoS %s has no queue 0: the port drops every frame it sends that set_queue put in no queue it has, as OVS's does", port, q.Type))
 		}
 		return spec
 	case QoSEgressPolicer:
@@ -111,7 +133,7 @@ func qosSpec(port string, q *vswitchd.QoS, queues map[string]vswitchd.Queue, pro
 // Caller holds mu.
 func (s *Switch) applyQoS(ifc *iface) {
 	want := ifc.port.QoS
-	if want == ifc.qos {
+	if want.equal(&ifc.qos) {
 		return
 	}
 	ed, ok := s.dp.(EgressPolicingDatapath)
@@ -124,11 +146,11 @@ func (s *Switch) applyQoS(ifc *iface) {
 	}
 	var err error
 	if want.Type == QoSTrTCMPolicer {
-		var q0 *datapath.TrTCM
-		if want.HasQueue0 {
-			q0 = &want.Queue0
+		queues := make(map[uint32]datapath.TrTCM, len(want.Queues))
+		for _, q := range want.Queues {
+			queues[q.ID] = q.TrTCM
 		}
-		err = ed.SetTrTCMPolicing(ifc.dpPort, want.TrTCM, q0)
+		err = ed.SetTrTCMPolicing(ifc.dpPort, want.TrTCM, queues)
 	} else {
 		err = ed.SetEgressPolicing(ifc.dpPort, want.CIR, want.CBS)
 	}
@@ -168,12 +190,17 @@ func (s *Switch) QoSShow(name string) (string, error) {
 	case QoSTrTCMPolicer:
 		var b strings.Builder
 		fmt.Fprintf(&b, "QoS: %s %s\n%s\n", name, q.Type, trtcmDetails(q.TrTCM, "\n"))
-		if q.HasQueue0 {
+		for _, qs := range q.Queues {
 			// qos_unixctl_show_queue: queue 0 is "Default".
-			fmt.Fprintf(&b, "\nDefault:\n  %s\n", trtcmDetails(q.Queue0, "\n  "))
+			if qs.ID == 0 {
+				b.WriteString("\nDefault:\n")
+			} else {
+				fmt.Fprintf(&b, "\nQueue %d:\n", qs.ID)
+			}
+			fmt.Fprintf(&b, "  %s\n", trtcmDetails(qs.TrTCM, "\n  "))
 			var st datapath.QueueStats
 			if ed, ok := s.dp.(EgressPolicingDatapath); ok {
-				st, _ = ed.TrTCMQueueStats(ifc.dpPort)
+				st, _ = ed.TrTCMQueueStats(ifc.dpPort, qs.ID)
 			}
 			fmt.Fprintf(&b, "  tx_packets: %d\n  tx_bytes: %d\n  tx_errors: %d\n", st.TxPackets, st.TxBytes, st.TxErrors)
 		}
