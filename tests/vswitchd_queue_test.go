@@ -22,6 +22,8 @@ var queueTraceFlows = []string{
 	"priority=10,in_port=LOCAL,dl_src=00:00:00:00:02:08,actions=set_queue:1,resubmit(,11)",
 	"priority=10,in_port=LOCAL,dl_src=00:00:00:00:02:09,actions=clone(set_queue:2,output:2),output:1",
 	"priority=10,in_port=LOCAL,dl_src=00:00:00:00:02:0a,actions=set_queue:0x7fffffff,set_field:0x5->pkt_mark,output:2",
+	"priority=10,in_port=LOCAL,dl_src=00:00:00:00:02:0b,actions=set_queue:1,push_vlan:0x8100,set_field:4101->vlan_vid,output:2",
+	"priority=10,in_port=LOCAL,dl_src=00:00:00:00:02:0c,vlan_tci=0x1005,actions=set_field:0x5->pkt_mark,set_queue:2,pop_vlan,mod_dl_dst:00:00:00:00:00:01,output:2",
 	"table=10,priority=10,actions=output:1,set_queue:6,output:2,pop_queue,output:3",
 	"table=11,priority=10,actions=output:2,enqueue:3:1",
 }
@@ -43,6 +45,8 @@ var queueTraceCorpus = []string{
 	"in_port=LOCAL,dl_src=00:00:00:00:02:08",
 	"in_port=LOCAL,dl_src=00:00:00:00:02:09",
 	"in_port=LOCAL,dl_src=00:00:00:00:02:0a",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:0b",
+	"in_port=LOCAL,dl_src=00:00:00:00:02:0c,dl_vlan=5",
 	"in_port=1,dl_src=00:00:00:00:02:03",
 }
 

@@ -600,7 +600,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		if f.VLANTCI&flow.VLANPresent != 0 {
 			// A second tag: the packet gets the current one, which
 			// goes below the new one (OVS's flow_push_vlan_uninit).
-			x.commitVLAN()
+			x.commitTags()
 			x.inner = append(x.inner, x.cur)
 			x.pkt = vlanHdr{}
 		}

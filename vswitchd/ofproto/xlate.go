@@ -457,6 +457,14 @@ func (x *xlate) output(out *port) {
 // consults the whole tag (OVS's commit_vlan_action un-wildcards the popped
 // header), since the packet's tag must be what is popped.
 func (x *xlate) commitVLAN() {
+	x.commitTags()
+	// The packet's metadata last, after its tags, as OVS's
+	// commit_odp_actions commits them.
+	x.commitMeta()
+}
+
+// commitTags makes the packet's VLAN tags the flow's.
+func (x *xlate) commitTags() {
 	if x.pkt == x.cur {
 		return
 	}

@@ -5,12 +5,10 @@ import (
 	"github.com/govs/govs/datapath/flow"
 )
 
-// commitMore adds the set actions for the TOS byte, the packet's queue
-// and mark (the rest of OVS's commit_set_nw_action, then its
-// commit_set_priority_action and commit_set_pkt_mark_action, which come
-// last). The TOS is a masked set of
-// the bits the translation consulted or wrote, skipped as OVS skips it for
-// a flow without an IP protocol.
+// commitMore adds the set action for the TOS byte (the rest of OVS's
+// commit_set_nw_action). The TOS is a masked set of the bits the
+// translation consulted or wrote, skipped as OVS skips it for a flow
+// without an IP protocol.
 func (x *xlate) commitMore() {
 	k, b := x.key, &x.base
 	if (b.EthType == flow.EthTypeIPv4 || b.EthType == flow.EthTypeIPv6) && k.NwProto != 0 && k.NwTOS != b.NwTOS {
@@ -20,13 +18,21 @@ func (x *xlate) commitMore() {
 		}
 		x.acts = append(x.acts, datapath.SetTOS(b.EthType == flow.EthTypeIPv6, k.NwTOS, mask))
 	}
-	if x.of != nil && x.of.flow.SkbPriority != x.skbPriority {
-		// OVS's commit_set_priority_action: whatever changed it masked
-		// it whole, so the set is too.
+}
+
+// commitMeta adds the set actions for the packet's queue and mark (OVS's
+// commit_set_priority_action and commit_set_pkt_mark_action, which come
+// last, after the VLAN's).
+func (x *xlate) commitMeta() {
+	if x.of == nil {
+		return
+	}
+	if x.of.flow.SkbPriority != x.skbPriority {
+		// Whatever changed it masked it whole, so the set is too.
 		x.skbPriority = x.of.flow.SkbPriority
 		x.acts = append(x.acts, datapath.SetPriority(x.skbPriority))
 	}
-	if x.of != nil && x.of.flow.PktMark != x.pktMark {
+	if x.of.flow.PktMark != x.pktMark {
 		// Masked by the bits consulted or written, as the TOS.
 		x.pktMark = x.of.flow.PktMark
 		x.acts = append(x.acts, datapath.SetMark(x.pktMark, x.of.wc.PktMark))
