@@ -179,7 +179,8 @@ func (b *Backer) trace(bridgeName, spec string, prereqs bool, o *traceOptions) (
 	// megaflow shows them when a lookup or an action consulted them, as
 	// OVS's (format_uint32_masked).
 	mark, dpHash := u32Masked("pkt_mark", md.pktMark, x.traceMarkWC), u32Masked("dp_hash", md.dpHash, x.traceDpHashWC|u.Mask.DpHash)
-	dpHash += skbPriorityMasked(k.SkbPriority, u.Mask.SkbPriority)
+	// skb_priority: matched whole, or not at all.
+	dpHash += u32Masked("skb_priority", k.SkbPriority, u.Mask.SkbPriority)
 	// The megaflow's values are the packet's under its mask, as OVS's
 	// (a minimatch).
 	mk := k.Masked(&u.Mask)
@@ -233,7 +234,7 @@ func (b *Backer) traceRecircs(out *strings.Builder, idx *index, queue []traceRec
 		}
 		x.tt.render(out)
 		fmt.Fprintf(out, "\nFinal flow: %s\nMegaflow: %s\nDatapath actions: %s\n", traceFinalFlow(x, r.st.br.tlv.Load()),
-			formatMatchOF(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, "", "", skbPriorityMasked(k.SkbPriority, u.Mask.SkbPriority), "", ""),
+			formatMatchOF(&k, traceMegaflowMask(x, &u.Mask), inText, true, false, "", "", u32Masked("skb_priority", k.SkbPriority, u.Mask.SkbPriority), "", ""),
 			x.dpActions())
 		out.WriteString(failed)
 		queue = append(queue, x.recircTrace...)
@@ -594,15 +595,6 @@ func skbPriorityFlow(v uint32) string {
 		return ""
 	}
 	return fmt.Sprintf("skb_priority=%#x,", v)
-}
-
-// skbPriorityMasked formats a megaflow's skb_priority as match_format
-// does: when matched (set_queue, pop_queue and enqueue match it whole).
-func skbPriorityMasked(v, m uint32) string {
-	if m == 0 {
-		return ""
-	}
-	return "skb_priority=" + hexC(v&m) + ","
 }
 
 // traceMegaflowMask is the mask a trace's Megaflow: line shows: the

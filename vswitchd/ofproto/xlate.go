@@ -453,17 +453,17 @@ func (x *xlate) output(out *port) {
 	}
 }
 
-// commitVLAN adds the actions that make the packet's tag the flow's. A pop
-// consults the whole tag (OVS's commit_vlan_action un-wildcards the popped
-// header), since the packet's tag must be what is popped.
+// commitVLAN adds the actions that make the packet's tag, then its
+// metadata (commitMeta), the flow's: OVS's commit_odp_actions commits
+// them in that order, after the header sets (commitSets).
 func (x *xlate) commitVLAN() {
 	x.commitTags()
-	// The packet's metadata last, after its tags, as OVS's
-	// commit_odp_actions commits them.
 	x.commitMeta()
 }
 
-// commitTags makes the packet's VLAN tags the flow's.
+// commitTags adds the actions that make the packet's tag the flow's. A pop
+// consults the whole tag (OVS's commit_vlan_action un-wildcards the popped
+// header), since the packet's tag must be what is popped.
 func (x *xlate) commitTags() {
 	if x.pkt == x.cur {
 		return
