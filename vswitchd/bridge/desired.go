@@ -125,6 +125,9 @@ type PortSpec struct {
 	VLANMode string
 	// QoS is the port's qos, parsed; its zero value is none.
 	QoS QoSSpec
+	// QueueDSCP are the dscp of its queues that have one, by queue id,
+	// whatever QoS type runs (OVS's iface_configure_qos).
+	QueueDSCP map[uint32]uint8
 	// Ifaces are sorted by name. A port with more than one is a bond.
 	Ifaces []IfaceSpec
 	// Bond is the bond's configuration; nil unless Ifaces has more than
@@ -360,6 +363,7 @@ func BuildIn(rows Rows, rundir string) *Desired {
 			if p.QOS != nil {
 				if q, ok := qoses[*p.QOS]; ok {
 					ps.QoS = qosSpec(p.Name, &q, queues, &d.Problems)
+					ps.QueueDSCP = queueDSCP(&q, queues)
 				}
 			}
 			slices.SortFunc(ps.Ifaces, func(a, b IfaceSpec) int { return strings.Compare(a.Name, b.Name) })

@@ -119,7 +119,7 @@ func TestQoS(t *testing.T) {
 	d.port("p4").QOS = q(QoSTrTCMPolicer, map[string]string{"cir": "1000", "cbs": "2048", "eir": "500", "ebs": "1024"},
 		map[string]string{"cir": "100", "cbs": "200", "eir": "300", "ebs": "400"}, map[string]string{"cir": "10", "cbs": "20"},
 		map[string]string{}, map[string]string{"cir": "1", "ebs": "2"})
-	// Queue 3 has a DSCP, which OVS remarks and govs does not.
+	// Queue 3 has a DSCP, which what leaves in it gets.
 	dscp := 10
 	d.rows.Queues[len(d.rows.Queues)-1].DSCP = &dscp
 	d.port("p5").QOS = q(QoSTrTCMPolicer, map[string]string{"cbs": "1"})
@@ -132,7 +132,6 @@ func TestQoS(t *testing.T) {
 	}
 	for _, w := range []string{
 		"port p4: QoS trtcm-policer queue 2 needs other_config:cbs or ebs (bytes) above 0; the port runs without the queue",
-		"port p4: QoS trtcm-policer queue 3 dscp " + notRunning,
 		"port p5: QoS trtcm-policer has no queue 0: the port drops every frame it sends that set_queue put in no queue it has, as OVS's does",
 		"port p2: QoS type linux-htb is not supported by the userspace datapath (Operation not supported: govs runs egress-policer and trtcm-policer); the port runs without QoS",
 		"port p3: QoS egress-policer needs other_config:cir (bytes/s) and cbs (bytes), both above 0; the port runs without QoS",
@@ -167,6 +166,9 @@ func TestQoS(t *testing.T) {
 	if got := dp.queues[h.sw.ifaces["p4"].dpPort]; len(got) != 3 || got[0] != (datapath.TrTCM{CIR: 100, CBS: 200, EIR: 300, EBS: 400}) ||
 		got[1] != (datapath.TrTCM{CIR: 10, CBS: 20}) || got[3] != (datapath.TrTCM{CIR: 1, EBS: 2}) {
 		t.Errorf("p4 queues %+v", got)
+	}
+	if got := h.sw.ifaces["p4"].port.QueueDSCP; len(got) != 1 || got[3] != 10 {
+		t.Errorf("p4 queue DSCPs %v", got)
 	}
 	// The same queues again: nothing set again.
 	dp.queues = map[uint32]map[uint32]datapath.TrTCM{}

@@ -106,11 +106,6 @@ func qosSpec(port string, q *vswitchd.QoS, queues map[string]vswitchd.Queue, pro
 				continue
 			}
 			spec.Queues = append(spec.Queues, QueueSpec{ID: uint32(id), TrTCM: m})
-			if row.DSCP != nil {
-				// OVS remarks the DSCP of what leaves in a queue with
-				// one (compose_output_action); govs does not.
-				*problems = append(*problems, fmt.Sprintf("port %s: QoS %s queue %d dscp %s", port, q.Type, id, notRunning))
-			}
 		}
 		if len(spec.Queues) == 0 || spec.Queues[0].ID != 0 {
 			*problems = append(*problems, fmt.Sprintf("port %s: QoS %s has no queue 0: the port drops every frame it sends that set_queue put in no queue it has, as OVS's does", port, q.Type))
@@ -127,6 +122,25 @@ func qosSpec(port string, q *vswitchd.QoS, queues map[string]vswitchd.Queue, pro
 	*problems = append(*problems, fmt.Sprintf("port %s: QoS type %s is not supported by the userspace datapath (%s: govs runs %s and %s); the port runs without QoS",
 		port, q.Type, "Operation not supported", QoSEgressPolicer, QoSTrTCMPolicer))
 	return QoSSpec{}
+}
+
+// queueDSCP returns the dscp of q's queues that have one, by queue id;
+// OVS's iface_configure_qos hands them to the OpenFlow layer for any QoS
+// with a type, whether the port runs it or not.
+func queueDSCP(q *vswitchd.QoS, queues map[string]vswitchd.Queue) map[uint32]uint8 {
+	if q.Type == "" {
+		return nil
+	}
+	var m map[uint32]uint8
+	for id, u := range q.Queues {
+		if row, ok := queues[u]; ok && row.DSCP != nil && id >= 0 {
+			if m == nil {
+				m = map[uint32]uint8{}
+			}
+			m[uint32(id)] = uint8(*row.DSCP)
+		}
+	}
+	return m
 }
 
 // applyQoS brings the QoS of ifc's datapath port in line with its port's.

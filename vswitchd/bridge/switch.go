@@ -589,7 +589,8 @@ func (s *Switch) ofConfig(rb *runBridge, spec *BridgeSpec) ofproto.BridgeConfig 
 			Name: ifc.spec.Name, OFPort: ifc.ofport, DPPort: ifc.dpPort,
 			Tag: ifc.port.Tag, Trunks: ifc.port.Trunks, VLANMode: ifc.port.VLANMode,
 			NoRecv: ifc.ofConfig&ofp.PortConfigNoRecv != 0, NoFwd: ifc.ofConfig&ofp.PortConfigNoFwd != 0,
-			NoFlood: ifc.ofConfig&ofp.PortConfigNoFlood != 0,
+			NoFlood:   ifc.ofConfig&ofp.PortConfigNoFlood != 0,
+			QueueDSCP: ifc.port.QueueDSCP,
 		}
 		if !ifc.local {
 			pc.PatchPeer, pc.Tunnel = ifc.spec.PatchPeer, ifc.spec.Tunnel

@@ -116,6 +116,11 @@ type PortConfig struct {
 	// Gate is what the bridge's spanning tree lets the port do; GateOpen
 	// without one.
 	Gate PortGate
+	// QueueDSCP are the DSCPs (6 bits) of the port's QoS queues that
+	// have one, by queue id: what leaves the port in such a queue
+	// (set_queue) has its IP DSCP rewritten (OVS's set_queues and
+	// compose_output_action__).
+	QueueDSCP map[uint32]uint8
 }
 
 // vlanMode is a port's VLAN mode (OVS's enum port_vlan_mode).
@@ -183,6 +188,8 @@ type port struct {
 	mirrorOut              bool
 	// gate is what the spanning tree lets the port do (gate.go).
 	gate PortGate
+	// dscp is PortConfig.QueueDSCP, by skb_priority (the queue id).
+	dscp map[uint32]uint8
 }
 
 // bond is the members of one bond, which NORMAL treats as one port named
@@ -419,7 +426,7 @@ func (br *Bridge) newSnapshot(cfg BridgeConfig) *snapshot {
 
 func (br *Bridge) newPort(s *snapshot, pc PortConfig) *port {
 	p := &port{br: s, name: pc.Name, ofport: pc.OFPort, dpPort: pc.DPPort, patchPeer: pc.PatchPeer, tnl: pc.Tunnel,
-		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, gate: pc.Gate, lacp: pc.LACP}
+		noRecv: pc.NoRecv, noFwd: pc.NoFwd, noFlood: pc.NoFlood, gate: pc.Gate, lacp: pc.LACP, dscp: pc.QueueDSCP}
 	if s.tree == "" {
 		p.gate = GateOpen
 	}

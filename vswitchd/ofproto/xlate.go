@@ -429,6 +429,19 @@ func (x *xlate) output(out *port) {
 	if out.dpPort == 0 {
 		return
 	}
+	if d, ok := out.dscp[x.key.SkbPriority]; ok {
+		// OVS's compose_output_action__: the DSCP of the packet's queue
+		// on out, for this output only; the megaflow matches the
+		// DSCP bits.
+		tos := x.key.NwTOS
+		x.key.NwTOS = tos&^0xfc | d<<2
+		if x.of != nil {
+			x.of.wc.NwTOS |= 0xfc
+		} else {
+			x.mask.NwTOS |= 0xfc
+		}
+		defer func() { x.key.NwTOS = tos }()
+	}
 	if out.tnl != nil {
 		x.tunnelOutput(out)
 		return
