@@ -15,6 +15,13 @@ type TrTCM struct {
 	CIR, CBS, EIR, EBS uint64
 }
 
+// TrTCMQueue is one queue of a trtcm-policer: its id (the skb_priority of
+// the frames it meters) and its meter's parameters.
+type TrTCMQueue struct {
+	ID uint32
+	TrTCM
+}
+
 // QueueStats are a trtcm-policer queue's counters: what it let through
 // (green or yellow) and what it colored red (TxErrors).
 type QueueStats struct {
@@ -125,17 +132,17 @@ func (t *trtcmPolicer) police(pkts []*packet.Packet, n int, now int64, reset boo
 }
 
 // SetTrTCMPolicing sets port no's QoS to a trtcm-policer with the port's
-// meter and its queues' by id (without a queue 0, the frames of no queue
-// are dropped). The counters start again.
-func (dp *Datapath) SetTrTCMPolicing(no uint32, port TrTCM, queues map[uint32]TrTCM) error {
+// meter and its queues' (without a queue 0, the frames of no queue are
+// dropped). The counters start again.
+func (dp *Datapath) SetTrTCMPolicing(no uint32, port TrTCM, queues []TrTCMQueue) error {
 	p, ok := dp.ports.Load().byNo[no]
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrNoSuchPort, no)
 	}
 	now := dp.clock()
 	t := &trtcmPolicer{port: newMeter(port, now)}
-	for id, q := range queues {
-		t.queues = append(t.queues, trtcmQueue{id: id, m: newMeter(q, now)})
+	for _, q := range queues {
+		t.queues = append(t.queues, trtcmQueue{id: q.ID, m: newMeter(q.TrTCM, now)})
 	}
 	slices.SortFunc(t.queues, func(a, b trtcmQueue) int { return cmp.Compare(a.id, b.id) })
 	if len(t.queues) > 0 && t.queues[0].id == 0 {

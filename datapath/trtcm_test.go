@@ -59,7 +59,7 @@ func TestTrTCMPolicerQueues(t *testing.T) {
 	dp, no := r.dp, uint32(2)
 	big := TrTCM{CIR: 1e9, CBS: 1e9}
 	// Queue 1 holds one 35-byte frame, queue 0 and 7 plenty.
-	if err := dp.SetTrTCMPolicing(no, big, map[uint32]TrTCM{0: big, 1: {CIR: 1, CBS: 35}, 7: big}); err != nil {
+	if err := dp.SetTrTCMPolicing(no, big, []TrTCMQueue{{7, big}, {0, big}, {1, TrTCM{CIR: 1, CBS: 35}}}); err != nil {
 		t.Fatal(err)
 	}
 	p := dp.ports.Load().byNo[no].egress.(*trtcmPolicer)
@@ -89,7 +89,7 @@ func TestTrTCMPolicerQueues(t *testing.T) {
 		t.Error("queue 5 has statistics")
 	}
 	// Without queue 0, a frame of no configured queue is dropped.
-	if err := dp.SetTrTCMPolicing(no, big, map[uint32]TrTCM{1: big}); err != nil {
+	if err := dp.SetTrTCMPolicing(no, big, []TrTCMQueue{{1, big}}); err != nil {
 		t.Fatal(err)
 	}
 	p = dp.ports.Load().byNo[no].egress.(*trtcmPolicer)

@@ -30,9 +30,12 @@ func (d *policingDP) SetEgressPolicing(no uint32, cir, cbs uint64) error {
 	return nil
 }
 func (d *policingDP) EgressPolicingDrops(no uint32) uint64 { return 7 }
-func (d *policingDP) SetTrTCMPolicing(no uint32, port datapath.TrTCM, queues map[uint32]datapath.TrTCM) error {
+func (d *policingDP) SetTrTCMPolicing(no uint32, port datapath.TrTCM, queues []datapath.TrTCMQueue) error {
 	d.trtcm[no] = port
-	d.queues[no] = queues
+	d.queues[no] = map[uint32]datapath.TrTCM{}
+	for _, q := range queues {
+		d.queues[no][q.ID] = q.TrTCM
+	}
 	return nil
 }
 func (d *policingDP) TrTCMQueueStats(no, queue uint32) (datapath.QueueStats, bool) {

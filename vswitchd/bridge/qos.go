@@ -40,13 +40,7 @@ type QoSSpec struct {
 	// TrTCM is a trtcm-policer's port meter, Queues its queues' by id,
 	// in order (without a queue 0, the frames of no queue are dropped).
 	TrTCM  datapath.TrTCM
-	Queues []QueueSpec
-}
-
-// QueueSpec is one queue of a trtcm-policer: its id and meter.
-type QueueSpec struct {
-	ID uint32
-	datapath.TrTCM
+	Queues []datapath.TrTCMQueue
 }
 
 func (q *QoSSpec) equal(o *QoSSpec) bool {
@@ -60,7 +54,7 @@ type EgressPolicingDatapath interface {
 	EgressPolicingDrops(no uint32) uint64
 	// SetTrTCMPolicing runs a trtcm-policer: the port's meter and its
 	// queues' by id.
-	SetTrTCMPolicing(no uint32, port datapath.TrTCM, queues map[uint32]datapath.TrTCM) error
+	SetTrTCMPolicing(no uint32, port datapath.TrTCM, queues []datapath.TrTCMQueue) error
 	TrTCMQueueStats(no, queue uint32) (datapath.QueueStats, bool)
 }
 
@@ -105,7 +99,7 @@ func qosSpec(port string, q *vswitchd.QoS, queues map[string]vswitchd.Queue, pro
 				*problems = append(*problems, fmt.Sprintf("port %s: QoS %s queue %d needs other_config:cbs or ebs (bytes) above 0; the port runs without the queue", port, q.Type, id))
 				continue
 			}
-			spec.Queues = append(spec.Queues, QueueSpec{ID: uint32(id), TrTCM: m})
+			spec.Queues = append(spec.Queues, datapath.TrTCMQueue{ID: uint32(id), TrTCM: m})
 		}
 		if len(spec.Queues) == 0 || spec.Queues[0].ID != 0 {
 			*problems = append(*problems, fmt.Sprintf("port %s: QoS %s has no queue 0: the port drops every frame it sends that set_queue put in no queue it has, as OVS's does", port, q.Type))
@@ -160,11 +154,7 @@ func (s *Switch) applyQoS(ifc *iface) {
 	}
 	var err error
 	if want.Type == QoSTrTCMPolicer {
-		queues := make(map[uint32]datapath.TrTCM, len(want.Queues))
-		for _, q := range want.Queues {
-			queues[q.ID] = q.TrTCM
-		}
-		err = ed.SetTrTCMPolicing(ifc.dpPort, want.TrTCM, queues)
+		err = ed.SetTrTCMPolicing(ifc.dpPort, want.TrTCM, want.Queues)
 	} else {
 		err = ed.SetEgressPolicing(ifc.dpPort, want.CIR, want.CBS)
 	}
