@@ -388,6 +388,16 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"-O", "OpenFlow13", "add-flow", "BR", "table=3,actions=goto_table:2"},
 		{"add-flow", "BR", "tcp,actions=push_vlan:0x8100,output:1"},
 		{"add-flow", "BR", "nw_dst=10.0.0.1,actions=drop"},
+		// Queue statistics of a switch without QoS: none for every
+		// port or one; OFPQOFC_BAD_QUEUE for a queue, OFPQOFC_BAD_PORT
+		// for a port the bridge lacks.
+		{"queue-stats", "BR"},
+		{"queue-stats", "BR", "1"},
+		{"queue-stats", "BR", "1", "5"},
+		{"-O", "OpenFlow13", "queue-stats", "BR", "ALL", "5"},
+		{"-O", "OpenFlow13", "queue-stats", "BR", "LOCAL"},
+		{"-O", "OpenFlow14", "queue-stats", "BR", "99"},
+		{"queue-stats", "BR", "99", "1"},
 		// An action set holds no output_trunc (OFPBAC_BAD_TYPE).
 		{"-O", "OpenFlow13", "add-flow", "BR", "actions=write_actions(output(port=1,max_len=100))"},
 		{"del-flows", "BR"},

@@ -211,6 +211,15 @@ func TestVswitchdQueueQoS(t *testing.T) {
 	if p, errs := qosQueueStats(t, show, "Queue 1:"); p == 0 || errs == 0 {
 		t.Errorf("queue 1 counted %d frames through, %d dropped:\n%s", p, errs, show)
 	}
+	// OpenFlow's queue statistics (Debian's ovs-ofctl) list both queues
+	// of b's port, counting at least what qos/show counted.
+	out, err := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, vswOfctl, "-O", "OpenFlow13", "queue-stats", br, b.Host)
+	m := regexp.MustCompile(`(?m)^  port \S+ queue 1: bytes=\d+, pkts=(\d+), errors=(\d+), duration=[0-9.]+s$`).FindStringSubmatch(out)
+	if err != nil || m == nil || !strings.Contains(out, ": 2 queues\n") || !regexp.MustCompile(`(?m)^  port \S+ queue 0: `).MatchString(out) {
+		t.Errorf("ovs-ofctl queue-stats: %v\n%s", err, out)
+	} else if p, errs := qosQueueStats(t, show, "Queue 1:"); atoi(m[1]) < p || atoi(m[2]) < errs {
+		t.Errorf("queue-stats counts queue 1's %s frames and %s errors, qos/show %d and %d:\n%s", m[1], m[2], p, errs, out)
+	}
 	if flows := e.mustAppctl("dpctl/dump-flows"); !strings.Contains(flows, "set(skb_priority(0x1))") {
 		t.Errorf("no datapath flow sets skb_priority:\n%s", flows)
 	}

@@ -339,6 +339,38 @@ func (o ofSource) PortStats() []ofp.PortStats {
 	return stats
 }
 
+var _ connmgr.QueueSource = ofSource{}
+
+// Queues reports OpenFlow port no's QoS queues (every port's for
+// ofp.PortAny) with their counters, as netdev-dpdk's dump_queue_stats: a
+// trtcm-policer's, by id; other QoS types have none. The duration is
+// since the QoS was set. False if the bridge has no port no.
+func (o ofSource) Queues(no uint32) ([]ofp.QueueStats, bool) {
+	o.s.mu.Lock()
+	defer o.s.mu.Unlock()
+	ed, _ := o.s.dp.(EgressPolicingDatapath)
+	var qs []ofp.QueueStats
+	found := no == ofp.PortAny
+	for _, ifc := range o.ports() {
+		if no != ofp.PortAny && ofPortNo(ifc) != no {
+			continue
+		}
+		found = true
+		if ifc.qos.Type != QoSTrTCMPolicer {
+			continue
+		}
+		for _, q := range ifc.qos.Queues {
+			st := ofp.QueueStats{Port: ofPortNo(ifc), Queue: q.ID, Duration: time.Since(ifc.qosAt)}
+			if ed != nil {
+				c, _ := ed.TrTCMQueueStats(ifc.dpPort, q.ID)
+				st.TxBytes, st.TxPackets, st.TxErrors = c.TxBytes, c.TxPackets, c.TxErrors
+			}
+			qs = append(qs, st)
+		}
+	}
+	return qs, found
+}
+
 // of returns the bridge's OpenFlow switch, nil once it is gone.
 func (o ofSource) of() OFBridge {
 	o.s.mu.Lock()

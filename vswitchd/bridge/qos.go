@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/schema/vswitchd"
@@ -162,7 +163,7 @@ func (s *Switch) applyQoS(ifc *iface) {
 		s.log.Warnf("%s: setting QoS failed: %v", ifc.spec.Name, err)
 		return
 	}
-	ifc.qos, ifc.qosWarned = want, false
+	ifc.qos, ifc.qosAt, ifc.qosWarned = want, time.Now(), false
 	switch want.Type {
 	case QoSEgressPolicer:
 		s.log.Infof("%s: QoS %s cir %d cbs %d", ifc.spec.Name, want.Type, want.CIR, want.CBS)

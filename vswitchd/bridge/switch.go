@@ -167,9 +167,11 @@ type iface struct {
 	policing       datapath.Policing
 	policed        uint64
 	policingWarned bool
-	// qos is the QoS the datapath port runs, qosPoliced what its
-	// egress-policer dropped as last read; qosWarned as policingWarned.
+	// qos is the QoS the datapath port runs (since qosAt), qosPoliced
+	// what its egress-policer dropped as last read; qosWarned as
+	// policingWarned.
 	qos        QoSSpec
+	qosAt      time.Time
 	qosPoliced uint64
 	qosWarned  bool
 }

@@ -658,10 +658,42 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 	case ofp.StatsGroup, ofp.StatsGroupDesc, ofp.StatsGroupFeatures:
 		return c.groupStats(m), nil
 	case ofp.StatsQueue:
-		// No queues exist: the list is empty.
-		return ofp.EncodeEmptyStatsReply(v, m.Xid, m.Kind), nil
+		return c.queueStats(m)
 	}
 	return nil, &ofp.Error{Errno: ofp.BadStat, Detail: fmt.Sprintf("statistics type %d not handled", m.Kind)}
+}
+
+// QueueSource is a Source whose ports may have QoS queues.
+type QueueSource interface {
+	// Queues reports port no's queues with their counters (every
+	// port's for ofp.PortAny), false if the bridge has no such port.
+	Queues(no uint32) ([]ofp.QueueStats, bool)
+}
+
+// queueStats answers a QUEUE statistics request as OVS's
+// handle_queue_stats_request: OFPQOFC_BAD_PORT for a port the bridge
+// does not have, OFPQOFC_BAD_QUEUE for a queue no port asked for has
+// (OpenFlow 1.0 says all ports with OFPP_ALL).
+func (c *conn) queueStats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
+	port := m.Port
+	if m.Version == ofp.V10 && port == ofp.PortAll {
+		port = ofp.PortAny
+	}
+	var qs []ofp.QueueStats
+	ok := port == ofp.PortAny
+	if src, has := c.m.src.(QueueSource); has {
+		qs, ok = src.Queues(port)
+	}
+	if !ok {
+		return nil, &ofp.Error{Errno: ofp.QueueBadPort, Detail: fmt.Sprintf("no port %d", port)}
+	}
+	if m.Queue != ofp.QueueAll {
+		qs = slices.DeleteFunc(qs, func(q ofp.QueueStats) bool { return q.Queue != m.Queue })
+		if len(qs) == 0 {
+			return nil, &ofp.Error{Errno: ofp.QueueBadQueue, Detail: fmt.Sprintf("no queue %d", m.Queue)}
+		}
+	}
+	return ofp.EncodeQueueStatsReply(m.Version, m.Xid, qs), nil
 }
 
 // resolveTunMD places a statistics request's tun_metadata matches

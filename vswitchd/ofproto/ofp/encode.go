@@ -287,6 +287,45 @@ func EncodePortDescReply(v Version, xid uint32, ports []Port) [][]byte {
 	return r.done()
 }
 
+// QueueAll is OFPQ_ALL, a QUEUE statistics request for every queue.
+const QueueAll = 0xffffffff
+
+// EncodeQueueStatsReply answers a QUEUE statistics request: each queue
+// as ofputil_append_queue_stat lays it out in version v (the duration
+// from 1.3, all ones when stats' is negative).
+func EncodeQueueStatsReply(v Version, xid uint32, stats []QueueStats) [][]byte {
+	r := newStatsReply(v, xid, StatsQueue, false)
+	for i := range stats {
+		s := &stats[i]
+		sec, nsec := ^uint32(0), ^uint32(0)
+		if s.Duration >= 0 {
+			sec, nsec = splitDuration(s.Duration)
+		}
+		var b []byte
+		switch {
+		case v == V10:
+			b = put16(b, port10(s.Port))
+			b = pad(b, 2)
+		case v <= V13:
+			b = put32(b, s.Port)
+		default:
+			b = put16(b, 48)
+			b = pad(b, 6)
+			b = put32(b, s.Port)
+		}
+		b = put32(b, s.Queue)
+		b = put64(b, s.TxBytes)
+		b = put64(b, s.TxPackets)
+		b = put64(b, s.TxErrors)
+		if v >= V13 {
+			b = put32(b, sec)
+			b = put32(b, nsec)
+		}
+		r.add(b)
+	}
+	return r.done()
+}
+
 // Unknown is the value of a counter the switch does not keep (OVS's
 // UINT64_MAX, printed "?").
 const Unknown = ^uint64(0)

@@ -70,6 +70,8 @@ const (
 	BadPort          // OFPBRC_BAD_PORT
 	BadConjunction   // NXBAC_BAD_CONJUNCTION
 	NXMInvalid       // NXBRC_NXM_INVALID
+	QueueBadPort     // OFPQOFC_BAD_PORT
+	QueueBadQueue    // OFPQOFC_BAD_QUEUE
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
@@ -91,6 +93,7 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	FlowModTableFull: "OFPFMFC_TABLE_FULL", FlowModBadTableID: "OFPFMFC_BAD_TABLE_ID", FlowModOverlap: "OFPFMFC_OVERLAP",
 	FlowModBadCommand: "OFPFMFC_BAD_COMMAND", FlowModBadFlags: "OFPFMFC_BAD_FLAGS",
 	BadAsyncProp: "OFPBPC_BAD_TYPE", BadAsyncLen: "OFPBPC_BAD_LEN", BadAsyncMask: "OFPACFC_UNSUPPORTED", NXRStale: "NXR_STALE",
+	QueueBadPort: "OFPQOFC_BAD_PORT", QueueBadQueue: "OFPQOFC_BAD_QUEUE",
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION",
 	NXMInvalid: "NXBRC_NXM_INVALID"}
@@ -181,6 +184,8 @@ func init() {
 		BadPort:             {nx(1, 514), nx(1, 514), std(1, 11), std(1, 11), std(1, 11), std(1, 11)},
 		BadConjunction:      {nx(2, 526), nx(2, 526), nx(15, 0), nx(15, 0), nx(15, 0), nx(15, 0)},
 		NXMInvalid:          {nx(1, 256), nx(1, 256), nx(2, 0), nx(2, 0), nx(2, 0), nx(2, 0)},
+		QueueBadPort:        {std(5, 0), std(9, 0), std(9, 0), std(9, 0), std(9, 0), std(9, 0)},
+		QueueBadQueue:       {std(5, 1), std(9, 1), std(9, 1), std(9, 1), std(9, 1), std(9, 1)},
 	} {
 		errCodes[e] = c
 	}

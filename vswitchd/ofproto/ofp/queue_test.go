@@ -2,7 +2,9 @@ package ofp
 
 import (
 	"encoding/hex"
+	"slices"
 	"testing"
+	"time"
 )
 
 // set_queue, pop_queue and enqueue in every version, in the bytes of
@@ -114,5 +116,47 @@ func TestQueueOutputs(t *testing.T) {
 	// _ENQUEUE, the port by name.
 	if got := FormatActions(acts, V13, PortNames{4: "eth4"}); got != "set_queue:1,enqueue:eth4:2,pop_queue" {
 		t.Errorf("printed %q", got)
+	}
+}
+
+// TestQueueStatsReply: a QUEUE statistics reply decodes back to what was
+// encoded in every version (the duration from 1.3; none reported as all
+// ones), at each version's entry size.
+func TestQueueStatsReply(t *testing.T) {
+	stats := []QueueStats{
+		{Port: 2, Queue: 0, TxBytes: 696, TxPackets: 10, Duration: 5*time.Second + 38},
+		{Port: 2, Queue: 1, TxBytes: 2818988, TxPackets: 236, TxErrors: 43, Duration: -1},
+	}
+	for _, tc := range []struct {
+		v    Version
+		size int
+	}{{V10, 32}, {V11, 32}, {V12, 32}, {V13, 40}, {V14, 48}, {V15, 48}} {
+		msgs := EncodeQueueStatsReply(tc.v, 7, stats)
+		if len(msgs) != 1 {
+			t.Fatalf("%v: %d messages", tc.v, len(msgs))
+		}
+		r, err := DecodeStatsReply(msgs[0])
+		if err != nil {
+			t.Fatalf("%v: %v", tc.v, err)
+		}
+		if len(r.Body) != 2*tc.size {
+			t.Errorf("%v: body of %d bytes, want %d", tc.v, len(r.Body), 2*tc.size)
+		}
+		got, err := DecodeQueueStats(r)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.v, err)
+		}
+		want := slices.Clone(stats)
+		for i := range want {
+			switch {
+			case tc.v < V13:
+				want[i].Duration = -1
+			case want[i].Duration < 0:
+				want[i].Duration = time.Duration(^uint32(0))*time.Second + time.Duration(^uint32(0))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: decoded %+v, want %+v", tc.v, got, want)
+		}
 	}
 }
