@@ -398,6 +398,21 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"-O", "OpenFlow13", "queue-stats", "BR", "LOCAL"},
 		{"-O", "OpenFlow14", "queue-stats", "BR", "99"},
 		{"queue-stats", "BR", "99", "1"},
+		// Queue configurations: none; OpenFlow 1.0–1.3 take physical
+		// ports only (OFPQOFC_BAD_PORT for LOCAL), 1.4's QUEUE_DESC any.
+		// (A queue of one port: OVS's netdev-linux fails to query the
+		// kernel's qdisc here, NXQOFC_QUEUE_ERROR; a port of govs without
+		// the queue says OFPQOFC_BAD_QUEUE, as netdev-dpdk's,
+		// TestVswitchdQueueQoS.)
+		{"queue-get-config", "BR"},
+		{"queue-get-config", "BR", "1"},
+		{"queue-get-config", "BR", "LOCAL"},
+		{"-O", "OpenFlow13", "queue-get-config", "BR", "1", "5"},
+		{"-O", "OpenFlow13", "queue-get-config", "BR", "LOCAL"},
+		{"-O", "OpenFlow14", "queue-get-config", "BR"},
+		{"-O", "OpenFlow14", "queue-get-config", "BR", "LOCAL"},
+		{"-O", "OpenFlow15", "queue-get-config", "BR", "ANY", "5"},
+		{"-O", "OpenFlow14", "queue-get-config", "BR", "99"},
 		// An action set holds no output_trunc (OFPBAC_BAD_TYPE).
 		{"-O", "OpenFlow13", "add-flow", "BR", "actions=write_actions(output(port=1,max_len=100))"},
 		{"del-flows", "BR"},

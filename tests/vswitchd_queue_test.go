@@ -220,6 +220,18 @@ func TestVswitchdQueueQoS(t *testing.T) {
 	} else if p, errs := qosQueueStats(t, show, "Queue 1:"); atoi(m[1]) < p || atoi(m[2]) < errs {
 		t.Errorf("queue-stats counts queue 1's %s frames and %s errors, qos/show %d and %d:\n%s", m[1], m[2], p, errs, out)
 	}
+	// The queues' configurations: both queues of b's port, in OpenFlow
+	// 1.3's reply and 1.4's QUEUE_DESC; a queue it lacks is
+	// OFPQOFC_BAD_QUEUE, as on netdev-dpdk's.
+	for _, v := range []string{"OpenFlow13", "OpenFlow14"} {
+		out, err := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, vswOfctl, "-O", v, "queue-get-config", br, b.Host)
+		if err != nil || !regexp.MustCompile(`(?m)^ *queue 0:\s*\n *queue 1:\s*$`).MatchString(out) {
+			t.Errorf("ovs-ofctl -O %s queue-get-config: %v\n%s", v, err, out)
+		}
+	}
+	if out, _ := vswRunEnv([]string{"OVS_RUNDIR=" + e.dir}, vswOfctl, "-O", "OpenFlow14", "queue-get-config", br, b.Host, "5"); !strings.Contains(out, "OFPQOFC_BAD_QUEUE") {
+		t.Errorf("ovs-ofctl queue-get-config of queue 5:\n%s", out)
+	}
 	if flows := e.mustAppctl("dpctl/dump-flows"); !strings.Contains(flows, "set(skb_priority(0x1))") {
 		t.Errorf("no datapath flow sets skb_priority:\n%s", flows)
 	}

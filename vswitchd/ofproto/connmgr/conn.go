@@ -548,6 +548,13 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		return nil, nil
 	case *ofp.StatsRequest:
 		return c.stats(m)
+	case *ofp.QueueGetConfigRequest:
+		qs, err := c.queueList(v, m.Port, ofp.QueueAll)
+		if err != nil {
+			err.Name = "OFPT_QUEUE_GET_CONFIG_REQUEST"
+			return nil, err
+		}
+		return [][]byte{ofp.EncodeQueueGetConfigReply(v, m.Xid, m.Port, qs)}, nil
 	case *ofp.FlowMonitorRequest:
 		return c.flowMonitorRequest(m)
 	case *ofp.FlowMonitorCancel:
@@ -659,6 +666,12 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		return c.groupStats(m), nil
 	case ofp.StatsQueue:
 		return c.queueStats(m)
+	case ofp.StatsQueueDesc:
+		qs, err := c.queueList(v, m.Port, m.Queue)
+		if err != nil {
+			return nil, err
+		}
+		return ofp.EncodeQueueDescReply(v, m.Xid, qs), nil
 	}
 	return nil, &ofp.Error{Errno: ofp.BadStat, Detail: fmt.Sprintf("statistics type %d not handled", m.Kind)}
 }
@@ -679,21 +692,40 @@ func (c *conn) queueStats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 	if m.Version == ofp.V10 && port == ofp.PortAll {
 		port = ofp.PortAny
 	}
+	// A statistics request may name any port (OpenFlow 1.4's rules).
+	qs, err := c.queueList(ofp.V14, port, m.Queue)
+	if err != nil {
+		return nil, err
+	}
+	return ofp.EncodeQueueStatsReply(m.Version, m.Xid, qs), nil
+}
+
+// queueList lists the queues of port (every port's for ofp.PortAny) and
+// id queue (ofp.QueueAll: every one) for OFPT_QUEUE_GET_CONFIG_REQUEST
+// and OFPMP_QUEUE_DESC, as OVS's handle_queue_get_config_request: before
+// OpenFlow 1.4 a port must be a physical port's number (or ANY, from
+// 1.1), else OFPQOFC_BAD_PORT, as is a port the bridge lacks; a queue no
+// port asked for has is OFPQOFC_BAD_QUEUE.
+func (c *conn) queueList(v ofp.Version, port, queue uint32) ([]ofp.QueueStats, *ofp.Error) {
+	badPort := &ofp.Error{Errno: ofp.QueueBadPort, Detail: fmt.Sprintf("no port %d", port)}
+	if v < ofp.V14 && port >= ofp.PortMax && (v == ofp.V10 || port != ofp.PortAny) {
+		return nil, badPort
+	}
 	var qs []ofp.QueueStats
 	ok := port == ofp.PortAny
 	if src, has := c.m.src.(QueueSource); has {
 		qs, ok = src.Queues(port)
 	}
 	if !ok {
-		return nil, &ofp.Error{Errno: ofp.QueueBadPort, Detail: fmt.Sprintf("no port %d", port)}
+		return nil, badPort
 	}
-	if m.Queue != ofp.QueueAll {
-		qs = slices.DeleteFunc(qs, func(q ofp.QueueStats) bool { return q.Queue != m.Queue })
+	if queue != ofp.QueueAll {
+		qs = slices.DeleteFunc(qs, func(q ofp.QueueStats) bool { return q.Queue != queue })
 		if len(qs) == 0 {
-			return nil, &ofp.Error{Errno: ofp.QueueBadQueue, Detail: fmt.Sprintf("no queue %d", m.Queue)}
+			return nil, &ofp.Error{Errno: ofp.QueueBadQueue, Detail: fmt.Sprintf("no queue %d", queue)}
 		}
 	}
-	return ofp.EncodeQueueStatsReply(m.Version, m.Xid, qs), nil
+	return qs, nil
 }
 
 // resolveTunMD places a statistics request's tun_metadata matches

@@ -66,6 +66,13 @@ const (
 // BarrierRequest is OFPT_BARRIER_REQUEST.
 type BarrierRequest struct{ Header }
 
+// QueueGetConfigRequest is OFPT_QUEUE_GET_CONFIG_REQUEST (OpenFlow
+// 1.0–1.3): the queues of Port (PortAny: every port's, from 1.1).
+type QueueGetConfigRequest struct {
+	Header
+	Port uint32
+}
+
 // RoleRequest is OFPT_ROLE_REQUEST (OpenFlow 1.2+).
 type RoleRequest struct {
 	Header
@@ -128,6 +135,9 @@ const (
 	// StatsTableFeatures is OFPMP_TABLE_FEATURES (1.3+).
 	StatsTableFeatures StatsKind = 12
 	StatsPortDesc      StatsKind = 13
+	// StatsQueueDesc is OFPMP_QUEUE_DESC (1.4+), what
+	// OFPT_QUEUE_GET_CONFIG_REQUEST was before.
+	StatsQueueDesc StatsKind = 15
 	// StatsVendor is OFPST_VENDOR / OFPMP_EXPERIMENTER.
 	StatsVendor StatsKind = 0xffff
 )
@@ -248,6 +258,19 @@ func Decode(b []byte) (Message, error) {
 			return nil, err
 		}
 		return &BarrierRequest{h}, nil
+	case v == V10 && h.Type == type10QueueGetReq, v > V10 && v < V14 && h.Type == type11QueueGetReq:
+		// ofp10_queue_get_config_request: a 16-bit port and 2 bytes of
+		// padding; from 1.1 a 32-bit port and 4.
+		if v == V10 {
+			if err := fixed(4); err != nil {
+				return nil, err
+			}
+			return &QueueGetConfigRequest{Header: h, Port: widenPort10(binary.BigEndian.Uint16(body))}, nil
+		}
+		if err := fixed(8); err != nil {
+			return nil, err
+		}
+		return &QueueGetConfigRequest{Header: h, Port: binary.BigEndian.Uint32(body)}, nil
 	case v == V10 && h.Type == type10StatsRequest:
 		return decodeStats(h, body, 4)
 	case v > V10 && h.Type == type11MultipartReq:
@@ -430,6 +453,16 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 		if kind == StatsQueue {
 			m.Queue = binary.BigEndian.Uint32(body[4:])
 		}
+		return m, nil
+	case StatsQueueDesc:
+		// ofp14_queue_desc_request: port, queue.
+		if v < V14 {
+			break
+		}
+		if err := fixed(8); err != nil {
+			return nil, err
+		}
+		m.Port, m.Queue = binary.BigEndian.Uint32(body), binary.BigEndian.Uint32(body[4:])
 		return m, nil
 	case StatsGroup:
 		if v == V10 {

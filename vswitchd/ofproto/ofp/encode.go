@@ -326,6 +326,53 @@ func EncodeQueueStatsReply(v Version, xid uint32, stats []QueueStats) [][]byte {
 	return r.done()
 }
 
+// EncodeQueueGetConfigReply answers OFPT_QUEUE_GET_CONFIG_REQUEST for
+// port with the queues qs (Port and Queue), as OVS's
+// ofputil_append_queue_get_config_reply: no properties (OVS reports no
+// min or max rate), ofp10_packet_queue entries in 1.0 and 1.1,
+// ofp12_packet_queue's from 1.2.
+func EncodeQueueGetConfigReply(v Version, xid, port uint32, qs []QueueStats) []byte {
+	t := uint8(type11QueueGetReq + 1)
+	if v == V10 {
+		t = type10QueueGetReq + 1
+	}
+	b := newMsg(v, t, xid, 8+16*len(qs))
+	if v == V10 {
+		b = put16(b, port10(port))
+		b = pad(b, 6)
+	} else {
+		b = put32(b, port)
+		b = pad(b, 4)
+	}
+	for _, q := range qs {
+		if v < V12 {
+			b = put32(b, q.Queue)
+			b = put16(b, 8)
+			b = pad(b, 2)
+			continue
+		}
+		b = put32(b, q.Queue)
+		b = put32(b, q.Port)
+		b = put16(b, 16)
+		b = pad(b, 6)
+	}
+	return finish(b)
+}
+
+// EncodeQueueDescReply answers OFPMP_QUEUE_DESC (1.4+): each queue's
+// ofp14_queue_desc, without properties (as OVS's).
+func EncodeQueueDescReply(v Version, xid uint32, qs []QueueStats) [][]byte {
+	r := newStatsReply(v, xid, StatsQueueDesc, false)
+	for _, q := range qs {
+		var b []byte
+		b = put32(b, q.Port)
+		b = put32(b, q.Queue)
+		b = put16(b, 16)
+		r.add(pad(b, 6))
+	}
+	return r.done()
+}
+
 // Unknown is the value of a counter the switch does not keep (OVS's
 // UINT64_MAX, printed "?").
 const Unknown = ^uint64(0)
