@@ -92,6 +92,8 @@ const (
 	FieldTunID
 	FieldTunSrc
 	FieldTunDst
+	FieldTunIPv6Src
+	FieldTunIPv6Dst
 	FieldTunFlags
 	FieldPktMark
 	FieldConjID
@@ -286,13 +288,24 @@ func init() {
 	addField(&Field{ID: FieldTunID, Name: "tun_id", Len: 8, Maskable: true, NXM: nxmHeader(classNXM1, 16, 8), OXM: nxmHeader(classOXM, 38, 8), Writable: true,
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.TunID) },
 		set: func(f *Flow, b []byte) { f.TunID = binary.BigEndian.Uint64(b) }})
-	// tun_src and tun_dst are IPv4; the key keeps them v4-mapped.
+	// The key keeps a tunnel's outer addresses in 16 bytes, an IPv4
+	// one v4-mapped. As OVS's flow_tnl, tun_src and tun_dst are the IPv4
+	// ones (0 for an IPv6 tunnel), tun_ipv6_src and tun_ipv6_dst the IPv6
+	// ones (:: for an IPv4 tunnel). A mask of tun_src or tun_dst covers
+	// the v4-mapped prefix too (SetMask), so that a match on an IPv4
+	// address never matches an IPv6 one ending in the same 4 bytes.
 	addField(&Field{ID: FieldTunSrc, Name: "tun_src", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 31, 4), Writable: true,
-		get: func(f *Flow, b []byte) { copy(b, f.TunSrc[12:16]) },
+		get: func(f *Flow, b []byte) { getTunAddr4(&f.TunSrc, b) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunSrc, b) }})
 	addField(&Field{ID: FieldTunDst, Name: "tun_dst", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 32, 4), Writable: true,
-		get: func(f *Flow, b []byte) { copy(b, f.TunDst[12:16]) },
+		get: func(f *Flow, b []byte) { getTunAddr4(&f.TunDst, b) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunDst, b) }})
+	addField(&Field{ID: FieldTunIPv6Src, Name: "tun_ipv6_src", Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, 109, 16), Writable: true,
+		get: func(f *Flow, b []byte) { getTunAddr6(&f.TunSrc, b) },
+		set: func(f *Flow, b []byte) { copy(f.TunSrc[:], b) }})
+	addField(&Field{ID: FieldTunIPv6Dst, Name: "tun_ipv6_dst", Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, 110, 16), Writable: true,
+		get: func(f *Flow, b []byte) { getTunAddr6(&f.TunDst, b) },
+		set: func(f *Flow, b []byte) { copy(f.TunDst[:], b) }})
 	// tun_flags shows OpenFlow only the OAM flag (OVS's
 	// FLOW_TNL_PUB_F_OAM, bit 0), Geneve's O bit; set_field and load
 	// write it (the O bit of a Geneve header pushed after).
@@ -365,6 +378,90 @@ func init() {
 					f.Regs[4*i+j] = binary.BigEndian.Uint32(b[4*j:])
 				}
 			}})
+	}
+}
+
+// TunAddrV4 reports whether a, a tunnel address or its mask, is an IPv4
+// one: v4-mapped, or a tun_src/tun_dst mask (ones over the v4-mapped
+// prefix, SetMask). An IPv6 address of that form is none a tunnel has.
+func TunAddrV4(a *[16]byte) bool {
+	if a[10] != 0xff || a[11] != 0xff || a[0] != 0 && a[0] != 0xff {
+		return false
+	}
+	for _, c := range a[1:10] {
+		if c != a[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// isV4Mapped reports whether a is a v4-mapped address (::ffff:a.b.c.d).
+func isV4Mapped(a *[16]byte) bool {
+	return *(*[12]byte)(a[:12]) == [12]byte{10: 0xff, 11: 0xff}
+}
+
+// getTunAddr4 reads tun_src or tun_dst: the IPv4 address a holds, 0 if
+// it holds an IPv6 one.
+func getTunAddr4(a *[16]byte, b []byte) {
+	if TunAddrV4(a) {
+		copy(b, a[12:16])
+	} else {
+		clear(b[:4])
+	}
+}
+
+// getTunAddr6 reads tun_ipv6_src or tun_ipv6_dst: the IPv6 address a
+// holds, :: if it holds an IPv4 one.
+func getTunAddr6(a *[16]byte, b []byte) {
+	if isV4Mapped(a) {
+		clear(b[:16])
+	} else {
+		copy(b, a[:])
+	}
+}
+
+// TunAddrSplit splits a tunnel address's value v and mask m, as a match
+// or a megaflow holds them, into the tun_src (or tun_dst) and the
+// tun_ipv6_src (or tun_ipv6_dst) OVS would have: an IPv4 value is the
+// former; an IPv6 one the latter; 0 is the former if m has IPv4 bits,
+// else the latter (govs cannot tell tun_ipv6_src=::/128 from
+// tun_src=0.0.0.0: both read as tun_src). A zero mask is neither.
+//
+// One address for both versions has two more limits: a tun_ipv6_src
+// match whose mask leaves the first 10 bytes out (::102:304/::ffff:ffff)
+// also matches an IPv4 tunnel's v4-mapped address with those bits, and
+// tun_src=0 (or tun_ipv6_src=::) does not match the other version's
+// tunnels as OVS's does.
+func TunAddrSplit(v, m [16]byte) (v4, m4 [4]byte, v6, m6 [16]byte) {
+	switch {
+	case m == [16]byte{}:
+	case isV4Mapped(&v) || v == [16]byte{} && [4]byte(m[12:]) != [4]byte{}:
+		v4, m4 = [4]byte(v[12:]), [4]byte(m[12:])
+	default:
+		v6, m6 = v, m
+	}
+	return
+}
+
+// SetMask sets to one in mask the bits m of the field (a match's mask,
+// or the bits a translation consulted). For tun_src and tun_dst it also
+// covers the v4-mapped prefix, which tells IPv4 from IPv6 tunnels.
+func (fd *Field) SetMask(mask *Flow, m []byte) {
+	fd.SetMasked(mask, m, m)
+	var a *[16]byte
+	switch fd.ID {
+	case FieldTunSrc:
+		a = &mask.TunSrc
+	case FieldTunDst:
+		a = &mask.TunDst
+	default:
+		return
+	}
+	if [4]byte(m[:4]) != [4]byte{} {
+		for i := range 12 {
+			a[i] = 0xff
+		}
 	}
 }
 
@@ -715,7 +812,7 @@ func GetRef(f *Flow, ref FieldRef) uint64 {
 // MarkRef sets ref's bits in the mask wc.
 func MarkRef(wc *Flow, ref FieldRef) {
 	_, mask := refValue(ref, 0)
-	ref.Field.SetMasked(wc, ones[:ref.Field.Len], mask)
+	ref.Field.SetMask(wc, mask)
 }
 
 // Move copies the bits of src in f to dst (NXAST_REG_MOVE).
@@ -768,4 +865,13 @@ func (m *Match) Includes(r *Match) bool {
 		return false
 	}
 	return r.Mask.Masked(&m.Mask) == m.Mask
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
