@@ -421,44 +421,81 @@ func getTunAddr6(a *[16]byte, b []byte) {
 	}
 }
 
+// Mask-only bits of a mask's TunFlags (flow.TunFlagsMaskOnly): which of
+// tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst a match has or a
+// translation consulted, OVS's separate masks of flow_tnl's ip_src,
+// ip_dst, ipv6_src and ipv6_dst, which the key's one address per
+// direction cannot tell apart. A key never has them, so they change no
+// match; formats (TunAddrSplit) read them.
+const (
+	TunMaskSrc4 = 1 << 12
+	TunMaskDst4 = 1 << 13
+	TunMaskSrc6 = 1 << 14
+	TunMaskDst6 = 1 << 15
+)
+
 // TunAddrSplit splits a tunnel address's value v and mask m, as a match
 // or a megaflow holds them, into the tun_src (or tun_dst) and the
-// tun_ipv6_src (or tun_ipv6_dst) OVS would have: an IPv4 value is the
-// former; an IPv6 one the latter; 0 is the former if m has IPv4 bits,
-// else the latter (govs cannot tell tun_ipv6_src=::/128 from
-// tun_src=0.0.0.0: both read as tun_src). A zero mask is neither.
+// tun_ipv6_src (or tun_ipv6_dst) OVS would show. is4 and is6 are the
+// mask's TunMaskSrc4 and TunMaskSrc6 bits (or the Dst ones): each field
+// the mask says was consulted, with the value of its version (0 or ::
+// for the other's). A mask without them (a packet-in's metadata) gives
+// an IPv4 value to the former and an IPv6 one to the latter, 0 to the
+// former if m has IPv4 bits. A zero mask is neither.
 //
-// One address for both versions has two more limits: a tun_ipv6_src
-// match whose mask leaves the first 10 bytes out (::102:304/::ffff:ffff)
-// also matches an IPv4 tunnel's v4-mapped address with those bits, and
+// One address for both versions has two limits: a tun_ipv6_src match
+// whose mask leaves the first 10 bytes out (::102:304/::ffff:ffff) also
+// matches an IPv4 tunnel's v4-mapped address with those bits, and
 // tun_src=0 (or tun_ipv6_src=::) does not match the other version's
 // tunnels as OVS's does.
-func TunAddrSplit(v, m [16]byte) (v4, m4 [4]byte, v6, m6 [16]byte) {
-	switch {
-	case m == [16]byte{}:
-	case isV4Mapped(&v) || v == [16]byte{} && [4]byte(m[12:]) != [4]byte{}:
-		v4, m4 = [4]byte(v[12:]), [4]byte(m[12:])
-	default:
-		v6, m6 = v, m
+func TunAddrSplit(v, m [16]byte, is4, is6 bool) (v4, m4 [4]byte, v6, m6 [16]byte) {
+	if m == [16]byte{} {
+		return
+	}
+	if !is4 && !is6 {
+		is4 = isV4Mapped(&v) || v == [16]byte{} && [4]byte(m[12:]) != [4]byte{}
+		is6 = !is4
+	}
+	if is4 {
+		m4 = [4]byte(m[12:])
+		if isV4Mapped(&v) {
+			v4 = [4]byte(v[12:])
+		}
+	}
+	if is6 {
+		m6 = m
+		if !isV4Mapped(&v) {
+			v6 = v
+		}
 	}
 	return
 }
 
 // SetMask sets to one in mask the bits m of the field (a match's mask,
 // or the bits a translation consulted). For tun_src and tun_dst it also
-// covers the v4-mapped prefix, which tells IPv4 from IPv6 tunnels.
+// covers the v4-mapped prefix, which tells IPv4 from IPv6 tunnels; for
+// them and tun_ipv6_src, tun_ipv6_dst it sets the field's TunMask bit.
 func (fd *Field) SetMask(mask *Flow, m []byte) {
 	fd.SetMasked(mask, m, m)
 	var a *[16]byte
+	var bit uint16
 	switch fd.ID {
 	case FieldTunSrc:
-		a = &mask.TunSrc
+		a, bit = &mask.TunSrc, TunMaskSrc4
 	case FieldTunDst:
-		a = &mask.TunDst
+		a, bit = &mask.TunDst, TunMaskDst4
+	case FieldTunIPv6Src:
+		bit = TunMaskSrc6
+	case FieldTunIPv6Dst:
+		bit = TunMaskDst6
 	default:
 		return
 	}
-	if [4]byte(m[:4]) != [4]byte{} {
+	if allZero(m) {
+		return
+	}
+	mask.TunFlags |= bit
+	if a != nil {
 		for i := range 12 {
 			a[i] = 0xff
 		}

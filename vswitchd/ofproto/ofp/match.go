@@ -295,8 +295,8 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	field(FieldTunFlags)
 	// tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst, as OVS's nx_put_raw:
 	// the key's one address each is the IPv4 or the IPv6 field.
-	s4, s4m, s6, s6m := TunAddrSplit(k.TunSrc, mk.TunSrc)
-	d4, d4m, d6, d6m := TunAddrSplit(k.TunDst, mk.TunDst)
+	s4, s4m, s6, s6m := TunAddrSplit(k.TunSrc, mk.TunSrc, mk.TunFlags&TunMaskSrc4 != 0, mk.TunFlags&TunMaskSrc6 != 0)
+	d4, d4m, d6, d6m := TunAddrSplit(k.TunDst, mk.TunDst, mk.TunFlags&TunMaskDst4 != 0, mk.TunFlags&TunMaskDst6 != 0)
 	for _, a := range []struct {
 		id   FieldID
 		v, m []byte

@@ -97,6 +97,10 @@ func TestTunAddrMatchSeparation(t *testing.T) {
 		{"tun_ipv6_src non-contiguous", FieldTunIPv6Src, ip("2001::102:304"), ip("ffff::ffff:ffff"), false, true, "tun_ipv6_src=2001::102:304/ffff::ffff:ffff"},
 		{"tun_ipv6_dst prefix", FieldTunIPv6Dst, ip("2001:db8::"), ip("ffff:ffff::"), false, true, "tun_ipv6_dst=2001:db8::/32"},
 		{"tun_dst", FieldTunDst, ip("192.0.2.2"), ip("255.255.255.255"), true, false, "tun_dst=192.0.2.2"},
+		// The mask's TunMask bits tell these two apart (OVS's also
+		// match the other version's tunnels; govs' do not).
+		{"tun_src 0", FieldTunSrc, ip("0.0.0.0"), ip("255.255.255.255"), false, false, "tun_src=0.0.0.0"},
+		{"tun_ipv6_src ::", FieldTunIPv6Src, ip("::"), ip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), false, false, "tun_ipv6_src=::"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var m Match
@@ -129,5 +133,17 @@ func TestTunAddrMatchSeparation(t *testing.T) {
 	MarkRef(&wc, FieldRef{Field: FieldByID(FieldTunSrc), NBits: 32})
 	if a, b := v4.Masked(&wc), v6.Masked(&wc); a == b {
 		t.Errorf("consulting tun_src: the IPv4 and IPv6 tunnels' packets are one megaflow")
+	}
+	// The megaflow says which fields were consulted, as OVS's shows them.
+	MarkRef(&wc, FieldRef{Field: FieldByID(FieldTunIPv6Dst), NBits: 128})
+	m := Match{Flow: v4, Mask: wc}
+	m.Normalize()
+	if got, want := FormatMatch(&m, 32768, nil), "tun_src=1.2.3.4,tun_ipv6_dst=::"; got != want {
+		t.Errorf("megaflow of the IPv4 tunnel: %s, want %s", got, want)
+	}
+	m = Match{Flow: v6, Mask: wc}
+	m.Normalize()
+	if got, want := FormatMatch(&m, 32768, nil), "tun_src=0.0.0.0,tun_ipv6_dst=2001:db8::2"; got != want {
+		t.Errorf("megaflow of the IPv6 tunnel: %s, want %s", got, want)
 	}
 }
