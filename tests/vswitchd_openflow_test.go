@@ -315,6 +315,13 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=7,priority=3,in_port=1,actions=set_tunnel:0x100000000,output:2\n" +
 			"table=7,priority=4,in_port=1,dl_vlan=3,actions=strip_vlan,set_tunnel:0,output:2\n" +
 			"table=7,priority=5,in_port=1,actions=write_actions(set_tunnel:0x7,output:2)\n",
+		// IPv6 tunnels' outer addresses matched (exact, prefix, any
+		// mask), set, loaded and moved, beside tun_src and tun_dst.
+		"tunnel6": "table=8,priority=1,tun_ipv6_src=2001:db8::1,actions=output:2\n" +
+			"table=8,priority=2,tun_ipv6_dst=2001:db8::/64,tun_ipv6_src=fd00::5,actions=set_field:2001:db8::9->tun_ipv6_dst,output:2\n" +
+			"table=8,priority=3,tun_src=192.0.2.1,tun_ipv6_dst=fd00::/ffff:ffff::ffff,actions=load:0x1->NXM_NX_TUN_IPV6_SRC[0..15],move:NXM_NX_TUN_IPV6_SRC[64..127]->NXM_NX_XXREG1[0..63]\n" +
+			"table=8,priority=4,tun_src=192.0.2.0/24,actions=set_field:192.0.2.9->tun_dst,move:NXM_NX_TUN_IPV6_DST[]->NXM_NX_XXREG0[],output:2\n" +
+			"table=8,priority=5,tun_dst=192.0.2.7,tun_ipv6_src=::/ffff::,actions=set_field:fd00::1->tun_ipv6_src,output:2\n",
 		"vlan11": "table=6,priority=6,in_port=1,actions=mod_vlan_vid:5,output:2\n" +
 			"table=6,priority=7,in_port=1,actions=mod_vlan_pcp:3,output:2\n" +
 			"table=6,priority=8,in_port=1,dl_vlan=4,actions=mod_vlan_vid:6,mod_vlan_pcp:2,output:2\n",
@@ -361,6 +368,16 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel")},
 		{"--sort", "dump-flows", "BR", "table=7"},
 		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=7"},
+		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel6")},
+		{"--sort", "dump-flows", "BR", "table=8"},
+		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=8"},
+		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=8"},
+		{"del-flows", "BR", "table=8"},
+		{"add-flows", "BR", f("tunnel6")},
+		{"--sort", "dump-flows", "BR", "table=8"},
+		{"dump-flows", "BR", "tun_ipv6_dst=2001:db8::/64"},
+		{"--strict", "del-flows", "BR", "table=8,priority=1,tun_ipv6_src=2001:db8::1"},
+		{"--sort", "dump-flows", "BR", "table=8"},
 		{"dump-tables", "BR"},
 		// Errors: a read-only table, a group and a meter that do not
 		// exist, goto_table backwards, an unusable flow format.
@@ -398,6 +415,8 @@ table=3,priority=1,udp,actions=drop
 table=3,priority=0,ip,actions=move:NXM_OF_IP_SRC[0..7]->NXM_NX_REG1[0..7],resubmit(,4)
 table=4,reg1=0x1,actions=output:2
 table=4,reg1=0x2,actions=output:3,exit,output:1
+table=5,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::/64,actions=set_field:2001:db8::2->tun_ipv6_dst,output:2
+table=5,tun_src=192.0.2.1,actions=move:NXM_NX_TUN_IPV6_SRC[]->NXM_NX_XXREG1[]
 `
 	if err := os.WriteFile(f("trace"), []byte(traceFlows), 0o644); err != nil {
 		t.Fatal(err)
