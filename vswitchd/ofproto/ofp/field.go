@@ -160,6 +160,10 @@ type Field struct {
 	pre  prereq
 	get  func(f *Flow, b []byte)
 	set  func(f *Flow, b []byte)
+	// cur, if set, reads the field for a write of some of its bits
+	// (SetMasked, Move, Pop) where get would not give back what the
+	// last write left.
+	cur func(f *Flow, b []byte)
 }
 
 func nxmHeader(class uint16, field uint8, n int) uint32 {
@@ -300,12 +304,20 @@ func init() {
 	addField(&Field{ID: FieldTunDst, Name: "tun_dst", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 32, 4), Writable: true,
 		get: func(f *Flow, b []byte) { getTunAddr4(&f.TunDst, b) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunDst, b) }})
+	//
+	// A write of some of tun_ipv6_src's bits starts from the key's
+	// address as it is: OVS's encoding of a set_field in OpenFlow 1.0 is
+	// two loads, [0..63] then [64..127], and the first may leave a
+	// v4-mapped address (fd31::ffff:ac1f:2's low half), which get reads
+	// as ::.
 	addField(&Field{ID: FieldTunIPv6Src, Name: "tun_ipv6_src", Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, 109, 16), Writable: true,
 		get: func(f *Flow, b []byte) { getTunAddr6(&f.TunSrc, b) },
-		set: func(f *Flow, b []byte) { copy(f.TunSrc[:], b) }})
+		set: func(f *Flow, b []byte) { copy(f.TunSrc[:], b) },
+		cur: func(f *Flow, b []byte) { copy(b, f.TunSrc[:]) }})
 	addField(&Field{ID: FieldTunIPv6Dst, Name: "tun_ipv6_dst", Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, 110, 16), Writable: true,
 		get: func(f *Flow, b []byte) { getTunAddr6(&f.TunDst, b) },
-		set: func(f *Flow, b []byte) { copy(f.TunDst[:], b) }})
+		set: func(f *Flow, b []byte) { copy(f.TunDst[:], b) },
+		cur: func(f *Flow, b []byte) { copy(b, f.TunDst[:]) }})
 	// tun_flags shows OpenFlow only the OAM flag (OVS's
 	// FLOW_TNL_PUB_F_OAM, bit 0), Geneve's O bit; set_field and load
 	// write it (the O bit of a Geneve header pushed after).
@@ -534,6 +546,15 @@ func (fd *Field) Get(f *Flow) []byte {
 	return b
 }
 
+// getCur reads the field in f for a write of some of its bits.
+func (fd *Field) getCur(f *Flow, b []byte) {
+	if fd.cur != nil {
+		fd.cur(f, b)
+	} else {
+		fd.get(f, b)
+	}
+}
+
 // Set sets the field's value in f from big-endian b.
 func (fd *Field) Set(f *Flow, b []byte) { fd.set(f, b) }
 
@@ -546,9 +567,10 @@ func (fd *Field) SetMasked(f *Flow, value, mask []byte) {
 		b := scratch.Get().(*[scratchLen]byte)
 		defer scratch.Put(b)
 		cur = b[:fd.Len]
-		fd.get(f, cur)
+		fd.getCur(f, cur)
 	} else {
-		cur = fd.Get(f)
+		cur = make([]byte, fd.Len)
+		fd.getCur(f, cur)
 	}
 	for i := range cur {
 		cur[i] = cur[i]&^mask[i] | value[i]&mask[i]
@@ -855,7 +877,8 @@ func MarkRef(wc *Flow, ref FieldRef) {
 // Move copies the bits of src in f to dst (NXAST_REG_MOVE).
 func Move(f *Flow, src, dst FieldRef) {
 	sv := src.Field.Get(f)
-	dv := dst.Field.Get(f)
+	dv := make([]byte, dst.Field.Len)
+	dst.Field.getCur(f, dv)
 	n := len(sv)
 	m := len(dv)
 	for i := 0; i < src.NBits; i++ {
@@ -885,7 +908,8 @@ func Push(f *Flow, ref FieldRef) StackEntry {
 // Pop writes e's low bits to ref in f (NXAST_STACK_POP), as OVS's
 // nxm_execute_stack_pop whatever width was pushed.
 func Pop(f *Flow, ref FieldRef, e StackEntry) {
-	dv := ref.Field.Get(f)
+	dv := make([]byte, ref.Field.Len)
+	ref.Field.getCur(f, dv)
 	m := len(dv)
 	for i := 0; i < ref.NBits; i++ {
 		db := ref.Ofs + i

@@ -2,6 +2,7 @@ package ofp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 )
@@ -61,6 +62,19 @@ func TestTunAddrFields(t *testing.T) {
 	FieldByID(FieldTunIPv6Src).SetMasked(&f, make([]byte, 16), append(make([]byte, 14), 0xff, 0xff))
 	if got := netip.AddrFrom16(f.TunSrc); got != netip.MustParseAddr("2001:db8::102:0") {
 		t.Errorf("load to tun_ipv6_src[0..15]: %s", got)
+	}
+	// set_field:fd31::ffff:ac1f:2->tun_ipv6_dst in OpenFlow 1.0 is two
+	// loads; the first leaves a v4-mapped address, which the second
+	// must keep.
+	f = Flow{}
+	want := netip.MustParseAddr("fd31::ffff:ac1f:2")
+	for _, ref := range []FieldRef{{FieldByID(FieldTunIPv6Dst), 0, 64}, {FieldByID(FieldTunIPv6Dst), 64, 64}} {
+		v := want.As16()
+		value, mask := refValue(ref, binary.BigEndian.Uint64(v[16-ref.Ofs/8-8:]))
+		ref.Field.SetMasked(&f, value, mask)
+	}
+	if got := netip.AddrFrom16(f.TunDst); got != want {
+		t.Errorf("two loads to tun_ipv6_dst: %s, want %s", got, want)
 	}
 }
 
