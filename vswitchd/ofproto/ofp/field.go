@@ -456,8 +456,8 @@ const (
 // former if m has IPv4 bits. A zero mask is neither.
 //
 // One address for both versions has two limits: a tun_ipv6_src match
-// whose mask leaves the first 10 bytes out (::102:304/::ffff:ffff) also
-// matches an IPv4 tunnel's v4-mapped address with those bits, and
+// that a v4-mapped address meets (::/16, ::102:304/::ffff:ffff) also
+// matches an IPv4 tunnel's address that does, and
 // tun_src=0 (or tun_ipv6_src=::) does not match the other version's
 // tunnels as OVS's does.
 func TunAddrSplit(v, m [16]byte, is4, is6 bool) (v4, m4 [4]byte, v6, m6 [16]byte) {

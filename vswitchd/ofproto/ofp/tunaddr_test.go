@@ -84,9 +84,9 @@ func matches(m *Match, f *Flow) bool { return f.Masked(&m.Mask) == m.Flow }
 // TestTunAddrMatchSeparation: a match on tun_src (exact or a prefix)
 // covers the v4-mapped prefix, so that it never matches an IPv6 tunnel
 // whose address ends in the same bytes, and a match on tun_ipv6_src
-// never matches an IPv4 tunnel (unless it says nothing of the first 10
-// bytes, ::102:304/::ffff:ffff and the like: the key keeps one address
-// for both, TunAddrSplit); each round-trips through NXM and
+// never matches an IPv4 tunnel (unless a v4-mapped address meets it,
+// ::/16 or ::102:304/::ffff:ffff: the key keeps one address for both,
+// TunAddrSplit); each round-trips through NXM and
 // formats as OVS's match_format.
 func TestTunAddrMatchSeparation(t *testing.T) {
 	v4 := tunFlow("1.2.3.4", "192.0.2.2")
