@@ -301,6 +301,13 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=4,icmp,icmp_type=8,actions=output:1\ntable=4,udp6,ipv6_src=::1,tp_src=53,actions=output:1\n" +
 			"table=4,dl_src=01:00:00:00:00:00/01:00:00:00:00:00,actions=drop\n" +
 			"table=5,cookie=0x6,xreg1=0x123,actions=load:0x1->NXM_OF_IN_PORT[],output_reg:NXM_NX_REG2[0..15]\n",
+		// IPv6 tunnels' outer addresses matched (exact, prefix, any
+		// mask), set, loaded and moved, beside tun_src and tun_dst.
+		"tunnel6": "table=9,priority=1,tun_ipv6_src=2001:db8::1,actions=output:2\n" +
+			"table=9,priority=2,tun_ipv6_dst=2001:db8::/64,tun_ipv6_src=fd00::5,actions=set_field:2001:db8::9->tun_ipv6_dst,output:2\n" +
+			"table=9,priority=3,tun_src=192.0.2.1,tun_ipv6_dst=fd00::/ffff:ffff::ffff,actions=load:0x1->NXM_NX_TUN_IPV6_SRC[0..15],move:NXM_NX_TUN_IPV6_SRC[64..127]->NXM_NX_XXREG1[0..63]\n" +
+			"table=9,priority=4,tun_src=192.0.2.0/24,actions=set_field:192.0.2.9->tun_dst,move:NXM_NX_TUN_IPV6_DST[]->NXM_NX_XXREG0[],output:2\n" +
+			"table=9,priority=5,tun_dst=192.0.2.7,tun_ipv6_src=::/ffff::,actions=set_field:fd00::1->tun_ipv6_src,output:2\n",
 		// VLAN actions in OpenFlow 1.0 and 1.1 forms: a push_vlan
 		// before them in 1.1+ only where the flow has no tag.
 		"vlan10": "table=6,priority=1,in_port=1,actions=mod_vlan_vid:5,mod_vlan_pcp:2,output:2\n" +
@@ -315,13 +322,6 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=7,priority=3,in_port=1,actions=set_tunnel:0x100000000,output:2\n" +
 			"table=7,priority=4,in_port=1,dl_vlan=3,actions=strip_vlan,set_tunnel:0,output:2\n" +
 			"table=7,priority=5,in_port=1,actions=write_actions(set_tunnel:0x7,output:2)\n",
-		// IPv6 tunnels' outer addresses matched (exact, prefix, any
-		// mask), set, loaded and moved, beside tun_src and tun_dst.
-		"tunnel6": "table=8,priority=1,tun_ipv6_src=2001:db8::1,actions=output:2\n" +
-			"table=8,priority=2,tun_ipv6_dst=2001:db8::/64,tun_ipv6_src=fd00::5,actions=set_field:2001:db8::9->tun_ipv6_dst,output:2\n" +
-			"table=8,priority=3,tun_src=192.0.2.1,tun_ipv6_dst=fd00::/ffff:ffff::ffff,actions=load:0x1->NXM_NX_TUN_IPV6_SRC[0..15],move:NXM_NX_TUN_IPV6_SRC[64..127]->NXM_NX_XXREG1[0..63]\n" +
-			"table=8,priority=4,tun_src=192.0.2.0/24,actions=set_field:192.0.2.9->tun_dst,move:NXM_NX_TUN_IPV6_DST[]->NXM_NX_XXREG0[],output:2\n" +
-			"table=8,priority=5,tun_dst=192.0.2.7,tun_ipv6_src=::/ffff::,actions=set_field:fd00::1->tun_ipv6_src,output:2\n",
 		"vlan11": "table=6,priority=6,in_port=1,actions=mod_vlan_vid:5,output:2\n" +
 			"table=6,priority=7,in_port=1,actions=mod_vlan_pcp:3,output:2\n" +
 			"table=6,priority=8,in_port=1,dl_vlan=4,actions=mod_vlan_vid:6,mod_vlan_pcp:2,output:2\n",
@@ -365,19 +365,19 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow11", "--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=6"},
+		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel6")},
+		{"--sort", "dump-flows", "BR", "table=9"},
+		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=9"},
+		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=9"},
+		{"del-flows", "BR", "table=9"},
+		{"add-flows", "BR", f("tunnel6")},
+		{"--sort", "dump-flows", "BR", "table=9"},
+		{"dump-flows", "BR", "tun_ipv6_dst=2001:db8::/64"},
+		{"--strict", "del-flows", "BR", "table=9,priority=1,tun_ipv6_src=2001:db8::1"},
+		{"--sort", "dump-flows", "BR", "table=9"},
 		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel")},
 		{"--sort", "dump-flows", "BR", "table=7"},
 		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=7"},
-		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel6")},
-		{"--sort", "dump-flows", "BR", "table=8"},
-		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=8"},
-		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=8"},
-		{"del-flows", "BR", "table=8"},
-		{"add-flows", "BR", f("tunnel6")},
-		{"--sort", "dump-flows", "BR", "table=8"},
-		{"dump-flows", "BR", "tun_ipv6_dst=2001:db8::/64"},
-		{"--strict", "del-flows", "BR", "table=8,priority=1,tun_ipv6_src=2001:db8::1"},
-		{"--sort", "dump-flows", "BR", "table=8"},
 		{"dump-tables", "BR"},
 		// Errors: a read-only table, a group and a meter that do not
 		// exist, goto_table backwards, an unusable flow format.
