@@ -204,7 +204,7 @@ func TestOpenFlowTunnelTraceDifferential(t *testing.T) {
 
 // TestOpenFlowTunnelPacketIn: a packet-in carries the tunnel fields its
 // flow set (tun_id, tun_src, tun_dst, tun_metadata as long as its
-// mapping) in its metadata as Debian's ovs-vswitchd sends them, in
+// mapping; tun_ipv6_src, tun_ipv6_dst) in its metadata as Debian's ovs-vswitchd sends them, in
 // NXT_PACKET_IN2 and OpenFlow 1.3's PACKET_IN (issue 15).
 func TestOpenFlowTunnelPacketIn(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gtpd", "10.77.0", "gtpo", "10.77.0")
@@ -226,6 +226,19 @@ func TestOpenFlowTunnelPacketIn(t *testing.T) {
 			t.Errorf("monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
 		}
 		t.Logf("monitor %v:\n%s", args, got)
+	}
+	// An IPv6 tunnel's: tun_ipv6_src and tun_ipv6_dst.
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows("arp,actions=set_field:5->tun_id,set_field:fd00::2->tun_ipv6_src,set_field:fd00::1->tun_ipv6_dst,controller",
+			"priority=0,actions=drop")
+	}
+	for _, args := range [][]string{{"-P", "nxt_packet_in2"}, {"-O", "OpenFlow13"}} {
+		want := deb.firstPacketIn(args...)
+		got := govs.firstPacketIn(args...)
+		if got != want {
+			t.Errorf("IPv6 tunnel, monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+		}
+		t.Logf("IPv6 tunnel, monitor %v:\n%s", args, got)
 	}
 }
 
