@@ -301,6 +301,13 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=4,icmp,icmp_type=8,actions=output:1\ntable=4,udp6,ipv6_src=::1,tp_src=53,actions=output:1\n" +
 			"table=4,dl_src=01:00:00:00:00:00/01:00:00:00:00:00,actions=drop\n" +
 			"table=5,cookie=0x6,xreg1=0x123,actions=load:0x1->NXM_OF_IN_PORT[],output_reg:NXM_NX_REG2[0..15]\n",
+		// IPv6 tunnels' outer addresses matched (exact, prefix, any
+		// mask), set, loaded and moved, beside tun_src and tun_dst.
+		"tunnel6": "table=9,priority=1,tun_ipv6_src=2001:db8::1,actions=output:2\n" +
+			"table=9,priority=2,tun_ipv6_dst=2001:db8::/64,tun_ipv6_src=fd00::5,actions=set_field:2001:db8::9->tun_ipv6_dst,output:2\n" +
+			"table=9,priority=3,tun_src=192.0.2.1,tun_ipv6_dst=fd00::/ffff:ffff::ffff,actions=load:0x1->NXM_NX_TUN_IPV6_SRC[0..15],move:NXM_NX_TUN_IPV6_SRC[64..127]->NXM_NX_XXREG1[0..63]\n" +
+			"table=9,priority=4,tun_src=192.0.2.0/24,actions=set_field:192.0.2.9->tun_dst,move:NXM_NX_TUN_IPV6_DST[]->NXM_NX_XXREG0[],output:2\n" +
+			"table=9,priority=5,tun_dst=192.0.2.7,tun_ipv6_src=::/ffff::,actions=set_field:fd00::1->tun_ipv6_src,output:2\n",
 		// VLAN actions in OpenFlow 1.0 and 1.1 forms: a push_vlan
 		// before them in 1.1+ only where the flow has no tag.
 		"vlan10": "table=6,priority=1,in_port=1,actions=mod_vlan_vid:5,mod_vlan_pcp:2,output:2\n" +
@@ -365,6 +372,16 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow11", "--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=6"},
+		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel6")},
+		{"--sort", "dump-flows", "BR", "table=9"},
+		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=9"},
+		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=9"},
+		{"del-flows", "BR", "table=9"},
+		{"add-flows", "BR", f("tunnel6")},
+		{"--sort", "dump-flows", "BR", "table=9"},
+		{"dump-flows", "BR", "tun_ipv6_dst=2001:db8::/64"},
+		{"--strict", "del-flows", "BR", "table=9,priority=1,tun_ipv6_src=2001:db8::1"},
+		{"--sort", "dump-flows", "BR", "table=9"},
 		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel")},
 		{"--sort", "dump-flows", "BR", "table=7"},
 		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=7"},
@@ -440,6 +457,8 @@ table=3,priority=1,udp,actions=drop
 table=3,priority=0,ip,actions=move:NXM_OF_IP_SRC[0..7]->NXM_NX_REG1[0..7],resubmit(,4)
 table=4,reg1=0x1,actions=output:2
 table=4,reg1=0x2,actions=output:3,exit,output:1
+table=5,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::/64,actions=set_field:2001:db8::2->tun_ipv6_dst,output:2
+table=5,tun_src=192.0.2.1,actions=move:NXM_NX_TUN_IPV6_SRC[]->NXM_NX_XXREG1[]
 `
 	if err := os.WriteFile(f("trace"), []byte(traceFlows), 0o644); err != nil {
 		t.Fatal(err)

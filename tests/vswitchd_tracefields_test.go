@@ -87,11 +87,13 @@ var traceFieldCorpus = []string{
 	"arp,arp_sha=00:00:00:00:00:05/ff:ff:ff:ff:ff:ff", "arp,arp_tha=00:00:00:00:00:05/ff:ff:ff:ff:ff:00",
 	"ipv4,nw_src=1.2.3.4", "ip4", "ip6,ipv6_src=::1", "igmp", "ip,nw_proto=2",
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
+	"tun_ipv6_src=fd00::1,tun_ipv6_dst=fd00::2,reg3=7", "tun_ipv6_dst=fd00::2/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+	"tun_ipv6_dst=fd00::2,tun_ipv6_dst=fd00::3", "tun_ipv6_dst=xyz",
 }
 
 // traceFieldGovsRefuses are the flows of traceFieldCorpus with fields
 // govs' datapath has no place for (MPLS, NSH, packet types, VXLAN GBP,
-// ERSPAN, IPv6 tunnels), which Debian's traces and govs refuses rather
+// ERSPAN), which Debian's traces and govs refuses rather
 // than trace them as if they were not given: govs' error.
 var traceFieldGovsRefuses = map[string]string{
 	"mpls,mpls_label=5":        "mpls: govs does not support MPLS",
@@ -102,7 +104,6 @@ var traceFieldGovsRefuses = map[string]string{
 	"tun_gbp_id=1":             "field tun_gbp_id: govs does not support it",
 	"tun_gbp_flags=1":          "field tun_gbp_flags: govs does not support it",
 	"tun_erspan_ver=1":         "field tun_erspan_ver: govs does not support it",
-	"tun_ipv6_src=::1":         "field tun_ipv6_src: govs does not support it",
 	"dl_type=0x894f,nsh_spi=1": "field nsh_spi: govs does not support it",
 	"tun_erspan_idx=1":         "field tun_erspan_idx: govs does not support it",
 	"tun_gtpu_flags=1":         "field tun_gtpu_flags: govs does not support it",

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,55 @@ func TestTunnelKeyFlow(t *testing.T) {
 		return false
 	})
 	a.vif.noPing("10.9.0.2")
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestTunnelIPv6FlowRemote: Geneve with options:remote_ip=flow on both
+// sides of an IPv6 underlay whose addresses end in ffff:<an IPv4
+// address> (fd31::ffff:ac1f:1 holds 172.31.0.1 in its low 6 bytes).
+// Flows loaded with Debian's ovs-ofctl set tun_ipv6_dst before output to
+// the tunnel, and match tun_ipv6_src on receive: ping passes both ways,
+// the datapath pushes an IPv6 outer header, and dump-flows counts the
+// tun_ipv6_src rule's packets. Then b's receive rule matches another
+// tun_ipv6_src, or tun_src=172.31.0.1 (an IPv6 tunnel's tun_src is 0):
+// a's packets are dropped; the right rule again, and they pass.
+func TestTunnelIPv6FlowRemote(t *testing.T) {
+	start := time.Now()
+	a := tunSetup(t, "a", "fd31::ffff:ac1f:1/64 nodad", "fd31::ffff:ac1f:2", "geneve", "10.9.0.1/24")
+	b := tunSetup(t, "b", "fd31::ffff:ac1f:2/64 nodad", "fd31::ffff:ac1f:1", "geneve", "10.9.0.2/24")
+	for _, n := range []*tunNode{a, b} {
+		n.sw.e.mustVsctl("set", "interface", "tun0", "options:remote_ip=flow")
+	}
+	tunVIFMTU(t, "1430", a, b)
+	tunUnderlay(t, a, b)
+	tunFlows(t, a, "set_field:fd31::ffff:ac1f:2->tun_ipv6_dst,", "tun_ipv6_src=fd31::ffff:ac1f:2", "")
+	tunFlows(t, b, "set_field:fd31::ffff:ac1f:1->tun_ipv6_dst,", "tun_ipv6_src=fd31::ffff:ac1f:1", "")
+	a.vif.waitPing("10.9.0.2")
+	b.vif.waitPing("10.9.0.1")
+	if dump := a.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "ipv6(src=fd31::ffff:ac1f:1,dst=fd31::ffff:ac1f:2") {
+		t.Errorf("a's datapath flows lack an IPv6 tnl_push to fd31::ffff:ac1f:2:\n%s", dump)
+	}
+	recv := regexp.MustCompile(`n_packets=([1-9]\d*), .*priority=100,tun_ipv6_src=fd31::ffff:ac1f:1,in_port=\w+ actions=output:`)
+	if dump := b.sw.ofctl(t, "dump-flows", "br-int"); !recv.MatchString(dump) {
+		t.Errorf("b's tun_ipv6_src rule counted no packet:\n%s", dump)
+	}
+
+	// The wrong address, and tun_src of the IPv6 address's low bytes.
+	b.sw.ofctl(t, "del-flows", "br-int", "in_port=tun0,tun_ipv6_src=fd31::ffff:ac1f:1")
+	b.sw.ofctl(t, "add-flow", "br-int", "priority=100,in_port=tun0,tun_ipv6_src=fd31::ffff:ac1f:99,actions=output:vif")
+	b.sw.ofctl(t, "add-flow", "br-int", "priority=90,in_port=tun0,tun_src=172.31.0.1,actions=output:vif")
+	vswWait(t, vswTimeout, "b's drop flow for a's tunnel packets", func() bool {
+		a.vif.exec("ping", "-q", "-n", "-c", "1", "-W", "1", "10.9.0.2")
+		for _, l := range strings.Split(b.sw.run("dpctl/dump-flows"), "\n") {
+			if strings.Contains(l, "ipv6_src=fd31::ffff:ac1f:1,") && strings.HasSuffix(l, "actions:drop") {
+				return true
+			}
+		}
+		return false
+	})
+	a.vif.noPing("10.9.0.2")
+	b.sw.ofctl(t, "add-flow", "br-int", "priority=110,in_port=tun0,tun_ipv6_src=fd31::ffff:ac1f:1,actions=output:vif")
+	a.vif.waitPing("10.9.0.2")
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 

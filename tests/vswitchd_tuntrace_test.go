@@ -24,6 +24,15 @@ var tunTraceFlows = []string{
 	"priority=40,in_port=3,actions=set_field:+oam->tun_flags,resubmit(,1)",
 	"priority=45,in_port=4,tun_id=6,actions=load:0->NXM_NX_TUN_FLAGS[0],resubmit(,1)",
 	"table=1,priority=10,tun_flags=+oam,actions=output:2",
+	// IPv6 tunnels' addresses matched and set; tun_src=172.31.9.3 must
+	// not match an IPv6 address ending in ffff:ac1f:903.
+	"priority=50,tun_ipv6_src=fd00::2,actions=output:2",
+	"priority=50,tun_ipv6_src=fd00::3,tun_ipv6_dst=fd00::1,actions=set_field:fd00::9->tun_ipv6_dst,resubmit(,1)",
+	"priority=48,tun_src=172.31.9.3,actions=output:1",
+	"priority=47,tun_ipv6_dst=fd00::/64,actions=move:NXM_NX_TUN_IPV6_SRC[0..31]->NXM_NX_REG1[],resubmit(,2)",
+	"table=1,priority=20,tun_ipv6_dst=fd00::9,actions=output:2",
+	"table=2,priority=20,reg1=0xac1f0903,actions=output:1",
+	"table=2,priority=10,actions=output:2",
 	"table=1,priority=5,actions=output:1",
 	"priority=0,actions=drop",
 }
@@ -55,7 +64,22 @@ var tunTraceCorpus = []string{
 	"in_port=3,dl_src=00:00:00:00:00:01",
 	"in_port=4,tun_id=6,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_flags=oam",
 	"in_port=4,tun_id=6,tun_src=172.31.9.2,tun_dst=172.31.9.1",
+	// IPv6 tunnels (tun_ipv6_src, tun_ipv6_dst), and an IPv4 one whose
+	// address is the low bytes of an IPv6 one's.
+	"in_port=4,tun_ipv6_src=fd00::2,tun_ipv6_dst=fd00::1,dl_src=00:00:00:00:00:01",
+	"in_port=4,tun_ipv6_src=fd00::3,tun_ipv6_dst=fd00::1,tun_id=5,ip",
+	"in_port=4,tun_ipv6_src=fd00::ffff:ac1f:903,tun_ipv6_dst=fd00::1",
+	"in_port=4,tun_ipv6_src=fd00::ffff:ac1f:903,tun_ipv6_dst=fd01::1",
+	"in_port=4,tun_src=172.31.9.3,tun_dst=172.31.9.1",
+	"in_port=4,tun_ipv6_dst=fd00::1,tun_tos=0x10,tun_ttl=64",
+	"in_port=4,tun_ipv6_src=fd00::2/128,tun_ipv6_dst=fd00::1",
+	"in_port=4,tun_ipv6_src=fd00::5,tun_ipv6_dst=fd00::1,tun_metadata0=0xa0001",
+	"in_port=1,tun_ipv6_src=fd00::2",
+	"in_port=4,tun_src=172.31.9.2,tun_ipv6_dst=fd00::1",
 	// Refused.
+	"in_port=4,tun_ipv6_src=1.2.3.4",
+	"in_port=4,tun_ipv6_src=fd00::/64",
+	"in_port=4,tun_src=fd00::1",
 	"in_port=4,tun_flags=+oam",
 	"in_port=4,tun_flags=df",
 	"in_port=4,tun_id=0x1/0xff",
@@ -180,7 +204,7 @@ func TestOpenFlowTunnelTraceDifferential(t *testing.T) {
 
 // TestOpenFlowTunnelPacketIn: a packet-in carries the tunnel fields its
 // flow set (tun_id, tun_src, tun_dst, tun_metadata as long as its
-// mapping) in its metadata as Debian's ovs-vswitchd sends them, in
+// mapping; tun_ipv6_src, tun_ipv6_dst) in its metadata as Debian's ovs-vswitchd sends them, in
 // NXT_PACKET_IN2 and OpenFlow 1.3's PACKET_IN (issue 15).
 func TestOpenFlowTunnelPacketIn(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gtpd", "10.77.0", "gtpo", "10.77.0")
@@ -202,6 +226,19 @@ func TestOpenFlowTunnelPacketIn(t *testing.T) {
 			t.Errorf("monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
 		}
 		t.Logf("monitor %v:\n%s", args, got)
+	}
+	// An IPv6 tunnel's: tun_ipv6_src and tun_ipv6_dst.
+	for _, s := range []*ofSwitch{deb, govs} {
+		s.replaceFlows("arp,actions=set_field:5->tun_id,set_field:fd00::2->tun_ipv6_src,set_field:fd00::1->tun_ipv6_dst,controller",
+			"priority=0,actions=drop")
+	}
+	for _, args := range [][]string{{"-P", "nxt_packet_in2"}, {"-O", "OpenFlow13"}} {
+		want := deb.firstPacketIn(args...)
+		got := govs.firstPacketIn(args...)
+		if got != want {
+			t.Errorf("IPv6 tunnel, monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+		}
+		t.Logf("IPv6 tunnel, monitor %v:\n%s", args, got)
 	}
 }
 

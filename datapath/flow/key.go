@@ -153,6 +153,10 @@ const (
 	TunFlagCsum         = 1 << 1
 	TunFlagOAM          = 1 << 2 // Geneve's O bit: OpenFlow's tun_flags=+oam
 	TunFlagKey          = 1 << 3
+	// TunFlagsMaskOnly are bits no key has: ofproto sets them in masks
+	// to say which of OpenFlow's IPv4 and IPv6 tunnel address fields a
+	// match or a translation consulted (ofp.TunMaskSrc4 and others).
+	TunFlagsMaskOnly = 0xf000
 )
 
 // TunOptsMax is the most bytes of Geneve options a key holds: all a

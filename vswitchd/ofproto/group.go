@@ -589,7 +589,7 @@ func (x *xlate) hashFields(fields []ofp.HashField, param uint64) uint32 {
 			v[i] &= mask[i]
 		}
 		basis = ofp.HashBytes(v, basis)
-		hf.Field.SetMasked(&x.of.wc, mask, mask)
+		hf.Field.SetMask(&x.of.wc, mask)
 	}
 	return basis
 }

@@ -59,7 +59,7 @@ func learnFlowMod(l *ofp.Learn, f *ofp.Flow) *ofp.FlowMod {
 				break
 			}
 			s.Dst.Field.SetMasked(&fm.Match.Flow, v, m)
-			s.Dst.Field.SetMasked(&fm.Match.Mask, m, m)
+			s.Dst.Field.SetMask(&fm.Match.Mask, m)
 		case ofp.LearnLoad:
 			v, m := s.Value(f)
 			fm.Actions = append(fm.Actions, ofp.LoadAction(s.Dst.Field, v, m))

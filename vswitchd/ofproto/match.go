@@ -262,7 +262,7 @@ func hex0(v uint64) string {
 	return fmt.Sprintf("%#x", v)
 }
 
-// formatTunnel writes the IPv4 tunnel fields m covers as OVS's
+// formatTunnel writes the tunnel fields m covers as OVS's
 // format_flow_tunnel. A packet's flow (a mask with tun_ttl, which no
 // OpenFlow match and no megaflow has) also shows the fields govs' key
 // lacks, all zero in OVS's, as flow_format does.
@@ -274,11 +274,21 @@ func formatTunnel(put func(string, ...any), k *flow.Key, m *flow.Mask) {
 	default:
 		put("tun_id=%s/%s", hex0(k.TunID), hex0(m.TunID))
 	}
-	putIPNet(put, "tun_src", [4]byte(k.TunSrc[12:]), [4]byte(m.TunSrc[12:]))
-	putIPNet(put, "tun_dst", [4]byte(k.TunDst[12:]), [4]byte(m.TunDst[12:]))
+	s4, s4m, s6, s6m := ofp.TunAddrSplit(k.TunSrc, m.TunSrc, m.TunFlags&ofp.TunMaskSrc4 != 0, m.TunFlags&ofp.TunMaskSrc6 != 0)
+	d4, d4m, d6, d6m := ofp.TunAddrSplit(k.TunDst, m.TunDst, m.TunFlags&ofp.TunMaskDst4 != 0, m.TunFlags&ofp.TunMaskDst6 != 0)
 	packet := m.TunTTL != 0
 	if packet {
-		put("tun_ipv6_src=::,tun_ipv6_dst=::,tun_gbp_id=0,tun_gbp_flags=0")
+		// flow_format: both versions' addresses, the other one 0.
+		all4 := [4]byte{0xff, 0xff, 0xff, 0xff}
+		all6 := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		s4m, d4m, s6m, d6m = all4, all4, all6, all6
+	}
+	putIPNet(put, "tun_src", s4, s4m)
+	putIPNet(put, "tun_dst", d4, d4m)
+	putIPv6Net(put, "tun_ipv6_src", s6, s6m)
+	putIPv6Net(put, "tun_ipv6_dst", d6, d6m)
+	if packet {
+		put("tun_gbp_id=0,tun_gbp_flags=0")
 	}
 	if m.TunTOS != 0 {
 		put("tun_tos=%x", k.TunTOS)
@@ -466,7 +476,7 @@ type flowMeta struct {
 // traced as if the field were absent.
 func traceUnsupported(name string) bool {
 	switch name {
-	case "packet_type", "tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags",
+	case "packet_type", "tun_gbp_id", "tun_gbp_flags",
 		"tun_erspan_idx", "tun_erspan_ver", "tun_erspan_dir", "tun_erspan_hwid", "tun_gtpu_flags", "tun_gtpu_msgtype",
 		"mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl",
 		"nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl":
@@ -624,9 +634,9 @@ func parseFlagNames(field, val string) (uint16, error) {
 // field: a prefix length of the whole address or the address of ones.
 func traceExactMask(field, m string) bool {
 	switch field {
-	case "nw_src", "nw_dst", "arp_spa", "arp_tpa", "ct_nw_src", "ct_nw_dst":
+	case "nw_src", "nw_dst", "arp_spa", "arp_tpa", "ct_nw_src", "ct_nw_dst", "tun_src", "tun_dst":
 		return m == "32" || m == "255.255.255.255"
-	case "ipv6_src", "ipv6_dst", "nd_target", "ct_ipv6_src", "ct_ipv6_dst":
+	case "ipv6_src", "ipv6_dst", "nd_target", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst":
 		a, err := netip.ParseAddr(m)
 		return m == "128" || err == nil && a.Is6() && a.As16() == [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	case "dl_src", "dl_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
@@ -1187,7 +1197,7 @@ func traceFieldPrereqsOK(name string, k *flow.Key) bool {
 // takes.
 func isTunField(name string) bool {
 	switch name {
-	case "tun_id", "tunnel_id", "tun_src", "tun_dst", "tun_tos", "tun_ttl", "tun_flags":
+	case "tun_id", "tunnel_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_tos", "tun_ttl", "tun_flags":
 		return true
 	}
 	_, ok := tunMDIndex(name)
@@ -1218,22 +1228,30 @@ func parseTunMDValue(name, val string) ([]byte, error) {
 }
 
 // parseTunField sets tunnel field name of k to val. OpenFlow shows only
-// the OAM flag of tun_flags; an IPv4 address of 0.0.0.0 is no address.
+// the OAM flag of tun_flags. The key has one address for tun_src and
+// tun_ipv6_src (and one for the destinations): 0.0.0.0 or :: leaves the
+// other version's alone.
 func parseTunField(k *flow.Key, name, val string) error {
 	switch name {
-	case "tun_src", "tun_dst":
+	case "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst":
 		a, err := netip.ParseAddr(val)
-		if err != nil || !a.Is4() {
+		v6 := strings.HasPrefix(name, "tun_ipv6_")
+		if v6 && (err != nil || !a.Is6()) {
+			return fmt.Errorf("invalid IPv6 address")
+		} else if !v6 && (err != nil || !a.Is4()) {
 			return fmt.Errorf("invalid IP address")
 		}
-		v := [16]byte{}
-		if !a.IsUnspecified() {
-			v = netip.AddrFrom16(a.As16()).As16()
+		p := &k.TunSrc
+		if strings.HasSuffix(name, "_dst") {
+			p = &k.TunDst
 		}
-		if name == "tun_src" {
-			k.TunSrc = v
-		} else {
-			k.TunDst = v
+		switch {
+		case !a.IsUnspecified():
+			*p = a.As16()
+		case v6 == ofp.TunAddrV4(p):
+			// 0.0.0.0 of an IPv6 address, :: of an IPv4 one.
+		default:
+			*p = [16]byte{}
 		}
 	case "tun_flags":
 		if strings.ContainsAny(val, "+-") {

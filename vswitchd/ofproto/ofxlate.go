@@ -564,7 +564,7 @@ func (x *xlate) ofAction(a *ofp.Action, id uint8) {
 		// for packets that do not already hold the value (OVS's
 		// mf_mask_field_masked in xlate's set_field).
 		x.maskL3Prereqs(a.Field)
-		a.Field.SetMasked(&x.of.wc, a.Mask, a.Mask)
+		a.Field.SetMask(&x.of.wc, a.Mask)
 		a.Field.SetMasked(f, a.Value, a.Mask)
 		x.syncVLAN()
 	case ofp.ActMove:
@@ -1056,7 +1056,7 @@ func translatable(id ofp.FieldID) bool {
 	case ofp.FieldMetadata, ofp.FieldInPort, ofp.FieldVLANTCI, ofp.FieldVLANVID, ofp.FieldVLANPCP,
 		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
 		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst,
-		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst, ofp.FieldTunFlags,
+		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst, ofp.FieldTunIPv6Src, ofp.FieldTunIPv6Dst, ofp.FieldTunFlags,
 		ofp.FieldARPOp, ofp.FieldARPSPA, ofp.FieldARPTPA, ofp.FieldARPSHA, ofp.FieldARPTHA,
 		ofp.FieldIPv6Src, ofp.FieldIPv6Dst, ofp.FieldIPv6Label,
 		ofp.FieldICMPType, ofp.FieldICMPCode, ofp.FieldICMPv6Type, ofp.FieldICMPv6Code,

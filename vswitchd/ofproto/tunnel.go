@@ -102,6 +102,13 @@ func tunnelWC(k *flow.Key, m *flow.Mask) {
 	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
 	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.TunDst = m.TunSrc
+	// The addresses of the tunnel's IP version (tun_dst's: a packet's
+	// tun_src may be 0).
+	if netip.AddrFrom16(k.TunDst).Is4In6() {
+		m.TunFlags |= ofp.TunMaskSrc4 | ofp.TunMaskDst4
+	} else {
+		m.TunFlags |= ofp.TunMaskSrc6 | ofp.TunMaskDst6
+	}
 	// The outer TOS, and the inner ECN when the outer says CE
 	// (tnlProcessECN reads it).
 	m.TunTOS = 0xff
@@ -318,6 +325,11 @@ func (x *xlate) tunnelOutput(out *port) {
 	if c.RemoteFlow {
 		m.TunDst = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 		dst = netip.AddrFrom16(k.TunDst).Unmap()
+		if dst.Is4() {
+			m.TunFlags |= ofp.TunMaskDst4
+		} else {
+			m.TunFlags |= ofp.TunMaskDst6
+		}
 		if !k.HasTunnel() {
 			x.report(">>", "no tunnel destination in the flow, dropping")
 			return
@@ -333,9 +345,16 @@ func (x *xlate) tunnelOutput(out *port) {
 	if c.Local.IsValid() {
 		src = c.Local
 	}
-	if c.LocalFlow && k.TunSrc != ([16]byte{}) {
-		m.TunSrc = m.TunDst
-		src = netip.AddrFrom16(k.TunSrc).Unmap()
+	// The flow's source of the destination's IP version (tun_src for
+	// tun_dst, tun_ipv6_src for tun_ipv6_dst, as OVS's tnl_port_send).
+	if fs := netip.AddrFrom16(k.TunSrc).Unmap(); c.LocalFlow && k.TunSrc != ([16]byte{}) && fs.Is4() == dst.Is4() {
+		m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		src = fs
+		if fs.Is4() {
+			m.TunFlags |= ofp.TunMaskSrc4
+		} else {
+			m.TunFlags |= ofp.TunMaskSrc6
+		}
 	}
 	egress := x.idx.byName[dev]
 	if egress == nil || egress.dpPort == 0 {

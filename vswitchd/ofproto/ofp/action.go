@@ -1290,11 +1290,32 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 				mask[i] &= full[i]
 			}
 		}
-		if ofs, nbits, ok := maskRange(mask); ok && nbits <= 64 && TunMetadataIndex(a.Field) < 0 {
-			b = nxActionHeader(b, 24, nxastRegLoad)
-			b = put16(b, uint16(ofs<<6|(nbits-1)))
-			b = put32(b, a.Field.header(true))
-			return put64(b, rangeValue(a.Value, ofs, nbits))
+		if TunMetadataIndex(a.Field) < 0 && !allZero(mask) {
+			if ofs, nbits, ok := maskRange(mask); ok && nbits <= 64 {
+				b = nxActionHeader(b, 24, nxastRegLoad)
+				b = put16(b, uint16(ofs<<6|(nbits-1)))
+				b = put32(b, a.Field.header(true))
+				return put64(b, rangeValue(a.Value, ofs, nbits))
+			}
+			// OVS's next_load_segment: one NXAST_REG_LOAD for each run
+			// of the mask's ones, up to 64 bits each (a 128-bit
+			// ipv6_dst or tun_ipv6_dst takes two).
+			for ofs := 0; ofs < len(mask)*8; {
+				if !maskBit(mask, ofs) {
+					ofs++
+					continue
+				}
+				nbits := 1
+				for nbits < 64 && ofs+nbits < len(mask)*8 && maskBit(mask, ofs+nbits) {
+					nbits++
+				}
+				b = nxActionHeader(b, 24, nxastRegLoad)
+				b = put16(b, uint16(ofs<<6|(nbits-1)))
+				b = put32(b, a.Field.header(true))
+				b = put64(b, rangeValue(a.Value, ofs, nbits))
+				ofs += nbits
+			}
+			return b
 		}
 		b = nxActionHeader(b, 0, nxastRegLoad2)
 		b = appendOXMField(b, a.Field, a.Value, a.Mask, v == V10)
@@ -1688,3 +1709,7 @@ func checkVLAN(acts []Action, depth int) {
 		}
 	}
 }
+
+// maskBit reports whether bit i (0 the least significant) of big-endian
+// mask is one.
+func maskBit(mask []byte, i int) bool { return mask[len(mask)-1-i/8]>>(i%8)&1 != 0 }

@@ -92,6 +92,8 @@ const (
 	FieldTunID
 	FieldTunSrc
 	FieldTunDst
+	FieldTunIPv6Src
+	FieldTunIPv6Dst
 	FieldTunFlags
 	FieldPktMark
 	FieldConjID
@@ -158,6 +160,10 @@ type Field struct {
 	pre  prereq
 	get  func(f *Flow, b []byte)
 	set  func(f *Flow, b []byte)
+	// cur, if set, reads the field for a write of some of its bits
+	// (SetMasked, Move, Pop) where get would not give back what the
+	// last write left.
+	cur func(f *Flow, b []byte)
 }
 
 func nxmHeader(class uint16, field uint8, n int) uint32 {
@@ -286,13 +292,32 @@ func init() {
 	addField(&Field{ID: FieldTunID, Name: "tun_id", Len: 8, Maskable: true, NXM: nxmHeader(classNXM1, 16, 8), OXM: nxmHeader(classOXM, 38, 8), Writable: true,
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.TunID) },
 		set: func(f *Flow, b []byte) { f.TunID = binary.BigEndian.Uint64(b) }})
-	// tun_src and tun_dst are IPv4; the key keeps them v4-mapped.
+	// The key keeps a tunnel's outer addresses in 16 bytes, an IPv4
+	// one v4-mapped. As OVS's flow_tnl, tun_src and tun_dst are the IPv4
+	// ones (0 for an IPv6 tunnel), tun_ipv6_src and tun_ipv6_dst the IPv6
+	// ones (:: for an IPv4 tunnel). A mask of tun_src or tun_dst covers
+	// the v4-mapped prefix too (SetMask), so that a match on an IPv4
+	// address never matches an IPv6 one ending in the same 4 bytes.
 	addField(&Field{ID: FieldTunSrc, Name: "tun_src", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 31, 4), Writable: true,
-		get: func(f *Flow, b []byte) { copy(b, f.TunSrc[12:16]) },
+		get: func(f *Flow, b []byte) { getTunAddr4(&f.TunSrc, b) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunSrc, b) }})
 	addField(&Field{ID: FieldTunDst, Name: "tun_dst", Len: 4, Maskable: true, NXM: nxmHeader(classNXM1, 32, 4), Writable: true,
-		get: func(f *Flow, b []byte) { copy(b, f.TunDst[12:16]) },
+		get: func(f *Flow, b []byte) { getTunAddr4(&f.TunDst, b) },
 		set: func(f *Flow, b []byte) { setTunAddr(&f.TunDst, b) }})
+	//
+	// A write of some of tun_ipv6_src's bits starts from the key's
+	// address as it is: OVS's encoding of a set_field in OpenFlow 1.0 is
+	// two loads, [0..63] then [64..127], and the first may leave a
+	// v4-mapped address (fd31::ffff:ac1f:2's low half), which get reads
+	// as ::.
+	addField(&Field{ID: FieldTunIPv6Src, Name: "tun_ipv6_src", Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, 109, 16), Writable: true,
+		get: func(f *Flow, b []byte) { getTunAddr6(&f.TunSrc, b) },
+		set: func(f *Flow, b []byte) { copy(f.TunSrc[:], b) },
+		cur: func(f *Flow, b []byte) { copy(b, f.TunSrc[:]) }})
+	addField(&Field{ID: FieldTunIPv6Dst, Name: "tun_ipv6_dst", Len: 16, Maskable: true, NXM: nxmHeader(classNXM1, 110, 16), Writable: true,
+		get: func(f *Flow, b []byte) { getTunAddr6(&f.TunDst, b) },
+		set: func(f *Flow, b []byte) { copy(f.TunDst[:], b) },
+		cur: func(f *Flow, b []byte) { copy(b, f.TunDst[:]) }})
 	// tun_flags shows OpenFlow only the OAM flag (OVS's
 	// FLOW_TNL_PUB_F_OAM, bit 0), Geneve's O bit; set_field and load
 	// write it (the O bit of a Geneve header pushed after).
@@ -368,6 +393,127 @@ func init() {
 	}
 }
 
+// TunAddrV4 reports whether a, a tunnel address or its mask, is an IPv4
+// one: v4-mapped, or a tun_src/tun_dst mask (ones over the v4-mapped
+// prefix, SetMask). An IPv6 address of that form is none a tunnel has.
+func TunAddrV4(a *[16]byte) bool {
+	if a[10] != 0xff || a[11] != 0xff || a[0] != 0 && a[0] != 0xff {
+		return false
+	}
+	for _, c := range a[1:10] {
+		if c != a[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// isV4Mapped reports whether a is a v4-mapped address (::ffff:a.b.c.d).
+func isV4Mapped(a *[16]byte) bool {
+	return *(*[12]byte)(a[:12]) == [12]byte{10: 0xff, 11: 0xff}
+}
+
+// getTunAddr4 reads tun_src or tun_dst: the IPv4 address a holds, 0 if
+// it holds an IPv6 one.
+func getTunAddr4(a *[16]byte, b []byte) {
+	if TunAddrV4(a) {
+		copy(b, a[12:16])
+	} else {
+		clear(b[:4])
+	}
+}
+
+// getTunAddr6 reads tun_ipv6_src or tun_ipv6_dst: the IPv6 address a
+// holds, :: if it holds an IPv4 one.
+func getTunAddr6(a *[16]byte, b []byte) {
+	if isV4Mapped(a) {
+		clear(b[:16])
+	} else {
+		copy(b, a[:])
+	}
+}
+
+// Mask-only bits of a mask's TunFlags (flow.TunFlagsMaskOnly): which of
+// tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst a match has or a
+// translation consulted, OVS's separate masks of flow_tnl's ip_src,
+// ip_dst, ipv6_src and ipv6_dst, which the key's one address per
+// direction cannot tell apart. A key never has them, so they change no
+// match; formats (TunAddrSplit) read them.
+const (
+	TunMaskSrc4 = 1 << 12
+	TunMaskDst4 = 1 << 13
+	TunMaskSrc6 = 1 << 14
+	TunMaskDst6 = 1 << 15
+)
+
+// TunAddrSplit splits a tunnel address's value v and mask m, as a match
+// or a megaflow holds them, into the tun_src (or tun_dst) and the
+// tun_ipv6_src (or tun_ipv6_dst) OVS would show. is4 and is6 are the
+// mask's TunMaskSrc4 and TunMaskSrc6 bits (or the Dst ones): each field
+// the mask says was consulted, with the value of its version (0 or ::
+// for the other's). A mask without them (a packet-in's metadata) gives
+// an IPv4 value to the former and an IPv6 one to the latter, 0 to the
+// former if m has IPv4 bits. A zero mask is neither.
+//
+// One address for both versions has two limits: a tun_ipv6_src match
+// that a v4-mapped address meets (::/16, ::102:304/::ffff:ffff) also
+// matches an IPv4 tunnel's address that does, and
+// tun_src=0 (or tun_ipv6_src=::) does not match the other version's
+// tunnels as OVS's does.
+func TunAddrSplit(v, m [16]byte, is4, is6 bool) (v4, m4 [4]byte, v6, m6 [16]byte) {
+	if m == [16]byte{} {
+		return
+	}
+	if !is4 && !is6 {
+		is4 = isV4Mapped(&v) || v == [16]byte{} && [4]byte(m[12:]) != [4]byte{}
+		is6 = !is4
+	}
+	if is4 {
+		m4 = [4]byte(m[12:])
+		if isV4Mapped(&v) {
+			v4 = [4]byte(v[12:])
+		}
+	}
+	if is6 {
+		m6 = m
+		if !isV4Mapped(&v) {
+			v6 = v
+		}
+	}
+	return
+}
+
+// SetMask sets to one in mask the bits m of the field (a match's mask,
+// or the bits a translation consulted). For tun_src and tun_dst it also
+// covers the v4-mapped prefix, which tells IPv4 from IPv6 tunnels; for
+// them and tun_ipv6_src, tun_ipv6_dst it sets the field's TunMask bit.
+func (fd *Field) SetMask(mask *Flow, m []byte) {
+	fd.SetMasked(mask, m, m)
+	var a *[16]byte
+	var bit uint16
+	switch fd.ID {
+	case FieldTunSrc:
+		a, bit = &mask.TunSrc, TunMaskSrc4
+	case FieldTunDst:
+		a, bit = &mask.TunDst, TunMaskDst4
+	case FieldTunIPv6Src:
+		bit = TunMaskSrc6
+	case FieldTunIPv6Dst:
+		bit = TunMaskDst6
+	default:
+		return
+	}
+	if allZero(m) {
+		return
+	}
+	mask.TunFlags |= bit
+	if a != nil {
+		for i := range 12 {
+			a[i] = 0xff
+		}
+	}
+}
+
 // setTunAddr sets a v4-mapped tunnel address from 4 bytes; all zero
 // clears it (no tunnel).
 func setTunAddr(a *[16]byte, b []byte) {
@@ -400,6 +546,15 @@ func (fd *Field) Get(f *Flow) []byte {
 	return b
 }
 
+// getCur reads the field in f for a write of some of its bits.
+func (fd *Field) getCur(f *Flow, b []byte) {
+	if fd.cur != nil {
+		fd.cur(f, b)
+	} else {
+		fd.get(f, b)
+	}
+}
+
 // Set sets the field's value in f from big-endian b.
 func (fd *Field) Set(f *Flow, b []byte) { fd.set(f, b) }
 
@@ -412,9 +567,10 @@ func (fd *Field) SetMasked(f *Flow, value, mask []byte) {
 		b := scratch.Get().(*[scratchLen]byte)
 		defer scratch.Put(b)
 		cur = b[:fd.Len]
-		fd.get(f, cur)
+		fd.getCur(f, cur)
 	} else {
-		cur = fd.Get(f)
+		cur = make([]byte, fd.Len)
+		fd.getCur(f, cur)
 	}
 	for i := range cur {
 		cur[i] = cur[i]&^mask[i] | value[i]&mask[i]
@@ -715,13 +871,14 @@ func GetRef(f *Flow, ref FieldRef) uint64 {
 // MarkRef sets ref's bits in the mask wc.
 func MarkRef(wc *Flow, ref FieldRef) {
 	_, mask := refValue(ref, 0)
-	ref.Field.SetMasked(wc, ones[:ref.Field.Len], mask)
+	ref.Field.SetMask(wc, mask)
 }
 
 // Move copies the bits of src in f to dst (NXAST_REG_MOVE).
 func Move(f *Flow, src, dst FieldRef) {
 	sv := src.Field.Get(f)
-	dv := dst.Field.Get(f)
+	dv := make([]byte, dst.Field.Len)
+	dst.Field.getCur(f, dv)
 	n := len(sv)
 	m := len(dv)
 	for i := 0; i < src.NBits; i++ {
@@ -751,7 +908,8 @@ func Push(f *Flow, ref FieldRef) StackEntry {
 // Pop writes e's low bits to ref in f (NXAST_STACK_POP), as OVS's
 // nxm_execute_stack_pop whatever width was pushed.
 func Pop(f *Flow, ref FieldRef, e StackEntry) {
-	dv := ref.Field.Get(f)
+	dv := make([]byte, ref.Field.Len)
+	ref.Field.getCur(f, dv)
 	m := len(dv)
 	for i := 0; i < ref.NBits; i++ {
 		db := ref.Ofs + i
@@ -768,4 +926,13 @@ func (m *Match) Includes(r *Match) bool {
 		return false
 	}
 	return r.Mask.Masked(&m.Mask) == m.Mask
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

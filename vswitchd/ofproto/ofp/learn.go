@@ -254,7 +254,7 @@ func (l *Learn) check() *Error {
 			if s.Src.Field == nil {
 				v, m := s.value(nil)
 				s.Dst.Field.SetMasked(&dst.Flow, v, m)
-				s.Dst.Field.SetMasked(&dst.Mask, m, m)
+				s.Dst.Field.SetMask(&dst.Mask, m)
 			}
 		case LearnLoad:
 			if err := checkRange(s.Dst); err != nil {

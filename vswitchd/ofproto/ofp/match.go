@@ -127,7 +127,7 @@ func decodeNXMatchInto(m *Match, b []byte, withCookie bool) (Cookie, *Error) {
 			return ck, &Error{Errno: BadPrereq, Detail: "vlan_pcp without vlan_vid"}
 		}
 		fd.SetMasked(&m.Flow, value, mask)
-		fd.SetMasked(&m.Mask, mask, ones)
+		fd.SetMask(&m.Mask, mask)
 		if fd.ID == FieldVLANPCP {
 			m.Flow.VLANTCI |= flow.VLANPresent
 			m.Mask.VLANTCI |= flow.VLANPresent
@@ -293,8 +293,18 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 	}
 	field(FieldTunID)
 	field(FieldTunFlags)
-	field(FieldTunSrc)
-	field(FieldTunDst)
+	// tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst, as OVS's nx_put_raw:
+	// the key's one address each is the IPv4 or the IPv6 field.
+	s4, s4m, s6, s6m := TunAddrSplit(k.TunSrc, mk.TunSrc, mk.TunFlags&TunMaskSrc4 != 0, mk.TunFlags&TunMaskSrc6 != 0)
+	d4, d4m, d6, d6m := TunAddrSplit(k.TunDst, mk.TunDst, mk.TunFlags&TunMaskDst4 != 0, mk.TunFlags&TunMaskDst6 != 0)
+	for _, a := range []struct {
+		id   FieldID
+		v, m []byte
+	}{{FieldTunSrc, s4[:], s4m[:]}, {FieldTunDst, d4[:], d4m[:]}, {FieldTunIPv6Src, s6[:], s6m[:]}, {FieldTunIPv6Dst, d6[:], d6m[:]}} {
+		if fd := fields[a.id]; !allZero(a.m) {
+			put(fd.header(nx), fd.Len, a.v, a.m)
+		}
+	}
 	// OVS's tun_metadata_to_nx_match: by index, as long as the mapping.
 	for _, e := range m.TunMD {
 		mask := e.Mask

@@ -128,6 +128,7 @@ var nxmNames = map[string]string{
 	"icmpv6_type": "NXM_NX_ICMPV6_TYPE", "icmpv6_code": "NXM_NX_ICMPV6_CODE", "ip_ecn": "NXM_NX_IP_ECN",
 	"nw_ttl": "NXM_NX_IP_TTL", "ip_frag": "NXM_NX_IP_FRAG", "tcp_flags": "NXM_NX_TCP_FLAGS", "tun_id": "NXM_NX_TUN_ID",
 	"tun_src": "NXM_NX_TUN_IPV4_SRC", "tun_dst": "NXM_NX_TUN_IPV4_DST", "tun_flags": "NXM_NX_TUN_FLAGS",
+	"tun_ipv6_src": "NXM_NX_TUN_IPV6_SRC", "tun_ipv6_dst": "NXM_NX_TUN_IPV6_DST",
 	"pkt_mark": "NXM_NX_PKT_MARK", "dp_hash": "NXM_NX_DP_HASH", "recirc_id": "NXM_NX_RECIRC_ID", "conj_id": "NXM_NX_CONJ_ID", "ct_state": "NXM_NX_CT_STATE", "ct_zone": "NXM_NX_CT_ZONE",
 	"ct_mark": "NXM_NX_CT_MARK", "ct_label": "NXM_NX_CT_LABEL", "ct_nw_proto": "NXM_NX_CT_NW_PROTO",
 	"ct_nw_src": "NXM_NX_CT_NW_SRC", "ct_nw_dst": "NXM_NX_CT_NW_DST", "ct_ipv6_src": "NXM_NX_CT_IPV6_SRC",
@@ -189,7 +190,7 @@ func FormatFieldValue(fd *Field, value, mask []byte, pn PortNames) string {
 		copy(v[:], value)
 		copy(m[:], mask)
 		return ip4Masked(v, m)
-	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst":
+	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst":
 		var v, m [16]byte
 		copy(v[:], value)
 		copy(m[:], mask)

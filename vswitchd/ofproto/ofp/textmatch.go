@@ -176,13 +176,12 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		f.u32("reg"+strconv.Itoa(i), k.Regs[i], mk.Regs[i])
 	}
 	f.u64("tun_id", k.TunID, mk.TunID)
-	var ts, td, tsm, tdm [4]byte
-	copy(ts[:], k.TunSrc[12:])
-	copy(td[:], k.TunDst[12:])
-	copy(tsm[:], mk.TunSrc[12:])
-	copy(tdm[:], mk.TunDst[12:])
+	ts, tsm, ts6, ts6m := TunAddrSplit(k.TunSrc, mk.TunSrc, mk.TunFlags&TunMaskSrc4 != 0, mk.TunFlags&TunMaskSrc6 != 0)
+	td, tdm, td6, td6m := TunAddrSplit(k.TunDst, mk.TunDst, mk.TunFlags&TunMaskDst4 != 0, mk.TunFlags&TunMaskDst6 != 0)
 	f.ip4("tun_src", ts, tsm)
 	f.ip4("tun_dst", td, tdm)
+	f.ip6("tun_ipv6_src", ts6, ts6m)
+	f.ip6("tun_ipv6_dst", td6, td6m)
 	f.u64("metadata", k.Metadata, mk.Metadata)
 	if mk.InPort != 0 {
 		f.put("in_port=%s", pn.Port(k.InPort))

@@ -464,11 +464,7 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 		}
 		return nil
 	}
-	old := fd.Get(&m.Mask)
-	for i := range old {
-		old[i] |= msk[i]
-	}
-	fd.Set(&m.Mask, old)
+	fd.SetMask(&m.Mask, msk)
 	fd.SetMasked(&m.Flow, val, msk)
 	return nil
 }
@@ -587,7 +583,7 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 			}
 		}
 		return v[:], m[:], nil
-	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst":
+	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst":
 		a, err := netip.ParseAddr(vs)
 		if err != nil || !a.Is6() {
 			return nil, nil, fmt.Errorf("%s: invalid IPv6 address", s)

@@ -294,7 +294,7 @@ func parseLearnSpec(orig, name, value string, ports PortResolver, dst *ofp.Match
 		spec.Imm = imm[len(imm)-(d.NBits+7)/8:]
 		v, m := spec.Value(nil)
 		d.Field.SetMasked(&dst.Flow, v, m)
-		d.Field.SetMasked(&dst.Mask, m, m)
+		d.Field.SetMask(&dst.Mask, m)
 		return spec, nil
 	}
 	switch name {
