@@ -32,6 +32,8 @@ var parseFlowCorpus = []string{
 	"ct_state=+trk+est,ip,actions=resubmit(,3,ct),resubmit(1,4,ct)",
 	"ct_state=+trk,ip,actions=resubmit(,3,ct)",
 	"actions=resubmit(,3,cx)",
+	"actions=output:70000",
+	"actions=enqueue:70000:3",
 	"ip,actions=output(port=1,max_len=100),output(port=LOCAL,max_len=64)",
 	"actions=output(port=ALL,max_len=100)",
 	"in_port=1,actions=set_queue:5,output:2,pop_queue,output:3",

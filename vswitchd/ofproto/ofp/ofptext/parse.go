@@ -174,11 +174,14 @@ func ParseFlow(s string, cmd int, ports PortResolver) (*Flow, error) {
 		if eq < 0 {
 			return nil, errors.New("must specify an action")
 		}
-		// "actions=" with nothing after it is no action, as "drop".
-		acts, err := ParseApplyActions(s[i+eq+1:], ports)
-		if strings.TrimSpace(s[i+eq+1:]) != "" {
-			acts, err = ParseActions(s[i+eq+1:], ports)
+		// "actions=" with nothing after it is no action, as "drop". The
+		// actions are parsed once: a second parse logged its warnings
+		// twice.
+		parse := ParseActions
+		if strings.TrimSpace(s[i+eq+1:]) == "" {
+			parse = ParseApplyActions
 		}
+		acts, err := parse(s[i+eq+1:], ports)
 		if err != nil {
 			return nil, err
 		}
