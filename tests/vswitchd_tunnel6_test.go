@@ -79,15 +79,7 @@ func TestTunnelKeyFlow(t *testing.T) {
 	}
 
 	a.sw.ofctl(t, "mod-flows", "br-int", "in_port=vif,actions=set_field:0x99->tun_id,set_field:172.31.0.2->tun_dst,output:tun0")
-	vswWait(t, vswTimeout, "b's drop flow for tun_id 0x99", func() bool {
-		a.vif.exec("ping", "-q", "-n", "-c", "1", "-W", "1", "10.9.0.2")
-		for _, l := range strings.Split(b.sw.run("dpctl/dump-flows"), "\n") {
-			if strings.Contains(l, "tun_id=0x99") && strings.HasSuffix(l, "actions:drop") {
-				return true
-			}
-		}
-		return false
-	})
+	tunWaitDrop(t, a, b, "tun_id 0x99", "tun_id=0x99")
 	a.vif.noPing("10.9.0.2")
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -126,15 +118,7 @@ func TestTunnelIPv6FlowRemote(t *testing.T) {
 	b.sw.ofctl(t, "del-flows", "br-int", "in_port=tun0,tun_ipv6_src=fd31::ffff:ac1f:1")
 	b.sw.ofctl(t, "add-flow", "br-int", "priority=100,in_port=tun0,tun_ipv6_src=fd31::ffff:ac1f:99,actions=output:vif")
 	b.sw.ofctl(t, "add-flow", "br-int", "priority=90,in_port=tun0,tun_src=172.31.0.1,actions=output:vif")
-	vswWait(t, vswTimeout, "b's drop flow for a's tunnel packets", func() bool {
-		a.vif.exec("ping", "-q", "-n", "-c", "1", "-W", "1", "10.9.0.2")
-		for _, l := range strings.Split(b.sw.run("dpctl/dump-flows"), "\n") {
-			if strings.Contains(l, "ipv6_src=fd31::ffff:ac1f:1,") && strings.HasSuffix(l, "actions:drop") {
-				return true
-			}
-		}
-		return false
-	})
+	tunWaitDrop(t, a, b, "a's tunnel packets", "ipv6_src=fd31::ffff:ac1f:1,")
 	a.vif.noPing("10.9.0.2")
 	b.sw.ofctl(t, "add-flow", "br-int", "priority=110,in_port=tun0,tun_ipv6_src=fd31::ffff:ac1f:1,actions=output:vif")
 	a.vif.waitPing("10.9.0.2")
@@ -161,4 +145,20 @@ func TestTunnelGREDebian(t *testing.T) {
 		t.Errorf("a's datapath flows lack GRE key 5 in tnl_push:\n%s", dump)
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// tunWaitDrop pings b (10.9.0.2) from a's VIF until b's datapath has a
+// flow that drops what contains says (the tunnel packets its rules no
+// longer take), for what.
+func tunWaitDrop(t *testing.T, a, b *tunNode, what, contains string) {
+	t.Helper()
+	vswWait(t, vswTimeout, "b's drop flow for "+what, func() bool {
+		a.vif.exec("ping", "-q", "-n", "-c", "1", "-W", "1", "10.9.0.2")
+		for _, l := range strings.Split(b.sw.run("dpctl/dump-flows"), "\n") {
+			if strings.Contains(l, contains) && strings.HasSuffix(l, "actions:drop") {
+				return true
+			}
+		}
+		return false
+	})
 }

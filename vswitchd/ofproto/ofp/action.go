@@ -1400,27 +1400,13 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		b = put16(b, 8)
 		return pad(b, 4)
 	case ActGroup:
-		if v == V10 {
-			b = nxActionHeader(b, 16, nxastGroup)
-			b = pad(b, 2)
-			return put32(b, a.ID)
-		}
-		b = put16(b, at11Group)
-		b = put16(b, 8)
-		return put32(b, a.ID)
+		return appendU32Action(b, v, nxastGroup, at11Group, a.ID)
 	case ActOutputTrunc:
 		b = nxActionHeader(b, 16, nxastOutputTrunc)
 		b = put16(b, port10(a.Port))
 		return put32(b, a.ID)
 	case ActSetQueue:
-		if v == V10 {
-			b = nxActionHeader(b, 16, nxastSetQueue)
-			b = pad(b, 2)
-			return put32(b, a.ID)
-		}
-		b = put16(b, at11SetQueue)
-		b = put16(b, 8)
-		return put32(b, a.ID)
+		return appendU32Action(b, v, nxastSetQueue, at11SetQueue, a.ID)
 	case ActPopQueue:
 		b = nxActionHeader(b, 16, nxastPopQueue)
 		return pad(b, 6)
@@ -1713,3 +1699,17 @@ func checkVLAN(acts []Action, depth int) {
 // maskBit reports whether bit i (0 the least significant) of big-endian
 // mask is one.
 func maskBit(mask []byte, i int) bool { return mask[len(mask)-1-i/8]>>(i%8)&1 != 0 }
+
+// appendU32Action appends an action whose argument is one 32-bit value
+// (group, set_queue): OpenFlow 1.1+'s standard action of type at11, 8
+// bytes, and before it the Nicira action sub, 16 bytes.
+func appendU32Action(b []byte, v Version, sub, at11 uint16, x uint32) []byte {
+	if v == V10 {
+		b = nxActionHeader(b, 16, sub)
+		b = pad(b, 2)
+		return put32(b, x)
+	}
+	b = put16(b, at11)
+	b = put16(b, 8)
+	return put32(b, x)
+}
