@@ -160,3 +160,43 @@ func TestQueueStatsReply(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueConfigDecode: OFPT_QUEUE_GET_CONFIG_REQUEST (1.0, 1.3) and
+// OFPMP_QUEUE_DESC (1.4) decode to their port and queue; a body of the
+// wrong length is OFPBRC_BAD_LEN, and QUEUE_DESC before 1.4 is refused.
+func TestQueueConfigDecode(t *testing.T) {
+	for _, tc := range []struct {
+		hex         string
+		port, queue uint32
+		err         Errno
+	}{
+		{"0114000c0000000700010000", 1, QueueAll, 0},
+		{"0416001000000007fffffffe00000000", PortLocal, QueueAll, 0},
+		{"0516001000000007fffffffe00000000", 0, 0, BadType},
+		{"0114000a000000070001", 0, 0, BadLen},
+		{"0412001800000007000f00000000000000000001" + "00000005", 0, 0, BadStat},
+		{"0512001800000007000f00000000000000000001" + "00000005", 1, 5, 0},
+		{"0512001400000007000f00000000000000000001", 0, 0, BadLen},
+	} {
+		b, _ := hex.DecodeString(tc.hex)
+		m, err := Decode(b)
+		if tc.err != 0 {
+			if e, ok := err.(*Error); !ok || e.Errno != tc.err {
+				t.Errorf("%s: %v, want %s", tc.hex, err, tc.err)
+			}
+			continue
+		}
+		switch m := m.(type) {
+		case *QueueGetConfigRequest:
+			if m.Port != tc.port || tc.queue != QueueAll {
+				t.Errorf("%s: port %#x", tc.hex, m.Port)
+			}
+		case *StatsRequest:
+			if m.Kind != StatsQueueDesc || m.Port != tc.port || m.Queue != tc.queue {
+				t.Errorf("%s: %+v", tc.hex, m)
+			}
+		default:
+			t.Errorf("%s: %T %v", tc.hex, m, err)
+		}
+	}
+}
