@@ -34,7 +34,7 @@ type unixctlCommand struct {
 // must be safe for concurrent use.
 type UnixctlServer struct {
 	path string
-	ln   *net.UnixListener
+	ln   *unixsock.Listener
 	log  *ModuleLogger
 
 	mu       sync.Mutex

@@ -35,7 +35,7 @@ type Port struct {
 	closed    atomic.Bool
 	quit      chan struct{} // closed by Close
 	done      chan struct{} // closed when the control goroutine ends
-	ln        *net.UnixListener
+	ln        *unixsock.Listener
 	conn      atomic.Pointer[net.UnixConn]
 	zeroCopy  atomic.Bool
 	txRetries atomic.Int32

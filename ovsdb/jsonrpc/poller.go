@@ -167,7 +167,7 @@ func signal(ch chan struct{}) {
 // PollListener is a unix-socket listener whose connections are PollConns.
 type PollListener struct {
 	p   *Poller
-	ln  *net.UnixListener
+	ln  FileListener
 	f   *os.File        // a duplicate of ln's descriptor, in the runtime's poller
 	raw syscall.RawConn // f's: net's listeners have no raw reads
 
@@ -175,9 +175,16 @@ type PollListener struct {
 	closed bool // guarded by mu
 }
 
+// FileListener is a listener whose descriptor can be duplicated, as a
+// *net.UnixListener's.
+type FileListener interface {
+	net.Listener
+	File() (*os.File, error)
+}
+
 // Listen makes ln's connections PollConns of p. The PollListener owns ln:
 // its Close closes ln.
-func (p *Poller) Listen(ln *net.UnixListener) (*PollListener, error) {
+func (p *Poller) Listen(ln FileListener) (*PollListener, error) {
 	f, err := ln.File()
 	if err != nil {
 		return nil, err
@@ -193,8 +200,8 @@ func (p *Poller) Listen(ln *net.UnixListener) (*PollListener, error) {
 // Addr returns the listener's address.
 func (l *PollListener) Addr() net.Addr { return l.ln.Addr() }
 
-// Close closes the listener (and with ln's SetUnlinkOnClose, removes its
-// socket file); a waiting Accept returns net.ErrClosed.
+// Close closes the listener (and ln's Close may remove its socket file);
+// a waiting Accept returns net.ErrClosed.
 func (l *PollListener) Close() error {
 	l.mu.Lock()
 	l.closed = true

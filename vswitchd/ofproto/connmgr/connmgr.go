@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -105,7 +106,7 @@ type Manager struct {
 	missKnown, missWanted bool
 	log                   Logger
 	rlog                  Logger // the rconn module's, for controller connections
-	ln                    *net.UnixListener
+	ln                    *unixsock.Listener
 	seq                   atomic.Uint64 // connection numbers, for log names
 	wg                    sync.WaitGroup
 	// versions is Bridge.protocols (ofp.Versions), what new connections
@@ -152,7 +153,7 @@ const SocketMode = 0o750
 // Listen serves bridge's management socket at path (replacing a stale
 // socket file there) until Close.
 func Listen(bridge, path string, src Source, log Logger) (*Manager, error) {
-	ln, err := listenUnix(path)
+	ln, err := unixsock.Listen(path, SocketMode)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -376,7 +376,7 @@ func (s *service) listen() {
 	var ln net.Listener
 	var err error
 	if s.ep.network == "unix" {
-		ln, err = listenUnix(s.ep.addr)
+		ln, err = unixsock.Listen(s.ep.addr, SocketMode)
 	} else {
 		ln, err = net.Listen(s.ep.network, s.ep.addr)
 	}
@@ -466,29 +466,6 @@ func (s *service) serve(c *conn) error {
 		s.setState(stateBackoff)
 	}
 	return c.closeErr()
-}
-
-// listenUnix listens on a unix socket at path, replacing a stale socket
-// there (any other file is refused, not deleted), with OVS's socket mode.
-func listenUnix(path string) (*net.UnixListener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s: exists and is not a socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("%s: removing stale socket: %w", path, err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, SocketMode); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
 }
 
 // ControllerStatus is what the switch writes back to one Controller row
