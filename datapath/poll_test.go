@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -54,10 +55,10 @@ func TestPollMode(t *testing.T) {
 	if s := r.dp.Stats(); s.Hit != 3 || s.Missed != 1 {
 		t.Errorf("stats %+v, want hit 3 missed 1", s)
 	}
+	// Every port's worker polls, the idle ones too, once it has run: on
+	// a loaded machine that may be after the frames went through.
 	for no, p := range r.ports {
-		if p.Polls() == 0 {
-			t.Errorf("port %d never polled", no)
-		}
+		dptest.Eventually(t, fmt.Sprintf("port %d polled", no), func() bool { return p.Polls() > 0 })
 	}
 
 	// A deleted port's worker ends when its netdev closes, and the
