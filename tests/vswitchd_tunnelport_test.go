@@ -1,6 +1,11 @@
 package tests
 
 import (
+	"encoding/json"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,7 +138,8 @@ func tunPingIperf(t *testing.T, a, b *tunNode, aIP, bIP, label string) {
 // TestTunnelGovsToGovs runs VXLAN, then Geneve, then GRE between two govs
 // switches in their own namespaces, joined by a veth underlay: ping both
 // ways, iperf3 TCP over each (the figures are logged), the status and
-// tnl/ports/show of the tunnel port, and the underlay ports' socket buffers.
+// tnl/ports/show (-v) of the tunnel port, and the underlay ports' socket
+// buffers.
 func TestTunnelGovsToGovs(t *testing.T) {
 	start := time.Now()
 	a := tunSetup(t, "a", "172.31.0.1/24", "172.31.0.2", "vxlan", "10.9.0.1/24")
@@ -160,10 +166,15 @@ func TestTunnelGovsToGovs(t *testing.T) {
 	if dump := a.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "tnl_push") || !strings.Contains(dump, "tnl_pop") {
 		t.Errorf("no tunnel actions in the datapath flows:\n%s", dump)
 	}
+	tunCheckPortsShow(t, a, "vxlan_sys_4789", "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=4789)")
 
-	for _, typ := range []string{"geneve", "gre"} {
-		tunRetype(t, typ, a, b)
-		tunPingIperf(t, a, b, "10.9.0.1", "10.9.0.2", typ)
+	for _, tt := range []struct{ typ, vport, match string }{
+		{"geneve", "genev_sys_6081", "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=6081)"},
+		{"gre", "gre_sys", "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=47,frag=no)"},
+	} {
+		tunRetype(t, tt.typ, a, b)
+		tunPingIperf(t, a, b, "10.9.0.1", "10.9.0.2", tt.typ)
+		tunCheckPortsShow(t, a, tt.vport, tt.match)
 	}
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -198,4 +209,114 @@ func TestTunnelVXLANKernelInterop(t *testing.T) {
 	out = farNS.iperf(a.vif, "10.9.1.1", "-t", "2")
 	t.Logf("iperf3 TCP kernel vxlan to govs: %s", vswIperfSummary(out))
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// tunCheckPortsShow checks n's tnl/ports/show for its one tunnel port, on
+// vport: listed with ref_cnt=1, and with -v one line per local route of
+// ovs/route/show (the addresses govs ends tunnels for), the underlay
+// address's with match.
+func tunCheckPortsShow(t *testing.T, n *tunNode, vport, match string) {
+	t.Helper()
+	re := regexp.MustCompile(`^Listening ports:\n` + vport + ` \((\d+)\) ref_cnt=1\n$`)
+	var brief, routes, verbose string
+	defer func() {
+		if t.Failed() {
+			t.Logf("tnl/ports/show:\n%s\novs/route/show:\n%s\ntnl/ports/show -v:\n%s", brief, routes, verbose)
+		}
+	}()
+	// The routes follow the kernel's (a link-local address is added
+	// once its link is up): all three are read until they agree.
+	vswWait(t, vswTimeout, "tnl/ports/show (-v) to show "+vport+" on ovs/route/show's local routes", func() bool {
+		brief = n.sw.run("tnl/ports/show")
+		routes, verbose = n.sw.run("ovs/route/show"), n.sw.run("tnl/ports/show", "-v")
+		m := re.FindStringSubmatch(brief)
+		if m == nil {
+			return false
+		}
+		prefix := vport + " (" + m[1] + ") : "
+		lines := strings.Split(strings.TrimSuffix(verbose, "\n"), "\n")
+		if lines[0] != "Listening ports:" || !slices.Contains(lines, prefix+match) {
+			return false
+		}
+		var want []string
+		for _, l := range strings.Split(routes, "\n") {
+			if strings.HasSuffix(l, " local") {
+				want = append(want, "dst="+tunODPPrefix(netip.MustParsePrefix(strings.Fields(l)[1]))+",")
+			}
+		}
+		if len(lines) != len(want)+1 {
+			return false
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(lines[1:], func(l string) bool { return strings.HasPrefix(l, prefix) && strings.Contains(l, w) }) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// tunODPPrefix is p as a datapath flow's address match: the address, and
+// for a prefix the mask as an address.
+func tunODPPrefix(p netip.Prefix) string {
+	if p.IsSingleIP() {
+		return p.Addr().String()
+	}
+	mask := net.CIDRMask(p.Bits(), p.Addr().BitLen())
+	if p.Addr().Is4() {
+		return p.Addr().String() + "/" + net.IP(mask).String()
+	}
+	return p.Addr().String() + "/" + netip.AddrFrom16([16]byte(mask)).String()
+}
+
+// tunPortsV is n's tnl/ports/show -v, its lines sorted, with the datapath
+// port numbers left out and each destination address replaced by
+// <device> of the device that holds it in n's namespace; an eth(dst=)
+// of that device's MAC (OVS's rules match it, govs' do not) is left out.
+// Addresses no device holds (a prefix) stay.
+func tunPortsV(t *testing.T, n *tunNode) []string {
+	t.Helper()
+	out, err := vswRun("ip", "-j", "-n", n.sw.ns, "addr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links []struct {
+		Name  string `json:"ifname"`
+		MAC   string `json:"address"`
+		Addrs []struct {
+			Local string `json:"local"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal([]byte(out), &links); err != nil {
+		t.Fatalf("ip -j addr: %v\n%s", err, out)
+	}
+	dev, mac := map[string]string{}, map[string]string{}
+	for _, l := range links {
+		mac[l.Name] = l.MAC
+		for _, a := range l.Addrs {
+			dev[a.Local] = l.Name
+		}
+	}
+	line := regexp.MustCompile(`^(\S+) \(\d+\) : (?:eth\(dst=([0-9a-f:]+)\),)?(.*ipv[46]\(dst=)([^,/]+)(.*)$`)
+	var got []string
+	for _, l := range strings.Split(strings.TrimSuffix(n.sw.run("tnl/ports/show", "-v"), "\n"), "\n")[1:] {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			got = append(got, l)
+			continue
+		}
+		d := dev[m[4]]
+		if d == "" {
+			d = m[4]
+		} else {
+			d = "<" + d + ">"
+		}
+		eth := ""
+		if m[2] != "" && m[2] != mac[dev[m[4]]] {
+			eth = "eth(dst=" + m[2] + "),"
+		}
+		got = append(got, m[1]+" : "+eth+m[3]+d+m[5])
+	}
+	slices.Sort(got)
+	return got
 }

@@ -72,26 +72,41 @@ func FormatODP(k *Key, m *Mask, f ODPFormat) string {
 		b.WriteString(strconv.FormatUint(uint64(k.InPort), 10))
 	}
 	b.WriteString("),packet_type(ns=0,id=0)")
+	k.formatODPPacket(&odpWriter{b: &b, verbose: f.Verbose}, m)
+	return b.String()
+}
 
-	o := odpWriter{b: &b, verbose: f.Verbose}
+// FormatODPPacket formats the packet fields of a match only, from eth()
+// on, as OVS's odp_flow_format prints a key without metadata attributes
+// (tnl/ports/show -v), e.g.
+//
+//	eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=4789)
+func FormatODPPacket(k *Key, m *Mask) string {
+	var b strings.Builder
+	k.formatODPPacket(&odpWriter{b: &b, first: true}, m)
+	return b.String()
+}
+
+// formatODPPacket writes the attributes from eth() on.
+func (k *Key) formatODPPacket(o *odpWriter, m *Mask) {
 	o.attr("eth", func() {
 		o.mac("src", k.EthSrc, m.EthSrc)
 		o.mac("dst", k.EthDst, m.EthDst)
 	}, m.EthSrc != [6]byte{} || m.EthDst != [6]byte{})
 
 	if k.HasVLAN() {
-		b.WriteString(",eth_type(0x")
-		b.WriteString(hex16(k.VLANTPID))
-		b.WriteByte(')')
+		o.sep()
+		o.b.WriteString("eth_type(0x")
+		o.b.WriteString(hex16(k.VLANTPID))
+		o.b.WriteByte(')')
 		o.attr("vlan", func() { o.vlanTCI(k.VLANTCI, m.VLANTCI) }, m.VLANTCI != 0)
-		b.WriteString(",encap(")
+		o.b.WriteString(",encap(")
 		o.first = true
-		k.formatODPInner(&o, m)
-		b.WriteByte(')')
-		return b.String()
+		k.formatODPInner(o, m)
+		o.b.WriteByte(')')
+		return
 	}
-	k.formatODPInner(&o, m)
-	return b.String()
+	k.formatODPInner(o, m)
 }
 
 // formatODPTunnel writes the tunnel attribute of a decapsulated packet's

@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/govs/govs/datapath/dptest"
@@ -146,6 +147,11 @@ func TestFormatODP(t *testing.T) {
 			m := mf(&k)
 			if got := flow.FormatODP(&k, &m, flow.ODPFormat{}); got != tt.brief {
 				t.Errorf("brief:\n got %s\nwant %s", got, tt.brief)
+			}
+			// The packet fields alone are what follows packet_type.
+			_, want, _ := strings.Cut(tt.brief, "packet_type(ns=0,id=0),")
+			if got := flow.FormatODPPacket(&k, &m); got != want {
+				t.Errorf("packet fields:\n got %s\nwant %s", got, want)
 			}
 			if tt.verbose == "" {
 				return

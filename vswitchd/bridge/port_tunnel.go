@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/vswitchd/ofproto"
 )
@@ -37,9 +39,10 @@ func init() {
 
 // vportRun is one running tunnel vport and the tunnel ports sharing it.
 type vportRun struct {
-	no   uint32
-	dev  *tunnel.Vport
-	refs int
+	no      uint32
+	dev     *tunnel.Vport
+	dstPort uint16 // 0 for GRE
+	refs    int
 }
 
 func (tunnelPort) kind() PortKind                      { return KindPatch }
@@ -183,7 +186,7 @@ func (d tunnelPort) attach(s *Switch, ifc *iface) bool {
 		}
 		s.count("dpif_port_add")
 		s.dpPorts[no] = true
-		vp = &vportRun{no: no, dev: dev}
+		vp = &vportRun{no: no, dev: dev, dstPort: c.DstPort}
 		if s.vports == nil {
 			s.vports = map[string]*vportRun{}
 		}
@@ -235,18 +238,56 @@ func (d tunnelPort) status(ifc *iface, st *IfaceStatus) {
 }
 
 // TunnelPortsShow is tnl/ports/show: the vports listening for tunnels and
-// how many tunnel ports use each (OVS's tnl_port_show, its lines sorted).
+// how many tunnel ports use each (OVS's tnl_port_show, its lines sorted),
+// or with -v (in any case) the packets each decapsulates
+// (tunnelPortsShowV). Any other argument is ignored, as by OVS.
 func (s *Switch) TunnelPortsShow(args []string) (string, error) {
-	if len(args) > 0 {
-		return "", fmt.Errorf("tnl/ports/show: %s is not supported", args[0])
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
 	b.WriteString("Listening ports:\n")
+	if len(args) > 0 && strings.EqualFold(args[0], "-v") {
+		s.tunnelPortsShowV(&b)
+		return b.String(), nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(s.vports)) {
 		vp := s.vports[name]
-		fmt.Fprintf(&b, "%-16s (%d) ref_cnt=%d\n", name, vp.no, vp.refs)
+		fmt.Fprintf(&b, "%s (%d) ref_cnt=%d\n", name, vp.no, vp.refs)
 	}
 	return b.String(), nil
+}
+
+// tunnelPortsShowV writes OVS's tnl_port_show_v lines, "vport (dp port) :
+// match", one per vport and local route: the match ofproto's terminates
+// applies to a packet output to a bridge's local port
+// (ofproto.TerminateMatch), from the same route table. Lines go by vport
+// name, then address, IPv4 first (OVS's go in its classifier's order).
+// Caller holds mu.
+func (s *Switch) tunnelPortsShowV(b *strings.Builder) {
+	if s.router == nil {
+		return
+	}
+	var locals []netip.Prefix
+	for _, rt := range s.router.Routes() {
+		if rt.Local {
+			locals = append(locals, netip.PrefixFrom(rt.Dst, rt.Plen))
+		}
+	}
+	slices.SortFunc(locals, func(a, b netip.Prefix) int {
+		// Addresses are in 16-byte form: ::1 sorts before IPv4's.
+		v6 := func(p netip.Prefix) int {
+			if p.Addr().Is4In6() {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(v6(a), v6(b)), a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	for _, name := range slices.Sorted(maps.Keys(s.vports)) {
+		vp := s.vports[name]
+		for _, p := range locals {
+			k, m := ofproto.TerminateMatch(vp.dev.Kind(), vp.dstPort, p)
+			fmt.Fprintf(b, "%s (%d) : %s\n", name, vp.no, flow.FormatODPPacket(&k, &m))
+		}
+	}
 }

@@ -1,10 +1,13 @@
 package bridge
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/schema/vswitchd"
 )
 
@@ -97,6 +100,75 @@ func TestTunnelUDPGSOOtherTypes(t *testing.T) {
 		ifaceSpec(vswitchd.Interface{Name: "p0", Type: typ, OtherConfig: map[string]string{KeyTunnelUDPGSO: "true"}}, &problems)
 		if len(problems) != 1 || !strings.Contains(problems[0], "has no effect") {
 			t.Errorf("type %q: problems %q, want one saying it has no effect", typ, problems)
+		}
+	}
+}
+
+// tnl/ports/show lists the vports as OVS's (no padding); -v (in any case)
+// gives one line per vport and local route of the route table, the match
+// ofproto's terminates applies, in dpctl's format; any other argument is
+// ignored, as by OVS.
+func TestTunnelPortsShow(t *testing.T) {
+	h := newHarness()
+	devs := map[string][]netip.Prefix{
+		"br-phy": {netip.MustParsePrefix("172.31.0.1/24"), netip.MustParsePrefix("fd31::1/64")},
+		"lo":     {netip.MustParsePrefix("127.0.0.1/8")},
+	}
+	r := tunnel.NewRouter(func(dev string) ([]netip.Prefix, error) { return devs[dev], nil })
+	for _, rt := range []struct {
+		dst   string
+		local bool
+		dev   string
+	}{
+		{"fd31::1/128", true, "br-phy"},
+		{"172.31.0.1/32", true, "br-phy"},
+		{"127.0.0.0/8", true, "lo"},
+		{"172.31.0.0/24", false, "br-phy"},
+	} {
+		dst, plen, _, err := tunnel.ParseCIDR(rt.dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.InsertKernel(0, dst, plen, rt.local, rt.dev, netip.Addr{}); err != nil {
+			t.Fatalf("%s: %v", rt.dst, err)
+		}
+	}
+	h.sw.SetRouter(r)
+	var d db
+	d.bridge("br-int", "t0:vxlan:remote_ip=172.31.0.2", "t1:geneve:remote_ip=172.31.0.2", "t2:gre:remote_ip=172.31.0.2",
+		"t3:vxlan:remote_ip=172.31.0.3")
+	h.sw.Apply(Build(d.rows))
+	gre := h.sw.vports["gre_sys"]
+	if gre == nil {
+		t.Fatalf("no gre_sys vport: %v", h.log.lines)
+	}
+	g := fmt.Sprintf("gre_sys (%d) : ", gre.no)
+	brief := "Listening ports:\n" +
+		"genev_sys_6081 (6081) ref_cnt=1\n" +
+		fmt.Sprintf("gre_sys (%d) ref_cnt=1\n", gre.no) +
+		"vxlan_sys_4789 (4789) ref_cnt=2\n"
+	verbose := "Listening ports:\n" +
+		"genev_sys_6081 (6081) : eth_type(0x0800),ipv4(dst=127.0.0.0/255.0.0.0,proto=17,frag=no),udp(dst=6081)\n" +
+		"genev_sys_6081 (6081) : eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=6081)\n" +
+		"genev_sys_6081 (6081) : eth_type(0x86dd),ipv6(dst=fd31::1,proto=17,frag=no),udp(dst=6081)\n" +
+		g + "eth_type(0x0800),ipv4(dst=127.0.0.0/255.0.0.0,proto=47,frag=no)\n" +
+		g + "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=47,frag=no)\n" +
+		g + "eth_type(0x86dd),ipv6(dst=fd31::1,proto=47,frag=no)\n" +
+		"vxlan_sys_4789 (4789) : eth_type(0x0800),ipv4(dst=127.0.0.0/255.0.0.0,proto=17,frag=no),udp(dst=4789)\n" +
+		"vxlan_sys_4789 (4789) : eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=4789)\n" +
+		"vxlan_sys_4789 (4789) : eth_type(0x86dd),ipv6(dst=fd31::1,proto=17,frag=no),udp(dst=4789)\n"
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, brief},
+		{[]string{"foo"}, brief},
+		{[]string{"-v"}, verbose},
+		{[]string{"-V"}, verbose},
+	} {
+		got, err := h.sw.TunnelPortsShow(tt.args)
+		if err != nil || got != tt.want {
+			t.Errorf("tnl/ports/show %q: %v\n%s\nwant\n%s", tt.args, err, got, tt.want)
 		}
 	}
 }

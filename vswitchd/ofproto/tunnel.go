@@ -255,6 +255,34 @@ func (x *xlate) terminates(out *port) (uint32, bool) {
 	return vport, true
 }
 
+// TerminateMatch is what terminates asks of a packet output to a bridge's
+// local port for the vport of kind k and UDP port dstPort to decapsulate
+// it, for the destinations in local (a local route's prefix, as
+// ovs/route/show gives it): IP to one of them, the vport's protocol and
+// UDP port, not a fragment (OVS's tnl-ports rule, but without its
+// Ethernet destination and VLAN: terminates consults neither).
+func TerminateMatch(k tunnel.Kind, dstPort uint16, local netip.Prefix) (flow.Key, flow.Mask) {
+	r := (&TunnelConfig{Kind: k, DstPort: dstPort}).recv()
+	key := flow.Key{NwProto: r.proto, TpDst: r.dstPort}
+	m := flow.Mask{EthType: 0xffff, NwProto: 0xff, NwFrag: flow.FragAny | flow.FragLater}
+	if r.proto == flow.IPProtoUDP {
+		m.TpDst = 0xffff
+	}
+	a, bits := local.Addr(), local.Bits()
+	if a.Is4In6() {
+		a, bits = a.Unmap(), bits-96
+	}
+	pfx, _ := a.Prefix(bits)
+	if a.Is4() {
+		key.EthType, key.IPv4Dst = flow.EthTypeIPv4, pfx.Addr().As4()
+		copy(m.IPv4Dst[:], net.CIDRMask(bits, 32))
+	} else {
+		key.EthType, key.IPv6Dst = flow.EthTypeIPv6, pfx.Addr().As16()
+		copy(m.IPv6Dst[:], net.CIDRMask(bits, 128))
+	}
+	return key, m
+}
+
 // snoopNeigh learns the tunnel next hops from ARP and ND output to a
 // bridge's local port (OVS's tnl_neigh_snoop in terminate_native_tunnel):
 // an ARP reply, or a gratuitous request, maps the sender's address to its
