@@ -399,7 +399,9 @@ func (w *worker) tnlDecap(p *packet.Packet, port *dpPort) (h tunnel.Header, off 
 		return h, 0, false
 	}
 	h, off, n, err := decap(p.Data(), &p.Offload, vp.Kind())
-	if err != nil {
+	if err != nil || h.GBP && !vp.GBP() {
+		// A Group Policy header on a port without exts=gbp is
+		// malformed to it, as to OVS 3.1's ("invalid vxlan flags").
 		w.tnlPopDrop(port)
 		return h, 0, false
 	}
@@ -426,6 +428,7 @@ func (w *worker) tnlReenter(p *packet.Packet, port *dpPort, h *tunnel.Header, de
 	k.TunTOS, k.TunTTL = h.TOS, h.TTL
 	// The options stay in the buffer in front of the inner frame.
 	k.TunOptsLen = uint8(copy(k.TunOpts[:], h.Options))
+	k.TunGBPFlags, k.TunGBPID = h.GBPFlags, h.GBPID
 	if h.Kind != tunnel.KindGRE {
 		k.TunTpSrc, k.TunTpDst = h.SrcPort, h.DstPort
 	}

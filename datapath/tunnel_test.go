@@ -39,11 +39,7 @@ func TestTunnelPushPop(t *testing.T) {
 				h.DstPort, h.Options = 6081, []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x0a, 0x00, 0x01}
 			}
 			var popped popRecorder
-			r.dp.SetUpcall(popped.upcall(&TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}}))
-			inner := frame()
-			r.ports[1].Inject(inner)
-			dptest.Eventually(t, "encapsulated frame on port 2", func() bool { return len(r.ports[2].Sent()) == 1 })
-			enc := r.ports[2].Sent()[0]
+			inner, enc := encapOne(t, r, h, &popped)
 			got, in, err := tunnel.Parse(enc)
 			if err != nil || !bytes.Equal(in, inner) || got.Key != 5 || got.Dst != h.Dst || got.Src != h.Src {
 				t.Fatalf("encapsulated frame %x: %+v, %v", enc, got, err)
@@ -83,6 +79,18 @@ func TestTunnelPushPop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// encapOne has r's upcall push port 1's packets with h out of port 2 and
+// pop port 2's into vport 3 (popped records its keys), sends frame() in on
+// port 1 and returns it and what port 2 sent.
+func encapOne(t *testing.T, r *rig, h tunnel.Header, popped *popRecorder) (inner, enc []byte) {
+	t.Helper()
+	r.dp.SetUpcall(popped.upcall(&TnlPush{Port: 3, OutPort: 2, Header: h, Nested: Actions{Output(2)}}))
+	inner = frame()
+	r.ports[1].Inject(inner)
+	dptest.Eventually(t, "encapsulated frame on port 2", func() bool { return len(r.ports[2].Sent()) == 1 })
+	return inner, r.ports[2].Sent()[0]
 }
 
 // popRecorder's upcall pushes port 1's packets with push (if not nil),

@@ -1045,6 +1045,8 @@ type tunMeta struct {
 	src, dst           [16]byte
 	flags, tpSrc, tpDs uint16
 	tos, ttl, optsLen  uint8
+	gbpFlags           uint8
+	gbpID              uint16
 	opts               [flow.TunOptsMax]byte
 }
 
@@ -1055,13 +1057,15 @@ func tunnelMeta(k *flow.Key) (tunMeta, bool) {
 		return tunMeta{}, false
 	}
 	return tunMeta{inPort: k.InPort, id: k.TunID, src: k.TunSrc, dst: k.TunDst, flags: k.TunFlags, tpSrc: k.TunTpSrc,
-		tpDs: k.TunTpDst, tos: k.TunTOS, ttl: k.TunTTL, optsLen: k.TunOptsLen, opts: k.TunOpts}, true
+		tpDs: k.TunTpDst, tos: k.TunTOS, ttl: k.TunTTL, optsLen: k.TunOptsLen, gbpFlags: k.TunGBPFlags, gbpID: k.TunGBPID,
+		opts: k.TunOpts}, true
 }
 
 func (t *tunMeta) restore(k *flow.Key) {
 	k.TunID, k.TunSrc, k.TunDst, k.TunFlags = t.id, t.src, t.dst, t.flags
 	k.TunTpSrc, k.TunTpDst, k.TunTOS, k.TunTTL = t.tpSrc, t.tpDs, t.tos, t.ttl
 	k.TunOptsLen, k.TunOpts = t.optsLen, t.opts
+	k.TunGBPFlags, k.TunGBPID = t.gbpFlags, t.gbpID
 }
 
 // reenter looks up (or translates) the flow of key k, of a packet p that

@@ -104,6 +104,11 @@ var parseFlowCorpus = []string{
 	"actions=bundle(eth_src,0,hrw,ofport,members:1,2)",
 	"actions=note:01.02",
 	"actions=controller(reason=no_match,max_len=128)",
+	// VXLAN's Group Based Policy fields.
+	"tun_gbp_id=77,tun_gbp_flags=0x48,actions=set_field:88->tun_gbp_id,set_field:0x8->tun_gbp_flags",
+	"tun_gbp_id=0x10/0xf0,tun_gbp_flags=1/3,actions=load:5->NXM_NX_TUN_GBP_ID[0..3],move:NXM_NX_TUN_GBP_FLAGS[]->NXM_NX_REG0[0..7]",
+	"tun_gbp_id=70000,actions=drop",
+	"actions=set_field:0x100->tun_gbp_flags",
 	// Refused.
 	"xyz=1",
 	"ip",

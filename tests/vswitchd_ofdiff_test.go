@@ -180,7 +180,7 @@ func TestOpenFlowDifferentialTables(t *testing.T) {
 var tableFeaturesLacks = func() map[string]bool {
 	m := map[string]bool{}
 	for _, s := range strings.Fields("packet_type actset_output " +
-		"tun_gbp_id tun_gbp_flags tun_erspan_idx tun_erspan_ver tun_erspan_dir tun_erspan_hwid tun_gtpu_flags " +
+		"tun_erspan_idx tun_erspan_ver tun_erspan_dir tun_erspan_hwid tun_gtpu_flags " +
 		"tun_gtpu_msgtype mpls_label mpls_tc mpls_bos mpls_ttl nsh_flags nsh_spi nsh_si nsh_c1 nsh_c2 nsh_c3 nsh_c4 " +
 		"nsh_ttl nsh_mdtype nsh_np set_mpls_ttl dec_mpls_ttl push_mpls pop_mpls") {
 		m[s] = true

@@ -252,6 +252,25 @@ func (s *ofSwitch) normalizeOfctl(out string) string {
 	return strings.Join(slices.Concat(head, blocks, tail), "\n")
 }
 
+// fieldFlowSteps are TestOpenFlowDifferential's steps for the flows of
+// file, all in table (a match "table=N"), that match and set new fields:
+// added in OpenFlow 1.3 and dumped in 1.0, 1.3 and 1.5; deleted, added in
+// 1.0 and dumped; dumped by match; one deleted strictly by del.
+func fieldFlowSteps(file, table, match, del string) [][]string {
+	return [][]string{
+		{"-O", "OpenFlow13", "add-flows", "BR", file},
+		{"--sort", "dump-flows", "BR", table},
+		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", table},
+		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", table},
+		{"del-flows", "BR", table},
+		{"add-flows", "BR", file},
+		{"--sort", "dump-flows", "BR", table},
+		{"dump-flows", "BR", match},
+		{"--strict", "del-flows", "BR", del},
+		{"--sort", "dump-flows", "BR", table},
+	}
+}
+
 // TestOpenFlowDifferential runs Debian's ovs-ofctl against govs and
 // against Debian's ovs-vswitchd, both with a bridge of two veth ports in
 // namespaces and an internal port, and requires the same output (once
@@ -308,6 +327,12 @@ func TestOpenFlowDifferential(t *testing.T) {
 			"table=9,priority=3,tun_src=192.0.2.1,tun_ipv6_dst=fd00::/ffff:ffff::ffff,actions=load:0x1->NXM_NX_TUN_IPV6_SRC[0..15],move:NXM_NX_TUN_IPV6_SRC[64..127]->NXM_NX_XXREG1[0..63]\n" +
 			"table=9,priority=4,tun_src=192.0.2.0/24,actions=set_field:192.0.2.9->tun_dst,move:NXM_NX_TUN_IPV6_DST[]->NXM_NX_XXREG0[],output:2\n" +
 			"table=9,priority=5,tun_dst=192.0.2.7,tun_ipv6_src=::/ffff::,actions=set_field:fd00::1->tun_ipv6_src,output:2\n",
+		// VXLAN's Group Based Policy fields matched (exact, masked),
+		// set, loaded and moved.
+		"gbp": "table=10,priority=1,tun_gbp_id=77,actions=output:2\n" +
+			"table=10,priority=2,tun_gbp_id=0x10/0xf0,tun_gbp_flags=0x48,actions=set_field:88->tun_gbp_id,output:2\n" +
+			"table=10,priority=3,tun_gbp_flags=0x8/0x8,tun_id=5,actions=set_field:0x40->tun_gbp_flags,load:0x7->NXM_NX_TUN_GBP_ID[0..3],output:2\n" +
+			"table=10,priority=4,tun_gbp_id=0,actions=move:NXM_NX_TUN_GBP_ID[]->NXM_NX_REG0[0..15],move:NXM_NX_REG1[0..7]->NXM_NX_TUN_GBP_FLAGS[],output:2\n",
 		// VLAN actions in OpenFlow 1.0 and 1.1 forms: a push_vlan
 		// before them in 1.1+ only where the flow has no tag.
 		"vlan10": "table=6,priority=1,in_port=1,actions=mod_vlan_vid:5,mod_vlan_pcp:2,output:2\n" +
@@ -372,16 +397,6 @@ func TestOpenFlowDifferential(t *testing.T) {
 		{"--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow11", "--sort", "dump-flows", "BR", "table=6"},
 		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=6"},
-		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel6")},
-		{"--sort", "dump-flows", "BR", "table=9"},
-		{"-O", "OpenFlow13", "--sort", "dump-flows", "BR", "table=9"},
-		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=9"},
-		{"del-flows", "BR", "table=9"},
-		{"add-flows", "BR", f("tunnel6")},
-		{"--sort", "dump-flows", "BR", "table=9"},
-		{"dump-flows", "BR", "tun_ipv6_dst=2001:db8::/64"},
-		{"--strict", "del-flows", "BR", "table=9,priority=1,tun_ipv6_src=2001:db8::1"},
-		{"--sort", "dump-flows", "BR", "table=9"},
 		{"-O", "OpenFlow13", "add-flows", "BR", f("tunnel")},
 		{"--sort", "dump-flows", "BR", "table=7"},
 		{"-O", "OpenFlow15", "--sort", "dump-flows", "BR", "table=7"},
@@ -437,6 +452,13 @@ func TestOpenFlowDifferential(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("flows/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
 	}
+	// The tunnel fields added after the others: IPv6 tunnels' addresses,
+	// VXLAN's Group Based Policy.
+	for i, args := range slices.Concat(
+		fieldFlowSteps(f("tunnel6"), "table=9", "tun_ipv6_dst=2001:db8::/64", "table=9,priority=1,tun_ipv6_src=2001:db8::1"),
+		fieldFlowSteps(f("gbp"), "table=10", "tun_gbp_id=77", "table=10,priority=2,tun_gbp_id=0x10/0xf0,tun_gbp_flags=0x48")) {
+		t.Run(fmt.Sprintf("fields/%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
 	// The same flow table gives the same ofproto/trace datapath actions
 	// (datapath port numbers mapped to port names).
 	chain := "table=0,priority=200,in_port=3,ip,actions=resubmit(,10)\n"
@@ -459,6 +481,7 @@ table=4,reg1=0x1,actions=output:2
 table=4,reg1=0x2,actions=output:3,exit,output:1
 table=5,tun_ipv6_src=2001:db8::1,tun_ipv6_dst=2001:db8::/64,actions=set_field:2001:db8::2->tun_ipv6_dst,output:2
 table=5,tun_src=192.0.2.1,actions=move:NXM_NX_TUN_IPV6_SRC[]->NXM_NX_XXREG1[]
+table=5,tun_gbp_id=0x4d/0xff,tun_gbp_flags=0x8,actions=set_field:88->tun_gbp_id,output:2
 `
 	if err := os.WriteFile(f("trace"), []byte(traceFlows), 0o644); err != nil {
 		t.Fatal(err)

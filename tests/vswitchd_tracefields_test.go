@@ -89,20 +89,20 @@ var traceFieldCorpus = []string{
 	"mpls", "mpls_label=1", "tun_metadata0=1", "tun_src=1.2.3.4,tun_dst=5.6.7.8,reg3=7,metadata=0x2",
 	"tun_ipv6_src=fd00::1,tun_ipv6_dst=fd00::2,reg3=7", "tun_ipv6_dst=fd00::2/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
 	"tun_ipv6_dst=fd00::2,tun_ipv6_dst=fd00::3", "tun_ipv6_dst=xyz",
+	"tun_gbp_id=70000", "tun_gbp_flags=0x100", "tun_gbp_id=0x10/0xf0", "tun_gbp_id=77,tun_gbp_flags=0x48,reg0=0x1",
+	"tun_src=1.2.3.4,tun_dst=5.6.7.8,tun_gbp_id=77,tun_gbp_flags=8", "tun_gbp_id=1,tun_gbp_id=2",
 }
 
 // traceFieldGovsRefuses are the flows of traceFieldCorpus with fields
-// govs' datapath has no place for (MPLS, NSH, packet types, VXLAN GBP,
-// ERSPAN), which Debian's traces and govs refuses rather
-// than trace them as if they were not given: govs' error.
+// govs' datapath has no place for (MPLS, NSH, packet types, ERSPAN,
+// GTP-U), which Debian's traces and govs refuses rather than trace them
+// as if they were not given: govs' error.
 var traceFieldGovsRefuses = map[string]string{
 	"mpls,mpls_label=5":        "mpls: govs does not support MPLS",
 	"mpls,mpls_tc=3":           "mpls: govs does not support MPLS",
 	"mpls,mpls_bos=1":          "mpls: govs does not support MPLS",
 	"mpls,mpls_ttl=9":          "mpls: govs does not support MPLS",
 	"packet_type=(0,0x800)":    "field packet_type: govs does not support it",
-	"tun_gbp_id=1":             "field tun_gbp_id: govs does not support it",
-	"tun_gbp_flags=1":          "field tun_gbp_flags: govs does not support it",
 	"tun_erspan_ver=1":         "field tun_erspan_ver: govs does not support it",
 	"dl_type=0x894f,nsh_spi=1": "field nsh_spi: govs does not support it",
 	"tun_erspan_idx=1":         "field tun_erspan_idx: govs does not support it",

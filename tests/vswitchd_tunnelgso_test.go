@@ -59,23 +59,7 @@ func TestTunnelUDPGSO(t *testing.T) {
 	// it receives whole (udp_rcv_segment).
 	k := tunSetup(t, "gk", "172.31.5.1/24", "172.31.5.2", "vxlan", "10.9.5.1/24")
 	k.sw.e.mustVsctl("set", "interface", "tun0", "other_config:tunnel-udp-gso=true")
-	far := "gtun-gkfar"
-	tunNS(t, far)
-	for _, c := range []string{
-		"ip link add ul netns " + k.sw.ns + " type veth peer name ul netns " + far,
-		"ip -n " + k.sw.ns + " link set ul up",
-		"ip -n " + far + " link set ul up",
-		"ip -n " + far + " addr add 172.31.5.2/24 dev ul",
-		"ip -n " + far + " link add vx0 type vxlan id 5 remote 172.31.5.1 local 172.31.5.2 dstport 4789 dev ul",
-		"ip -n " + far + " link set vx0 mtu 1450 up",
-		"ip -n " + far + " addr add 10.9.5.2/24 dev vx0",
-	} {
-		if _, err := vswRun("sh", "-c", c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k.sw.e.mustVsctl("add-port", "br-phy", "ul")
-	farNS := &vswNS{t: t, Name: far}
+	farNS := tunKernelVXLAN(t, k, "gtun-gkfar", "172.31.5.2/24", "172.31.5.1", "10.9.5.2/24")
 	k.vif.waitPing("10.9.5.2")
 	farNS.waitPing("10.9.5.1")
 	out = k.vif.iperf(farNS, "10.9.5.2", "-t", "1")

@@ -179,29 +179,39 @@ func TestTunnelGovsToGovs(t *testing.T) {
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 
-// TestTunnelVXLANKernelInterop: the far side is a Linux vxlan device at
-// its default offloads (checksum offload on); govs and it ping both ways
-// and run iperf3 TCP both ways.
-func TestTunnelVXLANKernelInterop(t *testing.T) {
-	start := time.Now()
-	a := tunSetup(t, "k", "172.31.1.1/24", "172.31.1.2", "vxlan", "10.9.1.1/24")
-	far := "gtun-kfar"
+// tunKernelVXLAN puts namespace far, created here, at the other end of
+// a's underlay veth "ul" (on a's br-phy), with underlay address local
+// (CIDR) and a Linux vxlan device vx0 (VNI 5, MTU 1450, address vifAddr)
+// tunnelling to remote, a's address; extra are more of its ip-link
+// arguments ("gbp").
+func tunKernelVXLAN(t *testing.T, a *tunNode, far, local, remote, vifAddr string, extra ...string) *vswNS {
+	t.Helper()
 	tunNS(t, far)
+	addr, _, _ := strings.Cut(local, "/")
 	for _, c := range []string{
 		"ip link add ul netns " + a.sw.ns + " type veth peer name ul netns " + far,
 		"ip -n " + a.sw.ns + " link set ul up",
 		"ip -n " + far + " link set ul up",
-		"ip -n " + far + " addr add 172.31.1.2/24 dev ul",
-		"ip -n " + far + " link add vx0 type vxlan id 5 remote 172.31.1.1 local 172.31.1.2 dstport 4789 dev ul",
+		"ip -n " + far + " addr add " + local + " dev ul",
+		"ip -n " + far + " link add vx0 type vxlan id 5 remote " + remote + " local " + addr + " dstport 4789 dev ul " + strings.Join(extra, " "),
 		"ip -n " + far + " link set vx0 mtu 1450 up",
-		"ip -n " + far + " addr add 10.9.1.2/24 dev vx0",
+		"ip -n " + far + " addr add " + vifAddr + " dev vx0",
 	} {
 		if _, err := vswRun("sh", "-c", c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a.sw.e.mustVsctl("add-port", "br-phy", "ul")
-	farNS := &vswNS{t: t, Name: far}
+	return &vswNS{t: t, Name: far}
+}
+
+// TestTunnelVXLANKernelInterop: the far side is a Linux vxlan device at
+// its default offloads (checksum offload on); govs and it ping both ways
+// and run iperf3 TCP both ways.
+func TestTunnelVXLANKernelInterop(t *testing.T) {
+	start := time.Now()
+	a := tunSetup(t, "k", "172.31.1.1/24", "172.31.1.2", "vxlan", "10.9.1.1/24")
+	farNS := tunKernelVXLAN(t, a, "gtun-kfar", "172.31.1.2/24", "172.31.1.1", "10.9.1.2/24")
 	a.vif.waitPing("10.9.1.2")
 	farNS.waitPing("10.9.1.1")
 	out := a.vif.iperf(farNS, "10.9.1.2", "-t", "2")

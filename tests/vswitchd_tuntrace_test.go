@@ -32,6 +32,15 @@ var tunTraceFlows = []string{
 	"priority=47,tun_ipv6_dst=fd00::/64,actions=move:NXM_NX_TUN_IPV6_SRC[0..31]->NXM_NX_REG1[],resubmit(,2)",
 	"table=1,priority=20,tun_ipv6_dst=fd00::9,actions=output:2",
 	"table=2,priority=20,reg1=0xac1f0903,actions=output:1",
+	// VXLAN's Group Based Policy fields matched, set and loaded (tun_id
+	// 7 only).
+	"priority=60,tun_id=7,actions=resubmit(,3)",
+	"table=3,priority=30,tun_gbp_id=77,actions=set_field:88->tun_gbp_id,load:0x8->NXM_NX_TUN_GBP_FLAGS[],resubmit(,4)",
+	"table=3,priority=20,tun_gbp_id=0x10/0xf0,actions=move:NXM_NX_TUN_GBP_ID[]->NXM_NX_REG2[0..15],output:2",
+	"table=3,priority=10,tun_gbp_flags=0x48,actions=output:1",
+	"table=3,priority=5,actions=output:2",
+	"table=4,priority=10,tun_gbp_id=88,tun_gbp_flags=0x8,actions=output:2",
+	"table=4,priority=5,actions=output:1",
 	"table=2,priority=10,actions=output:2",
 	"table=1,priority=5,actions=output:1",
 	"priority=0,actions=drop",
@@ -76,7 +85,14 @@ var tunTraceCorpus = []string{
 	"in_port=4,tun_ipv6_src=fd00::5,tun_ipv6_dst=fd00::1,tun_metadata0=0xa0001",
 	"in_port=1,tun_ipv6_src=fd00::2",
 	"in_port=4,tun_src=172.31.9.2,tun_ipv6_dst=fd00::1",
+	// Group Based Policy: an exact, a masked and a flags rule, none.
+	"in_port=4,tun_id=7,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_gbp_id=77",
+	"in_port=4,tun_id=7,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_gbp_id=0x1f,tun_gbp_flags=0x40",
+	"in_port=4,tun_id=7,tun_src=172.31.9.2,tun_dst=172.31.9.1,tun_gbp_flags=0x48",
+	"in_port=4,tun_id=7,tun_src=172.31.9.2,tun_dst=172.31.9.1",
+	"in_port=1,tun_id=7,tun_gbp_id=77",
 	// Refused.
+	"in_port=4,tun_gbp_id=0x10000",
 	"in_port=4,tun_ipv6_src=1.2.3.4",
 	"in_port=4,tun_ipv6_src=fd00::/64",
 	"in_port=4,tun_src=fd00::1",
@@ -204,7 +220,7 @@ func TestOpenFlowTunnelTraceDifferential(t *testing.T) {
 
 // TestOpenFlowTunnelPacketIn: a packet-in carries the tunnel fields its
 // flow set (tun_id, tun_src, tun_dst, tun_metadata as long as its
-// mapping; tun_ipv6_src, tun_ipv6_dst) in its metadata as Debian's ovs-vswitchd sends them, in
+// mapping; tun_ipv6_src, tun_ipv6_dst; tun_gbp_id, tun_gbp_flags) in its metadata as Debian's ovs-vswitchd sends them, in
 // NXT_PACKET_IN2 and OpenFlow 1.3's PACKET_IN (issue 15).
 func TestOpenFlowTunnelPacketIn(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gtpd", "10.77.0", "gtpo", "10.77.0")
@@ -213,32 +229,29 @@ func TestOpenFlowTunnelPacketIn(t *testing.T) {
 		if out, rc := s.ofctl("add-tlv-map", s.br, "{class=0x102,type=0x80,len=4}->tun_metadata0,{class=0xffff,type=1,len=8}->tun_metadata1"); rc != 0 {
 			t.Fatalf("add-tlv-map: %s", out)
 		}
-		s.replaceFlows("arp,actions=set_field:0xa0001->tun_metadata0,set_field:0x1234->tun_metadata1,set_field:5->tun_id,"+
-			"set_field:172.31.9.2->tun_src,set_field:172.31.9.1->tun_dst,controller",
+	}
+	for _, c := range []struct{ what, actions string }{
+		{"Geneve", "set_field:0xa0001->tun_metadata0,set_field:0x1234->tun_metadata1,set_field:5->tun_id," +
+			"set_field:172.31.9.2->tun_src,set_field:172.31.9.1->tun_dst"},
+		// A VXLAN Group Based Policy's: tun_gbp_id and tun_gbp_flags.
+		{"GBP", "set_field:5->tun_id,set_field:172.31.9.2->tun_src,set_field:172.31.9.1->tun_dst," +
+			"set_field:77->tun_gbp_id,set_field:0x8->tun_gbp_flags"},
+		// An IPv6 tunnel's: tun_ipv6_src and tun_ipv6_dst.
+		{"IPv6 tunnel", "set_field:5->tun_id,set_field:fd00::2->tun_ipv6_src,set_field:fd00::1->tun_ipv6_dst"},
+	} {
+		for _, s := range []*ofSwitch{deb, govs} {
 			// The namespace's other packets (IPv6 neighbour discovery)
 			// would reach the monitor as misses.
-			"priority=0,actions=drop")
-	}
-	for _, args := range [][]string{{"-P", "nxt_packet_in2"}, {"-O", "OpenFlow13"}} {
-		want := deb.firstPacketIn(args...)
-		got := govs.firstPacketIn(args...)
-		if got != want {
-			t.Errorf("monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+			s.replaceFlows("arp,actions="+c.actions+",controller", "priority=0,actions=drop")
 		}
-		t.Logf("monitor %v:\n%s", args, got)
-	}
-	// An IPv6 tunnel's: tun_ipv6_src and tun_ipv6_dst.
-	for _, s := range []*ofSwitch{deb, govs} {
-		s.replaceFlows("arp,actions=set_field:5->tun_id,set_field:fd00::2->tun_ipv6_src,set_field:fd00::1->tun_ipv6_dst,controller",
-			"priority=0,actions=drop")
-	}
-	for _, args := range [][]string{{"-P", "nxt_packet_in2"}, {"-O", "OpenFlow13"}} {
-		want := deb.firstPacketIn(args...)
-		got := govs.firstPacketIn(args...)
-		if got != want {
-			t.Errorf("IPv6 tunnel, monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", args, got, want)
+		for _, args := range [][]string{{"-P", "nxt_packet_in2"}, {"-O", "OpenFlow13"}} {
+			want := deb.firstPacketIn(args...)
+			got := govs.firstPacketIn(args...)
+			if got != want {
+				t.Errorf("%s, monitor %v: govs:\n%s\nDebian's ovs-vswitchd:\n%s", c.what, args, got, want)
+			}
+			t.Logf("%s, monitor %v:\n%s", c.what, args, got)
 		}
-		t.Logf("IPv6 tunnel, monitor %v:\n%s", args, got)
 	}
 }
 

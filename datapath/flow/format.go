@@ -118,6 +118,9 @@ func (k *Key) formatTunnel(b *strings.Builder) {
 	if k.TunTpDst != 0 {
 		fmt.Fprintf(b, "tp_src=%d,tp_dst=%d,", k.TunTpSrc, k.TunTpDst)
 	}
+	if k.TunGBPID != 0 || k.TunGBPFlags != 0 {
+		fmt.Fprintf(b, "vxlan(gbp(id=%d,flags=%s)),", k.TunGBPID, hexAlt(uint64(k.TunGBPFlags)))
+	}
 	if k.TunOptsLen > 0 {
 		b.WriteString("geneve(")
 		formatGeneve(b, k.Options(), nil, false)

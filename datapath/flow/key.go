@@ -121,7 +121,11 @@ type Key struct {
 	// TunOptsLen is the length in bytes of the Geneve options in
 	// TunOpts, 0 if the packet carried none.
 	TunOptsLen uint8
-	tunPad     [3]byte
+	// TunGBPFlags and TunGBPID are the Group Policy flags (D 0x40, A
+	// 0x08) and ID of a VXLAN packet with the Group Based Policy
+	// extension (OVS's tun_gbp_flags, tun_gbp_id), 0 for any other.
+	TunGBPFlags uint8
+	TunGBPID    uint16
 	// TunOpts are the Geneve options of a decapsulated packet as they
 	// were on the wire, TLVs (OVS's flow_tnl metadata in its "UDPIF"
 	// form); bytes past TunOptsLen are zero. Packets with more than
@@ -285,8 +289,8 @@ func (k *Key) Hash() uint64 {
 	if t := w[20] | w[21] | w[22] | w[23] | w[24] | w[25]; t != 0 {
 		h ^= mix(w[20]^s1, w[21]^s3) ^ mix(w[22]^s2, w[23]^s0) ^ mix(w[24]^s3, w[25]^s1)
 		if w[26] != 0 {
-			// Options: TunOptsLen's word, then the TLVs up to
-			// their length (the rest is zero).
+			// Options: the word of TunOptsLen and the GBP fields,
+			// then the TLVs up to their length (the rest is zero).
 			n := 27 + (int(k.TunOptsLen)+3)/8
 			h ^= mix(w[26]^s0, KeySize^s2)
 			for i := 27; i < n; i++ {

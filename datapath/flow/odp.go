@@ -111,7 +111,9 @@ func (k *Key) formatODPPacket(o *odpWriter, m *Mask) {
 
 // formatODPTunnel writes the tunnel attribute of a decapsulated packet's
 // flow as OVS's format_odp_tun_attr, followed by a comma, e.g.
-// "tunnel(tun_id=0x5,src=10.0.0.1,dst=10.0.0.2,geneve({class=0x102,type=0x80,len=4,0xa0001}),flags(-df-csum+key)),".
+// "tunnel(tun_id=0x5,src=10.0.0.1,dst=10.0.0.2,geneve({class=0x102,type=0x80,len=4,0xa0001}),flags(-df-csum+key)),"
+// or, for a VXLAN packet with a Group Policy ID,
+// "tunnel(tun_id=0x2a,src=10.0.0.1,dst=10.0.0.2,ttl=64,vxlan(gbp(id=77,flags=0x8)),flags(-df-csum+key)),".
 func (k *Key) formatODPTunnel(b *strings.Builder, m *Mask, verbose bool) {
 	if !k.HasTunnel() {
 		return
@@ -143,6 +145,20 @@ func (k *Key) formatODPTunnel(b *strings.Builder, m *Mask, verbose bool) {
 		if k.TunTpDst != 0 {
 			o.u16("tp_src", k.TunTpSrc, m.TunTpSrc, 0xffff)
 			o.u16("tp_dst", k.TunTpDst, m.TunTpDst, 0xffff)
+		}
+		// VXLAN's Group Policy, when the packet had one: OVS's
+		// OVS_TUNNEL_KEY_ATTR_VXLAN_OPTS, whose fields print as the
+		// mask has them (format_odp_tun_vxlan_opt), gbp() if none.
+		if k.TunGBPID != 0 || k.TunGBPFlags != 0 {
+			if !o.firstField {
+				b.WriteByte(',')
+			}
+			b.WriteString("vxlan(gbp(")
+			o.firstField = true
+			o.u16("id", k.TunGBPID, m.TunGBPID, 0xffff)
+			o.u8x("flags", k.TunGBPFlags, m.TunGBPFlags)
+			b.WriteString("))")
+			o.firstField = false
 		}
 		// Options matched as absent print as geneve(), as OVS's.
 		if k.TunOptsLen > 0 || m.TunOptsLen != 0 {

@@ -49,6 +49,13 @@ type Header struct {
 	SeqPresent     bool   // GRE: sequence field present
 	Options        []byte // Geneve options, TLVs, a multiple of 4 bytes
 	OAM            bool   // Geneve: the O (control packet) bit
+	// GBP says a VXLAN header had the G bit: the Group Based Policy
+	// extension (draft-smith-vxlan-group-policy), whose GBPFlags (D
+	// 0x40, A 0x08) and GBPID follow. Build writes the extension when
+	// GBPID or GBPFlags is set, as Linux's vxlan_build_gbp_hdr.
+	GBP      bool
+	GBPFlags uint8
+	GBPID    uint16
 }
 
 // Tunnel protocol constants (RFC 7348, RFC 8926, RFC 2890).
@@ -63,6 +70,11 @@ const (
 	greBaseLen   = 4
 	etherTEB     = 0x6558
 	vxlanFlagVNI = 0x08000000
+	// vxlanFlagGBP is the G bit; vxlanGBPFlags are the Group Policy
+	// flags the extension defines in the header's second byte: D (don't
+	// learn) and A (policy applied). Other bits there are reserved.
+	vxlanFlagGBP  = 0x80000000
+	vxlanGBPFlags = 0x48
 
 	greCsum = 0x8000
 	greKey  = 0x2000
@@ -185,7 +197,11 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 	binary.BigEndian.PutUint16(l4[4:], uint16(len(l4)))
 	t := l4[udpLen:]
 	if h.Kind == KindVXLAN {
-		binary.BigEndian.PutUint32(t[0:], vxlanFlagVNI)
+		flags := uint32(vxlanFlagVNI)
+		if h.GBPID != 0 || h.GBPFlags != 0 {
+			flags |= vxlanFlagGBP | uint32(h.GBPFlags&vxlanGBPFlags)<<16 | uint32(h.GBPID)
+		}
+		binary.BigEndian.PutUint32(t[0:], flags)
 		binary.BigEndian.PutUint32(t[4:], h.Key<<8)
 	} else {
 		t[0] = byte(len(h.Options) / 4)
@@ -213,7 +229,9 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 // (a subslice of frame). It checks what OVS's tnl_pop checks: lengths,
 // the IPv4 header checksum, a present UDP or GRE checksum, VXLAN's I flag,
 // Geneve's version and protocol, GRE's version and protocol. VLAN-tagged
-// or fragmented outer packets are refused.
+// or fragmented outer packets are refused. A VXLAN header with the G bit
+// and no reserved bit set is parsed into h.GBP, h.GBPFlags and h.GBPID;
+// whether the port takes the extension is the caller's to check.
 func Parse(frame []byte) (Header, []byte, error) {
 	var h Header
 	if len(frame) < ethLen {
@@ -318,7 +336,12 @@ func Parse(frame []byte) (Header, []byte, error) {
 	if len(t) < vxlanLen {
 		return h, nil, ErrTruncated
 	}
-	if binary.BigEndian.Uint32(t[0:]) != vxlanFlagVNI || t[7] != 0 {
+	flags := binary.BigEndian.Uint32(t[0:])
+	if t[0] == (vxlanFlagGBP|vxlanFlagVNI)>>24 && t[1]&^vxlanGBPFlags == 0 {
+		h.GBP, h.GBPFlags, h.GBPID = true, t[1], binary.BigEndian.Uint16(t[2:])
+		flags = vxlanFlagVNI
+	}
+	if flags != vxlanFlagVNI || t[7] != 0 {
 		return h, nil, ErrMalformed
 	}
 	h.Key = binary.BigEndian.Uint32(t[4:]) >> 8

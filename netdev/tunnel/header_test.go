@@ -40,7 +40,13 @@ func headerCases() []Header {
 			if csum {
 				gr.Seq = 9
 			}
-			out = append(out, vx, gn, gr)
+			// VXLAN with the Group Based Policy extension.
+			gbp := vx
+			gbp.GBP, gbp.GBPID, gbp.GBPFlags = true, 77, 0x08
+			if csum {
+				gbp.GBPID, gbp.GBPFlags = 0, 0x48
+			}
+			out = append(out, vx, gn, gr, gbp)
 		}
 	}
 	return out
@@ -69,7 +75,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 			got.DF != h.DF || got.ID != h.ID || got.SrcPort != h.SrcPort || got.DstPort != h.DstPort ||
 			got.Csum != h.Csum || got.Key != h.Key || got.KeyPresent != h.KeyPresent || got.Seq != h.Seq ||
 			got.SeqPresent != h.SeqPresent || !bytes.Equal(got.Options, h.Options) || got.EthDst != h.EthDst ||
-			got.OAM != h.OAM {
+			got.OAM != h.OAM || got.GBP != h.GBP || got.GBPID != h.GBPID || got.GBPFlags != h.GBPFlags {
 			t.Errorf("round trip:\n got %+v\nwant %+v", got, h)
 		}
 		// Any flipped bit in a checksummed header is caught or changes a field.
@@ -123,4 +129,37 @@ func FuzzParseHeader(f *testing.F) {
 			t.Fatalf("parsed %+v inner %d of %d", h, len(inner), len(b))
 		}
 	})
+}
+
+// The VXLAN Group Based Policy header: the G bit with the I bit, the D and
+// A flags and the policy ID; a reserved flag bit or the G bit without the
+// I bit is malformed, and Build writes only the defined flags.
+func TestVXLANGBP(t *testing.T) {
+	h := Header{Kind: KindVXLAN, Src: netip.MustParseAddr("172.31.1.1"), Dst: netip.MustParseAddr("172.31.1.2"), TTL: 64,
+		DstPort: 4789, Key: 42, GBPID: 0x1234, GBPFlags: 0xff}
+	b, err := Build(&h, innerFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vx := b[ethLen+ipv4Len+udpLen:]
+	if want := mustHexT("88 48 1234 00002a00"); !bytes.Equal(vx[:vxlanLen], want) {
+		t.Fatalf("VXLAN header %x, want %x", vx[:vxlanLen], want)
+	}
+	got, _, err := Parse(b)
+	if err != nil || !got.GBP || got.GBPID != 0x1234 || got.GBPFlags != 0x48 || got.Key != 42 {
+		t.Fatalf("parsed %+v, %v", got, err)
+	}
+	for _, flags := range []string{"88490000", "80000000", "c8000000", "08001234"} {
+		c := bytes.Clone(b)
+		copy(c[ethLen+ipv4Len+udpLen:], mustHexT(flags))
+		if _, _, err := Parse(c); !errors.Is(err, ErrMalformed) {
+			t.Errorf("flags %s: %v, want malformed", flags, err)
+		}
+	}
+	// No policy: no G bit.
+	h.GBPID, h.GBPFlags = 0, 0
+	b, _ = Build(&h, innerFrame)
+	if got, _, err := Parse(b); err != nil || got.GBP || b[ethLen+ipv4Len+udpLen] != 0x08 {
+		t.Errorf("without a policy: %+v, %v", got, err)
+	}
 }

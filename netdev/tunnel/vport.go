@@ -17,6 +17,7 @@ import (
 type Vport struct {
 	name   string
 	kind   Kind
+	gbp    bool
 	closed chan struct{}
 	once   sync.Once
 
@@ -28,8 +29,21 @@ func NewVport(name string, k Kind) *Vport {
 	return &Vport{name: name, kind: k, closed: make(chan struct{})}
 }
 
+// NewGBPVport returns the VXLAN vport called name whose tunnels take the
+// Group Based Policy extension (options:exts=gbp): a packet with the G bit
+// is decapsulated with its policy ID and flags, where another VXLAN vport
+// drops it as malformed (Linux's vxlan device without "gbp" does too).
+func NewGBPVport(name string) *Vport {
+	v := NewVport(name, KindVXLAN)
+	v.gbp = true
+	return v
+}
+
 // Kind is the encapsulation of the vport's tunnels.
 func (v *Vport) Kind() Kind { return v.kind }
+
+// GBP reports whether the vport takes VXLAN's Group Based Policy extension.
+func (v *Vport) GBP() bool { return v.gbp }
 
 // VportName is the datapath port name OVS gives the tunnels of kind k on
 // UDP port dstPort.

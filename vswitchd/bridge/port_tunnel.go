@@ -68,6 +68,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 	name := spec.Name
 	c := &ofproto.TunnelConfig{Kind: d.encap, DstPort: d.dstPort}
 	var srcV6, dstV6 *bool
+	var refuse string
 	for _, k := range slices.Sorted(maps.Keys(spec.Options)) {
 		v := spec.Options[k]
 		switch k {
@@ -109,11 +110,20 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 			}
 		case "key", "in_key", "out_key":
 			// Keys below.
+		case "exts":
+			if d.encap != tunnel.KindVXLAN {
+				*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
+				break
+			}
+			c.GBP, refuse = vxlanExts(name, v, problems)
 		case "egress_pkt_mark", "packet_type":
 			*problems = append(*problems, fmt.Sprintf("%s: options:%s %s", name, k, notRunning))
 		default:
 			*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
 		}
+	}
+	if refuse != "" {
+		return refuse
 	}
 	if !c.Remote.IsValid() && !c.RemoteFlow {
 		return fmt.Sprintf("%s: %s type requires valid 'remote_ip' argument", name, d.typ)
@@ -129,6 +139,27 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 	c.UDPGSO = spec.TunnelUDPGSO.Value && d.encap != tunnel.KindGRE
 	spec.Tunnel = c
 	return ""
+}
+
+// vxlanExts parses a VXLAN tunnel's options:exts, a comma list of
+// extensions, as OVS's set_tunnel_config: "gbp" (Group Based Policy),
+// "gpe", and warnings for others. It reports whether gbp is on, and why
+// the port is refused: VXLAN-GPE (another header and next protocols, which
+// govs does not speak) would otherwise leave as plain VXLAN.
+func vxlanExts(name, v string, problems *[]string) (gbp bool, refuse string) {
+	for _, ext := range strings.Split(v, ",") {
+		switch ext {
+		case "":
+			// strtok_r skips empty tokens.
+		case "gbp":
+			gbp = true
+		case "gpe":
+			refuse = fmt.Sprintf("%s: options:exts=gpe (VXLAN-GPE) is not supported by govs", name)
+		default:
+			*problems = append(*problems, fmt.Sprintf("%s: unknown extension '%s'", name, ext))
+		}
+	}
+	return gbp, refuse
 }
 
 // tunnelIP parses remote_ip or local_ip (key): "flow", or an address,
@@ -172,8 +203,18 @@ func (d tunnelPort) attach(s *Switch, ifc *iface) bool {
 	c := ifc.spec.Tunnel
 	name := tunnel.VportName(d.encap, c.DstPort)
 	vp := s.vports[name]
+	if vp != nil && vp.dev.GBP() != c.GBP {
+		// One vport per UDP port decapsulates for all its tunnels: it
+		// takes the G bit or does not (OVS's
+		// is_concomitant_vxlan_tunnel_present, EEXIST).
+		s.fail(ifc, StateFailed, fmt.Sprintf("%s: VXLAN-GBP, and non-VXLAN-GBP tunnels can't be configured on the same dst_port", ifc.spec.Name))
+		return false
+	}
 	if vp == nil {
 		dev := tunnel.NewVport(name, d.encap)
+		if c.GBP {
+			dev = tunnel.NewGBPVport(name)
+		}
 		// A UDP tunnel's vport is numbered after its port, as OVS's
 		// ofproto-dpif port_add numbers it.
 		no := uint32(c.DstPort)

@@ -31,6 +31,11 @@ func TestTunnelParse(t *testing.T) {
 		{"gre", map[string]string{"remote_ip": "10.0.0.2", "dst_port": "1"}, "", []string{"t0: unknown gre argument 'dst_port'"}},
 		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit", "egress_pkt_mark": "5", "packet_type": "ptap"}, "", []string{
 			"t0: options:egress_pkt_mark " + notRunning, "t0: options:packet_type " + notRunning}},
+		// exts: VXLAN's gbp runs, gpe refuses the port, others warn;
+		// not a key of other types.
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "exts": "gbp,,foo"}, "", []string{"t0: unknown extension 'foo'"}},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "exts": "gbp,gpe"}, "t0: options:exts=gpe (VXLAN-GPE) is not supported by govs", nil},
+		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "exts": "gbp"}, "", []string{"t0: unknown geneve argument 'exts'"}},
 	} {
 		spec := IfaceSpec{Name: "t0", Type: tt.typ, Options: tt.opts}
 		var problems []string
@@ -48,6 +53,13 @@ func TestTunnelParse(t *testing.T) {
 	driverOf("vxlan").parse(&spec, parseEnv{}, &problems)
 	if c := spec.Tunnel; !c.InKeyFlow || c.OutKey != 16 || c.DstPort != 4789 {
 		t.Errorf("keys and port: %+v", c)
+	}
+	for exts, want := range map[string]bool{"gbp": true, "foo,gbp": true, "": false, "gpe2": false} {
+		spec = IfaceSpec{Name: "t0", Type: "vxlan", Options: map[string]string{"remote_ip": "10.0.0.2", "exts": exts}}
+		driverOf("vxlan").parse(&spec, parseEnv{}, &problems)
+		if spec.Tunnel.GBP != want {
+			t.Errorf("exts=%s: GBP %v, want %v", exts, spec.Tunnel.GBP, want)
+		}
 	}
 	spec = IfaceSpec{Name: "t0", Type: "geneve", Options: map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit"}}
 	driverOf("geneve").parse(&spec, parseEnv{}, &problems)

@@ -287,8 +287,17 @@ func formatTunnel(put func(string, ...any), k *flow.Key, m *flow.Mask) {
 	putIPNet(put, "tun_dst", d4, d4m)
 	putIPv6Net(put, "tun_ipv6_src", s6, s6m)
 	putIPv6Net(put, "tun_ipv6_dst", d6, d6m)
-	if packet {
-		put("tun_gbp_id=0,tun_gbp_flags=0")
+	switch {
+	case packet:
+		put("tun_gbp_id=%d,tun_gbp_flags=%s", k.TunGBPID, hex0(uint64(k.TunGBPFlags)))
+	case m.TunGBPID == 0xffff:
+		put("tun_gbp_id=%d", k.TunGBPID)
+	case m.TunGBPID != 0:
+		put("tun_gbp_id=0x%x/0x%x", k.TunGBPID, m.TunGBPID)
+	}
+	if m.TunGBPFlags != 0 && !packet {
+		// The value alone, whatever the mask, as OVS 3.1's.
+		put("tun_gbp_flags=%s", hex0(uint64(k.TunGBPFlags)))
 	}
 	if m.TunTOS != 0 {
 		put("tun_tos=%x", k.TunTOS)
@@ -396,6 +405,7 @@ func packetMask(k *flow.Key) flow.Mask {
 	if k.HasTunnel() {
 		m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 		m.TunDst, m.TunTOS, m.TunTTL, m.TunFlags = m.TunSrc, 0xff, 0xff, 0xffff
+		m.TunGBPID, m.TunGBPFlags = 0xffff, 0xff
 		if k.TunFlags&flow.TunFlagKey != 0 {
 			m.TunID = ^uint64(0)
 		}
@@ -471,12 +481,12 @@ type flowMeta struct {
 }
 
 // traceUnsupported are fields OVS's trace takes that govs' datapath has
-// no place for (MPLS, NSH, packet types other than Ethernet, VXLAN GBP,
-// ERSPAN, GTP-U, IPv6 tunnels): a flow that gives one is refused, not
+// no place for (MPLS, NSH, packet types other than Ethernet, ERSPAN,
+// GTP-U): a flow that gives one is refused, not
 // traced as if the field were absent.
 func traceUnsupported(name string) bool {
 	switch name {
-	case "packet_type", "tun_gbp_id", "tun_gbp_flags",
+	case "packet_type",
 		"tun_erspan_idx", "tun_erspan_ver", "tun_erspan_dir", "tun_erspan_hwid", "tun_gtpu_flags", "tun_gtpu_msgtype",
 		"mpls_label", "mpls_tc", "mpls_bos", "mpls_ttl",
 		"nsh_flags", "nsh_mdtype", "nsh_np", "nsh_spi", "nsp", "nsh_si", "nsi", "nsh_ttl":
@@ -1197,7 +1207,8 @@ func traceFieldPrereqsOK(name string, k *flow.Key) bool {
 // takes.
 func isTunField(name string) bool {
 	switch name {
-	case "tun_id", "tunnel_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_tos", "tun_ttl", "tun_flags":
+	case "tun_id", "tunnel_id", "tun_src", "tun_dst", "tun_ipv6_src", "tun_ipv6_dst", "tun_tos", "tun_ttl", "tun_flags",
+		"tun_gbp_id", "tun_gbp_flags":
 		return true
 	}
 	_, ok := tunMDIndex(name)
@@ -1266,7 +1277,7 @@ func parseTunField(k *flow.Key, name, val string) error {
 			k.TunFlags = flow.TunFlagOAM
 		}
 	default:
-		size := map[string]int{"tun_id": 8, "tunnel_id": 8, "tun_tos": 1, "tun_ttl": 1}[name]
+		size := map[string]int{"tun_id": 8, "tunnel_id": 8, "tun_tos": 1, "tun_ttl": 1, "tun_gbp_id": 2, "tun_gbp_flags": 1}[name]
 		v, err := strconv.ParseUint(val, 0, size*8)
 		if err != nil {
 			if errors.Is(err, strconv.ErrRange) {
@@ -1279,6 +1290,10 @@ func parseTunField(k *flow.Key, name, val string) error {
 			k.TunTOS = uint8(v)
 		case "tun_ttl":
 			k.TunTTL = uint8(v)
+		case "tun_gbp_id":
+			k.TunGBPID = uint16(v)
+		case "tun_gbp_flags":
+			k.TunGBPFlags = uint8(v)
 		default:
 			k.TunID = v
 		}

@@ -1057,6 +1057,7 @@ func translatable(id ofp.FieldID) bool {
 		ofp.FieldEthSrc, ofp.FieldEthDst, ofp.FieldIPv4Src, ofp.FieldIPv4Dst, ofp.FieldIPTTL,
 		ofp.FieldTCPSrc, ofp.FieldTCPDst, ofp.FieldUDPSrc, ofp.FieldUDPDst,
 		ofp.FieldTunID, ofp.FieldTunSrc, ofp.FieldTunDst, ofp.FieldTunIPv6Src, ofp.FieldTunIPv6Dst, ofp.FieldTunFlags,
+		ofp.FieldTunGBPID, ofp.FieldTunGBPFlags,
 		ofp.FieldARPOp, ofp.FieldARPSPA, ofp.FieldARPTPA, ofp.FieldARPSHA, ofp.FieldARPTHA,
 		ofp.FieldIPv6Src, ofp.FieldIPv6Dst, ofp.FieldIPv6Label,
 		ofp.FieldICMPType, ofp.FieldICMPCode, ofp.FieldICMPv6Type, ofp.FieldICMPv6Code,

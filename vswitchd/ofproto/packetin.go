@@ -72,6 +72,7 @@ func (x *xlate) controller(reason uint8, maxLen, id uint16, userdata []byte, pau
 	c.meta.Key = flow.Key{}
 	c.meta.InPort = s.flow.InPort
 	c.meta.TunID, c.meta.TunSrc, c.meta.TunDst, c.meta.TunFlags = s.flow.TunID, s.flow.TunSrc, s.flow.TunDst, s.flow.TunFlags
+	c.meta.TunGBPID, c.meta.TunGBPFlags = s.flow.TunGBPID, s.flow.TunGBPFlags
 	if s.rule == nil && s.packetOut && reason == ofp.PacketInAction {
 		c.reason = ofp.PacketInPacketOut
 	}

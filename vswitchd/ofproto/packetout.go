@@ -138,6 +138,7 @@ func (p *pendingPacketOut) execute() *ofp.Error {
 		f.TunID, f.Metadata, f.Regs, f.PktMark = md.TunID, md.Metadata, md.Regs, md.PktMark
 		f.CtState, f.CtZone, f.CtMark, f.CtLabel = md.CtState, md.CtZone, md.CtMark, md.CtLabel
 		f.TunSrc, f.TunDst = md.TunSrc, md.TunDst
+		f.TunGBPID, f.TunGBPFlags = md.TunGBPID, md.TunGBPFlags
 		f.TunFlags = f.TunFlags&^flow.TunFlagOAM | md.TunFlags&flow.TunFlagOAM
 		f.TunMD, f.TunMDPresent = md.TunMD, md.TunMDPresent
 		x.of.packetOut = false

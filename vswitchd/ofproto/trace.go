@@ -267,6 +267,7 @@ func clearTunnelMask(m *flow.Mask) {
 	m.TunID, m.TunSrc, m.TunDst, m.TunFlags = 0, [16]byte{}, [16]byte{}, 0
 	m.TunTpSrc, m.TunTpDst, m.TunTOS, m.TunTTL = 0, 0, 0, 0
 	m.TunOptsLen, m.TunOpts = 0, [flow.TunOptsMax]byte{}
+	m.TunGBPID, m.TunGBPFlags = 0, 0
 }
 
 // traceTunMD formats the tun_metadata of a tunnel packet k: those wc

@@ -143,7 +143,9 @@ Datapath actions: drop
 	}, {
 		args: []string{"brd", "reg16=1"}, err: "Bad openflow flow syntax: reg16=1: unknown field reg16",
 	}, {
-		args: []string{"brd", "in_port=1,tun_gbp_id=1"}, err: "Bad openflow flow syntax: in_port=1,tun_gbp_id=1: field tun_gbp_id: govs does not support it",
+		args: []string{"brd", "in_port=1,tun_erspan_ver=1"}, err: "Bad openflow flow syntax: in_port=1,tun_erspan_ver=1: field tun_erspan_ver: govs does not support it",
+	}, {
+		args: []string{"brd", "in_port=1,tun_gbp_id=70000"}, err: "Bad openflow flow syntax: in_port=1,tun_gbp_id=70000: bad value for tun_gbp_id (70000: value too large for 2-byte field tun_gbp_id)",
 	}, {
 		args: []string{"brd", "in_port=1,mpls"}, err: "Bad openflow flow syntax: in_port=1,mpls: mpls: govs does not support MPLS",
 	}, {

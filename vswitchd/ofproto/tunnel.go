@@ -34,6 +34,10 @@ type TunnelConfig struct {
 	Csum                         bool
 	TOS, TTL                     uint8
 	TOSInherit, TTLInherit, NoDF bool
+	// GBP is a VXLAN tunnel's options:exts=gbp: its packets carry the
+	// flow's tun_gbp_id and tun_gbp_flags in the Group Based Policy
+	// extension, and its vport takes them from received ones.
+	GBP bool
 	// UDPGSO is Interface other_config:tunnel-udp-gso (govs only): TSO
 	// super-frames leave as one UDP GSO frame each (datapath TnlPush.GSO).
 	UDPGSO bool
@@ -425,6 +429,12 @@ func (x *xlate) tunnelOutput(out *port) {
 	h.KeyPresent = c.Kind != tunnel.KindGRE || c.OutKeyPresent || c.OutKeyFlow
 	if c.Kind != tunnel.KindGRE {
 		h.Key &= 0xffffff
+	}
+	if c.GBP {
+		// The flow's policy, sent when either field is set (Linux's
+		// vxlan_build_gbp_hdr, as OVS's kernel datapath sends it).
+		m.TunGBPID, m.TunGBPFlags = 0xffff, 0xff
+		h.GBPID, h.GBPFlags = k.TunGBPID, k.TunGBPFlags
 	}
 	if c.Kind == tunnel.KindGeneve && x.of != nil {
 		// The options are the flow's tun_metadata (OVS's

@@ -95,6 +95,8 @@ const (
 	FieldTunIPv6Src
 	FieldTunIPv6Dst
 	FieldTunFlags
+	FieldTunGBPID
+	FieldTunGBPFlags
 	FieldPktMark
 	FieldConjID
 	FieldCtState
@@ -334,6 +336,11 @@ func init() {
 				f.TunFlags |= flow.TunFlagOAM
 			}
 		}})
+	// VXLAN's Group Based Policy ID and flags (NXM_NX_TUN_GBP_ID,
+	// NXM_NX_TUN_GBP_FLAGS): a tunnel with options:exts=gbp receives
+	// and sends them.
+	u16Field(FieldTunGBPID, "tun_gbp_id", nxmHeader(classNXM1, 38, 2), 0, true, true, preNone, func(f *Flow) *uint16 { return &f.TunGBPID })
+	u8Field(FieldTunGBPFlags, "tun_gbp_flags", nxmHeader(classNXM1, 39, 1), 0, true, true, preNone, func(f *Flow) *uint8 { return &f.TunGBPFlags })
 	u32Field(FieldPktMark, "pkt_mark", nxmHeader(classNXM1, 33, 4), 0, true, true, preNone, func(f *Flow) *uint32 { return &f.PktMark })
 	// dp_hash and recirc_id are readable, never writable; a flow mod
 	// may match them only at their defaults (checked by the switch).

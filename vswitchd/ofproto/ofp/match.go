@@ -305,6 +305,8 @@ func AppendNXMatch(b []byte, m *Match, nx bool) []byte {
 			put(fd.header(nx), fd.Len, a.v, a.m)
 		}
 	}
+	field(FieldTunGBPID)
+	field(FieldTunGBPFlags)
 	// OVS's tun_metadata_to_nx_match: by index, as long as the mapping.
 	for _, e := range m.TunMD {
 		mask := e.Mask

@@ -96,6 +96,12 @@ func (pi *PacketIn) metadataMatch() Match {
 	if md.TunDst != ([16]byte{}) && md.TunDst != v4 {
 		f.TunDst, mk.TunDst = md.TunDst, all16
 	}
+	if md.TunGBPID != 0 {
+		f.TunGBPID, mk.TunGBPID = md.TunGBPID, 0xffff
+	}
+	if md.TunGBPFlags != 0 {
+		f.TunGBPFlags, mk.TunGBPFlags = md.TunGBPFlags, 0xff
+	}
 	// OVS's tun_metadata_get_fmd: the present fields, as long as their
 	// mapping.
 	for idx := range TLVMaxFields {

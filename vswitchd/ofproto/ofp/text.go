@@ -129,6 +129,7 @@ var nxmNames = map[string]string{
 	"nw_ttl": "NXM_NX_IP_TTL", "ip_frag": "NXM_NX_IP_FRAG", "tcp_flags": "NXM_NX_TCP_FLAGS", "tun_id": "NXM_NX_TUN_ID",
 	"tun_src": "NXM_NX_TUN_IPV4_SRC", "tun_dst": "NXM_NX_TUN_IPV4_DST", "tun_flags": "NXM_NX_TUN_FLAGS",
 	"tun_ipv6_src": "NXM_NX_TUN_IPV6_SRC", "tun_ipv6_dst": "NXM_NX_TUN_IPV6_DST",
+	"tun_gbp_id": "NXM_NX_TUN_GBP_ID", "tun_gbp_flags": "NXM_NX_TUN_GBP_FLAGS",
 	"pkt_mark": "NXM_NX_PKT_MARK", "dp_hash": "NXM_NX_DP_HASH", "recirc_id": "NXM_NX_RECIRC_ID", "conj_id": "NXM_NX_CONJ_ID", "ct_state": "NXM_NX_CT_STATE", "ct_zone": "NXM_NX_CT_ZONE",
 	"ct_mark": "NXM_NX_CT_MARK", "ct_label": "NXM_NX_CT_LABEL", "ct_nw_proto": "NXM_NX_CT_NW_PROTO",
 	"ct_nw_src": "NXM_NX_CT_NW_SRC", "ct_nw_dst": "NXM_NX_CT_NW_DST", "ct_ipv6_src": "NXM_NX_CT_IPV6_SRC",
@@ -206,7 +207,7 @@ func FormatFieldValue(fd *Field, value, mask []byte, pn PortNames) string {
 		return pn.Port(p)
 	case "vlan_vid", "vlan_pcp", "ip_proto", "nw_tos", "ip_dscp", "ip_ecn", "nw_ttl", "tcp_src", "tcp_dst", "udp_src",
 		"udp_dst", "sctp_src", "sctp_dst", "icmp_type", "icmp_code", "icmpv6_type", "icmpv6_code", "arp_op", "ct_zone",
-		"ct_nw_proto", "ct_tp_src", "ct_tp_dst", "conj_id":
+		"ct_nw_proto", "ct_tp_src", "ct_tp_dst", "conj_id", "tun_gbp_id":
 		v, m := beUint(value), beUint(mask)
 		if full {
 			return strconv.FormatUint(v, 10)

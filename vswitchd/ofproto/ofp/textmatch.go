@@ -182,6 +182,11 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 	f.ip4("tun_dst", td, tdm)
 	f.ip6("tun_ipv6_src", ts6, ts6m)
 	f.ip6("tun_ipv6_dst", td6, td6m)
+	f.u16("tun_gbp_id", k.TunGBPID, mk.TunGBPID)
+	if mk.TunGBPFlags != 0 {
+		// The value alone, whatever the mask, as OVS 3.1's.
+		f.put("tun_gbp_flags=%s", hexC(uint64(k.TunGBPFlags)))
+	}
 	f.u64("metadata", k.Metadata, mk.Metadata)
 	if mk.InPort != 0 {
 		f.put("in_port=%s", pn.Port(k.InPort))

@@ -161,3 +161,46 @@ func TestTunAddrMatchSeparation(t *testing.T) {
 		t.Errorf("megaflow of the IPv6 tunnel: %s, want %s", got, want)
 	}
 }
+
+// tun_gbp_id and tun_gbp_flags are NXM_NX_TUN_GBP_ID (NXM_NX field 38, 2
+// bytes) and NXM_NX_TUN_GBP_FLAGS (39, 1 byte), both maskable; they encode
+// after tun_id as Debian's `ovs-ofctl parse-nx-match` orders
+// "NXM_NX_TUN_GBP_ID(004d), NXM_NX_TUN_GBP_FLAGS_W(08/48),
+// NXM_NX_TUN_ID(000000000000002a)", and show as OVS's match_format: the
+// ID in decimal or 0x../0x.. masked, the flags' value alone in hex.
+func TestTunGBPNXM(t *testing.T) {
+	id := func(v, m []byte) []byte { return nxmEntry(nxmHeader(classNXM1, 38, 2), v, m) }
+	flags := func(v, m []byte) []byte { return nxmEntry(nxmHeader(classNXM1, 39, 1), v, m) }
+	tunID := nxmEntry(nxmHeader(classNXM1, 16, 8), []byte{0, 0, 0, 0, 0, 0, 0, 42}, nil)
+	for _, tc := range []struct {
+		in, want []byte
+		text     string
+	}{
+		{bytes.Join([][]byte{id([]byte{0, 77}, nil), flags([]byte{8}, []byte{0x48}), tunID}, nil),
+			bytes.Join([][]byte{tunID, id([]byte{0, 77}, nil), flags([]byte{8}, []byte{0x48})}, nil),
+			"tun_id=0x2a,tun_gbp_id=77,tun_gbp_flags=0x8"},
+		{bytes.Join([][]byte{id([]byte{0, 0x10}, []byte{0, 0xf0}), flags([]byte{0x48}, nil)}, nil), nil,
+			"tun_gbp_id=0x10/0xf0,tun_gbp_flags=0x48"},
+	} {
+		m, err := DecodeNXMatch(tc.in)
+		if err != nil {
+			t.Fatalf("%x: %v", tc.in, err)
+		}
+		want := tc.want
+		if want == nil {
+			want = tc.in
+		}
+		if got := AppendNXMatch(nil, &m, true); !bytes.Equal(got, want) {
+			t.Errorf("%x encodes as %x, want %x", tc.in, got, want)
+		}
+		if got := FormatMatch(&m, 32768, nil); got != tc.text {
+			t.Errorf("%x formats as %q, want %q", tc.in, got, tc.text)
+		}
+	}
+	// A packet-in's metadata: the fields that are set, exact.
+	pi := PacketIn{}
+	pi.Metadata.TunGBPID, pi.Metadata.TunGBPFlags = 88, 0
+	if m := pi.metadataMatch(); m.Mask.TunGBPID != 0xffff || m.Flow.TunGBPID != 88 || m.Mask.TunGBPFlags != 0 {
+		t.Errorf("packet-in metadata %+v / %+v", m.Flow.Key, m.Mask.Key)
+	}
+}
