@@ -140,8 +140,7 @@ func (w *worker) pollRx() (n int, done bool) {
 		w.pollsIdle = 0
 	case w.pollsIdle < pollIdle:
 		if w.pollsIdle++; w.pollsIdle == pollIdle {
-			w.releaseRx()
-			w.rxN = 1
+			w.idleRx()
 		}
 	}
 	if n = w.police(n); n > 0 {
