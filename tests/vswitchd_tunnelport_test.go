@@ -168,6 +168,19 @@ func TestTunnelGovsToGovs(t *testing.T) {
 	}
 	tunCheckPortsShow(t, a, "vxlan_sys_4789", "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=4789)")
 
+	// options:egress_pkt_mark marks what leaves through the tunnel: a set
+	// of skb_mark before its tnl_push, as OVS's netdev datapath commits
+	// it; traffic passes as before.
+	a.sw.e.mustVsctl("set", "interface", "tun0", "options:egress_pkt_mark=5")
+	vswWait(t, vswTimeout, "set(skb_mark(0x5)) before a's tnl_push", func() bool {
+		a.vif.exec("ping", "-q", "-n", "-c", "1", "-W", "1", "10.9.0.2")
+		return strings.Contains(a.sw.run("dpctl/dump-flows"), "set(skb_mark(0x5)),tnl_push(")
+	})
+	if out, _ := a.sw.e.vsctl("get", "interface", "tun0", "error"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("tun0 error with egress_pkt_mark: %s", out)
+	}
+	a.vif.waitPing("10.9.0.2")
+
 	for _, tt := range []struct{ typ, vport, match string }{
 		{"geneve", "genev_sys_6081", "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=17,frag=no),udp(dst=6081)"},
 		{"gre", "gre_sys", "eth_type(0x0800),ipv4(dst=172.31.0.1,proto=47,frag=no)"},

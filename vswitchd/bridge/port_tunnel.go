@@ -116,7 +116,11 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 				break
 			}
 			c.GBP, refuse = vxlanExts(name, v, problems)
-		case "egress_pkt_mark", "packet_type":
+		case "egress_pkt_mark":
+			// OVS's strtoul(value, NULL, 10): the leading decimal
+			// digits, 0 if none; set whatever the value.
+			c.EgressPktMark, c.SetEgressPktMark = leadingDecimal(v), true
+		case "packet_type":
 			*problems = append(*problems, fmt.Sprintf("%s: options:%s %s", name, k, notRunning))
 		default:
 			*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
@@ -331,4 +335,24 @@ func (s *Switch) tunnelPortsShowV(b *strings.Builder) {
 			fmt.Fprintf(b, "%s (%d) : %s\n", name, vp.no, flow.FormatODPPacket(&k, &m))
 		}
 	}
+}
+
+// leadingDecimal is C's strtoul(s, NULL, 10) as a uint32 (OVS stores the
+// unsigned long in a uint32_t): the decimal digits after the blanks and
+// sign (cDecimal), 0 if there are none, negated for a minus, then
+// truncated; ULONG_MAX (all ones) on overflow, as strtoul.
+func leadingDecimal(s string) uint32 {
+	neg, digits := cDecimal(s)
+	var n uint64
+	for _, c := range digits {
+		d := uint64(c - '0')
+		if n > (^uint64(0)-d)/10 {
+			return ^uint32(0) // ULONG_MAX, whatever the sign
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return uint32(n)
 }

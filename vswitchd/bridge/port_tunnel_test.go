@@ -30,7 +30,7 @@ func TestTunnelParse(t *testing.T) {
 		{"vxlan", map[string]string{"remote_ip": "flow", "tos": "3", "foo": "1"}, "", []string{"t0: invalid TOS 3", "t0: unknown vxlan argument 'foo'"}},
 		{"gre", map[string]string{"remote_ip": "10.0.0.2", "dst_port": "1"}, "", []string{"t0: unknown gre argument 'dst_port'"}},
 		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit", "egress_pkt_mark": "5", "packet_type": "ptap"}, "", []string{
-			"t0: options:egress_pkt_mark " + notRunning, "t0: options:packet_type " + notRunning}},
+			"t0: options:packet_type " + notRunning}},
 		// exts: VXLAN's gbp runs, gpe refuses the port, others warn;
 		// not a key of other types.
 		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "exts": "gbp,,foo"}, "", []string{"t0: unknown extension 'foo'"}},
@@ -46,6 +46,16 @@ func TestTunnelParse(t *testing.T) {
 		}
 		if err == "" && spec.Tunnel == nil {
 			t.Errorf("%s %v: no tunnel configuration", tt.typ, tt.opts)
+		}
+	}
+	// egress_pkt_mark is read as OVS's strtoul(value, NULL, 10).
+	for v, want := range map[string]uint32{"5": 5, "4294967295": 0xffffffff, " 12abc": 12, "0x10": 0, "x": 0, "-1": 0xffffffff,
+		"99999999999999999999": 0xffffffff, "-99999999999999999999": 0xffffffff, "4294967296": 0} {
+		spec := IfaceSpec{Name: "t0", Type: "gre", Options: map[string]string{"remote_ip": "10.0.0.2", "egress_pkt_mark": v}}
+		var problems []string
+		driverOf("gre").parse(&spec, parseEnv{}, &problems)
+		if c := spec.Tunnel; c == nil || !c.SetEgressPktMark || c.EgressPktMark != want || len(problems) != 0 {
+			t.Errorf("egress_pkt_mark=%q: %+v %q, want mark %d", v, c, problems, want)
 		}
 	}
 	spec := IfaceSpec{Name: "t0", Type: "vxlan", Options: map[string]string{"remote_ip": "10.0.0.2", "in_key": "flow", "out_key": "0x10"}}

@@ -310,23 +310,30 @@ func parseFDBMAC(s string) (flow.MAC, error) {
 // atoi is C's atoi: the leading decimal digits (after an optional sign),
 // 0 if none.
 func atoi(s string) int {
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
+	neg, digits := cDecimal(s)
 	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			break
-		}
+	for _, c := range digits {
 		n = n*10 + int(c-'0')
 	}
 	if neg {
 		return -n
 	}
 	return n
+}
+
+// cDecimal splits s as C's decimal conversions read it: leading white
+// space skipped, an optional sign, and the run of decimal digits after it.
+func cDecimal(s string) (neg bool, digits string) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return neg, s[:i]
 }
 
 // errNoSnooping is what mdb/* answer for a bridge without multicast

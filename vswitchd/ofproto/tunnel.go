@@ -41,6 +41,11 @@ type TunnelConfig struct {
 	// UDPGSO is Interface other_config:tunnel-udp-gso (govs only): TSO
 	// super-frames leave as one UDP GSO frame each (datapath TnlPush.GSO).
 	UDPGSO bool
+	// EgressPktMark is options:egress_pkt_mark, when SetEgressPktMark:
+	// the pkt_mark of every packet sent through the tunnel (OVS's
+	// tnl_port_send), from the output on.
+	EgressPktMark    uint32
+	SetEgressPktMark bool
 }
 
 // TunnelEnv is what tunnel translation reads from the host: govs' route

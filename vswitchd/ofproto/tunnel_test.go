@@ -382,3 +382,36 @@ func TestTunnelGeneveOAM(t *testing.T) {
 		t.Errorf("output to tun0 after set_field:+oam->tun_flags: %s, want geneve(oam,vni=0x5) in it", acts)
 	}
 }
+
+// options:egress_pkt_mark sets the packet's mark for the output to the
+// tunnel, before its tnl_push, as OVS's tnl_port_send and commit.
+func TestTunnelEgressPktMark(t *testing.T) {
+	c := TunnelConfig{Kind: tunnel.KindVXLAN, Remote: netip.MustParseAddr("172.31.0.2"), InKey: 5, OutKey: 5,
+		InKeyPresent: true, OutKeyPresent: true, DstPort: 4789, EgressPktMark: 5, SetEgressPktMark: true}
+	push := "tnl_push(tnl_port(4789),header(size=50,type=4,eth(dst=02:00:00:00:00:20,src=02:00:00:00:00:10,dl_type=0x0800)," +
+		"ipv4(src=172.31.0.1,dst=172.31.0.2,proto=17,tos=0,ttl=64,frag=0x4000),udp(src=0,dst=4789,csum=0x0),vxlan(flags=0x8000000,vni=0x5)),out_port(3)),2"
+	tb := ecnBridges(t, &c)
+	if acts, _ := tb.xlate(1, eth(macA, macB)); acts != "set(skb_mark(0x5)),"+push {
+		t.Errorf("egress_pkt_mark=5: %s", acts)
+	}
+	// Zero is a mark too: a packet that left marked 7 leaves the tunnel
+	// with 0; one whose 7 was never committed needs no set.
+	c.EgressPktMark = 0
+	for _, tc := range []struct {
+		acts []ofp.Action
+		want string
+	}{
+		{[]ofp.Action{setMark(7), output(ofp.PortInPort), output(2)}, "set(skb_mark(0x7)),1,set(skb_mark(0))," + push},
+		{[]ofp.Action{setMark(7), output(2)}, push},
+	} {
+		tb = ecnBridges(t, &c)
+		mustMod(t, tb.bridges["br-int"], fmSpec{prio: 10, match: map[ofp.FieldID][2]uint64{ofp.FieldInPort: {1, 0}}, actions: tc.acts})
+		if acts, _ := tb.xlate(1, eth(macA, macB)); acts != tc.want {
+			t.Errorf("egress_pkt_mark=0 after pkt_mark 7:\n%s, want\n%s", acts, tc.want)
+		}
+	}
+}
+
+func setMark(v byte) ofp.Action {
+	return ofp.Action{Type: ofp.ActSetField, Field: ofp.FieldByID(ofp.FieldPktMark), Value: []byte{0, 0, 0, v}, Mask: []byte{0xff, 0xff, 0xff, 0xff}}
+}

@@ -443,6 +443,9 @@ func (x *xlate) output(out *port) {
 		defer func() { x.key.NwTOS = tos }()
 	}
 	if out.tnl != nil {
+		if out.tnl.SetEgressPktMark {
+			x.setEgressPktMark(out.tnl.EgressPktMark)
+		}
 		x.tunnelOutput(out)
 		return
 	}

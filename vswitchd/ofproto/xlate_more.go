@@ -38,3 +38,21 @@ func (x *xlate) commitMeta() {
 		x.acts = append(x.acts, datapath.SetMark(x.pktMark, x.of.wc.PktMark))
 	}
 }
+
+// setEgressPktMark makes the packet's pkt_mark a tunnel's egress_pkt_mark,
+// as OVS's tnl_port_send: for the output to the tunnel (committed with
+// it, before its tnl_push) and for the actions after, which see the new
+// mark as a set_field would leave it; the megaflow consults it whole.
+func (x *xlate) setEgressPktMark(mark uint32) {
+	if x.of != nil {
+		x.of.flow.PktMark = mark
+		x.of.wc.PktMark = ^uint32(0)
+		return
+	}
+	// A bridge without OpenFlow tables (NORMAL only): commitMeta has no
+	// flow to compare, so the set goes in here.
+	if x.pktMark != mark {
+		x.pktMark = mark
+		x.acts = append(x.acts, datapath.SetMark(mark, ^uint32(0)))
+	}
+}
