@@ -132,6 +132,20 @@ var parseFlowCorpus = []string{
 	"actions=write_actions(output:1),write_actions(output:2)",
 	"actions=clone(goto_table:1)",
 	"actions=conjunction(1,1/2),output:1",
+	// ofpacts_verify_nested: ct_mark, ct_label and nat only in ct, which
+	// takes only them; nat in exec is the ct's; a pop into ct_mark is no
+	// CT write.
+	"actions=set_field:1->ct_label",
+	"actions=move:NXM_NX_REG0[]->NXM_NX_CT_MARK[]",
+	"actions=nat",
+	"actions=clone(nat)",
+	"actions=write_actions(set_field:1->ct_mark)",
+	"ip,actions=ct(commit,exec(output:1))",
+	"ip,actions=ct(commit,exec(set_field:1->reg0))",
+	"ip,actions=ct(commit,exec(nat))",
+	"ip,actions=ct(commit,exec(pop:NXM_NX_CT_MARK[]))",
+	"actions=pop:NXM_NX_CT_MARK[]",
+	"actions=clone(ct(commit,exec(ct_clear)))",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

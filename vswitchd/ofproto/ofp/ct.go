@@ -114,11 +114,14 @@ func requiresCT(fd *Field) bool { return fd.ID == FieldCtMark || fd.ID == FieldC
 // writes to ct_mark/ct_label only inside ct, and nothing else there.
 // outer is the enclosing action's type, 0 at the top.
 func verifyNested(a *Action, outer ActionType) *Error {
+	// OVS's ofpact_get_mf_dst: set_field's and move's destination; a
+	// pop into ct_mark is no write of it here (OVS takes it at the top
+	// level and refuses it inside ct as any other action).
 	var dst *Field
 	switch a.Type {
 	case ActSetField:
 		dst = a.Field
-	case ActMove, ActStackPop:
+	case ActMove:
 		dst = a.Dst.Field
 	}
 	if dst != nil && requiresCT(dst) && outer != ActCT {

@@ -700,20 +700,20 @@ func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("must specify an action")
 	}
-	return parseActionList(s, ports, true)
+	return parseActionList(s, ports, true, 0)
 }
 
 // ParseApplyActions parses an action list where instructions are not
 // allowed, a packet-out's, as ofpacts_parse_actions: "drop" or nothing
 // at all is no action.
 func ParseApplyActions(s string, ports PortResolver) ([]ofp.Action, error) {
-	return parseActionList(s, ports, false)
+	return parseActionList(s, ports, false, 0)
 }
 
 // parseActionList parses an action list as ofpacts_parse: with
 // instructions allowed, or not (a packet-out's, or nested in clone,
 // write_actions or ct's exec).
-func parseActionList(s string, ports PortResolver, instructions bool) ([]ofp.Action, error) {
+func parseActionList(s string, ports PortResolver, instructions bool, outer ofp.ActionType) ([]ofp.Action, error) {
 	s = strings.TrimSpace(s)
 	var acts []ofp.Action
 	drop := false
@@ -747,7 +747,7 @@ func parseActionList(s string, ports PortResolver, instructions bool) ([]ofp.Act
 	if drop && len(acts) > 0 {
 		return nil, errors.New("\"drop\" must not be accompanied by any other action or instruction")
 	}
-	if err := verifyActions(acts, instructions); err != nil {
+	if err := verifyActions(acts, instructions, outer); err != nil {
 		return nil, err
 	}
 	return acts, nil
@@ -786,7 +786,7 @@ func instructionOf(t ofp.ActionType) int {
 // instructions once each and in order, only apply_actions and meter
 // where instructions are not allowed, and conjunctions with nothing but
 // notes.
-func verifyActions(acts []ofp.Action, instructions bool) error {
+func verifyActions(acts []ofp.Action, instructions bool, outer ofp.ActionType) error {
 	inst := instMeter
 	for i := range acts {
 		a := &acts[i]
@@ -797,6 +797,9 @@ func verifyActions(acts []ofp.Action, instructions bool) error {
 				}
 			}
 			return nil
+		}
+		if err := verifyNested(a, outer); err != nil {
+			return err
 		}
 		next := instructionOf(a.Type)
 		if i > 0 && (inst == instApply && next < inst || inst != instApply && next <= inst) {
@@ -809,6 +812,34 @@ func verifyActions(acts []ofp.Action, instructions bool) error {
 			return fmt.Errorf("%s instruction not allowed here", instNames[next])
 		}
 		inst = next
+	}
+	return nil
+}
+
+// verifyNested checks a's place in a list nested in outer (0 at the top)
+// as OVS's ofpacts_verify_nested, with its texts: ct_mark and ct_label
+// are written, and nat is, only inside ct, which takes nothing else.
+func verifyNested(a *ofp.Action, outer ofp.ActionType) error {
+	var dst *ofp.Field
+	switch a.Type {
+	case ofp.ActSetField:
+		dst = a.Field
+	case ofp.ActMove:
+		dst = a.Dst.Field
+	}
+	ctField := dst != nil && (dst.ID == ofp.FieldCtMark || dst.ID == ofp.FieldCtLabel)
+	switch {
+	case ctField && outer != ofp.ActCT:
+		return errors.New("cannot set CT fields outside of ct action")
+	case a.Type == ofp.ActNAT:
+		if outer != ofp.ActCT {
+			return errors.New(`Cannot have NAT action outside of "ct" action`)
+		}
+		return nil
+	case outer == ofp.ActCT && dst == nil:
+		return fmt.Errorf("ct action doesn't support nested action %s", actionName(a))
+	case outer == ofp.ActCT && !ctField:
+		return fmt.Errorf("ct action doesn't support nested modification of %s", dst.Name)
 	}
 	return nil
 }
@@ -1140,13 +1171,13 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Action{Type: ofp.ActNote, Data: data})
 	case "clone", "write_actions":
-		nested, err := parseActionList(arg, ports, false)
-		if err != nil {
-			return nil, err
-		}
 		t := ofp.ActClone
 		if key == "write_actions" {
 			t = ofp.ActWriteActions
+		}
+		nested, err := parseActionList(arg, ports, false, t)
+		if err != nil {
+			return nil, err
 		}
 		return one(ofp.Action{Type: t, Nested: nested})
 	case "conjunction":
@@ -1160,6 +1191,14 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		return one(ofp.Action{Type: ofp.ActConjunction, ID: id, Clause: uint8(k - 1), NClauses: uint8(n)})
 	case "ct":
 		return parseCT(arg, ports)
+	case "nat":
+		// Only inside ct's exec (verifyNested), where it is the ct's
+		// nat, as OVS parses it.
+		n, err := parseNAT(arg)
+		if err != nil {
+			return nil, err
+		}
+		return one(ofp.Action{Type: ofp.ActNAT, NAT: n})
 	}
 	// A port's name or number outputs to it; OVS ignores a value
 	// given with it ("in_port=1" is output:IN_PORT).
@@ -1320,7 +1359,7 @@ func parseCT(arg string, ports PortResolver) ([]ofp.Action, error) {
 			}
 			nat = &ofp.Action{Type: ofp.ActNAT, NAT: n}
 		case "exec":
-			acts, err := parseActionList(value, ports, false)
+			acts, err := parseActionList(value, ports, false, ofp.ActCT)
 			if err != nil {
 				return nil, err
 			}

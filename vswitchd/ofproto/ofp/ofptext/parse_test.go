@@ -38,6 +38,10 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "icmp,icmp_type=8,actions=local", "icmp,icmp_type=8 actions=LOCAL"},
 		{ofp.V10, "ct_state=+trk+est,ip,actions=ct(commit,zone=5,exec(set_field:1->ct_mark))",
 			"ct_state=+est+trk,ip actions=ct(commit,zone=5,exec(set_field:0x1->ct_mark))"},
+		// nat in exec is the ct's nat (Debian prints it so); a pop into
+		// ct_mark is no CT write outside ct (OVS's ofpact_get_mf_dst).
+		{ofp.V15, "ip,actions=ct(commit,exec(nat))", "ip actions=ct(commit,nat)"},
+		{ofp.V15, "actions=pop:NXM_NX_CT_MARK[]", "actions=pop:NXM_NX_CT_MARK[]"},
 		{ofp.V10, "dl_vlan=5,dl_vlan_pcp=3,actions=mod_vlan_vid:7,strip_vlan", "dl_vlan=5,dl_vlan_pcp=3 actions=mod_vlan_vid:7,strip_vlan"},
 		{ofp.V10, "tcp,tcp_flags=+syn-ack,actions=drop", "tcp,tcp_flags=+syn-ack actions=drop"},
 		{ofp.V10, "metadata=0x5/0xff,actions=note:01.02.03,exit", "metadata=0x5/0xff actions=note:01.02.03,exit"},
@@ -120,6 +124,17 @@ func TestParseErrors(t *testing.T) {
 		{"actions=enqueue:foo:1", ParseAdd, "foo: enqueue to unknown port"},
 		{"actions=enqueue:1:abc", ParseAdd, "invalid numeric format abc"},
 		{"actions=enqueue:1::2", ParseAdd, "invalid numeric format :2"},
+		// ct_mark, ct_label and nat only in ct, which takes nothing else
+		// (ofpacts_verify_nested's texts, at parse time as OVS).
+		{"actions=set_field:1->ct_label", ParseAdd, "cannot set CT fields outside of ct action"},
+		{"actions=move:NXM_NX_REG0[]->NXM_NX_CT_MARK[]", ParseAdd, "cannot set CT fields outside of ct action"},
+		{"actions=write_actions(set_field:1->ct_mark)", ParseAdd, "cannot set CT fields outside of ct action"},
+		{"actions=clone(nat)", ParseAdd, `Cannot have NAT action outside of "ct" action`},
+		{"actions=nat(src=10.0.0.1)", ParseAdd, `Cannot have NAT action outside of "ct" action`},
+		{"ip,actions=ct(commit,exec(output:1))", ParseAdd, "ct action doesn't support nested action output"},
+		{"ip,actions=ct(commit,exec(pop:NXM_NX_CT_MARK[]))", ParseAdd, "ct action doesn't support nested action pop"},
+		{"ip,actions=ct(commit,exec(set_field:1->reg0))", ParseAdd, "ct action doesn't support nested modification of reg0"},
+		{"actions=clone(ct(commit,exec(ct_clear)))", ParseAdd, "ct action doesn't support nested action ct_clear"},
 	} {
 		_, err := ParseFlow(tc.in, tc.cmd, nil)
 		if err == nil || err.Error() != tc.want {
