@@ -22,7 +22,8 @@ import (
 // against table 0 before sending, OVS does not); mod_tp_src of a UDP
 // flow in OpenFlow 1.2+ (govs' encoder makes it set_field of tcp_src,
 // OVS's of udp_src); OpenFlow 1.1 (govs' ovs-ofctl does not encode its
-// matches: refused).
+// matches: refused); mod_nw_ecn or mod_nw_ttl without ip in OpenFlow 1.0
+// (OVS's decoder refuses its own NXAST_REG_LOAD and prints a hex dump).
 var parseFlowCorpus = []string{
 	"ip,nw_src=10.0.0.1,actions=output:2",
 	"in_port=1,actions=drop",
@@ -146,6 +147,22 @@ var parseFlowCorpus = []string{
 	"ip,actions=ct(commit,exec(pop:NXM_NX_CT_MARK[]))",
 	"actions=pop:NXM_NX_CT_MARK[]",
 	"actions=clone(ct(commit,exec(ct_clear)))",
+	// check_set_ip: dec_ttl, mod_nw_ecn and mod_nw_ttl of a packet the
+	// match does not make IP leave only OpenFlow 1.0; mod_nw_ecn and
+	// mod_nw_ttl as each version carries them, and their range.
+	"actions=dec_ttl",
+	"actions=dec_ttl(1,2,3)",
+	"arp,actions=dec_ttl",
+	"ip,actions=dec_ttl",
+	"ipv6,actions=dec_ttl(4)",
+	"actions=clone(dec_ttl)",
+	"ip,actions=mod_nw_src:1.2.3.4,mod_nw_tos:8,mod_nw_ecn:1,mod_nw_ttl:9",
+	"ipv6,actions=mod_nw_ecn:3,mod_nw_ttl:0x10",
+	"ip,actions=mod_nw_ecn:4",
+	"ip,actions=mod_nw_ttl:256",
+	"ip,actions=mod_nw_ecn:x",
+	"actions=set_field:1->nw_ecn",
+	"actions=move:NXM_NX_IP_ECN[]->NXM_NX_REG0[0..1]",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

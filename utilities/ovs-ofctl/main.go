@@ -1339,7 +1339,7 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		if r.Field.Prereqs(m) {
 			return nil
 		}
-		logWarn("meta_flow", fmt.Sprintf("%s field %s lacks correct prerequisites", what, r.Field.Name))
+		logWarn("meta_flow", fmt.Sprintf("%s field %s lacks correct prerequisites", what, r.Field.MFName()))
 		return errInconsistent
 	}
 	for i := range acts {
@@ -1351,7 +1351,7 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 			// VLAN header (from the match or a push_vlan before it).
 			noVLAN := a.Field.ID == ofp.FieldVLANVID && (m.Mask.VLANTCI&flow.VLANPresent == 0 || m.Flow.VLANTCI&flow.VLANPresent == 0)
 			if !a.Legacy() && (!a.Field.Prereqs(m) || noVLAN) {
-				logWarn("ofp_actions", fmt.Sprintf("set_field %s lacks correct prerequisites", a.Field.Name))
+				logWarn("ofp_actions", fmt.Sprintf("set_field %s lacks correct prerequisites", a.Field.MFName()))
 				return errInconsistent
 			}
 		case ofp.ActMove:
@@ -1431,7 +1431,7 @@ func checkLearn(l *ofp.Learn, m *ofp.Match, ref func(ofp.FieldRef, string) error
 		switch s.Kind {
 		case ofp.LearnMatch:
 			if !s.Dst.Field.Prereqs(&dst) {
-				logWarn("meta_flow", fmt.Sprintf("source field %s lacks correct prerequisites", s.Dst.Field.Name))
+				logWarn("meta_flow", fmt.Sprintf("source field %s lacks correct prerequisites", s.Dst.Field.MFName()))
 				return errInconsistent
 			}
 			if s.Src.Field == nil {
@@ -1441,7 +1441,7 @@ func checkLearn(l *ofp.Learn, m *ofp.Match, ref func(ofp.FieldRef, string) error
 			}
 		case ofp.LearnLoad:
 			if !s.Dst.Field.Prereqs(&dst) {
-				logWarn("meta_flow", fmt.Sprintf("destination field %s lacks correct prerequisites", s.Dst.Field.Name))
+				logWarn("meta_flow", fmt.Sprintf("destination field %s lacks correct prerequisites", s.Dst.Field.MFName()))
 				return errInconsistent
 			}
 		}

@@ -1225,6 +1225,14 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 				return out
 			}
 		}
+		if v >= V11 && a.raw == rawLegacy && a.Field.ID == FieldIPTTL {
+			// encode_SET_IP_TTL: OFPAT11_SET_NW_TTL from 1.1 on (1.0
+			// has none: NXAST_REG_LOAD, below).
+			b = put16(b, at11SetNWTTL)
+			b = put16(b, 8)
+			b = append(b, a.Value[0])
+			return pad(b, 3)
+		}
 		if v == V11 && a.raw != rawRegLoad {
 			// OVS's set_field_to_legacy_openflow and the OpenFlow 1.1
 			// forms of its mod_* actions: the mask dropped; a set_field

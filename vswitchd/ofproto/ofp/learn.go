@@ -403,6 +403,14 @@ func LoadAction(fd *Field, value, mask []byte) Action {
 // prints) of the fields whose govs name is OVS's other name for them.
 var mfNames = map[string]string{"ip_proto": "nw_proto", "ip_ecn": "nw_ecn"}
 
+// MFName is the field's OVS meta-flow name, the one OVS's texts give.
+func (fd *Field) MFName() string {
+	if n, ok := mfNames[fd.Name]; ok {
+		return n
+	}
+	return fd.Name
+}
+
 // Format formats l as OVS's learn_format: ref formats a field range,
 // value a whole field's value (a full-width immediate match).
 func (l *Learn) Format(ref func(FieldRef) string, value func(*Field, []byte) string) string {
@@ -448,11 +456,7 @@ func (l *Learn) Format(ref func(FieldRef) string, value func(*Field, []byte) str
 		switch {
 		case s.Kind == LearnMatch && s.Src.Field == nil && s.Dst.Ofs == 0 && s.Dst.NBits == s.Dst.Field.Bits():
 			v, _ := s.Value(nil)
-			name := s.Dst.Field.Name
-			if n, ok := mfNames[name]; ok {
-				name = n
-			}
-			b.WriteString(name + "=" + value(s.Dst.Field, v))
+			b.WriteString(s.Dst.Field.MFName() + "=" + value(s.Dst.Field, v))
 		case s.Kind == LearnMatch && s.Src.Field == nil:
 			b.WriteString(ref(s.Dst) + "=" + imm())
 		case s.Kind == LearnMatch:

@@ -236,10 +236,10 @@ func beUint(b []byte) uint64 {
 	return v
 }
 
-// legacyNames are the OpenFlow 1.0 mod_* actions' names.
+// legacyNames are the OpenFlow 1.0 and 1.1 mod_* actions' names.
 var legacyNames = map[string]string{"eth_src": "mod_dl_src", "eth_dst": "mod_dl_dst", "ip_src": "mod_nw_src",
 	"ip_dst": "mod_nw_dst", "nw_tos": "mod_nw_tos", "tcp_src": "mod_tp_src", "tcp_dst": "mod_tp_dst",
-	"udp_src": "mod_tp_src", "udp_dst": "mod_tp_dst", "nw_ttl": "mod_nw_ttl"}
+	"udp_src": "mod_tp_src", "udp_dst": "mod_tp_dst", "nw_ttl": "mod_nw_ttl", "ip_ecn": "mod_nw_ecn"}
 
 // pinReasons are the packet-in reasons' names.
 var pinReasons = []string{"no_match", "action", "invalid_ttl", "action_set", "group", "packet_out"}
@@ -326,11 +326,7 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 				return "load:" + hexC(val) + "->" + FormatRef(ref)
 			}
 		}
-		name := a.Field.Name
-		if n, ok := mfNames[name]; ok {
-			name = n // OVS's meta-flow name: nw_ecn
-		}
-		return "set_field:" + FormatFieldValue(a.Field, a.Value, a.Mask, pn) + "->" + name
+		return "set_field:" + FormatFieldValue(a.Field, a.Value, a.Mask, pn) + "->" + a.Field.MFName()
 	case ActMove:
 		return "move:" + FormatRef(a.Src) + "->" + FormatRef(a.Dst)
 	case ActStackPush:

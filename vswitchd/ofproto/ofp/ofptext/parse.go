@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net/netip"
 	"strconv"
@@ -886,9 +887,33 @@ func strToU32(s string) (uint32, error) {
 	if s == "" {
 		return 0, errors.New("missing required numeric argument")
 	}
-	bad := fmt.Errorf("invalid numeric format %s", s)
+	n, neg, ok := cNumber(s)
+	if !ok {
+		return 0, fmt.Errorf("invalid numeric format %s", s)
+	}
+	if neg {
+		n = -n
+	}
+	return uint32(n), nil
+}
+
+// strToInt is OVS's str_to_int: C's strtol in base 0 over the whole
+// string, within an int.
+func strToInt(s string) (int64, bool) {
+	n, neg, ok := cNumber(s)
+	if !ok || n > math.MaxInt32+1 || n == math.MaxInt32+1 && !neg {
+		return 0, false
+	}
+	if neg {
+		return -int64(n), true
+	}
+	return int64(n), true
+}
+
+// cNumber reads a whole string as C's strtoul in base 0 does: leading
+// white space, a sign, then 0x for hexadecimal or 0 for octal digits.
+func cNumber(s string) (n uint64, neg, ok bool) {
 	t := strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
 	if t != "" && (t[0] == '+' || t[0] == '-') {
 		neg, t = t[0] == '-', t[1:]
 	}
@@ -900,16 +925,10 @@ func strToU32(s string) (uint32, error) {
 		base = 8
 	}
 	if t == "" || strings.ContainsAny(t, "_+-") {
-		return 0, bad
+		return 0, false, false
 	}
 	n, err := strconv.ParseUint(t, base, 64)
-	if err != nil {
-		return 0, bad
-	}
-	if neg {
-		n = -n
-	}
-	return uint32(n), nil
+	return n, neg, err == nil
 }
 
 func isHexDigit(c byte) bool {
@@ -1039,6 +1058,21 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 			return nil, fmt.Errorf("%s: not a valid TOS", arg)
 		}
 		return one(ofp.SetField(fd, v, m, true))
+	case "mod_nw_ecn", "mod_nw_ttl":
+		// OVS's parse_SET_IP_ECN and parse_SET_IP_TTL: str_to_u8, then
+		// ECN's two bits.
+		what, field := "ECN", ofp.FieldIPECN
+		if key == "mod_nw_ttl" {
+			what, field = "TTL", ofp.FieldIPTTL
+		}
+		n, ok := strToInt(arg)
+		if !ok || n < 0 || n > 255 {
+			return nil, fmt.Errorf("invalid %s \"%s\"", what, arg)
+		}
+		if field == ofp.FieldIPECN && n&^3 != 0 {
+			return nil, fmt.Errorf("%s: not a valid ECN", arg)
+		}
+		return one(ofp.SetField(ofp.FieldByID(field), []byte{byte(n)}, []byte{0xff}, true))
 	case "set_field":
 		val, dst, ok := strings.Cut(arg, "->")
 		if !ok {

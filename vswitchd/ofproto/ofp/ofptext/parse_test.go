@@ -17,14 +17,17 @@ func format(fs *Flow, v ofp.Version) string {
 	return s
 }
 
+// versionCase is a text in, and what comes out of it in version v.
+type versionCase struct {
+	v        ofp.Version
+	in, want string
+}
+
 // TestParseFormat parses flows and formats them back with the codec's
 // printer as OVS's ovs-ofctl shows them after the switch (the outputs are Debian's ovs-ofctl
 // dump-flows --no-stats of the same flows).
 func TestParseFormat(t *testing.T) {
-	for _, tc := range []struct {
-		v        ofp.Version
-		in, want string
-	}{
+	for _, tc := range []versionCase{
 		{ofp.V10, "actions=drop", "actions=drop"},
 		{ofp.V10, "priority=5,ip,nw_src=10.0.0.0/8,actions=output:2", "priority=5,ip,nw_src=10.0.0.0/8 actions=output:2"},
 		{ofp.V10, "in_port=1,actions=mod_dl_src:00:11:22:33:44:55,2", "in_port=1 actions=mod_dl_src:00:11:22:33:44:55,output:2"},
@@ -74,14 +77,46 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "actions=enqueue:2:7,enqueue(IN_PORT,1),enqueue:LOCAL:3,enqueue:1q2", "actions=enqueue:2:7,enqueue:IN_PORT:1,enqueue:LOCAL:3,enqueue:1:2"},
 		{ofp.V10, "actions=write_actions(set_queue:9,output:2)", "actions=write_actions(set_queue:9,output:2)"},
 	} {
-		fs, err := ParseFlow(tc.in, ParseAdd, nil)
-		if err != nil {
-			t.Errorf("%s: %v", tc.in, err)
-			continue
-		}
-		if got := format(fs, tc.v); got != tc.want {
-			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
-		}
+		checkVersionCase(t, tc, func(fs *Flow) (string, error) { return format(fs, tc.v), nil })
+	}
+}
+
+// checkVersionCase parses tc.in as a flow to add and compares what out
+// makes of it with tc.want.
+func checkVersionCase(t *testing.T, tc versionCase, out func(fs *Flow) (string, error)) {
+	t.Helper()
+	fs, err := ParseFlow(tc.in, ParseAdd, nil)
+	if err != nil {
+		t.Errorf("%s: %v", tc.in, err)
+		return
+	}
+	got, err := out(fs)
+	if err != nil {
+		t.Errorf("%s in %s: %v", tc.in, tc.v, err)
+	} else if got != tc.want {
+		t.Errorf("%s in %s:\n got %s\nwant %s", tc.in, tc.v, got, tc.want)
+	}
+}
+
+// TestParseEncode parses actions and formats them as the flow mod of
+// version v carries them back (Debian's ovs-ofctl parse-flow).
+func TestParseEncode(t *testing.T) {
+	for _, tc := range []versionCase{
+		// OVS's SET_IP_ECN and SET_IP_TTL: NXAST_REG_LOAD in 1.0, a
+		// set_field of nw_ecn and OFPAT11_SET_NW_TTL from 1.2.
+		{ofp.V10, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "load:0x1->NXM_NX_IP_ECN[],load:0x9->NXM_NX_IP_TTL[]"},
+		{ofp.V13, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "set_field:1->nw_ecn,mod_nw_ttl:9"},
+		{ofp.V15, "ipv6,actions=mod_nw_ecn:3,mod_nw_ttl:0x10", "set_field:3->nw_ecn,mod_nw_ttl:16"},
+	} {
+		checkVersionCase(t, tc, func(fs *Flow) (string, error) {
+			fm := &ofp.FlowMod{Command: ofp.FlowAdd, Match: fs.Match, BufferID: 0xffffffff, OutPort: ofp.PortAny,
+				OutGroup: ofp.GroupAny, Actions: fs.Actions}
+			msg, err := ofp.Decode(ofp.EncodeFlowMod(tc.v, 1, fm))
+			if err != nil {
+				return "", err
+			}
+			return ofp.FormatActions(msg.(*ofp.FlowMod).Actions, tc.v, nil), nil
+		})
 	}
 }
 
@@ -135,6 +170,12 @@ func TestParseErrors(t *testing.T) {
 		{"ip,actions=ct(commit,exec(pop:NXM_NX_CT_MARK[]))", ParseAdd, "ct action doesn't support nested action pop"},
 		{"ip,actions=ct(commit,exec(set_field:1->reg0))", ParseAdd, "ct action doesn't support nested modification of reg0"},
 		{"actions=clone(ct(commit,exec(ct_clear)))", ParseAdd, "ct action doesn't support nested action ct_clear"},
+		// parse_SET_IP_ECN and parse_SET_IP_TTL (str_to_u8).
+		{"ip,actions=mod_nw_ecn:4", ParseAdd, "4: not a valid ECN"},
+		{"ip,actions=mod_nw_ecn:x", ParseAdd, `invalid ECN "x"`},
+		{"ip,actions=mod_nw_ttl:256", ParseAdd, `invalid TTL "256"`},
+		{"ip,actions=mod_nw_ttl:-1", ParseAdd, `invalid TTL "-1"`},
+		{"ip,actions=mod_nw_ttl:1_0", ParseAdd, `invalid TTL "1_0"`},
 	} {
 		_, err := ParseFlow(tc.in, tc.cmd, nil)
 		if err == nil || err.Error() != tc.want {
@@ -202,6 +243,14 @@ func TestUsableProtocols(t *testing.T) {
 		{"actions=meter:1", "OXM-OpenFlow13,OXM-OpenFlow14,OXM-OpenFlow15"},
 		{"tcp6,tp_dst=80,actions=drop", "NXM,OXM"},
 		{"actions=push_vlan:0x8100,mod_nw_tos:16", "none"},
+		// check_set_ip: dec_ttl, mod_nw_ecn and mod_nw_ttl of a packet
+		// the match does not make IP.
+		{"actions=dec_ttl", "OpenFlow10,NXM"},
+		{"arp,actions=dec_ttl(1,2,3)", "OpenFlow10,NXM"},
+		{"ipv6,actions=dec_ttl", "any"},
+		{"actions=clone(dec_ttl)", "OpenFlow10,NXM"},
+		{"actions=mod_nw_ecn:1", "OpenFlow10,NXM"},
+		{"ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "any"},
 	} {
 		fs, err := ParseFlow(tc.in, ParseAdd, nil)
 		if err != nil {

@@ -232,8 +232,9 @@ func actionsUsable(acts []ofp.Action) Protocols {
 // Inconsistent reports whether an action works on a header the packet
 // k (as the actions before it leave it) does not have, where OVS's
 // ofpacts_check calls inconsistent_match (which leaves only OpenFlow 1.0
-// usable): OpenFlow 1.0's mod_nw_* and mod_tp_*, strip_vlan of an
-// untagged packet, fin_timeout of a non-TCP one.
+// usable): OpenFlow 1.0's mod_nw_* and mod_tp_*, dec_ttl of a non-IP
+// packet (check_set_ip), strip_vlan or OpenFlow 1.1's set_vlan_* of an
+// untagged one, fin_timeout of a non-TCP one.
 func Inconsistent(acts []ofp.Action, k flow.Key) bool {
 	ipAny := func() bool { return k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6 }
 	for i := range acts {
@@ -263,7 +264,16 @@ func Inconsistent(acts []ofp.Action, k flow.Key) bool {
 				return true
 			}
 			k.VLANTCI = 0
-		case ofp.ActPushVLAN, ofp.ActSetVLANVID, ofp.ActSetVLANPCP:
+		case ofp.ActDecTTL:
+			if !ipAny() {
+				return true
+			}
+		case ofp.ActSetVLANVID, ofp.ActSetVLANPCP:
+			if a.NoPush && k.VLANTCI&flow.VLANPresent == 0 {
+				return true
+			}
+			k.VLANTCI |= flow.VLANPresent
+		case ofp.ActPushVLAN:
 			k.VLANTCI |= flow.VLANPresent
 		case ofp.ActFinTimeout:
 			if k.NwProto != flow.IPProtoTCP {
