@@ -163,6 +163,17 @@ var parseFlowCorpus = []string{
 	"ip,actions=mod_nw_ecn:x",
 	"actions=set_field:1->nw_ecn",
 	"actions=move:NXM_NX_IP_ECN[]->NXM_NX_REG0[0..1]",
+	// parse_reg_load: load leaves every protocol (set_field does not),
+	// its value is parse_int_string's in the field's width.
+	"actions=load:0xffff->NXM_NX_REG0[0..15],move:NXM_NX_REG0[0..15]->NXM_OF_VLAN_TCI[]",
+	"actions=load:5->OXM_OF_METADATA[],load:6->NXM_NX_TUN_ID[]",
+	"actions=load:0x123456789->NXM_NX_REG0[]",
+	"actions=load:-1->NXM_NX_REG0[]",
+	"actions=load:256->NXM_NX_REG0[0..7]",
+	"tcp,actions=load:300->NXM_OF_TCP_SRC[0..7]",
+	"actions=load:010->NXM_NX_REG0[],load:08->NXM_NX_REG1[],load:0x->NXM_NX_REG2[]",
+	"actions=load:0x1234567890abcdef1234->NXM_NX_XXREG0[8..100]",
+	"actions=learn(NXM_NX_REG0[0..3]=010,load:010->NXM_NX_REG1[])",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

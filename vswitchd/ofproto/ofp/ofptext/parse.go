@@ -1102,14 +1102,21 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		if err != nil {
 			return nil, err
 		}
-		n, err := strconv.ParseUint(val, 0, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: invalid value", val)
+		// OVS's parse_reg_load: parse_int_string in the field's width
+		// (what follows the number is not looked at), and the value
+		// as the field shows one when it has more bits than the range.
+		z, _, ok := parseIntString(val, ref.Field.Len)
+		if !ok {
+			return nil, fmt.Errorf("%s: cannot parse integer value", arg)
 		}
-		if ref.NBits < 64 && n>>ref.NBits != 0 {
-			return nil, fmt.Errorf("%s: value %s does not fit into %d bits", arg, val, ref.NBits)
+		if z.BitLen() > ref.NBits {
+			return nil, fmt.Errorf("%s: value %s does not fit into %d bits", arg,
+				ofp.FormatFieldValue(ref.Field, z.FillBytes(make([]byte, ref.Field.Len)), nil, nil), ref.NBits)
 		}
-		return one(ofp.Load(ref, n))
+		mask := new(big.Int).Lsh(big.NewInt(1), uint(ref.NBits))
+		mask.Sub(mask, big.NewInt(1))
+		value := new(big.Int).Lsh(z, uint(ref.Ofs)).FillBytes(make([]byte, ref.Field.Len))
+		return one(ofp.LoadAction(ref.Field, value, mask.Lsh(mask, uint(ref.Ofs)).FillBytes(make([]byte, ref.Field.Len))))
 	case "move":
 		m, err := parseMove(arg)
 		if err != nil {

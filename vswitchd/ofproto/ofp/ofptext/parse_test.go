@@ -107,6 +107,9 @@ func TestParseEncode(t *testing.T) {
 		{ofp.V10, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "load:0x1->NXM_NX_IP_ECN[],load:0x9->NXM_NX_IP_TTL[]"},
 		{ofp.V13, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "set_field:1->nw_ecn,mod_nw_ttl:9"},
 		{ofp.V15, "ipv6,actions=mod_nw_ecn:3,mod_nw_ttl:0x10", "set_field:3->nw_ecn,mod_nw_ttl:16"},
+		// parse_int_string: octal after a 0, wider than 64 bits.
+		{ofp.V10, "actions=load:010->NXM_NX_REG0[],load:0x1234567890abcdef1234->NXM_NX_XXREG0[8..100]",
+			"load:0x8->NXM_NX_REG0[],load:0x567890abcdef1234->NXM_NX_XXREG0[8..71],load:0x1234->NXM_NX_XXREG0[72..100]"},
 	} {
 		checkVersionCase(t, tc, func(fs *Flow) (string, error) {
 			fm := &ofp.FlowMod{Command: ofp.FlowAdd, Match: fs.Match, BufferID: 0xffffffff, OutPort: ofp.PortAny,
@@ -176,6 +179,11 @@ func TestParseErrors(t *testing.T) {
 		{"ip,actions=mod_nw_ttl:256", ParseAdd, `invalid TTL "256"`},
 		{"ip,actions=mod_nw_ttl:-1", ParseAdd, `invalid TTL "-1"`},
 		{"ip,actions=mod_nw_ttl:1_0", ParseAdd, `invalid TTL "1_0"`},
+		// parse_reg_load: parse_int_string in the field's width.
+		{"actions=load:0x123456789->NXM_NX_REG0[]", ParseAdd, "0x123456789->NXM_NX_REG0[]: cannot parse integer value"},
+		{"actions=load:-1->NXM_NX_REG0[]", ParseAdd, "-1->NXM_NX_REG0[]: cannot parse integer value"},
+		{"actions=load:256->NXM_NX_REG0[0..7]", ParseAdd, "256->NXM_NX_REG0[0..7]: value 0x100 does not fit into 8 bits"},
+		{"tcp,actions=load:300->NXM_OF_TCP_SRC[0..7]", ParseAdd, "300->NXM_OF_TCP_SRC[0..7]: value 300 does not fit into 8 bits"},
 	} {
 		_, err := ParseFlow(tc.in, tc.cmd, nil)
 		if err == nil || err.Error() != tc.want {
@@ -251,6 +259,9 @@ func TestUsableProtocols(t *testing.T) {
 		{"actions=clone(dec_ttl)", "OpenFlow10,NXM"},
 		{"actions=mod_nw_ecn:1", "OpenFlow10,NXM"},
 		{"ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "any"},
+		{"actions=load:0xffff->NXM_NX_REG0[0..15],move:NXM_NX_REG0[0..15]->NXM_OF_VLAN_TCI[]", "any"},
+		{"actions=load:5->OXM_OF_METADATA[]", "any"},
+		{"actions=set_field:5->metadata", "NXM,OXM,OpenFlow11"},
 	} {
 		fs, err := ParseFlow(tc.in, ParseAdd, nil)
 		if err != nil {

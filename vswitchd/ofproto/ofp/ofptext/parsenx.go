@@ -147,29 +147,46 @@ func strtoull(s string) uint64 {
 	return n
 }
 
-// parseIntString is OVS's parse_int_string: a decimal or 0x-hexadecimal
-// number of at most n bytes; it returns the number and what follows it.
+// parseIntString is OVS's parse_int_string: 0x and hexadecimal digits
+// (white space between them skipped), or else C's strtoull in base 0
+// (decimal, or octal after a 0), of at most n bytes; it returns the
+// number and what follows it.
 func parseIntString(s string, n int) (*big.Int, string, bool) {
 	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		var digits []byte
 		i := 2
-		for i < len(s) && strings.IndexByte("0123456789abcdefABCDEF", s[i]) >= 0 {
+		for {
+			for i < len(s) && strings.IndexByte(" \t\r\n", s[i]) >= 0 {
+				i++
+			}
+			if i == len(s) || !isHexDigit(s[i]) {
+				break
+			}
+			if len(digits) > 0 || s[i] != '0' {
+				digits = append(digits, s[i])
+			}
 			i++
 		}
-		z, ok := new(big.Int).SetString(s[2:i], 16)
-		if !ok || z.BitLen() > 8*n {
+		if (len(digits)+1)/2 > n {
 			return nil, s, false
 		}
+		z, _ := new(big.Int).SetString("0"+string(digits), 16)
 		return z, s[i:], true
 	}
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	base, digits := 10, "0123456789"
+	if strings.HasPrefix(t, "0") {
+		base, digits = 8, "01234567"
+	}
 	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+	for i < len(t) && strings.IndexByte(digits, t[i]) >= 0 {
 		i++
 	}
-	z, ok := new(big.Int).SetString(s[:i], 10)
-	if !ok || z.BitLen() > 8*n {
+	z, ok := new(big.Int).SetString(t[:i], base)
+	if !ok || z.BitLen() > 64 || z.BitLen() > 8*n {
 		return nil, s, false
 	}
-	return z, s[i:], true
+	return z, t[i:], true
 }
 
 // lowBytes is the low ceil(nbits/8) bytes of z, big-endian.

@@ -200,8 +200,8 @@ func isCIDR(m []byte) bool {
 }
 
 // actionsUsable is what an action list leaves usable as OVS's
-// ofpacts_parse: push_vlan needs OpenFlow 1.1+, a set_field its field's
-// exact-match protocols, meter 1.3+, write_metadata NXM or 1.1+. A
+// ofpacts_parse: push_vlan needs OpenFlow 1.1+, a set_field (not a
+// load) its field's exact-match protocols, meter 1.3+, write_metadata NXM or 1.1+. A
 // clone's list starts over (OVS parses it with the same set, which it
 // resets); a ct's exec folds in.
 func actionsUsable(acts []ofp.Action) Protocols {
@@ -212,8 +212,9 @@ func actionsUsable(acts []ofp.Action) Protocols {
 		case ofp.ActPushVLAN:
 			p &= ProtoOF11Up
 		case ofp.ActSetField:
-			// set_tunnel is a Nicira action in every protocol.
-			if _, tunnel := a.SetTunnelID(); !a.Legacy() && !tunnel {
+			// set_tunnel and load are Nicira actions in every protocol
+			// (OVS's parse_reg_load leaves the protocols as they are).
+			if _, tunnel := a.SetTunnelID(); !a.Legacy() && !a.RegLoad() && !tunnel {
 				p &= fieldUsable(a.Field, nil)
 			}
 		case ofp.ActMeter:
