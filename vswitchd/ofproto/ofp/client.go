@@ -505,12 +505,6 @@ func SetField(fd *Field, value, mask []byte, legacy bool) Action {
 	return a
 }
 
-// Load returns NXAST_REG_LOAD's action: v into ref's bits ("load:").
-func Load(ref FieldRef, v uint64) Action {
-	value, mask := refValue(ref, v)
-	return Action{Type: ActSetField, Field: ref.Field, Value: value, Mask: mask, raw: rawRegLoad}
-}
-
 // RegLoad reports whether a set-field action came as NXAST_REG_LOAD
 // (ovs-ofctl shows it "load:").
 func (a *Action) RegLoad() bool { return a.raw == rawRegLoad }
