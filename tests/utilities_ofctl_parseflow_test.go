@@ -174,6 +174,23 @@ var parseFlowCorpus = []string{
 	"actions=load:010->NXM_NX_REG0[],load:08->NXM_NX_REG1[],load:0x->NXM_NX_REG2[]",
 	"actions=load:0x1234567890abcdef1234->NXM_NX_XXREG0[8..100]",
 	"actions=learn(NXM_NX_REG0[0..3]=010,load:010->NXM_NX_REG1[])",
+	// ofputil_port_from_string: decimal only; OpenFlow 1.0's reserved
+	// numbers as 1.1's, with OVS's warnings; ofpact_check_output_port.
+	"actions=output:65279",
+	"actions=output:65280",
+	"actions=output:65535",
+	"actions=output:65527",
+	"actions=output:65534,output:65533,output:65528",
+	"actions=output:4294967040",
+	"actions=output:4294967039",
+	"actions=output:ANY",
+	"actions=output:UNSET",
+	"actions=output:0x10",
+	"actions=output:010,output:+5",
+	"in_port=65280,actions=resubmit:4294967041",
+	"in_port=65534,actions=enqueue:65534:1",
+	"actions=output(port=65280,max_len=100)",
+	"actions=output:0xfffffff8",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

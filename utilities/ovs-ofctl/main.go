@@ -1330,6 +1330,9 @@ func flowMod(fs *ofptext.Flow, cmd int, v ofp.Version) (*ofp.FlowMod, error) {
 // does not allow.
 var errInconsistent = fatalf("actions are invalid with specified match (OFPBAC_MATCH_INCONSISTENT)")
 
+// errBadOutPort is its verdict on output to a port that takes none.
+var errBadOutPort = fatalf("actions are invalid with specified match (OFPBAC_BAD_OUT_PORT)")
+
 // checkActions refuses, as OVS's ofpacts_check does before sending,
 // actions whose fields the match (as the actions change it) does not
 // give the prerequisites of, and ct without IP (or its helper's
@@ -1373,7 +1376,7 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 			for _, p := range a.Bundle.Members {
 				if p == 0xfffd {
 					logWarn("bundle", "unsupported controller member")
-					return fatalf("actions are invalid with specified match (OFPBAC_BAD_OUT_PORT)")
+					return errBadOutPort
 				}
 			}
 			if a.Bundle.Load {
@@ -1382,7 +1385,18 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		case ofp.ActEnqueue:
 			// OVS's check_ENQUEUE: a port, IN_PORT or LOCAL.
 			if a.Port >= ofp.PortMax && a.Port != ofp.PortInPort && a.Port != ofp.PortLocal {
-				return fatalf("actions are invalid with specified match (OFPBAC_BAD_OUT_PORT)")
+				return errBadOutPort
+			}
+		case ofp.ActOutput, ofp.ActOutputTrunc:
+			// ofpact_check_output_port: a port below OFPP_MAX or a
+			// reserved one that outputs (not ANY, UNSET, or the
+			// OpenFlow 1.0 numbers between).
+			switch a.Port {
+			case ofp.PortInPort, 0xfffffff9, ofp.PortNormal, ofp.PortFlood, ofp.PortAll, ofp.PortController, ofp.PortLocal:
+			default:
+				if a.Port >= ofp.PortMax {
+					return errBadOutPort
+				}
 			}
 		case ofp.ActLearn:
 			err = checkLearn(a.Learn, m, ref)

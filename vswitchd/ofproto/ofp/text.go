@@ -37,6 +37,11 @@ func (pn PortNames) Port(p uint32) string {
 			return r.name
 		}
 	}
+	if p >= PortMax && p < 0xfffffff7 {
+		// OVS holds ports in 16 bits: OpenFlow 1.1's unassigned
+		// reserved numbers are OpenFlow 1.0's (ofputil_port_from_ofp11).
+		p -= 0xffff0000
+	}
 	if name, ok := pn[p]; ok {
 		if plainName(name) {
 			return name

@@ -345,6 +345,33 @@ func FieldOf(name string) *ofp.Field {
 	return fieldByName(name)
 }
 
+// port11Offset is what OpenFlow 1.1 adds to OpenFlow 1.0's reserved
+// port numbers (OVS's OFPP11_OFFSET).
+const port11Offset = 0xffff0000
+
+// deprecatedPortWarned: OVS warns once (VLOG_WARN_ONCE) of a reserved
+// port given by its OpenFlow 1.0 number.
+var deprecatedPortWarned atomic.Bool
+
+// strToUint10 is OVS's str_to_uint in base 10: C's strtoll over the
+// whole string (leading white space and a sign taken), within an
+// unsigned int.
+func strToUint10(s string) (uint64, bool) {
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		neg, t = t[0] == '-', t[1:]
+	}
+	if t == "" || strings.Trim(t, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil || n > math.MaxUint32 || neg && n != 0 {
+		return 0, false
+	}
+	return n, true
+}
+
 // ParsePort parses a port as ofputil_port_from_string: a number, a
 // reserved name (any case) or a port's name.
 func ParsePort(s string, ports PortResolver) (uint32, error) {
@@ -352,8 +379,24 @@ func ParsePort(s string, ports PortResolver) (uint32, error) {
 		Warn("ofp_port", fmt.Sprintf("Negative value %s is not a valid port number.", s))
 		return 0, fmt.Errorf("%s: invalid or unknown port", s)
 	}
-	if n, err := strconv.ParseUint(s, 0, 32); err == nil {
-		if n >= 0xff00 && n < 0xffffff00 {
+	// str_to_uint in base 10, then OpenFlow 1.0's reserved numbers
+	// (0xff00 and up) as their OpenFlow 1.1 ones, with OVS's warnings.
+	if n, ok := strToUint10(s); ok {
+		switch {
+		case n < 0xff00:
+			return uint32(n), nil
+		case n < 0xfff7:
+			Warn("ofp_port", fmt.Sprintf("port %d is a reserved OF1.0 port number that will be translated to %d "+
+				"when talking to an OF1.1 or later controller", n, n+port11Offset))
+			return uint32(n + port11Offset), nil
+		case n <= 0xffff:
+			p := uint32(n + port11Offset)
+			if deprecatedPortWarned.CompareAndSwap(false, true) {
+				Warn("ofp_port", fmt.Sprintf("referring to port %s as %d is deprecated for compatibility with "+
+					"OpenFlow 1.1 and later", ofp.PortNames(nil).Port(p), n))
+			}
+			return p, nil
+		case n < ofp.PortMax:
 			Warn("ofp_port", fmt.Sprintf("port %d is outside the supported range 0 through ffff or 0xffffff00 through 0xffffffff", n))
 			return 0, fmt.Errorf("%s: invalid or unknown port", s)
 		}

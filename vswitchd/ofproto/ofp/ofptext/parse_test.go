@@ -76,6 +76,9 @@ func TestParseFormat(t *testing.T) {
 		{ofp.V10, "actions=set_queue:-1,set_queue:0x100000001,set_queue:010,pop_queue:5", "actions=set_queue:4294967295,set_queue:1,set_queue:8,pop_queue"},
 		{ofp.V10, "actions=enqueue:2:7,enqueue(IN_PORT,1),enqueue:LOCAL:3,enqueue:1q2", "actions=enqueue:2:7,enqueue:IN_PORT:1,enqueue:LOCAL:3,enqueue:1:2"},
 		{ofp.V10, "actions=write_actions(set_queue:9,output:2)", "actions=write_actions(set_queue:9,output:2)"},
+		// OpenFlow 1.0's reserved port numbers, as OVS's 16-bit ports.
+		{ofp.V10, "in_port=65280,actions=output:010,output:+5,output:65534,resubmit:4294967041",
+			"in_port=65280 actions=output:10,output:5,LOCAL,resubmit:65281"},
 	} {
 		checkVersionCase(t, tc, func(fs *Flow) (string, error) { return format(fs, tc.v), nil })
 	}
@@ -179,6 +182,9 @@ func TestParseErrors(t *testing.T) {
 		{"ip,actions=mod_nw_ttl:256", ParseAdd, `invalid TTL "256"`},
 		{"ip,actions=mod_nw_ttl:-1", ParseAdd, `invalid TTL "-1"`},
 		{"ip,actions=mod_nw_ttl:1_0", ParseAdd, `invalid TTL "1_0"`},
+		// ofputil_port_from_string: decimal only.
+		{"actions=output:0x10", ParseAdd, "0x10: output to unknown port"},
+		{"actions=output:4294967039", ParseAdd, "4294967039: output to unknown port"},
 		// parse_reg_load: parse_int_string in the field's width.
 		{"actions=load:0x123456789->NXM_NX_REG0[]", ParseAdd, "0x123456789->NXM_NX_REG0[]: cannot parse integer value"},
 		{"actions=load:-1->NXM_NX_REG0[]", ParseAdd, "-1->NXM_NX_REG0[]: cannot parse integer value"},
