@@ -191,6 +191,23 @@ var parseFlowCorpus = []string{
 	"in_port=65534,actions=enqueue:65534:1",
 	"actions=output(port=65280,max_len=100)",
 	"actions=output:0xfffffff8",
+	// parse_CT: ofputil_table_from_string, str_to_u16 then a field for
+	// the zone, str_to_connhelper, force only with commit.
+	"actions=ct(table=255)",
+	"ip,actions=ct(table=256)",
+	"ip,actions=ct(table=-1)",
+	"ip,actions=ct(table=0x5)",
+	"ip,actions=ct(table=foo)",
+	"ip,actions=ct(table=07,zone=0x10)",
+	"actions=ct(zone=70000)",
+	"ip,actions=ct(zone=-1)",
+	"ip,actions=ct(zone=x,table=1)",
+	"actions=ct(alg=ssh)",
+	"ip,actions=ct(alg=21)",
+	"ip,actions=ct(force)",
+	"ip,actions=ct(force,zone=70000)",
+	"ip,actions=ct(force,commit,zone=+5)",
+	"ip,actions=resubmit(,-1),resubmit(,256)",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

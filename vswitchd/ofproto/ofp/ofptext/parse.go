@@ -1034,21 +1034,11 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 			a.Port = p
 		}
 		if table != "" {
-			// OVS's ofputil_table_from_string (a table map is never
-			// given: numbers only).
-			if strings.HasPrefix(table, "-") {
-				Warn("ofp_table", fmt.Sprintf("Negative value %s is not a valid table number.", table))
+			n, ok := parseTable(table)
+			if !ok {
 				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
 			}
-			n, err := strconv.ParseUint(table, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
-			}
-			if n > 255 {
-				Warn("ofp_table", fmt.Sprintf("table %d is outside the supported range 0 through 255", n))
-				return nil, fmt.Errorf("%s: resubmit to unknown table", table)
-			}
-			a.Table = uint8(n)
+			a.Table = n
 		}
 		if ct != "" {
 			if ct != "ct" {
@@ -1292,6 +1282,24 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 	return nil, fmt.Errorf("unknown action %s", key)
 }
 
+// parseTable is OVS's ofputil_table_from_string with no table map: a
+// decimal number up to 255, with its warnings.
+func parseTable(s string) (uint8, bool) {
+	if strings.HasPrefix(s, "-") {
+		Warn("ofp_table", fmt.Sprintf("Negative value %s is not a valid table number.", s))
+		return 0, false
+	}
+	n, ok := strToUint10(s)
+	if !ok {
+		return 0, false
+	}
+	if n > 255 {
+		Warn("ofp_table", fmt.Sprintf("table %d is outside the supported range 0 through 255", n))
+		return 0, false
+	}
+	return uint8(n), true
+}
+
 func outputAction(p uint32, maxLen uint16) ofp.Action {
 	if p == ofp.PortController {
 		return ofp.Action{Type: ofp.ActController, Port: p, MaxLen: 0xffff, Reason: ofp.PacketInAction}
@@ -1404,37 +1412,34 @@ func parseCT(arg string, ports PortResolver) ([]ofp.Action, error) {
 		case "force":
 			c.Flags |= ofp.CTForce
 		case "table":
-			n, err := parseU(value, 8, "table")
+			n, ok := parseTable(value)
+			if !ok {
+				return nil, fmt.Errorf("unknown table %s", value)
+			}
+			if n == ofp.CTNoTable {
+				return nil, fmt.Errorf("invalid table %#x", n)
+			}
+			c.Table = n
+		case "zone":
+			// str_to_u16, else a field's bits.
+			if n, ok := strToInt(value); ok && n >= 0 && n <= 0xffff {
+				c.ZoneImm = uint16(n)
+				break
+			}
+			ref, err := parseRef(value)
 			if err != nil {
 				return nil, err
 			}
-			c.Table = uint8(n)
-		case "zone":
-			if strings.Contains(value, "[") {
-				ref, err := parseRef(value)
-				if err != nil {
-					return nil, err
-				}
-				c.ZoneSrc = ref
-			} else {
-				n, err := parseU(value, 16, "zone")
-				if err != nil {
-					return nil, err
-				}
-				c.ZoneImm = uint16(n)
-			}
+			c.ZoneSrc = ref
 		case "alg":
+			// str_to_connhelper: by name only.
 			switch value {
 			case "ftp":
 				c.Alg = 21
 			case "tftp":
 				c.Alg = 69
 			default:
-				n, err := parseU(value, 16, "alg")
-				if err != nil {
-					return nil, err
-				}
-				c.Alg = uint16(n)
+				return nil, fmt.Errorf("invalid conntrack helper \"%s\"", value)
 			}
 		case "nat":
 			n, err := parseNAT(value)
@@ -1451,6 +1456,9 @@ func parseCT(arg string, ports PortResolver) ([]ofp.Action, error) {
 		default:
 			return nil, fmt.Errorf("invalid argument to \"ct\" action: `%s'", key)
 		}
+	}
+	if c.Flags&ofp.CTForce != 0 && c.Flags&ofp.CTCommit == 0 {
+		return nil, errors.New(`"force" flag requires "commit" flag.`)
 	}
 	if nat != nil {
 		a.Nested = append(a.Nested, *nat)

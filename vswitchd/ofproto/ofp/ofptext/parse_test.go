@@ -182,6 +182,13 @@ func TestParseErrors(t *testing.T) {
 		{"ip,actions=mod_nw_ttl:256", ParseAdd, `invalid TTL "256"`},
 		{"ip,actions=mod_nw_ttl:-1", ParseAdd, `invalid TTL "-1"`},
 		{"ip,actions=mod_nw_ttl:1_0", ParseAdd, `invalid TTL "1_0"`},
+		// parse_CT's texts.
+		{"actions=ct(table=255)", ParseAdd, "invalid table 0xff"},
+		{"ip,actions=ct(table=0x5)", ParseAdd, "unknown table 0x5"},
+		{"actions=ct(zone=70000)", ParseAdd, "70000: unknown field `70000'"},
+		{"actions=ct(alg=ssh)", ParseAdd, `invalid conntrack helper "ssh"`},
+		{"ip,actions=ct(alg=21)", ParseAdd, `invalid conntrack helper "21"`},
+		{"ip,actions=ct(force)", ParseAdd, `"force" flag requires "commit" flag.`},
 		// ofputil_port_from_string: decimal only.
 		{"actions=output:0x10", ParseAdd, "0x10: output to unknown port"},
 		{"actions=output:4294967039", ParseAdd, "4294967039: output to unknown port"},
