@@ -23,7 +23,9 @@ import (
 // flow in OpenFlow 1.2+ (govs' encoder makes it set_field of tcp_src,
 // OVS's of udp_src); OpenFlow 1.1 (govs' ovs-ofctl does not encode its
 // matches: refused); mod_nw_ecn or mod_nw_ttl without ip in OpenFlow 1.0
-// (OVS's decoder refuses its own NXAST_REG_LOAD and prints a hex dump).
+// (OVS's decoder refuses its own NXAST_REG_LOAD and prints a hex dump);
+// a masked set_field whose value has bits outside its mask (OVS's
+// decoder refuses it, govs' masks it).
 var parseFlowCorpus = []string{
 	"ip,nw_src=10.0.0.1,actions=output:2",
 	"in_port=1,actions=drop",
@@ -208,6 +210,21 @@ var parseFlowCorpus = []string{
 	"ip,actions=ct(force,zone=70000)",
 	"ip,actions=ct(force,commit,zone=+5)",
 	"ip,actions=resubmit(,-1),resubmit(,256)",
+	// tun_metadata without a TLV map (mf_field_len): as long as the
+	// value and mask need; a set masked unless given whole.
+	"actions=set_field:1->tun_metadata0",
+	"actions=set_field:0x0100->tun_metadata0,set_field:1/1->tun_metadata1,set_field:0xff/0xff->tun_metadata2",
+	"actions=set_field:0x112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0011223344->tun_metadata1",
+	"actions=set_field:1->tun_metadata64",
+	"actions=set_field:1->NXM_NX_TUN_METADATA0",
+	"actions=load:1->NXM_NX_TUN_METADATA0[0..7],load:0x1ff->tun_metadata2[4..12]",
+	"actions=move:NXM_NX_TUN_METADATA0[0..7]->NXM_NX_REG0[0..7],move:NXM_NX_REG0[]->tun_metadata5[32..63]",
+	"actions=push:tun_metadata0[0..15]",
+	"tun_metadata0=1,actions=drop",
+	"tun_metadata0=1/0xff00,tun_metadata3=0x1234/0xff,actions=drop",
+	"tun_metadata1=5,tun_metadata0=6,tun_id=5,in_port=1,ip,actions=drop",
+	"tun_metadata0=5,tun_metadata0=6,actions=drop",
+	"tun_metadata64=5,actions=drop",
 }
 
 // parseFlowLog is the time and sequence number of a log line.

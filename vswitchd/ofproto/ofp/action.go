@@ -80,6 +80,9 @@ const (
 	rawSetField = iota
 	rawLegacy   // an OpenFlow 1.0 mod_* action
 	rawRegLoad  // NXAST_REG_LOAD
+	// rawRegLoad2: from NXAST_REG_LOAD2, sent back as one before
+	// OpenFlow 1.5 and shown as a set_field (OVS's NXAST_RAW_REG_LOAD2).
+	rawRegLoad2
 	// rawController2: a controller action decoded from NXAST_CONTROLLER2,
 	// encoded back as one (OVS keeps the raw form).
 	rawController2
@@ -780,7 +783,7 @@ func decodeNXAction(v Version, b []byte, depth int) (Action, *Error) {
 		if err != nil {
 			return Action{}, err
 		}
-		a.raw = rawRegLoad
+		a.raw = rawRegLoad2
 		return a, nil
 	case nxastNote:
 		return Action{Type: ActNote, Data: bytes.Clone(body)}, nil
@@ -1180,9 +1183,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		case v == V11:
 			return putVLANAction(b, at11SetVLANPCP, a.VLAN)
 		case vid:
-			return appendSetField(b, v, fields[FieldVLANVID], binary.BigEndian.AppendUint16(nil, a.VLAN|0x1000), []byte{0xff, 0xff})
+			return appendSetField(b, v, fields[FieldVLANVID], binary.BigEndian.AppendUint16(nil, a.VLAN|0x1000), []byte{0xff, 0xff}, false)
 		}
-		return appendSetField(b, v, fields[FieldVLANPCP], []byte{uint8(a.VLAN)}, []byte{0xff})
+		return appendSetField(b, v, fields[FieldVLANPCP], []byte{uint8(a.VLAN)}, []byte{0xff}, false)
 	case ActPushVLAN:
 		if v == V10 {
 			return b // OpenFlow 1.0 pushes as a side effect of mod_vlan_vid
@@ -1213,14 +1216,17 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 			b = pad(b, 6)
 			return binary.BigEndian.AppendUint64(b, id)
 		}
-		full := allOnes(a.Mask) // fields run to 124 bytes (tun_metadata): longer than ones
-		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANVID {
+		// Fields run to 124 bytes (tun_metadata): longer than ones. A
+		// tun_metadata set is masked unless it sets the whole mapping.
+		full := allOnes(a.Mask) && (TunMetadataIndex(a.Field) < 0 || a.wholeVar)
+		regLoad := a.raw == rawRegLoad || a.raw == rawRegLoad2
+		if v == V10 && full && !regLoad && a.Field.ID == FieldVLANVID {
 			return appendAction(b, v, &Action{Type: ActSetVLANVID, VLAN: binary.BigEndian.Uint16(a.Value) & flow.VLANVIDMask})
 		}
-		if v == V10 && full && a.raw != rawRegLoad && a.Field.ID == FieldVLANPCP {
+		if v == V10 && full && !regLoad && a.Field.ID == FieldVLANPCP {
 			return appendAction(b, v, &Action{Type: ActSetVLANPCP, VLAN: uint16(a.Value[0])})
 		}
-		if v <= V11 && a.raw != rawRegLoad {
+		if v <= V11 && !regLoad {
 			if out, ok := appendVLANLegacy(b, v, a); ok {
 				return out
 			}
@@ -1233,7 +1239,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 			b = append(b, a.Value[0])
 			return pad(b, 3)
 		}
-		if v == V11 && a.raw != rawRegLoad {
+		if v == V11 && !regLoad {
 			// OVS's set_field_to_legacy_openflow and the OpenFlow 1.1
 			// forms of its mod_* actions: the mask dropped; a set_field
 			// of SCTP's ports (not a mod_tp_*) as NXAST_REG_LOAD.
@@ -1267,7 +1273,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 				return appendAction(b, v, &Action{Type: ActSetField, Field: fields[id], Value: val, Mask: ones[:len(val)], raw: rawLegacy})
 			}
 		}
-		if v == V10 && full && a.raw != rawRegLoad {
+		if v == V10 && full && !regLoad {
 			if t, ok := legacy10[a.Field.ID]; ok {
 				b = put16(b, t)
 				if t == at10SetDLSrc || t == at10SetDLDst {
@@ -1282,13 +1288,13 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 		}
 		if v >= V12 && full && a.raw == rawLegacy && a.Field.ID == FieldIPTOS {
 			// OpenFlow 1.0's mod_nw_tos is ip_dscp in OXM, as OVS's.
-			return appendSetField(b, v, fields[FieldIPDSCP], []byte{a.Value[0] >> 2}, []byte{0xff})
+			return appendSetField(b, v, fields[FieldIPDSCP], []byte{a.Value[0] >> 2}, []byte{0xff}, false)
 		}
-		if v >= V15 || (a.raw != rawRegLoad && full && v >= V12) {
-			return appendSetField(b, v, a.Field, a.Value, a.Mask)
+		if v >= V15 || (!regLoad && full && v >= V12) {
+			return appendSetField(b, v, a.Field, a.Value, a.Mask, !full)
 		}
-		// A variable-length field (tun_metadata) always goes as
-		// NXAST_REG_LOAD2, as OVS's set_field_to_nxast.
+		// A variable-length field (tun_metadata), or one that came so,
+		// goes as NXAST_REG_LOAD2, as OVS's set_field_to_nxast.
 		// The bits the field has (ip_dscp's 6, ip_ecn's 2): a mask
 		// of the whole byte would load beyond the field.
 		mask := a.Mask
@@ -1298,7 +1304,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 				mask[i] &= full[i]
 			}
 		}
-		if TunMetadataIndex(a.Field) < 0 && !allZero(mask) {
+		if TunMetadataIndex(a.Field) < 0 && a.raw != rawRegLoad2 && !allZero(mask) {
 			if ofs, nbits, ok := maskRange(mask); ok && nbits <= 64 {
 				b = nxActionHeader(b, 24, nxastRegLoad)
 				b = put16(b, uint16(ofs<<6|(nbits-1)))
@@ -1326,7 +1332,7 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 			return b
 		}
 		b = nxActionHeader(b, 0, nxastRegLoad2)
-		b = appendOXMField(b, a.Field, a.Value, a.Mask, v == V10)
+		b = appendOXMField(b, a.Field, a.Value, a.Mask, v == V10, !full)
 		b = padTo8(b, start)
 		binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 		return b
@@ -1478,9 +1484,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 	return b
 }
 
-func appendOXMField(b []byte, fd *Field, value, mask []byte, nx bool) []byte {
+func appendOXMField(b []byte, fd *Field, value, mask []byte, nx, masked bool) []byte {
 	h := fd.header(nx)
-	if len(mask) == fd.Len && allOnes(mask) {
+	if !masked {
 		b = put32(b, h)
 		return append(b, value...)
 	}
@@ -1489,11 +1495,11 @@ func appendOXMField(b []byte, fd *Field, value, mask []byte, nx bool) []byte {
 	return append(b, mask...)
 }
 
-func appendSetField(b []byte, v Version, fd *Field, value, mask []byte) []byte {
+func appendSetField(b []byte, v Version, fd *Field, value, mask []byte, masked bool) []byte {
 	start := len(b)
 	b = put16(b, at12SetField)
 	b = put16(b, 0)
-	b = appendOXMField(b, fd, value, mask, false)
+	b = appendOXMField(b, fd, value, mask, false, masked)
 	b = padTo8(b, start)
 	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 	return b

@@ -326,6 +326,15 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 				return name + ":" + FormatFieldValue(a.Field, a.Value, a.Mask, pn)
 			}
 		}
+		if TunMetadataIndex(a.Field) >= 0 && !a.RegLoad() {
+			// Masked as it came, whatever its mask (OVS keeps all 124
+			// bytes of one).
+			v := hexBytes(a.Value)
+			if !a.wholeVar {
+				v += "/" + hexBytes(a.Mask)
+			}
+			return "set_field:" + v + "->" + a.Field.Name
+		}
 		if a.RegLoad() {
 			if ref, val, ok := a.LoadRange(); ok {
 				return "load:" + hexC(val) + "->" + FormatRef(ref)

@@ -3,6 +3,7 @@ package ofp
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -186,6 +187,18 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 	if mk.TunGBPFlags != 0 {
 		// The value alone, whatever the mask, as OVS 3.1's.
 		f.put("tun_gbp_flags=%s", hexC(uint64(k.TunGBPFlags)))
+	}
+	// tun_metadata as decoded, by index, as ovs-ofctl prints it without
+	// a TLV map (tun_metadata_match_format): the mask only if, from its
+	// first nonzero byte, it is not all ones.
+	md := slices.Clone(m.TunMD)
+	slices.SortFunc(md, func(a, b TunMDEntry) int { return a.Idx - b.Idx })
+	for _, e := range md {
+		mask := e.Mask
+		for len(mask) > 1 && mask[0] == 0 {
+			mask = mask[1:]
+		}
+		FormatTunMDEntry(&f.b, e.Idx, e.Value, mask)
 	}
 	f.u64("metadata", k.Metadata, mk.Metadata)
 	if mk.InPort != 0 {

@@ -52,6 +52,55 @@ func TunMetadataField(idx, n int) *Field {
 	return fd
 }
 
+// SetTunMetadata returns a set of tun_metadata<idx> as ovs-ofctl makes
+// one without a TLV map: value and mask, TLVMaxOptLen bytes, cut to the
+// bytes they use (tunMDLen), and masked unless mask is all ones.
+// regLoad: it was given as a load.
+func SetTunMetadata(idx int, value, mask []byte, regLoad bool) Action {
+	n, whole := tunMDLen(value, mask)
+	a := Action{Type: ActSetField, Field: TunMetadataField(idx, n), Value: bytes.Clone(value[len(value)-n:]),
+		Mask: bytes.Clone(mask[len(mask)-n:]), wholeVar: whole}
+	if regLoad {
+		a.raw = rawRegLoad
+	}
+	return a
+}
+
+// TunMetadataMatch returns a match on tun_metadata<idx> as ovs-ofctl
+// makes one without a TLV map, as SetTunMetadata.
+func TunMetadataMatch(idx int, value, mask []byte) TunMDEntry {
+	n, whole := tunMDLen(value, mask)
+	e := TunMDEntry{Idx: idx, Value: make([]byte, n)}
+	for i := range e.Value {
+		e.Value[i] = value[len(value)-n+i] & mask[len(mask)-n+i]
+	}
+	if !whole {
+		e.Mask = bytes.Clone(mask[len(mask)-n:])
+	}
+	return e
+}
+
+// tunMDLen is OVS's mf_field_len of a tun_metadata value and mask: the
+// bytes from the first nonzero one of the value, or of the mask if it
+// is not all ones (whole false). OVS would use no bytes for a zero
+// value: govs keeps one.
+func tunMDLen(value, mask []byte) (n int, whole bool) {
+	used := func(b []byte) int {
+		for i, c := range b {
+			if c != 0 {
+				return len(b) - i
+			}
+		}
+		return 0
+	}
+	whole = isAllOnes(mask)
+	n = used(value)
+	if !whole {
+		n = max(n, used(mask))
+	}
+	return max(n, 1), whole
+}
+
 // TunMetadataIndex returns n if fd is tun_metadata<n>, else -1.
 func TunMetadataIndex(fd *Field) int {
 	if fd != nil && fd.ID >= FieldTunMetadata0 && fd.ID < FieldTunMetadata0+TLVMaxFields {

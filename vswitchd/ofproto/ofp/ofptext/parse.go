@@ -317,6 +317,23 @@ func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error 
 		fs.Usable &= ProtoOF11Up
 		return nil
 	}
+	if fd := tunMetadataField(key, false); fd != nil {
+		// OVS's tun_metadata_set_match without a TLV map: as long as
+		// the value (and mask) need, once each.
+		v, m, err := parseValue(fd, value, ports)
+		if err != nil {
+			return err
+		}
+		e := ofp.TunMetadataMatch(ofp.TunMetadataIndex(fd), v, m)
+		for _, o := range fs.Match.TunMD {
+			if o.Idx == e.Idx {
+				return fmt.Errorf("field %s set multiple times", key)
+			}
+		}
+		fs.Match.TunMD = append(fs.Match.TunMD, e)
+		fs.Usable &= ProtoNXMOXM
+		return nil
+	}
 	var msk []byte
 	if err := parseField(&fs.Match, key, value, ports, &msk); err != nil {
 		return err
@@ -342,7 +359,27 @@ func FieldOf(name string) *ofp.Field {
 	if name == "in_port" {
 		return ofp.FieldByName("in_port_oxm")
 	}
+	if fd := tunMetadataField(name, false); fd != nil {
+		return fd
+	}
 	return fieldByName(name)
+}
+
+// tunMetadataField is tun_metadata<N> by its name or, with nxm, its NXM
+// name (NXM_NX_TUN_METADATA<N>, any case), as OVS's ovs-ofctl knows it
+// without a TLV map: all of its 124 bytes (ofp.SetTunMetadata fits a
+// set to its value).
+func tunMetadataField(name string, nxm bool) *ofp.Field {
+	const nxmName = "NXM_NX_TUN_METADATA"
+	n, ok := strings.CutPrefix(name, "tun_metadata")
+	if !ok && nxm && len(name) > len(nxmName) && strings.EqualFold(name[:len(nxmName)], nxmName) {
+		n, ok = name[len(nxmName):], true
+	}
+	idx, err := strconv.Atoi(n)
+	if !ok || err != nil || idx < 0 || idx >= ofp.TLVMaxFields || strconv.Itoa(idx) != n {
+		return nil
+	}
+	return ofp.TunMetadataField(idx, ofp.TLVMaxOptLen)
 }
 
 // port11Offset is what OpenFlow 1.1 adds to OpenFlow 1.0's reserved
@@ -1125,6 +1162,9 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		if fd.ID == ofp.FieldVLANVID {
 			v[0] |= 0x10 // set_field:N->vlan_vid sets OFPVID_PRESENT
 		}
+		if idx := ofp.TunMetadataIndex(fd); idx >= 0 {
+			return one(ofp.SetTunMetadata(idx, v, m, false))
+		}
 		return one(ofp.SetField(fd, v, m, false))
 	case "load":
 		val, dst, ok := strings.Cut(arg, "->")
@@ -1149,7 +1189,11 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		mask := new(big.Int).Lsh(big.NewInt(1), uint(ref.NBits))
 		mask.Sub(mask, big.NewInt(1))
 		value := new(big.Int).Lsh(z, uint(ref.Ofs)).FillBytes(make([]byte, ref.Field.Len))
-		return one(ofp.LoadAction(ref.Field, value, mask.Lsh(mask, uint(ref.Ofs)).FillBytes(make([]byte, ref.Field.Len))))
+		maskb := mask.Lsh(mask, uint(ref.Ofs)).FillBytes(make([]byte, ref.Field.Len))
+		if idx := ofp.TunMetadataIndex(ref.Field); idx >= 0 {
+			return one(ofp.SetTunMetadata(idx, value, maskb, true))
+		}
+		return one(ofp.LoadAction(ref.Field, value, maskb))
 	case "move":
 		m, err := parseMove(arg)
 		if err != nil {

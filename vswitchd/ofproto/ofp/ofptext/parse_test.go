@@ -107,21 +107,31 @@ func TestParseEncode(t *testing.T) {
 	for _, tc := range []versionCase{
 		// OVS's SET_IP_ECN and SET_IP_TTL: NXAST_REG_LOAD in 1.0, a
 		// set_field of nw_ecn and OFPAT11_SET_NW_TTL from 1.2.
-		{ofp.V10, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "load:0x1->NXM_NX_IP_ECN[],load:0x9->NXM_NX_IP_TTL[]"},
-		{ofp.V13, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "set_field:1->nw_ecn,mod_nw_ttl:9"},
-		{ofp.V15, "ipv6,actions=mod_nw_ecn:3,mod_nw_ttl:0x10", "set_field:3->nw_ecn,mod_nw_ttl:16"},
+		{ofp.V10, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "ip actions=load:0x1->NXM_NX_IP_ECN[],load:0x9->NXM_NX_IP_TTL[]"},
+		{ofp.V13, "ip,actions=mod_nw_ecn:1,mod_nw_ttl:9", "ip actions=set_field:1->nw_ecn,mod_nw_ttl:9"},
+		{ofp.V15, "ipv6,actions=mod_nw_ecn:3,mod_nw_ttl:0x10", "ipv6 actions=set_field:3->nw_ecn,mod_nw_ttl:16"},
 		// parse_int_string: octal after a 0, wider than 64 bits.
 		{ofp.V10, "actions=load:010->NXM_NX_REG0[],load:0x1234567890abcdef1234->NXM_NX_XXREG0[8..100]",
-			"load:0x8->NXM_NX_REG0[],load:0x567890abcdef1234->NXM_NX_XXREG0[8..71],load:0x1234->NXM_NX_XXREG0[72..100]"},
+			"actions=load:0x8->NXM_NX_REG0[],load:0x567890abcdef1234->NXM_NX_XXREG0[8..71],load:0x1234->NXM_NX_XXREG0[72..100]"},
+		// tun_metadata without a TLV map: as long as the value (and
+		// mask) need, a set masked unless given whole; in OpenFlow 1.0
+		// as NXAST_REG_LOAD2, shown as a set_field.
+		{ofp.V10, "actions=set_field:1->tun_metadata0,load:1->tun_metadata1[0..7],set_field:0xff/0xff->tun_metadata2",
+			"actions=set_field:0x1->tun_metadata0,set_field:0x1/0xff->tun_metadata1,set_field:0xff/0xff->tun_metadata2"},
+		{ofp.V13, "actions=set_field:0x0100->tun_metadata0,load:0x1ff->NXM_NX_TUN_METADATA2[4..12]",
+			"actions=set_field:0x100->tun_metadata0,set_field:0x1ff0/0x1ff0->tun_metadata2"},
+		{ofp.V13, "tun_metadata1=5,tun_metadata0=1/0xff00,tun_metadata3=0x1234/0xff,ip,actions=drop",
+			"ip,tun_metadata0=0/0xff00,tun_metadata1=0x5,tun_metadata3=0x34 actions=drop"},
 	} {
 		checkVersionCase(t, tc, func(fs *Flow) (string, error) {
-			fm := &ofp.FlowMod{Command: ofp.FlowAdd, Match: fs.Match, BufferID: 0xffffffff, OutPort: ofp.PortAny,
-				OutGroup: ofp.GroupAny, Actions: fs.Actions}
+			fm := &ofp.FlowMod{Command: ofp.FlowAdd, Match: fs.Match, Priority: fs.Priority, BufferID: 0xffffffff,
+				OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Actions: fs.Actions}
 			msg, err := ofp.Decode(ofp.EncodeFlowMod(tc.v, 1, fm))
 			if err != nil {
 				return "", err
 			}
-			return ofp.FormatActions(msg.(*ofp.FlowMod).Actions, tc.v, nil), nil
+			back := msg.(*ofp.FlowMod)
+			return format(&Flow{Match: back.Match, Actions: back.Actions, Priority: back.Priority}, tc.v), nil
 		})
 	}
 }
@@ -189,6 +199,10 @@ func TestParseErrors(t *testing.T) {
 		{"actions=ct(alg=ssh)", ParseAdd, `invalid conntrack helper "ssh"`},
 		{"ip,actions=ct(alg=21)", ParseAdd, `invalid conntrack helper "21"`},
 		{"ip,actions=ct(force)", ParseAdd, `"force" flag requires "commit" flag.`},
+		// tun_metadata's names, and one match each.
+		{"actions=set_field:1->tun_metadata64", ParseAdd, "tun_metadata64 is not a valid OXM field name"},
+		{"actions=set_field:1->NXM_NX_TUN_METADATA0", ParseAdd, "NXM_NX_TUN_METADATA0 is not a valid OXM field name"},
+		{"tun_metadata0=5,tun_metadata0=6,actions=drop", ParseAdd, "field tun_metadata0 set multiple times"},
 		// ofputil_port_from_string: decimal only.
 		{"actions=output:0x10", ParseAdd, "0x10: output to unknown port"},
 		{"actions=output:4294967039", ParseAdd, "4294967039: output to unknown port"},
@@ -275,6 +289,9 @@ func TestUsableProtocols(t *testing.T) {
 		{"actions=load:0xffff->NXM_NX_REG0[0..15],move:NXM_NX_REG0[0..15]->NXM_OF_VLAN_TCI[]", "any"},
 		{"actions=load:5->OXM_OF_METADATA[]", "any"},
 		{"actions=set_field:5->metadata", "NXM,OXM,OpenFlow11"},
+		{"tun_metadata0=1,actions=drop", "NXM,OXM"},
+		{"actions=set_field:1->tun_metadata0", "NXM,OXM"},
+		{"actions=load:1->tun_metadata0[0..7]", "any"},
 	} {
 		fs, err := ParseFlow(tc.in, ParseAdd, nil)
 		if err != nil {

@@ -51,6 +51,9 @@ func parseSubfield(s string) (ofp.FieldRef, string, error) {
 	name := s[:n]
 	fd := ofp.FieldByNXMName(name)
 	if fd == nil {
+		fd = tunMetadataField(name, true)
+	}
+	if fd == nil {
 		fd = fieldByName(name)
 	}
 	if fd == nil {
