@@ -149,6 +149,11 @@ type Action struct {
 	// wholeVar: an unmasked set_field of a variable-length field, which
 	// sets all of it whatever the length of Value.
 	wholeVar bool
+	// tunMDMasked: a tun_metadata set that is masked though its mask
+	// is all ones, as ovs-ofctl sends and shows one without a TLV map
+	// (OVS's mf_field_len over all 124 bytes); ResolveActions clears
+	// it, the bridge's mapping giving the length.
+	tunMDMasked bool
 	// Src and Dst: ActMove; Dst: ActOutputReg's source register; Src:
 	// ActStackPush's field, Dst: ActStackPop's.
 	Src, Dst FieldRef
@@ -589,7 +594,8 @@ func decodeSetField(v Version, b []byte) (Action, *Error) {
 	}
 	// An unmasked tun_metadata set_field sets the whole mapping,
 	// whatever length the wire gave (ResolveActions).
-	return Action{Type: ActSetField, Field: fd, Value: val, Mask: mask, wholeVar: !masked && TunMetadataIndex(fd) >= 0}, nil
+	tunMD := TunMetadataIndex(fd) >= 0
+	return Action{Type: ActSetField, Field: fd, Value: val, Mask: mask, wholeVar: !masked && tunMD, tunMDMasked: masked && tunMD}, nil
 }
 
 // decodeRef decodes a header plus ofs/nbits into a FieldRef, checking
@@ -1216,9 +1222,9 @@ func appendAction(b []byte, v Version, a *Action) []byte {
 			b = pad(b, 6)
 			return binary.BigEndian.AppendUint64(b, id)
 		}
-		// Fields run to 124 bytes (tun_metadata): longer than ones. A
-		// tun_metadata set is masked unless it sets the whole mapping.
-		full := allOnes(a.Mask) && (TunMetadataIndex(a.Field) < 0 || a.wholeVar)
+		// Fields run to 124 bytes (tun_metadata): longer than ones; and
+		// ovs-ofctl's tun_metadata sets may be masked by all ones.
+		full := allOnes(a.Mask) && !a.tunMDMasked
 		regLoad := a.raw == rawRegLoad || a.raw == rawRegLoad2
 		if v == V10 && full && !regLoad && a.Field.ID == FieldVLANVID {
 			return appendAction(b, v, &Action{Type: ActSetVLANVID, VLAN: binary.BigEndian.Uint16(a.Value) & flow.VLANVIDMask})

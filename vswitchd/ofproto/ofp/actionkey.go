@@ -29,7 +29,7 @@ func appendActionsKey(b []byte, acts []Action) ([]byte, bool) {
 			return b, false
 		}
 		b = append(b, byte(a.Type), a.Table, a.Reason, byte(a.Errno), a.Clause, a.NClauses,
-			flags(a.Pause, a.wholeVar, a.resubmitTable, a.CntIDs != nil, a.NoPush, a.FlowHasVLAN, a.CTOrig))
+			flags(a.Pause, a.wholeVar, a.tunMDMasked, a.resubmitTable, a.CntIDs != nil, a.NoPush, a.FlowHasVLAN, a.CTOrig))
 		for _, v := range [...]uint64{uint64(a.Port), uint64(a.MaxLen), uint64(a.ControllerID), uint64(a.VLAN),
 			uint64(uintptr(unsafe.Pointer(a.Field))), uint64(a.raw), a.Metadata, a.MetadataMask, uint64(a.ID),
 			uint64(a.PktLen)} {

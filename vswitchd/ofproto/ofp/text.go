@@ -327,10 +327,8 @@ func FormatAction(a *Action, v Version, pn PortNames) string {
 			}
 		}
 		if TunMetadataIndex(a.Field) >= 0 && !a.RegLoad() {
-			// Masked as it came, whatever its mask (OVS keeps all 124
-			// bytes of one).
 			v := hexBytes(a.Value)
-			if !a.wholeVar {
+			if a.tunMDMasked || !isAllOnes(a.Mask) {
 				v += "/" + hexBytes(a.Mask)
 			}
 			return "set_field:" + v + "->" + a.Field.Name

@@ -59,7 +59,7 @@ func TunMetadataField(idx, n int) *Field {
 func SetTunMetadata(idx int, value, mask []byte, regLoad bool) Action {
 	n, whole := tunMDLen(value, mask)
 	a := Action{Type: ActSetField, Field: TunMetadataField(idx, n), Value: bytes.Clone(value[len(value)-n:]),
-		Mask: bytes.Clone(mask[len(mask)-n:]), wholeVar: whole}
+		Mask: bytes.Clone(mask[len(mask)-n:]), wholeVar: whole, tunMDMasked: !whole}
 	if regLoad {
 		a.raw = rawRegLoad
 	}
@@ -244,6 +244,7 @@ func ResolveActions(acts []Action, t *TLVTable) *Error {
 				mk = fit(a.Mask, int(l.Len))
 			}
 			a.Field, a.Value, a.Mask = TunMetadataField(idx, int(l.Len)), fit(a.Value, int(l.Len)), mk
+			a.tunMDMasked = false
 		}
 		if a.Src.Field != nil {
 			if err := ref(&a.Src); err != nil {
