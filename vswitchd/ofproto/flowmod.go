@@ -112,6 +112,9 @@ func checkFlowMod(fm *ofp.FlowMod) *ofp.Error {
 		if err := checkActions(fm.Actions, &fm.Match, fm.Table); err != nil {
 			return err
 		}
+		if err := checkConsistency(fm.Version, fm.Actions, &fm.Match.Flow.Key); err != nil {
+			return err
+		}
 		ofp.CheckVLAN(fm.Actions, fm.Match.Flow.VLANTCI&flow.VLANPresent != 0)
 		if (fm.Command == ofp.FlowAdd || fm.ModifyAdds) && !fm.Match.HiddenFieldsDefault() {
 			return &ofp.Error{Errno: ofp.EPerm, Detail: "only internal flows can set non-default values to hidden fields"}

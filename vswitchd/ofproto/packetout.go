@@ -105,6 +105,10 @@ func (br *Bridge) preparePacketOut(po *ofp.PacketOut) (*pendingPacketOut, *ofp.E
 		err.Name = name
 		return nil, err
 	}
+	if err := checkConsistency(po.Version, acts, &k); err != nil {
+		err.Name = name
+		return nil, err
+	}
 	if err := br.checkMeters(acts); err != nil {
 		err.Name = name
 		return nil, err
