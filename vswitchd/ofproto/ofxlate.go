@@ -8,6 +8,7 @@ import (
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
+	"github.com/govs/govs/vswitchd/ofproto/ofp/ofptext"
 )
 
 // OpenFlow translation limits, as OVS's: resubmits to the same or an
@@ -944,6 +945,19 @@ func (x *xlate) enqueue(no, q uint32) {
 	f.SkbPriority = q
 	x.output(p)
 	f.SkbPriority = saved
+}
+
+// checkConsistency is OVS's ofpacts_check_consistency for a message of
+// version v: an action that works on a header the match (k, its values)
+// does not guarantee leaves only OpenFlow 1.0 usable (inconsistent_match:
+// OpenFlow 1.0's mod_nw_* and mod_tp_*, dec_ttl of a non-IP flow,
+// strip_vlan of an untagged one, ...), so from OpenFlow 1.1 on such a flow
+// mod or packet-out is refused.
+func checkConsistency(v ofp.Version, acts []ofp.Action, k *flow.Key) *ofp.Error {
+	if v >= ofp.V11 && ofptext.Inconsistent(acts, *k) {
+		return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "an action the match does not give the header of (OpenFlow 1.0 only)"}
+	}
+	return nil
 }
 
 // checkActions refuses, at FLOW_MOD time, what the translation would not

@@ -43,19 +43,6 @@ func (b *Backer) TracePacketOutCommand(args []string) (string, error) {
 	return b.traceArgs(pos, o)
 }
 
-// checkConsistency is OVS's ofpacts_check_consistency for a message of
-// version v: an action that works on a header the match (k, its values)
-// does not guarantee leaves only OpenFlow 1.0 usable (inconsistent_match:
-// OpenFlow 1.0's mod_nw_* and mod_tp_*, dec_ttl of a non-IP flow,
-// strip_vlan of an untagged one, ...), so from OpenFlow 1.1 on such a flow
-// mod or packet-out is refused.
-func checkConsistency(v ofp.Version, acts []ofp.Action, k *flow.Key) *ofp.Error {
-	if v >= ofp.V11 && ofptext.Inconsistent(acts, *k) {
-		return &ofp.Error{Errno: ofp.MatchInconsistent, Detail: "an action the match does not give the header of (OpenFlow 1.0 only)"}
-	}
-	return nil
-}
-
 // checkTraceActions checks a traced packet-out's actions against the
 // flow's packet k as OVS's ofproto_unixctl_trace_actions does, with its
 // error text.
