@@ -68,7 +68,7 @@ func (dp *Datapath) Flows() []FlowInfo {
 				f := r.Value
 				used, ever := f.usedAt()
 				out = append(out, FlowInfo{
-					UFID: f.ufid, Key: f.key, Mask: f.mask, Actions: f.acts.Load().actions,
+					UFID: f.ufid, Key: f.key, Mask: *f.mask, Actions: f.acts.Load().actions,
 					Packets: f.packets.Load(), Bytes: f.bytes.Load(), TCPFlags: uint16(f.tcpFlags.Load()),
 					Used: time.Duration(used), Ever: ever, Worker: p.no,
 				})

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 	"weak"
 
 	"github.com/govs/govs/datapath/dptest"
@@ -146,5 +147,13 @@ func TestCacheAfterTraffic(t *testing.T) {
 	}
 	if w.emc == nil {
 		t.Errorf("no cache after %d frames", sent)
+	}
+}
+
+// TestMegaflowSize keeps a datapath flow, with its classifier rule in the
+// same allocation, in Go's 1152-byte size class: the next is 1280.
+func TestMegaflowSize(t *testing.T) {
+	if n := unsafe.Sizeof(megaflow{}); n > 1152 {
+		t.Errorf("megaflow is %d bytes, more than the 1152-byte size class", n)
 	}
 }

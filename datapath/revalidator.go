@@ -227,7 +227,7 @@ func (dp *Datapath) retranslate(box *upcallerBox, fs []*megaflow, seq uint64, ta
 		}
 		u.Mask.InPort = ^uint32(0)
 		switch {
-		case u.Mask.HasExtra(&f.mask):
+		case u.Mask.HasExtra(f.mask):
 			rs.dead = append(rs.dead, f)
 		case !u.Actions.Equal(f.acts.Load().actions):
 			f.acts.Store(resolve(slices.Clone(u.Actions), table))

@@ -75,6 +75,10 @@ type megaflow struct {
 	packets, bytes atomic.Uint64
 	used           atomic.Int64
 	tcpFlags       atomic.Uint32
+	// revalActive: packets grew between the revalidator's last two
+	// passes; owned by the revalidator (here, in tcpFlags' padding, to
+	// keep the flow in a 1152-byte size class).
+	revalActive bool
 
 	// seq is the revalidation sequence number the actions were
 	// translated at (see Datapath.RequestRevalidation).
@@ -82,22 +86,24 @@ type megaflow struct {
 	// rule is the flow's classifier entry, nil once removed; guarded by
 	// the worker's flowMu.
 	rule *classifier.Rule[*megaflow]
-	// revalPackets is packets as the last revalidation pass saw it, and
-	// revalActive whether it had grown since the pass before; owned by the
-	// revalidator.
+	// revalPackets is packets as the last revalidation pass saw it;
+	// owned by the revalidator.
 	revalPackets uint64
-	revalActive  bool
 	// revalBytes is bytes as the last pass saw it; deltaPackets and
 	// deltaBytes what the flow forwarded between the last two passes.
 	revalBytes               uint64
 	deltaPackets, deltaBytes uint64
 
 	// key is the key of the packet that created the flow, unmasked, as
-	// the revalidator translates it again.
+	// the revalidator translates it again; mask is the classifier's copy,
+	// shared by the flows of that mask.
 	key     flow.Key
-	mask    flow.Mask
+	mask    *flow.Mask
 	ufid    [16]byte
 	created int64 // datapath clock
+
+	// r is the storage of rule, in the same allocation as the flow.
+	r classifier.Rule[*megaflow]
 }
 
 // flowActions are a flow's actions as translated and as resolved against
@@ -756,10 +762,11 @@ func (w *worker) install(u *Upcall, h uint64, exact bool, table *portTable, now 
 	if dp.nflows.Load() >= dp.flowLimit.Load() {
 		return nil, false
 	}
-	f = &megaflow{key: u.Key, mask: u.Mask, created: now, installed: true, ufid: ufid(&u.Key, &u.Mask)}
+	f = &megaflow{key: u.Key, created: now, installed: true, ufid: ufid(&u.Key, &u.Mask)}
 	f.acts.Store(resolve(slices.Clone(u.Actions), table))
 	f.seq.Store(seq)
-	f.rule, _ = w.cls.Insert(&u.Key, &u.Mask, 0, f)
+	f.rule, _ = w.cls.InsertInto(&f.r, &u.Key, &u.Mask, 0, f)
+	f.mask = f.rule.Mask
 	dp.nflows.Add(1)
 	w.emcInsert(&u.Key, h, f)
 	return f, true

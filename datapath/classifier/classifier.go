@@ -23,11 +23,13 @@ import (
 	"github.com/govs/govs/datapath/flow"
 )
 
-// Rule is one entry: it matches the keys k with k&Mask == Key.
+// Rule is one entry: it matches the keys k with k&*Mask == Key.
 type Rule[T any] struct {
 	// Key is the match, already masked: bits outside Mask are zero.
-	Key      flow.Key
-	Mask     flow.Mask
+	Key flow.Key
+	// Mask is its subtable's, shared by the rules of that mask and never
+	// changed (it outlives the rule's removal).
+	Mask     *flow.Mask
 	Priority int
 	Value    T
 
@@ -76,6 +78,13 @@ func (c *Classifier[T]) Subtables() int { return len(c.subtables) }
 // v, and returns it. If a rule with the same match and priority exists, it
 // returns that one and false, adding nothing.
 func (c *Classifier[T]) Insert(key *flow.Key, mask *flow.Mask, pri int, v T) (*Rule[T], bool) {
+	return c.InsertInto(new(Rule[T]), key, mask, pri, v)
+}
+
+// InsertInto is Insert with the rule's storage given by the caller (which
+// may embed it in the value, to make one allocation of both): r must be
+// unused, and is left so if an equal rule is returned instead.
+func (c *Classifier[T]) InsertInto(r *Rule[T], key *flow.Key, mask *flow.Mask, pri int, v T) (*Rule[T], bool) {
 	if c.byMask == nil {
 		c.byMask = map[flow.Mask]*subtable[T]{}
 	}
@@ -85,9 +94,9 @@ func (c *Classifier[T]) Insert(key *flow.Key, mask *flow.Mask, pri int, v T) (*R
 		c.byMask[*mask] = st
 		c.subtables = append(c.subtables, st)
 	}
-	r := &Rule[T]{Key: key.Masked(mask), Mask: *mask, Priority: pri, Value: v, st: st}
-	h := st.hash(&r.Key)
-	i, found := st.find(&r.Key, h)
+	mk := key.Masked(mask)
+	h := st.hash(&mk)
+	i, found := st.find(&mk, h)
 	if found {
 		// Keep the chain in descending priority order.
 		pp := &st.slots[i].r
@@ -97,13 +106,14 @@ func (c *Classifier[T]) Insert(key *flow.Key, mask *flow.Mask, pri int, v T) (*R
 		if *pp != nil && (*pp).Priority == pri {
 			return *pp, false
 		}
-		r.next = *pp
+		*r = Rule[T]{Key: mk, Mask: &st.mask, Priority: pri, Value: v, st: st, next: *pp}
 		*pp = r
 	} else {
 		if (st.n+1)*2 > len(st.slots) {
 			st.grow()
-			i, _ = st.find(&r.Key, h)
+			i, _ = st.find(&mk, h)
 		}
+		*r = Rule[T]{Key: mk, Mask: &st.mask, Priority: pri, Value: v, st: st}
 		st.slots[i] = slot[T]{hash: h, r: r}
 		st.n++
 	}

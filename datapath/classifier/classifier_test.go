@@ -149,7 +149,7 @@ func FuzzClassifier(f *testing.F) {
 				r, added := c.Insert(&k, &m, pri, i)
 				if added {
 					live = append(live, r)
-				} else if r.Priority != pri || r.Mask != m || r.Key != k.Masked(&m) {
+				} else if r.Priority != pri || *r.Mask != m || r.Key != k.Masked(&m) {
 					t.Fatalf("Insert returned a different rule %+v", r)
 				}
 			case 2:
@@ -187,14 +187,14 @@ func FuzzClassifier(f *testing.F) {
 			got, _ := c.Lookup(&k)
 			best := -1
 			for _, r := range live {
-				if k.MatchesMasked(&r.Key, &r.Mask) && r.Priority > best {
+				if k.MatchesMasked(&r.Key, r.Mask) && r.Priority > best {
 					best = r.Priority
 				}
 			}
 			switch {
 			case best < 0 && got != nil:
 				t.Fatalf("%v: got %+v, want no match", k, got)
-			case best >= 0 && (got == nil || got.Priority != best || !k.MatchesMasked(&got.Key, &got.Mask)):
+			case best >= 0 && (got == nil || got.Priority != best || !k.MatchesMasked(&got.Key, got.Mask)):
 				t.Fatalf("%v: got %+v, want a match of priority %d", k, got, best)
 			}
 		}
