@@ -100,12 +100,15 @@ METRICS = {
     "cpu_s_per_gbit": ("switch CPU per Gbit (TCP 1 stream)", "CPU s/Gbit", False),
     # where UDP 8 KiB datagrams are lost: at the switch (govs: its ports' Interface statistics, i.e. the
     # AF_PACKET sockets' PACKET_STATISTICS tp_drops as rx_dropped and refused sendmmsg frames as tx_dropped;
-    # others: the veths' host ends' kernel drop counters) or at the receiver (its namespace's nstat)
+    # others: the veths' host ends' kernel drop counters) or at the receiver (its namespace's /proc/net/snmp).
+    # "received" and "loss" count the datagrams the receiver's kernel delivered to a socket against those
+    # iperf3 sent (iperf3's own loss figure reads near 0 when the receiver got nearly nothing: see udp())
     # udp0: binary search on iperf3 -b (UDP0_STEPS probes of UDP0_SECS s between 50 Mbit/s and 8 Gbit/s) for the
-    # highest offered rate whose loss iperf3 reports <= 0.01%; the figure is what the receiver got at that rate
+    # highest offered rate whose loss is <= 0.01%; the figure is what the receiver got at that rate
     "udp8k_zero_loss_gbps": ("UDP 8 KiB highest rate with loss <= 0.01%", "Gbit/s", True),
     "udp8k_switch_drops": ("UDP 8 KiB @4G frames dropped at the switch", "frames", False),
     "udp8k_rcv_drops": ("UDP 8 KiB @4G receiver UdpRcvbufErrors", "datagrams", False),
+    "udp8k_reasm_fails": ("UDP 8 KiB @4G receiver fragments failing reassembly", "fragments", False),
     "tcp1_switch_drops": ("TCP 1 stream frames dropped at the switch", "frames", False),
 }
 # BENCH_PIN=1: where govs' time goes during TCP 1 stream (tcp1) and ab -c 1 (crr1), per second of the test
@@ -365,28 +368,39 @@ class Runner:
             res["cpu_s_per_gbit"] = res["cpu_s"] / gbits
         return res
 
-    def udp(self, prefix):
-        j = self.iperf(prefix, ["-u", "-b", "4G", "-l", "8K"])
+    def udp(self, prefix, rate="4G", secs=None):
+        """iperf3 -u -l 8K at RATE from a to b. The loss is the share of the datagrams iperf3 sent that
+        the receiver's kernel did not deliver to a socket (Udp InDatagrams in b's /proc/net/snmp):
+        iperf3's own figure comes from its server's report, and a server that got (almost) nothing
+        reports (almost) nothing lost, which is what happens when a switch drops some of each
+        datagram's six fragments and the incomplete ones fill the receiver's reassembly memory
+        (every later fragment then fails to reassemble, for ipfrag_time). So each measurement first
+        waits for b to hold no fragment queue."""
+        secs = secs or SECS
+        waited = frag_wait(prefix)
+        c0 = snmp(prefix + "-b")
+        j = self.iperf(prefix, ["-u", "-b", rate, "-l", "8K", "-t", str(secs)])
+        c1 = snmp(prefix + "-b")
+        d = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}
         try:
-            s = j["end"]["sum"]
-            return {"gbps": s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e9, "loss": s["lost_percent"],
-                    "offered_gbps": s["bits_per_second"] / 1e9}
+            sent = j["end"]["sum"]["packets"]
+            offered = j["end"]["sum"]["bits_per_second"] / 1e9
         except (KeyError, TypeError):
-            return {"gbps": 0.0, "loss": 100.0, "error": (j or {}).get("error", "no result")}
+            return {"gbps": 0.0, "loss": 100.0, "error": (j or {}).get("error", "no result"), "counters": d}
+        got = min(d.get("Udp.InDatagrams", 0), sent)
+        return {"gbps": got * 8192 * 8 / secs / 1e9, "loss": 100.0 * (1 - got / sent) if sent else 100.0,
+                "offered_gbps": offered, "sent": sent, "delivered": got, "counters": d,
+                "iperf3_loss": j["end"]["sum"].get("lost_percent"), "frag_wait_s": waited}
 
     def udp_zero_loss(self, prefix):
-        """Binary search on iperf3 -b for the highest offered rate with loss <= 0.01%; returns
-        {"gbps": received at that rate, "offered_mbps": its -b, "probes": [(mbps, loss), ...]}."""
+        """Binary search on iperf3 -b for the highest offered rate with loss <= 0.01% (loss as udp()
+        counts it); returns {"gbps": received at that rate, "offered_mbps": its -b, "probes": [(mbps, loss), ...]}."""
         lo, hi, best = 50, 8000, {"gbps": 0.0, "offered_mbps": 0}
         probes = []
         for _ in range(UDP0_STEPS):
             mid = (lo + hi) // 2
-            j = self.iperf(prefix, ["-u", "-b", "%dM" % mid, "-l", "8K", "-t", str(UDP0_SECS)])
-            try:
-                s = j["end"]["sum"]
-                loss, gbps = s["lost_percent"], s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e9
-            except (KeyError, TypeError):
-                loss, gbps = 100.0, 0.0
+            r = self.udp(prefix, "%dM" % mid, UDP0_SECS)
+            loss, gbps = r["loss"], r["gbps"]
             probes.append((mid, round(loss, 4)))
             if loss <= 0.01:
                 best, lo = {"gbps": gbps, "offered_mbps": mid}, mid
@@ -509,11 +523,35 @@ def switch_drops(name, prefix, env):
     return sum(v for k, v in detail.items() if k.endswith("_dropped")), detail
 
 
-def nstat_udp(prefix, reset=False):
-    """The receiver namespace's UDP drop counters since the last call (nstat keeps the history)."""
-    r = sh(["ip", "netns", "exec", prefix + "-b", "nstat", "-z" if not reset else "-n", "UdpRcvbufErrors",
-            "UdpInErrors", "UdpInDatagrams", "IpReasmReqds", "IpReasmFails"], check=False)
-    return {k: int(v) for k, v in re.findall(r"^((?:Udp|Ip)\w+)\s+(\d+)", r.stdout, re.M)}
+def snmp(ns):
+    """Namespace NS's IP and UDP counters from its /proc/net/snmp, as {"Ip.InReceives": n, ...}
+    (absolute, unlike nstat's deltas, whose history file all namespaces share)."""
+    r = sh(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"], check=False)
+    out, names = {}, {}
+    for line in r.stdout.splitlines():
+        proto, _, rest = line.partition(":")
+        if proto not in ("Ip", "Udp"):
+            continue
+        f = rest.split()
+        if proto not in names:
+            names[proto] = f
+        else:
+            out.update({"%s.%s" % (proto, k): int(v) for k, v in zip(names[proto], f) if v.lstrip("-").isdigit()})
+    return out
+
+
+def frag_wait(prefix, limit=40):
+    """Waits until the receiver namespace holds no IPv4 fragment queue (FRAG inuse 0 in its
+    /proc/net/sockstat: incomplete datagrams of an earlier test expire after ipfrag_time, 30 s); returns
+    the seconds waited."""
+    t = time.time()
+    while time.time() - t < limit:
+        r = sh(["ip", "netns", "exec", prefix + "-b", "cat", "/proc/net/sockstat"], check=False)
+        m = re.search(r"^FRAG: inuse (\d+)", r.stdout, re.M)
+        if not m or m.group(1) == "0":
+            break
+        time.sleep(0.5)
+    return round(time.time() - t, 1)
 
 
 def sockbuf_of(port):
@@ -557,16 +595,15 @@ def run_peer(name, rn, samples):
             s["tcp4_gbps"] = rn.tcp(prefix, 4)["gbps"]
         if "udp" in tests:
             drops0, _ = switch_drops(name, prefix, env)
-            nstat_udp(prefix, reset=True)
             r = rn.udp(prefix)
             s["udp8k_rx_gbps"], s["udp8k_loss_pct"] = r["gbps"], r["loss"]
-            rcv = nstat_udp(prefix)
+            rcv = r.get("counters", {})
             d, detail = switch_drops(name, prefix, env)
-            s["udp8k_switch_drops"], s["udp8k_rcv_drops"] = d - drops0, rcv.get("UdpRcvbufErrors", 0)
+            s["udp8k_switch_drops"], s["udp8k_rcv_drops"] = d - drops0, rcv.get("Udp.RcvbufErrors", 0)
             s["udp8k_drop_detail"] = {"switch_after": detail, "receiver": rcv}
-            # iperf3's loss figure has been seen far off when fragments are lost (most datagrams
-            # incomplete): the receiver kernel's count of datagrams delivered is the check
-            s["udp8k_rcv_datagrams"] = rcv.get("UdpInDatagrams")
+            s["udp8k_rcv_datagrams"], s["udp8k_sent"] = r.get("delivered"), r.get("sent")
+            s["udp8k_offered_gbps"], s["udp8k_iperf3_loss_pct"] = r.get("offered_gbps"), r.get("iperf3_loss")
+            s["udp8k_reasm_fails"] = rcv.get("Ip.ReasmFails", 0)
         if "udp0" in tests:
             r = rn.udp_zero_loss(prefix)
             s["udp8k_zero_loss_gbps"], s["udp8k_zero_loss_probes"] = r["gbps"], r["probes"]
