@@ -75,9 +75,12 @@ const (
 // in_port=NAME); nil resolves only numbers and reserved names.
 type PortResolver func(name string) (uint32, bool)
 
-// SplitKV splits s at the first top-level ',' or white space into a
-// "key[=:]value" item and the rest, as ofputil_parse_key_value: a value
-// may hold parentheses with commas inside.
+// SplitKV splits s into its first "key", "key=value", "key:value" or
+// "key(value)" and the rest, as ofputil_parse_key_value: pairs are
+// separated by commas or white space; a value after '=' or ':' ends at
+// either, outside parentheses; one in parentheses ends at the matching
+// ')', unless ")->" follows ("check_pkt_larger(1500)->reg0[0]"), when it
+// goes on, as after ':', and keeps the ")->...".
 func SplitKV(s string) (key, value, rest string, ok bool) {
 	s = strings.TrimLeft(s, ", \t\r\n")
 	if s == "" {
@@ -88,39 +91,50 @@ func SplitKV(s string) (key, value, rest string, ok bool) {
 		return s, "", "", true
 	}
 	key = s[:i]
+	var delims string
 	switch s[i] {
 	case '(':
-		depth := 0
-		for j := i; j < len(s); j++ {
-			switch s[j] {
-			case '(':
-				depth++
-			case ')':
-				depth--
-				if depth == 0 {
-					return key, s[i+1 : j], s[j+1:], true
-				}
-			}
-		}
-		return key, s[i+1:], "", true
+		delims = ")"
 	case '=', ':':
-		s = s[i+1:]
-		depth := 0
-		for j := 0; j < len(s); j++ {
-			switch s[j] {
+		delims = ", \t\r\n"
+	default:
+		return key, "", s[i+1:], true
+	}
+	s = s[i+1:]
+	n := kvValueLen(s, delims)
+	if delims == ")" && strings.HasPrefix(s[n:], ")->") {
+		n += kvValueLen(s[n:], ", \t\r\n")
+	}
+	if n < len(s) {
+		return key, s[:n], s[n+1:], true
+	}
+	return key, s, "", true
+}
+
+// kvValueLen is OVS's parse_value: the length of s up to the first byte
+// of delims, a parenthesised part (nested or not, closed or not) taken
+// whole.
+func kvValueLen(s, delims string) int {
+	n := 0
+	for n < len(s) && strings.IndexByte(delims, s[n]) < 0 {
+		if s[n] != '(' {
+			n++
+			continue
+		}
+		for level := 0; n < len(s); {
+			switch s[n] {
 			case '(':
-				depth++
+				level++
 			case ')':
-				depth--
-			case ',', ' ', '\t', '\r', '\n':
-				if depth <= 0 {
-					return key, s[:j], s[j:], true
-				}
+				level--
+			}
+			n++
+			if level == 0 {
+				break
 			}
 		}
-		return key, s, "", true
 	}
-	return key, "", s[i:], true
+	return n
 }
 
 // fieldAliasPairs are OVS's fields with two names (meta-flow.h's
@@ -755,26 +769,6 @@ func parseMAC(s string) ([6]byte, error) {
 	return m, nil
 }
 
-// splitActions splits an action list at top-level commas.
-func splitActions(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(parts, s[start:])
-}
-
 // ParseActions parses a flow's action list, instructions allowed, as
 // ofpacts_parse_instructions.
 func ParseActions(s string, ports PortResolver) ([]ofp.Action, error) {
@@ -798,23 +792,14 @@ func parseActionList(s string, ports PortResolver, instructions bool, outer ofp.
 	s = strings.TrimSpace(s)
 	var acts []ofp.Action
 	drop := false
-	for _, item := range splitActions(s) {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
+	// Actions are separated by commas or white space, as by
+	// ofpacts_parse__'s ofputil_parse_key_value.
+	for rest := s; ; {
+		key, arg, r, ok := SplitKV(rest)
+		if !ok {
+			break
 		}
-		key, arg := item, ""
-		if i := strings.IndexAny(item, ":=("); i >= 0 {
-			key, arg = item[:i], item[i+1:]
-			// "check_pkt_larger(LEN)->DST" keeps its ")->DST", as in
-			// ofputil_parse_key_value.
-			if item[i] == '(' && !strings.Contains(arg, ")->") {
-				if !strings.HasSuffix(arg, ")") {
-					return nil, fmt.Errorf("%s: unbalanced parentheses", item)
-				}
-				arg = strings.TrimSuffix(arg, ")")
-			}
-		}
+		rest = r
 		if key == "drop" {
 			drop = true
 			continue
@@ -1356,8 +1341,12 @@ func outputAction(p uint32, maxLen uint16) ofp.Action {
 // LOCAL and IN_PORT are refused, max_len is str_to_u32's.
 func parseOutputTrunc(arg string, ports PortResolver) ([]ofp.Action, error) {
 	a := ofp.Action{Type: ofp.ActOutputTrunc}
-	for _, item := range strings.Split(arg, ",") {
-		k, v, _ := strings.Cut(item, "=")
+	for rest := arg; ; {
+		k, v, r, ok := SplitKV(rest)
+		if !ok {
+			break
+		}
+		rest = r
 		switch k {
 		case "port":
 			p, err := ParsePort(v, ports)
@@ -1395,8 +1384,12 @@ func parseController(arg string) ([]ofp.Action, error) {
 		a.MaxLen = uint16(n)
 		return []ofp.Action{a}, nil
 	}
-	for _, item := range strings.Split(arg, ",") {
-		k, v, _ := strings.Cut(item, "=")
+	for rest := arg; ; {
+		k, v, r, ok := SplitKV(rest)
+		if !ok {
+			break
+		}
+		rest = r
 		switch k {
 		case "max_len":
 			n, err := parseU(v, 16, "max_len")
