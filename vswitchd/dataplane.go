@@ -29,6 +29,7 @@ func newDataplane(log *daemon.Logger) *dataplane {
 	// The action parser's warnings (ofproto/trace-packet-out's), in
 	// OVS's modules.
 	ofptext.SetWarn(func(module, msg string) { log.Module(module).Warnf("%s", msg) })
+	ofptext.SetErr(func(module, msg string) { log.Module(module).Errorf("%s", msg) })
 	return &dataplane{dp: dp, backer: backerAdapter{backer}, close: dp.Close, datapath: dp, ofproto: backer}
 }
 

@@ -43,8 +43,11 @@ var logger = daemon.NewLogger(os.Stderr)
 func logWarn(module, msg string) { logger.Module(module).Warnf("%s", msg) }
 func logInfo(module, msg string) { logger.Module(module).Infof("%s", msg) }
 
-// The flow parser's warnings go to the program's log, as OVS's.
-func init() { ofptext.SetWarn(logWarn) }
+// The flow parser's warnings and errors go to the program's log, as OVS's.
+func init() {
+	ofptext.SetWarn(logWarn)
+	ofptext.SetErr(func(module, msg string) { logger.Module(module).Errorf("%s", msg) })
+}
 
 // fatal is an error that ends the program with "ovs-ofctl: MSG", exit 1.
 type fatal struct{ msg string }

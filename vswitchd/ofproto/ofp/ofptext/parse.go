@@ -38,6 +38,20 @@ func Warn(module, msg string) {
 	}
 }
 
+// logErr is where the errors OVS logs while it parses go (SetErr).
+var logErr atomic.Pointer[func(module, msg string)]
+
+// SetErr has the errors OVS logs (at ERR) while it parses go to f, as
+// SetWarn the warnings; they go nowhere by default.
+func SetErr(f func(module, msg string)) { logErr.Store(&f) }
+
+// LogErr logs a parse error through the function SetErr gave.
+func LogErr(module, msg string) {
+	if f := logErr.Load(); f != nil {
+		(*f)(module, msg)
+	}
+}
+
 // Flow is a parsed flow: what a flow mod or a flow statistics
 // request needs.
 type Flow struct {
@@ -1078,18 +1092,22 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 			return nil, err
 		}
 		return one(ofp.Action{Type: ofp.ActGotoTable, Table: uint8(n)})
-	case "mod_vlan_vid":
+	case "mod_vlan_vid", "set_vlan_vid":
+		// set_vlan_vid and set_vlan_pcp change a tag and push none
+		// (OVS's parse_SET_VLAN_VID, push_vlan_if_needed false).
 		n, err := strconv.ParseUint(arg, 0, 16)
 		if err != nil || n > 4095 {
 			return nil, fmt.Errorf("%s: not a valid VLAN VID", arg)
 		}
-		return one(ofp.Action{Type: ofp.ActSetVLANVID, VLAN: uint16(n)})
-	case "mod_vlan_pcp":
+		return one(ofp.Action{Type: ofp.ActSetVLANVID, VLAN: uint16(n), NoPush: key == "set_vlan_vid"})
+	case "mod_vlan_pcp", "set_vlan_pcp":
 		n, err := strconv.ParseUint(arg, 0, 8)
 		if err != nil || n > 7 {
 			return nil, fmt.Errorf("%s: not a valid VLAN PCP", arg)
 		}
-		return one(ofp.Action{Type: ofp.ActSetVLANPCP, VLAN: uint16(n)})
+		return one(ofp.Action{Type: ofp.ActSetVLANPCP, VLAN: uint16(n), NoPush: key == "set_vlan_pcp"})
+	case "apply_actions":
+		return nil, errors.New("apply_actions is the default instruction")
 	case "strip_vlan", "pop_vlan":
 		return one(ofp.Action{Type: ofp.ActPopVLAN})
 	case "push_vlan":
@@ -1102,6 +1120,21 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		field := map[string]string{"mod_dl_src": "eth_src", "mod_dl_dst": "eth_dst", "mod_nw_src": "ip_src",
 			"mod_nw_dst": "ip_dst", "mod_nw_tos": "nw_tos", "mod_tp_src": "tcp_src", "mod_tp_dst": "tcp_dst"}[key]
 		fd := ofp.FieldByName(field)
+		switch key {
+		case "mod_dl_src", "mod_dl_dst":
+			// OVS's str_to_mac: what follows the address is ignored.
+			mac, ok := scanMAC(arg)
+			if !ok {
+				return nil, fmt.Errorf("invalid mac address %s", arg)
+			}
+			return one(ofp.SetField(fd, mac[:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, true))
+		case "mod_nw_src", "mod_nw_dst":
+			// OVS's str_to_ip, whose lookup_ip logs first.
+			if a, err := netip.ParseAddr(arg); err != nil || !a.Is4() {
+				LogErr("socket_util", fmt.Sprintf("\"%s\" is not a valid IP address", arg))
+				return nil, fmt.Errorf("%s: could not convert to IP address", arg)
+			}
+		}
 		v, m, err := parseValue(fd, arg, ports)
 		if err != nil {
 			return nil, err
@@ -1284,14 +1317,20 @@ func parseAction(key, arg string, ports PortResolver) ([]ofp.Action, error) {
 		}
 		return one(ofp.Action{Type: t, Nested: nested})
 	case "conjunction":
-		var id, k, n uint32
-		if _, err := fmt.Sscanf(arg, "%d,%d/%d", &id, &k, &n); err != nil {
-			return nil, fmt.Errorf("\"%s\": syntax error in conjunction", arg)
+		id, k, n, ok := scanConjunction(arg)
+		switch {
+		case !ok:
+			return nil, errors.New("\"conjunction\" syntax is \"conjunction(id,i/n)\"")
+		case n < 2:
+			return nil, errors.New("conjunction must have at least 2 clauses")
+		case n > 64:
+			return nil, errors.New("conjunction must have at most 64 clauses")
+		case k < 1:
+			return nil, errors.New("clause index must be positive")
+		case k > n:
+			return nil, errors.New("clause index must be less than or equal to number of clauses")
 		}
-		if n < 2 || n > 64 || k < 1 || k > n {
-			return nil, fmt.Errorf("\"%s\": conjunction must have between 2 and 64 clauses", arg)
-		}
-		return one(ofp.Action{Type: ofp.ActConjunction, ID: id, Clause: uint8(k - 1), NClauses: uint8(n)})
+		return one(ofp.Action{Type: ofp.ActConjunction, ID: id, Clause: k - 1, NClauses: n})
 	case "ct":
 		return parseCT(arg, ports)
 	case "nat":
@@ -1624,4 +1663,117 @@ func parseHexArg(s string) ([]byte, error) {
 		s = s[2:]
 	}
 	return data, nil
+}
+
+// scanConjunction reads "id,i/n" as OVS's parse_CONJUNCTION scans it
+// ("%i , %hhu / %hhu %n", the whole argument): white space around the
+// separators, an id in C's base notation (0x.., 0..) that wraps to 32
+// bits, clause numbers in decimal that wrap to 8 bits.
+func scanConjunction(s string) (id uint32, k, n uint8, ok bool) {
+	sc := cScanner{s: s}
+	i, ok1 := sc.int(0)
+	sc.lit(',')
+	ki, ok2 := sc.uint()
+	sc.lit('/')
+	ni, ok3 := sc.uint()
+	sc.space()
+	if !ok1 || !ok2 || !ok3 || sc.bad || sc.s != "" {
+		return 0, 0, 0, false
+	}
+	return uint32(i), uint8(ki), uint8(ni), true
+}
+
+// scanMAC reads an Ethernet address as OVS's str_to_mac scans it
+// (ETH_ADDR_SCAN_FMT, "%hhx:%hhx:...:%hhx", with nothing required after).
+func scanMAC(s string) (mac [6]byte, ok bool) {
+	c := cScanner{s: s}
+	for i := range mac {
+		if i > 0 {
+			if c.s == "" || c.s[0] != ':' {
+				return mac, false
+			}
+			c.s = c.s[1:]
+		}
+		v, ok := c.hex()
+		if !ok {
+			return mac, false
+		}
+		mac[i] = byte(v)
+	}
+	return mac, true
+}
+
+// cScanner reads text as scanf's conversions do.
+type cScanner struct {
+	s   string
+	bad bool // a literal was missing
+}
+
+func (c *cScanner) space() { c.s = strings.TrimLeft(c.s, " \t\n\v\f\r") }
+
+// lit reads white space (as scanf's " " directive) and the byte b.
+func (c *cScanner) lit(b byte) {
+	c.space()
+	if c.s == "" || c.s[0] != b {
+		c.bad = true
+		return
+	}
+	c.s = c.s[1:]
+}
+
+// num reads an integer as scanf's %i (base 0), %u (10) or %x (16) does:
+// white space, a sign, an 0x (for bases 0 and 16) or 0 (base 0) prefix,
+// the digits strtoull takes (saturating), a minus negating in unsigned
+// arithmetic; the caller truncates to the conversion's width.
+func (c *cScanner) num(base int) (uint64, bool) {
+	c.space()
+	neg := false
+	t := c.s
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		neg = t[0] == '-'
+		t = t[1:]
+	}
+	hexPrefix := len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && isHex(t[2])
+	switch {
+	case (base == 0 || base == 16) && hexPrefix:
+		base, t = 16, t[2:]
+	case base == 0 && len(t) > 1 && t[0] == '0':
+		base = 8
+	case base == 0:
+		base = 10
+	}
+	n := 0
+	for n < len(t) && digitVal(t[n]) < base {
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(t[:n], base, 64)
+	if err != nil {
+		v = ^uint64(0)
+	}
+	c.s = t[n:]
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+func (c *cScanner) int(base int) (int64, bool) { v, ok := c.num(base); return int64(v), ok }
+func (c *cScanner) uint() (uint64, bool)       { return c.num(10) }
+func (c *cScanner) hex() (uint64, bool)        { return c.num(16) }
+
+func isHex(b byte) bool { return digitVal(b) < 16 }
+
+func digitVal(b byte) int {
+	switch {
+	case b >= '0' && b <= '9':
+		return int(b - '0')
+	case b >= 'a' && b <= 'f':
+		return int(b-'a') + 10
+	case b >= 'A' && b <= 'F':
+		return int(b-'A') + 10
+	}
+	return 99
 }
