@@ -130,6 +130,7 @@ var nxmNames = map[string]string{
 	"udp_dst": "NXM_OF_UDP_DST", "icmp_type": "NXM_OF_ICMP_TYPE", "icmp_code": "NXM_OF_ICMP_CODE", "arp_op": "NXM_OF_ARP_OP",
 	"arp_spa": "NXM_OF_ARP_SPA", "arp_tpa": "NXM_OF_ARP_TPA", "arp_sha": "NXM_NX_ARP_SHA", "arp_tha": "NXM_NX_ARP_THA",
 	"ipv6_src": "NXM_NX_IPV6_SRC", "ipv6_dst": "NXM_NX_IPV6_DST", "ipv6_label": "NXM_NX_IPV6_LABEL",
+	"nd_target": "NXM_NX_ND_TARGET", "nd_sll": "NXM_NX_ND_SLL", "nd_tll": "NXM_NX_ND_TLL",
 	"icmpv6_type": "NXM_NX_ICMPV6_TYPE", "icmpv6_code": "NXM_NX_ICMPV6_CODE", "ip_ecn": "NXM_NX_IP_ECN",
 	"nw_ttl": "NXM_NX_IP_TTL", "ip_frag": "NXM_NX_IP_FRAG", "tcp_flags": "NXM_NX_TCP_FLAGS", "tun_id": "NXM_NX_TUN_ID",
 	"tun_src": "NXM_NX_TUN_IPV4_SRC", "tun_dst": "NXM_NX_TUN_IPV4_DST", "tun_flags": "NXM_NX_TUN_FLAGS",
@@ -183,7 +184,7 @@ func FormatFieldValue(fd *Field, value, mask []byte, pn PortNames) string {
 		full = full && c == 0xff
 	}
 	switch fd.Name {
-	case "eth_src", "eth_dst", "arp_sha", "arp_tha":
+	case "eth_src", "eth_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
 		var v, m [6]byte
 		copy(v[:], value)
 		copy(m[:], mask)
@@ -196,7 +197,7 @@ func FormatFieldValue(fd *Field, value, mask []byte, pn PortNames) string {
 		copy(v[:], value)
 		copy(m[:], mask)
 		return ip4Masked(v, m)
-	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst":
+	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst", "nd_target":
 		var v, m [16]byte
 		copy(v[:], value)
 		copy(m[:], mask)

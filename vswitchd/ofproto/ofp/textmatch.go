@@ -188,6 +188,11 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		// The value alone, whatever the mask, as OVS 3.1's.
 		f.put("tun_gbp_flags=%s", hexC(uint64(k.TunGBPFlags)))
 	}
+	if mk.TunFlags&flow.TunFlagOAM != 0 {
+		// OVS's format_flags_masked against FLOW_TNL_F_MASK, of which
+		// OpenFlow matches only the OAM flag: always "+oam" or "-oam".
+		f.put("tun_flags=%s", FlagsMasked([]string{"oam"}, b2u(k.TunFlags&flow.TunFlagOAM != 0), 1, 0xf))
+	}
 	// tun_metadata as decoded, by index, as ovs-ofctl prints it without
 	// a TLV map (tun_metadata_match_format): the mask only if, from its
 	// first nonzero byte, it is not all ones.
@@ -272,6 +277,12 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 	case typ == flow.EthTypeIPv6 && k.NwProto == flow.IPProtoICMPv6:
 		f.u16("icmp_type", k.TpSrc, icmp16(mk.TpSrc))
 		f.u16("icmp_code", k.TpDst, icmp16(mk.TpDst))
+		// The neighbour discovery fields, where they are matched (a
+		// match normalised for its type has them only in a
+		// solicitation or an advertisement).
+		f.ip6("nd_target", k.NdTarget, mk.NdTarget)
+		f.mac("nd_sll", k.ArpSHA, mk.ArpSHA)
+		f.mac("nd_tll", k.ArpTHA, mk.ArpTHA)
 	default:
 		f.u16("tp_src", k.TpSrc, mk.TpSrc)
 		f.u16("tp_dst", k.TpDst, mk.TpDst)
@@ -321,4 +332,11 @@ func FormatIPMatch(put func(string, ...any), k, m *flow.Key) {
 	case flow.FragLater:
 		put("nw_frag=%s", map[bool]string{true: "later", false: "not_later"}[k.NwFrag&flow.FragLater != 0])
 	}
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -276,8 +276,12 @@ func (fs *Flow) parseItem(key, value string, cmd int, ports PortResolver) error 
 	}
 	switch key {
 	case "table":
-		n, err := strconv.ParseUint(value, 0, 8)
-		if err != nil || n == 255 && cmd != ParseDelete && cmd != ParseDeleteStrict && cmd != ParseDump {
+		// ofputil_table_from_string: decimal, with its warnings.
+		n, ok := parseTable(value)
+		if !ok {
+			return fmt.Errorf("unknown table \"%s\"", value)
+		}
+		if n == 255 && cmd != ParseDelete && cmd != ParseDeleteStrict && cmd != ParseDump {
 			return fmt.Errorf("invalid table \"%s\"", value)
 		}
 		fs.Table, fs.TableSet = uint8(n), true
@@ -540,7 +544,7 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 		k.CtState, mk.CtState = uint8(v), uint8(msk)
 		return nil
 	case "tcp_flags":
-		v, msk, err := parseFlags(value, ofp.TCPFlagNames[:9], 0x0fff, "tcp_flags")
+		v, msk, err := parseFlags(value, ofp.TCPFlagNames[:9], 0x0fff, "TCP")
 		if err != nil {
 			return err
 		}
@@ -551,11 +555,17 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 	if fd == nil {
 		return fmt.Errorf("unknown keyword %s", key)
 	}
+	var val, msk []byte
+	var err error
 	if fd.ID == ofp.FieldTunFlags {
-		return fmt.Errorf("%s: govs' ovs-ofctl does not parse tun_flags", value)
-	}
-	val, msk, err := parseValue(fd, value, ports)
-	if err != nil {
+		// OVS's mf_from_tun_flags_string: "oam" (FLOW_TNL_PUB_F_OAM),
+		// the only public flag, or a number.
+		var v, m uint32
+		if v, m, err = parseFlags(value, []string{"oam"}, 1, "tunnel"); err != nil {
+			return err
+		}
+		val, msk = binary.BigEndian.AppendUint16(nil, uint16(v&m)), binary.BigEndian.AppendUint16(nil, uint16(m))
+	} else if val, msk, err = parseValue(fd, value, ports); err != nil {
 		return err
 	}
 	*mask = msk
@@ -597,16 +607,16 @@ func parseFlags(s string, names []string, full uint32, field string) (v, m uint3
 		return 0, 0, fmt.Errorf("%s: missing value", field)
 	}
 	if c := s[0]; c >= '0' && c <= '9' {
+		// OVS's parse_flags: a number, or number/mask, of allowed bits
+		// only; anything else is an unknown flag.
 		vs, ms, hasMask := strings.Cut(s, "/")
 		n, err := strconv.ParseUint(vs, 0, 32)
-		if err != nil {
-			return 0, 0, fmt.Errorf("%s: invalid numeric format for %s", s, field)
-		}
 		mask := uint64(full)
-		if hasMask {
-			if mask, err = strconv.ParseUint(ms, 0, 32); err != nil {
-				return 0, 0, fmt.Errorf("%s: invalid numeric format for %s", s, field)
-			}
+		if err == nil && hasMask {
+			mask, err = strconv.ParseUint(ms, 0, 32)
+		}
+		if err != nil || uint32(n)&^full != 0 || uint32(mask)&^full != 0 {
+			return 0, 0, fmt.Errorf("%s: unknown %s flag(s)", s, field)
 		}
 		return uint32(n), uint32(mask), nil
 	}
@@ -634,7 +644,7 @@ func parseFlags(s string, names []string, full uint32, field string) (v, m uint3
 				return 0, 0, err
 			}
 			if m&bit != 0 {
-				return 0, 0, fmt.Errorf("%s: Each %s flag can only be specified once", s[:end], field)
+				return 0, 0, fmt.Errorf("%s: Each %s flag can be specified only once", s[:end], field)
 			}
 			m |= bit
 			if sign == '+' {
@@ -660,7 +670,7 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 	n := fd.Len
 	vs, ms, hasMask := strings.Cut(s, "/")
 	switch fd.Name {
-	case "eth_src", "eth_dst", "arp_sha", "arp_tha":
+	case "eth_src", "eth_dst", "arp_sha", "arp_tha", "nd_sll", "nd_tll":
 		v, err := parseMAC(vs)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: invalid Ethernet address", s)
@@ -682,7 +692,7 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 		if hasMask {
 			if plen, err := strconv.Atoi(ms); err == nil {
 				if plen < 0 || plen > 32 {
-					return nil, nil, fmt.Errorf("%s: network prefix bits not between 0 and 32", s)
+					return nil, nil, fmt.Errorf("%s: IPv4 network prefix bits not between 0 and 32, inclusive", s)
 				}
 				binary.BigEndian.PutUint32(m[:], ^uint32(0)<<(32-plen))
 				if plen == 0 {
@@ -695,7 +705,7 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 			}
 		}
 		return v[:], m[:], nil
-	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst":
+	case "ipv6_src", "ipv6_dst", "ct_ipv6_src", "ct_ipv6_dst", "tun_ipv6_src", "tun_ipv6_dst", "nd_target":
 		a, err := netip.ParseAddr(vs)
 		if err != nil || !a.Is6() {
 			return nil, nil, fmt.Errorf("%s: invalid IPv6 address", s)
