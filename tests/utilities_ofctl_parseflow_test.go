@@ -270,6 +270,10 @@ var parseFlowCorpus = []string{
 	"ct_state=0x1/0x1ff,actions=drop",
 	"ct_state=+est+est,actions=drop",
 	"table=300,actions=drop",
+	// A match normalised: logged twice for a standard OpenFlow 1.0
+	// match, once otherwise.
+	"nw_src=10.0.0.1,actions=drop",
+	"nw_src=10.0.0.1,reg0=1,actions=drop",
 	"table=0x10,actions=drop",
 	"table=010,actions=drop",
 	"ip,nw_src=10.0.0.1/33,actions=drop",

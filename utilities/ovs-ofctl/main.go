@@ -799,7 +799,13 @@ func (o *ofctl) printParsedFlows(specs []*ofptext.Flow, usable ofptext.Protocols
 		if err != nil {
 			return err
 		}
+		pre := fm.Match
 		normalize(&fm.Match, v)
+		if v == ofp.V10 && !nx {
+			// OVS normalises (and logs) again as it encodes a standard
+			// OpenFlow 1.0 match.
+			normalize(&pre, v)
+		}
 		if v == ofp.V10 && !tid {
 			fm.Table = 0
 		}
