@@ -156,8 +156,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 // carry it, or an unknown value, refuse the port with OVS's text. ptap (a
 // packet type aware port) needs OpenFlow's packet_type matching and the
 // encap/decap actions, which govs does not have: the port is refused.
-// legacy_l3 (GRE carrying IP directly) is not run yet: refused too. It
-// returns why the port is refused.
+// legacy_l3 on GRE sets c.L3. It returns why the port is refused.
 func (d tunnelPort) packetType(name, pt, exts string, c *ofproto.TunnelConfig) string {
 	gpe := false
 	if d.encap == tunnel.KindVXLAN {
@@ -181,11 +180,8 @@ func (d tunnelPort) packetType(name, pt, exts string, c *ofproto.TunnelConfig) s
 		if !l3 {
 			return fmt.Sprintf("%s: legacy_l3 configured on %s tunnel that cannot carry L3 traffic", name, fullType)
 		}
-		if d.encap != tunnel.KindGRE {
-			// VXLAN-GPE: refused below for exts=gpe.
-			return ""
-		}
-		return fmt.Sprintf("%s: options:packet_type=legacy_l3 is not supported by govs", name)
+		// VXLAN-GPE is refused after, for exts=gpe.
+		c.L3 = d.encap == tunnel.KindGRE
 	case "ptap":
 		return fmt.Sprintf("%s: options:packet_type=ptap is not supported by govs", name)
 	default:

@@ -83,6 +83,16 @@ func TestTunnelParse(t *testing.T) {
 			t.Errorf("exts=%s: GBP %v, want %v", exts, spec.Tunnel.GBP, want)
 		}
 	}
+	for pt, want := range map[string]bool{"legacy_l3": true, "legacy_l2": false, "": false} {
+		opts := map[string]string{"remote_ip": "10.0.0.2"}
+		if pt != "" {
+			opts["packet_type"] = pt
+		}
+		spec = IfaceSpec{Name: "t0", Type: "gre", Options: opts}
+		if err := driverOf("gre").parse(&spec, parseEnv{}, &problems); err != "" || spec.Tunnel.L3 != want {
+			t.Errorf("gre packet_type=%q: %q L3 %v, want %v", pt, err, spec.Tunnel != nil && spec.Tunnel.L3, want)
+		}
+	}
 	spec = IfaceSpec{Name: "t0", Type: "geneve", Options: map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit"}}
 	driverOf("geneve").parse(&spec, parseEnv{}, &problems)
 	if c := spec.Tunnel; !c.TOSInherit || !c.TTLInherit {
