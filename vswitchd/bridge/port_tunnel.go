@@ -167,8 +167,9 @@ func (d tunnelPort) packetType(name, pt, exts string, c *ofproto.TunnelConfig) s
 	l3 := d.encap == tunnel.KindGRE || gpe
 	fullType := d.typ
 	if d.encap == tunnel.KindVXLAN {
-		// OVS's text, its parenthesis unbalanced.
-		fullType = "VXLAN (without GPE"
+		// OVS 3.1's text (some OVS sources lack the closing
+		// parenthesis; Debian's 3.1 binary has it).
+		fullType = "VXLAN (without GPE)"
 		if gpe {
 			fullType = "VXLAN-GPE"
 		}

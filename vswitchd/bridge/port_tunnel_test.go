@@ -36,7 +36,7 @@ func TestTunnelParse(t *testing.T) {
 		{"gre", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l2"}, "", nil},
 		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l2"}, "", nil},
 		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l2"}, "", nil},
-		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l3"}, "t0: legacy_l3 configured on VXLAN (without GPE tunnel that cannot carry L3 traffic", nil},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l3"}, "t0: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic", nil},
 		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "exts": "gpe", "packet_type": "legacy_l3"}, "t0: options:exts=gpe (VXLAN-GPE) is not supported by govs", nil},
 		{"geneve", map[string]string{"packet_type": "legacy_l3"}, "t0: legacy_l3 configured on geneve tunnel that cannot carry L3 traffic", nil},
 		{"gre", map[string]string{"packet_type": "l3"}, "t0: unknown packet_type 'l3'", nil},
