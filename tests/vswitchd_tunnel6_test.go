@@ -247,6 +247,33 @@ func TestTunnelGREL3Debian(t *testing.T) {
 	if got := a.sw.run("ofproto/list-tunnels"); !strings.Contains(got, ", legacy_l3, dp port=") {
 		t.Errorf("list-tunnels: %s", got)
 	}
+	// Refused configurations: the same Interface error as Debian's, and
+	// no OpenFlow port; ptap is govs' own refusal.
+	for _, c := range []struct{ typ, pt, want string }{
+		{"geneve", "legacy_l3", `"tun0: legacy_l3 configured on geneve tunnel that cannot carry L3 traffic"`},
+		{"vxlan", "legacy_l3", `"tun0: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic"`},
+		{"gre", "l3", `"tun0: unknown packet_type 'l3'"`},
+	} {
+		for _, n := range []*tunNode{a, b} {
+			n.sw.e.mustVsctl("set", "interface", "tun0", "type="+c.typ, "options:packet_type="+c.pt)
+		}
+		var ga, gb string
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s packet_type=%s: govs' error %s, Debian's %s", c.typ, c.pt, ga, gb)
+			}
+		}()
+		vswWait(t, vswTimeout, c.typ+" packet_type="+c.pt+" refused as Debian refuses it", func() bool {
+			ga = strings.TrimSpace(a.sw.e.mustVsctl("get", "interface", "tun0", "error"))
+			gb = strings.TrimSpace(b.sw.e.mustVsctl("get", "interface", "tun0", "error"))
+			return ga == c.want && gb == c.want && a.sw.e.ofport("tun0") == -1
+		})
+	}
+	a.sw.e.mustVsctl("set", "interface", "tun0", "type=gre", "options:packet_type=ptap")
+	vswWait(t, vswTimeout, "packet_type=ptap refused", func() bool {
+		return strings.TrimSpace(a.sw.e.mustVsctl("get", "interface", "tun0", "error")) == `"tun0: options:packet_type=ptap is not supported by govs"` &&
+			a.sw.e.ofport("tun0") == -1
+	})
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 
