@@ -286,9 +286,23 @@ func (w *worker) tnlPush(t *tnlOp, pkts []*packet.Packet, depth int, table *port
 }
 
 // encap puts t's outer headers in front of p and fixes the lengths,
-// checksums and UDP source port.
+// checksums and UDP source port. For a legacy_l3 GRE tunnel p's Ethernet
+// header and VLAN tags go first and the GRE protocol is the Ethernet
+// type behind them (OVS's pop_eth before its tnl_push); a frame without
+// an Ethernet type (802.3) is dropped and counted.
 func (w *worker) encap(t *tnlOp, p *packet.Packet) bool {
 	p.Linearize()
+	var proto uint16
+	if t.h.L3() {
+		l3, typ := l3Offset(p.Data())
+		if l3 < 0 || typ < 0x600 {
+			w.dp.tnlPushErrors.Add(1)
+			return false
+		}
+		p.Pull(l3)
+		shiftOffload(&p.Offload, -l3)
+		proto = typ
+	}
 	hl := len(t.hdr)
 	if !p.Reserve(hl) {
 		w.dp.tnlPushErrors.Add(1)
@@ -318,6 +332,9 @@ func (w *worker) encap(t *tnlOp, p *packet.Packet) bool {
 		l4 = ip[40:]
 	}
 	if t.h.Kind == tunnel.KindGRE {
+		if proto != 0 {
+			binary.BigEndian.PutUint16(l4[2:], proto)
+		}
 		if t.h.Csum {
 			l4[4], l4[5] = 0, 0
 			binary.BigEndian.PutUint16(l4[4:], offload.Checksum(l4, 0))
@@ -441,6 +458,9 @@ func (w *worker) tnlReenter(p *packet.Packet, port *dpPort, h *tunnel.Header, de
 	if h.OAM {
 		k.TunFlags |= flow.TunFlagOAM
 	}
+	if h.L3() {
+		k.TunFlags |= flow.TunFlagL3
+	}
 	if h.Kind != tunnel.KindGRE || h.KeyPresent {
 		k.TunFlags |= flow.TunFlagKey
 	}
@@ -488,6 +508,16 @@ func decap(frame []byte, o *packet.Offload, k tunnel.Kind) (h tunnel.Header, off
 	}
 	if o.GSO != packet.GSONone && (int(o.HdrLen) <= off || int(o.HdrLen) > off+n) {
 		return h, 0, 0, tunnel.ErrMalformed
+	}
+	if h.L3() {
+		// A legacy_l3 GRE packet: the IP packet behind a dummy
+		// Ethernet header, addresses zero and the GRE protocol its
+		// type, written over the end of the GRE header (OVS's
+		// datapath keeps packet_type(ns=1,id=PROTO) and its
+		// translation pushes the same header).
+		off, n = off-14, n+14
+		clear(frame[off : off+12])
+		binary.BigEndian.PutUint16(frame[off+12:], h.Proto)
 	}
 	shiftOffload(o, -off)
 	return h, off, n, nil

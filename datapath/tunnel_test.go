@@ -149,6 +149,12 @@ func FuzzDecap(f *testing.F) {
 		// A partial inner UDP checksum, as a local sender leaves it.
 		f.Add(b, uint8(kind), uint8(packet.NeedsCsum), uint16(len(b)-len(inner)+34), uint16(6))
 	}
+	// legacy_l3 GRE: the inner packet is IPv4, no Ethernet header.
+	h := tunnel.Header{Kind: tunnel.KindGRE, Src: netip.MustParseAddr("172.31.0.1"), Dst: netip.MustParseAddr("172.31.0.2"),
+		TTL: 64, Proto: 0x0800}
+	b, _ := tunnel.Build(&h, inner[14:])
+	f.Add(b, uint8(tunnel.KindGRE), uint8(0), uint16(0), uint16(0))
+	f.Add(b, uint8(tunnel.KindGRE), uint8(packet.NeedsCsum), uint16(len(b)-len(inner)+14+20), uint16(6))
 	f.Fuzz(func(t *testing.T, b []byte, kind, flags uint8, start, off uint16) {
 		o := packet.Offload{Flags: packet.Flag(flags) & packet.NeedsCsum, CsumStart: start, CsumOffset: off}
 		if flags&0x80 != 0 {

@@ -193,3 +193,97 @@ func tunWaitDrop(t *testing.T, a, b *tunNode, what, contains string) {
 		return false
 	})
 }
+
+// TestTunnelGREL3Debian: GRE with options:packet_type=legacy_l3 between
+// govs and Debian's ovs-vswitchd (userspace datapath, in its own
+// namespace): IP packets cross without an Ethernet header (GRE protocol
+// 0x0800 and 0x86dd). ARP cannot cross, so each VIF has its peer as a
+// static neighbour (at the MAC the receive flow writes as eth_src); the
+// flows, loaded with Debian's ovs-ofctl, send what the VIF sends to tun0
+// and give what tun0 receives (00:00:00:00:00:00 addresses) the VIF's
+// MAC before output. Ping passes both ways over IPv4 and IPv6, TCP runs
+// a to b; govs' tnl_push carries protocol 0x800 and Debian's datapath
+// sees packet_type(ns=1,id=0x800) from govs.
+func TestTunnelGREL3Debian(t *testing.T) {
+	start := time.Now()
+	const peerMAC = "02:00:00:00:00:99"
+	a := tunSetup(t, "a", "172.31.0.1/24", "172.31.0.2", "gre", "10.9.0.1/24")
+	b := tunSetupBin(t, "b", "/usr/sbin/ovs-vswitchd", "172.31.0.2/24", "172.31.0.1", "gre", "10.9.0.2/24")
+	tunDebianVIF(t, b)
+	for _, n := range []struct {
+		n          *tunNode
+		addr, peer string
+	}{{a, "fd09::1/64", "fd09::2"}, {b, "fd09::2/64", "fd09::1"}} {
+		n.n.sw.e.mustVsctl("set", "interface", "tun0", "options:packet_type=legacy_l3")
+		peer4 := "10.9.0.2"
+		if n.n == b {
+			peer4 = "10.9.0.1"
+		}
+		for _, c := range [][]string{
+			{"ip", "addr", "add", n.addr, "dev", "eth0", "nodad"},
+			{"ip", "neigh", "replace", peer4, "lladdr", peerMAC, "dev", "eth0", "nud", "permanent"},
+			{"ip", "neigh", "replace", n.peer, "lladdr", peerMAC, "dev", "eth0", "nud", "permanent"},
+		} {
+			n.n.vif.mustExec(c...)
+		}
+		mac := tunVIFMAC(t, n.n)
+		tunFlows(t, n.n, "", "ip", "set_field:"+mac+"->eth_dst,set_field:"+peerMAC+"->eth_src,")
+		n.n.sw.ofctl(t, "add-flow", "br-int", "priority=100,in_port=tun0,ipv6,actions=set_field:"+mac+"->eth_dst,set_field:"+peerMAC+"->eth_src,output:vif")
+	}
+	tunUnderlay(t, a, b)
+	a.vif.waitPing("10.9.0.2")
+	b.vif.waitPing("10.9.0.1")
+	a.vif.waitPing("fd09::2")
+	b.vif.waitPing("fd09::1")
+	out := a.vif.iperf(b.vif, "10.9.0.2", "-t", "1")
+	t.Logf("iperf3 TCP over legacy_l3 GRE, govs to Debian: %s", vswIperfSummary(out))
+	if dump := a.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "gre((flags=0x2000,proto=0x800),key=0x5)") ||
+		!strings.Contains(dump, "gre((flags=0x2000,proto=0x86dd),key=0x5)") {
+		t.Errorf("a's datapath flows lack legacy_l3 GRE (protocols 0x800 and 0x86dd) in tnl_push:\n%s", dump)
+	}
+	if dump := b.sw.run("dpctl/dump-flows"); !strings.Contains(dump, "packet_type(ns=1,id=0x800)") {
+		t.Errorf("Debian's datapath flows lack packet_type(ns=1,id=0x800) from govs' tunnel:\n%s", dump)
+	}
+	if got := a.sw.run("ofproto/list-tunnels"); !strings.Contains(got, ", legacy_l3, dp port=") {
+		t.Errorf("list-tunnels: %s", got)
+	}
+	// Refused configurations: the same Interface error as Debian's, and
+	// no OpenFlow port; ptap is govs' own refusal.
+	for _, c := range []struct{ typ, pt, want string }{
+		{"geneve", "legacy_l3", `"tun0: legacy_l3 configured on geneve tunnel that cannot carry L3 traffic"`},
+		{"vxlan", "legacy_l3", `"tun0: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic"`},
+		{"gre", "l3", `"tun0: unknown packet_type 'l3'"`},
+	} {
+		for _, n := range []*tunNode{a, b} {
+			n.sw.e.mustVsctl("set", "interface", "tun0", "type="+c.typ, "options:packet_type="+c.pt)
+		}
+		var ga, gb string
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s packet_type=%s: govs' error %s, Debian's %s", c.typ, c.pt, ga, gb)
+			}
+		}()
+		vswWait(t, vswTimeout, c.typ+" packet_type="+c.pt+" refused as Debian refuses it", func() bool {
+			ga = strings.TrimSpace(a.sw.e.mustVsctl("get", "interface", "tun0", "error"))
+			gb = strings.TrimSpace(b.sw.e.mustVsctl("get", "interface", "tun0", "error"))
+			return ga == c.want && gb == c.want && a.sw.e.ofport("tun0") == -1
+		})
+	}
+	a.sw.e.mustVsctl("set", "interface", "tun0", "type=gre", "options:packet_type=ptap")
+	vswWait(t, vswTimeout, "packet_type=ptap refused", func() bool {
+		return strings.TrimSpace(a.sw.e.mustVsctl("get", "interface", "tun0", "error")) == `"tun0: options:packet_type=ptap is not supported by govs"` &&
+			a.sw.e.ofport("tun0") == -1
+	})
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// tunVIFMAC returns the MAC of n's VIF (eth0 in its namespace).
+func tunVIFMAC(t *testing.T, n *tunNode) string {
+	t.Helper()
+	out := n.vif.mustExec("cat", "/sys/class/net/eth0/address")
+	mac := strings.TrimSpace(out)
+	if len(mac) != 17 {
+		t.Fatalf("%s's eth0 address %q", n.vif.Name, out)
+	}
+	return mac
+}

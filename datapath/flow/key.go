@@ -157,6 +157,12 @@ const (
 	TunFlagCsum         = 1 << 1
 	TunFlagOAM          = 1 << 2 // Geneve's O bit: OpenFlow's tun_flags=+oam
 	TunFlagKey          = 1 << 3
+	// TunFlagL3 marks a packet a legacy_l3 GRE tunnel decapsulated (an
+	// IP packet behind a dummy Ethernet header): OVS's packet_type
+	// (ns=1,id=PROTO), which sends it to a legacy_l3 tunnel port and
+	// an Ethernet frame to a legacy_l2 one. Neither dumps nor OpenFlow's
+	// tun_flags show it.
+	TunFlagL3 = 1 << 4
 	// TunFlagsMaskOnly are bits no key has: ofproto sets them in masks
 	// to say which of OpenFlow's IPv4 and IPv6 tunnel address fields a
 	// match or a translation consulted (ofp.TunMaskSrc4 and others).

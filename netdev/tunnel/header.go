@@ -32,7 +32,8 @@ func (k Kind) String() string {
 
 // Header is a tunnel's outer headers (OVS's netdev-native-tnl.c builds
 // and parses the same): Ethernet, IPv4 or IPv6, then UDP and VXLAN or
-// Geneve, or GRE carrying transparent Ethernet bridging (0x6558).
+// Geneve, or GRE carrying transparent Ethernet bridging (0x6558) or, for
+// a legacy_l3 tunnel, an IP packet (Proto).
 type Header struct {
 	Kind           Kind
 	EthDst, EthSrc [6]byte
@@ -56,7 +57,20 @@ type Header struct {
 	GBP      bool
 	GBPFlags uint8
 	GBPID    uint16
+	// Proto is a GRE packet's protocol when it carries no Ethernet
+	// frame (a legacy_l3 tunnel's: IPv4 0x0800, IPv6 0x86dd, any
+	// Ethernet type from 0x0600 on, as OVS's parse_gre_header takes);
+	// 0 for transparent Ethernet bridging (0x6558).
+	Proto uint16
 }
+
+// L3 reports whether h is a GRE header whose payload is not an Ethernet
+// frame but the packet of Ethernet type h.Proto.
+func (h *Header) L3() bool { return h.Kind == KindGRE && h.Proto != 0 && h.Proto != etherTEB }
+
+// ethTypeMin is the least Ethernet type (OVS's ETH_TYPE_MIN): GRE
+// protocols below it are refused.
+const ethTypeMin = 0x600
 
 // Tunnel protocol constants (RFC 7348, RFC 8926, RFC 2890).
 const (
@@ -122,7 +136,8 @@ func (h *Header) Len() int {
 	return n
 }
 
-// Build returns inner (an Ethernet frame) behind h's outer headers.
+// Build returns inner (an Ethernet frame, or for h.L3 the packet of type
+// h.Proto) behind h's outer headers.
 func Build(h *Header, inner []byte) ([]byte, error) {
 	v4 := h.Dst.Unmap().Is4()
 	if !h.Src.IsValid() || !h.Dst.IsValid() || h.Src.Unmap().Is4() != v4 {
@@ -186,7 +201,11 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 			binary.BigEndian.PutUint32(l4[off:], h.Seq)
 		}
 		binary.BigEndian.PutUint16(l4[0:], flags)
-		binary.BigEndian.PutUint16(l4[2:], etherTEB)
+		proto := uint16(etherTEB)
+		if h.L3() {
+			proto = h.Proto
+		}
+		binary.BigEndian.PutUint16(l4[2:], proto)
 		if h.Csum {
 			binary.BigEndian.PutUint16(l4[4:], offload.Checksum(l4, 0))
 		}
@@ -226,7 +245,8 @@ func Build(h *Header, inner []byte) ([]byte, error) {
 }
 
 // Parse splits frame into its outer headers and the inner Ethernet frame
-// (a subslice of frame). It checks what OVS's tnl_pop checks: lengths,
+// (a subslice of frame; for a GRE packet of another protocol, h.L3, the
+// inner packet of that Ethernet type). It checks what OVS's tnl_pop checks: lengths,
 // the IPv4 header checksum, a present UDP or GRE checksum, VXLAN's I flag,
 // Geneve's version and protocol, GRE's version and protocol. VLAN-tagged
 // or fragmented outer packets are refused. A VXLAN header with the G bit
@@ -354,8 +374,12 @@ func parseGRE(h Header, g []byte) (Header, []byte, error) {
 		return h, nil, ErrTruncated
 	}
 	flags := binary.BigEndian.Uint16(g[0:])
-	if flags&^(greCsum|greKey|greSeq) != 0 || binary.BigEndian.Uint16(g[2:]) != etherTEB {
-		return h, nil, ErrMalformed // version, routing, or not Ethernet
+	proto := binary.BigEndian.Uint16(g[2:])
+	if flags&^(greCsum|greKey|greSeq) != 0 || proto < ethTypeMin {
+		return h, nil, ErrMalformed // version, routing, or not an Ethernet type
+	}
+	if proto != etherTEB {
+		h.Proto = proto
 	}
 	off := greBaseLen
 	for _, f := range []uint16{greCsum, greKey, greSeq} {

@@ -46,7 +46,13 @@ func headerCases() []Header {
 			if csum {
 				gbp.GBPID, gbp.GBPFlags = 0, 0x48
 			}
-			out = append(out, vx, gn, gr, gbp)
+			// GRE of a legacy_l3 tunnel: IPv4 or IPv6 for protocol.
+			gr3 := gr
+			gr3.Proto = 0x0800
+			if csum {
+				gr3.Proto = 0x86dd
+			}
+			out = append(out, vx, gn, gr, gbp, gr3)
 		}
 	}
 	return out
@@ -75,7 +81,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 			got.DF != h.DF || got.ID != h.ID || got.SrcPort != h.SrcPort || got.DstPort != h.DstPort ||
 			got.Csum != h.Csum || got.Key != h.Key || got.KeyPresent != h.KeyPresent || got.Seq != h.Seq ||
 			got.SeqPresent != h.SeqPresent || !bytes.Equal(got.Options, h.Options) || got.EthDst != h.EthDst ||
-			got.OAM != h.OAM || got.GBP != h.GBP || got.GBPID != h.GBPID || got.GBPFlags != h.GBPFlags {
+			got.OAM != h.OAM || got.GBP != h.GBP || got.GBPID != h.GBPID || got.GBPFlags != h.GBPFlags || got.Proto != h.Proto {
 			t.Errorf("round trip:\n got %+v\nwant %+v", got, h)
 		}
 		// Any flipped bit in a checksummed header is caught or changes a field.
@@ -161,5 +167,44 @@ func TestVXLANGBP(t *testing.T) {
 	b, _ = Build(&h, innerFrame)
 	if got, _, err := Parse(b); err != nil || got.GBP || b[ethLen+ipv4Len+udpLen] != 0x08 {
 		t.Errorf("without a policy: %+v, %v", got, err)
+	}
+}
+
+// GRE's protocol: transparent Ethernet bridging (Proto 0, an Ethernet
+// frame inside) or, for a legacy_l3 tunnel, any Ethernet type from
+// 0x0600 on, as OVS's parse_gre_header; below that it is malformed.
+func TestGREProto(t *testing.T) {
+	h := Header{Kind: KindGRE, Src: netip.MustParseAddr("172.31.1.1"), Dst: netip.MustParseAddr("172.31.1.2"), TTL: 64}
+	b, err := Build(&h, innerFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gre := b[ethLen+ipv4Len:]
+	if !bytes.Equal(gre[:greBaseLen], mustHexT("0000 6558")) {
+		t.Fatalf("GRE header %x", gre[:greBaseLen])
+	}
+	for proto, want := range map[uint16]error{0x6558: nil, 0x0800: nil, 0x86dd: nil, 0x0806: nil, 0x0600: nil, 0x05ff: ErrMalformed, 0: ErrMalformed} {
+		c := bytes.Clone(b)
+		c[ethLen+ipv4Len+2], c[ethLen+ipv4Len+3] = byte(proto>>8), byte(proto)
+		got, inner, err := Parse(c)
+		if !errors.Is(err, want) {
+			t.Errorf("protocol %#x: %v, want %v", proto, err, want)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		l3 := proto != 0x6558
+		if got.L3() != l3 || (l3 && got.Proto != proto) || (!l3 && got.Proto != 0) || !bytes.Equal(inner, innerFrame) {
+			t.Errorf("protocol %#x: %+v L3 %v", proto, got, got.L3())
+		}
+	}
+	h.Proto = 0x86dd
+	if b, _ := Build(&h, nil); !bytes.Equal(b[ethLen+ipv4Len:], mustHexT("0000 86dd")) || !h.L3() {
+		t.Errorf("legacy_l3 IPv6 GRE header %x", b[ethLen+ipv4Len:])
+	}
+	// Proto means nothing to other kinds.
+	if (&Header{Kind: KindVXLAN, Proto: 0x800}).L3() {
+		t.Error("VXLAN header says L3")
 	}
 }

@@ -121,9 +121,14 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 			// digits, 0 if none; set whatever the value.
 			c.EgressPktMark, c.SetEgressPktMark = leadingDecimal(v), true
 		case "packet_type":
-			*problems = append(*problems, fmt.Sprintf("%s: options:%s %s", name, k, notRunning))
+			// Read after the loop, as OVS's.
 		default:
 			*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
+		}
+	}
+	if pt, ok := spec.Options["packet_type"]; ok {
+		if r := d.packetType(name, pt, spec.Options["exts"], c); r != "" {
+			return r
 		}
 	}
 	if refuse != "" {
@@ -142,6 +147,47 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 	c.OutKey, c.OutKeyPresent, c.OutKeyFlow = tunnelKey(spec.Options, "out_key")
 	c.UDPGSO = spec.TunnelUDPGSO.Value && d.encap != tunnel.KindGRE
 	spec.Tunnel = c
+	return ""
+}
+
+// packetType reads options:packet_type as OVS's set_tunnel_config: the
+// layers a tunnel carries are L2 and L3 for GRE and VXLAN-GPE, L2 only for
+// plain VXLAN and Geneve; legacy_l2 or legacy_l3 on a tunnel that cannot
+// carry it, or an unknown value, refuse the port with OVS's text. ptap (a
+// packet type aware port) needs OpenFlow's packet_type matching and the
+// encap/decap actions, which govs does not have: the port is refused.
+// legacy_l3 on GRE sets c.L3. It returns why the port is refused.
+func (d tunnelPort) packetType(name, pt, exts string, c *ofproto.TunnelConfig) string {
+	gpe := false
+	if d.encap == tunnel.KindVXLAN {
+		for _, e := range strings.Split(exts, ",") {
+			gpe = gpe || e == "gpe"
+		}
+	}
+	l3 := d.encap == tunnel.KindGRE || gpe
+	fullType := d.typ
+	if d.encap == tunnel.KindVXLAN {
+		// OVS 3.1's text (some OVS sources lack the closing
+		// parenthesis; Debian's 3.1 binary has it).
+		fullType = "VXLAN (without GPE)"
+		if gpe {
+			fullType = "VXLAN-GPE"
+		}
+	}
+	switch pt {
+	case "legacy_l2":
+		// Every tunnel govs has carries L2 (it is the default).
+	case "legacy_l3":
+		if !l3 {
+			return fmt.Sprintf("%s: legacy_l3 configured on %s tunnel that cannot carry L3 traffic", name, fullType)
+		}
+		// VXLAN-GPE is refused after, for exts=gpe.
+		c.L3 = d.encap == tunnel.KindGRE
+	case "ptap":
+		return fmt.Sprintf("%s: options:packet_type=ptap is not supported by govs", name)
+	default:
+		return fmt.Sprintf("%s: unknown packet_type '%s'", name, pt)
+	}
 	return ""
 }
 

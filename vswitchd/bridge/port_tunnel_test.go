@@ -29,8 +29,20 @@ func TestTunnelParse(t *testing.T) {
 		{"vxlan", map[string]string{"remote_ip": "224.0.0.1"}, "t0: vxlan type requires valid 'remote_ip' argument", []string{"t0: multicast remote_ip=224.0.0.1 not allowed"}},
 		{"vxlan", map[string]string{"remote_ip": "flow", "tos": "3", "foo": "1"}, "", []string{"t0: invalid TOS 3", "t0: unknown vxlan argument 'foo'"}},
 		{"gre", map[string]string{"remote_ip": "10.0.0.2", "dst_port": "1"}, "", []string{"t0: unknown gre argument 'dst_port'"}},
-		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit", "egress_pkt_mark": "5", "packet_type": "ptap"}, "", []string{
-			"t0: options:packet_type " + notRunning}},
+		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit", "egress_pkt_mark": "5"}, "", nil},
+		// packet_type as OVS's set_tunnel_config: legacy_l2 wherever L2
+		// is carried, legacy_l3 on GRE (and VXLAN-GPE), OVS's texts
+		// otherwise, checked before remote_ip; ptap refused.
+		{"gre", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l2"}, "", nil},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l2"}, "", nil},
+		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l2"}, "", nil},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "legacy_l3"}, "t0: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic", nil},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "exts": "gpe", "packet_type": "legacy_l3"}, "t0: options:exts=gpe (VXLAN-GPE) is not supported by govs", nil},
+		{"geneve", map[string]string{"packet_type": "legacy_l3"}, "t0: legacy_l3 configured on geneve tunnel that cannot carry L3 traffic", nil},
+		{"gre", map[string]string{"packet_type": "l3"}, "t0: unknown packet_type 'l3'", nil},
+		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "packet_type": ""}, "t0: unknown packet_type ''", nil},
+		{"geneve", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "ptap"}, "t0: options:packet_type=ptap is not supported by govs", nil},
+		{"gre", map[string]string{"remote_ip": "10.0.0.2", "packet_type": "ptap"}, "t0: options:packet_type=ptap is not supported by govs", nil},
 		// exts: VXLAN's gbp runs, gpe refuses the port, others warn;
 		// not a key of other types.
 		{"vxlan", map[string]string{"remote_ip": "10.0.0.2", "exts": "gbp,,foo"}, "", []string{"t0: unknown extension 'foo'"}},
@@ -69,6 +81,16 @@ func TestTunnelParse(t *testing.T) {
 		driverOf("vxlan").parse(&spec, parseEnv{}, &problems)
 		if spec.Tunnel.GBP != want {
 			t.Errorf("exts=%s: GBP %v, want %v", exts, spec.Tunnel.GBP, want)
+		}
+	}
+	for pt, want := range map[string]bool{"legacy_l3": true, "legacy_l2": false, "": false} {
+		opts := map[string]string{"remote_ip": "10.0.0.2"}
+		if pt != "" {
+			opts["packet_type"] = pt
+		}
+		spec = IfaceSpec{Name: "t0", Type: "gre", Options: opts}
+		if err := driverOf("gre").parse(&spec, parseEnv{}, &problems); err != "" || spec.Tunnel.L3 != want {
+			t.Errorf("gre packet_type=%q: %q L3 %v, want %v", pt, err, spec.Tunnel != nil && spec.Tunnel.L3, want)
 		}
 	}
 	spec = IfaceSpec{Name: "t0", Type: "geneve", Options: map[string]string{"remote_ip": "10.0.0.2", "tos": "inherit", "ttl": "inherit"}}

@@ -46,6 +46,11 @@ type TunnelConfig struct {
 	// tnl_port_send), from the output on.
 	EgressPktMark    uint32
 	SetEgressPktMark bool
+	// L3 is a GRE tunnel's options:packet_type=legacy_l3: it carries the
+	// packet behind the Ethernet header (GRE protocol its Ethernet
+	// type), receives only such packets (with a dummy Ethernet header,
+	// addresses zero), and NORMAL does not flood to it.
+	L3 bool
 }
 
 // TunnelEnv is what tunnel translation reads from the host: govs' route
@@ -108,7 +113,7 @@ func (idx *index) indexTunnel(p *port) {
 // tunnel get it, before and after a recirculation: the fields that tell
 // the tunnel port apart.
 func tunnelWC(k *flow.Key, m *flow.Mask) {
-	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey
+	m.TunID, m.TunFlags = ^uint64(0), flow.TunFlagDontFragment|flow.TunFlagCsum|flow.TunFlagKey|flow.TunFlagL3
 	m.TunSrc = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	m.TunDst = m.TunSrc
 	// The addresses of the tunnel's IP version (tun_dst's: a packet's
@@ -183,14 +188,22 @@ func (b *Backer) CongestionDrops() uint64 {
 
 // tunnelIn is the tunnel port a packet decapsulated for vport k.InPort
 // belongs to (OVS's tnl_port_receive): one whose key, remote and local
-// address match, an exact match preferred to a "flow" one.
+// address match, an exact match preferred to a "flow" one. An IP packet
+// from a GRE tunnel goes only to a legacy_l3 port, an Ethernet frame
+// only to another (OVS's tnl_port_receive by pt_mode); with none the
+// packet is dropped by the flow installed for it, as OVS's "no OpenFlow
+// tunnel port for this packet".
 func (x *xlate) tunnelIn(k *flow.Key) *port {
 	tunnelWC(k, x.mask)
 	src, dst := netip.AddrFrom16(k.TunSrc), netip.AddrFrom16(k.TunDst)
+	l3 := k.TunFlags&flow.TunFlagL3 != 0
 	var best *port
 	bestScore := -1
 	for _, p := range x.idx.tunnels[k.InPort] {
 		c := p.tnl
+		if c.L3 != l3 {
+			continue
+		}
 		score := 0
 		switch {
 		case c.InKeyFlow:
@@ -415,6 +428,18 @@ func (x *xlate) tunnelOutput(out *port) {
 	}
 	h := tunnel.Header{Kind: c.Kind, Src: src.Unmap(), Dst: dst.Unmap(), TOS: c.TOS, TTL: c.TTL, DF: !c.NoDF,
 		DstPort: c.DstPort, Csum: c.Csum}
+	if c.L3 {
+		// The packet behind the Ethernet header and VLAN tags, its
+		// Ethernet type the GRE protocol (OVS's pop_eth and
+		// packet_type(ns=1,id=dl_type)); the datapath takes the
+		// header off. An 802.3 frame has no type to carry.
+		m.EthType = 0xffff
+		if k.EthType < 0x600 {
+			x.report(">>", "native tunnel: legacy_l3 tunnel cannot carry a frame without an Ethernet type, dropping")
+			return
+		}
+		h.Proto = k.EthType
+	}
 	if h.Src.Is4() != h.Dst.Is4() {
 		x.report(">>", "native tunnel: source and destination of different families, dropping")
 		return
@@ -607,7 +632,11 @@ func (b *Backer) ListTunnels() string {
 		} else {
 			s.WriteString(", key=" + hexC64(c.InKey))
 		}
-		fmt.Fprintf(&s, ", legacy_l2, dp port=%d", p.dpPort)
+		pt := "legacy_l2"
+		if c.L3 {
+			pt = "legacy_l3"
+		}
+		fmt.Fprintf(&s, ", %s, dp port=%d", pt, p.dpPort)
 		if c.OutKey != c.InKey || c.OutKeyPresent != c.InKeyPresent || c.OutKeyFlow != c.InKeyFlow {
 			switch {
 			case !c.OutKeyPresent:

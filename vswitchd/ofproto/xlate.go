@@ -311,7 +311,9 @@ func (x *xlate) normal(in *port) {
 	if !known {
 		x.report("->", "no learned MAC for destination, flooding")
 		for _, p := range in.br.ports {
-			if !p.noFlood && !p.mirrorOut && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
+			// A legacy_l3 tunnel's bundle is not floodable (OVS's
+			// bundle_update).
+			if !p.noFlood && !p.mirrorOut && (p.tnl == nil || !p.tnl.L3) && p.includesVLAN(v.vid) && x.floodsTo(in, p, v.vid) {
 				x.outputNormal(p, v)
 			}
 		}
