@@ -85,6 +85,7 @@ var commands = map[string]command{
 	"show":            {1, 1, (*ofctl).show},
 	"dump-flows":      {1, 2, (*ofctl).dumpFlows},
 	"parse-flow":      {1, 1, (*ofctl).parseFlow},
+	"parse-group":     {1, 1, (*ofctl).parseGroupCmd},
 	"parse-flows":     {1, 1, (*ofctl).parseFlows},
 	"add-flow":        {2, 2, func(o *ofctl, a []string) error { return o.flowMods(a[0], []string{a[1]}, ofptext.ParseAdd) }},
 	"add-flows":       {2, 2, (*ofctl).addFlows},
@@ -708,6 +709,56 @@ func parseApplyActions(s string, ports ofptext.PortResolver) ([]ofp.Action, erro
 		return ofptext.ParseActions(s, ports)
 	}
 	return ofptext.ParseApplyActions(s, ports)
+}
+
+// parseGroupCmd is `ovs-ofctl parse-group GROUP` (OVS's
+// ofctl_parse_group): the protocols that can carry the group's bucket
+// actions, the first version the -O versions allow of them, and the group
+// mod as sent in it, decoded back. OpenFlow 1.0 sends NXT_GROUP_MOD, which
+// is OpenFlow 1.5's group mod (bucket IDs shown).
+func (o *ofctl) parseGroupCmd(args []string) error {
+	gm, err := parseGroup(args[0], ofp.GroupAdd, nil)
+	if err != nil {
+		return fatal{err.Error()}
+	}
+	usable := ofptext.Protocols(ofptext.ProtoAny)
+	for _, b := range gm.Buckets {
+		usable &= ofptext.ActionsUsable(b.Actions)
+	}
+	fmt.Fprintf(o.out, "usable protocols: %s\n", usable)
+	usable &= ofptext.VersionProtocols(o.allowed)
+	if usable == 0 {
+		return fatalf("no usable protocol")
+	}
+	v := (usable & -usable).Version()
+	fmt.Fprintf(o.out, "chosen version: %s\n", v)
+	name, enc := "OFPT_GROUP_MOD", v
+	if v == ofp.V10 {
+		name, enc = "NXT_GROUP_MOD", ofp.V15
+	}
+	for j := range gm.Buckets {
+		gm.Buckets[j].Actions = vlanActions(gm.Buckets[j].Actions, &ofp.Match{}, v)
+	}
+	msg, derr := ofp.Decode(ofp.EncodeGroupMod(enc, 1, gm))
+	back, ok := msg.(*ofp.GroupMod)
+	if derr != nil || !ok {
+		return fatalf("govs' ovs-ofctl cannot decode its own group mod")
+	}
+	if v == ofp.V10 {
+		// NXT_GROUP_MOD carries OpenFlow 1.0's actions in 1.5's group
+		// mod: what 1.0 makes of each bucket's.
+		for j := range back.Buckets {
+			acts, aerr := ofp.DecodeActions(ofp.V10, ofp.AppendActions(nil, ofp.V10, gm.Buckets[j].Actions))
+			if aerr != nil {
+				return fatalf("govs' ovs-ofctl cannot decode its own group mod")
+			}
+			back.Buckets[j].Actions = acts
+		}
+	}
+	cmd := map[uint16]string{ofp.GroupAdd: "ADD", ofp.GroupModify: "MOD", ofp.GroupDelete: "DEL"}[back.Command]
+	g := &ofp.GroupDesc{Type: back.Type, ID: back.ID, Buckets: back.Buckets, Props: back.Props}
+	fmt.Fprintf(o.out, "%s\n %s %s\n", msgHeader(name, v, 1), cmd, formatGroupAs(g, enc, v, nil))
+	return nil
 }
 
 // parseFlow is `ovs-ofctl parse-flow FLOW` (OVS's ofctl_parse_flow):
@@ -1981,6 +2032,29 @@ func parseGroup(spec string, command uint16, ports ofptext.PortResolver) (*ofp.G
 			haveType = true
 		case "selection_method":
 			gm.Props.Method = value
+		case "fields":
+			// OVS's parse_select_group_field: field names, each at
+			// most once; a mask after one is not parsed here.
+			for fr := value; ; {
+				fname, fval, r, ok := ofptext.SplitKV(fr)
+				if !ok {
+					break
+				}
+				fr = r
+				fd := ofp.FieldByName(fname)
+				if fd == nil {
+					return nil, fmt.Errorf("%s: unknown field %s", fr, fname)
+				}
+				if fval != "" {
+					return nil, fmt.Errorf("%s: govs' ovs-ofctl does not parse masks of selection method fields", fval)
+				}
+				for _, hf := range gm.Props.Fields {
+					if hf.Field == fd {
+						return nil, fmt.Errorf("%s: duplicate field", fname)
+					}
+				}
+				gm.Props.Fields = append(gm.Props.Fields, ofp.HashField{Field: fd})
+			}
 		case "selection_method_param":
 			n, err := strconv.ParseUint(value, 0, 64)
 			if err != nil {
@@ -2002,6 +2076,9 @@ func parseGroup(spec string, command uint16, ports ofptext.PortResolver) (*ofp.G
 	}
 	if !haveType && command == ofp.GroupAdd {
 		return nil, errors.New("must specify a type")
+	}
+	if gm.Type == ofp.GroupIndirect && len(parts) > 2 {
+		return nil, errors.New("Indirect groups can have at most one bucket.")
 	}
 	for i, b := range parts[1:] {
 		bk, err := parseBucket(strings.TrimSuffix(strings.TrimSpace(b), ","), gm.Type, ports)
@@ -2067,6 +2144,12 @@ func parseBucket(s string, typ uint8, ports ofptext.PortResolver) (ofp.Bucket, e
 
 // formatGroup formats a group as ofp_print_group.
 func formatGroup(g *ofp.GroupDesc, v ofp.Version, pn ofp.PortNames) string {
+	return formatGroupAs(g, v, v, pn)
+}
+
+// formatGroupAs is formatGroup with the bucket actions formatted as
+// version actV's (an NXT_GROUP_MOD: 1.5's group, 1.0's actions).
+func formatGroupAs(g *ofp.GroupDesc, v, actV ofp.Version, pn ofp.PortNames) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group_id=%d,type=", g.ID)
 	if int(g.Type) < len(groupTypes) {
@@ -2109,7 +2192,7 @@ func formatGroup(g *ofp.GroupDesc, v ofp.Version, pn ofp.PortNames) string {
 		if bk.WatchGroup != ofp.GroupAny {
 			fmt.Fprintf(&b, "watch_group:%d,", bk.WatchGroup)
 		}
-		b.WriteString("actions=" + ofp.FormatActions(bk.Actions, v, pn))
+		b.WriteString("actions=" + ofp.FormatActions(bk.Actions, actV, pn))
 	}
 	return b.String()
 }

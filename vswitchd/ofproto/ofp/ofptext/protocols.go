@@ -288,3 +288,7 @@ func Inconsistent(acts []ofp.Action, k flow.Key) bool {
 	}
 	return false
 }
+
+// ActionsUsable returns the protocols that can carry acts (a bucket's,
+// a packet-out's), as the usable protocols OVS's action parsers narrow.
+func ActionsUsable(acts []ofp.Action) Protocols { return actionsUsable(acts) }
