@@ -1409,6 +1409,11 @@ func checkActions(acts []ofp.Action, m *ofp.Match) error {
 		a := &acts[i]
 		var err error
 		switch a.Type {
+		case ofp.ActMeter:
+			// OVS's check_METER: 0 and the reserved meters are no meter.
+			if a.ID == 0 || a.ID > 0xffff0000 {
+				return fatalf("actions are invalid with specified match (OFPMMFC_INVALID_METER)")
+			}
 		case ofp.ActSetField:
 			// OVS's check_SET_FIELD: a set of vlan_vid also needs a
 			// VLAN header (from the match or a push_vlan before it).

@@ -283,6 +283,13 @@ func FormatMatch(m *Match, priority int, pn PortNames) string {
 		f.ip6("nd_target", k.NdTarget, mk.NdTarget)
 		f.mac("nd_sll", k.ArpSHA, mk.ArpSHA)
 		f.mac("nd_tll", k.ArpTHA, mk.ArpTHA)
+		// Exact only (not maskable), in decimal, as OVS prints them.
+		if mk.NdReserved != 0 {
+			f.put("nd_reserved=%d", k.NdReserved)
+		}
+		if mk.NdOptionsType != 0 {
+			f.put("nd_options_type=%d", k.NdOptionsType)
+		}
 	default:
 		f.u16("tp_src", k.TpSrc, mk.TpSrc)
 		f.u16("tp_dst", k.TpDst, mk.TpDst)

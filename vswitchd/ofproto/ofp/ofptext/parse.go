@@ -501,10 +501,17 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 		k.InPort, mk.InPort = p, ^uint32(0)
 		return nil
 	case "dl_vlan":
-		n, err := strconv.ParseUint(value, 0, 16)
+		// OVS's mf_parse: an integer of the field's size, then a mask,
+		// which this field takes none of; the bits beyond it dropped.
+		vs, _, hasMask := strings.Cut(value, "/")
+		b, err := parseInt(vs, value, 2, "dl_vlan")
 		if err != nil {
-			return fmt.Errorf("%s: invalid numeric format for dl_vlan", value)
+			return err
 		}
+		if hasMask {
+			return fmt.Errorf("%s: invalid mask for field dl_vlan", value)
+		}
+		n := new(big.Int).SetBytes(b).Uint64()
 		if n == 0xffff {
 			k.VLANTCI, mk.VLANTCI = 0, 0xffff
 			return nil
@@ -513,19 +520,33 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 		mk.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
 		return nil
 	case "dl_vlan_pcp":
-		n, err := strconv.ParseUint(value, 0, 8)
+		// OVS's mf_parse: an integer of the field's size, then a mask,
+		// which this field takes none of; the bits beyond it dropped.
+		vs, _, hasMask := strings.Cut(value, "/")
+		b, err := parseInt(vs, value, 1, "dl_vlan_pcp")
 		if err != nil {
-			return fmt.Errorf("%s: invalid numeric format for dl_vlan_pcp", value)
+			return err
 		}
+		if hasMask {
+			return fmt.Errorf("%s: invalid mask for field dl_vlan_pcp", value)
+		}
+		n := new(big.Int).SetBytes(b).Uint64()
 		k.VLANTCI = k.VLANTCI&^(flow.VLANPCPMask|flow.VLANPresent) | uint16(n&7)<<13 | flow.VLANPresent
 		mk.VLANTCI |= flow.VLANPCPMask | flow.VLANPresent
 		return nil
 	case "ip_dscp":
-		n, err := strconv.ParseUint(value, 0, 8)
-		if err != nil || n > 63 {
-			return fmt.Errorf("%s: invalid value for ip_dscp", value)
+		// OVS's mf_parse: an integer of the field's size, then a mask,
+		// which this field takes none of; the bits beyond it dropped.
+		vs, _, hasMask := strings.Cut(value, "/")
+		b, err := parseInt(vs, value, 1, "ip_dscp")
+		if err != nil {
+			return err
 		}
-		k.NwTOS = k.NwTOS&3 | uint8(n)<<2
+		if hasMask {
+			return fmt.Errorf("%s: invalid mask for field ip_dscp", value)
+		}
+		n := new(big.Int).SetBytes(b).Uint64()
+		k.NwTOS = k.NwTOS&3 | uint8(n<<2)
 		mk.NwTOS |= 0xfc
 		return nil
 	case "nw_frag", "ip_frag":
@@ -570,14 +591,14 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 	}
 	*mask = msk
 	if !fd.Maskable && !allOnes(msk) {
-		return fmt.Errorf("%s: value %s does not support masking", key, value)
+		return fmt.Errorf("%s: invalid mask for field %s", value, fd.MFName())
 	}
 	if fd.Len == 1 && (fd.ID == ofp.FieldICMPType || fd.ID == ofp.FieldICMPCode || fd.ID == ofp.FieldICMPv6Type ||
 		fd.ID == ofp.FieldICMPv6Code) {
 		// OVS keeps ICMP type and code in the 16-bit transport ports,
 		// all of which an exact match covers.
 		if msk[0] != 0xff {
-			return fmt.Errorf("%s: value %s does not support masking", key, value)
+			return fmt.Errorf("%s: invalid mask for field %s", value, fd.MFName())
 		}
 		if fd.ID == ofp.FieldICMPType || fd.ID == ofp.FieldICMPv6Type {
 			k.TpSrc, mk.TpSrc = uint16(val[0]), 0xffff
@@ -738,7 +759,7 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 		}
 		return binary.BigEndian.AppendUint32(nil, p), []byte{0xff, 0xff, 0xff, 0xff}, nil
 	}
-	v, err := parseInt(vs, n, fd.Name)
+	v, err := parseInt(vs, s, n, fd.Name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -747,11 +768,11 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 		m[i] = 0xff
 	}
 	if hasMask {
-		if m, err = parseInt(ms, n, fd.Name); err != nil {
+		if m, err = parseInt(ms, s, n, fd.Name); err != nil {
 			if strings.Contains(err.Error(), "bad syntax") {
 				return nil, nil, fmt.Errorf("%s: bad syntax for %s mask", s, fd.Name)
 			}
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: mask too large for %d-byte field %s", s, n, fd.Name)
 		}
 	}
 	for i := range v {
@@ -760,16 +781,17 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 	return v, m, nil
 }
 
-// parseInt parses a decimal or 0x-hexadecimal integer into n big-endian
-// bytes, with OVS's texts when it is not one or does not fit (a negative
+// parseInt parses a decimal or 0x-hexadecimal integer s into n
+// big-endian bytes, with OVS's texts (naming shown, the whole value as
+// given, mask included) when it is not one or does not fit (a negative
 // number is a huge one to OVS's strtoull).
-func parseInt(s string, n int, field string) ([]byte, error) {
+func parseInt(s, shown string, n int, field string) ([]byte, error) {
 	z, ok := new(big.Int).SetString(strings.TrimPrefix(s, "-"), 0)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%s: bad syntax for %s value", s, field)
+		return nil, fmt.Errorf("%s: bad syntax for %s value", shown, field)
 	case strings.HasPrefix(s, "-") || z.BitLen() > 8*n:
-		return nil, fmt.Errorf("%s: value too large for %d-byte field %s", s, n, field)
+		return nil, fmt.Errorf("%s: value too large for %d-byte field %s", shown, n, field)
 	}
 	return z.FillBytes(make([]byte, n)), nil
 }
