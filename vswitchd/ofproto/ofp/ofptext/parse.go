@@ -501,17 +501,10 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 		k.InPort, mk.InPort = p, ^uint32(0)
 		return nil
 	case "dl_vlan":
-		// OVS's mf_parse: an integer of the field's size, then a mask,
-		// which this field takes none of; the bits beyond it dropped.
-		vs, _, hasMask := strings.Cut(value, "/")
-		b, err := parseInt(vs, value, 2, "dl_vlan")
+		n, err := unmaskedInt(value, 2, key)
 		if err != nil {
 			return err
 		}
-		if hasMask {
-			return fmt.Errorf("%s: invalid mask for field dl_vlan", value)
-		}
-		n := new(big.Int).SetBytes(b).Uint64()
 		if n == 0xffff {
 			k.VLANTCI, mk.VLANTCI = 0, 0xffff
 			return nil
@@ -520,32 +513,18 @@ func parseField(m *ofp.Match, key, value string, ports PortResolver, mask *[]byt
 		mk.VLANTCI |= flow.VLANVIDMask | flow.VLANPresent
 		return nil
 	case "dl_vlan_pcp":
-		// OVS's mf_parse: an integer of the field's size, then a mask,
-		// which this field takes none of; the bits beyond it dropped.
-		vs, _, hasMask := strings.Cut(value, "/")
-		b, err := parseInt(vs, value, 1, "dl_vlan_pcp")
+		n, err := unmaskedInt(value, 1, key)
 		if err != nil {
 			return err
 		}
-		if hasMask {
-			return fmt.Errorf("%s: invalid mask for field dl_vlan_pcp", value)
-		}
-		n := new(big.Int).SetBytes(b).Uint64()
 		k.VLANTCI = k.VLANTCI&^(flow.VLANPCPMask|flow.VLANPresent) | uint16(n&7)<<13 | flow.VLANPresent
 		mk.VLANTCI |= flow.VLANPCPMask | flow.VLANPresent
 		return nil
 	case "ip_dscp":
-		// OVS's mf_parse: an integer of the field's size, then a mask,
-		// which this field takes none of; the bits beyond it dropped.
-		vs, _, hasMask := strings.Cut(value, "/")
-		b, err := parseInt(vs, value, 1, "ip_dscp")
+		n, err := unmaskedInt(value, 1, key)
 		if err != nil {
 			return err
 		}
-		if hasMask {
-			return fmt.Errorf("%s: invalid mask for field ip_dscp", value)
-		}
-		n := new(big.Int).SetBytes(b).Uint64()
 		k.NwTOS = k.NwTOS&3 | uint8(n<<2)
 		mk.NwTOS |= 0xfc
 		return nil
@@ -779,6 +758,21 @@ func parseValue(fd *ofp.Field, s string, ports PortResolver) (value, mask []byte
 		v[i] &= m[i]
 	}
 	return v, m, nil
+}
+
+// unmaskedInt parses the value of a field that takes no mask (dl_vlan,
+// dl_vlan_pcp, ip_dscp) as OVS's mf_parse: an integer of n bytes, then a
+// mask refused; the caller drops the bits beyond the field.
+func unmaskedInt(value string, n int, field string) (uint64, error) {
+	vs, _, hasMask := strings.Cut(value, "/")
+	b, err := parseInt(vs, value, n, field)
+	if err != nil {
+		return 0, err
+	}
+	if hasMask {
+		return 0, fmt.Errorf("%s: invalid mask for field %s", value, field)
+	}
+	return new(big.Int).SetBytes(b).Uint64(), nil
 }
 
 // parseInt parses a decimal or 0x-hexadecimal integer s into n
