@@ -69,6 +69,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 	c := &ofproto.TunnelConfig{Kind: d.encap, DstPort: d.dstPort}
 	var srcV6, dstV6 *bool
 	var refuse string
+	gpe := false // options:exts has gpe (VXLAN-GPE)
 	for _, k := range slices.Sorted(maps.Keys(spec.Options)) {
 		v := spec.Options[k]
 		switch k {
@@ -115,7 +116,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 				*problems = append(*problems, fmt.Sprintf("%s: unknown %s argument '%s'", name, d.typ, k))
 				break
 			}
-			c.GBP, refuse = vxlanExts(name, v, problems)
+			c.GBP, gpe, refuse = vxlanExts(name, v, problems)
 		case "egress_pkt_mark":
 			// OVS's strtoul(value, NULL, 10): the leading decimal
 			// digits, 0 if none; set whatever the value.
@@ -127,7 +128,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 		}
 	}
 	if pt, ok := spec.Options["packet_type"]; ok {
-		if r := d.packetType(name, pt, spec.Options["exts"], c); r != "" {
+		if r := d.packetType(name, pt, gpe, c); r != "" {
 			return r
 		}
 	}
@@ -157,13 +158,7 @@ func (d tunnelPort) parse(spec *IfaceSpec, _ parseEnv, problems *[]string) strin
 // packet type aware port) needs OpenFlow's packet_type matching and the
 // encap/decap actions, which govs does not have: the port is refused.
 // legacy_l3 on GRE sets c.L3. It returns why the port is refused.
-func (d tunnelPort) packetType(name, pt, exts string, c *ofproto.TunnelConfig) string {
-	gpe := false
-	if d.encap == tunnel.KindVXLAN {
-		for _, e := range strings.Split(exts, ",") {
-			gpe = gpe || e == "gpe"
-		}
-	}
+func (d tunnelPort) packetType(name, pt string, gpe bool, c *ofproto.TunnelConfig) string {
 	l3 := d.encap == tunnel.KindGRE || gpe
 	fullType := d.typ
 	if d.encap == tunnel.KindVXLAN {
@@ -196,7 +191,7 @@ func (d tunnelPort) packetType(name, pt, exts string, c *ofproto.TunnelConfig) s
 // "gpe", and warnings for others. It reports whether gbp is on, and why
 // the port is refused: VXLAN-GPE (another header and next protocols, which
 // govs does not speak) would otherwise leave as plain VXLAN.
-func vxlanExts(name, v string, problems *[]string) (gbp bool, refuse string) {
+func vxlanExts(name, v string, problems *[]string) (gbp, gpe bool, refuse string) {
 	for _, ext := range strings.Split(v, ",") {
 		switch ext {
 		case "":
@@ -204,12 +199,13 @@ func vxlanExts(name, v string, problems *[]string) (gbp bool, refuse string) {
 		case "gbp":
 			gbp = true
 		case "gpe":
+			gpe = true
 			refuse = fmt.Sprintf("%s: options:exts=gpe (VXLAN-GPE) is not supported by govs", name)
 		default:
 			*problems = append(*problems, fmt.Sprintf("%s: unknown extension '%s'", name, ext))
 		}
 	}
-	return gbp, refuse
+	return gbp, gpe, refuse
 }
 
 // tunnelIP parses remote_ip or local_ip (key): "flow", or an address,
