@@ -1697,11 +1697,11 @@ func parseHexArg(s string) ([]byte, error) {
 // bits, clause numbers in decimal that wrap to 8 bits.
 func scanConjunction(s string) (id uint32, k, n uint8, ok bool) {
 	sc := cScanner{s: s}
-	i, ok1 := sc.int(0)
+	i, ok1 := sc.num(0)
 	sc.lit(',')
-	ki, ok2 := sc.uint()
+	ki, ok2 := sc.num(10)
 	sc.lit('/')
-	ni, ok3 := sc.uint()
+	ni, ok3 := sc.num(10)
 	sc.space()
 	if !ok1 || !ok2 || !ok3 || sc.bad || sc.s != "" {
 		return 0, 0, 0, false
@@ -1720,7 +1720,7 @@ func scanMAC(s string) (mac [6]byte, ok bool) {
 			}
 			c.s = c.s[1:]
 		}
-		v, ok := c.hex()
+		v, ok := c.num(16)
 		if !ok {
 			return mac, false
 		}
@@ -1785,10 +1785,6 @@ func (c *cScanner) num(base int) (uint64, bool) {
 	}
 	return v, true
 }
-
-func (c *cScanner) int(base int) (int64, bool) { v, ok := c.num(base); return int64(v), ok }
-func (c *cScanner) uint() (uint64, bool)       { return c.num(10) }
-func (c *cScanner) hex() (uint64, bool)        { return c.num(16) }
 
 func isHex(b byte) bool { return digitVal(b) < 16 }
 
