@@ -38,6 +38,10 @@ func NewRateLimit(perMinute, burst int) *RateLimit {
 	}
 }
 
+// Allow takes a token, for a logger other than a ModuleLogger: ok says
+// whether to log, and droppedMsg, if not empty, is to be logged first.
+func (r *RateLimit) Allow() (ok bool, droppedMsg string) { return r.allow() }
+
 // allow takes a token. If it succeeds after drops, it also returns the
 // "Dropped ..." message to log first.
 func (r *RateLimit) allow() (ok bool, droppedMsg string) {

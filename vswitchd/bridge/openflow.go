@@ -143,6 +143,10 @@ func (s *Switch) startOpenFlow(rb *runBridge) {
 		m.SetRconnLogger(s.ofRconn)
 	}
 	m.SetNotify(s.pokeOpenFlow)
+	snoop := filepath.Join(s.ofRundir, rb.name+".snoop")
+	if err := m.ListenSnoop(snoop); err != nil {
+		s.log.Errorf("bridge %s: could not listen on %s: %v", rb.name, snoop, err)
+	}
 	rb.mgmt = m
 	rb.of.SetAsync(m)
 }

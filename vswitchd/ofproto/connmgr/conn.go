@@ -231,6 +231,9 @@ func (c *conn) run() {
 				break
 			}
 			start += len(msg)
+			if c.svc != nil {
+				c.svc.copyToSnoopers(msg)
+			}
 			c.lastRx.Store(time.Now().UnixNano())
 			if c.idle.Swap(false) {
 				c.m.changed()
@@ -257,6 +260,9 @@ func (c *conn) send(msgs ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	for _, b := range msgs {
+		if c.svc != nil {
+			c.svc.copyToSnoopers(b)
+		}
 		var err error
 		if c.raw != nil {
 			err = c.raw.write(b)
@@ -318,31 +324,42 @@ func (c *conn) handle(b []byte) bool {
 	return c.send(replies...) == nil
 }
 
-// handshake expects the peer's HELLO and settles the version: the
-// highest both sides allow, as OVS's vconn.
+// handshake expects the peer's HELLO and settles the version.
 func (c *conn) handshake(h ofp.Header, m ofp.Message, err error) bool {
-	hello, ok := m.(*ofp.Hello)
-	if err != nil || !ok {
-		c.m.log.Warnf("%s: received message type %d while expecting hello, closing", c.name, h.Type)
-		c.closeWith(syscall.EPROTO)
-		return false
-	}
-	common := hello.Versions & c.versions
-	if common == 0 {
-		c.m.log.Warnf("%s: version negotiation failed (we support %s, peer supports %s)", c.name,
-			formatVersions(c.versions), formatVersions(hello.Versions))
-		text := fmt.Sprintf("We support %s, you support %s, no common versions.", versionNames(c.versions), versionNames(hello.Versions))
-		c.send(ofp.EncodeErrorData(c.versions.Highest(), h.Xid, ofp.HelloIncompatible, []byte(text)))
+	v := negotiate(c.m.log, c.name, c.versions, h, m, err, func(b []byte) { c.send(b) })
+	if v == 0 {
 		c.closeWith(syscall.EPROTO)
 		return false
 	}
 	c.mu.Lock()
-	c.version = common.Highest()
+	c.version = v
 	c.mu.Unlock()
-	c.m.log.Debugf("%s: negotiated %s", c.name, common.Highest())
+	c.m.log.Debugf("%s: negotiated %s", c.name, v)
 	c.m.updateMiss()
 	c.m.changed()
 	return true
+}
+
+// negotiate settles the version of connection name, which allows
+// versions, from the peer's first message (h, decoded as m and err): the
+// highest both sides allow, as OVS's vconn. It returns 0, having logged
+// why and sent the peer OFPHFC_INCOMPATIBLE where OVS does, if that
+// message is no HELLO or the two share no version.
+func negotiate(log Logger, name string, versions ofp.Versions, h ofp.Header, m ofp.Message, err error, send func([]byte)) ofp.Version {
+	hello, ok := m.(*ofp.Hello)
+	if err != nil || !ok {
+		log.Warnf("%s: received message type %d while expecting hello, closing", name, h.Type)
+		return 0
+	}
+	common := hello.Versions & versions
+	if common == 0 {
+		log.Warnf("%s: version negotiation failed (we support %s, peer supports %s)", name,
+			formatVersions(versions), formatVersions(hello.Versions))
+		text := fmt.Sprintf("We support %s, you support %s, no common versions.", versionNames(versions), versionNames(hello.Versions))
+		send(ofp.EncodeErrorData(versions.Highest(), h.Xid, ofp.HelloIncompatible, []byte(text)))
+		return 0
+	}
+	return common.Highest()
 }
 
 // formatVersions renders a version set as OVS's

@@ -107,7 +107,8 @@ type Manager struct {
 	log                   Logger
 	rlog                  Logger // the rconn module's, for controller connections
 	ln                    *unixsock.Listener
-	seq                   atomic.Uint64 // connection numbers, for log names
+	snoopLn               *unixsock.Listener // nil until ListenSnoop; guarded by mu
+	seq                   atomic.Uint64      // connection numbers, for log names
 	wg                    sync.WaitGroup
 	// versions is Bridge.protocols (ofp.Versions), what new connections
 	// may negotiate.
@@ -217,8 +218,12 @@ func (m *Manager) Close() {
 	for c := range m.conns {
 		conns = append(conns, c)
 	}
+	snoopLn := m.snoopLn
 	m.mu.Unlock()
 	m.ln.Close()
+	if snoopLn != nil {
+		snoopLn.Close()
+	}
 	for _, c := range conns {
 		c.nc.Close()
 	}

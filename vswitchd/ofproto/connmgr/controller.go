@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -199,6 +200,10 @@ type service struct {
 	// reconnecting: Reconnect closed the active connection, which is
 	// then no error (OVS's rconn_reconnect, disconnect with error 0).
 	reconnecting bool
+	// snoopers are the snoop clients watching this controller (snoop.go);
+	// snoops is a copy the connections read without the lock.
+	snoopers []*snooper
+	snoops   atomic.Pointer[[]*snooper]
 }
 
 func newService(m *Manager, cfg Controller) (*service, error) {
@@ -235,6 +240,7 @@ func (s *service) shutdown() {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	s.closeSnoopers()
 }
 
 // reconnect drops an active service's connection, which then connects
