@@ -28,7 +28,8 @@ var ofdiffVersions = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlo
 const arpRequest = "ffffffffffff000000000001080600010800060400010000000000010a0000010000000000000a000002"
 
 // TestOpenFlowDifferentialPorts: show, dump-tables, dump-ports,
-// dump-ports-desc, mod-port and packet-out in every version.
+// dump-ports-desc, mod-port and packet-out in every version, and the
+// IPFIX statistics no bridge has.
 func TestOpenFlowDifferentialPorts(t *testing.T) {
 	deb, govs := startSwitchPair(t, "gdvd", "10.216.0", "gdvo", "10.217.0")
 	for _, v := range ofdiffVersions {
@@ -51,6 +52,9 @@ func TestOpenFlowDifferentialPorts(t *testing.T) {
 				{"packet-out", "BR", "1", "output:2", arpRequest},
 				{"packet-out", "BR", "CONTROLLER", "output:1,output:2", arpRequest},
 				{"packet-out", "BR", "LOCAL", "output:9", arpRequest},
+				// No IPFIX: OVS's NXST_NOT_CONFIGURED.
+				{"dump-ipfix-bridge", "BR"},
+				{"dump-ipfix-flow", "BR"},
 			}...)
 		}
 		for i, args := range steps {

@@ -658,7 +658,7 @@ func (o *ofctl) show(args []string) error {
 	if err != nil {
 		return err
 	}
-	frags := []string{"normal", "drop", "reassemble", "nx-match"}[cfg.Flags&3]
+	frags := ofp.FragName(uint8(cfg.Flags))
 	h = ofp.ParseHeader(replies[0])
 	fmt.Fprintf(o.out, "%s frags=%s miss_send_len=%d\n", msgHeader("OFPT_GET_CONFIG_REPLY", h.Version, h.Xid), frags, cfg.MissSendLen)
 	return nil

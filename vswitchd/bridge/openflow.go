@@ -343,7 +343,11 @@ func (o ofSource) PortStats() []ofp.PortStats {
 	return stats
 }
 
-var _ connmgr.QueueSource = ofSource{}
+var (
+	_ connmgr.QueueSource = ofSource{}
+	_ connmgr.FragHandler = ofSource{}
+	_ connmgr.FragHandler = (*ofproto.Bridge)(nil)
+)
 
 // Queues reports OpenFlow port no's QoS queues (every port's for
 // ofp.PortAny) with their counters, as netdev-dpdk's dump_queue_stats: a
@@ -414,6 +418,21 @@ func (o ofSource) TableCounts(id uint8) (lookups, matched uint64) {
 func (o ofSource) SetPacketInOnMiss(on bool) {
 	if ms, ok := o.of().(interface{ SetPacketInOnMiss(bool) }); ok {
 		ms.SetPacketInOnMiss(on)
+	}
+}
+
+// FragHandling reports the bridge's fragment handling mode.
+func (o ofSource) FragHandling() uint8 {
+	if fh, ok := o.of().(connmgr.FragHandler); ok {
+		return fh.FragHandling()
+	}
+	return ofp.FragNormal
+}
+
+// SetFragHandling sets the bridge's fragment handling mode.
+func (o ofSource) SetFragHandling(mode uint8) {
+	if fh, ok := o.of().(connmgr.FragHandler); ok {
+		fh.SetFragHandling(mode)
 	}
 }
 

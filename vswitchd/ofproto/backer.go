@@ -62,6 +62,10 @@ type Backer struct {
 	ecnDrops datapath.Counter
 	ecnLog   *daemon.RateLimit
 	tnlLog   datapath.Logger // module "tunnel", as OVS's ofproto/tunnel.c
+	// ofLog is module "ofproto", as OVS's ofproto/ofproto.c, and ofRL
+	// its rate limit.
+	ofLog datapath.Logger
+	ofRL  *daemon.RateLimit
 }
 
 // index is the immutable view translations start from: every bridge's
@@ -95,9 +99,11 @@ func NewBacker(dp *datapath.Datapath, log datapath.Logger) *Backer {
 	if log == nil {
 		log = nopLogger{}
 	}
-	b := &Backer{dp: dp, log: log, tnlLog: log, bridges: map[string]*Bridge{}, ecnLog: daemon.NewRateLimit(1, 5)}
+	b := &Backer{dp: dp, log: log, tnlLog: log, ofLog: log, bridges: map[string]*Bridge{}, ecnLog: daemon.NewRateLimit(1, 5),
+		ofRL: daemon.NewRateLimit(1, 5)}
 	if m, ok := log.(*daemon.ModuleLogger); ok {
 		b.tnlLog = m.Sibling("tunnel")
+		b.ofLog = m.Sibling("ofproto")
 	}
 	b.idx.Store(newIndex())
 	dp.SetUpcall(b)

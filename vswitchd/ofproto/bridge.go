@@ -270,6 +270,8 @@ type Bridge struct {
 	// missPin is OVS's miss rule: a table miss sends a packet-in
 	// (OFPR_NO_MATCH) for the OpenFlow 1.0-1.2 connections.
 	missPin atomic.Bool
+	// fragMode is OVS's fragment handling mode (fragmode.go).
+	fragMode atomic.Uint32
 	// tableStats count each table's lookups and matches (OVS's
 	// n_matched/n_missed), credited by translations.
 	tableStats [NumTables]tableCounters

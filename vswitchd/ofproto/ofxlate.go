@@ -278,8 +278,17 @@ func (x *xlate) tunMetadataIn(in *port) bool {
 }
 
 // lookup finds the highest-priority rule of table id matching the flow,
-// adding to wc the masks of the subtables it consulted (table.lookup).
-func (x *xlate) lookup(id uint8) *rule {
+// adding to wc the masks of the subtables it consulted (table.lookup);
+// ok is false for a fragment that the fragment handling mode drops.
+func (x *xlate) lookup(id uint8) (r *rule, ok bool) {
+	if isFragment(&x.of.flow) {
+		return x.fragLookup(id)
+	}
+	return x.lookupTable(id), true
+}
+
+// lookupTable is lookup as the flow stands.
+func (x *xlate) lookupTable(id uint8) *rule {
 	t, probes := x.of.in.br.br.tables.Load().probes(int(id))
 	r := t.searchIn(probes, &x.of.flow, &x.of.wc, true)
 	if x.trace != nil && r != nil {
@@ -338,13 +347,24 @@ func (x *xlate) table(id uint8) {
 		}
 		x.of.resubmits++
 		var r *rule
+		ok := true
 		if ctOrig {
 			ctOrig = false // the first lookup only, not a goto_table's
 			x.swapCTOrig()
-			r = x.lookup(id)
+			r, ok = x.lookup(id)
 			x.swapCTOrig()
 		} else {
-			r = x.lookup(id)
+			r, ok = x.lookup(id)
+		}
+		if !ok {
+			// OVS's drop_frags_rule: a match with no actions.
+			if x.trace != nil {
+				x.traceFragDrop(id, &first)
+			}
+			if x.packets > 0 {
+				x.of.in.br.br.tableStats[id].matched.Add(x.packets)
+			}
+			break
 		}
 		if x.trace != nil {
 			x.traceTable(r, id, honorMiss, &first)

@@ -601,12 +601,18 @@ func skbPriorityFlow(v uint32) string {
 // traceMegaflowMask is the mask a trace's Megaflow: line shows: the
 // datapath's, with OVS's ipv6_label mask: all 32 bits where a lookup
 // found a rule on the whole label (x.traceLabelExact), else the label's
-// bits consulted (a set's 20).
+// bits consulted (a set's 20); no L4 fields for a later fragment.
 func traceMegaflowMask(x *xlate, m *flow.Mask) *flow.Mask {
-	if m.IPv6Label == 0 {
+	later := x.key.NwFrag&flow.FragLater != 0 && m.TpSrc|m.TpDst|m.TCPFlags != 0
+	if m.IPv6Label == 0 && !later {
 		return m
 	}
 	mm := *m
+	if later {
+		// A later fragment has no L4 header, and OVS's megaflow, an ODP
+		// key, no L4 fields.
+		mm.TpSrc, mm.TpDst, mm.TCPFlags = 0, 0, 0
+	}
 	if mm.IPv6Label &= 0xfffff; x.traceLabelExact && mm.IPv6Label == 0xfffff {
 		mm.IPv6Label = ^uint32(0)
 	}

@@ -452,11 +452,20 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 		c.mu.Lock()
 		cfg := c.config
 		c.mu.Unlock()
+		// The fragment handling mode is the switch's, the rest the
+		// connection's.
+		cfg.Flags &^= ofp.FragMask
+		if fh, ok := c.m.src.(FragHandler); ok {
+			cfg.Flags |= uint16(fh.FragHandling())
+		}
 		return [][]byte{ofp.EncodeGetConfigReply(v, m.Xid, cfg)}, nil
 	case *ofp.SetConfig:
-		if m.Flags&ofp.FragMask != ofp.FragNormal {
-			// OVS can drop fragments; govs does not yet.
-			return nil, &ofp.Error{Errno: ofp.EPerm, Name: "OFPT_SET_CONFIG", Detail: "fragment handling other than \"normal\" is not supported"}
+		// OVS's handle_set_config: any connection but a slave
+		// controller's sets the switch's fragment handling mode.
+		if fh, ok := c.m.src.(FragHandler); ok && !(c.primary() && c.role.Load() == ofp.RoleSlave) {
+			if next := uint8(m.Flags & ofp.FragMask); fh.FragHandling() != next {
+				fh.SetFragHandling(next)
+			}
 		}
 		c.mu.Lock()
 		c.config = m.Config

@@ -47,6 +47,14 @@ type Source interface {
 	Barrier()
 }
 
+// FragHandler is a Source with OVS's switch-wide fragment handling mode
+// (ofp.FragNormal, FragDrop, FragNXMatch), which OFPT_SET_CONFIG sets. A
+// mode the switch does not support changes nothing (the switch logs it).
+type FragHandler interface {
+	FragHandling() uint8
+	SetFragHandling(mode uint8)
+}
+
 // PortModifier is a Source that applies OFPT_PORT_MOD.
 type PortModifier interface {
 	// ModifyPort applies m's configuration bits under its mask to the

@@ -60,8 +60,16 @@ const (
 	FragNormal = 0
 	FragDrop   = 1
 	FragReasm  = 2
-	FragMask   = 3
+	// FragNXMatch is Nicira's mode, the rest of FragMask.
+	FragNXMatch = 3
+	FragMask    = 3
 )
+
+// FragName names a fragment handling mode as OVS's
+// ofputil_frag_handling_to_string.
+func FragName(mode uint8) string {
+	return [...]string{"normal", "drop", "reassemble", "nx-match"}[mode&FragMask]
+}
 
 // BarrierRequest is OFPT_BARRIER_REQUEST.
 type BarrierRequest struct{ Header }
@@ -567,6 +575,8 @@ func widenPort10(p uint16) uint32 {
 const (
 	nxStatsFlow          = 0
 	nxStatsAggregate     = 1
+	nxStatsIPFIXBridge   = 3
+	nxStatsIPFIXFlow     = 4
 	nxStatsGroup         = 7
 	nxStatsGroupDesc     = 8
 	nxStatsGroupFeatures = 9
@@ -599,6 +609,10 @@ func decodeVendorStats(m *StatsRequest, body []byte) (Message, error) {
 	}
 	if m.Version == V10 && sub >= nxStatsGroup && sub <= nxStatsGroupFeatures {
 		return decodeNXGroupStats(m, sub, body[hdr:])
+	}
+	if sub == nxStatsIPFIXBridge || sub == nxStatsIPFIXFlow {
+		// OVS's answer for a bridge without IPFIX, which govs never has.
+		return nil, errorf(NXSTNotConfigured, "NXST", "IPFIX is not supported by govs")
 	}
 	if sub != nxStatsFlow && sub != nxStatsAggregate {
 		return nil, errorf(BadSubtype, "NXST", "Nicira statistics subtype %d not supported", sub)

@@ -59,19 +59,20 @@ const (
 	FlowModBadCommand // OFPFMFC_BAD_COMMAND
 	FlowModBadFlags   // OFPFMFC_BAD_FLAGS
 
-	BadAsyncProp     // OFPBPC_BAD_TYPE (OpenFlow 1.4+)
-	BadAsyncLen      // OFPBPC_BAD_LEN (OpenFlow 1.4+)
-	BadAsyncMask     // OFPACFC_UNSUPPORTED (OpenFlow 1.4+)
-	NXRStale         // NXR_STALE: a continuation not from this bridge
-	PortModBadPort   // OFPPMFC_BAD_PORT
-	PortModBadHWAddr // OFPPMFC_BAD_HW_ADDR
-	PortModBadConfig // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
-	BufferUnknown    // OFPBRC_BUFFER_UNKNOWN
-	BadPort          // OFPBRC_BAD_PORT
-	BadConjunction   // NXBAC_BAD_CONJUNCTION
-	NXMInvalid       // NXBRC_NXM_INVALID
-	QueueBadPort     // OFPQOFC_BAD_PORT
-	QueueBadQueue    // OFPQOFC_BAD_QUEUE
+	BadAsyncProp      // OFPBPC_BAD_TYPE (OpenFlow 1.4+)
+	BadAsyncLen       // OFPBPC_BAD_LEN (OpenFlow 1.4+)
+	BadAsyncMask      // OFPACFC_UNSUPPORTED (OpenFlow 1.4+)
+	NXRStale          // NXR_STALE: a continuation not from this bridge
+	PortModBadPort    // OFPPMFC_BAD_PORT
+	PortModBadHWAddr  // OFPPMFC_BAD_HW_ADDR
+	PortModBadConfig  // OFPPMFC_BAD_CONFIG (OpenFlow 1.1+)
+	BufferUnknown     // OFPBRC_BUFFER_UNKNOWN
+	BadPort           // OFPBRC_BAD_PORT
+	BadConjunction    // NXBAC_BAD_CONJUNCTION
+	NXMInvalid        // NXBRC_NXM_INVALID
+	QueueBadPort      // OFPQOFC_BAD_PORT
+	QueueBadQueue     // OFPQOFC_BAD_QUEUE
+	NXSTNotConfigured // NXST_NOT_CONFIGURED: a protocol the switch does not run
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
@@ -96,7 +97,7 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	QueueBadPort: "OFPQOFC_BAD_PORT", QueueBadQueue: "OFPQOFC_BAD_QUEUE",
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION",
-	NXMInvalid: "NXBRC_NXM_INVALID"}
+	NXMInvalid: "NXBRC_NXM_INVALID", NXSTNotConfigured: "NXST_NOT_CONFIGURED"}
 
 // errnoExtra names the errors defined next to their messages: group.go's
 // from 200, meter.go's from 230.
@@ -186,6 +187,7 @@ func init() {
 		NXMInvalid:          {nx(1, 256), nx(1, 256), nx(2, 0), nx(2, 0), nx(2, 0), nx(2, 0)},
 		QueueBadPort:        {std(5, 0), std(9, 0), std(9, 0), std(9, 0), std(9, 0), std(9, 0)},
 		QueueBadQueue:       {std(5, 1), std(9, 1), std(9, 1), std(9, 1), std(9, 1), std(9, 1)},
+		NXSTNotConfigured:   {nx(1, 535), nx(1, 535), nx(36, 0), nx(36, 0), nx(36, 0), nx(36, 0)},
 	} {
 		errCodes[e] = c
 	}
