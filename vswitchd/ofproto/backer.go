@@ -68,6 +68,18 @@ type Backer struct {
 	ofRL  *daemon.RateLimit
 }
 
+// warnRL logs msg at WARN on l, limited by rl where l is a daemon
+// module logger (a test's logger takes every message).
+func warnRL(l datapath.Logger, rl *daemon.RateLimit, msg string) {
+	if m, ok := l.(interface {
+		WarnRL(*daemon.RateLimit, string, ...any)
+	}); ok {
+		m.WarnRL(rl, "%s", msg)
+	} else {
+		l.Warnf("%s", msg)
+	}
+}
+
 // index is the immutable view translations start from: every bridge's
 // current snapshot reached through its ports.
 type index struct {

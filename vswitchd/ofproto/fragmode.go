@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/govs/govs/datapath/flow"
-	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -26,15 +25,7 @@ func (br *Bridge) SetFragHandling(mode uint8) {
 	switch mode {
 	case ofp.FragNormal, ofp.FragDrop, ofp.FragNXMatch:
 	default:
-		b := br.backer
-		msg := fmt.Sprintf("%s: unsupported fragment handling mode %s", br.name, ofp.FragName(mode))
-		if l, ok := b.ofLog.(interface {
-			WarnRL(*daemon.RateLimit, string, ...any)
-		}); ok {
-			l.WarnRL(b.ofRL, "%s", msg)
-		} else {
-			b.ofLog.Warnf("%s", msg)
-		}
+		warnRL(br.backer.ofLog, br.backer.ofRL, fmt.Sprintf("%s: unsupported fragment handling mode %s", br.name, ofp.FragName(mode)))
 		return
 	}
 	if uint8(br.fragMode.Swap(uint32(mode))) != mode {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/govs/govs/datapath"
 	"github.com/govs/govs/datapath/flow"
-	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/netdev/tunnel"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -155,14 +154,7 @@ func (x *xlate) tnlProcessECN() bool {
 	if ecnDrops(k) {
 		b := x.backer
 		if x.mode == modePacket {
-			msg := "dropping tunnel packet marked ECN CE but is not ECN capable"
-			if l, ok := b.tnlLog.(interface {
-				WarnRL(*daemon.RateLimit, string, ...any)
-			}); ok {
-				l.WarnRL(b.ecnLog, "%s", msg)
-			} else {
-				b.tnlLog.Warnf("%s", msg)
-			}
+			warnRL(b.tnlLog, b.ecnLog, "dropping tunnel packet marked ECN CE but is not ECN capable")
 		}
 		if x.trace == nil {
 			x.acts = append(x.acts, datapath.Count(&b.ecnDrops))
