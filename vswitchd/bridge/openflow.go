@@ -344,9 +344,11 @@ func (o ofSource) PortStats() []ofp.PortStats {
 }
 
 var (
-	_ connmgr.QueueSource = ofSource{}
-	_ connmgr.FragHandler = ofSource{}
-	_ connmgr.FragHandler = (*ofproto.Bridge)(nil)
+	_ connmgr.QueueSource     = ofSource{}
+	_ connmgr.FragHandler     = ofSource{}
+	_ connmgr.FragHandler     = (*ofproto.Bridge)(nil)
+	_ connmgr.TableConfigurer = ofSource{}
+	_ connmgr.TableConfigurer = (*ofproto.Bridge)(nil)
 )
 
 // Queues reports OpenFlow port no's QoS queues (every port's for
@@ -434,6 +436,31 @@ func (o ofSource) SetFragHandling(mode uint8) {
 	if fh, ok := o.of().(connmgr.FragHandler); ok {
 		fh.SetFragHandling(mode)
 	}
+}
+
+// TableMod applies OFPT_TABLE_MOD to the bridge's tables.
+func (o ofSource) TableMod(m *ofp.TableMod) *ofp.Error {
+	tc, ok := o.of().(connmgr.TableConfigurer)
+	if !ok {
+		return &ofp.Error{Errno: ofp.EPerm, Detail: "bridge is gone"}
+	}
+	return tc.TableMod(m)
+}
+
+// TableDescs reports the bridge's tables' settings.
+func (o ofSource) TableDescs() []ofp.TableDesc {
+	if tc, ok := o.of().(connmgr.TableConfigurer); ok {
+		return tc.TableDescs()
+	}
+	return nil
+}
+
+// TableMiss reports table id's miss behaviour.
+func (o ofSource) TableMiss(id uint8) uint8 {
+	if tc, ok := o.of().(connmgr.TableConfigurer); ok {
+		return tc.TableMiss(id)
+	}
+	return ofp.TableMissDefault
 }
 
 // FlowMod changes the bridge's flow tables.

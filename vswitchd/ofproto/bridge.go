@@ -272,6 +272,11 @@ type Bridge struct {
 	missPin atomic.Bool
 	// fragMode is OVS's fragment handling mode (fragmode.go).
 	fragMode atomic.Uint32
+	// tableMiss are the tables' miss behaviours (ofp.TableMiss*), and
+	// tableSet their eviction and vacancy settings (tablemod.go).
+	tableMiss  [NumTables]atomic.Uint32
+	tableSetMu sync.Mutex
+	tableSet   [NumTables]tableSettings
 	// tableStats count each table's lookups and matches (OVS's
 	// n_matched/n_missed), credited by translations.
 	tableStats [NumTables]tableCounters

@@ -356,6 +356,9 @@ func (x *xlate) table(id uint8) {
 		} else {
 			r, ok = x.lookup(id)
 		}
+		if r == nil && ok && honorMiss {
+			id, r, ok = x.missContinue(id)
+		}
 		if !ok {
 			// OVS's drop_frags_rule: a match with no actions.
 			if x.trace != nil {
@@ -450,7 +453,7 @@ func (x *xlate) tailResubmit(a *ofp.Action, id uint8, t *resubmitTail) (uint8, b
 //go:noinline
 func (x *xlate) traceTable(r *rule, id uint8, honorMiss bool, first **traceNode) {
 	var title string
-	if r == nil && honorMiss && x.of.in.br.br.missPin.Load() {
+	if r == nil && honorMiss && x.missPacketIn(id) {
 		// OVS's xlate_report_table for its miss rule.
 		title = fmt.Sprintf("%2d. No match, and a \"packet-in\" is called for.", id)
 	} else if r == nil {
@@ -462,7 +465,7 @@ func (x *xlate) traceTable(r *rule, id uint8, honorMiss bool, first **traceNode)
 	if *first == nil {
 		*first = (*parent)[len(*parent)-1]
 	}
-	if r == nil && !(honorMiss && x.of.in.br.br.missPin.Load()) {
+	if r == nil && !(honorMiss && x.missPacketIn(id)) {
 		// The miss rule's actions: none (a rule's: ofActions).
 		x.tt.add(traceAction, "drop")
 	}

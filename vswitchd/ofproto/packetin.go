@@ -202,7 +202,7 @@ func (br *Bridge) SetPacketInOnMiss(on bool) {
 // returning the miss rule, for the first lookup and goto_table, not for
 // resubmit).
 func (x *xlate) miss(id uint8) {
-	if !x.of.in.br.br.missPin.Load() {
+	if !x.missPacketIn(id) {
 		return
 	}
 	x.of.missTable = int(id)

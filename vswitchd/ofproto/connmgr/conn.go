@@ -606,6 +606,12 @@ func (c *conn) answer(m ofp.Message) ([][]byte, *ofp.Error) {
 			return nil, &ofp.Error{Errno: ofp.BadSubtype, Name: "NXT_RESUME", Detail: "not supported"}
 		}
 		return nil, po.Resume(m)
+	case *ofp.TableMod:
+		tc, ok := c.m.src.(TableConfigurer)
+		if !ok {
+			return nil, &ofp.Error{Errno: ofp.BadType, Name: "OFPT_TABLE_MOD", Detail: "not supported"}
+		}
+		return nil, tc.TableMod(m)
 	case *ofp.PortMod:
 		pm, ok := c.m.src.(PortModifier)
 		if !ok {
@@ -644,6 +650,9 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 			tables[i] = ofp.TableStats{ID: uint8(i), MaxEntries: maxEntries, Wildcards10: wildcards10}
 			if tc, ok := c.m.src.(TableCounter); ok {
 				tables[i].Lookup, tables[i].Matched = tc.TableCounts(uint8(i))
+			}
+			if tc, ok := c.m.src.(TableConfigurer); ok {
+				tables[i].Miss = tc.TableMiss(uint8(i))
 			}
 		}
 		c.eachFlow(func(f *ofp.FlowStats) {
@@ -692,6 +701,12 @@ func (c *conn) stats(m *ofp.StatsRequest) ([][]byte, *ofp.Error) {
 		return c.groupStats(m), nil
 	case ofp.StatsQueue:
 		return c.queueStats(m)
+	case ofp.StatsTableDesc:
+		var tables []ofp.TableDesc
+		if tc, ok := c.m.src.(TableConfigurer); ok {
+			tables = tc.TableDescs()
+		}
+		return ofp.EncodeTableDescReply(v, m.Xid, tables), nil
 	case ofp.StatsQueueDesc:
 		qs, err := c.queueList(v, m.Port, m.Queue)
 		if err != nil {

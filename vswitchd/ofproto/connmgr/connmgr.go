@@ -55,6 +55,14 @@ type FragHandler interface {
 	SetFragHandling(mode uint8)
 }
 
+// TableConfigurer is a Source with per-table settings: it applies
+// OFPT_TABLE_MOD and reports them (OFPMP_TABLE_DESC, table statistics).
+type TableConfigurer interface {
+	TableMod(m *ofp.TableMod) *ofp.Error
+	TableDescs() []ofp.TableDesc
+	TableMiss(id uint8) uint8
+}
+
 // PortModifier is a Source that applies OFPT_PORT_MOD.
 type PortModifier interface {
 	// ModifyPort applies m's configuration bits under its mask to the

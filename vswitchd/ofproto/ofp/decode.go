@@ -287,6 +287,8 @@ func Decode(b []byte) (Message, error) {
 		return decodePortMod(h, body)
 	case v > V10 && h.Type == type11GroupMod:
 		return decodeGroupMod(h, body)
+	case v > V10 && h.Type == type11TableMod:
+		return decodeTableMod(h, body)
 	case h.Type == TypeFlowMod:
 		if v == V10 {
 			return decodeFlowMod10(h, body)
@@ -432,6 +434,14 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 	}
 	switch kind {
 	case StatsDesc, StatsTable:
+		if err := fixed(0); err != nil {
+			return nil, err
+		}
+		return m, nil
+	case StatsTableDesc:
+		if v < V14 {
+			break
+		}
 		if err := fixed(0); err != nil {
 			return nil, err
 		}

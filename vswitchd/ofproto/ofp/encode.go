@@ -443,6 +443,7 @@ type TableStats struct {
 	Lookup, Matched uint64
 	MaxEntries      uint32 // OpenFlow 1.0–1.2
 	Wildcards10     uint32 // OpenFlow 1.0
+	Miss            uint8  // TableMiss*, OpenFlow 1.1–1.2's config
 }
 
 // OpenFlow 1.1 and 1.2 table statistics describe each table's
@@ -506,7 +507,7 @@ func EncodeTableStatsReply(v Version, xid uint32, tables []TableStats) [][]byte 
 				b = put64(b, ^uint64(0)) // metadata_write
 				b = put32(b, inst)
 			}
-			b = put32(b, 0) // config: OFPTC11_TABLE_MISS_CONTROLLER
+			b = put32(b, tableStatsConfig(v, t.Miss))
 			b = put32(b, t.MaxEntries)
 		default:
 			b = pad(b, 3)

@@ -73,6 +73,10 @@ const (
 	QueueBadPort      // OFPQOFC_BAD_PORT
 	QueueBadQueue     // OFPQOFC_BAD_QUEUE
 	NXSTNotConfigured // NXST_NOT_CONFIGURED: a protocol the switch does not run
+	BadPropValue      // OFPBPC_BAD_VALUE
+	TableModBadTable  // OFPTMFC_BAD_TABLE
+	TableModBadConfig // OFPTMFC_BAD_CONFIG
+	TableModEPerm     // OFPTMFC_EPERM
 )
 
 var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersion: "OFPBRC_BAD_VERSION",
@@ -97,7 +101,9 @@ var errnoNames = [...]string{HelloIncompatible: "OFPHFC_INCOMPATIBLE", BadVersio
 	QueueBadPort: "OFPQOFC_BAD_PORT", QueueBadQueue: "OFPQOFC_BAD_QUEUE",
 	PortModBadPort: "OFPPMFC_BAD_PORT", PortModBadHWAddr: "OFPPMFC_BAD_HW_ADDR", PortModBadConfig: "OFPPMFC_BAD_CONFIG",
 	BufferUnknown: "OFPBRC_BUFFER_UNKNOWN", BadPort: "OFPBRC_BAD_PORT", BadConjunction: "NXBAC_BAD_CONJUNCTION",
-	NXMInvalid: "NXBRC_NXM_INVALID", NXSTNotConfigured: "NXST_NOT_CONFIGURED"}
+	NXMInvalid: "NXBRC_NXM_INVALID", NXSTNotConfigured: "NXST_NOT_CONFIGURED",
+	BadPropValue: "OFPBPC_BAD_VALUE", TableModBadTable: "OFPTMFC_BAD_TABLE", TableModBadConfig: "OFPTMFC_BAD_CONFIG",
+	TableModEPerm: "OFPTMFC_EPERM"}
 
 // errnoExtra names the errors defined next to their messages: group.go's
 // from 200, meter.go's from 230.
@@ -188,6 +194,10 @@ func init() {
 		QueueBadPort:        {std(5, 0), std(9, 0), std(9, 0), std(9, 0), std(9, 0), std(9, 0)},
 		QueueBadQueue:       {std(5, 1), std(9, 1), std(9, 1), std(9, 1), std(9, 1), std(9, 1)},
 		NXSTNotConfigured:   {nx(1, 535), nx(1, 535), nx(36, 0), nx(36, 0), nx(36, 0), nx(36, 0)},
+		BadPropValue:        {nx(13, 4), nx(13, 4), nx(27, 0), std(13, 4), std(14, 2), std(14, 2)},
+		TableModBadTable:    allVersions(8, 0),
+		TableModBadConfig:   allVersions(8, 1),
+		TableModEPerm:       allVersions(8, 2),
 	} {
 		errCodes[e] = c
 	}
