@@ -147,6 +147,14 @@ func TestOpenFlowDifferentialTables(t *testing.T) {
 				{"dump-flows", "--no-stats", "BR", "ip"},
 			}...)
 		}
+		if v == "OpenFlow14" || v == "OpenFlow15" {
+			// A flow's importance (1.4+), in flow statistics.
+			steps = append(steps, [][]string{
+				{"add-flow", "BR", "importance=7,priority=41,ip,actions=drop"},
+				{"dump-flows", "--no-stats", "--rsort", "BR", "ip"},
+				{"--strict", "del-flows", "BR", "priority=41,ip"},
+			}...)
+		}
 		steps = append(steps, [][]string{
 			{"add-group", "BR", "group_id=1,type=all,bucket=output:1,bucket=output:2"},
 			{"dump-groups", "BR"},

@@ -403,6 +403,9 @@ func DecodeFlowStats(r *Reply) ([]FlowStats, error) {
 			if v >= V13 {
 				f.Flags = binary.BigEndian.Uint16(e[18:])
 			}
+			if v == V14 {
+				f.Importance = binary.BigEndian.Uint16(e[20:])
+			}
 			m, rest, err := decodeOXMMatch(v, e[48:])
 			if err != nil {
 				return nil, err

@@ -576,10 +576,15 @@ func (e *FlowStatsReply) Add(f *FlowStats) {
 		b = AppendActions(b, v, f.Actions)
 	case v <= V14:
 		b = appendFlowHead(b, f, nil)
-		if v >= V13 {
+		switch {
+		case v == V14:
+			b = put16(b, f.Flags)
+			b = put16(b, f.Importance)
+			b = pad(b, 2)
+		case v == V13:
 			b = put16(b, f.Flags)
 			b = pad(b, 4)
-		} else {
+		default:
 			b = pad(b, 6)
 		}
 		b = appendFlowCounters(b, f)
