@@ -57,7 +57,7 @@ func (br *Bridge) tableMod(id uint8, m *ofp.TableMod) {
 		s.eviction = false
 	}
 	if m.Vacancy != ofp.TableSettingDefault {
-		s.vacancyDown, s.vacancyUp = m.VacancyDown, m.VacUp
+		s.vacancyDown, s.vacancyUp = m.VacancyDown, m.VacancyUp
 		s.vacancy = m.Vacancy == ofp.TableSettingOn
 	}
 }

@@ -37,7 +37,7 @@ func TestTableMod(t *testing.T) {
 		}
 	}
 	if err := br.TableMod(&ofp.TableMod{Table: ofp.TableAll, Eviction: ofp.TableSettingOn, Vacancy: ofp.TableSettingOn,
-		VacancyDown: 10, VacUp: 90, EvictionFlags: ^uint32(0)}); err != nil {
+		VacancyDown: 10, VacancyUp: 90, EvictionFlags: ^uint32(0)}); err != nil {
 		t.Fatal(err)
 	}
 	d := br.TableDescs()

@@ -39,10 +39,10 @@ type TableMod struct {
 	// Table is the table, TableAll for every one.
 	Table uint8
 	// Miss is a TableMiss* value (TableMissDefault: none given).
-	Miss               uint8
-	Eviction, Vacancy  TableSetting
-	EvictionFlags      uint32 // ^uint32(0): no eviction property
-	VacancyDown, VacUp uint8  // a vacancy property's thresholds
+	Miss                   uint8
+	Eviction, Vacancy      TableSetting
+	EvictionFlags          uint32 // ^uint32(0): no eviction property
+	VacancyDown, VacancyUp uint8  // a vacancy property's thresholds
 }
 
 // Table configuration bits (ofp_table_config).
@@ -119,11 +119,11 @@ func decodeTableMod(h Header, body []byte) (Message, error) {
 			if len(val) != 4 {
 				return nil, errorf(BadAsyncLen, name, "vacancy property of %d bytes", l)
 			}
-			m.VacancyDown, m.VacUp = val[0], val[1]
+			m.VacancyDown, m.VacancyUp = val[0], val[1]
 			switch {
-			case m.VacancyDown > m.VacUp:
+			case m.VacancyDown > m.VacancyUp:
 				return nil, errorf(BadPropValue, name, "Value of vacancy_down is greater than vacancy_up")
-			case m.VacancyDown > 100 || m.VacUp > 100:
+			case m.VacancyDown > 100 || m.VacancyUp > 100:
 				return nil, errorf(BadPropValue, name, "Vacancy threshold percentage should not be greater than 100")
 			case val[2] != 0:
 				return nil, errorf(BadPropValue, name, "Vacancy value should be zero for table-mod messages")

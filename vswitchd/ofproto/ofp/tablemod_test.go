@@ -31,7 +31,7 @@ func TestDecodeTableMod(t *testing.T) {
 		{"1.3 ignores miss", tableModMsg(V13, 3, 2), TableMod{Table: 3, EvictionFlags: ^uint32(0)}, 0},
 		{"1.4 evict", tableModMsg(V14, 0, 4, evict...), TableMod{Eviction: TableSettingOn, Vacancy: TableSettingOff, EvictionFlags: 7}, 0},
 		{"1.5 vacancy", tableModMsg(V15, 0xff, 8, vacancy(20, 80, 0)...),
-			TableMod{Table: 0xff, Eviction: TableSettingOff, Vacancy: TableSettingOn, EvictionFlags: ^uint32(0), VacancyDown: 20, VacUp: 80}, 0},
+			TableMod{Table: 0xff, Eviction: TableSettingOff, Vacancy: TableSettingOn, EvictionFlags: ^uint32(0), VacancyDown: 20, VacancyUp: 80}, 0},
 		{"vacancy down > up", tableModMsg(V14, 0, 8, vacancy(80, 20, 0)...), TableMod{}, BadPropValue},
 		{"vacancy > 100", tableModMsg(V14, 0, 8, vacancy(20, 101, 0)...), TableMod{}, BadPropValue},
 		{"vacancy now", tableModMsg(V14, 0, 8, vacancy(20, 80, 5)...), TableMod{}, BadPropValue},
