@@ -5,10 +5,11 @@
 # lsp-set-port-security, acl-add), one ovn-nbctl call of 200 such commands, then the time ovn-northd takes
 # to settle (`ovn-nbctl --wait=sb sync`). After it: the database files' sizes and the servers' RSS. Then,
 # for more samples of the two figures that take 20-30 ms (mostly ovn-nbctl's and ovn-northd's own work,
-# so that one sample swings by a third), four more 200-command calls on new switches, each with its settle:
-# the figures for the call and the settle are the medians of the five.
-# The two servers alternate round by round; prints medians and ratios (debian/govs for times, > 1: govs
-# faster; govs/debian for sizes, < 1: govs smaller). Needs Debian's openvswitch-switch and ovn-central.
+# so that one sample swings by a third), eight more 200-command calls on new switches, each with its
+# settle: the figures for the call and the settle are the medians of the nine. The servers' set-ups run
+# side by side and each timed step alternates between them (see round); the order alternates round by
+# round. Prints medians and ratios (debian/govs for times, > 1: govs faster; govs/debian for sizes, < 1:
+# govs smaller). Needs Debian's openvswitch-switch and ovn-central.
 # -base PATH adds a third server, another govs build (before a change), in the same rounds.
 # Stops only the processes of its own pidfiles; needs no network namespace (unix sockets only).
 set -u
@@ -58,71 +59,99 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR
 rss() { awk '/^VmRSS/ {print $2}' /proc/$(cat $1)/status; } # kB
 cpu() { awk '{print $14 + $15}' /proc/$(cat $1)/stat; } # utime + stime, clock ticks
 
-# measure PEER: prints "calls batch settle nb_bytes sb_bytes nb_rss_kb sb_rss_kb nb_cpu_ms lflows" (or
-# "failed ..."); nb_cpu_ms is the NB server's CPU time over the 200 single calls.
-measure() {
+# The peers' set-ups run side by side and every timed step alternates between them (a call on one, the
+# same call on the next, ...), so that the machine's drift, which moves a sequential run's figures by 20-30%,
+# falls on all of them alike.
+# setup PEER: its NB and SB servers and ovn-northd, synced.
+setup() {
   local peer=$1 d=$work/$1 bin=/usr/sbin/ovsdb-server
   [ $peer = govs ] && bin=$govs
   [ $peer = base ] && bin=$base
   rm -rf $d; mkdir -p $d
-  export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVN_RUNDIR=$d OVN_LOGDIR=$d
   for db in nb sb; do
     ovsdb-tool create $d/$db.db /usr/share/ovn/ovn-$db.ovsschema >&2 || return 1
     $bin $d/$db.db --remote=punix:$d/$db.sock --pidfile=$d/$db.pid --unixctl=$d/$db.ctl \
       --log-file=$d/$db.log --detach --no-chdir >&2 || { echo "failed $db-server"; return 1; }
   done
-  ovn-northd --ovnnb-db=unix:$d/nb.sock --ovnsb-db=unix:$d/sb.sock --pidfile=$d/ovn-northd.pid \
+  OVN_RUNDIR=$d OVN_LOGDIR=$d ovn-northd --ovnnb-db=unix:$d/nb.sock --ovnsb-db=unix:$d/sb.sock --pidfile=$d/ovn-northd.pid \
     --unixctl=$d/ovn-northd.ctl --log-file=$d/ovn-northd.log --detach --no-chdir >&2 || { echo "failed northd"; return 1; }
-  local NB="ovn-nbctl --db=unix:$d/nb.sock --timeout=60"
-  $NB --wait=sb sync >&2 || { echo "failed first sync"; return 1; }
-  local t0 t1 t2 t3 c c0 c1
-  c0=$(cpu $d/nb.pid)
+  nb $peer --wait=sb sync >&2 || { echo "failed first sync"; return 1; }
+}
+nb() { local d=$work/$1; shift; OVS_RUNDIR=$d ovn-nbctl --db=unix:$d/nb.sock --timeout=60 "$@"; }
+# timed CMD: runs CMD (eval'd) and prints how long it took, in seconds; fails as CMD does.
+timed() {
+  local t0 t1
   t0=$(now)
-  while read -r c; do
-    eval "$NB $c" >&2 || { echo "failed: $c"; return 1; }
-  done < <(cmds 0 19)
+  eval "$1" >&2 || return 1
   t1=$(now)
-  c1=$(cpu $d/nb.pid)
-  local tcalls
-  tcalls=$(echo "$t1 - $t0" | bc)
-  eval "$NB $(cmds 20 39 | sed '1!s/^/-- /' | tr '\n' ' ')" >&2 || { echo "failed batch"; return 1; }
-  t2=$(now)
-  $NB --wait=sb sync >&2 || { echo "failed sync"; return 1; }
-  t3=$(now)
-  # RSS at rest: a few seconds after the settle (govs gives a burst's garbage back within 5 s).
-  sleep 6
-  local lflows sizes
-  lflows=$(ovsdb-client dump unix:$d/sb.sock OVN_Southbound Logical_Flow _uuid | grep -c '^[0-9a-f]\{8\}-')
-  sizes="$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid)"
-  local batches="$(echo "$t2 - $t1" | bc)" settles="$(echo "$t3 - $t2" | bc)" b
-  for b in 40 60 80 100; do
-    t1=$(now)
-    eval "$NB $(cmds $b $((b + 19)) | sed '1!s/^/-- /' | tr '\n' ' ')" >&2 || { echo "failed batch $b"; return 1; }
-    t2=$(now)
-    $NB --wait=sb sync >&2 || { echo "failed sync $b"; return 1; }
-    t3=$(now)
-    batches="$batches $(echo "$t2 - $t1" | bc)" settles="$settles $(echo "$t3 - $t2" | bc)"
+  echo "$t1 - $t0" | bc
+}
+
+# round PEERS...: one round of the workload on each peer, steps alternating between them; prints a line
+# "PEER calls batch settle nb_bytes sb_bytes nb_rss_kb sb_rss_kb nb_cpu_ms lflows" per peer (or
+# "PEER failed ..."); batch and settle are the medians of nine samples, nb_cpu_ms is the NB server's CPU
+# time over the 200 single calls.
+round() {
+  local p c b out
+  declare -A calls batches settles c0 fail rest
+  for p in "$@"; do
+    out=$(setup $p) || fail[$p]="$out"
+    calls[$p]=0 c0[$p]=$(cpu $work/$p/nb.pid 2>/dev/null || echo 0)
   done
-  echo "$tcalls $(median $batches) $(median $settles) $sizes" \
-    "$(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) $lflows"
-  stop $d
-  unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVN_RUNDIR OVN_LOGDIR
+  while read -r c; do
+    for p in "$@"; do
+      [ -n "${fail[$p]:-}" ] && continue
+      out=$(timed "nb $p $c") || { fail[$p]="failed: $c"; continue; }
+      calls[$p]=$(echo "${calls[$p]} + $out" | bc)
+    done
+  done < <(cmds 0 19)
+  for p in "$@"; do
+    [ -n "${fail[$p]:-}" ] || c0[$p]=$(( ($(cpu $work/$p/nb.pid) - ${c0[$p]}) * 1000 / $(getconf CLK_TCK) ))
+  done
+  for b in 20 40 60 80 100 120 140 160 180; do
+    for p in "$@"; do
+      [ -n "${fail[$p]:-}" ] && continue
+      out=$(timed "nb $p $(cmds $b $((b + 19)) | sed '1!s/^/-- /' | tr '\n' ' ')") || { fail[$p]="failed batch $b"; continue; }
+      batches[$p]="${batches[$p]:-} $out"
+      out=$(timed "nb $p --wait=sb sync") || { fail[$p]="failed sync $b"; continue; }
+      settles[$p]="${settles[$p]:-} $out"
+    done
+    if [ $b = 20 ]; then
+      # Sizes and RSS at rest: a few seconds after the first settle (govs gives a burst's garbage back
+      # within 5 s).
+      sleep 6
+      for p in "$@"; do
+        [ -n "${fail[$p]:-}" ] && continue
+        local d=$work/$p
+        rest[$p]="$(stat -c %s $d/nb.db) $(stat -c %s $d/sb.db) $(rss $d/nb.pid) $(rss $d/sb.pid)"
+      done
+    fi
+  done
+  for p in "$@"; do
+    if [ -n "${fail[$p]:-}" ]; then
+      echo "$p ${fail[$p]}"
+    else
+      local lflows
+      lflows=$(ovsdb-client dump unix:$work/$p/sb.sock OVN_Southbound Logical_Flow _uuid | grep -c '^[0-9a-f]\{8\}-')
+      echo "$p ${calls[$p]} $(median ${batches[$p]}) $(median ${settles[$p]}) ${rest[$p]} ${c0[$p]} $lflows"
+    fi
+    stop $work/$p
+  done
 }
 
 declare -A res
 for r in $(seq $rounds); do
   order="govs debian"; [ $((r % 2)) = 0 ] && order="debian govs"
   [ -n "$base" ] && { order="govs base debian"; [ $((r % 2)) = 0 ] && order="debian base govs"; }
-  for p in $order; do
-    out=$(measure $p)
+  while read -r p out; do
     echo "round $r $p: $out" >&2
     res[$p]="${res[$p]:-}$out;"
-  done
+  done < <(round $order)
 done
 python3 - "${res[govs]}" "${res[debian]}" "${res[base]:-}" <<'PY'
 import statistics, sys
-labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands (5 calls)", "s", True),
-          ("ovn-northd settle (--wait=sb sync; 5)", "s", True), ("NB file size", "KiB", False),
+labels = [("200 ovn-nbctl calls, 1 command each", "s", True), ("1 ovn-nbctl call, 200 commands (9 calls)", "s", True),
+          ("ovn-northd settle (--wait=sb sync; 9)", "s", True), ("NB file size", "KiB", False),
           ("SB file size", "KiB", False), ("NB server RSS", "MiB", False), ("SB server RSS", "MiB", False),
           ("NB server CPU, the 200 calls", "ms", True), ("SB Logical_Flow rows", "rows", None)]
 scale = [1, 1, 1, 1 / 1024, 1 / 1024, 1 / 1024, 1 / 1024, 1, 1]
