@@ -291,3 +291,27 @@ func expandFeatureList(s string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestOpenFlowDifferentialTCPFlags: tcp_flags matches in every version, as
+// Debian's ovs-ofctl encodes them (NXM in 1.0-1.2, ONF's experimenter OXM in
+// 1.3 and 1.4, OpenFlow 1.5's OXM_OF_TCP_FLAGS), added, dumped, deleted.
+func TestOpenFlowDifferentialTCPFlags(t *testing.T) {
+	deb, govs := startSwitchPair(t, "gtfd", "10.234.0", "gtfo", "10.235.0")
+	for i, args := range [][]string{
+		{"-O", "OpenFlow15", "add-flow", "BR", "priority=5,tcp,tcp_flags=+syn-ack,actions=drop"},
+		{"-O", "OpenFlow14", "add-flow", "BR", "priority=6,tcp,tcp_flags=+fin,actions=drop"},
+		{"-O", "OpenFlow13", "add-flow", "BR", "priority=7,tcp,tcp_flags=0x12/0xfff,actions=drop"},
+		{"-O", "OpenFlow12", "add-flow", "BR", "priority=8,tcp,tcp_flags=+rst,actions=drop"},
+		{"add-flow", "BR", "priority=9,tcp,tcp_flags=+psh,actions=drop"},
+		{"-O", "OpenFlow15", "dump-flows", "BR", "--rsort", "--no-stats"},
+		{"-O", "OpenFlow14", "dump-flows", "BR", "--rsort", "--no-stats"},
+		{"-O", "OpenFlow13", "dump-flows", "BR", "--rsort", "--no-stats"},
+		{"dump-flows", "BR", "--rsort", "--no-stats"},
+		{"-O", "OpenFlow15", "del-flows", "BR", "tcp,tcp_flags=+syn-ack"},
+		{"-O", "OpenFlow13", "--strict", "del-flows", "BR", "priority=7,tcp,tcp_flags=0x12/0xfff"},
+		{"-O", "OpenFlow14", "dump-flows", "BR", "--rsort", "--no-stats", "tcp"},
+		{"-O", "OpenFlow15", "dump-aggregate", "BR", "tcp,tcp_flags=+fin"},
+	} {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) { compareOfctl(t, deb, govs, args) })
+	}
+}

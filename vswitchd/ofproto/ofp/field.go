@@ -288,6 +288,9 @@ func init() {
 	u32Field(FieldNDReserved, "nd_reserved", 0, nxmHeader(classEricsson, 1, 4), false, true, preND, func(f *Flow) *uint32 { return &f.NdReserved })
 	u8Field(FieldNDOptionsType, "nd_options_type", 0, nxmHeader(classEricsson, 2, 1), false, true, preND, func(f *Flow) *uint8 { return &f.NdOptionsType })
 	u16Field(FieldTCPFlags, "tcp_flags", nxmHeader(classNXM1, 34, 2), 0, true, false, preTCP, func(f *Flow) *uint16 { return &f.TCPFlags })
+	// OpenFlow 1.5's OXM_OF_TCP_FLAGS names it too (matches still carry
+	// the NXM header, which every version's decoders take).
+	byHeader[nxmHeader(classOXM, oxmTCPFlags, 2)] = fields[FieldTCPFlags]
 	addField(&Field{ID: FieldMetadata, Name: "metadata", Len: 8, Maskable: true, OXM: nxmHeader(classOXM, 2, 8), Writable: true,
 		get: func(f *Flow, b []byte) { binary.BigEndian.PutUint64(b, f.Metadata) },
 		set: func(f *Flow, b []byte) { f.Metadata = binary.BigEndian.Uint64(b) }})

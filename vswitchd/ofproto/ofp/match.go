@@ -61,6 +61,10 @@ func decodeNXMatchInto(m *Match, b []byte, withCookie bool) (Cookie, *Error) {
 		if n < hdr-4 || hdr+n-(hdr-4) > len(b) {
 			return ck, &Error{Errno: BadMatchLen, Detail: "match field overruns the match"}
 		}
+		var exp uint32
+		if hdr == 8 {
+			exp = binary.BigEndian.Uint32(b[4:])
+		}
 		payload := b[hdr : 4+n]
 		b = b[4+n:]
 		hasMask := h&0x100 != 0
@@ -77,6 +81,9 @@ func decodeNXMatchInto(m *Match, b []byte, withCookie bool) (Cookie, *Error) {
 			l /= 2
 		}
 		fd := FieldByHeader(h&^0xff | uint32(l))
+		if hdr == 8 {
+			fd = experimenterField(exp, h, l)
+		}
 		if idx := tunMetadataIndex(h); idx >= 0 && hdr == 4 {
 			if l < 1 || l > TLVMaxOptLen || hasMask && n%2 != 0 {
 				return ck, &Error{Errno: BadMatchLen, Detail: "tun_metadata" + strconv.Itoa(idx) + ": bad length"}
@@ -99,7 +106,7 @@ func decodeNXMatchInto(m *Match, b []byte, withCookie bool) (Cookie, *Error) {
 			m.TunMD = append(m.TunMD, e)
 			continue
 		}
-		if fd == nil || hdr == 8 {
+		if fd == nil {
 			return ck, &Error{Errno: BadField, Detail: "unknown match field"}
 		}
 		if (hasMask && len(payload) != 2*fd.Len) || (!hasMask && len(payload) != fd.Len) {
@@ -560,4 +567,19 @@ func appendOXMMatch(b []byte, m *Match) []byte {
 	b = AppendNXMatch(b, m, false)
 	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 	return pad(b, (8-(len(b)-start)%8)%8)
+}
+
+// oxmTCPFlags is the field number of tcp_flags as OpenFlow 1.5's
+// OXM_OF_TCP_FLAGS and as ONF's experimenter field of 1.3 and 1.4
+// (ONFOXM_ET_TCP_FLAGS), which OVS's ovs-ofctl sends in those versions.
+const oxmTCPFlags = 42
+
+// experimenterField is the field an experimenter OXM header h (of
+// experimenter exp, payload of l bytes, a mask's half when masked) names,
+// nil for one govs does not know: ONF's tcp_flags only.
+func experimenterField(exp, h uint32, l int) *Field {
+	if exp == ONFVendor && (h>>9)&0x7f == oxmTCPFlags && l == 2 {
+		return fields[FieldTCPFlags]
+	}
+	return nil
 }
