@@ -61,6 +61,9 @@ type record struct {
 // subprogram or "main", %T "(subprogram)" or nothing; each may carry a
 // field width, "-" to left-justify and "0" to pad with zeros. Any other
 // character after % stands for itself.
+// maxPatternWidth is the widest field a pattern may ask for.
+const maxPatternWidth = 1 << 16
+
 func formatPattern(pattern string, r *record) string {
 	var b strings.Builder
 	for i := 0; i < len(pattern); {
@@ -82,7 +85,10 @@ func formatPattern(pattern string, r *record) string {
 		}
 		width := 0
 		for i < len(pattern) && pattern[i] >= '0' && pattern[i] <= '9' {
-			width = width*10 + int(pattern[i]-'0')
+			// Capped: a width of twenty digits overflowed, and a huge
+			// one panicked the daemon padding a line (found by
+			// FuzzFormatPattern; OVS's unsigned width wraps).
+			width = min(width*10+int(pattern[i]-'0'), maxPatternWidth)
 			i++
 		}
 		if i >= len(pattern) {
