@@ -93,9 +93,7 @@ func decodeNXMatchInto(m *Match, b []byte, withCookie bool) (Cookie, *Error) {
 			}
 			seen.add(FieldTunMetadata0 + FieldID(idx))
 			e := TunMDEntry{Idx: idx, Value: bytes.Clone(payload[:l])}
-			// A mask of all ones is an exact match, as OVS encodes it back
-			// (found by FuzzFlowModRoundTrip).
-			if hasMask && !allOnes(payload[l:]) {
+			if hasMask {
 				e.Mask = bytes.Clone(payload[l:])
 				for i := range e.Value {
 					if e.Value[i]&^e.Mask[i] != 0 {
