@@ -1,6 +1,8 @@
 package ofproto
 
 import (
+	"fmt"
+
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
 
@@ -12,7 +14,7 @@ import (
 // not implement), so nothing is ever evicted, and a table's vacancy stays
 // at 99% (100% empty). OVS would send a VACANCY_DOWN table status only for
 // a vacancy_down of 100 when a flow enters an empty table; govs sends no
-// OFPT_TABLE_STATUS (README).
+// OFPT_TABLE_STATUS, and logs a warning when that setting is made (README).
 
 // tableSettings are a table's 1.4+ settings.
 type tableSettings struct {
@@ -29,6 +31,12 @@ func (br *Bridge) TableMod(m *ofp.TableMod) *ofp.Error {
 	if m.EvictionFlags != ^uint32(0) && m.EvictionFlags != ofp.EvictionFlagsOVS {
 		// OVS's flags are fixed, as OpenFlow 1.4 allows.
 		return &ofp.Error{Errno: ofp.TableModBadConfig, Name: "OFPT_TABLE_MOD", Detail: "eviction flags cannot be changed"}
+	}
+	if m.Vacancy == ofp.TableSettingOn && m.VacancyDown == 100 {
+		// The one setting under which OVS, its tables unlimited too,
+		// would send a table status (VACANCY_DOWN, as a flow enters an
+		// empty table): reported, not done.
+		warnRL(br.backer.ofLog, br.backer.ofRL, fmt.Sprintf("%s: vacancy_down of 100%% accepted, but govs sends no OFPT_TABLE_STATUS vacancy events", br.name))
 	}
 	if m.Table == ofp.TableAll {
 		for id := range readOnlyTable {

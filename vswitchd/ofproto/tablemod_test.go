@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,4 +51,22 @@ func TestTableMod(t *testing.T) {
 	if err := br.TableMod(&ofp.TableMod{Table: 0, EvictionFlags: 1}); err == nil || err.Errno != ofp.TableModBadConfig {
 		t.Errorf("eviction flags: %v", err)
 	}
+	// The setting under which OVS would send a table status govs does
+	// not send is reported.
+	log := &warnLog{}
+	br.backer.ofLog = log
+	br.TableMod(&ofp.TableMod{Table: 0, Vacancy: ofp.TableSettingOn, VacancyDown: 100, VacancyUp: 100, EvictionFlags: ^uint32(0)})
+	if len(log.warns) != 1 || !strings.Contains(log.warns[0], "sends no OFPT_TABLE_STATUS") {
+		t.Errorf("vacancy_down 100: warnings %q", log.warns)
+	}
+}
+
+// warnLog keeps the warnings it is given.
+type warnLog struct{ warns []string }
+
+func (l *warnLog) Debugf(string, ...any) {}
+func (l *warnLog) Infof(string, ...any)  {}
+func (l *warnLog) Errorf(string, ...any) {}
+func (l *warnLog) Warnf(format string, args ...any) {
+	l.warns = append(l.warns, fmt.Sprintf(format, args...))
 }
