@@ -433,13 +433,10 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 		return nil
 	}
 	switch kind {
-	case StatsDesc, StatsTable:
-		if err := fixed(0); err != nil {
-			return nil, err
-		}
-		return m, nil
-	case StatsTableDesc:
-		if v < V14 {
+	case StatsDesc, StatsTable, StatsTableDesc, StatsGroupFeatures:
+		// Requests without a body, from the version that has them
+		// (GROUP_FEATURES in 1.0 is Nicira's, decoded elsewhere).
+		if kind == StatsTableDesc && v < V14 || kind == StatsGroupFeatures && v < V12 {
 			break
 		}
 		if err := fixed(0); err != nil {
@@ -505,14 +502,6 @@ func decodeStats(h Header, body []byte, hdrLen int) (Message, error) {
 			return nil, err
 		}
 		m.Group = binary.BigEndian.Uint32(body)
-		return m, nil
-	case StatsGroupFeatures:
-		if v < V12 {
-			break
-		}
-		if err := fixed(0); err != nil {
-			return nil, err
-		}
 		return m, nil
 	case StatsTableFeatures:
 		if v < V13 {
