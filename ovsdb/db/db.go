@@ -22,7 +22,8 @@ type Commit struct {
 	Durable bool
 	Date    time.Time
 	// By is the LockChecker of the Transact call that made the commit
-	// (nil for other commits), so that hooks can tell who committed.
+	// (nil for other commits), so that hooks and subscribers can tell
+	// who committed; nil again once they have run.
 	By LockChecker
 }
 

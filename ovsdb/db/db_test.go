@@ -358,3 +358,29 @@ func jsonEqual(t *testing.T, a, b any) bool {
 	json.Unmarshal(jb, &vb)
 	return reflect.DeepEqual(va, vb)
 }
+
+type testLocks struct{}
+
+func (testLocks) HasLock(string) bool { return true }
+func (testLocks) ReadOnly() bool      { return false }
+
+// TestCommitForgetsCommitter: hooks and subscribers see who committed, but
+// the commit handed back (and kept in the server's history) no longer
+// refers to it, so a closed session's buffers are not kept alive by the
+// last commits it made.
+func TestCommitForgetsCommitter(t *testing.T) {
+	d := newTestDB(t)
+	var hooked, subscribed LockChecker
+	d.OnCommit(func(c *Commit) error { hooked = c.By; return nil })
+	var kept *Commit
+	d.Subscribe(func(c *Commit) { subscribed, kept = c.By, c })
+	var raw []json.RawMessage
+	json.Unmarshal([]byte(initOVS), &raw)
+	res := d.Transact(raw, testLocks{}, time.Time{})
+	if hooked == nil || subscribed == nil {
+		t.Fatalf("hook saw %v, subscriber %v; want the committer", hooked, subscribed)
+	}
+	if res.Commit == nil || res.Commit != kept || kept.By != nil {
+		t.Fatalf("commit after the subscribers: %+v; want By nil", kept)
+	}
+}

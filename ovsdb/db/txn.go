@@ -783,6 +783,10 @@ func (tx *txn) commit() (*Commit, *Error) {
 	for _, s := range tx.d.subs {
 		s(c)
 	}
+	// Hooks and subscribers have seen who committed; a commit kept
+	// afterwards (the server's history for monitor_cond_since) must not
+	// keep the committing session, its buffers and connection alive.
+	c.By = nil
 	return c, nil
 }
 
