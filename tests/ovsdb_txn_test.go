@@ -86,6 +86,13 @@ var ovsdbTxnCases = []string{
 	`{"op":"mutate","table":"X","where":[],"mutations":[["su","insert",["set",["a","a"]]]]}`,
 	`{"op":"mutate","table":"X","where":[],"mutations":[["r","+=",20]]}`,
 	`{"op":"mutate","table":"X","where":[],"mutations":[["mx","insert",["set",[20]]]]}`,
+	// A row the transaction changes keeps its reference to a row the
+	// transaction deletes: OVS reports the deletion, as it checks only
+	// the references a transaction adds.
+	`{"op":"insert","table":"B","row":{"x":91},"uuid-name":"b"},{"op":"insert","table":"A","row":{"n":1,"name":"holder","ref":["named-uuid","b"]}}`,
+	`{"op":"update","table":"A","where":[["name","==","holder"]],"row":{"n":2}},{"op":"delete","table":"B","where":[["x","==",91]]}`,
+	`{"op":"insert","table":"B","row":{"x":92},"uuid-name":"b"},{"op":"update","table":"A","where":[["name","==","holder"]],"row":{"ref":["named-uuid","b"]}},{"op":"delete","table":"B","where":[["x","==",92]]}`,
+	`{"op":"select","table":"B","where":[],"columns":["x"],"sort":["x"]}`,
 }
 
 // TestOvsdbTransactDifferential sends the same transactions with Debian's

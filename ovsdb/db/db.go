@@ -42,6 +42,10 @@ type tableData struct {
 // serialized.
 type Database struct {
 	schema *Schema
+	// weakTables are the tables with weak references, in name order:
+	// those whose rows a commit may have to drop references from. Set
+	// by New.
+	weakTables []*tableData
 
 	mu       sync.Mutex // guards everything below
 	tables   map[string]*tableData
@@ -61,6 +65,11 @@ func New(s *Schema) *Database {
 			td.indexes = append(td.indexes, map[string]UUID{})
 		}
 		d.tables[name] = td
+	}
+	for _, name := range s.TableNames() {
+		if td := d.tables[name]; len(td.schema.weak) > 0 {
+			d.weakTables = append(d.weakTables, td)
+		}
 	}
 	return d
 }

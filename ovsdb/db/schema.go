@@ -91,8 +91,9 @@ type Table struct {
 	IsRoot  bool
 	Indexes [][]*Column
 	// refs lists the user columns that hold references, for integrity
-	// checks and garbage collection.
-	refs []*Column
+	// checks and garbage collection; weak those of them with a weak
+	// reference (in their keys or values).
+	refs, weak []*Column
 }
 
 // Column returns the named column, including _uuid and _version, or nil.
@@ -177,6 +178,9 @@ func ParseSchema(data []byte) (*Schema, error) {
 			t.ByName[cname] = c
 			if ct.Key.RefTable != "" || (ct.Value != nil && ct.Value.RefTable != "") {
 				t.refs = append(t.refs, c)
+			}
+			if (ct.Key.RefTable != "" && ct.Key.RefWeak) || (ct.Value != nil && ct.Value.RefTable != "" && ct.Value.RefWeak) {
+				t.weak = append(t.weak, c)
 			}
 		}
 		uuidType := ColumnType{Key: BaseType{Type: TypeUUID}, Min: 1, Max: 1}

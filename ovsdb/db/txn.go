@@ -748,10 +748,11 @@ func (tx *txn) commit() (*Commit, *Error) {
 	}
 	// The order is OVS's (ovsdb/transaction.c): references, garbage
 	// collection, row limits, weak references, indexes.
-	if err := tx.checkRefs(); err != nil {
+	delta, err := tx.checkRefs()
+	if err != nil {
 		return nil, err
 	}
-	if err := tx.collectGarbage(); err != nil {
+	if err := tx.collectGarbage(delta); err != nil {
 		return nil, err
 	}
 	if err := tx.checkMaxRows(); err != nil {
@@ -824,6 +825,9 @@ func (tx *txn) refDelta() map[string]map[UUID]int {
 			continue
 		}
 		for _, ch := range rows {
+			if ch.Old != nil && ch.New != nil && sameRefs(td.schema, ch.Old, ch.New) {
+				continue
+			}
 			if ch.Old != nil {
 				td.forEachStrongRef(ch.Old, add(-1))
 			}
@@ -835,11 +839,25 @@ func (tx *txn) refDelta() map[string]map[UUID]int {
 	return delta
 }
 
+// sameRefs reports whether a modified row's reference columns are as they
+// were: then its references add and remove nothing.
+func sameRefs(t *Table, old, new *Row) bool {
+	for _, c := range t.refs {
+		if !old.Cols[c.Index].Equal(new.Cols[c.Index]) {
+			return false
+		}
+	}
+	return true
+}
+
 // collectGarbage deletes rows of non-root tables that no row references
-// strongly any more, repeating as deletions drop further references.
-func (tx *txn) collectGarbage() *Error {
-	for {
-		delta := tx.refDelta()
+// strongly any more, repeating as deletions drop further references; delta
+// is the transaction's refDelta before it.
+func (tx *txn) collectGarbage(delta map[string]map[UUID]int) *Error {
+	for first := true; ; first = false {
+		if !first {
+			delta = tx.refDelta()
+		}
 		var victims []struct {
 			table string
 			u     UUID
@@ -882,25 +900,20 @@ func (tx *txn) collectGarbage() *Error {
 // updateWeakRefs removes weak references to rows that do not exist after the
 // transaction, from changed rows and from rows referring to deleted ones.
 func (tx *txn) updateWeakRefs() *Error {
-	deleted := map[string]bool{}
+	var deleted map[string]bool
 	for tname, rows := range tx.changes {
 		for _, ch := range rows {
 			if ch.New == nil {
+				if deleted == nil {
+					deleted = map[string]bool{}
+				}
 				deleted[tname] = true
 				break
 			}
 		}
 	}
-	for tname, td := range tx.d.tables {
-		var weak []*Column
-		for _, c := range td.schema.refs {
-			if (c.Type.Key.RefWeak && c.Type.Key.RefTable != "") || (c.Type.Value != nil && c.Type.Value.RefWeak && c.Type.Value.RefTable != "") {
-				weak = append(weak, c)
-			}
-		}
-		if len(weak) == 0 {
-			continue
-		}
+	for _, td := range tx.d.weakTables {
+		tname, weak := td.schema.Name, td.schema.weak
 		check := func(r *Row) *Error {
 			for _, c := range weak {
 				v := r.Cols[c.Index]
@@ -971,8 +984,9 @@ func (tx *txn) dropDangling(t *ColumnType, v Datum) (Datum, int) {
 }
 
 // checkRefs checks that every strong reference a changed row makes resolves
-// and that no deleted row is still referenced.
-func (tx *txn) checkRefs() *Error {
+// and that no deleted row is still referenced; it returns the transaction's
+// refDelta.
+func (tx *txn) checkRefs() (map[string]map[UUID]int, *Error) {
 	for _, tname := range sortedKeys(tx.changes) {
 		td := tx.d.tables[tname]
 		for _, ch := range tx.changes[tname] {
@@ -981,6 +995,12 @@ func (tx *txn) checkRefs() *Error {
 			}
 			for _, c := range td.schema.refs {
 				v := ch.New.Cols[c.Index]
+				if ch.Old != nil && v.Equal(ch.Old.Cols[c.Index]) {
+					// As OVS's update_row_ref_count, only what the
+					// transaction changed: a reference it kept to a row
+					// it deletes is the deletion's error, below.
+					continue
+				}
 				for _, p := range []struct {
 					bt    *BaseType
 					atoms []Atom
@@ -990,7 +1010,7 @@ func (tx *txn) checkRefs() *Error {
 					}
 					for _, a := range p.atoms {
 						if tx.current(p.bt.RefTable, a.(UUID)) == nil {
-							return &Error{Name: "referential integrity violation", Details: fmt.Sprintf("Table %s column %s row %s references nonexistent row %s in table %s.", tname, c.Name, ch.New.UUID, a.(UUID), p.bt.RefTable)}
+							return nil, &Error{Name: "referential integrity violation", Details: fmt.Sprintf("Table %s column %s row %s references nonexistent row %s in table %s.", tname, c.Name, ch.New.UUID, a.(UUID), p.bt.RefTable)}
 						}
 					}
 				}
@@ -1003,12 +1023,12 @@ func (tx *txn) checkRefs() *Error {
 		for u, ch := range tx.changes[tname] {
 			if ch.New == nil && ch.Old != nil {
 				if n := td.refs[u] + delta[tname][u]; n > 0 {
-					return &Error{Name: "referential integrity violation", Details: fmt.Sprintf("cannot delete %s row %s because of %d remaining reference(s)", tname, u, n)}
+					return nil, &Error{Name: "referential integrity violation", Details: fmt.Sprintf("cannot delete %s row %s because of %d remaining reference(s)", tname, u, n)}
 				}
 			}
 		}
 	}
-	return nil
+	return delta, nil
 }
 
 func (tx *txn) checkMaxRows() *Error {
