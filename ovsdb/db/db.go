@@ -175,9 +175,25 @@ func (d *Database) UndoLocked(cs []*Commit) {
 
 func (d *Database) apply(c *Commit) {
 	d.gen++
+	var deleted []*tableData // with their rows' uuids in deletedIDs
+	var deletedIDs []UUID
 	for tname, rows := range c.Tables {
 		td := d.tables[tname]
 		for u, ch := range rows {
+			if ch.Old != nil && ch.New != nil {
+				// A modified row: its index keys and references
+				// change only if their columns did.
+				if !td.sameIndexKeys(ch.Old, ch.New) {
+					td.unindex(ch.Old)
+					td.index(ch.New)
+				}
+				if !sameRefs(td.schema, ch.Old, ch.New) {
+					td.forEachStrongRef(ch.Old, func(rt string, ru UUID) { d.tables[rt].refs[ru]-- })
+					td.forEachStrongRef(ch.New, func(rt string, ru UUID) { d.tables[rt].refs[ru]++ })
+				}
+				td.rows[u] = ch.New
+				continue
+			}
 			if ch.Old != nil {
 				td.unindex(ch.Old)
 				td.forEachStrongRef(ch.Old, func(rt string, ru UUID) { d.tables[rt].refs[ru]-- })
@@ -188,15 +204,16 @@ func (d *Database) apply(c *Commit) {
 				td.forEachStrongRef(ch.New, func(rt string, ru UUID) { d.tables[rt].refs[ru]++ })
 			} else {
 				delete(td.rows, u)
+				deleted = append(deleted, td)
+				deletedIDs = append(deletedIDs, u)
 			}
 		}
 	}
-	for tname, rows := range c.Tables {
-		td := d.tables[tname]
-		for u, ch := range rows {
-			if ch.New == nil && td.refs[u] == 0 {
-				delete(td.refs, u)
-			}
+	// Once every row's references are counted: a deleted row that no
+	// row refers to any more needs no count.
+	for i, td := range deleted {
+		if u := deletedIDs[i]; td.refs[u] == 0 {
+			delete(td.refs, u)
 		}
 	}
 	d.lastTxn = c.TxnID
@@ -240,6 +257,19 @@ func (td *tableData) index(r *Row) {
 	for i, cols := range td.schema.Indexes {
 		td.indexes[i][indexKey(cols, r)] = r.UUID
 	}
+}
+
+// sameIndexKeys reports whether rows a and b have the same key in every
+// index of the table.
+func (td *tableData) sameIndexKeys(a, b *Row) bool {
+	for _, cols := range td.schema.Indexes {
+		for _, c := range cols {
+			if !a.Cols[c.Index].Equal(b.Cols[c.Index]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (td *tableData) unindex(r *Row) {
