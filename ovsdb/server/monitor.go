@@ -50,7 +50,13 @@ type monitor struct {
 	lastTxn db.UUID                        // the latest commit in pending
 	commits int                            // commits merged into pending
 	shared  *updateCache                   // the commit's cache, if commits == 1
-	ready   bool                           // the reply with initial contents is queued
+	// one is the only commit with changes for the monitor since the last
+	// take, kept as it is (pending is then empty): with the commit's
+	// shared update usually composed by another monitor of the same
+	// kind, a commit seen by N monitors costs no per-monitor copy of its
+	// changes. A second commit merges it into pending.
+	one   *db.Commit
+	ready bool // the reply with initial contents is queued
 }
 
 // change is a row's state before the first and after the last of the
@@ -164,7 +170,37 @@ func (uc *updateCache) get(key string, id []byte, compose func() []byte, notify 
 func (m *monitor) addCommit(c *db.Commit, uc *updateCache) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	touched := false
+	m.lastTxn = c.TxnID
+	if !m.sees(c) {
+		return false
+	}
+	if m.commits == 0 && len(m.pending) == 0 {
+		m.one = c
+	} else {
+		if m.one != nil {
+			m.mergeLocked(m.one)
+			m.one = nil
+		}
+		m.mergeLocked(c)
+	}
+	m.commits++
+	m.shared = uc
+	return true
+}
+
+// sees reports whether c changes a table the monitor watches.
+func (m *monitor) sees(c *db.Commit) bool {
+	for tname, rows := range c.Tables {
+		if m.tables[tname] != nil && len(rows) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeLocked merges c's changes of the watched tables into pending.
+// Called with m.mu held.
+func (m *monitor) mergeLocked(c *db.Commit) {
 	for tname, rows := range c.Tables {
 		if m.tables[tname] == nil {
 			continue
@@ -183,15 +219,25 @@ func (m *monitor) addCommit(c *db.Commit, uc *updateCache) bool {
 			} else {
 				p[u] = &change{old: rc.Old, new: rc.New}
 			}
-			touched = true
 		}
 	}
-	m.lastTxn = c.TxnID
-	if touched {
-		m.commits++
-		m.shared = uc
+}
+
+// changesOf returns c's changes of the watched tables as pending holds
+// them.
+func (m *monitor) changesOf(c *db.Commit) map[string]map[db.UUID]*change {
+	out := map[string]map[db.UUID]*change{}
+	for tname, rows := range c.Tables {
+		if m.tables[tname] == nil {
+			continue
+		}
+		p := make(map[db.UUID]*change, len(rows))
+		for u, rc := range rows {
+			p[u] = &change{old: rc.Old, new: rc.New}
+		}
+		out[tname] = p
 	}
-	return touched
+	return out
 }
 
 // takeUpdate returns a notification for the pending changes and its
@@ -201,28 +247,40 @@ func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
 	for {
 		fails := m.e.failures.Load()
 		m.mu.Lock()
-		if !m.ready || len(m.pending) == 0 {
+		if !m.ready || len(m.pending) == 0 && m.one == nil {
 			m.mu.Unlock()
 			return nil, nil
 		}
-		pending, last := m.pending, m.lastTxn
+		one, last := m.one, m.lastTxn
 		uc := m.shared
 		if m.commits != 1 || m.shareKey == "" {
 			uc = nil
 		}
-		m.pending, m.spare = m.spare, nil
-		if m.pending == nil {
-			m.pending = map[string]map[db.UUID]*change{}
+		var pending map[string]map[db.UUID]*change
+		if one == nil {
+			pending = m.pending
+			m.pending, m.spare = m.spare, nil
+			if m.pending == nil {
+				m.pending = map[string]map[db.UUID]*change{}
+			}
 		}
-		m.commits, m.shared = 0, nil
+		m.one, m.commits, m.shared = nil, 0, nil
 		m.mu.Unlock()
 		// Their commits are written first. If a failed write undid
 		// some, the changes go back, to be sent merged with the undoing
 		// commit's.
 		m.e.flushLog()
 		if m.e.failures.Load() != fails {
+			if one != nil {
+				pending = m.changesOf(one)
+			}
 			m.putBack(pending)
 			continue
+		}
+		if one != nil {
+			// Only a monitor that composes the update copies the
+			// commit's changes.
+			return m.encodeWith(func() []byte { return m.compose(m.changesOf(one), false) }, last, uc)
 		}
 		return m.encode(pending, last, uc)
 	}
@@ -233,6 +291,10 @@ func (m *monitor) takeUpdate() (*jsonrpc.Message, []byte) {
 func (m *monitor) putBack(taken map[string]map[db.UUID]*change) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.one != nil { // a commit since the take
+		m.mergeLocked(m.one)
+		m.one = nil
+	}
 	for tname, rows := range m.pending {
 		t := taken[tname]
 		if t == nil {
@@ -267,16 +329,21 @@ func (m *monitor) encode(pending map[string]map[db.UUID]*change, last db.UUID, u
 		m.spare = pending
 		m.mu.Unlock()
 	}()
+	return m.encodeWith(func() []byte { return m.compose(pending, false) }, last, uc)
+}
+
+// encodeWith returns the notification of the update compose makes, or
+// the one uc holds for monitors of the same kind.
+func (m *monitor) encodeWith(compose func() []byte, last db.UUID, uc *updateCache) (*jsonrpc.Message, []byte) {
 	if uc == nil {
-		body := m.compose(pending, false)
+		body := compose()
 		if body == nil {
 			return nil, nil
 		}
 		msg := m.notification(body, last)
 		return msg, msg.Append(nil)
 	}
-	return uc.get(m.shareKey, m.id, func() []byte { return m.compose(pending, false) },
-		func(body []byte) *jsonrpc.Message { return m.notification(body, last) })
+	return uc.get(m.shareKey, m.id, compose, func(body []byte) *jsonrpc.Message { return m.notification(body, last) })
 }
 
 func (m *monitor) notification(body []byte, last db.UUID) *jsonrpc.Message {
@@ -1048,8 +1115,11 @@ func (ss *session) monitorCondChange(m *jsonrpc.Message, params []json.RawMessag
 		mon.e.flushLogLocked() // what this sends is written first
 		mon.mu.Lock()
 		pending, last = mon.pending, mon.lastTxn
+		if mon.one != nil {
+			pending = mon.changesOf(mon.one)
+		}
 		mon.pending = map[string]map[db.UUID]*change{}
-		mon.commits, mon.shared = 0, nil
+		mon.one, mon.commits, mon.shared = nil, 0, nil
 		mon.mu.Unlock()
 		rows = map[string]map[db.UUID]*db.Row{}
 		for tn := range newConds {
