@@ -7,7 +7,10 @@
 // swing with the neighbours), one idle client's transaction round trip, and
 // the time until 1, 10 and 100 monitoring clients have all seen a change.
 // It starts Debian's ovsdb-server and govs' side by side and prints each
-// figure with the ratio govs/Debian (Debian/govs for times).
+// figure with the ratio govs/Debian (Debian/govs for times). The servers
+// take turns throughout (throughput in alternating slices, the idle and
+// monitor figures sample by sample), so that the machine's drift, which
+// moves one server's run against the other's by 20-30%, falls on both.
 //
 //	go run ./tests/bench/ovsdbbench -govs bin/ovsdb-server [-secs 3]
 package main
@@ -141,23 +144,63 @@ func txnParams(client, i int, durable bool) string {
 	return ops + `,{"op":"comment","comment":"ovsdbbench"}]`
 }
 
-// throughput runs n clients for *secs seconds and returns transactions/s
-// and the server's CPU time per transaction.
-func throughput(s *server, n int, durable bool) (float64, time.Duration, error) {
+// slices is how many alternating slices each throughput figure is taken
+// in: the servers take turns, so that the machine's drift over the
+// measurement falls on both alike.
+const slices = 6
+
+// throughputs runs n clients against each server in turn, slices times
+// for *secs/slices seconds each, and returns each server's transactions/s
+// and CPU time per transaction over its slices.
+func throughputs(servers []*server, n int, durable bool) ([]float64, []time.Duration, error) {
+	total := make([]int64, len(servers))
+	elapsed := make([]time.Duration, len(servers))
+	cpu := make([]time.Duration, len(servers))
+	for k := 0; k < slices; k++ {
+		for j := range servers {
+			i := j
+			if k%2 == 1 {
+				i = len(servers) - 1 - j
+			}
+			t, d, c, err := throughput(servers[i], n, durable, time.Duration(*secs*float64(time.Second))/slices)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", servers[i].name, err)
+			}
+			total[i] += t
+			elapsed[i] += d
+			cpu[i] += c
+		}
+	}
+	rates := make([]float64, len(servers))
+	perTxn := make([]time.Duration, len(servers))
+	for i := range servers {
+		rates[i] = float64(total[i]) / elapsed[i].Seconds()
+		perTxn[i] = cpu[i] / time.Duration(max(total[i], 1))
+	}
+	return rates, perTxn, nil
+}
+
+// throughput runs n clients for d and returns the transactions they made,
+// the time it took and the server's CPU time over it.
+func throughput(s *server, n int, durable bool, d time.Duration) (int64, time.Duration, time.Duration, error) {
 	var total atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(time.Duration(*secs * float64(time.Second)))
-	start := time.Now()
-	cpu0 := s.cpu()
+	var clients []*client
 	for k := 0; k < n; k++ {
 		c, err := dial(s.sock)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
+		clients = append(clients, c)
+	}
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	cpu0 := s.cpu()
+	for k, c := range clients {
 		wg.Add(1)
-		go func(k int) {
+		go func(k int, c *client) {
 			defer wg.Done()
 			defer c.c.Close()
 			for i := 0; time.Now().Before(deadline); i++ {
@@ -175,95 +218,154 @@ func throughput(s *server, n int, durable bool) (float64, time.Duration, error) 
 				}
 				total.Add(1)
 			}
-		}(k)
+		}(k, c)
 	}
 	wg.Wait()
-	cpu := s.cpu() - cpu0
-	n64 := max(total.Load(), 1)
-	return float64(total.Load()) / time.Since(start).Seconds(), cpu / time.Duration(n64), firstErr
+	return total.Load(), time.Since(start), s.cpu() - cpu0, firstErr
 }
 
-// idle returns the median round trip of one client's transaction on an
-// otherwise idle server, the client pausing between transactions (as a
-// user's ovs-vsctl does), so that every request finds the server asleep.
-func idle(s *server) (time.Duration, error) {
-	c, err := dial(s.sock)
-	if err != nil {
-		return 0, err
-	}
-	defer c.c.Close()
-	var samples []time.Duration
-	for i := 0; i < *rounds; i++ {
-		time.Sleep(5 * time.Millisecond)
-		t0 := time.Now()
-		if _, err := c.call("transact", txnParams(998, i, false)); err != nil {
-			return 0, err
-		}
-		samples = append(samples, time.Since(t0))
-	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	return samples[len(samples)/2], nil
-}
-
-// latency returns the median time from sending a change until all n
-// monitoring clients have received it.
-func latency(s *server, n int) (time.Duration, error) {
+// idles returns, for each server, the median round trip of one client's
+// transaction on an otherwise idle server, the client pausing between
+// transactions (as a user's ovs-vsctl does), so that every request finds
+// the server asleep. The servers take turns, sample by sample.
+func idles(servers []*server) ([]time.Duration, error) {
 	var clients []*client
 	defer func() {
 		for _, c := range clients {
 			c.c.Close()
 		}
 	}()
+	for _, s := range servers {
+		c, err := dial(s.sock)
+		if err != nil {
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	samples := make([][]time.Duration, len(servers))
+	for r := 0; r < *rounds; r++ {
+		for i, c := range clients {
+			time.Sleep(5 * time.Millisecond)
+			t0 := time.Now()
+			if _, err := c.call("transact", txnParams(998, r, false)); err != nil {
+				return nil, fmt.Errorf("%s: %w", servers[i].name, err)
+			}
+			samples[i] = append(samples[i], time.Since(t0))
+		}
+	}
+	return medians(samples), nil
+}
+
+func medians(samples [][]time.Duration) []time.Duration {
+	out := make([]time.Duration, len(samples))
+	for i, v := range samples {
+		sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+		out[i] = v[len(v)/2]
+	}
+	return out
+}
+
+// monitored is one server's monitoring clients and the client that
+// changes what they monitor.
+type monitored struct {
+	clients []*client
+	w       *client
+}
+
+func (m *monitored) close() {
+	for _, c := range m.clients {
+		c.c.Close()
+	}
+	if m.w != nil {
+		m.w.c.Close()
+	}
+}
+
+// watch connects n monitoring clients and a writer to s.
+func watch(s *server, n int) (*monitored, error) {
+	m := &monitored{}
 	for i := 0; i < n; i++ {
 		c, err := dial(s.sock)
 		if err != nil {
-			return 0, err
+			return m, err
 		}
-		clients = append(clients, c)
+		m.clients = append(m.clients, c)
 		if _, err := c.call("monitor_cond", `["Open_vSwitch",["m"],{"Open_vSwitch":[{"columns":["external_ids"]}]}]`); err != nil {
-			return 0, err
+			return m, err
 		}
 	}
 	w, err := dial(s.sock)
 	if err != nil {
+		return m, err
+	}
+	m.w = w
+	return m, nil
+}
+
+// change makes change r and returns the time until every monitoring
+// client has received it.
+func (m *monitored) change(r int) (time.Duration, error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(m.clients))
+	for _, c := range m.clients {
+		wg.Add(1)
+		go func(c *client) {
+			defer wg.Done()
+			c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for {
+				msg, err := c.dec.Decode()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if msg.Method == "update2" {
+					return
+				}
+			}
+		}(c)
+	}
+	t0 := time.Now()
+	if _, err := m.w.call("transact", txnParams(999, r, false)); err != nil {
 		return 0, err
 	}
-	defer w.c.Close()
-	var samples []time.Duration
-	for r := 0; r < *rounds; r++ {
-		var wg sync.WaitGroup
-		errs := make(chan error, len(clients))
-		for _, c := range clients {
-			wg.Add(1)
-			go func(c *client) {
-				defer wg.Done()
-				c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				for {
-					m, err := c.dec.Decode()
-					if err != nil {
-						errs <- err
-						return
-					}
-					if m.Method == "update2" {
-						return
-					}
-				}
-			}(c)
+	wg.Wait()
+	d := time.Since(t0)
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return d, nil
+}
+
+// latencies returns, for each server, the median time from sending a
+// change until all n monitoring clients have received it. The servers take
+// turns, change by change.
+func latencies(servers []*server, n int) ([]time.Duration, error) {
+	var ms []*monitored
+	defer func() {
+		for _, m := range ms {
+			m.close()
 		}
-		t0 := time.Now()
-		if _, err := w.call("transact", txnParams(999, r, false)); err != nil {
-			return 0, err
-		}
-		wg.Wait()
-		samples = append(samples, time.Since(t0))
-		select {
-		case err := <-errs:
-			return 0, err
-		default:
+	}()
+	for _, s := range servers {
+		m, err := watch(s, n)
+		ms = append(ms, m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	return samples[len(samples)/2], nil
+	samples := make([][]time.Duration, len(servers))
+	for r := 0; r < *rounds; r++ {
+		for i, m := range ms {
+			d, err := m.change(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", servers[i].name, err)
+			}
+			samples[i] = append(samples[i], d)
+		}
+	}
+	return medians(samples), nil
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
@@ -305,14 +407,9 @@ func main() {
 		durable bool
 	}{{"txn/s, 1 client", 1, false}, {"txn/s, 10 clients", 10, false},
 		{"txn/s, 1 client, durable", 1, true}, {"txn/s, 10 clients, durable", 10, true}} {
-		var v [2]float64
-		var cpu [2]time.Duration
-		for i, s := range servers {
-			r, c, err := throughput(s, tc.n, tc.durable)
-			if err != nil {
-				fail(fmt.Errorf("%s %s: %w", s.name, tc.name, err))
-			}
-			v[i], cpu[i] = r, c
+		v, cpu, err := throughputs(servers, tc.n, tc.durable)
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", tc.name, err))
 		}
 		fmt.Printf("%-34s %12.0f %12.0f %8.2f\n", tc.name, v[0], v[1], v[1]/v[0])
 		if !tc.durable {
@@ -321,13 +418,9 @@ func main() {
 		}
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", us(d)/1000) }
-	var l [2]time.Duration
-	for i, s := range servers {
-		d, err := idle(s)
-		if err != nil {
-			fail(fmt.Errorf("%s idle client: %w", s.name, err))
-		}
-		l[i] = d
+	l, err := idles(servers)
+	if err != nil {
+		fail(fmt.Errorf("idle client: %w", err))
 	}
 	fmt.Printf("%-34s %12s %12s %8.2f\n", "ms per txn, idle client", ms(l[0]), ms(l[1]), float64(l[0])/float64(l[1]))
 	for _, f := range strings.Split(*monitors, ",") {
@@ -335,15 +428,12 @@ func main() {
 		if err != nil || n < 1 {
 			fail(fmt.Errorf("-monitors: %q is not a count", f))
 		}
-		for i, s := range servers {
-			d, err := latency(s, n)
-			if err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					err = fmt.Errorf("monitors did not all see the change within 10 s")
-				}
-				fail(fmt.Errorf("%s latency: %w", s.name, err))
+		l, err := latencies(servers, n)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("%w: monitors did not all see the change within 10 s", err)
 			}
-			l[i] = d
+			fail(fmt.Errorf("latency: %w", err))
 		}
 		fmt.Printf("%-34s %12s %12s %8.2f\n", fmt.Sprintf("ms until %d monitors see a change", n),
 			ms(l[0]), ms(l[1]), float64(l[0])/float64(l[1]))
