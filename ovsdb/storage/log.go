@@ -74,7 +74,7 @@ type Log struct {
 	nextMin time.Time
 	nextMax time.Time
 
-	syncFile func(*os.File) error // (*os.File).Sync; replaced by tests
+	syncFile func(*os.File) error // syncData; replaced by tests
 	// writeFile writes at an offset (writeAt); replaced by tests.
 	writeFile func(f *os.File, b []byte, off int64) (int, error)
 }
@@ -82,7 +82,7 @@ type Log struct {
 func (l *Log) write(b []byte, off int64) (int, error) { return l.writeFile(l.f, b, off) }
 
 func newLog(path string, lk *lockFile, f *os.File) *Log {
-	l := &Log{path: path, lock: lk, f: f, syncFile: (*os.File).Sync, writeFile: writeAt}
+	l := &Log{path: path, lock: lk, f: f, syncFile: syncData, writeFile: writeAt}
 	l.synced.L = &l.mu
 	l.schedule(time.Now(), false)
 	return l
