@@ -384,3 +384,31 @@ func TestCommitForgetsCommitter(t *testing.T) {
 		t.Fatalf("commit after the subscribers: %+v; want By nil", kept)
 	}
 }
+
+// TestCommitKeepsCounts: after each commit the reference counts and
+// indexes are what the rows give, whether a commit moves index keys
+// between rows, changes only columns without references, or drops a
+// reference and so collects a row.
+func TestCommitKeepsCounts(t *testing.T) {
+	d := newTestDB(t)
+	for i, ops := range []string{
+		`[{"op":"insert","table":"Open_vSwitch","row":{"manager_options":["named-uuid","m1"]}},
+		  {"op":"insert","table":"Manager","row":{"target":"a"},"uuid-name":"m1"}]`,
+		`[{"op":"update","table":"Manager","where":[["target","==","a"]],"row":{"target":"b"}}]`,
+		`[{"op":"insert","table":"Manager","row":{"target":"a"},"uuid-name":"m2"},
+		  {"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["manager_options","insert",["set",[["named-uuid","m2"]]]]]}]`,
+		`[{"op":"update","table":"Manager","where":[["target","==","b"]],"row":{"target":"c"}},
+		  {"op":"update","table":"Manager","where":[["target","==","a"]],"row":{"target":"b"}}]`,
+		`[{"op":"update","table":"Open_vSwitch","where":[],"row":{"external_ids":["map",[["k","v"]]]}},
+		  {"op":"update","table":"Manager","where":[],"row":{"external_ids":["map",[["k","v"]]]}}]`,
+		`[{"op":"update","table":"Open_vSwitch","where":[],"row":{"manager_options":["set",[]]}}]`,
+	} {
+		if e := lastError(tx(t, d, ops)); e != "" {
+			t.Fatalf("transaction %d: %s", i, e)
+		}
+		checkCounts(t, d)
+	}
+	if n := countRows(d, "Manager"); n != 0 {
+		t.Errorf("%d Manager rows left, want 0 (collected)", n)
+	}
+}

@@ -37,7 +37,51 @@ func FuzzTransact(f *testing.F) {
 		if res.WaitUntil.IsZero() && !json.Valid(res.JSON) {
 			t.Fatalf("invalid result %q", res.JSON)
 		}
+		checkCounts(t, d)
 	})
+}
+
+// checkCounts fails t unless d's reference counts and indexes are what its
+// rows give, counted again from scratch: what commits keep up to date
+// incrementally (apply skips the rows whose references and keys did not
+// change).
+func checkCounts(t *testing.T, d *Database) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	refs := map[string]map[UUID]int{}
+	for _, td := range d.tables {
+		for _, r := range td.rows {
+			td.forEachStrongRef(r, func(rt string, ru UUID) {
+				if refs[rt] == nil {
+					refs[rt] = map[UUID]int{}
+				}
+				refs[rt][ru]++
+			})
+		}
+	}
+	for name, td := range d.tables {
+		for u, n := range td.refs {
+			if n != refs[name][u] {
+				t.Fatalf("%s row %s: %d references counted, %d made", name, u, n, refs[name][u])
+			}
+		}
+		for u, n := range refs[name] {
+			if td.refs[u] != n {
+				t.Fatalf("%s row %s: %d references made, %d counted", name, u, n, td.refs[u])
+			}
+		}
+		for i, cols := range td.schema.Indexes {
+			if len(td.indexes[i]) != len(td.rows) {
+				t.Fatalf("%s index %d: %d keys for %d rows", name, i, len(td.indexes[i]), len(td.rows))
+			}
+			for u, r := range td.rows {
+				if owner := td.indexes[i][indexKey(cols, r)]; owner != u {
+					t.Fatalf("%s index %d: row %s's key belongs to %s", name, i, u, owner)
+				}
+			}
+		}
+	}
 }
 
 func BenchmarkTransactMutate(b *testing.B) {
