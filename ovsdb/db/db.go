@@ -1,8 +1,11 @@
 package db
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -290,68 +293,109 @@ func (td *tableData) unindex(r *Row) {
 // (ovsdb/file.c ovsdb_file_update_row_from_json). Ephemeral columns are
 // not stored.
 func (c *Commit) Record(s *Schema) map[string]map[string]json.RawMessage {
-	return c.record(s, true)
-}
-
-// RecordWhole encodes a commit as a record without "_is_diff", as
-// ovsdb-server --disable-file-column-diff writes them: a modified row's
-// changed columns carry their whole new values.
-func (c *Commit) RecordWhole(s *Schema) map[string]map[string]json.RawMessage {
-	return c.record(s, false)
-}
-
-func (c *Commit) record(s *Schema, diffs bool) map[string]map[string]json.RawMessage {
 	out := make(map[string]map[string]json.RawMessage, len(c.Tables))
 	for tname, rows := range c.Tables {
 		t := s.Tables[tname]
 		m := make(map[string]json.RawMessage, len(rows))
 		for u, ch := range rows {
-			if ch.New == nil {
-				m[u.String()] = json.RawMessage("null")
-				continue
+			if b, ok := appendRecordRow(nil, t, ch, true); ok {
+				m[u.String()] = b
 			}
-			var colBuf [16]*Column
-			cols := colBuf[:0]
-			for _, col := range t.Columns {
-				if col.Ephemeral {
-					continue
-				}
-				v := ch.New.Cols[col.Index]
-				if ch.Old == nil && !IsDefault(&col.Type, v) || ch.Old != nil && !ch.Old.Cols[col.Index].Equal(v) {
-					cols = append(cols, col)
-				}
-			}
-			if ch.Old != nil && len(cols) == 0 {
-				continue
-			}
-			if ch.Old == nil {
-				m[u.String()] = AppendRowJSON(nil, t, ch.New, cols)
-				continue
-			}
-			// The changed columns, encoded as AppendRowJSON would a
-			// row of their diffs, without making that row.
-			var b []byte
-			for i, col := range cols {
-				old, nv := ch.Old.Cols[col.Index], ch.New.Cols[col.Index]
-				if diffs && !IsDefault(&col.Type, old) {
-					nv = Diff(&col.Type, old, nv)
-				}
-				if i == 0 {
-					b = append(b, '{')
-				} else {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, col.Name)
-				b = append(b, ':')
-				b = AppendDatumJSON(b, nv, col.Type.IsMap())
-			}
-			m[u.String()] = append(b, '}')
 		}
 		if len(m) > 0 {
 			out[tname] = m
 		}
 	}
 	return out
+}
+
+// AppendRecord appends the commit's tables as Record encodes them, as the
+// members of a JSON object, each followed by a comma: `"T":{"U":row,...},`,
+// tables and rows in order; nothing if no row has anything to store. It is
+// Record without the maps and strings in between, for the log
+// (storage.Record.Encoded). With diffs false a modified row's changed
+// columns carry their whole new values, as ovsdb-server
+// --disable-file-column-diff writes them (a record without "_is_diff").
+func (c *Commit) AppendRecord(b []byte, s *Schema, diffs bool) []byte {
+	tnames := slices.Collect(maps.Keys(c.Tables))
+	slices.Sort(tnames)
+	for _, tname := range tnames {
+		t := s.Tables[tname]
+		rows := c.Tables[tname]
+		uuids := make([]UUID, 0, len(rows))
+		for u := range rows {
+			uuids = append(uuids, u)
+		}
+		slices.SortFunc(uuids, func(a, b UUID) int { return bytes.Compare(a[:], b[:]) })
+		start, n := len(b), 0
+		b = appendJSONString(b, tname)
+		b = append(b, ':', '{')
+		for _, u := range uuids {
+			mark := len(b)
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = u.Append(b)
+			b = append(b, '"', ':')
+			var ok bool
+			if b, ok = appendRecordRow(b, t, rows[u], diffs); !ok {
+				b = b[:mark]
+				continue
+			}
+			n++
+		}
+		if n == 0 {
+			b = b[:start]
+			continue
+		}
+		b = append(b, '}', ',')
+	}
+	return b
+}
+
+// appendRecordRow appends a changed row as a record stores it: null if
+// deleted, its columns not at their defaults if new, its changed columns
+// (as diffs if diffs) if modified; ok is false, and b as it was, for a
+// modified row with no stored column changed.
+func appendRecordRow(b []byte, t *Table, ch *RowChange, diffs bool) ([]byte, bool) {
+	if ch.New == nil {
+		return append(b, "null"...), true
+	}
+	var colBuf [16]*Column
+	cols := colBuf[:0]
+	for _, col := range t.Columns {
+		if col.Ephemeral {
+			continue
+		}
+		v := ch.New.Cols[col.Index]
+		if ch.Old == nil && !IsDefault(&col.Type, v) || ch.Old != nil && !ch.Old.Cols[col.Index].Equal(v) {
+			cols = append(cols, col)
+		}
+	}
+	if ch.Old != nil && len(cols) == 0 {
+		return b, false
+	}
+	if ch.Old == nil {
+		return AppendRowJSON(b, t, ch.New, cols), true
+	}
+	// The changed columns, encoded as AppendRowJSON would a row of their
+	// diffs, without making that row.
+	for i, col := range cols {
+		old, nv := ch.Old.Cols[col.Index], ch.New.Cols[col.Index]
+		if diffs && !IsDefault(&col.Type, old) {
+			nv = Diff(&col.Type, old, nv)
+		}
+		if i == 0 {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, col.Name)
+		b = append(b, ':')
+		b = AppendDatumJSON(b, nv, col.Type.IsMap())
+	}
+	return append(b, '}'), true
 }
 
 // SnapshotRecord encodes the whole database as one log record's tables, for

@@ -2,7 +2,9 @@ package db
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -410,5 +412,64 @@ func TestCommitKeepsCounts(t *testing.T) {
 	}
 	if n := countRows(d, "Manager"); n != 0 {
 		t.Errorf("%d Manager rows left, want 0 (collected)", n)
+	}
+}
+
+// TestAppendRecord: the log's encoding of a commit is Record's maps
+// written out in order, for inserts, modifications (as diffs, and whole
+// with diffs false), deletions and a modification that stores nothing.
+func TestAppendRecord(t *testing.T) {
+	d := newTestDB(t)
+	var commits []*Commit
+	d.OnCommit(func(c *Commit) error { commits = append(commits, c); return nil })
+	tx(t, d, initOVS)
+	tx(t, d, strings.ReplaceAll(addBrOps, "NAME", "br0"))
+	tx(t, d, strings.ReplaceAll(addBrOps, "NAME", "br1"))
+	tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["a","1"],["b","2"]]]]]},
+		{"op":"update","table":"Bridge","where":[["name","==","br0"]],"row":{"stp_enable":true,"other_config":["map",[["x","y"]]]}}]`)
+	tx(t, d, `[{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","delete",["set",["a"]]]]}]`)
+	tx(t, d, `[{"op":"update","table":"Open_vSwitch","where":[],"row":{"bridges":["set",[]]}}]`)
+	if len(commits) != 6 {
+		t.Fatalf("%d commits, want 6", len(commits))
+	}
+	for i, c := range commits {
+		rec := c.Record(d.Schema())
+		var want []byte
+		for _, tname := range slices.Sorted(maps.Keys(rec)) {
+			want = append(want, `"`+tname+`":{`...)
+			for j, u := range slices.Sorted(maps.Keys(rec[tname])) {
+				if j > 0 {
+					want = append(want, ',')
+				}
+				want = append(want, `"`+u+`":`...)
+				want = append(want, rec[tname][u]...)
+			}
+			want = append(want, '}', ',')
+		}
+		if got := c.AppendRecord(nil, d.Schema(), true); string(got) != string(want) {
+			t.Errorf("commit %d:\n got %s\nwant %s", i, got, want)
+		}
+		// Whole values: the diff of a map is what it gained and lost.
+		if i == 4 {
+			whole := string(c.AppendRecord(nil, d.Schema(), false))
+			if !strings.Contains(whole, `"external_ids":["map",[["b","2"]]]`) {
+				t.Errorf("whole record: %s", whole)
+			}
+			if diff := string(c.AppendRecord(nil, d.Schema(), true)); !strings.Contains(diff, `"external_ids":["map",[["a","1"]]]`) {
+				t.Errorf("diff record: %s", diff)
+			}
+		}
+	}
+	// A change that stores nothing (the row as it was) encodes to nothing.
+	noop := &Commit{Tables: map[string]map[UUID]*RowChange{}}
+	for tname, rows := range commits[1].Tables {
+		for u, ch := range rows {
+			if ch.New != nil {
+				noop.Tables[tname] = map[UUID]*RowChange{u: {Old: ch.New, New: ch.New}}
+			}
+		}
+	}
+	if got := noop.AppendRecord(nil, d.Schema(), true); len(got) != 0 {
+		t.Errorf("unchanged rows: %s", got)
 	}
 }

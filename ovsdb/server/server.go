@@ -411,12 +411,8 @@ func (s *Server) AddDatabase(d *db.Database, l *storage.Log, path string) error 
 				return errDetached
 			}
 			rec := storage.Record{Comment: c.Comment, Date: c.Date.UnixMilli(), IsDiff: !s.opts.NoColumnDiff, Compact: true}
-			if rec.IsDiff {
-				rec.Tables = c.Record(sch)
-			} else {
-				rec.Tables = c.RecordWhole(sch)
-			}
-			if len(rec.Tables) == 0 {
+			rec.Encoded = c.AppendRecord(nil, sch, rec.IsDiff)
+			if len(rec.Encoded) == 0 {
 				return nil
 			}
 			// A client's commit is written with the others made

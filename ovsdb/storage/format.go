@@ -71,6 +71,7 @@ func marshalRecord(r *Record) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(recordSize(r))
 	b.WriteByte('{')
+	b.Write(r.Encoded)
 	for _, table := range sortedKeys(r.Tables) {
 		if table == "" || table[0] == '_' {
 			return nil, fmt.Errorf("invalid table name %q", table)
@@ -123,7 +124,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // grows once: the rows' JSON, ids and names, and the comment, each with
 // room for its quotes and punctuation.
 func recordSize(r *Record) int {
-	n := 64 + len(r.Comment) + len(r.Comment)/8
+	n := 64 + len(r.Comment) + len(r.Comment)/8 + len(r.Encoded)
 	for table, rows := range r.Tables {
 		n += len(table) + 8
 		for id, raw := range rows {

@@ -43,6 +43,10 @@ type Record struct {
 	// db.AppendRowJSON makes them), and is written as it is rather than
 	// compacted again.
 	Compact bool
+	// Encoded, if not nil, stands for Tables: the tables already encoded
+	// as compact JSON object members, each followed by a comma, as
+	// db.Commit.AppendRecord writes them.
+	Encoded []byte
 }
 
 // ErrBadRecord may be wrapped by the error an Open callback returns for a record
