@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -21,221 +23,431 @@ const DefaultMaxMessageSize = 256 << 20
 var ErrTooLarge = errors.New("message too large")
 
 // scanner finds where one JSON value ends in a byte stream, checking its
-// syntax incrementally so that malformed input is reported as soon as the
-// offending byte arrives (like OVS's json_parser_feed), not when a closing
-// brace that may never come arrives.
+// syntax incrementally so that malformed input is reported as soon as it
+// is known to be malformed, with the error OVS's json_parser_feed reports
+// at the same place: a lexer splits the stream into tokens, a parser with
+// OVS's states takes them one by one. A number or keyword ends at the
+// byte after it, and its errors, and the parser's errors about it, are
+// reported there; a string's at its closing quote; a structural byte's at
+// itself.
 type scanner struct {
-	state   scanState
-	stack   []byte // '{' or '['
-	lit     string // remaining bytes of true/false/null
-	hex     int    // remaining hex digits of a \u escape
-	code    rune   // value of the \u escape being read
-	high    bool   // the \u escape being read must be a trailing surrogate
-	started bool
+	lex     lexState
+	parse   parseState
+	stack   []byte // the open containers, '{' or '['
+	tok     int    // where the number or keyword being read began
+	num     numState
+	exp     int  // the exponent so far, for its range
+	expBig  bool // the exponent is out of range
+	numErr  string
+	hex     int  // remaining hex digits of a \u escape
+	code    rune // value of the \u escape being read
+	high    bool // the \u escape being read must be a trailing surrogate
+	started bool // a token has begun: the message has
 	// strErr is an error in the string being scanned. OVS's lexer finds
 	// the end of a string before it unescapes it, so errors in escapes are
 	// reported at the closing quote; so are they here.
 	strErr error
 }
 
-type scanState uint8
+type lexState uint8
 
 const (
-	sTop        scanState = iota // before the message: whitespace, then '{'
-	sValue                       // a value is expected
-	sValueOrEnd                  // after '[': a value or ']'
-	sKeyOrEnd                    // after '{': a key or '}'
-	sKey                         // after ',' in an object: a key
-	sColon                       // after a key
-	sAfterValue                  // after a value in a container: ',' or close
-	sString                      // inside a string
-	sStringEsc                   // after a backslash
-	sStringHex                   // inside \uXXXX
-	sSurrogate                   // after a leading surrogate: '\\' expected
-	sSurrogateU                  // after a leading surrogate and '\\': 'u' expected
-	sLiteral                     // inside true/false/null
-	sNumNeg                      // after '-'
-	sNumZero                     // after a leading 0
-	sNumInt                      // in integer digits
-	sNumDot                      // after '.'
-	sNumFrac                     // in fraction digits
-	sNumE                        // after 'e'
-	sNumESign                    // after 'e+' or 'e-'
-	sNumExp                      // in exponent digits
+	lStart      lexState = iota // between tokens
+	lKeyword                    // in a run of letters
+	lNumber                     // in a run of number bytes
+	lString                     // inside a string
+	lStringEsc                  // after a backslash
+	lStringHex                  // inside \uXXXX
+	lSurrogate                  // after a leading surrogate: '\\' expected
+	lSurrogateU                 // after a leading surrogate and '\\': 'u' expected
 )
 
-// keyString marks a string that is an object key, so that sColon follows it.
-// It is kept on the stack as a pseudo container.
-const keyString = 'k'
+// parseState is OVS's json_parse_state.
+type parseState uint8
+
+const (
+	pStart       parseState = iota // the message's first token
+	pObjectInit                    // after '{': a name or '}'
+	pObjectName                    // after ',' in an object
+	pObjectColon                   // after a name
+	pObjectValue                   // after ':'
+	pObjectNext                    // after a member: ',' or '}'
+	pArrayInit                     // after '[': a value or ']'
+	pArrayValue                    // after ',' in an array
+	pArrayNext                     // after an element: ',' or ']'
+)
+
+// The tokens the parser takes besides the structural bytes.
+const (
+	tString = 's'
+	tScalar = 'v' // a number, true, false or null
+)
+
+// numState follows json_lex_number's reading of a number, to give its
+// first error.
+type numState uint8
+
+const (
+	nSign  numState = iota // after '-'
+	nZero                  // after a leading 0
+	nInt                   // in integer digits
+	nDot                   // after '.'
+	nFrac                  // in fraction digits
+	nE                     // after 'e'
+	nESign                 // after the exponent's sign
+	nExp                   // in exponent digits
+	nBad                   // numErr is set
+)
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'
+}
+
 func (s *scanner) reset() { *s = scanner{stack: s.stack[:0]} }
 
-// endValue moves past a completed value. It reports whether the whole
-// message is complete.
-func (s *scanner) endValue() bool {
+// input runs OVS's parser (json_parser_input) on one token: a structural
+// byte, tString or tScalar. It reports whether the message's outermost
+// container closed.
+func (s *scanner) input(tok byte) (done bool, err error) {
+	switch s.parse {
+	case pStart:
+		if tok == '{' || tok == '[' {
+			return false, s.push(tok)
+		}
+		return false, protocolError("syntax error at beginning of input")
+	case pObjectInit, pObjectName:
+		if tok == '}' && s.parse == pObjectInit {
+			return s.pop(), nil
+		}
+		if tok != tString {
+			return false, protocolError("syntax error parsing object expecting string")
+		}
+		s.parse = pObjectColon
+	case pObjectColon:
+		if tok != ':' {
+			return false, protocolError("syntax error parsing object expecting ':'")
+		}
+		s.parse = pObjectValue
+	case pObjectValue:
+		return false, s.value(tok, pObjectNext)
+	case pObjectNext:
+		switch tok {
+		case ',':
+			s.parse = pObjectName
+		case '}':
+			return s.pop(), nil
+		default:
+			return false, protocolError("syntax error expecting '}' or ','")
+		}
+	case pArrayInit, pArrayValue:
+		if tok == ']' && s.parse == pArrayInit {
+			return s.pop(), nil
+		}
+		return false, s.value(tok, pArrayNext)
+	case pArrayNext:
+		switch tok {
+		case ',':
+			s.parse = pArrayValue
+		case ']':
+			return s.pop(), nil
+		default:
+			return false, protocolError("syntax error expecting ']' or ','")
+		}
+	}
+	return false, nil
+}
+
+// scalar takes a string (name true) or another scalar where the parser
+// expects a member name or a value, as input does, reporting false
+// anywhere else (input then gives the error).
+func (s *scanner) scalar(name bool) bool {
+	switch s.parse {
+	case pObjectInit, pObjectName:
+		if !name {
+			return false
+		}
+		s.parse = pObjectColon
+	case pObjectValue:
+		s.parse = pObjectNext
+	case pArrayInit, pArrayValue:
+		s.parse = pArrayNext
+	default:
+		return false
+	}
+	return true
+}
+
+// inputErr is input's error for a string or scalar that scalar refused.
+func (s *scanner) inputErr(tok byte) error {
+	_, err := s.input(tok)
+	return err
+}
+
+// value takes a token where a value is expected (json_parse_value).
+func (s *scanner) value(tok byte, next parseState) error {
+	switch tok {
+	case '{', '[':
+		return s.push(tok)
+	case tString, tScalar:
+		s.parse = next
+		return nil
+	}
+	return protocolError("syntax error expecting value")
+}
+
+func (s *scanner) push(c byte) error {
+	if len(s.stack) >= MaxNesting {
+		return protocolError(fmt.Sprintf("input exceeds maximum nesting depth %d", MaxNesting))
+	}
+	s.stack = append(s.stack, c)
+	if c == '{' {
+		s.parse = pObjectInit
+	} else {
+		s.parse = pArrayInit
+	}
+	return nil
+}
+
+// pop closes the innermost container; it reports whether that was the
+// message's outermost.
+func (s *scanner) pop() bool {
+	s.stack = s.stack[:len(s.stack)-1]
 	if len(s.stack) == 0 {
 		return true
 	}
-	if s.stack[len(s.stack)-1] == keyString {
-		s.stack = s.stack[:len(s.stack)-1]
-		s.state = sColon
-		return false
+	if s.stack[len(s.stack)-1] == '{' {
+		s.parse = pObjectNext
+	} else {
+		s.parse = pArrayNext
 	}
-	s.state = sAfterValue
 	return false
 }
 
-// feed scans data. It returns the number of bytes consumed and whether a
-// complete value ends at data[n-1].
-func (s *scanner) feed(data []byte) (n int, done bool, err error) {
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-	again:
-		switch s.state {
-		case sTop:
-			if isSpace(c) {
-				continue
-			}
-			if c != '{' {
-				return i, false, protocolError("message is not a JSON object")
-			}
-			s.started = true
-			s.stack = append(s.stack, '{')
-			s.state = sKeyOrEnd
-		case sValue, sValueOrEnd:
-			if isSpace(c) {
-				continue
-			}
-			if c == ']' && s.state == sValueOrEnd {
-				s.stack = s.stack[:len(s.stack)-1]
-				if s.endValue() {
-					return i + 1, true, nil
-				}
-				continue
-			}
+// number follows one more byte c of a number, recording its first error
+// as json_lex_number would find it.
+func (s *scanner) number(c byte) {
+	digit := c >= '0' && c <= '9'
+	switch s.num {
+	case nSign:
+		switch {
+		case c == '0':
+			s.num = nZero
+		case digit:
+			s.num = nInt
+		default:
+			s.bad("'-' must be followed by digit")
+		}
+	case nZero, nInt:
+		switch {
+		case digit && s.num == nZero:
+			s.bad("leading zeros not allowed")
+		case digit:
+		case c == '.':
+			s.num = nDot
+		case c == 'e' || c == 'E':
+			s.num = nE
+		default:
+			s.bad("syntax error in number")
+		}
+	case nDot:
+		if !digit {
+			s.bad("decimal point must be followed by digit")
+			return
+		}
+		s.num = nFrac
+	case nFrac:
+		switch {
+		case digit:
+		case c == 'e' || c == 'E':
+			s.num = nE
+		default:
+			s.bad("syntax error in number")
+		}
+	case nE, nESign:
+		switch {
+		case (c == '+' || c == '-') && s.num == nE:
+			s.num = nESign
+		case digit:
+			s.num, s.exp = nExp, int(c-'0')
+		default:
+			s.bad("exponent must contain at least one digit")
+		}
+	case nExp:
+		switch {
+		case !digit:
+			s.bad("syntax error in number")
+		case s.exp >= math.MaxInt32/10:
+			s.expBig = true
+		default:
+			s.exp = s.exp*10 + int(c-'0')
+		}
+	}
+}
+
+func (s *scanner) bad(msg string) { s.num, s.numErr = nBad, msg }
+
+// endNumber checks the number text, which ended, as json_lex_number does
+// and reports its error.
+func (s *scanner) endNumber(text []byte) error {
+	switch {
+	case s.num == nSign:
+		return protocolError("'-' must be followed by digit")
+	case s.num == nDot:
+		return protocolError("decimal point must be followed by digit")
+	case s.num == nE || s.num == nESign:
+		return protocolError("exponent must contain at least one digit")
+	case s.num == nBad:
+		return protocolError(s.numErr)
+	case s.expBig:
+		return protocolError("exponent outside valid range")
+	}
+	// str_to_double fails on a number too large for a double.
+	if s.num != nZero && s.num != nInt || len(text) > 18 {
+		if f, err := strconv.ParseFloat(string(text), 64); err != nil && math.IsInf(f, 0) {
+			return protocolError("number outside valid range")
+		}
+	}
+	return nil
+}
+
+// feed scans msg[from:], where msg is the message so far (tokens may
+// begin before from). It returns the offset in msg up to which it
+// scanned, and whether a complete message ends there; an error is at the
+// offset returned.
+func (s *scanner) feed(msg []byte, from int) (n int, done bool, err error) {
+	for i := from; i < len(msg); {
+		c := msg[i]
+		switch s.lex {
+		case lStart:
 			switch {
-			case c == '{' || c == '[':
-				if len(s.stack) >= MaxNesting {
-					return i, false, protocolError(fmt.Sprintf("input exceeds maximum nesting depth %d", MaxNesting))
+			case isSpace(c):
+			case c == ':' && s.parse == pObjectColon:
+				s.parse = pObjectValue // the common cases, without a call
+			case c == ',' && s.parse == pObjectNext:
+				s.parse = pObjectName
+			case c == ',' && s.parse == pArrayNext:
+				s.parse = pArrayValue
+			case c == '{' || c == '[' || c == '}' || c == ']' || c == ':' || c == ',':
+				s.started = true
+				done, err := s.input(c)
+				if err != nil {
+					return i, false, err
 				}
-				s.stack = append(s.stack, c)
-				if c == '{' {
-					s.state = sKeyOrEnd
-				} else {
-					s.state = sValueOrEnd
+				if done {
+					return i + 1, true, nil
 				}
 			case c == '"':
-				s.state = sString
-			case c == 't':
-				s.lit, s.state = "rue", sLiteral
-			case c == 'f':
-				s.lit, s.state = "alse", sLiteral
-			case c == 'n':
-				s.lit, s.state = "ull", sLiteral
-			case c == '-':
-				s.state = sNumNeg
-			case c == '0':
-				s.state = sNumZero
-			case c >= '1' && c <= '9':
-				s.state = sNumInt
+				s.started = true
+				s.lex, s.strErr = lString, nil
+			case c >= 'a' && c <= 'z':
+				s.started = true
+				s.lex, s.tok = lKeyword, i
+			case c == '-' || c >= '0' && c <= '9':
+				s.started = true
+				s.lex, s.tok, s.exp, s.expBig = lNumber, i, 0, false
+				s.num = nSign
+				if c == '0' {
+					s.num = nZero
+				} else if c != '-' {
+					s.num = nInt
+				}
+			case c >= 0x20 && c < 0x7f:
+				return i, false, protocolError(fmt.Sprintf("invalid character '%c'", c))
 			default:
-				return i, false, syntaxError(c)
+				return i, false, protocolError(fmt.Sprintf("invalid character U+%04x", c))
 			}
-		case sKeyOrEnd, sKey:
-			if isSpace(c) {
+			i++
+		case lKeyword:
+			if isAlpha(c) {
+				i++
 				continue
 			}
-			if c == '}' && s.state == sKeyOrEnd {
-				s.stack = s.stack[:len(s.stack)-1]
-				if s.endValue() {
-					return i + 1, true, nil
+			// The keyword ends before c, which is read again.
+			s.lex = lStart
+			switch kw := msg[s.tok:i]; string(kw) {
+			case "true", "false", "null":
+			default:
+				return i, false, protocolError(fmt.Sprintf("invalid keyword '%s'", kw))
+			}
+			if !s.scalar(false) {
+				return i, false, s.inputErr(tScalar)
+			}
+		case lNumber:
+			if c >= '0' && c <= '9' && (s.num == nInt || s.num == nFrac) {
+				// Digits, most of a number, in a tight loop.
+				for i++; i < len(msg) && msg[i] >= '0' && msg[i] <= '9'; i++ {
 				}
 				continue
 			}
-			if c != '"' {
-				return i, false, protocolError("syntax error parsing object expecting string")
-			}
-			s.stack = append(s.stack, keyString)
-			s.state = sString
-		case sColon:
-			if isSpace(c) {
+			if isNumberByte(c) {
+				s.number(c)
+				i++
 				continue
 			}
-			if c != ':' {
-				return i, false, protocolError("syntax error parsing object expecting ':'")
+			s.lex = lStart
+			if err := s.endNumber(msg[s.tok:i]); err != nil {
+				return i, false, err
 			}
-			s.state = sValue
-		case sAfterValue:
-			if isSpace(c) {
-				continue
+			if !s.scalar(false) {
+				return i, false, s.inputErr(tScalar)
 			}
-			top := s.stack[len(s.stack)-1]
-			switch {
-			case c == ',' && top == '{':
-				s.state = sKey
-			case c == ',' && top == '[':
-				s.state = sValue
-			case c == '}' && top == '{', c == ']' && top == '[':
-				s.stack = s.stack[:len(s.stack)-1]
-				if s.endValue() {
-					return i + 1, true, nil
-				}
-			default:
-				return i, false, syntaxError(c)
-			}
-		case sString:
+		case lString:
 			// A string's plain bytes, most of a message, in a tight
 			// loop rather than through the switch one at a time.
-			if c != '"' && c != '\\' && c >= 0x20 {
-				j := i + 1
-				for j < len(data) && data[j] != '"' && data[j] != '\\' && data[j] >= 0x20 {
-					j++
-				}
-				if j == len(data) {
-					return len(data), false, nil
-				}
-				i, c = j, data[j]
+			j := i
+			for j < len(msg) && msg[j] != '"' && msg[j] != '\\' && msg[j] >= 0x20 {
+				j++
 			}
+			if j == len(msg) {
+				return len(msg), false, nil
+			}
+			i, c = j, msg[j]
 			switch {
 			case c == '"':
 				if s.strErr != nil {
 					return i, false, s.strErr
 				}
-				if s.endValue() {
-					return i + 1, true, nil
+				s.lex = lStart
+				if !s.scalar(true) {
+					return i, false, s.inputErr(tString)
 				}
 			case c == '\\':
-				s.state = sStringEsc
-			case c < 0x20:
+				s.lex = lStringEsc
+			default:
 				return i, false, protocolError(fmt.Sprintf("U+%04X must be escaped in quoted string", c))
 			}
-		case sStringEsc:
+			i++
+		case lStringEsc:
 			switch c {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.state = sString
+				s.lex = lString
 			case 'u':
-				s.hex, s.code, s.state = 4, 0, sStringHex
+				s.hex, s.code, s.lex = 4, 0, lStringHex
 			default:
 				s.stringError(fmt.Sprintf("bad escape \\%c", c))
-				s.state = sString
+				s.lex = lString
 			}
-		case sStringHex:
+			i++
+		case lStringHex:
 			if !isHex(c) {
 				if c == '"' {
 					s.stringError("quoted string ends within \\u escape")
 				} else {
 					s.stringError("malformed \\u escape")
 				}
-				s.high, s.state = false, sString
-				goto again
+				s.high, s.lex = false, lString
+				continue // c again, in the string
 			}
+			i++
 			s.code = s.code<<4 | rune(hexValue(c))
 			if s.hex--; s.hex > 0 {
-				break
+				continue
 			}
-			s.state = sString
+			s.lex = lString
 			switch {
 			case s.code == 0:
 				// OVS's strings are C strings (lib/json.c).
@@ -243,95 +455,32 @@ func (s *scanner) feed(data []byte) (n int, done bool, err error) {
 			case s.high && (s.code < 0xdc00 || s.code > 0xdfff):
 				s.stringError("second half of escaped surrogate pair is not trailing surrogate")
 			case !s.high && s.code >= 0xd800 && s.code < 0xdc00:
-				s.state = sSurrogate
+				s.lex = lSurrogate
 			}
 			s.high = false
-		case sSurrogate, sSurrogateU:
+		case lSurrogate, lSurrogateU:
 			want := byte('\\')
-			if s.state == sSurrogateU {
+			if s.lex == lSurrogateU {
 				want = 'u'
 			}
 			if c != want {
 				s.stringError("malformed escaped surrogate pair")
-				if s.state == sSurrogateU {
-					s.state = sStringEsc
+				if s.lex == lSurrogateU {
+					s.lex = lStringEsc
 				} else {
-					s.state = sString
+					s.lex = lString
 				}
-				goto again
+				continue // c again
 			}
-			if s.state == sSurrogate {
-				s.state = sSurrogateU
+			i++
+			if s.lex == lSurrogate {
+				s.lex = lSurrogateU
 			} else {
-				s.hex, s.code, s.high, s.state = 4, 0, true, sStringHex
-			}
-		case sLiteral:
-			if c != s.lit[0] {
-				return i, false, protocolError("invalid keyword")
-			}
-			if s.lit = s.lit[1:]; s.lit == "" {
-				if s.endValue() {
-					return i + 1, true, nil
-				}
-			}
-		case sNumNeg:
-			switch {
-			case c == '0':
-				s.state = sNumZero
-			case c >= '1' && c <= '9':
-				s.state = sNumInt
-			default:
-				return i, false, protocolError("'-' must be followed by digit")
-			}
-		case sNumZero, sNumInt:
-			switch {
-			case c >= '0' && c <= '9' && s.state == sNumInt:
-			case c >= '0' && c <= '9':
-				return i, false, protocolError("leading zeros not allowed")
-			case c == '.':
-				s.state = sNumDot
-			case c == 'e' || c == 'E':
-				s.state = sNumE
-			default:
-				s.endValue()
-				goto again
-			}
-		case sNumDot:
-			if c < '0' || c > '9' {
-				return i, false, protocolError("decimal point must be followed by digit")
-			}
-			s.state = sNumFrac
-		case sNumFrac:
-			switch {
-			case c >= '0' && c <= '9':
-			case c == 'e' || c == 'E':
-				s.state = sNumE
-			default:
-				s.endValue()
-				goto again
-			}
-		case sNumE:
-			switch {
-			case c == '+' || c == '-':
-				s.state = sNumESign
-			case c >= '0' && c <= '9':
-				s.state = sNumExp
-			default:
-				return i, false, protocolError("exponent must contain at least one digit")
-			}
-		case sNumESign:
-			if c < '0' || c > '9' {
-				return i, false, protocolError("exponent must contain at least one digit")
-			}
-			s.state = sNumExp
-		case sNumExp:
-			if c < '0' || c > '9' {
-				s.endValue()
-				goto again
+				s.hex, s.code, s.high, s.lex = 4, 0, true, lStringHex
 			}
 		}
 	}
-	return len(data), false, nil
+	return len(msg), false, nil
 }
 
 // stringError records the first error in the current string.
@@ -353,13 +502,6 @@ func hexValue(c byte) byte {
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func syntaxError(c byte) error {
-	if c >= 0x20 && c < 0x7f {
-		return protocolError(fmt.Sprintf("syntax error at '%c'", c))
-	}
-	return protocolError(fmt.Sprintf("syntax error at byte 0x%02x", c))
 }
 
 // Decoder reads JSON-RPC messages from a stream. Messages may arrive split
@@ -441,8 +583,8 @@ func (d *Decoder) Next() ([]byte, error) {
 	d.shrink()
 	for {
 		if d.scanned < d.end {
-			n, done, err := d.sc.feed(d.buf[d.scanned:d.end])
-			d.scanned += n
+			n, done, err := d.sc.feed(d.buf[d.start:d.end], d.scanned-d.start)
+			d.scanned = d.start + n
 			if err != nil {
 				return nil, &posError{d.lead.advance(d.buf[d.start:d.scanned]), err}
 			}

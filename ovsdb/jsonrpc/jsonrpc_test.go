@@ -116,7 +116,8 @@ func TestDecoderErrors(t *testing.T) {
 		in  string
 		err error
 	}{
-		{`{bad`, ErrProtocol},
+		{`{bad}`, ErrProtocol},
+		{`{bad`, io.ErrUnexpectedEOF}, // a keyword ends at the byte after it
 		{`"str"`, ErrProtocol},
 		{`5 `, ErrProtocol},
 		{`{"a":tru}`, ErrProtocol},
@@ -127,7 +128,8 @@ func TestDecoderErrors(t *testing.T) {
 		{`{"a" 1}`, ErrProtocol},
 		{`{"a":[1 2]}`, ErrProtocol},
 		{"{\"a\":\"\xff\"}", ErrProtocol},
-		{strings.Repeat("[", 10), ErrProtocol},
+		{strings.Repeat("[", 10), io.ErrUnexpectedEOF}, // an array is JSON: the decoder reads it whole
+		{strings.Repeat("[", MaxNesting+1), ErrProtocol},
 		{`{"a":` + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + `}`, ErrProtocol},
 		{`{"a":"` + strings.Repeat("x", 200) + `"}`, ErrTooLarge},
 		{`{"a":1`, io.ErrUnexpectedEOF},
@@ -552,5 +554,32 @@ func BenchmarkParseRequest(b *testing.B) {
 		if m, err := parseValid(raw); err != nil || m.Method != "transact" {
 			b.Fatal(m, err)
 		}
+	}
+}
+
+// TestDecoderErrorTexts: the decoder's errors are OVS's parser's, at its
+// positions (tests/ovsdb_parse_errors_test.go compares many more with
+// Debian's ovsdb-server): a number or keyword is judged at the byte after
+// it, a string at its closing quote.
+func TestDecoderErrorTexts(t *testing.T) {
+	for in, want := range map[string]string{
+		"0 ":             "line 0, column 1, byte 1: syntax error at beginning of input",
+		`{1:2}`:          "line 0, column 2, byte 2: syntax error parsing object expecting string",
+		`{"a" 1}`:        "line 0, column 6, byte 6: syntax error parsing object expecting ':'",
+		`{"a":1 "b":2}`:  "line 0, column 9, byte 9: syntax error expecting '}' or ','",
+		`{"a":[1,]}`:     "line 0, column 8, byte 8: syntax error expecting value",
+		`{"a":trueX}`:    "line 0, column 10, byte 10: invalid keyword 'trueX'",
+		`{"a":01}`:       "line 0, column 7, byte 7: leading zeros not allowed",
+		`{"a":1e400}`:    "line 0, column 10, byte 10: number outside valid range",
+		"\n {\"a\":@}":   "line 1, column 6, byte 7: invalid character '@'",
+		`{"a":"\ud800"}`: "line 0, column 12, byte 12: malformed escaped surrogate pair",
+	} {
+		_, err := NewDecoder(strings.NewReader(in), 0).Next()
+		if err == nil || err.Error() != want || !errors.Is(err, ErrProtocol) {
+			t.Errorf("%q: %v, want %s", in, err, want)
+		}
+	}
+	if _, err := ParseMessage([]byte(`[1]`)); err == nil || err.Error() != "message is not a JSON object" {
+		t.Errorf("[1]: %v", err)
 	}
 }

@@ -95,6 +95,10 @@ func ParseMessage(data []byte) (*Message, error) {
 // parseValid is ParseMessage for a JSON object whose syntax is known to be
 // valid (the decoder checked it).
 func parseValid(data []byte) (*Message, error) {
+	if len(data) == 0 || data[0] != '{' {
+		// An array: OVS's parser takes it, its jsonrpc refuses it.
+		return nil, protocolError("message is not a JSON object")
+	}
 	m := &Message{}
 	var hasMethod bool
 	var extra string
