@@ -9,8 +9,10 @@ import (
 )
 
 // ovsdbStreamErrRe matches the warning a server logs when a client's
-// stream is not JSON-RPC, without the connection's name.
-var ovsdbStreamErrRe = regexp.MustCompile(`\|jsonrpc\|WARN\|[^:]+: ((error parsing stream|received bad JSON-RPC message): .*)`)
+// stream is not JSON-RPC, with the connection's name: unix#N, N counting
+// the process's unix socket connections from 0, unixctl's too, as OVS's
+// punix_accept does.
+var ovsdbStreamErrRe = regexp.MustCompile(`\|jsonrpc\|WARN\|(unix#\d+: (error parsing stream|received bad JSON-RPC message): .*)`)
 
 // ovsdbBadStreams are streams each of which makes both servers log a
 // warning and drop the connection: values other than an object, every
@@ -31,7 +33,8 @@ var ovsdbBadStreams = []string{
 
 // TestOvsdbParseErrorsDifferential sends each bad stream to Debian's
 // ovsdb-server and govs' and requires the same warning, word for word and
-// at the same line, column and byte: OVS's parser reports a number or
+// at the same line, column and byte, from a connection of the same name:
+// OVS's parser reports a number or
 // keyword at the byte after it, a string at its closing quote, and names
 // what it expected there.
 func TestOvsdbParseErrorsDifferential(t *testing.T) {

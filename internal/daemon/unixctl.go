@@ -10,8 +10,10 @@ import (
 	"math"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/govs/govs/internal/unixsock"
@@ -42,7 +44,6 @@ type UnixctlServer struct {
 	conns    map[net.Conn]struct{}
 	closed   bool
 	inflight sync.WaitGroup
-	nextConn int
 }
 
 // closeGrace bounds how long Close waits for in-flight requests, so that
@@ -134,8 +135,7 @@ func (s *UnixctlServer) acceptLoop() {
 			return
 		}
 		s.conns[c] = struct{}{}
-		s.nextConn++
-		name := fmt.Sprintf("unix#%d", s.nextConn)
+		name := UnixConnName()
 		s.mu.Unlock()
 		go s.serveConn(c, name)
 	}
@@ -405,3 +405,12 @@ func UnixctlCall(path, method string, args ...string) (string, error) {
 	}
 	return result, nil
 }
+
+// unixConns counts the connections the process accepted on unix sockets.
+var unixConns atomic.Uint64
+
+// UnixConnName names a connection accepted on a unix socket as OVS's
+// punix_accept does: "unix#N", N counting from 0 over every such
+// connection of the process, unixctl, database and OpenFlow sockets alike
+// (one counter in OVS too).
+func UnixConnName() string { return "unix#" + strconv.FormatUint(unixConns.Add(1)-1, 10) }

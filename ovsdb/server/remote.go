@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/ovsdb/db"
 	"github.com/govs/govs/ovsdb/jsonrpc"
@@ -224,11 +225,7 @@ func (r *remote) connName(nc net.Conn) string {
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		return "tcp:" + a.String()
 	}
-	r.srv.mu.Lock()
-	r.srv.nextConn++
-	n := r.srv.nextConn
-	r.srv.mu.Unlock()
-	return fmt.Sprintf("unix#%d", n)
+	return daemon.UnixConnName()
 }
 
 // serve runs one session of this remote.

@@ -84,7 +84,6 @@ type Server struct {
 	sessions map[*session]bool   // guarded by mu
 	started  bool                // guarded by mu
 	closed   bool                // guarded by mu
-	nextConn int                 // guarded by mu: for "unix#N" names
 	relays   []*relay            // guarded by mu
 
 	locks lockTable

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -201,7 +202,7 @@ func (m *Manager) accept() {
 			}
 			return
 		}
-		c := newConn(m, nc, fmt.Sprintf("%s<->unix#%d", m.bridge, m.seq.Add(1)), nil)
+		c := newConn(m, nc, m.bridge+"<->"+daemon.UnixConnName(), nil)
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/govs/govs/internal/daemon"
 	"github.com/govs/govs/internal/unixsock"
 	"github.com/govs/govs/vswitchd/ofproto/ofp"
 )
@@ -412,7 +413,7 @@ func (s *service) listen() {
 			}
 			return
 		}
-		peer := "unix#" + strconv.FormatUint(s.m.seq.Add(1), 10)
+		peer := daemon.UnixConnName()
 		if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 			peer = "tcp:" + a.String()
 		}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"sort"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -84,7 +83,7 @@ func (m *Manager) acceptSnoops(ln *unixsock.Listener) {
 			}
 			return
 		}
-		name := "unix#" + strconv.FormatUint(m.seq.Add(1), 10)
+		name := daemon.UnixConnName()
 		s := m.snoopTarget()
 		if s == nil {
 			if ok, dropped := snoopRL.Allow(); ok {
