@@ -200,15 +200,27 @@ func (m *monitor) sees(c *db.Commit) bool {
 
 // mergeLocked merges c's changes of the watched tables into pending.
 // Called with m.mu held.
-func (m *monitor) mergeLocked(c *db.Commit) {
+func (m *monitor) mergeLocked(c *db.Commit) { m.mergeInto(m.pending, c) }
+
+// changesOf returns c's changes of the watched tables as pending holds
+// them.
+func (m *monitor) changesOf(c *db.Commit) map[string]map[db.UUID]*change {
+	out := map[string]map[db.UUID]*change{}
+	m.mergeInto(out, c)
+	return out
+}
+
+// mergeInto merges c's changes of the watched tables into changes, after
+// those it holds.
+func (m *monitor) mergeInto(changes map[string]map[db.UUID]*change, c *db.Commit) {
 	for tname, rows := range c.Tables {
 		if m.tables[tname] == nil {
 			continue
 		}
-		p := m.pending[tname]
+		p := changes[tname]
 		if p == nil {
 			p = make(map[db.UUID]*change, len(rows))
-			m.pending[tname] = p
+			changes[tname] = p
 		}
 		for u, rc := range rows {
 			if ch := p[u]; ch != nil {
@@ -221,23 +233,6 @@ func (m *monitor) mergeLocked(c *db.Commit) {
 			}
 		}
 	}
-}
-
-// changesOf returns c's changes of the watched tables as pending holds
-// them.
-func (m *monitor) changesOf(c *db.Commit) map[string]map[db.UUID]*change {
-	out := map[string]map[db.UUID]*change{}
-	for tname, rows := range c.Tables {
-		if m.tables[tname] == nil {
-			continue
-		}
-		p := make(map[db.UUID]*change, len(rows))
-		for u, rc := range rows {
-			p[u] = &change{old: rc.Old, new: rc.New}
-		}
-		out[tname] = p
-	}
-	return out
 }
 
 // takeUpdate returns a notification for the pending changes and its
