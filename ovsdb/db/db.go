@@ -178,8 +178,11 @@ func (d *Database) UndoLocked(cs []*Commit) {
 
 func (d *Database) apply(c *Commit) {
 	d.gen++
-	var deleted []*tableData // with their rows' uuids in deletedIDs
-	var deletedIDs []UUID
+	type rowOf struct {
+		td *tableData
+		u  UUID
+	}
+	var deleted []rowOf
 	for tname, rows := range c.Tables {
 		td := d.tables[tname]
 		for u, ch := range rows {
@@ -207,16 +210,15 @@ func (d *Database) apply(c *Commit) {
 				td.forEachStrongRef(ch.New, func(rt string, ru UUID) { d.tables[rt].refs[ru]++ })
 			} else {
 				delete(td.rows, u)
-				deleted = append(deleted, td)
-				deletedIDs = append(deletedIDs, u)
+				deleted = append(deleted, rowOf{td, u})
 			}
 		}
 	}
 	// Once every row's references are counted: a deleted row that no
 	// row refers to any more needs no count.
-	for i, td := range deleted {
-		if u := deletedIDs[i]; td.refs[u] == 0 {
-			delete(td.refs, u)
+	for _, r := range deleted {
+		if r.td.refs[r.u] == 0 {
+			delete(r.td.refs, r.u)
 		}
 	}
 	d.lastTxn = c.TxnID
