@@ -135,6 +135,8 @@ func TestOvsdbWireDifferential(t *testing.T) {
 		`{"method":"lock","params":["x"],"id":1}{"method":"lock","params":["x"],"id":2}{"method":"unlock","params":["x"],"id":3}{"method":"unlock","params":["x"],"id":4}`,
 		`{"method":"steal","params":["y"],"id":1}`,
 		`{"method":"set_db_change_aware","params":[true],"id":1}`,
+		`{"method":"set_db_change_aware","params":[1],"id":1}`,
+		`{"method":"set_db_change_aware","params":[],"id":1}`,
 		`{"method":"echo","params":[],"id":null}`,
 	}
 	servers := []*ovsdbProc{ovsdbStart(t, ovsdbOpts{kind: "debian"}), ovsdbStart(t, ovsdbOpts{kind: "govs"})}

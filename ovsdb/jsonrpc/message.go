@@ -270,11 +270,23 @@ func mustMarshal(v any) json.RawMessage {
 	if r, ok := v.(json.RawMessage); ok {
 		return r
 	}
-	b, err := json.Marshal(v)
+	b, err := Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("jsonrpc: cannot marshal %T: %v", v, err))
 	}
 	return b
+}
+
+// Marshal is json.Marshal without its HTML escapes ("\u003c" for '<'),
+// which OVS never writes.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // NewRequest returns a request. params must marshal to a JSON array.

@@ -275,3 +275,21 @@ func TestWaitTrigger(t *testing.T) {
 		t.Fatalf("cancel: %v", m)
 	}
 }
+
+// TestErrorTextsUnescaped: error replies carry '<' and '>' as OVS writes
+// them, not encoding/json's "\u003c", and set_db_change_aware takes only
+// true or false, as ovsdb-server does.
+func TestErrorTextsUnescaped(t *testing.T) {
+	_, sock := testServer(t, Options{})
+	c := dialTest(t, sock)
+	if _, r := c.call("get_schema", `[]`); !strings.Contains(string(r.Error), `"get_schema request params must begin with <db-name>"`) {
+		t.Errorf("get_schema []: %s", r.Error)
+	}
+	_, r := c.call("set_db_change_aware", `[1]`)
+	if want := `"set_db_change_aware: true or false parameter expected"`; !strings.Contains(string(r.Error), want) || !strings.Contains(string(r.Error), `"syntax":"[1]"`) {
+		t.Errorf("set_db_change_aware [1]: %s %s", r.Result, r.Error)
+	}
+	if _, r := c.call("set_db_change_aware", `[false]`); string(r.Result) != `{}` {
+		t.Errorf("set_db_change_aware [false]: %s %s", r.Result, r.Error)
+	}
+}

@@ -183,7 +183,8 @@ func (e *ovsdbError) MarshalJSON() ([]byte, error) {
 	if e.Syntax != nil {
 		m["syntax"] = sortedJSON(e.Syntax)
 	}
-	return json.Marshal(m)
+	// "<db-name>" as OVS writes it, not "\u003cdb-name\u003e".
+	return jsonrpc.Marshal(m)
 }
 
 func compactJSON(raw json.RawMessage) string {
@@ -283,8 +284,12 @@ func (ss *session) handle(m *jsonrpc.Message) {
 	case "echo":
 		ss.reply(m, m.Params)
 	case "set_db_change_aware":
+		if len(params) != 1 || string(params[0]) != "true" && string(params[0]) != "false" {
+			ss.replyError(m, syntaxErr(m.Params, "set_db_change_aware: true or false parameter expected"))
+			return
+		}
 		ss.mu.Lock()
-		ss.changeAware = len(params) == 1 && string(params[0]) == "true"
+		ss.changeAware = string(params[0]) == "true"
 		ss.mu.Unlock()
 		ss.reply(m, struct{}{})
 	default:
