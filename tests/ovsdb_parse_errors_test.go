@@ -46,6 +46,7 @@ func TestOvsdbParseErrorsDifferential(t *testing.T) {
 		for i, in := range ovsdbBadStreams {
 			if i%4 == 0 {
 				if p != nil {
+					keepsServing(t, p)
 					p.stop()
 				}
 				p = ovsdbStart(t, ovsdbOpts{kind: kind})
@@ -85,6 +86,7 @@ func TestOvsdbParseErrorsDifferential(t *testing.T) {
 			}
 			logs[kind] = append(logs[kind], got[want-1])
 		}
+		keepsServing(t, p)
 		p.stop()
 	}
 	for i, in := range ovsdbBadStreams {
@@ -94,5 +96,15 @@ func TestOvsdbParseErrorsDifferential(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(logs["govs"], "\n"), "line 2, column 8, byte 10") {
 		t.Errorf("no position counted the whitespace before a message: %v", logs["govs"])
+	}
+}
+
+// keepsServing fails t unless p, after the bad streams, still answers a
+// new client.
+func keepsServing(t *testing.T, p *ovsdbProc) {
+	t.Helper()
+	out := ovsdbExchange(t, p.sock, `{"method":"list_dbs","params":[],"id":1}`)
+	if len(out) != 1 || !strings.Contains(out[0], `"Open_vSwitch"`) {
+		t.Fatalf("%s after the bad streams: %v", p.kind, out)
 	}
 }
