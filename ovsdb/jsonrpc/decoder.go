@@ -111,8 +111,11 @@ func (s *scanner) reset() { *s = scanner{stack: s.stack[:0]} }
 
 // input runs OVS's parser (json_parser_input) on one token: a structural
 // byte, tString or tScalar. It reports whether the message's outermost
-// container closed.
+// container closed. Where strings and scalars are taken is scalar's.
 func (s *scanner) input(tok byte) (done bool, err error) {
+	if (tok == tString || tok == tScalar) && s.scalar(tok == tString) {
+		return false, nil
+	}
 	switch s.parse {
 	case pStart:
 		if tok == '{' || tok == '[' {
@@ -123,17 +126,14 @@ func (s *scanner) input(tok byte) (done bool, err error) {
 		if tok == '}' && s.parse == pObjectInit {
 			return s.pop(), nil
 		}
-		if tok != tString {
-			return false, protocolError("syntax error parsing object expecting string")
-		}
-		s.parse = pObjectColon
+		return false, protocolError("syntax error parsing object expecting string")
 	case pObjectColon:
 		if tok != ':' {
 			return false, protocolError("syntax error parsing object expecting ':'")
 		}
 		s.parse = pObjectValue
 	case pObjectValue:
-		return false, s.value(tok, pObjectNext)
+		return false, s.value(tok)
 	case pObjectNext:
 		switch tok {
 		case ',':
@@ -147,7 +147,7 @@ func (s *scanner) input(tok byte) (done bool, err error) {
 		if tok == ']' && s.parse == pArrayInit {
 			return s.pop(), nil
 		}
-		return false, s.value(tok, pArrayNext)
+		return false, s.value(tok)
 	case pArrayNext:
 		switch tok {
 		case ',':
@@ -187,14 +187,11 @@ func (s *scanner) inputErr(tok byte) error {
 	return err
 }
 
-// value takes a token where a value is expected (json_parse_value).
-func (s *scanner) value(tok byte, next parseState) error {
-	switch tok {
-	case '{', '[':
+// value takes a structural byte where a value is expected
+// (json_parse_value): a container opens, anything else is an error.
+func (s *scanner) value(tok byte) error {
+	if tok == '{' || tok == '[' {
 		return s.push(tok)
-	case tString, tScalar:
-		s.parse = next
-		return nil
 	}
 	return protocolError("syntax error expecting value")
 }
