@@ -122,22 +122,38 @@ func (m *mutation) apply(t *Table, v Datum) (Datum, *Error) {
 	var n Datum
 	switch m.op {
 	case mutInsert:
-		// Sized for the result at once, not grown by appends.
+		// Both are sorted without duplicates: merged in one pass, a
+		// key already there keeping its value. Sized for the result at
+		// once, not grown by appends.
 		size := len(v.Keys) + len(m.arg.Keys)
-		n = Datum{Keys: append(make([]Atom, 0, size), v.Keys...)}
+		n = Datum{Keys: make([]Atom, 0, size)}
 		if ct.Value != nil {
-			n.Vals = append(make([]Atom, 0, size), v.Vals...)
+			n.Vals = make([]Atom, 0, size)
 		}
-		for i, k := range m.arg.Keys {
-			if v.Contains(k) {
-				continue
+		for i, j := 0, 0; i < len(v.Keys) || j < len(m.arg.Keys); {
+			from, k := v, i
+			switch {
+			case j == len(m.arg.Keys):
+				i++
+			case i == len(v.Keys):
+				from, k = m.arg, j
+				j++
+			default:
+				switch c := compareAtoms(v.Keys[i], m.arg.Keys[j]); {
+				case c < 0:
+					i++
+				case c == 0:
+					i, j = i+1, j+1
+				default:
+					from, k = m.arg, j
+					j++
+				}
 			}
-			n.Keys = append(n.Keys, k)
+			n.Keys = append(n.Keys, from.Keys[k])
 			if ct.Value != nil {
-				n.Vals = append(n.Vals, m.arg.Vals[i])
+				n.Vals = append(n.Vals, from.Vals[k])
 			}
 		}
-		n.sortUnique()
 	case mutDelete:
 		n = Datum{Keys: make([]Atom, 0, len(v.Keys))}
 		if ct.Value != nil {

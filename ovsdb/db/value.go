@@ -305,15 +305,33 @@ func (s datumSorter) Swap(i, j int) {
 	}
 }
 
-// sortUnique sorts d and reports whether it had duplicate keys.
+// sortUnique sorts d and reports whether it had duplicate keys. A datum
+// of a few atoms, which most are, is sorted in place by insertion; d itself
+// never reaches an interface, so a datum on its caller's stack stays there.
 func (d *Datum) sortUnique() (dup bool) {
-	sort.Stable(datumSorter{d})
+	if len(d.Keys) <= 12 {
+		insertionSort(d.Keys, d.Vals)
+	} else {
+		sort.Stable(datumSorter{&Datum{Keys: d.Keys, Vals: d.Vals}})
+	}
 	for i := 1; i < len(d.Keys); i++ {
 		if compareAtoms(d.Keys[i-1], d.Keys[i]) == 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// insertionSort sorts keys, and vals with them if not nil, stably.
+func insertionSort(keys, vals []Atom) {
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && compareAtoms(keys[j-1], keys[j]) > 0; j-- {
+			keys[j-1], keys[j] = keys[j], keys[j-1]
+			if vals != nil {
+				vals[j-1], vals[j] = vals[j], vals[j-1]
+			}
+		}
+	}
 }
 
 // DefaultAtom is the default value of an atomic type.
@@ -419,8 +437,8 @@ func parseAtomNoCheck(t AtomicType, v any, syms *Symbols) (Atom, *Error) {
 		}
 		return nil, syntaxError(v, "expected boolean")
 	case TypeString:
-		if s, ok := v.(string); ok {
-			return s, nil
+		if _, ok := v.(string); ok {
+			return v, nil // as boxed by the decoder: no copy
 		}
 		return nil, syntaxError(v, "expected string")
 	case TypeUUID:

@@ -112,7 +112,10 @@ func marshalRecord(r *Record) ([]byte, error) {
 // sortedKeys returns m's keys in order; a record's tables and rows are
 // usually one, which needs no sorting or allocation.
 func sortedKeys[V any](m map[string]V) []string {
-	if len(m) == 1 {
+	switch len(m) {
+	case 0: // a record whose tables came encoded
+		return nil
+	case 1:
 		for k := range m {
 			return []string{k}
 		}
