@@ -2,6 +2,7 @@ package db
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -13,7 +14,8 @@ import (
 // characters, bad syntax, trailing bytes, deep nesting), which the caller
 // then decodes with encoding/json, so edge cases keep its exact results.
 func fastDecode(raw []byte) (any, bool) {
-	p := fastParser{b: raw}
+	var stack [16]any
+	p := fastParser{b: raw, stack: stack[:0]}
 	p.space()
 	v, ok := p.value(0)
 	if !ok {
@@ -27,6 +29,39 @@ type fastParser struct {
 	b     []byte
 	i     int
 	stack []any // elements of the arrays being parsed, innermost last
+	// slab is where finished arrays' elements go: one allocation for
+	// the many small arrays of an operation (its mutations, sets, maps
+	// and pairs). An array is cut to its length, so that an append to
+	// it copies. The trees are transient: what outlives the transaction
+	// (datums) is copied out of them.
+	slab []any
+}
+
+// fastSlab is the size of the arrays' slab, which holds the elements of
+// an operation of a few mutations or columns.
+const fastSlab = 16
+
+// emptyArray is every empty array, boxed once.
+var emptyArray any = []any{}
+
+// array returns a copy of the top n elements of p.stack, popping them.
+func (p *fastParser) array(mark int) []any {
+	n := len(p.stack) - mark
+	if n > cap(p.slab)-len(p.slab) {
+		if n > fastSlab/2 {
+			a := make([]any, n)
+			copy(a, p.stack[mark:])
+			clear(p.stack[mark:])
+			p.stack = p.stack[:mark]
+			return a
+		}
+		p.slab = make([]any, 0, fastSlab)
+	}
+	k := len(p.slab)
+	p.slab = append(p.slab, p.stack[mark:]...)
+	clear(p.stack[mark:])
+	p.stack = p.stack[:mark]
+	return p.slab[k : k+n : k+n]
 }
 
 // fastMaxDepth is well under encoding/json's nesting limit; deeper input
@@ -83,7 +118,7 @@ func (p *fastParser) value(depth int) (any, bool) {
 		p.space()
 		if p.i < len(p.b) && p.b[p.i] == ']' {
 			p.i++
-			return []any{}, true
+			return emptyArray, true
 		}
 		// The elements go on the parser's stack, and the array is
 		// allocated once at its end, at its size.
@@ -99,11 +134,7 @@ func (p *fastParser) value(depth int) (any, bool) {
 				if !ok {
 					return nil, false
 				}
-				a := make([]any, len(p.stack)-mark)
-				copy(a, p.stack[mark:])
-				clear(p.stack[mark:])
-				p.stack = p.stack[:mark]
-				return a, true
+				return p.array(mark), true
 			}
 		}
 	case c == '"':
@@ -414,4 +445,139 @@ func (p *fastParser) number() (any, bool) {
 	}
 	p.i = i
 	return json.Number(b[start:i]), true
+}
+
+// opMember numbers an operation's member names, for the sets of them
+// fastDecodeOp checks.
+var opMember = map[string]uint16{}
+
+// opAllowed is opMembers as sets of opMember bits.
+var opAllowed = map[string]uint16{}
+
+func init() {
+	for op, names := range opMembers {
+		var set uint16
+		for _, n := range strings.Fields(names) {
+			if opMember[n] == 0 {
+				opMember[n] = 1 << len(opMember)
+			}
+			set |= opMember[n]
+		}
+		opAllowed[op] = set
+	}
+	opMember["op"] = 1 << len(opMember)
+}
+
+// fastDecodeOp decodes one operation object straight into its members,
+// without the map of fastDecode. It reports false for whatever needs the
+// general path (decodeJSON, then decodeOp), which gives the exact errors:
+// not an object, a member named twice or not allowed for the operation, a
+// member of the wrong JSON type, an unknown operation, or a value that
+// fastDecode would not take.
+func fastDecodeOp(raw []byte) (*opRequest, bool) {
+	var stack [16]any
+	p := fastParser{b: raw, stack: stack[:0]}
+	p.space()
+	if p.i >= len(p.b) || p.b[p.i] != '{' {
+		return nil, false
+	}
+	p.i++
+	op := &opRequest{}
+	var seen uint16
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+	} else {
+		for {
+			p.space()
+			k, ok := p.key()
+			if !ok {
+				return nil, false
+			}
+			bit := opMember[k]
+			if bit == 0 || seen&bit != 0 {
+				return nil, false
+			}
+			seen |= bit
+			p.space()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				return nil, false
+			}
+			p.i++
+			p.space()
+			v, ok := p.value(1)
+			if !ok || !op.setMember(k, v) {
+				return nil, false
+			}
+			if end, ok := p.after('}'); !ok {
+				return nil, false
+			} else if end {
+				break
+			}
+		}
+	}
+	p.space()
+	allowed, known := opAllowed[op.Op]
+	if p.i != len(p.b) || !known || seen&^(allowed|opMember["op"]) != 0 {
+		return nil, false
+	}
+	return op, true
+}
+
+// setMember sets member name of op to v as decodeOp does, and reports
+// false if v has the wrong JSON type for it.
+func (op *opRequest) setMember(name string, v any) bool {
+	switch name {
+	case "op":
+		s, ok := v.(string)
+		op.Op = s
+		return ok
+	case "table", "uuid-name", "uuid", "until", "comment", "lock":
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		switch name {
+		case "table":
+			op.Table = &s
+		case "uuid-name":
+			op.UUIDName = &s
+		case "uuid":
+			op.UUID = &s
+		case "until":
+			op.Until = &s
+		case "comment":
+			op.Comment = &s
+		case "lock":
+			op.Lock = &s
+		}
+	case "row":
+		op.Row = v
+	case "rows":
+		op.Rows = v
+	case "where":
+		op.Where = v
+	case "mutations":
+		op.Mutations = v
+	case "columns":
+		_, ok := v.([]any)
+		op.Columns = v
+		return ok
+	case "sort":
+		a, ok := v.([]any)
+		op.Sort = a
+		return ok
+	case "timeout":
+		n, ok := v.(json.Number)
+		f, err := n.Float64()
+		op.Timeout = &f
+		return ok && err == nil
+	case "durable":
+		b, ok := v.(bool)
+		op.Durable = &b
+		return ok
+	default:
+		return false
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -91,6 +92,106 @@ func BenchmarkFastDecodeOp(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, ok := fastDecode(raw); !ok {
+			b.Fatal("slow path")
+		}
+	}
+}
+
+// slowDecodeOp is the general path's view of an operation: what
+// fastDecodeOp must give whenever it takes one.
+func slowDecodeOp(raw []byte) (*opRequest, bool) {
+	v, err := slowDecode(raw)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return nil, false
+	}
+	op, bad := decodeOp(m)
+	allowed, known := opMembers[op.Op]
+	if bad != "" || !known {
+		return nil, false
+	}
+	for name := range m {
+		if name != "op" && !strings.Contains(allowed, " "+name+" ") {
+			return nil, false
+		}
+	}
+	return op, true
+}
+
+func TestFastDecodeOp(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		fast bool
+	}{
+		{`{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","insert",["map",[["k","v"]]]]]}`, true},
+		{` {"table":"Bridge","op":"insert","row":{"name":"br0"},"uuid-name":"row1","uuid":"00000000-0000-0000-0000-000000000001"} `, true},
+		{`{"op":"select","table":"Bridge","where":[["name","==","br0"]],"columns":["name"],"sort":["name"]}`, true},
+		{`{"op":"wait","table":"Bridge","where":[],"columns":["name"],"until":"==","rows":[],"timeout":0}`, true},
+		{`{"op":"commit","durable":false}`, true},
+		{`{"op":"comment","comment":"x"}`, true},
+		{`{"op":"assert","lock":"l"}`, true},
+		{`{"op":"abort"}`, true},
+		{`{"op":"update","table":"Bridge","where":[],"row":null}`, true}, // missing row: prepareOp's error
+		{`{"op":"comment","comment":"a","comment":"b"}`, false},          // named twice
+		{`{"op":"delete","table":"Bridge","where":[],"row":{}}`, false},  // not allowed here
+		{`{"op":"insert","table":5,"row":{}}`, false},                    // type mismatch
+		{`{"op":"select","table":"Bridge","where":[],"columns":{}}`, false},
+		{`{"op":"wait","table":"B","where":[],"until":"==","rows":[],"timeout":"1"}`, false},
+		{`{"op":"commit","durable":1}`, false},
+		{`{"op":"frobnicate"}`, false},
+		{`{"table":"Bridge"}`, false},
+		{`{"op":"comment","comment":"a","x":1}`, false},
+		{`[{"op":"abort"}]`, false},
+		{`{"op":"comment","comment":"\ud800"}`, false},
+		{`{"op":"abort"} x`, false},
+		{`{"op":"abort"`, false},
+	} {
+		op, ok := fastDecodeOp([]byte(tc.in))
+		if ok != tc.fast {
+			t.Errorf("%s: fast path %v, want %v", tc.in, ok, tc.fast)
+			continue
+		}
+		if want, _ := slowDecodeOp([]byte(tc.in)); ok && !reflect.DeepEqual(op, want) {
+			t.Errorf("%s: %+v, general path %+v", tc.in, op, want)
+		}
+	}
+}
+
+// FuzzFastDecodeOp checks that whatever operation the fast path takes, the
+// general path (encoding/json, decodeOp, the members check) takes too, with
+// the same members.
+func FuzzFastDecodeOp(f *testing.F) {
+	for _, s := range []string{
+		`{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","delete",["set",["k"]]]]}`,
+		`{"op":"insert","table":"Bridge","row":{"name":"br0","ports":["set",[["named-uuid","p"]]]},"uuid-name":"b"}`,
+		`{"op":"wait","table":"Bridge","where":[],"columns":["name"],"until":"!=","rows":[{}],"timeout":1.5e3}`,
+		`{"op":"select","table":"Bridge","where":[],"sort":["name"]}`,
+		`{"op":"commit","durable":true}`, `{"op":"assert","lock":"x"}`, `{"op":"comment","comment":"\u00e9\n"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		op, ok := fastDecodeOp(raw)
+		if !ok {
+			return
+		}
+		want, ok := slowDecodeOp(raw)
+		if !ok {
+			t.Fatalf("%q: fast path took what the general path refuses", raw)
+		}
+		if !reflect.DeepEqual(op, want) {
+			t.Fatalf("%q: %+v, general path %+v", raw, op, want)
+		}
+	})
+}
+
+// BenchmarkFastDecodeOpMembers: the same operation as BenchmarkFastDecodeOp,
+// decoded into its members as Transact does.
+func BenchmarkFastDecodeOpMembers(b *testing.B) {
+	raw := []byte(`{"op":"mutate","table":"Open_vSwitch","where":[],"mutations":[["external_ids","delete",["set",["k"]]],["external_ids","insert",["map",[["k","v"]]]]]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := fastDecodeOp(raw); !ok {
 			b.Fatal("slow path")
 		}
 	}

@@ -129,7 +129,7 @@ func merge(t *ColumnType, a, b Datum) Datum {
 // parseRow parses a row object for insert/update/wait into column values.
 // opRaw, for an update, is the whole operation, which OVS quotes in the
 // error for an immutable column.
-func parseRow(t *Table, v any, syms *Symbols, forUpdate bool, opRaw any) (map[*Column]Datum, *Error) {
+func parseRow(t *Table, v any, syms *Symbols, forUpdate bool, opRaw func() any) (map[*Column]Datum, *Error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, syntaxError(v, "Row must be JSON object.")
@@ -146,7 +146,7 @@ func parseRow(t *Table, v any, syms *Symbols, forUpdate bool, opRaw any) (map[*C
 			return nil, errorf("unknown column", v, "No column %s in table %s.", n, t.Name)
 		}
 		if forUpdate && (!c.Mutable || c.Index < 0) {
-			return nil, &Error{Name: "constraint violation", Details: fmt.Sprintf("Cannot update immutable column %s in table %s.", n, t.Name), Syntax: opRaw}
+			return nil, &Error{Name: "constraint violation", Details: fmt.Sprintf("Cannot update immutable column %s in table %s.", n, t.Name), Syntax: opRaw()}
 		}
 		if c.Index < 0 {
 			return nil, errorf("syntax error", v, "Cannot set column %s in table %s.", n, t.Name)

@@ -43,6 +43,7 @@ type txn struct {
 	// order: the commit's passes walk them instead of the map (one sort,
 	// no map iteration per pass). An entry may have gone from changes.
 	tables  []string
+	tables4 [4]string // tables' first array: most transactions touch few
 	syms    Symbols
 	comment []string
 	durable bool
@@ -61,18 +62,40 @@ func (d *Database) Transact(ops []json.RawMessage, locks LockChecker, started ti
 		started = now
 	}
 	tx := &txn{d: d, changes: map[string]map[UUID]*RowChange{}, locks: locks, now: now, started: started}
+	tx.tables = tx.tables4[:0]
 	// Parsing needs only the schema, so it happens before taking the
 	// database lock: concurrent clients parse in parallel and the lock is
 	// held just to execute and commit.
+	// Most operations decode straight into their members; the others
+	// (and every error) take the general path through a decoded tree.
+	reqs := make([]*opRequest, len(ops))
 	decoded := make([]any, len(ops))
 	for i, raw := range ops {
+		var ok bool
+		if reqs[i], ok = fastDecodeOp(raw); ok {
+			if reqs[i].Op == "insert" && reqs[i].UUIDName != nil {
+				tx.predeclare(*reqs[i].UUIDName, reqs[i].UUID)
+			}
+			continue
+		}
 		decoded[i], _ = decodeJSON(raw)
+		if m, ok := decoded[i].(map[string]any); ok {
+			reqs[i], _ = decodeOp(m)
+			if name, ok := m["uuid-name"].(string); ok && m["op"] == "insert" {
+				uuid, _ := m["uuid"].(string)
+				tx.predeclare(name, &uuid)
+			}
+		}
 	}
-	tx.predeclare(decoded)
 	runs := make([]opFunc, len(ops))
-	for i, v := range decoded {
-		runs[i] = tx.prepare(i, len(ops), v)
-		if err := checkSurrogates(ops[i], v); err != nil {
+	for i := range ops {
+		if decoded[i] == nil && reqs[i] != nil {
+			raw := ops[i]
+			runs[i] = tx.prepareOp(i, len(ops), reqs[i], func() any { v, _ := decodeJSON(raw); return v })
+		} else {
+			runs[i] = tx.prepare(i, len(ops), decoded[i])
+		}
+		if err := checkSurrogates(ops[i], reqs[i]); err != nil {
 			runs[i] = fail(err)
 		}
 	}
@@ -123,32 +146,26 @@ func (d *Database) Transact(ops []json.RawMessage, locks LockChecker, started ti
 	return Result{JSON: b, Commit: c, Durable: tx.durable && c != nil}
 }
 
-// predeclare gives every uuid-name its uuid before any operation runs, so an
-// operation may refer to a row that a later insert creates.
-func (tx *txn) predeclare(ops []any) {
-	for _, v := range ops {
-		m, _ := v.(map[string]any)
-		if m["op"] != "insert" {
-			continue
-		}
-		name, _ := m["uuid-name"].(string)
-		if name == "" {
-			continue
-		}
-		if tx.syms.m == nil {
-			tx.syms.m = map[string]*symbol{}
-		}
-		if _, dup := tx.syms.m[name]; dup {
-			continue
-		}
-		sym := &symbol{uuid: NewUUID()}
-		if us, ok := m["uuid"].(string); ok {
-			if u, err := ParseUUID(us); err == nil {
-				sym.uuid = u
-			}
-		}
-		tx.syms.m[name] = sym
+// predeclare gives the uuid-name of an insert its uuid (the insert's
+// "uuid", if valid) before any operation runs, so an operation may refer to
+// a row that a later insert creates.
+func (tx *txn) predeclare(name string, uuid *string) {
+	if name == "" {
+		return
 	}
+	if tx.syms.m == nil {
+		tx.syms.m = map[string]*symbol{}
+	}
+	if _, dup := tx.syms.m[name]; dup {
+		return
+	}
+	sym := &symbol{uuid: NewUUID()}
+	if uuid != nil {
+		if u, err := ParseUUID(*uuid); err == nil {
+			sym.uuid = u
+		}
+	}
+	tx.syms.m[name] = sym
 }
 
 // opMembers lists the members each operation may have besides "op".
@@ -177,63 +194,25 @@ type opRequest struct {
 }
 
 // decodeOp picks an operation's members out of its decoded object; it
-// returns the name of a member of the wrong JSON type, if any.
+// returns the name of a member of the wrong JSON type, if any, the first in
+// opMemberOrder.
 func decodeOp(m map[string]any) (*opRequest, string) {
 	op := &opRequest{}
-	str := func(name string, dst **string) bool {
-		v, ok := m[name]
-		if !ok {
-			return true
+	for _, name := range opMemberOrder {
+		if v, ok := m[name]; ok && !op.setMember(name, v) {
+			return op, name
 		}
-		s, ok := v.(string)
-		*dst = &s
-		return ok
-	}
-	if v, ok := m["op"]; ok {
-		s, ok := v.(string)
-		if !ok {
-			return op, "op"
-		}
-		op.Op = s
-	}
-	for _, f := range []struct {
-		name string
-		dst  **string
-	}{{"table", &op.Table}, {"uuid-name", &op.UUIDName}, {"uuid", &op.UUID}, {"until", &op.Until}, {"comment", &op.Comment}, {"lock", &op.Lock}} {
-		if !str(f.name, f.dst) {
-			return op, f.name
-		}
-	}
-	op.Row, op.Rows, op.Where, op.Columns, op.Mutations = m["row"], m["rows"], m["where"], m["columns"], m["mutations"]
-	if v, ok := m["columns"]; ok {
-		if _, ok := v.([]any); !ok {
-			return op, "columns"
-		}
-	}
-	if v, ok := m["sort"]; ok {
-		a, ok := v.([]any)
-		if !ok {
-			return op, "sort"
-		}
-		op.Sort = a
-	}
-	if v, ok := m["timeout"]; ok {
-		n, ok := v.(json.Number)
-		f, err := n.Float64()
-		if !ok || err != nil {
-			return op, "timeout"
-		}
-		op.Timeout = &f
-	}
-	if v, ok := m["durable"]; ok {
-		b, ok := v.(bool)
-		if !ok {
-			return op, "durable"
-		}
-		op.Durable = &b
 	}
 	return op, ""
 }
+
+// opMemberOrder is the order in which decodeOp checks members' types.
+var opMemberOrder = []string{"op", "table", "uuid-name", "uuid", "until", "comment", "lock",
+	"row", "rows", "where", "columns", "mutations", "sort", "timeout", "durable"}
+
+// emptyObject is the result of the operations that return nothing; results
+// are only ever copied into the reply.
+var emptyObject = []byte("{}")
 
 // opFunc runs one prepared operation under the database lock and returns its
 // result object or error.
@@ -262,6 +241,16 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 				return fail(wrap("Member '%s' is present but not allowed here.", name))
 			}
 		}
+	}
+	return tx.prepareOp(i, n, op, func() any { return raw })
+}
+
+// prepareOp is prepare's part after the operation's members are known to
+// be of the right types and allowed; rawOf returns the operation decoded
+// as a whole, for the errors that quote it.
+func (tx *txn) prepareOp(i, n int, op *opRequest, rawOf func() any) opFunc {
+	wrap := func(format string, args ...any) *Error {
+		return syntaxError(rawOf(), "Parsing ovsdb operation %d of %d failed: %s", i+1, n, fmt.Sprintf(format, args...))
 	}
 	var t *Table
 	switch op.Op {
@@ -294,7 +283,7 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 		if op.UUIDName != nil && !isID(*op.UUIDName) {
 			return fail(wrap("Type mismatch for member 'uuid-name'."))
 		}
-		return tx.insert(t, op, raw)
+		return tx.insert(t, op)
 	case "select":
 		if err := need(op.Where, "where"); err != nil {
 			return fail(err)
@@ -307,7 +296,7 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 		if err := need(op.Row, "row"); err != nil {
 			return fail(err)
 		}
-		return tx.update(t, op, raw)
+		return tx.update(t, op, rawOf)
 	case "mutate":
 		if err := need(op.Where, "where"); err != nil {
 			return fail(err)
@@ -331,7 +320,7 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 		if op.Until == nil {
 			return fail(wrap("Required 'until' member is missing."))
 		}
-		return tx.wait(t, op, raw)
+		return tx.wait(t, op, rawOf)
 	case "commit":
 		if op.Durable == nil {
 			return fail(wrap("Required 'durable' member is missing."))
@@ -339,7 +328,7 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 		durable := *op.Durable
 		return func() ([]byte, *Error) {
 			tx.durable = tx.durable || durable
-			return []byte("{}"), nil
+			return emptyObject, nil
 		}
 	case "abort":
 		return fail(&Error{Name: "aborted", Details: "aborted by request"})
@@ -352,7 +341,7 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 			if comment != "" {
 				tx.comment = append(tx.comment, comment)
 			}
-			return []byte("{}"), nil
+			return emptyObject, nil
 		}
 	case "assert":
 		if op.Lock == nil {
@@ -363,7 +352,7 @@ func (tx *txn) prepare(i, n int, raw any) opFunc {
 			if tx.locks == nil || !tx.locks.HasLock(lock) {
 				return nil, &Error{Name: "not owner", Details: fmt.Sprintf("Asserted lock %s not held.", lock)}
 			}
-			return []byte("{}"), nil
+			return emptyObject, nil
 		}
 	case "":
 		return fail(wrap("Required 'op' member is missing."))
@@ -442,7 +431,7 @@ func (tx *txn) writable(table string, r *Row) *Row {
 	return n
 }
 
-func (tx *txn) insert(t *Table, op *opRequest, raw any) opFunc {
+func (tx *txn) insert(t *Table, op *opRequest) opFunc {
 	var u UUID
 	if op.UUID != nil {
 		pu, err := ParseUUID(*op.UUID)
@@ -593,12 +582,12 @@ func compareDatum(t *ColumnType, a, b Datum) int {
 
 func countJSON(n int) []byte { return []byte(`{"count":` + itoa(n) + `}`) }
 
-func (tx *txn) update(t *Table, op *opRequest, raw any) opFunc {
+func (tx *txn) update(t *Table, op *opRequest, rawOf func() any) opFunc {
 	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
 		return fail(err)
 	}
-	vals, err := parseRow(t, op.Row, &tx.syms, true, raw)
+	vals, err := parseRow(t, op.Row, &tx.syms, true, rawOf)
 	if err != nil {
 		return fail(err)
 	}
@@ -669,7 +658,7 @@ func (tx *txn) deleteOp(t *Table, op *opRequest) opFunc {
 	}
 }
 
-func (tx *txn) wait(t *Table, op *opRequest, raw any) opFunc {
+func (tx *txn) wait(t *Table, op *opRequest, rawOf func() any) opFunc {
 	conds, err := parseConditions(t, op.Where, &tx.syms)
 	if err != nil {
 		return fail(err)
@@ -688,7 +677,7 @@ func (tx *txn) wait(t *Table, op *opRequest, raw any) opFunc {
 		until = true
 	case "!=":
 	default:
-		return fail(syntaxError(raw, "\"until\" must be \"==\" or \"!=\""))
+		return fail(syntaxError(rawOf(), "\"until\" must be \"==\" or \"!=\""))
 	}
 	expected, ok := op.Rows.([]any)
 	if !ok {
@@ -726,7 +715,7 @@ func (tx *txn) wait(t *Table, op *opRequest, raw any) opFunc {
 			}
 		}
 		if equal == until {
-			return []byte("{}"), nil
+			return emptyObject, nil
 		}
 		if deadline := tx.started.Add(timeout); timeout > 0 && tx.now.Before(deadline) {
 			tx.waitAt = deadline

@@ -159,11 +159,11 @@ func decodeJSON(raw []byte) (any, error) {
 // UTF-8; encoding/json would silently store U+FFFD instead. Leading
 // surrogates without their pair never get here: the jsonrpc decoder refuses
 // them as OVS's parser does. A comment is not an atom and may hold one.
-func checkSurrogates(raw []byte, op any) *Error {
+func checkSurrogates(raw []byte, op *opRequest) *Error {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return nil
 	}
-	if m, ok := op.(map[string]any); ok && m["op"] == "comment" {
+	if op != nil && op.Op == "comment" {
 		return nil
 	}
 	for i := 0; i+1 < len(raw); i++ {
