@@ -32,8 +32,8 @@ type fastParser struct {
 	// slab is where finished arrays' elements go: one allocation for
 	// the many small arrays of an operation (its mutations, sets, maps
 	// and pairs). An array is cut to its length, so that an append to
-	// it copies. The trees are transient: what outlives the transaction
-	// (datums) is copied out of them.
+	// it copies. The trees are transient: what outlives them (datums,
+	// conditions) is copied out.
 	slab []any
 }
 
@@ -44,24 +44,26 @@ const fastSlab = 16
 // emptyArray is every empty array, boxed once.
 var emptyArray any = []any{}
 
-// array returns a copy of the top n elements of p.stack, popping them.
+// array pops the elements above mark off p.stack into an array of their
+// own: a slice of the slab for a small one, an allocation for a larger.
 func (p *fastParser) array(mark int) []any {
-	n := len(p.stack) - mark
-	if n > cap(p.slab)-len(p.slab) {
-		if n > fastSlab/2 {
-			a := make([]any, n)
-			copy(a, p.stack[mark:])
-			clear(p.stack[mark:])
-			p.stack = p.stack[:mark]
-			return a
+	elems := p.stack[mark:]
+	n := len(elems)
+	var a []any
+	if n > fastSlab/2 {
+		a = make([]any, n)
+	} else {
+		if n > cap(p.slab)-len(p.slab) {
+			p.slab = make([]any, 0, fastSlab)
 		}
-		p.slab = make([]any, 0, fastSlab)
+		k := len(p.slab)
+		p.slab = p.slab[:k+n]
+		a = p.slab[k : k+n : k+n]
 	}
-	k := len(p.slab)
-	p.slab = append(p.slab, p.stack[mark:]...)
-	clear(p.stack[mark:])
+	copy(a, elems)
+	clear(elems)
 	p.stack = p.stack[:mark]
-	return p.slab[k : k+n : k+n]
+	return a
 }
 
 // fastMaxDepth is well under encoding/json's nesting limit; deeper input
