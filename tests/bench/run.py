@@ -773,7 +773,10 @@ def ovsdb_bench():
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if b.returncode != 0:
             return {"error": "build: " + b.stdout[-1000:]}
-        r = subprocess.run([exe, "-govs", os.path.join(TOP, "bin", "ovsdb-server"), "-secs", "2"], cwd=TOP,
+        # BENCH_PIN=1: the servers on the switch's CPU, the clients on the endpoints'.
+        pin = ["taskset", "-c", ENDPOINT_CPU] if PIN else []
+        srv = ["-server-cpus", SWITCH_CPU] if PIN else []
+        r = subprocess.run(pin + [exe, "-govs", os.path.join(TOP, "bin", "ovsdb-server"), "-secs", "2"] + srv, cwd=TOP,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     finally:
         shutil.rmtree(os.path.dirname(exe), ignore_errors=True)

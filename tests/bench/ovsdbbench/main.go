@@ -5,7 +5,8 @@
 // the same with durable commits, the server's CPU time per transaction
 // (user+system, from /proc: robust on a loaded machine, where the rates
 // swing with the neighbours), one idle client's transaction round trip, and
-// the time until 1, 10 and 100 monitoring clients have all seen a change.
+// the time until 1, 10 and 100 monitoring clients have all seen a change
+// with the server's CPU time per such change.
 // It starts Debian's ovsdb-server and govs' side by side and prints each
 // figure with the ratio govs/Debian (Debian/govs for times). The servers
 // take turns throughout (throughput in alternating slices, the idle and
@@ -13,6 +14,7 @@
 // moves one server's run against the other's by 20-30%, falls on both.
 //
 //	go run ./tests/bench/ovsdbbench -govs bin/ovsdb-server [-secs 3]
+//	taskset -c 1 go run ./tests/bench/ovsdbbench -govs bin/ovsdb-server -server-cpus 0
 package main
 
 import (
@@ -43,6 +45,7 @@ var (
 	secs      = flag.Float64("secs", 3, "seconds per throughput measurement")
 	monitors  = flag.String("monitors", "1,10,100", "monitoring clients for the latency figures (comma-separated counts)")
 	rounds    = flag.Int("rounds", 30, "changes for the latency figure (median reported)")
+	srvCPUs   = flag.String("server-cpus", "", "run both servers on these CPUs (taskset -c LIST); run the benchmark itself on the others to keep the clients off the servers' cores")
 )
 
 type server struct {
@@ -61,8 +64,12 @@ func start(name, bin string) (*server, error) {
 			return nil, fmt.Errorf("ovsdb-tool create: %v: %s", err, out)
 		}
 	}
-	cmd := exec.Command(bin, db, "--remote=punix:"+s.sock, "--pidfile="+s.pidfile,
-		"--unixctl="+filepath.Join(dir, "ctl"), "--log-file="+filepath.Join(dir, "log"), "--detach", "--no-chdir", "-vconsole:off")
+	args := []string{bin, db, "--remote=punix:" + s.sock, "--pidfile=" + s.pidfile,
+		"--unixctl=" + filepath.Join(dir, "ctl"), "--log-file=" + filepath.Join(dir, "log"), "--detach", "--no-chdir", "-vconsole:off"}
+	if *srvCPUs != "" {
+		args = append([]string{"taskset", "-c", *srvCPUs}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%s: %v: %s", bin, err, out)
 	}
@@ -88,6 +95,25 @@ func (s *server) cpu() time.Duration {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// threadsCPU returns the CPU time of the server's threads so far, to the
+// nanosecond (/proc/PID/task/*/schedstat): a change seen by 100 monitors
+// costs a server a fraction of cpu's 10 ms tick.
+func (s *server) threadsCPU() time.Duration {
+	b, _ := os.ReadFile(s.pidfile)
+	stats, _ := filepath.Glob("/proc/" + strings.TrimSpace(string(b)) + "/task/*/schedstat")
+	var t time.Duration
+	for _, f := range stats {
+		st, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if ns, err := strconv.ParseInt(strings.Fields(string(st))[0], 10, 64); err == nil {
+			t += time.Duration(ns)
+		}
+	}
+	return t
 }
 
 func (s *server) stop() {
@@ -339,9 +365,10 @@ func (m *monitored) change(r int) (time.Duration, error) {
 }
 
 // latencies returns, for each server, the median time from sending a
-// change until all n monitoring clients have received it. The servers take
-// turns, change by change.
-func latencies(servers []*server, n int) ([]time.Duration, error) {
+// change until all n monitoring clients have received it, and the server's
+// CPU time per change (its threads', over all its changes, which include
+// the writer's transaction). The servers take turns, change by change.
+func latencies(servers []*server, n int) ([]time.Duration, []time.Duration, error) {
 	var ms []*monitored
 	defer func() {
 		for _, m := range ms {
@@ -352,20 +379,26 @@ func latencies(servers []*server, n int) ([]time.Duration, error) {
 		m, err := watch(s, n)
 		ms = append(ms, m)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
 	samples := make([][]time.Duration, len(servers))
+	cpu := make([]time.Duration, len(servers))
 	for r := 0; r < *rounds; r++ {
 		for i, m := range ms {
+			c0 := servers[i].threadsCPU()
 			d, err := m.change(r)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", servers[i].name, err)
+				return nil, nil, fmt.Errorf("%s: %w", servers[i].name, err)
 			}
+			cpu[i] += servers[i].threadsCPU() - c0
 			samples[i] = append(samples[i], d)
 		}
 	}
-	return medians(samples), nil
+	for i := range cpu {
+		cpu[i] /= time.Duration(*rounds)
+	}
+	return medians(samples), cpu, nil
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
@@ -428,7 +461,7 @@ func main() {
 		if err != nil || n < 1 {
 			fail(fmt.Errorf("-monitors: %q is not a count", f))
 		}
-		l, err := latencies(servers, n)
+		l, cpu, err := latencies(servers, n)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("%w: monitors did not all see the change within 10 s", err)
@@ -437,6 +470,8 @@ func main() {
 		}
 		fmt.Printf("%-34s %12s %12s %8.2f\n", fmt.Sprintf("ms until %d monitors see a change", n),
 			ms(l[0]), ms(l[1]), float64(l[0])/float64(l[1]))
+		fmt.Printf("%-34s %12.0f %12.0f %8.2f\n", fmt.Sprintf("server CPU us per change, %d mon.", n),
+			us(cpu[0]), us(cpu[1]), float64(cpu[0])/float64(max(cpu[1], 1)))
 	}
 	fmt.Println("(ratios above 1 favour govs; for CPU and times the ratio is debian/govs)")
 }
