@@ -127,8 +127,8 @@ func merge(t *ColumnType, a, b Datum) Datum {
 }
 
 // parseRow parses a row object for insert/update/wait into column values.
-// opRaw, for an update, is the whole operation, which OVS quotes in the
-// error for an immutable column.
+// opRaw, for an update, returns the whole operation (decoded only then),
+// which OVS quotes in the error for an immutable column.
 func parseRow(t *Table, v any, syms *Symbols, forUpdate bool, opRaw func() any) (map[*Column]Datum, *Error) {
 	m, ok := v.(map[string]any)
 	if !ok {
