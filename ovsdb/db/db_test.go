@@ -257,9 +257,41 @@ func TestBadOperationShapes(t *testing.T) {
 		{`[{"op":"insert","table":"Bridge","row":{},"uuid-name":""}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Type mismatch for member 'uuid-name'."},
 		{`[{"op":"insert","table":"Bridge","row":{},"uuid-name":"1a"}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Type mismatch for member 'uuid-name'."},
 		{`[{"op":"insert","table":"Bridge","row":{},"uuid-name":"a","uuid":5}]`, "syntax error"},
+		// What the fast decoding leaves to the general path.
+		{`[{"op":"delete","table":"Bridge","where":[],"row":{}}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Member 'row' is present but not allowed here."},
+		{`[{"op":"select","table":5,"where":[]}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Type mismatch for member 'table'."},
+		{`[{"op":"commit","durable":1}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Type mismatch for member 'durable'."},
+		{`[{"op":"comment","comment":"a"},{"op":"select","table":"Bridge","table":"Nope","where":[]}]`, "syntax error: Parsing ovsdb operation 2 of 2 failed: No table named Nope."},
+		{`[{"table":"Bridge","where":[]}]`, "syntax error: Parsing ovsdb operation 1 of 1 failed: Required 'op' member is missing."},
 	} {
 		if got := lastError(tx(t, d, c.ops)); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: got %q, want %q", c.ops, got, c.want)
+		}
+	}
+}
+
+// TestFastOpErrorsQuoteTheOperation: an operation decoded straight into its
+// members that then fails quotes the whole operation in the error's
+// "syntax", as the general path does.
+func TestFastOpErrorsQuoteTheOperation(t *testing.T) {
+	d := newTestDB(t)
+	for _, op := range []string{
+		`{"op":"update","table":"Bridge","where":[]}`,
+		`{"op":"update","table":"Bridge","where":[],"row":{"name":"x"}}`,
+		`{"op":"wait","table":"Bridge","where":[],"rows":[],"until":"<"}`,
+	} {
+		if _, ok := fastDecodeOp([]byte(op)); !ok {
+			t.Fatalf("%s: not decoded by the fast path", op)
+		}
+		res := tx(t, d, "["+op+"]")
+		want, _ := slowDecode([]byte(op))
+		var got any
+		if len(res) > 0 {
+			syntax, _ := res[len(res)-1]["syntax"].(string)
+			got, _ = slowDecode([]byte(syntax))
+		}
+		if len(res) == 0 || res[len(res)-1]["error"] == nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want an error quoting the operation", op, res)
 		}
 	}
 }
