@@ -227,16 +227,17 @@ def out(argv):
 
 PKGS = {"openvswitch-switch": "/usr/sbin/ovs-vswitchd", "iperf3": "/usr/bin/iperf3", "nginx": "/usr/sbin/nginx",
         "apache2-utils": "/usr/bin/ab", "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool",
-        "iproute2": "/usr/sbin/ip", "gnuplot-nox": "/usr/bin/gnuplot"}
+        "iproute2": "/usr/sbin/ip", "iputils-ping": "/usr/bin/ping", "gnuplot-nox": "/usr/bin/gnuplot"}
 if not set(SECTIONS) & {"net", "vhost", "multiflow", "tunnel"}:
-    # ovsdb and flowmod need no traffic tools, bond iperf3 and ethtool only, ct also ab and nginx
+    # ovsdb and flowmod need no traffic tools, bond iperf3, ethtool and ping only, ct also ab and nginx
     PKGS = {p: PKGS[p] for p in ("openvswitch-switch", "iproute2", "gnuplot-nox")
-            + (("iperf3", "ethtool") if set(SECTIONS) & {"bond", "ct"} else ())
+            + (("iperf3", "ethtool", "iputils-ping") if set(SECTIONS) & {"bond", "ct"} else ())
             + (("nginx", "apache2-utils") if "ct" in SECTIONS else ())}
 if "ovn" in SECTIONS:
     PKGS["ovn-central"] = "/usr/bin/ovn-northd"
 if "ovnpipe" in SECTIONS:
     PKGS.update({"ovn-central": "/usr/bin/ovn-northd", "ovn-host": "/usr/bin/ovn-controller", "iperf3": "/usr/bin/iperf3",
+                 "iputils-ping": "/usr/bin/ping",
                  "dpdk-dev": "/usr/bin/dpdk-testpmd", "ethtool": "/usr/sbin/ethtool"})
 if "ct" in SECTIONS:
     PKGS["nftables"] = "/usr/sbin/nft"
