@@ -65,7 +65,8 @@ VHOST_SECS = int(os.environ.get("BENCH_VHOST_SECS", "14"))
 # tunnel section (net/tunnel.sh): peers and tests; govs-geneve is compared with ovs-geneve and kernel (vxlan: this
 # kernel has no geneve module). govs-base-geneve runs the ovs-vswitchd named by TUN_GOVS_BASE (before/after a change
 # in one run; in the default peers when it is set), govs-geneve-sockbuf sets userspace-sock-buf-size, govs-geneve-gso and
-# govs-vxlan-gso set the tunnel's other_config:tunnel-udp-gso=true.
+# govs-vxlan-gso set the tunnel's other_config:tunnel-udp-gso=true. Not in the defaults: govs-l2 and kernel-l2, the same
+# two switches (govs bridges, Linux bridges) joined by the underlay veth without a tunnel, the bound of any tunnel on them.
 TUN_PEERS = [p for p in os.environ.get("BENCH_TUN_PEERS", ("govs-base-geneve," if os.environ.get("TUN_GOVS_BASE") else "")
                                        + "govs-geneve,govs-geneve-gso,govs-vxlan,ovs-geneve,kernel").split(",") if p]
 TUN_TESTS = [t for t in os.environ.get("BENCH_TUN_TESTS", "tcp1,crr,pps").split(",") if t]
@@ -878,6 +879,9 @@ def tunnel_lines(tsamples):
     peers = [p for p in TUN_PEERS if p in tsamples]
     v = {p: {m: med([s.get(m) for s in tsamples[p]]) for m in TUN_METRICS} for p in peers}
     cmp = [(g, p) for g in ("govs-geneve", "govs-geneve-gso") for p in ("ovs-geneve", "kernel") if p in v and g in v]
+    # the two switches in series without a tunnel: what bounds any tunnel on them, against the kernel's tunnel
+    cmp += [(g, p) for g, p in (("govs-l2", "kernel"), ("govs-l2", "kernel-l2"), ("govs-geneve-gso", "govs-l2"))
+            if g in v and p in v]
     lines = ["| metric | " + " | ".join(peers) + "".join(" | %s:%s" % c for c in cmp) + " |",
              "|---" * (1 + len(peers) + len(cmp)) + "|"]
     for m, (label, hib) in TUN_METRICS.items():

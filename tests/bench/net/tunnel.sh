@@ -13,6 +13,9 @@
 #                            do not collide; the VIFs get tx checksum offload off, as in net/peer-ovs.sh
 #   kernel                   a Linux vxlan device (id 5, port 4789) and vif on a Linux bridge (this kernel has
 #                            no geneve module)
+#   govs-l2, kernel-l2       no tunnel: vif and ul on one govs bridge (NORMAL) or one Linux bridge per chassis, the
+#                            same two switches in series with nothing to encapsulate: the most a tunnel on them can
+#                            carry
 # TUN_CSUM=1 sets options:csum=true on the govs and OVS tunnels (OVN's default for Geneve).
 # TUN_SOCKBUF=BYTES sets other_config:userspace-sock-buf-size before any port is added.
 # GOVS_PPROF=SOCKET serves each chassis' govs' Go profiles at SOCKET.a and SOCKET.b. Stops only the processes in its own pidfiles.
@@ -82,6 +85,21 @@ up)
       ip -n $p-c$s link add br0 type bridge
       ip -n $p-c$s link set vx0 master br0; ip -n $p-c$s link set vif master br0
       ip -n $p-c$s link set vx0 up; ip -n $p-c$s link set br0 up
+    done ;;
+  govs-l2)
+    for s in a b; do
+      o=$d/$s; mkdir -p $o; rm -f $o/conf.db
+      ip netns exec $p-c$s env OVS_RUNDIR=$o OVS_LOGDIR=$o OVS_DBDIR=$o OVS_SYSCONFDIR=$o $top/bin/ovs-vswitchd \
+        --embedded-db=$o/conf.db --pidfile=$o/ovs-vswitchd.pid --unixctl=$o/ovs-vswitchd.ctl \
+        --log-file=$o/ovs-vswitchd.log --detach --no-chdir || exit 1
+      for i in $(seq 50); do [ -S $o/db.sock ] && break; sleep 0.1; done
+      /usr/bin/ovs-vsctl --timeout=10 --db=unix:$o/db.sock -- init -- add-br br-int \
+        -- set bridge br-int datapath_type=netdev -- add-port br-int vif -- add-port br-int ul || exit 1
+    done ;;
+  kernel-l2)
+    for s in a b; do
+      ip -n $p-c$s link add br0 type bridge
+      ip -n $p-c$s link set ul master br0; ip -n $p-c$s link set vif master br0; ip -n $p-c$s link set br0 up
     done ;;
   *) echo "tunnel.sh: unknown peer $2" >&2; exit 2 ;;
   esac ;;
