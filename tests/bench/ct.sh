@@ -18,7 +18,9 @@
 # the ratios govs/ovs and govs/kernel. Needs root, ab, nginx, nft, iperf3, a built bin/ovs-vswitchd.
 # Stops only the processes of its own pidfiles. CT_GOVS_ARGS: more arguments for govs' ovs-vswitchd (e.g.
 # --pprof=pprof.sock, in its rundir $work/s, to profile it). Peer govs-base: govs' ovs-vswitchd of another
-# build, CT_GOVS_BASE (before/after a change in one run).
+# build, CT_GOVS_BASE (before/after a change in one run). Peers govs-nofw, ovs-nofw, kernel-nofw: the same
+# switches with no firewall (one NORMAL flow; a bridge without netfilter), conn/s and TCP only: what bounds a
+# firewall on each.
 set -u
 rounds=2 secs=4 fill=1000000 rate=100000 peers=govs,ovs,kernel
 while [ $# -gt 0 ]; do
@@ -75,7 +77,8 @@ mem() {
 }
 
 up() {
-  local peer=$1 vs=$top/bin/ovs-vswitchd
+  local peer=$1 vs=$top/bin/ovs-vswitchd fw=1
+  case $peer in *-nofw) fw=; peer=${peer%-nofw} ;; esac
   [ $peer = ovs ] && vs=/usr/sbin/ovs-vswitchd
   [ $peer = govs-base ] && vs=${CT_GOVS_BASE:?CT_GOVS_BASE names the govs-base peer\'s ovs-vswitchd}
   rm -rf $work/s $work/b; mkdir -p $work/s $work/b
@@ -95,10 +98,10 @@ table ip sink {
 N
   case $peer in
   kernel)
-    ip -n $nss link add br0 type bridge nf_call_iptables 1 || return 1
+    ip -n $nss link add br0 type bridge nf_call_iptables ${fw:-0} || return 1
     ip netns exec $nss sysctl -qw net.netfilter.nf_conntrack_udp_timeout=60 || return 1
     ip -n $nss link set pa master br0; ip -n $nss link set pb master br0; ip -n $nss link set br0 up
-    ip netns exec $nss nft -f - <<'N' || return 1
+    [ -n "$fw" ] && { ip netns exec $nss nft -f - <<'N' || return 1; }
 table inet fw {
   chain forward {
     type filter hook forward priority 0; policy drop;
@@ -123,7 +126,8 @@ N
       --unixctl=$d/ovs-vswitchd.ctl --detach --no-chdir --log-file=$d/ovs-vswitchd.log $extra >&2 || return 1
     vsctl add-br br0 -- set bridge br0 datapath_type=netdev fail_mode=secure \
       -- add-port br0 pa -- set Interface pa ofport_request=1 -- add-port br0 pb -- set Interface pb ofport_request=2 >&2 || return 1
-    ip netns exec $nss ovs-ofctl add-flows unix:$d/br0.mgmt - <<'F' >&2 || return 1
+    local flows=$work/flows
+    [ -n "$fw" ] && cat > $flows <<'F'
 table=0,priority=100,arp,actions=NORMAL
 table=0,priority=10,ip,ct_state=-trk,actions=ct(table=1)
 table=0,priority=0,actions=drop
@@ -134,13 +138,15 @@ table=1,priority=10,ip,ct_state=+trk+rel,in_port=1,actions=output:2
 table=1,priority=10,ip,ct_state=+trk+rel,in_port=2,actions=output:1
 table=1,priority=0,actions=drop
 F
+    [ -z "$fw" ] && echo actions=NORMAL > $flows
+    ip netns exec $nss ovs-ofctl add-flows unix:$d/br0.mgmt $flows >&2 || return 1
     ;;
   esac
   local i
   for i in $(seq 50); do ip netns exec $nsa ping -c 1 -W 1 10.77.0.2 >/dev/null 2>&1 && break; sleep 0.2; done
   ip netns exec $nsa ping -c 1 -W 1 10.77.0.2 >/dev/null 2>&1 || { echo "ct.sh: $peer: no ping through the firewall" >&2; return 1; }
   # the firewall holds: b may not open a connection to a
-  if ip netns exec $nsb ping -c 1 -W 1 10.77.0.1 >/dev/null 2>&1; then
+  if [ -n "$fw" ] && ip netns exec $nsb ping -c 1 -W 1 10.77.0.1 >/dev/null 2>&1; then
     echo "ct.sh: $peer: b reached a through the firewall" >&2; return 1
   fi
   cat > $work/b/nginx.conf <<C
@@ -195,6 +201,7 @@ measure() {
   up $peer || { echo "failed"; return; }
   local c1 c64 g e0 e1 m0 m1 c64f pass
   c1=$(cps 3000 1); c64=$(cps 10000 64); g=$(tcp)
+  case $peer in *-nofw) echo "$c1 $c64 $g x x x x"; return ;; esac
   sleep 1
   e0=$(entries $peer); m0=$(mem $peer)
   for pass in 1 2 3; do
@@ -228,15 +235,18 @@ names = [("conn/s ab -c 1", "conn/s", True), ("conn/s ab -c 64", "conn/s", True)
 val = {}
 for p in peers:
     rows = [r.split() for r in raw[p].split(";") if r and r != "failed"]
-    val[p] = [statistics.median(float(r[i]) for r in rows) if rows else None for i in range(len(names))]
-cmp = [p for p in ("ovs", "kernel") if p in peers and "govs" in peers]
-print("| figure | unit | " + " | ".join(peers) + "".join(" | govs/%s" % c for c in cmp) + " |")
+    val[p] = [statistics.median(float(r[i]) for r in rows if r[i] != "x") if [r for r in rows if r[i] != "x"]
+              else None for i in range(len(names))]
+# govs against its peers; govs-nofw (no firewall at all) against the firewalls: the most any firewall in govs reaches
+cmp = [(g, o) for g in ("govs", "govs-nofw") for o in ("ovs", "kernel") if o in peers and g in peers]
+cmp += [(g, o) for g, o in (("govs-nofw", "kernel-nofw"), ("govs", "govs-nofw")) if o in peers and g in peers]
+print("| figure | unit | " + " | ".join(peers) + "".join(" | %s/%s" % c for c in cmp) + " |")
 print("|---|---|" + "---|" * (len(peers) + len(cmp)))
 for i, (n, u, hib) in enumerate(names):
     f = lambda v: "n/a" if v is None else ("%.2f" % v if u == "Gbit/s" else "%.0f" % v)
     row = "| %s | %s | " % (n, u) + " | ".join(f(val[p][i]) for p in peers)
-    for c in cmp:
-        g, o = val["govs"][i], val[c][i]
+    for gp, c in cmp:
+        g, o = val[gp][i], val[c][i]
         rr = None if not g or not o else (g / o if hib else o / g)
         row += " | " + ("n/a" if rr is None else "%.2fx" % rr)
     print(row + " |")
