@@ -37,8 +37,12 @@ func TestOpsTcpdump(t *testing.T) {
 	a.waitPing("10.251.93.2")
 
 	// -c 4: tcpdump (and with it ovs-tcpdump) ends after two echo
-	// requests and their replies.
-	cmd := exec.Command("/usr/bin/ovs-tcpdump", "--db-sock", "unix:"+e.sock(), "-i", a.Host, "-n", "-c", "4", "icmp")
+	// requests and their replies. -l: Debian's ovs-tcpdump stops reading
+	// tcpdump's output as soon as tcpdump has exited (it polls the child
+	// before each readline), so lines tcpdump buffered for the pipe and
+	// flushed at exit were lost (the reply, in 1 CI run of 3); line
+	// buffered, each line is read while tcpdump waits for the next packet.
+	cmd := exec.Command("/usr/bin/ovs-tcpdump", "--db-sock", "unix:"+e.sock(), "-i", a.Host, "-n", "-l", "-c", "4", "icmp")
 	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+e.dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
