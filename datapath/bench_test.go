@@ -34,7 +34,7 @@ func (p *sinkPort) Close() error              { close(p.done); return nil }
 
 // benchWorker returns a datapath with sink ports 1..n and a worker for
 // port 1 that the benchmark drives by hand.
-func benchWorker(b *testing.B, n int, u Upcaller) (*worker, []*sinkPort) {
+func benchWorker(b testing.TB, n int, u Upcaller) (*worker, []*sinkPort) {
 	dp := New(nil)
 	b.Cleanup(dp.Close)
 	dp.SetUpcall(u)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/govs/govs/datapath/classifier"
 	"github.com/govs/govs/datapath/dptest"
 	"github.com/govs/govs/datapath/packet"
 	"github.com/govs/govs/netdev"
@@ -155,5 +156,50 @@ func TestCacheAfterTraffic(t *testing.T) {
 func TestMegaflowSize(t *testing.T) {
 	if n := unsafe.Sizeof(megaflow{}); n > 1152 {
 		t.Errorf("megaflow is %d bytes, more than the 1152-byte size class", n)
+	}
+}
+
+// TestInstallTakesSpares: a worker that installs flows keeps spareFlows
+// megaflows allocated ahead, installs into them, and tops them up after
+// the batch, so a flow's first packet does not wait on the allocator.
+func TestInstallTakesSpares(t *testing.T) {
+	w, sinks := benchWorker(t, 2, exactUpcaller)
+	frames := flowFrames(4)
+	send := func(fs ...[]byte) {
+		for i, f := range fs {
+			w.rx[i].SetLen(copy(w.rx[i].Tail(), f))
+		}
+		w.batch(len(fs))
+	}
+	send(frames[0])
+	if len(w.spare) != spareFlows {
+		t.Fatalf("%d spares after the first install, want %d", len(w.spare), spareFlows)
+	}
+	var spares []*megaflow
+	for _, s := range w.spare {
+		if s.f.installed || s.fa.ops != nil {
+			t.Fatal("a spare is not zero")
+		}
+		spares = append(spares, s.f)
+	}
+	send(frames[1:]...)
+	if len(w.spare) != spareFlows {
+		t.Fatalf("%d spares after installs, want %d", len(w.spare), spareFlows)
+	}
+	used := map[*megaflow]bool{}
+	w.cls.All(func(r *classifier.Rule[*megaflow]) bool {
+		used[r.Value] = true
+		return true
+	})
+	if len(used) != 4 {
+		t.Fatalf("%d flows installed, want 4", len(used))
+	}
+	for _, f := range spares[len(spares)-3:] {
+		if !used[f] {
+			t.Error("an install allocated instead of taking a spare")
+		}
+	}
+	if got := sinks[1].sent; got != 4 {
+		t.Errorf("%d frames out of port 2, want 4", got)
 	}
 }

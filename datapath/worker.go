@@ -141,7 +141,12 @@ type op struct {
 }
 
 func resolve(acts Actions, table *portTable) *flowActions {
-	fa := &flowActions{actions: acts, gen: table.gen}
+	return resolveInto(new(flowActions), acts, table)
+}
+
+// resolveInto is resolve into fa, which must be unused and zero.
+func resolveInto(fa *flowActions, acts Actions, table *portTable) *flowActions {
+	fa.actions, fa.gen = acts, table.gen
 	fa.ops = resolveOps(fa.opsBuf[:0], acts, table)
 	fa.meta = usesMeta(fa.ops)
 	return fa
@@ -380,6 +385,8 @@ type worker struct {
 	sub      [netdev.BatchSize]*packet.Packet
 	mds      [netdev.BatchSize]conntrack.Meta // sub's conntrack metadata
 	recActs  Actions                          // the action buffer of recirculation upcalls
+	recUp    [1]Upcall                        // recircUpcall's: on its stack, the interface call moved it to the heap
+	spare    []spareFlow                      // megaflows allocated ahead of installs (refill)
 	tnlID    uint16                           // IPv4 ID of the next encapsulated packet
 	bno      uint64
 	sink     uint32                // keeps loads made only to start cache misses
@@ -571,7 +578,7 @@ func (w *worker) idleRx() {
 func (w *worker) release() {
 	w.releaseRx()
 	w.emc = nil
-	w.txq, w.active, w.clones = nil, nil, nil
+	w.txq, w.active, w.clones, w.spare = nil, nil, nil, nil
 	clear(w.tmp[:])
 	clear(w.tmpActs[:])
 	clear(w.upActs[:])
@@ -645,6 +652,9 @@ func (w *worker) batch(n int) {
 	// Counted last, so that a test seeing the count sees the effects.
 	w.port.rxBytes.Add(rxBytes)
 	w.port.rxPackets.Add(uint64(n))
+	if len(w.spare) < spareFlows {
+		w.refill()
+	}
 }
 
 // classify looks the cache misses up in the classifier and returns how
@@ -762,14 +772,68 @@ func (w *worker) install(u *Upcall, h uint64, exact bool, table *portTable, now 
 	if dp.nflows.Load() >= dp.flowLimit.Load() {
 		return nil, false
 	}
-	f = &megaflow{key: u.Key, created: now, installed: true, ufid: ufid(&u.Key, &u.Mask)}
-	f.acts.Store(resolve(slices.Clone(u.Actions), table))
+	f, fa := w.takeSpare()
+	f.key, f.created, f.installed, f.ufid = u.Key, now, true, ufid(&u.Key, &u.Mask)
+	f.acts.Store(resolveInto(fa, slices.Clone(u.Actions), table))
 	f.seq.Store(seq)
 	f.rule, _ = w.cls.InsertInto(&f.r, &u.Key, &u.Mask, 0, f)
 	f.mask = f.rule.Mask
 	dp.nflows.Add(1)
 	w.emcInsert(&u.Key, h, f)
 	return f, true
+}
+
+// spareFlows is how many megaflows, each with its actions' storage, a
+// worker that installs flows keeps allocated ahead (about 13 KiB).
+const spareFlows = 8
+
+// spareFlow is a megaflow and its actions' storage, allocated and zeroed
+// by refill, unused.
+type spareFlow struct {
+	f  *megaflow
+	fa *flowActions
+}
+
+// takeSpare returns a zero megaflow and flowActions for an install: the
+// spares refill allocated if there are any.
+func (w *worker) takeSpare() (*megaflow, *flowActions) {
+	if n := len(w.spare); n > 0 {
+		s := w.spare[n-1]
+		w.spare[n-1] = spareFlow{}
+		w.spare = w.spare[:n-1]
+		return s.f, s.fa
+	}
+	if w.spare == nil {
+		w.spare = make([]spareFlow, 0, spareFlows) // refill from now on
+	}
+	return new(megaflow), new(flowActions)
+}
+
+// refill tops up the spare megaflows of a worker that installed flows,
+// once a batch's packets are on their way. The first packet of a flow
+// then finds its megaflow allocated, and the heap's pages under it
+// touched: a Go heap that grows takes a page fault (2-3 us on these
+// virtual machines) on each fresh page, and after a flush of the flows
+// the freed ones are not reused before a collection, so each first packet
+// through a pipeline with recirculations took several.
+func (w *worker) refill() {
+	if cap(w.spare) == 0 {
+		return // never installed: an idle port holds no spares
+	}
+	for len(w.spare) < spareFlows {
+		s := spareFlow{new(megaflow), new(flowActions)}
+		touchSpare(s)
+		w.spare = append(w.spare, s)
+	}
+}
+
+// touchSpare writes a spare's memory, which the compiler would not do
+// after new() inline.
+//
+//go:noinline
+func touchSpare(s spareFlow) {
+	*s.f = megaflow{}
+	*s.fa = flowActions{}
 }
 
 // tmpFlow is a flow that is executed for this batch but not installed.
@@ -1140,9 +1204,9 @@ func (w *worker) recircUpcall(p *packet.Packet, k *flow.Key, h uint64, table *po
 		w.recActs = make(Actions, 0, actionsCap)
 	}
 	seq := dp.revalSeq.Load()
-	ups := [1]Upcall{{Key: *k, Packet: p, Actions: w.recActs[:0]}}
-	u := &ups[0]
-	box.u.Upcall(ups[:])
+	u := &w.recUp[0]
+	*u = Upcall{Key: *k, Packet: p, Actions: w.recActs[:0]}
+	box.u.Upcall(w.recUp[:])
 	w.c.missed++
 	w.flowMu.Lock()
 	f, _ := w.install(u, h, !dp.megaflows.Load(), table, now, seq)
@@ -1155,6 +1219,7 @@ func (w *worker) recircUpcall(p *packet.Packet, k *flow.Key, h uint64, table *po
 	if cap(u.Actions) > cap(w.recActs) {
 		w.recActs = u.Actions[:0]
 	}
+	u.Packet, u.Actions = nil, nil
 	return f
 }
 

@@ -12,6 +12,13 @@
 // order of their highest priority, and the lookup stops as soon as no
 // later subtable can hold a better rule.
 //
+// A subtable that loses its last rule is kept, empty, until a Rank finds
+// it still empty after a whole interval: a flush of the datapath's flows
+// (dpctl/del-flows, a revalidation that kills them) is usually followed by
+// the same masks again, and the first packet after it then installs its
+// flow into a subtable that exists instead of allocating one on the packet
+// path.
+//
 // A Classifier is not safe for concurrent use; its owner serializes
 // access.
 package classifier
@@ -61,6 +68,9 @@ type subtable[T any] struct {
 	maxPri int
 	nMax   int // rules at maxPri
 	hits   uint64
+	// idle: the subtable was empty at the last Rank and has had no rule
+	// since; the next Rank drops it if it still has none.
+	idle bool
 }
 
 type slot[T any] struct {
@@ -71,8 +81,16 @@ type slot[T any] struct {
 // Len returns the number of rules.
 func (c *Classifier[T]) Len() int { return c.n }
 
-// Subtables returns the number of distinct masks.
-func (c *Classifier[T]) Subtables() int { return len(c.subtables) }
+// Subtables returns the number of distinct masks of the rules.
+func (c *Classifier[T]) Subtables() int {
+	n := 0
+	for _, st := range c.subtables {
+		if st.n > 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // Insert adds a rule matching key under mask with priority pri and value
 // v, and returns it. If a rule with the same match and priority exists, it
@@ -94,6 +112,7 @@ func (c *Classifier[T]) InsertInto(r *Rule[T], key *flow.Key, mask *flow.Mask, p
 		c.byMask[*mask] = st
 		c.subtables = append(c.subtables, st)
 	}
+	st.idle = false
 	mk := key.Masked(mask)
 	h := st.hash(&mk)
 	i, found := st.find(&mk, h)
@@ -154,8 +173,9 @@ func (c *Classifier[T]) Remove(r *Rule[T]) bool {
 	}
 	c.n--
 	if st.n == 0 {
-		delete(c.byMask, st.mask)
-		c.subtables = slices.DeleteFunc(c.subtables, func(s *subtable[T]) bool { return s == st })
+		// Kept for the next rules of its mask, or until Rank.
+		st.nMax = 0
+		st.shrink()
 		return true
 	}
 	if r.Priority == st.maxPri {
@@ -175,6 +195,9 @@ func (c *Classifier[T]) Lookup(k *flow.Key) (best *Rule[T], probes int) {
 	for _, st := range c.subtables {
 		if best != nil && st.maxPri <= best.Priority {
 			break
+		}
+		if st.n == 0 {
+			continue
 		}
 		probes++
 		if r := st.lookup(k); r != nil && (best == nil || r.Priority > best.Priority) {
@@ -204,6 +227,9 @@ func (c *Classifier[T]) LookupBatch(keys []*flow.Key, rules []*Rule[T]) (probes 
 	var skip [MaxBatch]bool
 	var sink uint64
 	for _, st := range c.subtables {
+		if st.n == 0 {
+			continue
+		}
 		m := uint64(len(st.slots) - 1)
 		active := false
 		for i, k := range keys[:n] {
@@ -276,16 +302,34 @@ func (c *Classifier[T]) All(fn func(*Rule[T]) bool) {
 	}
 }
 
-// Clear removes every rule.
+// Clear removes every rule. The subtables stay, empty, as after Remove.
 func (c *Classifier[T]) Clear() {
 	c.All(func(r *Rule[T]) bool { r.st = nil; return true })
-	c.subtables, c.byMask, c.n = nil, nil, 0
+	for _, st := range c.subtables {
+		st.shrink()
+		clear(st.slots)
+		st.n, st.nMax = 0, 0
+	}
+	c.n = 0
 }
 
 // Rank re-sorts the subtables of equal highest priority by the hits they
 // had since the last Rank, most first, as OVS's dpcls re-sorts its
-// subtables once a second, and ages the hit counts.
+// subtables once a second, and ages the hit counts. It drops the
+// subtables that were empty at the last Rank and still are.
 func (c *Classifier[T]) Rank() {
+	c.subtables = slices.DeleteFunc(c.subtables, func(st *subtable[T]) bool {
+		switch {
+		case st.n > 0:
+			st.idle = false
+		case !st.idle:
+			st.idle = true
+		default:
+			delete(c.byMask, st.mask)
+			return true
+		}
+		return false
+	})
 	c.reorder()
 	for _, st := range c.subtables {
 		st.hits /= 2
@@ -391,6 +435,17 @@ func (st *subtable[T]) grow() {
 		st.slots[i] = s
 	}
 }
+
+// shrink gives an empty subtable that grew large a small table again,
+// so that a mask that once had many rules holds no memory while it waits.
+func (st *subtable[T]) shrink() {
+	if len(st.slots) > shrinkSlots {
+		st.slots = make([]slot[T], 8)
+	}
+}
+
+// shrinkSlots is the most slots an empty subtable keeps.
+const shrinkSlots = 1024
 
 // delete frees slot i, shifting later slots of its probe run back so that
 // lookups need no tombstones.

@@ -246,3 +246,68 @@ func BenchmarkLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestEmptySubtableKept: a subtable that loses its rules, by Remove or
+// Clear, is kept for the next rule of its mask until a Rank finds it
+// empty a second time; lookups skip it meanwhile.
+func TestEmptySubtableKept(t *testing.T) {
+	var c Classifier[int]
+	k := key(1, 0xa, 0xb, 80)
+	r, _ := c.Insert(&k, &macMask, 0, 1)
+	st := c.subtables[0]
+	if !c.Remove(r) || c.Len() != 0 || c.Subtables() != 0 {
+		t.Fatalf("after remove: len %d, subtables %d", c.Len(), c.Subtables())
+	}
+	if got, probes := c.Lookup(&k); got != nil || probes != 0 {
+		t.Fatalf("lookup in an empty subtable: %v, %d probes", got, probes)
+	}
+	var rules [1]*Rule[int]
+	if probes := c.LookupBatch([]*flow.Key{&k}, rules[:]); rules[0] != nil || probes != 0 {
+		t.Fatalf("batch lookup in an empty subtable: %v, %d probes", rules[0], probes)
+	}
+	c.Rank() // empty once: kept
+	r, _ = c.Insert(&k, &macMask, 0, 2)
+	if len(c.subtables) != 1 || c.subtables[0] != st {
+		t.Fatal("the rule did not go into the kept subtable")
+	}
+	if got, _ := c.Lookup(&k); got != r {
+		t.Fatalf("lookup: %v", got)
+	}
+	c.Remove(r)
+	c.Rank() // the insert made it busy again: kept
+	if len(c.subtables) != 1 {
+		t.Fatal("a subtable with a rule since the last Rank was dropped")
+	}
+	c.Rank()
+	if len(c.subtables) != 0 || len(c.byMask) != 0 {
+		t.Fatalf("still %d subtables after two Ranks empty", len(c.subtables))
+	}
+
+	// Clear keeps the subtables, empty and small; its rules are gone.
+	for i := 0; i < 2000; i++ {
+		k := key(1, byte(i), byte(i>>8), 80)
+		c.Insert(&k, &macMask, 0, i)
+	}
+	k2 := key(2, 1, 2, 443)
+	r2, _ := c.Insert(&k2, &portMask, 0, -1)
+	c.Clear()
+	if c.Len() != 0 || c.Subtables() != 0 || len(c.subtables) != 2 {
+		t.Fatalf("after clear: len %d, subtables %d of %d", c.Len(), c.Subtables(), len(c.subtables))
+	}
+	if c.Remove(r2) {
+		t.Error("a cleared rule was removed again")
+	}
+	for _, st := range c.subtables {
+		if len(st.slots) > shrinkSlots {
+			t.Errorf("an empty subtable keeps %d slots", len(st.slots))
+		}
+	}
+	k3 := key(1, 7, 0, 80)
+	if got, _ := c.Lookup(&k3); got != nil {
+		t.Fatalf("lookup after clear: %v", got)
+	}
+	r3, _ := c.Insert(&k3, &macMask, 0, 3)
+	if got, _ := c.Lookup(&k3); got != r3 || c.Subtables() != 1 {
+		t.Fatalf("after clear and insert: %v, %d subtables", got, c.Subtables())
+	}
+}
